@@ -1,0 +1,9 @@
+"""Top-level URL configuration."""
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("judging.urls")),
+]

@@ -1,0 +1,1 @@
+"""The RelJudge Django app: campaigns, pools, judgments and their scoring."""

@@ -1,0 +1,102 @@
+"""Django admin for every model, read-mostly where history must not be rewritten."""
+from django.contrib import admin
+
+from judging import models
+
+
+class GradeInline(admin.TabularInline):
+    model = models.Grade
+    extra = 0
+
+
+class MembershipInline(admin.TabularInline):
+    model = models.Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(models.Campaign)
+class CampaignAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "pool_depth", "redundancy", "aggregation", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [GradeInline, MembershipInline]
+
+
+@admin.register(models.Grade)
+class GradeAdmin(admin.ModelAdmin):
+    list_display = ["campaign", "value", "name"]
+    list_filter = ["campaign"]
+
+
+@admin.register(models.Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["campaign", "user", "role"]
+    list_filter = ["campaign", "role"]
+
+
+@admin.register(models.Query)
+class QueryAdmin(admin.ModelAdmin):
+    list_display = ["qid", "text", "campaign", "is_stub"]
+    list_filter = ["campaign", "is_stub"]
+    search_fields = ["qid", "text"]
+
+
+@admin.register(models.Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["docid", "title", "campaign", "is_stub"]
+    list_filter = ["campaign", "is_stub"]
+    search_fields = ["docid", "title"]
+
+
+@admin.register(models.System)
+class SystemAdmin(admin.ModelAdmin):
+    list_display = ["name", "campaign", "entries", "source", "imported_at"]
+    list_filter = ["campaign"]
+
+
+@admin.register(models.Ranking)
+class RankingAdmin(admin.ModelAdmin):
+    list_display = ["system", "query", "length"]
+    list_select_related = ["system", "query"]
+    raw_id_fields = ["system", "query"]
+    readonly_fields = ["doc_ids", "scores"]
+
+
+@admin.register(models.Pair)
+class PairAdmin(admin.ModelAdmin):
+    list_display = ["id", "query", "document", "pooled", "label", "judgment_count", "adjudicated"]
+    list_filter = ["campaign", "pooled", "adjudicated"]
+    list_select_related = ["query", "document"]
+    raw_id_fields = ["query", "document"]
+
+
+class RevisionInline(admin.TabularInline):
+    model = models.JudgmentRevision
+    extra = 0
+    can_delete = False
+    readonly_fields = [f.name for f in models.JudgmentRevision._meta.fields]
+
+
+@admin.register(models.Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "pair", "annotator", "grade", "unsure", "updated_at"]
+    list_filter = ["unsure", "pair__campaign"]
+    list_select_related = ["pair", "annotator", "grade"]
+    raw_id_fields = ["pair"]
+    readonly_fields = ["created_at", "updated_at"]
+    inlines = [RevisionInline]
+
+
+@admin.register(models.JudgmentRevision)
+class JudgmentRevisionAdmin(admin.ModelAdmin):
+    list_display = ["judgment", "changed_by", "changed_at", "old_grade", "new_grade", "old_unsure", "new_unsure"]
+    readonly_fields = [f.name for f in models.JudgmentRevision._meta.fields]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Adjudication)
+class AdjudicationAdmin(admin.ModelAdmin):
+    list_display = ["pair", "grade", "decided_by", "decided_at"]
+    raw_id_fields = ["pair"]

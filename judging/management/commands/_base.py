@@ -1,0 +1,48 @@
+"""Shared plumbing for RelJudge's management commands: campaign lookup, file reading, errors, progress."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from judging.formats import FormatError
+from judging.models import Campaign
+from judging.services import ImportError_
+
+
+class ImportCommand(BaseCommand):
+    """A command that reads one file into one campaign inside one transaction."""
+
+    progress_unit = "rows"
+
+    def add_arguments(self, parser):
+        parser.add_argument("slug", help="the campaign's slug")
+        parser.add_argument("file", help="path of the file to import")
+
+    def campaign(self, slug: str) -> Campaign:
+        try:
+            return Campaign.objects.get(slug=slug)
+        except Campaign.DoesNotExist:
+            raise CommandError(f"unknown campaign {slug!r} (create it with create_campaign)") from None
+
+    def read(self, path: str) -> tuple[bytes, str]:
+        p = Path(path)
+        if not p.is_file():
+            raise CommandError(f"{path}: no such file")
+        return p.read_bytes(), p.name
+
+    def run_import(self, func, *, total: int | None = None, **kwargs):
+        bar = tqdm(total=total, unit=self.progress_unit, disable=(total or 0) < 50_000, file=self.stderr._out)
+        try:
+            summary = func(progress=bar.update, **kwargs)
+        except (FormatError, ImportError_) as exc:
+            raise CommandError(f"{exc} — nothing was imported") from None
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages) + " — nothing was imported") from None
+        finally:
+            bar.close()
+        for line in summary.lines():
+            self.stdout.write(line)
+        return summary

@@ -1,0 +1,13 @@
+"""Import documents (JSONL or TSV) into a campaign."""
+from judging.management.commands._base import ImportCommand
+from judging.services import docs_import
+
+
+class Command(ImportCommand):
+    help = "Import documents: JSONL {docid, title?, text, url?} or TSV docid<TAB>title<TAB>text"
+    progress_unit = "docs"
+
+    def handle(self, *args, slug, file, **options):
+        campaign = self.campaign(slug)
+        data, name = self.read(file)
+        self.run_import(docs_import, total=data.count(b"\n"), campaign=campaign, data=data, filename=name)

@@ -1,0 +1,24 @@
+"""Import a ranked run and pool its top documents."""
+from judging.management.commands._base import ImportCommand
+from judging.services import run_import
+
+
+class Command(ImportCommand):
+    help = (
+        "Import a run (TREC `qid Q0 docid rank score tag`, TSV or JSONL) as a system and add its top "
+        "pool-depth documents per query to the pool. Unknown queries and documents become stubs."
+    )
+    progress_unit = "entries"
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.add_argument("--system", default=None, help="system name (default: the run's tag column)")
+        parser.add_argument("--replace", action="store_true", help="overwrite a different run of the same system")
+
+    def handle(self, *args, slug, file, system, replace, **options):
+        campaign = self.campaign(slug)
+        data, name = self.read(file)
+        self.run_import(
+            run_import, total=data.count(b"\n"), campaign=campaign, data=data, filename=name,
+            system_name=system, replace=replace,
+        )

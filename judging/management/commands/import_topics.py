@@ -1,0 +1,12 @@
+"""Import topics (TSV or JSONL) into a campaign."""
+from judging.management.commands._base import ImportCommand
+from judging.services import topics_import
+
+
+class Command(ImportCommand):
+    help = "Import topics: TSV qid<TAB>text[<TAB>description] or JSONL {qid, text, description?}"
+
+    def handle(self, *args, slug, file, **options):
+        campaign = self.campaign(slug)
+        data, name = self.read(file)
+        self.run_import(lambda progress, **kw: topics_import(**kw), campaign=campaign, data=data, filename=name)

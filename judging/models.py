@@ -1,0 +1,333 @@
+"""Campaigns, queries, documents, systems, runs, pool pairs and judgments."""
+from __future__ import annotations
+
+import numpy as np
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+DEFAULT_SCALE = [
+    {
+        "value": 0,
+        "name": "Not relevant",
+        "description": "The document does not help with the query at all, or is about something else.",
+    },
+    {
+        "value": 1,
+        "name": "Partially relevant",
+        "description": "The document is on topic and partly answers the query, or answers a nearby need.",
+    },
+    {
+        "value": 2,
+        "name": "Highly relevant",
+        "description": "The document is exactly what the searcher wanted.",
+    },
+]
+
+
+class Campaign(models.Model):
+    """One judging project: its queries, documents, systems, grading scale, guidelines and pool depth."""
+
+    class Aggregation(models.TextChoices):
+        MEDIAN = "median", "Median (ties to the lower grade)"
+        MAJORITY = "majority", "Majority vote"
+        MEAN = "mean", "Rounded mean"
+        MAX = "max", "Maximum"
+        MIN = "min", "Minimum"
+
+    slug = models.SlugField("slug", max_length=64, unique=True)
+    name = models.CharField("name", max_length=200)
+    description = models.TextField("description", blank=True)
+    guidelines = models.TextField("guidelines", blank=True, help_text="Shown beside every pair while judging.")
+    pool_depth = models.PositiveIntegerField(
+        "pool depth", default=10, validators=[MinValueValidator(1), MaxValueValidator(10_000)],
+        help_text="Each run's top k documents per query are pooled for judging.",
+    )
+    redundancy = models.PositiveSmallIntegerField(
+        "annotators per pair", default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
+    )
+    aggregation = models.CharField(
+        "aggregation policy", max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
+    )
+    leaderboard_visible_to_annotators = models.BooleanField(
+        "annotators may see the leaderboard", default=False,
+        help_text="Off by default: knowing which system is winning biases judgments.",
+    )
+    created_at = models.DateTimeField("created", auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="created by", on_delete=models.SET_NULL, null=True,
+        blank=True, related_name="+",
+    )
+
+    class Meta:
+        verbose_name = "campaign"
+        verbose_name_plural = "campaigns"
+        ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(condition=Q(pool_depth__gte=1), name="campaign_pool_depth_positive"),
+            models.CheckConstraint(
+                condition=Q(redundancy__gte=1) & Q(redundancy__lte=5), name="campaign_redundancy_1_to_5"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Grade(models.Model):
+    """One step of a campaign's grading scale (default 0/1/2)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="grades")
+    value = models.SmallIntegerField("value")
+    name = models.CharField("name", max_length=100)
+    description = models.TextField("description", blank=True)
+    examples = models.TextField("examples", blank=True)
+
+    class Meta:
+        verbose_name = "grade"
+        verbose_name_plural = "grades"
+        ordering = ["campaign", "value"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "value"], name="grade_unique_value_per_campaign"),
+            models.CheckConstraint(condition=Q(value__gte=0) & Q(value__lte=100), name="grade_value_0_to_100"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.value} – {self.name}"
+
+
+class Membership(models.Model):
+    """A user's role in one campaign. Superusers are leads everywhere without a membership."""
+
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "Annotator"
+        LEAD = "lead", "Lead"
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField("role", max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    created_at = models.DateTimeField("added", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "membership"
+        verbose_name_plural = "memberships"
+        ordering = ["campaign", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "user"], name="membership_unique_user_per_campaign"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} – {self.role} of {self.campaign}"
+
+
+class Query(models.Model):
+    """A topic: the external qid, what the user typed, and what counts as relevant."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="queries")
+    qid = models.CharField("qid", max_length=100)
+    text = models.TextField("text")
+    description = models.TextField("description", blank=True)
+    is_stub = models.BooleanField(
+        "stub", default=False, help_text="Created by a run or qrels import before its topic was imported."
+    )
+    # Bumped whenever a label of one of this query's pairs changes: the leaderboard rescored only
+    # queries whose version moved since its cache was filled.
+    labels_version = models.PositiveBigIntegerField("labels version", default=0)
+
+    class Meta:
+        verbose_name = "query"
+        verbose_name_plural = "queries"
+        ordering = ["campaign", "qid"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "qid"], name="query_unique_qid_per_campaign")]
+
+    def __str__(self) -> str:
+        return f"{self.qid}: {self.text[:60]}"
+
+
+class Document(models.Model):
+    """A document to judge. Its text may contain HTML and is never rendered unescaped."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="documents")
+    docid = models.CharField("docid", max_length=200)
+    title = models.TextField("title", blank=True)
+    text = models.TextField("text", blank=True)
+    url = models.URLField("URL", max_length=2000, blank=True)
+    is_stub = models.BooleanField(
+        "stub", default=False, help_text="Created by a run or qrels import before the document was imported."
+    )
+
+    class Meta:
+        verbose_name = "document"
+        verbose_name_plural = "documents"
+        ordering = ["campaign", "docid"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "docid"], name="document_unique_docid_per_campaign")
+        ]
+
+    def __str__(self) -> str:
+        return self.docid
+
+
+class System(models.Model):
+    """A ranker being compared; its run is stored as one Ranking row per query."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="systems")
+    name = models.CharField("name", max_length=100)
+    source = models.CharField("imported from", max_length=255, blank=True)
+    imported_at = models.DateTimeField("imported", auto_now_add=True)
+    entries = models.PositiveIntegerField("ranked entries", default=0)
+    fingerprint = models.CharField(
+        "content fingerprint", max_length=64, blank=True,
+        help_text="Hash of the imported rankings: re-importing the same run is a no-op.",
+    )
+
+    class Meta:
+        verbose_name = "system"
+        verbose_name_plural = "systems"
+        ordering = ["campaign", "name"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "name"], name="system_unique_name_per_campaign")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Ranking(models.Model):
+    """One system's ranked list for one query, stored compactly.
+
+    Runs are fixed once imported while labels change all the time, so a ranking is one row holding
+    the document primary keys (int64) and scores (float64) as packed arrays, already in trec_eval
+    order. Scoring a 20 x 5,000 x 100 campaign reads 100,000 small rows instead of 10M.
+    """
+
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="rankings")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rankings")
+    doc_ids = models.BinaryField("document ids (int64, trec order)")
+    scores = models.BinaryField("scores (float64, trec order)")
+    length = models.PositiveIntegerField("length")
+
+    class Meta:
+        verbose_name = "ranking"
+        verbose_name_plural = "rankings"
+        ordering = ["system", "query"]
+        constraints = [models.UniqueConstraint(fields=["system", "query"], name="ranking_unique_system_query")]
+
+    def __str__(self) -> str:
+        return f"{self.system_id}/{self.query_id} ({self.length})"
+
+    def doc_id_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.doc_ids), dtype=np.int64)
+
+    def score_array(self) -> np.ndarray:
+        return np.frombuffer(bytes(self.scores), dtype=np.float64)
+
+
+class Pair(models.Model):
+    """A (query, document) pair, judged once per annotator however many systems returned it."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="pairs")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pairs")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs")
+    pooled = models.BooleanField(
+        "in the pool", default=True,
+        help_text="False for pairs that exist only because imported qrels labelled them.",
+    )
+    # The label the scorer uses, kept in step with the judgments by the services (aggregated under
+    # the campaign's policy, or the lead's adjudication). NULL = unjudged.
+    label = models.SmallIntegerField("label", null=True, blank=True)
+    adjudicated = models.BooleanField("adjudicated by a lead", default=False)
+    judgment_count = models.PositiveSmallIntegerField("judgments", default=0)
+    created_at = models.DateTimeField("added", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "pair"
+        verbose_name_plural = "pairs"
+        ordering = ["campaign", "query", "document"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "document"], name="pair_unique_query_document"),
+        ]
+        indexes = [models.Index(fields=["campaign", "pooled", "judgment_count"], name="pair_queue_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id}×{self.document_id}"
+
+
+class Judgment(models.Model):
+    """One annotator's current judgment of one pair. Every change is kept as a JudgmentRevision."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    grade = models.ForeignKey(
+        Grade, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="Empty when the annotator is unsure.",
+    )
+    unsure = models.BooleanField("unsure", default=False)
+    tentative_grade = models.ForeignKey(
+        Grade, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        help_text="An unsure annotator's best guess; kept and exported, not scored by default.",
+    )
+    note = models.TextField("note", blank=True)
+    seconds_spent = models.FloatField("seconds spent", default=0)
+    created_at = models.DateTimeField("created", auto_now_add=True)
+    updated_at = models.DateTimeField("updated", auto_now=True, db_index=True)
+
+    class Meta:
+        verbose_name = "judgment"
+        verbose_name_plural = "judgments"
+        ordering = ["pair", "annotator"]
+        constraints = [
+            models.UniqueConstraint(fields=["pair", "annotator"], name="judgment_unique_pair_annotator"),
+            # Confident: a grade and no tentative grade. Unsure: no grade (maybe a tentative one).
+            models.CheckConstraint(
+                condition=(Q(unsure=False, grade__isnull=False, tentative_grade__isnull=True)
+                           | Q(unsure=True, grade__isnull=True)),
+                name="judgment_grade_xor_unsure",
+            ),
+            models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="judgment_seconds_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.pair}"
+
+
+class JudgmentRevision(models.Model):
+    """An immutable record of one change to a judgment: who, when, old and new values."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="revisions")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    changed_at = models.DateTimeField("changed", auto_now_add=True, db_index=True)
+    old_grade = models.SmallIntegerField("old grade", null=True, blank=True)
+    new_grade = models.SmallIntegerField("new grade", null=True, blank=True)
+    old_unsure = models.BooleanField("was unsure", null=True, blank=True)
+    new_unsure = models.BooleanField("is unsure")
+    old_tentative_grade = models.SmallIntegerField("old tentative grade", null=True, blank=True)
+    new_tentative_grade = models.SmallIntegerField("new tentative grade", null=True, blank=True)
+    old_note = models.TextField("old note", blank=True)
+    new_note = models.TextField("new note", blank=True)
+    seconds_spent = models.FloatField("seconds spent on this change", default=0)
+
+    class Meta:
+        verbose_name = "judgment revision"
+        verbose_name_plural = "judgment revisions"
+        ordering = ["judgment", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.judgment_id}: {self.old_grade}→{self.new_grade} at {self.changed_at:%Y-%m-%d %H:%M}"
+
+
+class Adjudication(models.Model):
+    """A lead's decision on a pair; it always wins over the aggregated judgments."""
+
+    pair = models.OneToOneField(Pair, on_delete=models.CASCADE, related_name="adjudication")
+    grade = models.ForeignKey(Grade, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField("decided", auto_now=True)
+    note = models.TextField("note", blank=True)
+
+    class Meta:
+        verbose_name = "adjudication"
+        verbose_name_plural = "adjudications"
+        ordering = ["pair"]
+
+    def __str__(self) -> str:
+        return f"{self.pair} = {self.grade_id}"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv with Python 3.11 and install the pinned requirements (runtime, or dev with --dev).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "${1:-}" = "--dev" ]; then
+  .venv/bin/python -m pip install -q -r requirements-dev.txt
+else
+  .venv/bin/python -m pip install -q -r requirements.txt
+fi

@@ -1,0 +1,99 @@
+"""The management commands of SPEC §4, as a lead runs them."""
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from judging.models import Campaign, Document, Judgment, Membership, Pair, Query, System
+from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+
+def run(*args):
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+def test_create_campaign_with_scale_and_depth(db):
+    out = run("create_campaign", "news", "--name", "News", "--grades", "0,1,2,3", "--pool-depth", "20")
+    c = Campaign.objects.get(slug="news")
+    assert (c.name, c.pool_depth) == ("News", 20)
+    assert list(c.grades.values_list("value", flat=True)) == [0, 1, 2, 3]
+    assert "created campaign 'news'" in out
+
+
+def test_create_campaign_twice_is_an_error(db):
+    run("create_campaign", "news")
+    with pytest.raises(CommandError, match="already exists"):
+        run("create_campaign", "news")
+
+
+def test_quickstart_style_pipeline(campaign, write, annotator):
+    assert "2 queries added" in run("import_topics", "demo", write("t.tsv", TOPICS))
+    assert "4 documents added" in run("import_docs", "demo", write("d.jsonl", DOCS))
+    out = run("import_run", "demo", write("bm25.run", RUN_BM25))
+    assert "systems: bm25" in out and "pairs added to the pool: 4" in out
+    out = run("import_run", "demo", write("dense.run", RUN_DENSE))
+    assert "pairs added to the pool: 1" in out
+    out = run("import_qrels", "demo", write("q.qrels", "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"), "--annotator", "ann")
+    assert "3 judgments added" in out
+    path = write("out.qrels", "")
+    call_command("export_qrels", "demo", "--output", path, stderr=io.StringIO())
+    assert open(path).read() == "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"
+    assert Judgment.objects.count() == 3 and System.objects.count() == 2
+
+
+def test_import_run_stubs_counted_in_summary(campaign, write):
+    out = run("import_run", "demo", write("bm25.run", RUN_BM25))
+    assert "stubs created: 2 queries, 4 documents" in out
+
+
+@pytest.mark.parametrize(
+    ("command", "filename", "content", "expected"),
+    [
+        ("import_run", "r.run", "q1 Q0 d1 1 2.0\n", "r.run, line 1"),
+        ("import_run", "r.run", "q1 Q0 d1 x 2.0 t\n", "field 'rank'"),
+        ("import_run", "r.run", "q1 Q0 d1 1 abc t\n", "field 'score'"),
+        ("import_run", "r.run", "q1 Q0 d1 1 2 t\nq1 Q0 d1 2 1 t\n", "line 2, field 'docid'"),
+        ("import_run", "r.run", b"q1 Q0 d1 1 2 t\nq1 Q0 \xff 2 1 t\n", "line 2"),
+        ("import_run", "r.run", "", "empty"),
+        ("import_topics", "t.tsv", "q1\n", "t.tsv, line 1"),
+        ("import_docs", "d.jsonl", '{"docid": "d1", "text": "a"}\n{"docid": "d2"\n', "d.jsonl, line 2"),
+        ("import_docs", "d.jsonl", '{"docid": "d1"}\n', "field 'text'"),
+        ("import_qrels", "q.qrels", "q1 0 d1 9\n", "q.qrels, line 1, field 'label'"),
+        ("import_qrels", "q.qrels", "q1 0 d1\n", "q.qrels, line 1"),
+    ],
+)
+def test_bad_input_names_file_line_field_and_writes_nothing(campaign, write, command, filename, content, expected):
+    args = [command, "demo", write(filename, content)]
+    if command == "import_qrels":
+        args += ["--annotator", "ann"]
+    with pytest.raises(CommandError) as exc:
+        run(*args)
+    assert expected in str(exc.value)
+    assert "nothing was imported" in str(exc.value)
+    counts = [m.objects.count() for m in (Query, Document, System, Pair, Judgment)]
+    assert counts == [0, 0, 0, 0, 0]
+
+
+def test_unknown_campaign_is_an_error(db, write):
+    with pytest.raises(CommandError, match="unknown campaign 'nope'"):
+        run("import_run", "nope", write("r.run", RUN_BM25))
+
+
+def test_missing_file_is_an_error(campaign):
+    with pytest.raises(CommandError, match="no such file"):
+        run("import_run", "demo", "/nonexistent/file.run")
+
+
+def test_import_qrels_unknown_annotator(campaign, write):
+    with pytest.raises(CommandError, match="no user named 'ghost'"):
+        run("import_qrels", "demo", write("q.qrels", "q1 0 d1 1\n"), "--annotator", "ghost")
+
+
+def test_add_member_roles(campaign, make_user):
+    make_user("newbie")
+    run("add_member", "demo", "newbie", "--role", "lead")
+    assert Membership.objects.get(user__username="newbie").role == "lead"
+    with pytest.raises(CommandError, match="no user named"):
+        run("add_member", "demo", "ghost", "--role", "annotator")

@@ -1,0 +1,85 @@
+"""Several annotators recording and changing judgments at once on PostgreSQL: nothing lost or duplicated."""
+import random
+import threading
+
+import pytest
+from django.db import connection, connections
+
+from judging.models import Judgment, JudgmentRevision, Pair
+from judging.services import campaign_create, judgment_record, membership_add, run_import
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def pg_only(transactional_db):
+    if connection.vendor != "postgresql":
+        pytest.skip("row-level locking is tested on PostgreSQL (CI runs the suite there too)")
+
+
+def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
+    campaign = campaign_create(slug="race", pool_depth=5)
+    run = "".join(f"q{q} Q0 d{d} {d} {10 - d} sys\n" for q in range(3) for d in range(5))
+    run_import(campaign=campaign, data=run.encode(), filename="race.run")
+    pairs = list(Pair.objects.filter(campaign=campaign).select_related("campaign"))
+    users = [make_user(f"u{i}") for i in range(6)]
+    for u in users:
+        membership_add(campaign=campaign, user=u, role="annotator")
+
+    plans = {}
+    for u in users:
+        rng = random.Random(u.username)
+        # every user judges every pair several times (overlapping with every other user), in their own order
+        plans[u.pk] = [(p, rng.choice([0, 1, 2, None])) for p in rng.sample(pairs, len(pairs)) * 3]
+    errors = []
+    barrier = threading.Barrier(len(users))
+
+    def work(user):
+        try:
+            barrier.wait()
+            for pair, grade in plans[user.pk]:
+                if grade is None:
+                    judgment_record(pair=pair, annotator=user, unsure=True, note=f"{user.username} unsure")
+                else:
+                    judgment_record(pair=pair, annotator=user, grade=grade)
+        except Exception as exc:  # surfaced below; a thread's exception is otherwise swallowed
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+
+    # one judgment per (pair, user), holding the user's last decision for that pair
+    assert Judgment.objects.filter(pair__campaign=campaign).count() == len(users) * len(pairs)
+    for u in users:
+        last = {}
+        for pair, grade in plans[u.pk]:
+            last[pair.pk] = grade
+        got = {
+            j.pair_id: (None if j.unsure else j.grade.value)
+            for j in Judgment.objects.filter(annotator=u).select_related("grade")
+        }
+        assert got == last
+        # the revision history replays to the final state, with no change missing
+        for pair_id, final in last.items():
+            revs = list(JudgmentRevision.objects.filter(judgment__pair_id=pair_id, judgment__annotator=u)
+                        .order_by("id").values_list("old_grade", "new_grade", "old_unsure", "new_unsure"))
+            expected_changes = []
+            prev = "start"
+            for pair, grade in plans[u.pk]:
+                if pair.pk == pair_id and grade != prev:
+                    expected_changes.append(grade)
+                    prev = grade
+            assert [None if r[3] else r[1] for r in revs] == expected_changes
+            for before, after in zip(revs, revs[1:], strict=False):
+                assert after[0] == before[1] and after[2] == before[3]
+    # labels match the median of confident grades
+    for p in Pair.objects.filter(campaign=campaign):
+        grades = sorted(Judgment.objects.filter(pair=p, unsure=False).values_list("grade__value", flat=True))
+        assert p.label == (grades[(len(grades) - 1) // 2] if grades else None)
+        assert p.judgment_count == len(users)
