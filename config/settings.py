@@ -1,5 +1,6 @@
 """RelJudge settings: one module, every deployment-specific value read from the environment."""
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -16,12 +17,14 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
+# The test suite (pytest imports these settings before any conftest runs) uses the development secret.
+TESTING = "pytest" in sys.modules or env_bool("RELJUDGE_TESTING", False)
 
 _DEV_SECRET = "dev-only-insecure-secret-key-do-not-use-in-production"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _DEV_SECRET)
 # The development default is allowed only on a developer's machine: a deployment (DEBUG off and not
 # explicitly marked as a local/dev run) must bring its own secret.
-if SECRET_KEY == _DEV_SECRET and not DEBUG and not env_bool("RELJUDGE_ALLOW_DEV_SECRET", False):
+if SECRET_KEY == _DEV_SECRET and not (DEBUG or TESTING or env_bool("RELJUDGE_ALLOW_DEV_SECRET", False)):
     raise ImproperlyConfigured(
         "DJANGO_SECRET_KEY is not set. Set it in the environment (or set DJANGO_DEBUG=1 / "
         "RELJUDGE_ALLOW_DEV_SECRET=1 for a local run)."
@@ -131,7 +134,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
-if DEBUG or env_bool("RELJUDGE_TESTING", False):
+if DEBUG or TESTING:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 
 # Uploads of runs can be large; files above this are streamed to a temporary file by Django.

@@ -427,8 +427,10 @@ def _qrels_line(data: bytes, qrel) -> int | None:
 # --------------------------------------------------------------------------- judgments and labels
 
 def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
-    """Recompute the stored label and judgment count of these pairs; bump the versions of queries whose
-    labels moved. Returns how many labels changed. Call inside the transaction that changed judgments."""
+    """Recompute the stored label and judgment count of these pairs and bump the labels version of their
+    queries. Callers pass only pairs whose judgments changed: any change can move a label under some
+    aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
+    Call inside the transaction that changed the judgments."""
     if not len(pair_ids):
         return 0
     changed = 0
@@ -448,19 +450,17 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
             Adjudication.objects.filter(pair_id__in=chunk).values_list("pair_id", "grade__value")
         ))
         pairs = list(Pair.objects.filter(id__in=chunk).only("id", "query_id", "label", "judgment_count", "adjudicated"))
-        dirty, moved_queries = [], set()
+        dirty = []
         adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).values_list("pair_id", flat=True))
         for p in pairs:
             label, count, adj = new_label.get(p.id), counts.get(p.id, 0), p.id in adjudicated
             if (p.label, p.judgment_count, p.adjudicated) != (label, count, adj):
-                if p.label != label:
-                    moved_queries.add(p.query_id)
-                    changed += 1
+                changed += p.label != label
                 p.label, p.judgment_count, p.adjudicated = label, count, adj
                 dirty.append(p)
         Pair.objects.bulk_update(dirty, ["label", "judgment_count", "adjudicated"], batch_size=BATCH)
-        if moved_queries:
-            Query.objects.filter(id__in=moved_queries).update(labels_version=F("labels_version") + 1)
+        queries = sorted({p.query_id for p in pairs})
+        Query.objects.filter(id__in=queries).update(labels_version=F("labels_version") + 1)
     return changed
 
 

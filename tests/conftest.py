@@ -60,3 +60,13 @@ def write(tmp_path):
         return str(p)
 
     return _write
+
+
+@pytest.fixture(autouse=True)
+def _fresh_score_caches():
+    """Each test starts with empty in-process score caches, like a freshly started server process."""
+    from judging import scoring
+
+    scoring._SCORES.clear()
+    scoring._CUBES.clear()
+    yield

@@ -1,0 +1,196 @@
+"""The leaderboard bridge: imported runs and labels scored exactly as trec_eval, cached per query."""
+import io
+import json
+import random
+
+import numpy as np
+import pytest
+import pytrec_eval
+from django.core.management import call_command
+
+from judging import scoring
+from judging.models import Pair
+from judging.scoring import Params, leaderboard, leaderboard_data
+from judging.services import campaign_create, judgment_record, membership_add, qrels_import, run_import
+
+MEASURES = {"P@{k}": "P_{k}", "R@{k}": "recall_{k}", "Hit@{k}": "success_{k}", "MRR": "recip_rank",
+            "MAP": "map", "nDCG@{k}": "ndcg_cut_{k}"}
+
+
+def random_campaign(make_user, *, seed=7, n_queries=8, n_docs=40, systems=("alpha", "beta", "gamma")):
+    rng = random.Random(seed)
+    campaign = campaign_create(slug=f"rand{seed}", pool_depth=10)
+    runs = {}
+    lines = []
+    for name in systems:
+        runs[name] = {}
+        for q in range(n_queries):
+            if name == "gamma" and q == 0:
+                continue  # gamma answered nothing for q0: it scores 0 there (trec_eval -c)
+            docs = rng.sample(range(n_docs), rng.randint(3, 25))
+            runs[name][f"q{q}"] = {}
+            for d in docs:
+                # coarse scores make ties; float32-exact values so pytrec_eval sees the same ties
+                score = rng.randint(0, 8) / 4
+                runs[name][f"q{q}"][f"d{d}"] = score
+                lines.append(f"q{q} Q0 d{d} 0 {score} {name}\n")
+    run_import(campaign=campaign, data="".join(lines).encode(), filename="runs.trec")
+    qrels = {}
+    qlines = []
+    for q in range(n_queries - 1):  # the last query has no labels: it is left out of every mean
+        qrels[f"q{q}"] = {}
+        for d in rng.sample(range(n_docs), 15):
+            label = rng.choice([0, 0, 1, 2])
+            qrels[f"q{q}"][f"d{d}"] = label
+            qlines.append(f"q{q} 0 d{d} {label}\n")
+    user = make_user(f"assessor{seed}")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    qrels_import(campaign=campaign, data="".join(qlines).encode(), filename="q.qrels", annotator=user)
+    return campaign, runs, qrels
+
+
+def oracle(runs, qrels, k, threshold, *, gain="linear", judged_only=False):
+    """Per-system, per-query values from trec_eval (pytrec_eval), -c applied by hand."""
+    gq = qrels if gain == "linear" else {q: {d: 2 ** v - 1 for d, v in ds.items()} for q, ds in qrels.items()}
+    names = {m.format(k=k): t.format(k=k) for m, t in MEASURES.items()}
+    out = {}
+    for name, run in runs.items():
+        rel = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()) - {f"ndcg_cut_{k}"},
+                                             relevance_level=threshold, judged_docs_only_flag=judged_only)
+        nd = pytrec_eval.RelevanceEvaluator(gq, {f"ndcg_cut_{k}"}, judged_docs_only_flag=judged_only)
+        res, res_nd = rel.evaluate(run), nd.evaluate(run)
+        per = {}
+        for q in qrels:
+            vals = {m: res.get(q, {}).get(t, 0.0) for m, t in names.items() if not m.startswith("nDCG")}
+            vals[f"nDCG@{k}"] = res_nd.get(q, {}).get(f"ndcg_cut_{k}", 0.0)
+            p, r = vals[f"P@{k}"], vals[f"R@{k}"]
+            vals[f"F1@{k}"] = 0.0 if p + r == 0 else 2 * p * r / (p + r)
+            per[q] = vals
+        out[name] = per
+    return out
+
+
+@pytest.mark.parametrize(("k", "threshold", "gain", "judged_only"), [
+    (10, 1, "linear", False), (5, 2, "linear", False), (3, 1, "exponential", False), (10, 1, "linear", True),
+])
+def test_scores_match_pytrec_eval_every_query(make_user, k, threshold, gain, judged_only):
+    campaign, runs, qrels = random_campaign(make_user)
+    data = leaderboard_data(campaign=campaign, k=k, gain=gain, threshold=threshold, judged_only=judged_only)
+    expected = oracle(runs, qrels, k, threshold, gain=gain, judged_only=judged_only)
+    assert data["queries"] == len(qrels) == 7
+    for system in data["systems"]:
+        per = expected[system["name"]]
+        assert set(system["per_query"]) == set(qrels)
+        for q, values in per.items():
+            for m, v in values.items():
+                assert system["per_query"][q][m] == pytest.approx(v, abs=1e-9), (system["name"], q, m)
+        for m in per["q0"]:
+            assert system["measures"][m] == pytest.approx(np.mean([per[q][m] for q in per]), abs=1e-9)
+    gamma = next(s for s in data["systems"] if s["name"] == "gamma")
+    assert all(v == 0 for m, v in gamma["per_query"]["q0"].items())
+
+
+def test_scores_command_json_shape_and_table(make_user):
+    campaign, runs, qrels = random_campaign(make_user)
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", "--k", "5", stdout=out)
+    data = json.loads(out.getvalue())
+    assert set(data) >= {"campaign", "k", "gain", "threshold", "queries", "systems"}
+    assert data["k"] == 5 and data["systems"][0]["measures"].keys() == {
+        "P@5", "R@5", "F1@5", "Hit@5", "MRR", "MAP", "nDCG@5", "Judged@5"}
+    table = io.StringIO()
+    call_command("scores", campaign.slug, stdout=table)
+    lines = table.getvalue().splitlines()
+    assert "7 queries with labels" in lines[0]
+    assert lines[1].split()[:3] == ["system", "P@10", "R@10"]
+    assert {line.split()[0] for line in lines[2:]} == {"alpha", "beta", "gamma"}
+
+
+def test_judged_at_k_counts_labelled_share(make_user):
+    campaign = campaign_create(slug="j", pool_depth=3)
+    run_import(campaign=campaign, data=b"q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\nq1 Q0 d 4 0.5 s\n",
+               filename="r")
+    user = make_user("u")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    qrels_import(campaign=campaign, data=b"q1 0 a 1\nq1 0 c 0\n", filename="q", annotator=user)
+    data = leaderboard_data(campaign=campaign, k=3)
+    assert data["systems"][0]["measures"]["Judged@3"] == pytest.approx(2 / 3)
+    assert data["systems"][0]["measures"]["P@3"] == pytest.approx(1 / 3)
+
+
+def test_cache_rescores_only_the_query_whose_label_changed(make_user):
+    campaign, runs, qrels = random_campaign(make_user)
+    user = campaign.memberships.get().user
+    lb1 = leaderboard(campaign)
+    before = lb1.table.scores.copy()
+    assert lb1.rescored == 8
+    assert leaderboard(campaign).rescored == 0
+    # a new label on an unjudged pooled pair of q3
+    pair = Pair.objects.filter(campaign=campaign, query__qid="q3", label__isnull=True, pooled=True).first()
+    judgment_record(pair=pair, annotator=user, grade=2)
+    lb2 = leaderboard(campaign)
+    assert lb2.rescored == 1
+    q3 = lb2.cube.qids.index("q3")
+    others = [i for i in range(len(lb2.cube.qids)) if i != q3]
+    np.testing.assert_allclose(lb2.table.scores[:, :, others], before[:, :, others], atol=1e-12)
+    assert not np.allclose(lb2.table.scores[:, :, q3], before[:, :, q3])
+    # and the result equals a cold computation
+    scoring._SCORES.clear()
+    from django.core.cache import cache
+
+    cache.clear()
+    cold = leaderboard(campaign)
+    np.testing.assert_allclose(cold.table.scores, lb2.table.scores, atol=1e-12)
+
+
+def test_unsure_judgment_leaves_scores_unchanged(make_user):
+    campaign, runs, qrels = random_campaign(make_user)
+    user = campaign.memberships.get().user
+    before = leaderboard(campaign).means()
+    pair = Pair.objects.filter(campaign=campaign, query__qid="q2", label__isnull=True, pooled=True).first()
+    judgment_record(pair=pair, annotator=user, unsure=True, tentative_grade=2, note="can't tell")
+    np.testing.assert_allclose(leaderboard(campaign).means(), before, atol=1e-12)
+
+
+def test_changed_judgment_changes_scores(make_user):
+    campaign, runs, qrels = random_campaign(make_user)
+    user = campaign.memberships.get().user
+    pair = Pair.objects.filter(campaign=campaign, query__qid="q1", label=0).first()
+    before = leaderboard(campaign).means()
+    judgment_record(pair=pair, annotator=user, grade=2)
+    after = leaderboard(campaign).means()
+    assert not np.allclose(before, after)
+    judgment_record(pair=pair, annotator=user, grade=0)
+    np.testing.assert_allclose(leaderboard(campaign).means(), before, atol=1e-15)
+
+
+def test_shared_cache_serves_another_process(make_user):
+    campaign, runs, qrels = random_campaign(make_user)
+    first = leaderboard(campaign)
+    scoring._SCORES.clear()  # a second server process: empty memory, same database cache
+    scoring._CUBES.clear()
+    second = leaderboard(campaign)
+    assert second.rescored == 0
+    np.testing.assert_array_equal(second.table.scores, first.table.scores)
+
+
+def test_policy_switch_uses_other_aggregation(make_user):
+    campaign = campaign_create(slug="pol", pool_depth=2)
+    run_import(campaign=campaign, data=b"q1 Q0 a 1 2 s\nq1 Q0 b 2 1 s\n", filename="r")
+    users = [make_user(n) for n in ("u1", "u2")]
+    for u in users:
+        membership_add(campaign=campaign, user=u, role="annotator")
+    pair = Pair.objects.get(document__docid="a")
+    judgment_record(pair=pair, annotator=users[0], grade=0)
+    judgment_record(pair=pair, annotator=users[1], grade=2)
+    judgment_record(pair=Pair.objects.get(document__docid="b"), annotator=users[0], grade=2)
+    median = leaderboard(campaign, Params(k=1)).means()
+    maximum = leaderboard(campaign, Params(k=1, policy="max")).means()
+    assert median[0, 0] == 0.0  # P@1: a's median of (0, 2) ties to the lower grade 0
+    assert maximum[0, 0] == 1.0
+
+
+@pytest.mark.parametrize("bad", [Params(k=0), Params(gain="log"), Params(threshold=-1), Params(policy="vote")])
+def test_params_validation(bad):
+    with pytest.raises(ValueError):
+        bad.validate()
