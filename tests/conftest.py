@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-
-from judging.services import campaign_create, membership_add
 
 TOPICS = "q1\twool knit sweater\tA warm sweater knitted from wool.\nq2\train jacket\tA waterproof jacket.\n"
 DOCS = (
@@ -26,6 +23,8 @@ RUN_DENSE = (
 
 @pytest.fixture
 def make_user(db):
+    from django.contrib.auth import get_user_model
+
     def make(username: str, **extra):
         return get_user_model().objects.create_user(username=username, password="pw-" + username, **extra)
 
@@ -44,6 +43,8 @@ def annotator(make_user):
 
 @pytest.fixture
 def campaign(db, lead, annotator):
+    from judging.services import campaign_create, membership_add
+
     c = campaign_create(slug="demo", name="Demo", pool_depth=2)
     membership_add(campaign=c, user=lead, role="lead")
     membership_add(campaign=c, user=annotator, role="annotator")

@@ -39,7 +39,8 @@ def test_quickstart_style_pipeline(campaign, write, annotator):
     assert "3 judgments added" in out
     path = write("out.qrels", "")
     call_command("export_qrels", "demo", "--output", path, stderr=io.StringIO())
-    assert open(path).read() == "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"
+    with open(path) as fh:
+        assert fh.read() == "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"
     assert Judgment.objects.count() == 3 and System.objects.count() == 2
 
 

@@ -66,7 +66,7 @@ def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
         }
         assert got == last
         # the revision history replays to the final state, with no change missing
-        for pair_id, final in last.items():
+        for pair_id in last:
             revs = list(JudgmentRevision.objects.filter(judgment__pair_id=pair_id, judgment__annotator=u)
                         .order_by("id").values_list("old_grade", "new_grade", "old_unsure", "new_unsure"))
             expected_changes = []

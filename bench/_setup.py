@@ -1,0 +1,28 @@
+"""Shared bench set-up: Django on the DATABASE_URL given (a throwaway SQLite file by default), migrated."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def django_ready(default_name: str) -> str:
+    """Point Django at DATABASE_URL (or a fresh SQLite file), migrate, and return a label for the output."""
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
+    if "DATABASE_URL" not in os.environ:
+        path = Path(tempfile.gettempdir()) / f"{default_name}.sqlite3"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    return connection.vendor

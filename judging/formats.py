@@ -1,0 +1,778 @@
+"""Parse and write the files RelJudge exchanges: TREC runs and qrels, topics, documents (pure, no ORM)."""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import gc
+import json
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PureWindowsPath
+
+import numpy as np
+
+__all__ = [
+    "Doc",
+    "FormatError",
+    "Qrel",
+    "Ranking",
+    "Topic",
+    "decode_lines",
+    "format_qrels",
+    "format_run",
+    "parse_docs",
+    "parse_qrels",
+    "parse_run",
+    "parse_topics",
+]
+
+RUN_COLUMNS = "qid Q0 docid rank score tag"
+QRELS_COLUMNS = "qid iteration docid label"
+_JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
+# A first line that only names the columns is a header, not a record.
+_TOPIC_HEADERS = frozenset({("qid", "text"), ("qid", "text", "description")})
+_DOC_HEADERS = frozenset({("docid", "title", "text"), ("docid", "text")})
+_RUN_TSV_HEADERS = frozenset({("qid", "docid", "rank"), ("qid", "docid", "rank", "score")})
+_JSON_TYPES = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    type(None): "null",
+}
+
+
+class FormatError(ValueError):
+    """Bad input in an imported file; ``str()`` names the file, and the line and field when known."""
+
+    def __init__(self, message: str, *, filename: str, line: int | None = None, field: str | None = None):
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.field = field
+        where = filename
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):
+        # The keyword-only constructor defeats BaseException's default pickling (used by task queues).
+        return _format_error, (self.message, self.filename, self.line, self.field)
+
+
+def _format_error(message: str, filename: str, line: int | None, field: str | None) -> FormatError:
+    return FormatError(message, filename=filename, line=line, field=field)
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    qid: str
+    text: str
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    docid: str
+    text: str
+    title: str = ""
+    url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Qrel:
+    qid: str
+    docid: str
+    label: int
+
+
+@dataclass
+class Ranking:
+    """One query's ranked documents, best first, in the order trec_eval scores them."""
+
+    qid: str
+    docids: list[str]
+    scores: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.scores = np.asarray(self.scores, dtype=np.float64)
+        if self.scores.shape != (len(self.docids),):
+            raise ValueError(
+                f"ranking of qid {self.qid!r}: {len(self.docids)} docids "
+                f"but scores of shape {self.scores.shape}"
+            )
+
+    def __eq__(self, other: object) -> bool:
+        # The generated __eq__ would compare arrays with ==, whose truth value is ambiguous.
+        if not isinstance(other, Ranking):
+            return NotImplemented
+        return (
+            self.qid == other.qid
+            and list(self.docids) == list(other.docids)
+            and np.array_equal(self.scores, other.scores)
+        )
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _gc_paused(parse):
+    """Run a parser with the cyclic garbage collector paused.
+
+    A parse builds lists of millions of strings and then many small objects; every collection those
+    allocations trigger walks the young big lists again, which costs a third of a 1M-line run's parse
+    time. Parsed data holds no reference cycles, so reference counting frees everything as usual.
+    """
+
+    @functools.wraps(parse)
+    def wrapper(*args, **kwargs):
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return parse(*args, **kwargs)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    return wrapper
+
+
+def _decode(data: bytes, filename: str) -> str:
+    """UTF-8 text of the file with any BOM removed and every line ending turned into "\\n"."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raise FormatError("the file is UTF-16; save it as UTF-8", filename=filename) from None
+        # Only the error path needs the line: count the line breaks before the bad byte, the way
+        # the happy path below splits lines (CRLF, LF and a lone CR each end one line).
+        head = data[: exc.start]
+        line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
+        bad = " ".join(f"0x{byte:02x}" for byte in data[exc.start : exc.end])
+        raise FormatError(f"not valid UTF-8 (bad bytes {bad})", filename=filename, line=line) from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line, it does not start another one
+    return lines
+
+
+def decode_lines(data: bytes, *, filename: str) -> list[str]:
+    """Split a UTF-8 file into lines; ``lines[i]`` is line ``i + 1``, without its line ending.
+
+    A leading BOM is dropped; LF, CRLF and CR line endings are accepted. Blank lines are kept so that
+    line numbers stay right; an empty file gives ``[]`` (each parser decides whether that is an error).
+
+    Raises
+    ------
+    FormatError
+        If the bytes are not UTF-8, naming the (1-based) line with the bad bytes.
+    """
+    return _split_lines(_decode(data, filename))
+
+
+# --------------------------------------------------------------------------- field helpers
+
+
+def _show(value: str, limit: int = 60) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def _empty_file(filename: str) -> FormatError:
+    return FormatError("empty file", filename=filename)
+
+
+def _check_id(value: str, name: str, filename: str, line: int) -> str:
+    """An identifier (qid, docid, tag) must survive the whitespace-separated TREC formats."""
+    if not value:
+        raise FormatError("empty", filename=filename, line=line, field=name)
+    if len(value.split()) != 1 or value.strip() != value:
+        raise FormatError(f"contains whitespace: {_show(value)}", filename=filename, line=line, field=name)
+    return value
+
+
+def _is_jsonl(lines: Sequence[str], filename: str) -> bool:
+    if PureWindowsPath(filename).suffix.lower() in _JSONL_SUFFIXES:
+        return True
+    first = next((line.lstrip() for line in lines if line.strip()), "")
+    return first.startswith("{")
+
+
+def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, dict]]:
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if line.lstrip().startswith("["):
+                message = "expected JSON Lines (one object per line), found a JSON array"
+            else:
+                message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+            raise FormatError(message, filename=filename, line=lineno) from None
+        if isinstance(obj, list):
+            raise FormatError(
+                "expected JSON Lines (one object per line), found a JSON array",
+                filename=filename,
+                line=lineno,
+            )
+        if not isinstance(obj, dict):
+            raise FormatError(
+                f"expected a JSON object, found {_JSON_TYPES.get(type(obj), 'a value')}",
+                filename=filename,
+                line=lineno,
+            )
+        yield lineno, obj
+
+
+def _json_id(obj: dict, key: str, filename: str, line: int) -> str:
+    if key not in obj:
+        raise FormatError("missing key", filename=filename, line=line, field=key)
+    value = obj[key]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        found = _JSON_TYPES.get(type(value), "a value")
+        if isinstance(value, float):
+            found = f"{value!r}"
+        raise FormatError(
+            f"expected a string or an integer, found {found}", filename=filename, line=line, field=key
+        )
+    return _check_id(value.strip(), key, filename, line)
+
+
+def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool) -> str:
+    if key not in obj and required:
+        raise FormatError("missing key", filename=filename, line=line, field=key)
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise FormatError(
+            f"expected a string, found {_JSON_TYPES.get(type(value), 'a value')}",
+            filename=filename,
+            line=line,
+            field=key,
+        )
+    value = value.strip()
+    if required and not value:
+        raise FormatError("empty", filename=filename, line=line, field=key)
+    return value
+
+
+def _tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iterator[tuple[int, list[str]]]:
+    """Tab-split non-blank lines, skipping a first line that is a header."""
+    first = True
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        cols = [col.strip() for col in line.split("\t")]
+        if first:
+            first = False
+            if tuple(col.lower() for col in cols) in headers:
+                continue
+        yield lineno, cols
+
+
+def _claim(seen: dict, key: object, *, what: str, field: str, filename: str, line: int) -> None:
+    first = seen.setdefault(key, line)
+    if first != line:
+        raise FormatError(
+            f"duplicate {what} (first on line {first})", filename=filename, line=line, field=field
+        )
+
+
+# --------------------------------------------------------------------------- topics and documents
+
+
+@_gc_paused
+def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
+    """Parse topics: TSV ``qid<TAB>text[<TAB>description]`` or JSONL ``{"qid", "text", "description"?}``.
+
+    JSONL is recognised by a ``.jsonl``/``.json``/``.ndjson`` name or a first record starting with ``{``.
+    A TSV first line ``qid<TAB>text[<TAB>description]`` is taken as a header and skipped; a JSON ``qid``
+    may be an integer.
+    """
+    lines = decode_lines(data, filename=filename)
+    topics: list[Topic] = []
+    seen: dict[str, int] = {}
+    if _is_jsonl(lines, filename):
+        for line, obj in _json_objects(lines, filename):
+            qid = _json_id(obj, "qid", filename, line)
+            text = _json_text(obj, "text", filename, line, required=True)
+            description = _json_text(obj, "description", filename, line, required=False)
+            _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
+            topics.append(Topic(qid, text, description))
+    else:
+        for line, cols in _tsv_rows(lines, _TOPIC_HEADERS):
+            if len(cols) not in (2, 3):
+                raise FormatError(
+                    f"expected 2 or 3 tab-separated columns (qid, text[, description]), found {len(cols)}",
+                    filename=filename,
+                    line=line,
+                )
+            qid = _check_id(cols[0], "qid", filename, line)
+            if not cols[1]:
+                raise FormatError("empty", filename=filename, line=line, field="text")
+            _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
+            topics.append(Topic(qid, cols[1], cols[2] if len(cols) == 3 else ""))
+    if not topics:
+        raise _empty_file(filename)
+    return topics
+
+
+@_gc_paused
+def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
+    """Parse documents: JSONL ``{"docid", "title"?, "text", "url"?}`` or TSV ``docid<TAB>title<TAB>text``.
+
+    TSV also accepts two columns ``docid<TAB>text`` (the MS MARCO collection layout) and skips a header
+    line naming the columns; a JSON ``docid`` may be an integer.
+    """
+    lines = decode_lines(data, filename=filename)
+    docs: list[Doc] = []
+    seen: dict[str, int] = {}
+    if _is_jsonl(lines, filename):
+        for line, obj in _json_objects(lines, filename):
+            docid = _json_id(obj, "docid", filename, line)
+            title = _json_text(obj, "title", filename, line, required=False)
+            text = _json_text(obj, "text", filename, line, required=True)
+            url = _json_text(obj, "url", filename, line, required=False)
+            _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
+            docs.append(Doc(docid, text, title=title, url=url))
+    else:
+        for line, cols in _tsv_rows(lines, _DOC_HEADERS):
+            if len(cols) not in (2, 3):
+                raise FormatError(
+                    "expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), "
+                    f"found {len(cols)}",
+                    filename=filename,
+                    line=line,
+                )
+            docid = _check_id(cols[0], "docid", filename, line)
+            title, text = ("", cols[1]) if len(cols) == 2 else (cols[1], cols[2])
+            if not text:
+                raise FormatError("empty", filename=filename, line=line, field="text")
+            _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
+            docs.append(Doc(docid, text, title=title))
+    if not docs:
+        raise _empty_file(filename)
+    return docs
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def _first_failure(values: Sequence[str], convert: Callable[[str], object]) -> int:
+    """Index of the first value ``convert`` rejects (error path only)."""
+    for i, value in enumerate(values):
+        try:
+            convert(value)
+        except ValueError:
+            return i
+    raise AssertionError("unreachable: a value failed to convert in bulk but not one by one")
+
+
+def _column_numbers(
+    name: str,
+    tokens: Sequence[str],
+    convert: Callable[[str], object],
+    line_of: Callable[[int], int],
+    filename: str,
+) -> tuple[list, FormatError | None]:
+    """Convert a whole column at C speed; on failure, the error for its first bad value."""
+    try:
+        return list(map(convert, tokens)), None
+    except ValueError:
+        i = _first_failure(tokens, convert)
+        kind = "an integer" if convert is int else "a number"
+        return [], FormatError(
+            f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name
+        )
+
+
+def _nonfinite_error(
+    scores: np.ndarray, tokens: Sequence[object], line_of: Callable[[int], int], filename: str
+) -> FormatError | None:
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    return FormatError(
+        f"not a finite number: {_show(str(tokens[i]))}", filename=filename, line=line_of(i), field="score"
+    )
+
+
+def _raise_first(*errors: FormatError | None) -> None:
+    found = [error for error in errors if error is not None]
+    if found:
+        raise min(found, key=lambda error: error.line or 0)
+
+
+def _rankings(
+    qids: Sequence[str],
+    docids: Sequence[str],
+    tags: Sequence[str],
+    sortkey: np.ndarray,
+    scores: np.ndarray,
+    line_of: Callable[[int], int],
+    filename: str,
+) -> dict[str, list[Ranking]]:
+    """Group rows by (tag, qid) and order each group by ``sortkey`` ascending, ties by docid descending.
+
+    ``sortkey`` is ``-score`` (trec_eval: score descending, then docid descending in byte order, which for
+    UTF-8 is code point order, i.e. Python's ``str`` order) or the rank for rank-only runs.
+    Groups come out in the order their first line appears in the file.
+    """
+    n = len(qids)
+    single_tag = len(set(tags)) == 1
+    codes: dict = {}
+    keys = qids if single_tag else zip(tags, qids, strict=True)
+    group = np.fromiter((codes.setdefault(key, len(codes)) for key in keys), dtype=np.intp, count=n)
+    order = np.lexsort((sortkey, group))
+
+    sorted_group = group[order]
+    sorted_key = sortkey[order]
+    tied = np.flatnonzero((sorted_group[1:] == sorted_group[:-1]) & (sorted_key[1:] == sorted_key[:-1]))
+    if len(tied):
+        # tied[i] means positions tied[i] and tied[i] + 1 are tied: merge consecutive pairs into runs.
+        breaks = np.flatnonzero(np.diff(tied) != 1)
+        starts = np.concatenate(([tied[0]], tied[breaks + 1]))
+        stops = np.concatenate((tied[breaks], [tied[-1]])) + 2
+        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+            order[start:stop] = sorted(order[start:stop].tolist(), key=docids.__getitem__, reverse=True)
+
+    ordered_docids = list(map(docids.__getitem__, order.tolist()))
+    ordered_scores = scores[order]
+    stops = np.cumsum(np.bincount(group, minlength=len(codes))).tolist()
+    result: dict[str, list[Ranking]] = {}
+    start = 0
+    for key, stop in zip(codes, stops, strict=True):
+        tag, qid = (tags[0], key) if single_tag else key
+        ranked = ordered_docids[start:stop]
+        if len(set(ranked)) != len(ranked):
+            _raise_duplicate_docid(qids, docids, tags, line_of, filename)
+        result.setdefault(tag, []).append(Ranking(qid, ranked, ordered_scores[start:stop]))
+        start = stop
+    return result
+
+
+def _raise_duplicate_docid(
+    qids: Sequence[str],
+    docids: Sequence[str],
+    tags: Sequence[str],
+    line_of: Callable[[int], int],
+    filename: str,
+) -> None:
+    """Raise for the first line (in file order) that repeats a docid of its query (error path only)."""
+    first: dict[tuple[str, str, str], int] = {}
+    for i, key in enumerate(zip(tags, qids, docids, strict=True)):
+        if key in first:
+            raise FormatError(
+                f"duplicate docid {_show(key[2])} for qid {_show(key[1])} "
+                f"(first on line {line_of(first[key])})",
+                filename=filename,
+                line=line_of(i),
+                field="docid",
+            )
+        first[key] = i
+    raise AssertionError("unreachable: a ranking had a duplicate docid but no line repeats one")
+
+
+def _by_rank(ranks: list[int], filename: str, line_of: Callable[[int], int]) -> tuple[np.ndarray, np.ndarray]:
+    """Sort key and scores of a rank-only run: rank ascending, and score = -rank."""
+    try:
+        rank_array = np.array(ranks, dtype=np.int64)
+    except OverflowError:
+        i = next(i for i, rank in enumerate(ranks) if not -(2**63) < rank < 2**63)
+        raise FormatError(
+            f"out of range: {ranks[i]}", filename=filename, line=line_of(i), field="rank"
+        ) from None
+    return rank_array, -rank_array.astype(np.float64)
+
+
+def _default_tag(filename: str) -> str:
+    stem = PureWindowsPath(filename).stem
+    return "_".join(stem.split()) or "run"
+
+
+def _first_data_line(text: str) -> str | None:
+    start = 0
+    while start < len(text):
+        stop = text.find("\n", start)
+        if stop < 0:
+            stop = len(text)
+        if not text[start:stop].isspace() and stop > start:
+            return text[start:stop]
+        start = stop + 1
+    return None
+
+
+def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
+    # Hot path (runs have millions of lines): no per-line Python loop beyond C-level map/split calls.
+    lines = _split_lines(text)
+    counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
+    nonblank: list[int] | None = None
+
+    def line_of(i: int) -> int:
+        nonlocal nonblank
+        if nonblank is None:
+            nonblank = (np.flatnonzero(counts) + 1).tolist()
+        return nonblank[i]
+
+    short = np.flatnonzero((counts > 0) & (counts < 6))
+    if len(short):
+        i = int(short[0])
+        raise FormatError(
+            f"expected 6 columns ({RUN_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1
+        )
+    long = np.flatnonzero(counts > 6)
+    if len(long):
+        for i in long.tolist():  # extra trailing columns are ignored
+            lines[i] = " ".join(lines[i].split()[:6])
+        text = "\n".join(lines)
+    del lines
+    tokens = text.split()
+    if not tokens:
+        raise _empty_file(filename)
+    qids, docids, rank_tokens, score_tokens, tags = (tokens[c::6] for c in (0, 2, 3, 4, 5))
+    del tokens
+    _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename)
+    score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
+    scores = np.array(score_list, dtype=np.float64)
+    _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
+    return _rankings(qids, docids, tags, -scores, scores, line_of, filename)
+
+
+def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
+    qids: list[str] = []
+    docids: list[str] = []
+    rank_tokens: list[str] = []
+    score_tokens: list[str] = []
+    linenos: list[int] = []
+    width = None
+    for line, cols in _tsv_rows(lines, _RUN_TSV_HEADERS):
+        if width is None:
+            width = len(cols)
+        if len(cols) != width:
+            layout = "qid, docid, rank, score" if width == 4 else "qid, docid, rank"
+            raise FormatError(
+                f"expected {width} tab-separated columns ({layout}) like the first line, found {len(cols)}",
+                filename=filename,
+                line=line,
+            )
+        qids.append(_check_id(cols[0], "qid", filename, line))
+        docids.append(_check_id(cols[1], "docid", filename, line))
+        rank_tokens.append(cols[2])
+        if width == 4:
+            score_tokens.append(cols[3])
+        linenos.append(line)
+    if not qids:
+        raise _empty_file(filename)
+    line_of = linenos.__getitem__
+    ranks, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename)
+    if width == 4:
+        score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
+        scores = np.array(score_list, dtype=np.float64)
+        _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
+        sortkey = -scores
+    else:
+        _raise_first(rank_error)
+        sortkey, scores = _by_rank(ranks, filename, line_of)
+    tags = [_default_tag(filename)] * len(qids)
+    return _rankings(qids, docids, tags, sortkey, scores, line_of, filename)
+
+
+def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
+    default_tag = _default_tag(filename)
+    qids: list[str] = []
+    docids: list[str] = []
+    tags: list[str] = []
+    ranks: list[int] = []
+    scores: list[float] = []
+    linenos: list[int] = []
+    scored: bool | None = None  # whether the file gives scores; decided by its first record
+    for line, obj in _json_objects(lines, filename):
+        qid = _json_id(obj, "qid", filename, line)
+        docid = _json_id(obj, "docid", filename, line)
+        tag = obj.get("tag")
+        if tag is None:
+            tag = default_tag
+        elif not isinstance(tag, str):
+            raise FormatError(
+                f"expected a string, found {_JSON_TYPES.get(type(tag), 'a value')}",
+                filename=filename,
+                line=line,
+                field="tag",
+            )
+        else:
+            tag = _check_id(tag.strip(), "tag", filename, line)
+        rank, score = obj.get("rank"), obj.get("score")
+        if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
+            raise FormatError(
+                f"not an integer: {json.dumps(rank)}", filename=filename, line=line, field="rank"
+            )
+        if score is not None:
+            if not isinstance(score, int | float) or isinstance(score, bool):
+                raise FormatError(
+                    f"not a number: {json.dumps(score)}", filename=filename, line=line, field="score"
+                )
+            score = float(score)
+            if not np.isfinite(score):
+                raise FormatError(
+                    f"not a finite number: {score!r}", filename=filename, line=line, field="score"
+                )
+        if rank is None and score is None:
+            raise FormatError("missing key: give a 'rank', a 'score' or both", filename=filename, line=line)
+        if scored is None:
+            scored = score is not None
+        elif scored != (score is not None):
+            message = (
+                "missing key; the first record has a score, so every record needs one"
+                if scored
+                else "unexpected key; the first record has no score, so no record may have one"
+            )
+            raise FormatError(message, filename=filename, line=line, field="score")
+        qids.append(qid)
+        docids.append(docid)
+        tags.append(tag)
+        ranks.append(rank)
+        scores.append(score)
+        linenos.append(line)
+    if not qids:
+        raise _empty_file(filename)
+    line_of = linenos.__getitem__
+    if scored:
+        score_array = np.array(scores, dtype=np.float64)
+        return _rankings(qids, docids, tags, -score_array, score_array, line_of, filename)
+    sortkey, score_array = _by_rank(ranks, filename, line_of)
+    return _rankings(qids, docids, tags, sortkey, score_array, line_of, filename)
+
+
+@_gc_paused
+def parse_run(data: bytes, *, filename: str) -> dict[str, list[Ranking]]:
+    """Parse a run into ``{tag: [Ranking, ...]}``, one ranking per query, each in trec_eval order.
+
+    Formats, recognised from the first non-blank line:
+
+    - JSONL ``{"qid", "docid", "rank"?, "score"?, "tag"?}`` when it starts with ``{`` (or the name ends
+      in ``.jsonl``/``.json``/``.ndjson``); every record has a score or none does;
+    - TSV ``qid<TAB>docid<TAB>rank[<TAB>score]`` when it has 3 or 4 tab-separated fields (an optional
+      header line naming them is skipped);
+    - otherwise TREC ``qid Q0 docid rank score tag``, whitespace separated, extra columns ignored.
+
+    TSV and JSONL runs without a tag take the file name's stem. Ordering follows trec_eval: score
+    descending, ties by docid in descending byte order, the rank column ignored. A run without scores
+    is ordered by rank ascending (ties by docid descending), with ``score = -rank``.
+
+    Raises
+    ------
+    FormatError
+        Wrong column count, a rank that is not an integer, a score that is not a finite number, a docid
+        repeated within one query of one tag, bad JSON, missing or ill-typed keys, an empty file.
+    """
+    text = _decode(data, filename)
+    first = _first_data_line(text)
+    if first is None:
+        raise _empty_file(filename)
+    if first.lstrip().startswith("{") or PureWindowsPath(filename).suffix.lower() in _JSONL_SUFFIXES:
+        return _parse_jsonl_run(_split_lines(text), filename)
+    if "\t" in first and len(first.strip().split("\t")) in (3, 4):
+        return _parse_tsv_run(_split_lines(text), filename)
+    return _parse_trec_run(text, filename)
+
+
+# --------------------------------------------------------------------------- qrels
+
+
+@_gc_paused
+def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
+    """Parse TREC qrels ``qid iteration docid label`` (iteration ignored, ``#`` lines are comments).
+
+    Labels are integers and may be negative (trec_eval keeps them); checking them against a grading
+    scale is the caller's business.
+
+    Raises
+    ------
+    FormatError
+        A line without exactly 4 columns, a label that is not an integer, a (qid, docid) judged twice,
+        an empty file.
+    """
+    text = _decode(data, filename)
+    lines = _split_lines(text)
+    if "#" in text:
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("#"):
+                lines[i] = ""
+        text = "\n".join(lines)
+    counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
+    wrong = np.flatnonzero((counts > 0) & (counts != 4))
+    if len(wrong):
+        i = int(wrong[0])
+        raise FormatError(
+            f"expected 4 columns ({QRELS_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1
+        )
+    tokens = text.split()
+    if not tokens:
+        raise _empty_file(filename)
+    nonblank = (np.flatnonzero(counts) + 1).tolist()
+    line_of = nonblank.__getitem__
+    qids, docids, label_tokens = tokens[0::4], tokens[2::4], tokens[3::4]
+    labels, label_error = _column_numbers("label", label_tokens, int, line_of, filename)
+    _raise_first(label_error)
+    pairs = list(zip(qids, docids, strict=True))
+    if len(set(pairs)) != len(pairs):
+        first: dict[tuple[str, str], int] = {}
+        for i, pair in enumerate(pairs):
+            if pair in first:
+                raise FormatError(
+                    f"duplicate judgment of docid {_show(pair[1])} for qid {_show(pair[0])} "
+                    f"(first on line {line_of(first[pair])})",
+                    filename=filename,
+                    line=line_of(i),
+                    field="docid",
+                )
+            first[pair] = i
+    return list(map(Qrel, qids, docids, labels))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _token(value: str, name: str) -> str:
+    if not value or len(value.split()) != 1 or value.strip() != value:
+        raise ValueError(f"{name} {value!r} cannot be written to a whitespace-separated TREC file")
+    return value
+
+
+def format_qrels(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
+    """Yield TREC qrels lines ``"qid 0 docid label\\n"`` from ``(qid, docid, label)`` rows, for streaming."""
+    for qid, docid, label in rows:
+        yield f"{_token(qid, 'qid')} 0 {_token(docid, 'docid')} {operator.index(label)}\n"
+
+
+def format_run(tag: str, rankings: Iterable[Ranking]) -> Iterator[str]:
+    """Yield TREC run lines ``"qid Q0 docid rank score tag\\n"``, ranks from 1 in each ranking's order.
+
+    Scores are written with ``repr`` so that they read back bit for bit.
+    """
+    _token(tag, "tag")
+    for ranking in rankings:
+        qid = _token(ranking.qid, "qid")
+        scores = np.asarray(ranking.scores, dtype=np.float64)
+        if not np.isfinite(scores).all():
+            raise ValueError(f"ranking of qid {qid!r} has a score that is not finite")
+        for rank, (docid, score) in enumerate(zip(ranking.docids, scores.tolist(), strict=True), 1):
+            yield f"{qid} Q0 {_token(docid, 'docid')} {rank} {score!r} {tag}\n"
