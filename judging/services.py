@@ -177,6 +177,16 @@ def _insert_rows(model, fields: Sequence[str], rows: Iterable[Sequence], progres
     total = 0
     batch: list[Sequence] = []
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # COPY streams rows without a round trip per row: several times faster than executemany.
+            table = connection.ops.quote_name(meta.db_table)
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+                    total += 1
+                    if progress and total % 10_000 == 0:
+                        progress(10_000)
+            return total
         for row in rows:
             batch.append(row)
             if len(batch) >= 10_000:
