@@ -62,12 +62,3 @@ def write(tmp_path):
 
     return _write
 
-
-@pytest.fixture(autouse=True)
-def _fresh_score_caches():
-    """Each test starts with empty in-process score caches, like a freshly started server process."""
-    from judging import scoring
-
-    scoring._SCORES.clear()
-    scoring._CUBES.clear()
-    yield
