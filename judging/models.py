@@ -47,6 +47,10 @@ class Campaign(models.Model):
     redundancy = models.PositiveSmallIntegerField(
         "annotators per pair", default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
+    overlap_percent = models.PositiveSmallIntegerField(
+        "overlap sample (%)", default=0, validators=[MaxValueValidator(100)],
+        help_text="Share of pairs judged by every annotator, to measure agreement (e.g. 10).",
+    )
     aggregation = models.CharField(
         "aggregation policy", max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
     )
@@ -69,6 +73,7 @@ class Campaign(models.Model):
             models.CheckConstraint(
                 condition=Q(redundancy__gte=1) & Q(redundancy__lte=5), name="campaign_redundancy_1_to_5"
             ),
+            models.CheckConstraint(condition=Q(overlap_percent__lte=100), name="campaign_overlap_percent_max_100"),
         ]
 
     def __str__(self) -> str:
@@ -236,6 +241,10 @@ class Pair(models.Model):
     # the campaign's policy, or the lead's adjudication). NULL = unjudged.
     label = models.SmallIntegerField("label", null=True, blank=True)
     adjudicated = models.BooleanField("adjudicated by a lead", default=False)
+    gold_label = models.SmallIntegerField(
+        "gold label", null=True, blank=True,
+        help_text="Set by a lead in advance to measure each annotator's accuracy; not shown to annotators.",
+    )
     judgment_count = models.PositiveSmallIntegerField("judgments", default=0)
     created_at = models.DateTimeField("added", auto_now_add=True)
 

@@ -449,6 +449,44 @@ def krippendorff_alpha(ratings, categories, level="ordinal") -> float:
     return _scalar(_alpha_from_coincidences(_coincidences(counts), cats, level))
 
 
+def agreement_by_group(ratings, groups, categories, level="ordinal") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Krippendorff's alpha and pairwise percent agreement within each group of items (e.g. per query).
+
+    One coincidence matrix per group, summed from the items' contributions with ``np.add.at``: no loop
+    over groups. Percent agreement is the share of pairable rating pairs that agree,
+    :math:`\operatorname{tr}(o) / \sum o`.
+
+    Parameters
+    ----------
+    ratings : array, shape (n_items, n_raters)
+        As for :func:`krippendorff_alpha`.
+    groups : int array, shape (n_items,)
+        Group index of each item, 0 <= groups < G.
+    categories : sequence, shape (C,)
+    level : {"nominal", "ordinal", "interval"}
+
+    Returns
+    -------
+    alpha, agreement, pairable : ndarrays of shape (G,)
+        NaN where a group has no item rated twice (``pairable`` counts those items).
+    """
+    level = _check_level(level)
+    cats = _check_categories(categories)
+    counts = _value_counts(_codes(ratings, cats, "ratings", 2), cats.size)
+    groups = np.asarray(groups)
+    if groups.shape != (counts.shape[0],) or (groups.size and groups.min() < 0):
+        raise ValueError("groups must be a non-negative integer array with one entry per item")
+    n_groups = int(groups.max()) + 1 if groups.size else 0
+    o = np.zeros((n_groups, cats.size * cats.size))
+    np.add.at(o, groups, _coincidence_parts(counts))
+    o = o.reshape(n_groups, cats.size, cats.size)
+    pairable = np.bincount(groups, weights=(counts.sum(axis=1) >= 2), minlength=n_groups).astype(np.int64)
+    alpha = _alpha_from_coincidences(o, cats, level)
+    agreement = _divide(np.trace(o, axis1=1, axis2=2), o.sum(axis=(1, 2)))
+    alpha = np.where(pairable > 0, alpha, np.nan)
+    return alpha, np.where(pairable > 0, agreement, np.nan), pairable
+
+
 class PairwiseAgreement(NamedTuple):
     """Agreement of every pair of raters ``(rater_a[p], rater_b[p])``, ``rater_a[p] < rater_b[p]``."""
 

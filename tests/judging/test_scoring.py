@@ -194,3 +194,14 @@ def test_policy_switch_uses_other_aggregation(make_user):
 def test_params_validation(bad):
     with pytest.raises(ValueError):
         bad.validate()
+
+
+def test_systems_imported_out_of_name_order_keep_their_own_scores(make_user):
+    campaign = campaign_create(slug="order", pool_depth=1)
+    run_import(campaign=campaign, data=b"q1 Q0 good 1 1 zeta\n", filename="z")  # imported first, sorts last
+    run_import(campaign=campaign, data=b"q1 Q0 bad 1 1 alpha\n", filename="a")
+    user = make_user("u")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    qrels_import(campaign=campaign, data=b"q1 0 good 2\nq1 0 bad 0\n", filename="q", annotator=user)
+    data = leaderboard_data(campaign=campaign, k=1)
+    assert {s["name"]: s["measures"]["P@1"] for s in data["systems"]} == {"alpha": 0.0, "zeta": 1.0}

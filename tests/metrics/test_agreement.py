@@ -552,3 +552,25 @@ def test_agreement_module_does_not_import_django():
     root = Path(__file__).resolve().parents[2]
     code = "import sys, metrics.agreement; sys.exit('django' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+def test_agreement_by_group_equals_alpha_of_each_group(level):
+    from metrics.agreement import agreement_by_group
+
+    rng = np.random.default_rng(3)
+    ratings = rng.integers(0, 3, size=(60, 3)).astype(float)
+    ratings[rng.random(ratings.shape) < 0.3] = np.nan
+    groups = rng.integers(0, 5, size=60)
+    groups[groups == 4] = 3  # group 4 left empty: NaN there
+    alpha, agree, pairable = agreement_by_group(ratings, groups, [0, 1, 2], level=level)
+    for g in range(4):
+        sub = ratings[groups == g]
+        np.testing.assert_allclose(alpha[g], krippendorff_alpha(sub, [0, 1, 2], level=level), atol=1e-12)
+        pairs = [(x, y) for row in sub for i, x in enumerate(row) for j, y in enumerate(row)
+                 if i != j and not np.isnan(x) and not np.isnan(y)]
+        weights = [1 / (np.count_nonzero(~np.isnan(row)) - 1) for row in sub for i, x in enumerate(row)
+                   for j, y in enumerate(row) if i != j and not np.isnan(x) and not np.isnan(y)]
+        same = sum(w for (x, y), w in zip(pairs, weights, strict=True) if x == y)
+        np.testing.assert_allclose(agree[g], same / sum(weights), atol=1e-12)
+        assert pairable[g] == np.count_nonzero((~np.isnan(sub)).sum(axis=1) >= 2)

@@ -1,0 +1,200 @@
+"""Reads for the agreement, annotator-quality and review pages: judgments -> ratings matrix -> metrics.agreement."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q
+
+import metrics
+from judging.aggregation import POLICIES
+from judging.models import Campaign, Judgment, Pair, Query
+from metrics.agreement import agreement_by_group, bootstrap_agreement, confusion_matrix, krippendorff_alpha
+
+
+@dataclass
+class Ratings:
+    """Confident grades as an (items x annotators) matrix, NaN where an annotator did not grade the pair."""
+
+    pair_ids: np.ndarray  # (n_items,)
+    query_ids: np.ndarray  # (n_items,)
+    annotator_ids: np.ndarray  # (n_annotators,)
+    usernames: list[str]
+    values: np.ndarray  # (n_items, n_annotators) float
+    categories: list[int]
+
+
+def ratings_matrix(*, campaign: Campaign) -> Ratings:
+    rows = np.array(
+        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False)
+             .values_list("pair_id", "pair__query_id", "annotator_id", "grade__value").iterator(chunk_size=20000)),
+        dtype=np.int64,
+    ).reshape(-1, 4)
+    pair_ids, item = np.unique(rows[:, 0], return_inverse=True)
+    annotator_ids, rater = np.unique(rows[:, 2], return_inverse=True)
+    values = np.full((pair_ids.size, annotator_ids.size), np.nan)
+    values[item, rater] = rows[:, 3]
+    query_ids = np.zeros(pair_ids.size, np.int64)
+    query_ids[item] = rows[:, 1]
+    names = dict(get_user_model().objects.filter(id__in=annotator_ids.tolist()).values_list("id", "username"))
+    categories = list(campaign.grades.values_list("value", flat=True))
+    return Ratings(pair_ids, query_ids, annotator_ids, [names[i] for i in annotator_ids.tolist()], values, categories)
+
+
+def _partial(stat, categories, **kw):
+    return functools.partial(stat, categories=categories, **kw)
+
+
+def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
+    """Agreement figures of a campaign: overall, per annotator pair (with confusion matrices), per query."""
+    r = ratings_matrix(campaign=campaign)
+    cats = r.categories
+    rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2 if r.values.size else np.zeros(0, bool)
+    result: dict = {
+        "annotators": r.usernames, "categories": cats, "items": int(r.values.shape[0]),
+        "items_rated_twice": int(rated_twice.sum()),
+    }
+    if r.values.shape[1] < 2 or not rated_twice.any() or len(cats) < 2:
+        result.update(overall=None, pairs=[], queries=[])
+        return result
+    values = r.values[rated_twice]
+    alpha = krippendorff_alpha(values, cats, level="ordinal")
+    alpha_ci = bootstrap_agreement(_partial(krippendorff_alpha, cats, level="ordinal"), values,
+                                   n_resamples=n_resamples, seed=0)
+    fleiss = metrics.agreement.fleiss_kappa(values, cats)
+    fleiss_ci = bootstrap_agreement(_partial(metrics.agreement.fleiss_kappa, cats), values,
+                                    n_resamples=n_resamples, seed=0)
+    _, raw, _ = agreement_by_group(values, np.zeros(values.shape[0], np.int64), cats, level="nominal")
+    result["overall"] = {
+        "alpha": alpha, "alpha_ci": tuple(map(float, alpha_ci)), "fleiss": fleiss,
+        "fleiss_ci": tuple(map(float, fleiss_ci)), "raw": float(raw[0]),
+    }
+    pw = metrics.agreement.pairwise_agreement(r.values, cats)
+    pairs = []
+    for a, b, n, raw_ab, kappa, qwk in zip(pw.rater_a, pw.rater_b, pw.n_common, pw.raw, pw.kappa,
+                                          pw.quadratic_kappa, strict=True):
+        both = ~np.isnan(r.values[:, a]) & ~np.isnan(r.values[:, b])
+        ab = r.values[both][:, [a, b]]
+        entry = {
+            "a": r.usernames[a], "b": r.usernames[b], "n": int(n), "raw": float(raw_ab), "kappa": float(kappa),
+            "qwk": float(qwk), "kappa_ci": (np.nan, np.nan), "qwk_ci": (np.nan, np.nan),
+            "confusion": confusion_matrix(ab[:, 0], ab[:, 1], cats).tolist() if n else [],
+        }
+        if n >= 2:
+            entry["kappa_ci"] = tuple(map(float, bootstrap_agreement(
+                _partial(metrics.agreement.cohen_kappa, cats), ab, n_resamples=n_resamples, seed=0)))
+            entry["qwk_ci"] = tuple(map(float, bootstrap_agreement(
+                _partial(metrics.agreement.cohen_kappa, cats, weights="quadratic"), ab,
+                n_resamples=n_resamples, seed=0)))
+        pairs.append(entry)
+    result["pairs"] = pairs
+    q_ids, group = np.unique(r.query_ids[rated_twice], return_inverse=True)
+    q_alpha, q_raw, q_n = agreement_by_group(values, group, cats, level="ordinal")
+    texts = dict(Query.objects.filter(id__in=q_ids.tolist()).values_list("id", "qid"))
+    result["queries"] = sorted(
+        ({"qid": texts[q], "items": int(n), "alpha": float(al), "raw": float(rw)}
+         for q, al, rw, n in zip(q_ids.tolist(), q_alpha, q_raw, q_n, strict=True)),
+        key=lambda d: (np.nan_to_num(d["alpha"], nan=2.0), d["qid"]),
+    )
+    return result
+
+
+def annotator_quality(*, campaign: Campaign) -> list[dict]:
+    """Per annotator: judgments, median seconds, unsure rate, agreement with adjudicated labels, gold accuracy."""
+    rows = list(
+        Judgment.objects.filter(pair__campaign=campaign)
+        .values_list("annotator__username", "seconds_spent", "unsure", "grade__value", "pair__adjudicated",
+                     "pair__label", "pair__gold_label")
+        .iterator(chunk_size=20000)
+    )
+    if not rows:
+        return []
+    names = np.array([r[0] for r in rows])
+    seconds = np.array([r[1] for r in rows], dtype=float)
+    unsure = np.array([r[2] for r in rows], dtype=bool)
+    grade = np.array([-1 if r[3] is None else r[3] for r in rows])
+    adjudicated = np.array([r[4] for r in rows], dtype=bool)
+    label = np.array([-1 if r[5] is None else r[5] for r in rows])
+    gold = np.array([-1 if r[6] is None else r[6] for r in rows])
+    users, idx = np.unique(names, return_inverse=True)
+    n = np.bincount(idx, minlength=users.size)
+
+    def share(mask, hit):
+        total = np.bincount(idx, weights=mask, minlength=users.size)
+        good = np.bincount(idx, weights=mask & hit, minlength=users.size)
+        return np.divide(good, total, out=np.full(users.size, np.nan), where=total > 0), total.astype(int)
+
+    adj_rate, adj_n = share(adjudicated & ~unsure, grade == label)
+    gold_rate, gold_n = share((gold >= 0) & ~unsure, grade == gold)
+    order = np.argsort(idx, kind="stable")
+    starts = np.r_[0, np.cumsum(n)[:-1]]
+    sorted_seconds = seconds[order]
+    medians = [float(np.median(sorted_seconds[s:s + c])) for s, c in zip(starts, n, strict=True)]
+    unsure_rate = np.bincount(idx, weights=unsure, minlength=users.size) / n
+    return [
+        {"annotator": str(u), "judgments": int(c), "median_seconds": m, "unsure_rate": float(ur),
+         "adjudicated_n": int(an), "adjudicated_agreement": float(ar), "gold_n": int(gn), "gold_accuracy": float(gr)}
+        for u, c, m, ur, an, ar, gn, gr in zip(users, n, medians, unsure_rate, adj_n, adj_rate, gold_n, gold_rate,
+                                               strict=True)
+    ]
+
+
+def review_queue(*, campaign: Campaign, kind: str = "all"):
+    """Pairs a lead should look at: any unsure judgment, or a dispute (grades two apart, or no majority
+    among three or more confident judgments). Adjudicated pairs drop out."""
+    pairs = Pair.objects.filter(campaign=campaign, adjudicated=False).annotate(
+        n_unsure=Count("judgments", filter=Q(judgments__unsure=True)),
+        n_confident=Count("judgments", filter=Q(judgments__unsure=False)),
+    )
+    unsure = pairs.filter(n_unsure__gt=0)
+    disputed_ids = disputed_pair_ids(campaign=campaign)
+    if kind == "unsure":
+        qs = unsure
+    elif kind == "disputed":
+        qs = pairs.filter(id__in=disputed_ids)
+    else:
+        qs = pairs.filter(Q(n_unsure__gt=0) | Q(id__in=disputed_ids))
+    return qs.select_related("query", "document").order_by("query__qid", "id")
+
+
+def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
+    rows = np.array(
+        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False)
+             .values_list("pair_id", "grade__value")),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    if not rows.size:
+        return []
+    pair_ids, inv = np.unique(rows[:, 0], return_inverse=True)
+    lo = np.full(pair_ids.size, np.iinfo(np.int64).max)
+    hi = np.full(pair_ids.size, np.iinfo(np.int64).min)
+    np.minimum.at(lo, inv, rows[:, 1])
+    np.maximum.at(hi, inv, rows[:, 1])
+    count = np.bincount(inv)
+    # majority: the most frequent grade holds more than half of the pair's confident judgments
+    cells = np.unique(np.column_stack([inv, rows[:, 1]]), axis=0, return_counts=True)
+    top = np.zeros(pair_ids.size, np.int64)
+    np.maximum.at(top, cells[0][:, 0], cells[1])
+    no_majority = (count >= 3) & (top * 2 <= count)
+    return pair_ids[(hi - lo >= 2) | no_majority].tolist()
+
+
+def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = None) -> list[dict]:
+    """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's."""
+    from judging.scoring import Params, leaderboard
+
+    measure = measure or f"nDCG@{k}"
+    base = leaderboard(campaign, Params(k=k))
+    names = base.measures
+    base_means = base.means()[names.index(measure)]
+    out = []
+    for policy in POLICIES:
+        lb = leaderboard(campaign, Params(k=k, policy=policy))
+        means = lb.means()[names.index(measure)]
+        tau = metrics.kendall_tau(base_means, means) if len(means) > 1 else float("nan")
+        order = [lb.cube.system_names[i] for i in np.argsort(-means, kind="stable")]
+        out.append({"policy": policy, "tau": float(tau), "ranking": order,
+                    "current": policy == campaign.aggregation})
+    return out
