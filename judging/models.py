@@ -266,13 +266,15 @@ class Judgment(models.Model):
 
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="judgments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    # RESTRICT, not PROTECT: a grade in use cannot be deleted on its own, but deleting the whole
+    # campaign (which deletes these judgments too) still works.
     grade = models.ForeignKey(
-        Grade, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        Grade, on_delete=models.RESTRICT, null=True, blank=True, related_name="+",
         help_text="Empty when the annotator is unsure.",
     )
     unsure = models.BooleanField("unsure", default=False)
     tentative_grade = models.ForeignKey(
-        Grade, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+        Grade, on_delete=models.RESTRICT, null=True, blank=True, related_name="+",
         help_text="An unsure annotator's best guess; kept and exported, not scored by default.",
     )
     note = models.TextField("note", blank=True)
@@ -328,7 +330,7 @@ class Adjudication(models.Model):
     """A lead's decision on a pair; it always wins over the aggregated judgments."""
 
     pair = models.OneToOneField(Pair, on_delete=models.CASCADE, related_name="adjudication")
-    grade = models.ForeignKey(Grade, on_delete=models.PROTECT, related_name="+")
+    grade = models.ForeignKey(Grade, on_delete=models.RESTRICT, related_name="+")
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     decided_at = models.DateTimeField("decided", auto_now=True)
     note = models.TextField("note", blank=True)

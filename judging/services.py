@@ -482,9 +482,11 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     pair_ids = sorted(set(pair_ids))
     for start in range(0, len(pair_ids), 5000):
         chunk = pair_ids[start:start + 5000]
-        rows = list(Judgment.objects.filter(pair_id__in=chunk, unsure=False).values_list("pair_id", "grade__value"))
+        rows = list(
+            Judgment.objects.filter(pair_id__in=chunk, unsure=False).order_by().values_list("pair_id", "grade__value")
+        )
         counts: dict[int, int] = {}
-        for pid in Judgment.objects.filter(pair_id__in=chunk).values_list("pair_id", flat=True):
+        for pid in Judgment.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True):
             counts[pid] = counts.get(pid, 0) + 1
         keys, labels = aggregate_grades(
             np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
@@ -492,11 +494,13 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
         )
         new_label = dict(zip(keys.tolist(), labels.tolist(), strict=True))
         new_label.update(dict(
-            Adjudication.objects.filter(pair_id__in=chunk).values_list("pair_id", "grade__value")
+            Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value")
         ))
-        pairs = list(Pair.objects.filter(id__in=chunk).only("id", "query_id", "label", "judgment_count", "adjudicated"))
+        pairs = list(
+            Pair.objects.filter(id__in=chunk).order_by().only("id", "query_id", "label", "judgment_count", "adjudicated")
+        )
         dirty = []
-        adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).values_list("pair_id", flat=True))
+        adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True))
         for p in pairs:
             label, count, adj = new_label.get(p.id), counts.get(p.id, 0), p.id in adjudicated
             if (p.label, p.judgment_count, p.adjudicated) != (label, count, adj):
@@ -558,10 +562,10 @@ def judgment_record(
             with transaction.atomic():
                 # Lock the pair first: every writer of this pair's judgments and label queues here, so
                 # the label is recomputed from a consistent set and no revision is lost.
-                Pair.objects.select_for_update().filter(id=pair.id).values_list("id", flat=True).get()
+                Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
                 judgment = (
                     Judgment.objects.select_for_update(of=("self",)).select_related("grade", "tentative_grade")
-                    .filter(pair=pair, annotator=annotator).first()
+                    .filter(pair=pair, annotator=annotator).order_by().first()
                 )
                 if judgment is None:
                     judgment = Judgment.objects.create(

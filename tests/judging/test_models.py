@@ -66,3 +66,14 @@ def test_judgment_grade_xor_unsure_enforced_by_database(pair, annotator, grade_v
 def test_grade_value_range_enforced_by_database(campaign):
     with pytest.raises(IntegrityError), transaction.atomic():
         Grade.objects.create(campaign=campaign, value=-1, name="negative")
+
+
+def test_campaign_with_judgments_can_be_deleted_but_a_used_grade_cannot(pair, annotator):
+    from django.db.models import RestrictedError
+
+    g = pair.campaign.grades.get(value=1)
+    Judgment.objects.create(pair=pair, annotator=annotator, grade=g)
+    with pytest.raises(RestrictedError), transaction.atomic():
+        g.delete()
+    pair.campaign.delete()
+    assert Judgment.objects.count() == 0 and Grade.objects.count() == 0

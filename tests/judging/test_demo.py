@@ -1,0 +1,241 @@
+"""The quickstart demo: load_demo builds a realistic campaign through the importers, once."""
+import io
+from collections import Counter
+
+import pytest
+from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.management import call_command
+from django.db import transaction
+from django.test.utils import override_settings
+
+from judging import demo
+from judging.models import (
+    Adjudication,
+    Campaign,
+    Document,
+    Judgment,
+    JudgmentRevision,
+    Membership,
+    Pair,
+    Query,
+    Ranking,
+    System,
+)
+
+# Hashing five passwords with the production hasher takes longer than building the whole campaign.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def load(*args) -> str:
+    out = io.StringIO()
+    call_command("load_demo", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def demo_output(django_db_setup, django_db_blocker):
+    """Load the demo once for this module, in a transaction rolled back after its last test.
+
+    Each test still runs inside its own savepoint (the ``db`` fixture), so tests that load again or reset
+    leave the module's copy as it was.
+    """
+    with django_db_blocker.unblock(), override_settings(PASSWORD_HASHERS=FAST_HASHERS), transaction.atomic():
+        output = load()
+        yield output
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def shop(demo_output, db, settings) -> Campaign:
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+    return Campaign.objects.get(slug=demo.SLUG)
+
+
+def snapshot(campaign: Campaign) -> dict:
+    """Everything load_demo writes, down to ids and timestamps."""
+    pairs = Pair.objects.filter(campaign=campaign)
+    judgments = Judgment.objects.filter(pair__campaign=campaign)
+    return {
+        "campaign": list(Campaign.objects.values_list("id", "slug", "name", "guidelines", "pool_depth", "redundancy")),
+        "grades": list(campaign.grades.values_list("id", "value", "name", "description", "examples")),
+        "users": list(get_user_model().objects.order_by("username").values_list(
+            "id", "username", "password", "is_staff", "is_superuser")),
+        "members": list(Membership.objects.values_list("campaign_id", "user_id", "role")),
+        "queries": list(Query.objects.values_list("id", "qid", "text", "description", "labels_version")),
+        "documents": list(Document.objects.values_list("id", "docid", "title", "text", "url")),
+        "systems": list(System.objects.values_list("id", "name", "fingerprint", "entries")),
+        "rankings": list(Ranking.objects.values_list("id", "length")),
+        "pairs": list(pairs.values_list("id", "label", "judgment_count", "adjudicated", "pooled")),
+        "judgments": list(judgments.values_list("id", "grade_id", "unsure", "tentative_grade_id", "note",
+                                                "seconds_spent", "updated_at")),
+        "revisions": list(JudgmentRevision.objects.values_list("id", "changed_at")),
+        "adjudications": list(Adjudication.objects.values_list("pair_id", "grade_id", "note", "decided_at")),
+    }
+
+
+def precision_at_10(system: System, labels: dict, queries: set[int]) -> float:
+    """Mean P@10 (label >= 1 is relevant, unjudged is not) over the queries that have labels."""
+    per_query = []
+    for ranking in system.rankings.filter(query_id__in=queries):
+        top = ranking.doc_id_array()[:10].tolist()
+        per_query.append(sum(labels.get((ranking.query_id, d), 0) >= 1 for d in top) / 10)
+    return sum(per_query) / len(queries)
+
+
+def test_load_demo_creates_the_campaign_with_scale_and_guidelines(shop):
+    assert (shop.name, shop.pool_depth, shop.redundancy) == (demo.NAME, 10, 2)
+    grades = list(shop.grades.order_by("value"))
+    assert [g.value for g in grades] == [0, 1, 2]
+    assert all(g.name and g.description and g.examples for g in grades)
+    assert shop.guidelines.count("\n\n") >= 3 and "unsure" in shop.guidelines.lower()
+    roles = dict(Membership.objects.filter(campaign=shop).values_list("user__username", "role"))
+    assert roles == {"lead": "lead", "alice": "annotator", "bob": "annotator", "carol": "annotator"}
+
+
+def test_load_demo_queries_have_descriptions(shop):
+    queries = Query.objects.filter(campaign=shop)
+    assert queries.count() >= 20
+    assert not queries.filter(description="").exists()
+    assert not queries.filter(is_stub=True).exists()
+    assert queries.filter(text="wool knit sweater").exists()
+
+
+def test_load_demo_documents_are_real_looking_and_keep_markup_raw(shop):
+    docs = Document.objects.filter(campaign=shop)
+    assert docs.count() >= 200
+    assert not docs.filter(is_stub=True).exists() and not docs.filter(title="").exists()
+    assert docs.filter(url__startswith="https://shop.example/p/").count() >= 50
+    # Stored as imported; escaping is the templates' job.
+    assert docs.filter(text__contains="<script>alert('xss')</script>").exists()
+    assert docs.filter(text__contains="<b>").exists()
+    sentences = [d.text.count(". ") + 1 for d in docs.exclude(text__startswith="Imported listing")]
+    assert min(sentences) >= 2 and max(sentences) <= 4
+
+
+def test_load_demo_three_systems_rank_50_to_100_documents_per_query(shop):
+    systems = System.objects.filter(campaign=shop)
+    assert {s.name: s.source for s in systems} == {name: f"{name}.run" for name in demo.SYSTEMS}
+    queries = Query.objects.filter(campaign=shop).count()
+    ties = 0
+    for system in systems:
+        rankings = list(system.rankings.all())
+        assert len(rankings) == queries
+        assert all(50 <= r.length <= 100 for r in rankings)
+        ties += sum(len(r.score_array()) - len(set(r.score_array().tolist())) for r in rankings)
+    assert ties > 0
+
+
+def test_load_demo_pool_is_every_runs_top_10(shop):
+    expected = {
+        (r.query_id, d) for r in Ranking.objects.filter(system__campaign=shop) for d in r.doc_id_array()[:10].tolist()
+    }
+    pooled = set(Pair.objects.filter(campaign=shop, pooled=True).values_list("query_id", "document_id"))
+    assert pooled == expected
+
+
+def test_load_demo_judgments_by_three_annotators_with_unsure_and_history(shop):
+    judgments = Judgment.objects.filter(pair__campaign=shop)
+    per_annotator = Counter(judgments.values_list("annotator__username", flat=True))
+    assert per_annotator["alice"] >= 150 and per_annotator["bob"] >= 150
+    assert 20 <= per_annotator["carol"] < per_annotator["alice"] / 2
+    unsure = judgments.filter(unsure=True)
+    assert unsure.count() >= 3
+    assert not unsure.filter(note="").exists()
+    assert unsure.filter(tentative_grade__isnull=False).exists()
+    revisions = JudgmentRevision.objects.filter(judgment__pair__campaign=shop)
+    assert revisions.count() > judgments.count()  # some judgments were changed later
+    seconds = list(revisions.values_list("seconds_spent", flat=True))
+    assert min(seconds) >= 3 and max(seconds) <= 40
+    adjudications = Adjudication.objects.filter(pair__campaign=shop)
+    assert 1 <= adjudications.count() <= 2
+    assert all(a.decided_by.username == "lead" and a.note for a in adjudications)
+    # Plenty left for whoever logs in as alice next.
+    open_for_alice = Pair.objects.filter(campaign=shop, pooled=True).exclude(judgments__annotator__username="alice")
+    assert open_for_alice.count() >= 200
+
+
+def test_load_demo_labels_follow_the_judgments(shop):
+    for pair in Pair.objects.filter(campaign=shop, judgment_count__gt=0).prefetch_related("judgments__grade")[:100]:
+        assert pair.judgment_count == pair.judgments.count()
+        confident = [j.grade.value for j in pair.judgments.all() if not j.unsure]
+        if not pair.adjudicated:
+            assert (pair.label is None) == (not confident)
+
+
+def test_load_demo_annotators_disagree_realistically(shop):
+    grades: dict[int, dict[str, int]] = {}
+    for pair_id, name, value in Judgment.objects.filter(pair__campaign=shop, unsure=False).values_list(
+        "pair_id", "annotator__username", "grade__value"
+    ):
+        grades.setdefault(pair_id, {})[name] = value
+    both = [g for g in grades.values() if "alice" in g and "bob" in g]
+    assert len(both) >= 100
+    disagree = sum(g["alice"] != g["bob"] for g in both) / len(both)
+    assert 0.05 <= disagree <= 0.3
+    assert sum(abs(g["alice"] - g["bob"]) <= 1 for g in both) / len(both) >= 0.95  # mostly off by one
+
+
+def test_load_demo_systems_differ_in_quality(shop):
+    labels = {
+        (q, d): label for q, d, label in
+        Pair.objects.filter(campaign=shop, label__isnull=False).values_list("query_id", "document_id", "label")
+    }
+    queries = {q for q, _ in labels}
+    assert len(queries) >= 10
+    p10 = {s.name: precision_at_10(s, labels, queries) for s in System.objects.filter(campaign=shop)}
+    assert p10["dense-v2"] > p10["bm25"] > p10["random-baseline"]
+    assert p10["bm25"] - p10["random-baseline"] > 0.3
+
+
+def test_demo_hidden_truth_ranks_the_systems_the_same_way():
+    from judging.formats import parse_run
+
+    data = demo.demo_data()
+    p10 = {}
+    for name, text in data.runs.items():
+        rankings = parse_run(text.encode(), filename=f"{name}.run")[name]
+        p10[name] = sum(
+            sum(data.truth[r.qid, d].grade >= 1 for d in r.docids[:10]) / 10 for r in rankings
+        ) / len(rankings)
+    assert p10["dense-v2"] > p10["bm25"] > p10["random-baseline"]
+
+
+def test_load_demo_twice_changes_nothing(shop):
+    before = snapshot(shop)
+    output = load()
+    assert "already exists" in output
+    assert snapshot(shop) == before
+
+
+def test_load_demo_reset_rebuilds_the_campaign(shop):
+    alice = get_user_model().objects.get(username="alice")
+    alice.set_password("something-else-2026")
+    alice.save()
+    before = snapshot(shop)
+    load("--reset")
+    rebuilt = Campaign.objects.get(slug=demo.SLUG)
+    assert rebuilt.id != shop.id
+    after = snapshot(rebuilt)
+    for key in ("queries", "documents", "pairs", "judgments", "revisions", "adjudications"):
+        assert len(after[key]) == len(before[key]), key
+    assert authenticate(username="alice", password=demo.PASSWORDS["alice"]) is not None
+
+
+def test_load_demo_prints_url_logins_and_counts(demo_output, shop):
+    assert demo.URL in demo_output
+    for username, password in demo.PASSWORDS.items():
+        assert any(line.split()[:2] == [username, password] for line in demo_output.splitlines())
+    assert f"{Query.objects.filter(campaign=shop).count()} queries" in demo_output
+    assert "3 systems (bm25, dense-v2, random-baseline)" in demo_output
+
+
+def test_demo_logins_work_and_pass_the_password_validators(shop):
+    for username, password in demo.PASSWORDS.items():
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        validate_password(password, user)
+    users = get_user_model().objects
+    assert users.get(username="lead").is_staff
+    assert users.get(username="admin").is_superuser
+    assert not users.filter(username__in=demo.ANNOTATORS, is_staff=True).exists()
