@@ -98,6 +98,11 @@ def test_scores_command_json_shape_and_table(make_user):
     assert set(data) >= {"campaign", "k", "gain", "threshold", "queries", "systems"}
     assert data["k"] == 5 and data["systems"][0]["measures"].keys() == {
         "P@5", "R@5", "F1@5", "Hit@5", "MRR", "MAP", "nDCG@5", "Judged@5"}
+    expected = oracle(runs, qrels, 5, 1)
+    for system in data["systems"]:
+        for q, values in expected[system["name"]].items():
+            for m, v in values.items():
+                assert system["per_query"][q][m] == pytest.approx(v, abs=1e-9)
     table = io.StringIO()
     call_command("scores", campaign.slug, stdout=table)
     lines = table.getvalue().splitlines()
