@@ -421,6 +421,12 @@ def _raise_first(*errors: FormatError | None) -> None:
         raise min(found, key=lambda error: error.line or 0)
 
 
+def _score_key(scores: np.ndarray) -> np.ndarray:
+    """Sort key for score-descending order, compared as trec_eval compares: it keeps scores as C floats
+    (float32), so scores equal in float32 tie and fall back to the docid rule."""
+    return -np.asarray(scores, dtype=np.float64).astype(np.float32)
+
+
 def _rankings(
     qids: Sequence[str],
     docids: Sequence[str],
@@ -553,7 +559,7 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
     score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
     scores = np.array(score_list, dtype=np.float64)
     _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
-    return _rankings(qids, docids, tags, -scores, scores, line_of, filename)
+    return _rankings(qids, docids, tags, _score_key(scores), scores, line_of, filename)
 
 
 def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
@@ -587,7 +593,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
         score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
         scores = np.array(score_list, dtype=np.float64)
         _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
-        sortkey = -scores
+        sortkey = _score_key(scores)
     else:
         _raise_first(rank_error)
         sortkey, scores = _by_rank(ranks, filename, line_of)
@@ -656,7 +662,7 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]
     line_of = linenos.__getitem__
     if scored:
         score_array = np.array(scores, dtype=np.float64)
-        return _rankings(qids, docids, tags, -score_array, score_array, line_of, filename)
+        return _rankings(qids, docids, tags, _score_key(score_array), score_array, line_of, filename)
     sortkey, score_array = _by_rank(ranks, filename, line_of)
     return _rankings(qids, docids, tags, sortkey, score_array, line_of, filename)
 

@@ -714,3 +714,10 @@ def test_ranking_compares_docids_and_scores():
     assert ranking("1", "a b", [2, 1]) == ranking("1", "a b", [2, 1])
     assert ranking("1", "a b", [2, 1]) != ranking("1", "a b", [2, 0.5])
     assert ranking("1", "a b", [2, 1]) != ranking("1", "b a", [2, 1])
+
+
+def test_parse_run_scores_tie_as_trec_eval_float32():
+    # 0.30000001 and 0.30000002 are the same C float: trec_eval ties them and orders by docid descending
+    data = b"q1 Q0 a 1 0.30000002 t\nq1 Q0 b 2 0.30000001 t\nq1 Q0 c 3 0.2 t\n"
+    (ranking,) = parse_run(data, filename="r")["t"]
+    assert ranking.docids == ["b", "a", "c"]
