@@ -480,6 +480,9 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
         return 0
     changed = 0
     pair_ids = sorted(set(pair_ids))
+    # Read the policy now, under the callers' pair locks, not from a campaign object loaded earlier:
+    # a lead may just have switched it (campaign_policy_set).
+    policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
     for start in range(0, len(pair_ids), 5000):
         chunk = pair_ids[start:start + 5000]
         rows = list(
@@ -490,14 +493,15 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
             counts[pid] = counts.get(pid, 0) + 1
         keys, labels = aggregate_grades(
             np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
-            policy=campaign.aggregation,
+            policy=policy,
         )
         new_label = dict(zip(keys.tolist(), labels.tolist(), strict=True))
         new_label.update(dict(
             Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value")
         ))
         pairs = list(
-            Pair.objects.filter(id__in=chunk).order_by().only("id", "query_id", "label", "judgment_count", "adjudicated")
+            Pair.objects.filter(id__in=chunk).order_by()
+            .only("id", "query_id", "label", "judgment_count", "adjudicated")
         )
         dirty = []
         adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True))
@@ -624,7 +628,9 @@ def user_get(*, username: str):
     try:
         return User.objects.get(username=username)
     except User.DoesNotExist:
-        raise ValidationError(f"no user named {username!r}; create it first (manage.py createsuperuser or the admin)") from None
+        raise ValidationError(
+            f"no user named {username!r}; create it first (manage.py createsuperuser or the admin)"
+        ) from None
 
 
 # --- judging UI
@@ -699,3 +705,62 @@ def campaign_edit(*, campaign: Campaign, scale: Sequence[dict] | None = None, **
         except ValidationError as exc:
             raise ValidationError({"scale": exc.messages}) from None
     return added
+
+
+# --- review
+
+def _lead_required(*, campaign: Campaign, user, what: str) -> None:
+    if user_role(campaign=campaign, user=user) != Membership.Role.LEAD:
+        raise PermissionDenied(f"only a lead of this campaign can {what}")
+
+
+@transaction.atomic
+def adjudication_remove(*, pair: Pair, lead) -> bool:
+    """Withdraw a lead's decision on a pair: its label goes back to the aggregated judgments (and the pair
+    back to the review queue if it is still unsure or disputed). Returns whether there was a decision."""
+    _lead_required(campaign=pair.campaign, user=lead, what="withdraw an adjudication")
+    # Same lock as judgment_record: the label is recomputed from a consistent set of judgments.
+    Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
+    deleted, _ = Adjudication.objects.filter(pair=pair).delete()
+    if deleted:
+        labels_refresh(campaign=pair.campaign, pair_ids=[pair.id])
+    return bool(deleted)
+
+
+def gold_label_set(*, pair: Pair, lead, grade: int | None) -> Pair:
+    """Give a pair a gold label (a grade on the campaign's scale), or take it away with ``grade=None``.
+
+    Gold labels measure each annotator's accuracy; they are not labels the scorer uses and never change
+    Pair.label (a lead who wants the gold grade scored adjudicates the pair)."""
+    _lead_required(campaign=pair.campaign, user=lead, what="set gold labels")
+    grade_obj = _grade_of(pair.campaign, grade, "grade")
+    value = grade_obj.value if grade_obj is not None else None
+    Pair.objects.filter(id=pair.id).update(gold_label=value)
+    pair.gold_label = value
+    return pair
+
+
+@transaction.atomic
+def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
+    """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
+    transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
+    _lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
+    if policy not in Campaign.Aggregation.values:
+        raise ValidationError(
+            {"policy": f"unknown aggregation policy {policy!r}; expected one of "
+                       f"{', '.join(Campaign.Aggregation.values)}"}
+        )
+    # Lock the campaign row: two leads switching at once are applied one after the other.
+    locked = Campaign.objects.select_for_update().only("id", "aggregation").get(id=campaign.id)
+    campaign.aggregation = policy
+    if locked.aggregation == policy:
+        return 0
+    Campaign.objects.filter(id=campaign.id).update(aggregation=policy)
+    # Take every judged pair's lock, as judgment_record does, before reading any judgment: a judgment
+    # being recorded now finishes first and is aggregated here, and one recorded later waits and then
+    # reads the new policy (labels_refresh reads it from the database).
+    judged = list(
+        Pair.objects.select_for_update().filter(campaign=campaign, judgment_count__gt=0).order_by("id")
+        .values_list("id", flat=True)
+    )
+    return labels_refresh(campaign=campaign, pair_ids=judged)

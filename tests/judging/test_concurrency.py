@@ -83,3 +83,50 @@ def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
         grades = sorted(Judgment.objects.filter(pair=p, unsure=False).values_list("grade__value", flat=True))
         assert p.label == (grades[(len(grades) - 1) // 2] if grades else None)
         assert p.judgment_count == len(users)
+
+
+def test_policy_switch_during_judging_leaves_labels_consistent(pg_only, make_user):
+    from judging.aggregation import aggregate_grades
+    from judging.models import Campaign
+    from judging.services import campaign_policy_set
+
+    campaign = campaign_create(slug="switch", pool_depth=5)
+    run = "".join(f"q{q} Q0 d{d} {d} {10 - d} sys\n" for q in range(2) for d in range(5))
+    run_import(campaign=campaign, data=run.encode(), filename="switch.run")
+    pairs = list(Pair.objects.filter(campaign=campaign).select_related("campaign"))
+    users = [make_user(f"s{i}") for i in range(4)]
+    lead = make_user("switcher")
+    for u in users:
+        membership_add(campaign=campaign, user=u, role="annotator")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    errors = []
+
+    def judge(user):
+        rng = random.Random(user.username)
+        try:
+            for _ in range(25):
+                judgment_record(pair=rng.choice(pairs), annotator=user, grade=rng.choice([0, 1, 2]))
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def switch():
+        try:
+            for policy in ["max", "min", "mean", "majority", "max"]:
+                campaign_policy_set(campaign=Campaign.objects.get(pk=campaign.pk), lead=lead, policy=policy)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=judge, args=(u,)) for u in users] + [threading.Thread(target=switch)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    for p in Pair.objects.filter(campaign=campaign):
+        grades = list(Judgment.objects.filter(pair=p, unsure=False).values_list("grade__value", flat=True))
+        expected = aggregate_grades([p.id] * len(grades), grades, policy="max")[1] if grades else [None]
+        assert p.label == (int(expected[0]) if grades else None)
