@@ -5,18 +5,25 @@ document ids) keyed by the systems' content fingerprints. Labels change all the 
 are cached per parameter set, each block stamped with the labels versions of its queries, in Django's
 cache (shared by every server process) and in process memory. A request reads the versions (one small
 query), rescores only the queries whose version moved, and averages.
+
+Derived results are cached under the same fingerprint (``Leaderboard.state``): bootstrap confidence
+intervals and significance tests (``stats_refresh``, ``pairwise_cached``). The drill-down pages read one
+query's ranked lists and labels with ``query_rankings`` and the judging timeline with ``judging_timeline``.
 """
 from __future__ import annotations
 
 import hashlib
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 
 import numpy as np
-from django.core.cache import cache
-from django.db import connections
+from django.core.cache import cache, caches
+from django.core.cache.backends.db import DatabaseCache
+from django.db import connections, transaction
 from django.db.models import Count, Max, Min, QuerySet
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
@@ -26,7 +33,9 @@ from judging.aggregation import POLICIES, aggregate_grades
 from judging.models import Adjudication, Campaign, Document, Judgment, Pair, Query, Ranking, System
 
 GAINS = ("linear", "exponential")
-BLOCK = 256  # queries per shared-cache entry: a new label rewrites one small block, not the whole table
+# Queries per shared-cache entry: a new label rewrites one block (64 queries x 20 systems x 8 measures is
+# 80 kB), not the whole table.
+BLOCK = 64
 CACHE_SECONDS = 7 * 24 * 3600
 _LOCK = threading.Lock()
 _CUBES: dict[tuple, RunCube] = {}
@@ -68,7 +77,7 @@ class RunCube:
     qids: list[str]
     doc_ids: np.ndarray  # (S, Q, D) int64
 
-    @property
+    @cached_property
     def answered(self) -> np.ndarray:
         """(S, Q) bool: the system returned at least one document for the query."""
         return self.doc_ids[:, :, 0] >= 0
@@ -94,6 +103,7 @@ class Leaderboard:
     rescored: int = 0
     key: str = ""  # the score table's cache key: campaign, runs and parameters
     seconds: float = 0.0  # how long leaderboard() took
+    _means: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def query_mask(self) -> np.ndarray:
@@ -120,10 +130,14 @@ class Leaderboard:
 
     def means(self) -> np.ndarray:
         """(M, S) macro means over the queries that have a label (trec_eval -c)."""
-        n = int(self.table.labelled.sum())
-        if n == 0:
-            return np.zeros(self.table.scores.shape[:2])
-        return self.table.scores[:, :, self.table.labelled].mean(axis=2)
+        if self._means is None:
+            n = int(self.table.labelled.sum())
+            if n == 0:
+                self._means = np.zeros(self.table.scores.shape[:2])
+            else:
+                # a sum over the mask instead of a mean over a masked copy of the (M, S, Q) table
+                self._means = (self.table.scores @ self.table.labelled.astype(np.float64)) / n
+        return self._means
 
     def scored_qids(self) -> list[str]:
         return [q for q, m in zip(self.cube.qids, self.table.labelled, strict=True) if m]
@@ -214,12 +228,15 @@ def labels_for(campaign: Campaign, query_ids: np.ndarray, policy: str | None, *,
     count when the caller knows it.
     """
     chunks = _query_chunks(campaign, query_ids, total)
+    # A chunk of query ids implies the campaign: filtering on the campaign as well can make the planner
+    # (PostgreSQL before its first ANALYZE of a freshly imported table) scan the whole campaign's pairs.
     if policy is None or policy == campaign.aggregation:
         rows: list[tuple[int, int, int]] = []
         for chunk in chunks:
-            qs = Pair.objects.filter(campaign=campaign, label__isnull=False)
-            if chunk is not None:
-                qs = qs.filter(query_id__in=chunk)
+            if chunk is None:
+                qs = Pair.objects.filter(campaign=campaign, label__isnull=False)
+            else:
+                qs = Pair.objects.filter(query_id__in=chunk, label__isnull=False)
             rows.extend(_rows(qs.order_by().values_list("query_id", "document_id", "label")))
         arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
     else:
@@ -227,12 +244,14 @@ def labels_for(campaign: Campaign, query_ids: np.ndarray, policy: str | None, *,
         adj: list[tuple[int, int]] = []
         pair_rows: list[tuple[int, int, int]] = []
         for chunk in chunks:
-            js = Judgment.objects.filter(pair__campaign=campaign, unsure=False)
-            ad = Adjudication.objects.filter(pair__campaign=campaign)
-            ps = Pair.objects.filter(campaign=campaign, judgment_count__gt=0)
-            if chunk is not None:
-                js, ad = js.filter(pair__query_id__in=chunk), ad.filter(pair__query_id__in=chunk)
-                ps = ps.filter(query_id__in=chunk)
+            if chunk is None:
+                js = Judgment.objects.filter(pair__campaign=campaign, unsure=False)
+                ad = Adjudication.objects.filter(pair__campaign=campaign)
+                ps = Pair.objects.filter(campaign=campaign, judgment_count__gt=0)
+            else:
+                js = Judgment.objects.filter(pair__query_id__in=chunk, unsure=False)
+                ad = Adjudication.objects.filter(pair__query_id__in=chunk)
+                ps = Pair.objects.filter(query_id__in=chunk, judgment_count__gt=0)
             jrows.extend(_rows(js.order_by().values_list("pair_id", "grade__value")))
             adj.extend(ad.order_by().values_list("pair_id", "grade__value"))
             pair_rows.extend(_rows(ps.order_by().values_list("id", "query_id", "document_id")))
@@ -394,14 +413,17 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         table.labelled[dirty] = labelled
         table.versions[dirty] = versions[dirty]
         touched = np.unique(dirty // BLOCK).tolist()
-        cache.set_many({
+        blocks = {
             f"{key}:{b}": (
                 table.versions[b * BLOCK:(b + 1) * BLOCK].copy(),
                 table.scores[:, :, b * BLOCK:(b + 1) * BLOCK].copy(),
                 table.labelled[b * BLOCK:(b + 1) * BLOCK].copy(),
             )
             for b in touched
-        }, timeout=CACHE_SECONDS)
+        }
+        # one transaction: the database cache would otherwise commit (and sync to disk) once per block
+        with transaction.atomic() if isinstance(caches["default"], DatabaseCache) else nullcontext():
+            cache.set_many(blocks, timeout=CACHE_SECONDS)
     with _LOCK:
         _SCORES[key] = table
     return Leaderboard(campaign, params, cube, table, measure_names(params.k), rescored=int(dirty.size), key=key,

@@ -658,8 +658,13 @@ def campaign_update(*, campaign: Campaign, **values) -> int:
     campaign.save()
     added = pool_build(campaign=campaign) if campaign.pool_depth > old_depth else 0
     if campaign.aggregation != old_policy:
-        judged = Pair.objects.filter(campaign=campaign, judgment_count__gt=0).values_list("id", flat=True)
-        labels_refresh(campaign=campaign, pair_ids=list(judged))
+        # The pair locks first, as judgment_record and campaign_policy_set take them: a judgment being
+        # recorded now is aggregated under the new policy, never under a mix of the two.
+        judged = list(
+            Pair.objects.select_for_update().filter(campaign=campaign, judgment_count__gt=0).order_by("id")
+            .values_list("id", flat=True)
+        )
+        labels_refresh(campaign=campaign, pair_ids=judged)
     return added
 
 

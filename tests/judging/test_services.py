@@ -16,7 +16,7 @@ from judging.services import (
     run_import,
     topics_import,
 )
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.conftest import RUN_BM25, RUN_DENSE, TOPICS
 
 
 def pooled(campaign):

@@ -1,0 +1,92 @@
+"""Who may do what in the API: campaign roles looked up once per request, and the permission classes."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import BasePermission
+
+from judging.models import Campaign, Membership
+from judging.selectors import campaign_roles, campaigns_for_user
+
+LEAD = Membership.Role.LEAD
+
+
+class Access:
+    """The caller's role in each campaign.
+
+    Non-members get 404 for a campaign (its existence is not theirs to know); members who lack the
+    role an action needs get 403. Superusers are leads everywhere.
+    """
+
+    def __init__(self, user):
+        self.user = user
+        self.superuser = bool(user.is_authenticated and user.is_superuser)
+        self.roles = campaign_roles(user=user)
+
+    def role(self, campaign_id: int) -> str | None:
+        return LEAD if self.superuser else self.roles.get(campaign_id)
+
+    def is_lead(self, campaign_id: int) -> bool:
+        return self.role(campaign_id) == LEAD
+
+    @property
+    def leads_anywhere(self) -> bool:
+        return self.superuser or LEAD in self.roles.values()
+
+    @property
+    def led_ids(self) -> list[int] | None:
+        """Ids of the campaigns the caller leads; None means every campaign (a superuser)."""
+        if self.superuser:
+            return None
+        return [cid for cid, role in self.roles.items() if role == LEAD]
+
+    def campaigns(self) -> QuerySet[Campaign]:
+        if not self.user.is_authenticated:  # e.g. while the schema is generated
+            return Campaign.objects.none()
+        return campaigns_for_user(user=self.user)
+
+    def campaign(self, slug: str) -> Campaign:
+        """A campaign the caller belongs to, by slug, or 404."""
+        campaign = self.campaigns().filter(slug=slug).first() if _is_slug(slug) else None
+        if campaign is None:
+            raise NotFound(f"You are not a member of a campaign {slug!r}.")
+        return campaign
+
+    def require_lead(self, campaign: Campaign, what: str = "do this") -> None:
+        if not self.is_lead(campaign.id):
+            raise PermissionDenied(f"Only a lead of campaign {campaign.slug!r} can {what}.")
+
+    def can_create_campaigns(self) -> bool:
+        """Leads (of any campaign) and users granted judging.add_campaign create campaigns."""
+        return self.leads_anywhere or self.user.has_perm("judging.add_campaign")
+
+
+def _is_slug(value: str) -> bool:
+    # Checked before querying: PostgreSQL refuses text with NUL bytes, which would surface as a 500.
+    return 0 < len(value) <= 64 and all(c.isascii() and (c.isalnum() or c in "-_") for c in value)
+
+
+def access(request) -> Access:
+    """The caller's Access, computed once per request."""
+    cached = getattr(request, "_reljudge_access", None)
+    if cached is None or cached.user != request.user:
+        cached = Access(request.user)
+        request._reljudge_access = cached
+    return cached
+
+
+class CanCreateCampaign(BasePermission):
+    message = "Only campaign leads can create campaigns."
+
+    def has_permission(self, request, view) -> bool:
+        return view.action != "create" or access(request).can_create_campaigns()
+
+
+class IsCampaignLead(BasePermission):
+    """Object permission for objects that belong to a campaign (systems; campaigns themselves)."""
+
+    message = "Only a lead of this campaign can see or change this."
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        campaign_id = obj.id if isinstance(obj, Campaign) else obj.campaign_id
+        return access(request).is_lead(campaign_id)

@@ -1,0 +1,90 @@
+"""Streamed export formats: judgments as CSV or JSON Lines, any text as chunks, all in constant memory."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+
+from judging.selectors import JUDGMENT_EXPORT_COLUMNS
+
+ROWS_PER_CHUNK = 1000
+COLUMN_NAMES = [name for name, _ in JUDGMENT_EXPORT_COLUMNS]
+
+
+def _wire(value):
+    """A database value as the JSON API shows it (timestamps as DRF writes them: ISO 8601, 'Z' for UTC)."""
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    return value
+
+
+def judgments_csv(rows: Iterable[tuple]) -> Iterator[str]:
+    """CSV with a header line; empty cells for missing grades, true/false for the unsure flag."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMN_NAMES)
+    for count, row in enumerate(rows, start=1):
+        writer.writerow([
+            "" if v is None else ("true" if v is True else "false" if v is False else _wire(v)) for v in row
+        ])
+        if count % ROWS_PER_CHUNK == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def judgments_jsonl(rows: Iterable[tuple]) -> Iterator[str]:
+    """JSON Lines: one object per judgment with the same fields and values as the JSON API."""
+    chunk: list[str] = []
+    for row in rows:
+        chunk.append(json.dumps(dict(zip(COLUMN_NAMES, map(_wire, row), strict=True)), ensure_ascii=False))
+        if len(chunk) == ROWS_PER_CHUNK:
+            yield "\n".join(chunk) + "\n"
+            chunk = []
+    if chunk:
+        yield "\n".join(chunk) + "\n"
+
+
+def batched_text(lines: Iterable[str], size: int = ROWS_PER_CHUNK) -> Iterator[str]:
+    """Join lines into chunks so a streamed response does not make one write per line."""
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield "".join(chunk)
+            chunk = []
+    if chunk:
+        yield "".join(chunk)
+
+
+class _StreamRenderer(BaseRenderer):
+    """Selects a streamed format in content negotiation (``?format=`` or Accept). The view streams the
+    body itself; what reaches render() is an error, which goes out as JSON."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return JSONRenderer().render(data, "application/json", renderer_context)
+
+
+class CSVRenderer(_StreamRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class JSONLinesRenderer(_StreamRenderer):
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+
+
+class PlainTextRenderer(_StreamRenderer):
+    """TREC qrels and runs: whitespace-separated text."""
+
+    media_type = "text/plain"
+    format = "txt"

@@ -1,0 +1,359 @@
+"""What each API resource looks like on the wire, and the typed shapes of the custom actions' bodies."""
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from judging.aggregation import POLICIES
+from judging.models import (
+    Campaign,
+    Document,
+    Grade,
+    Judgment,
+    JudgmentRevision,
+    Membership,
+    Pair,
+    Query,
+    System,
+)
+
+GRADE_RANGE = {"min_value": 0, "max_value": 100}
+GAINS = ["linear", "exponential"]
+
+
+# --------------------------------------------------------------------------- campaigns
+
+class GradeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Grade
+        fields = ["value", "name", "description"]
+        extra_kwargs = {"value": GRADE_RANGE}
+
+
+class GradeValuesField(serializers.ListField):
+    """The scale's values as a plain list, e.g. [0, 1, 2]: what `create_campaign --grades` takes."""
+
+    child = serializers.IntegerField(**GRADE_RANGE)
+
+    def get_attribute(self, instance):
+        return [g.value for g in instance.grades.all()]
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    grades = GradeValuesField(
+        source="grade_values", required=False, min_length=1, max_length=101,
+        help_text="Grade values of the scale (default [0, 1, 2]); named like the default scale.",
+    )
+    scale = GradeSerializer(
+        source="grades", many=True, required=False,
+        help_text="The scale with names and descriptions; send it instead of `grades` to name the grades.",
+    )
+    role = serializers.ChoiceField(
+        choices=Membership.Role.choices, read_only=True, help_text="Your role in this campaign."
+    )
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "slug", "name", "description", "guidelines", "pool_depth", "redundancy", "aggregation",
+            "leaderboard_visible_to_annotators", "grades", "scale", "role", "created_at",
+        ]
+        read_only_fields = ["created_at"]
+        extra_kwargs = {"name": {"required": False}}
+
+    def validate_slug(self, value: str) -> str:
+        if self.instance is not None and value != self.instance.slug:
+            raise serializers.ValidationError("The slug of a campaign cannot change.")
+        return value
+
+    def validate_scale(self, value: list[dict]) -> list[dict]:
+        values = [g["value"] for g in value]
+        if not values:
+            raise serializers.ValidationError("A grading scale needs at least one grade.")
+        if len(set(values)) != len(values):
+            raise serializers.ValidationError("Each grade value may appear only once.")
+        return sorted(value, key=lambda g: g["value"])
+
+    def validate(self, attrs: dict) -> dict:
+        grades, scale = attrs.get("grade_values"), attrs.get("grades")
+        if grades is not None and scale is not None and sorted(set(grades)) != [g["value"] for g in scale]:
+            raise serializers.ValidationError({"grades": "`grades` and `scale` name different values."})
+        return attrs
+
+
+# --------------------------------------------------------------------------- campaign contents
+
+class QuerySerializer(serializers.ModelSerializer):
+    campaign = serializers.CharField(source="campaign.slug", read_only=True)
+
+    class Meta:
+        model = Query
+        fields = ["id", "campaign", "qid", "text", "description", "is_stub"]
+
+
+class DocumentSerializer(serializers.ModelSerializer):
+    campaign = serializers.CharField(source="campaign.slug", read_only=True)
+    # Not a URLField: most documents have no URL, and "" is not a valid "uri" in the schema.
+    url = serializers.CharField(read_only=True, help_text="Link to the original document; empty when there is none.")
+
+    class Meta:
+        model = Document
+        fields = ["id", "campaign", "docid", "title", "text", "url", "is_stub"]
+
+
+class SystemSerializer(serializers.ModelSerializer):
+    campaign = serializers.CharField(source="campaign.slug", read_only=True)
+
+    class Meta:
+        model = System
+        fields = ["id", "campaign", "name", "source", "imported_at", "entries"]
+
+
+class PairSerializer(serializers.ModelSerializer):
+    """A pool pair. The label and judgment figures summarize everyone's judgments, so they are sent only
+    to leads; for an annotator the fields are absent (hence optional in the schema)."""
+
+    LEAD_ONLY = ("label", "adjudicated", "judgment_count")
+
+    campaign = serializers.CharField(source="campaign.slug", read_only=True)
+    qid = serializers.CharField(source="query.qid", read_only=True)
+    docid = serializers.CharField(source="document.docid", read_only=True)
+    # Declared writable-but-optional (the endpoint is read-only) so the schema marks them optional.
+    label = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Leads only: the aggregated label the scorer uses (null: unjudged)."
+    )
+    adjudicated = serializers.BooleanField(required=False, help_text="Leads only: a lead decided the label.")
+    judgment_count = serializers.IntegerField(required=False, help_text="Leads only: judgments of this pair.")
+
+    class Meta:
+        model = Pair
+        fields = ["id", "campaign", "qid", "docid", "pooled", "label", "adjudicated", "judgment_count", "created_at"]
+        read_only_fields = ["pooled", "created_at"]
+
+    def to_representation(self, instance: Pair) -> dict:
+        data = super().to_representation(instance)
+        if not self.context["access"].is_lead(instance.campaign_id):
+            for name in self.LEAD_ONLY:
+                data.pop(name, None)
+        return data
+
+
+class AdjudicationSerializer(serializers.Serializer):
+    grade = serializers.IntegerField(**GRADE_RANGE, help_text="The label this pair gets, on the campaign's scale.")
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+
+
+# --------------------------------------------------------------------------- judgments
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    campaign = serializers.CharField(source="pair.campaign.slug", read_only=True)
+    qid = serializers.CharField(source="pair.query.qid", read_only=True)
+    docid = serializers.CharField(source="pair.document.docid", read_only=True)
+    annotator = serializers.CharField(source="annotator.username", read_only=True)
+    grade = serializers.IntegerField(source="grade.value", read_only=True, allow_null=True)
+    tentative_grade = serializers.IntegerField(
+        source="tentative_grade.value", read_only=True, allow_null=True,
+        help_text="An unsure annotator's best guess (not scored).",
+    )
+
+    class Meta:
+        model = Judgment
+        fields = [
+            "id", "pair", "campaign", "qid", "docid", "annotator", "grade", "unsure", "tentative_grade",
+            "note", "seconds_spent", "created_at", "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class JudgmentRecordSerializer(serializers.Serializer):
+    """Record or change the caller's own judgment of one pair, named by id or by campaign, qid and docid."""
+
+    pair = serializers.IntegerField(required=False, min_value=1, help_text="Pair id (or campaign + qid + docid).")
+    campaign = serializers.SlugField(required=False, max_length=64)
+    qid = serializers.CharField(required=False, max_length=100)
+    docid = serializers.CharField(required=False, max_length=200)
+    grade = serializers.IntegerField(
+        required=False, allow_null=True, **GRADE_RANGE,
+        help_text="A grade on the campaign's scale; with unsure it is taken as the tentative grade.",
+    )
+    unsure = serializers.BooleanField(required=False, default=False)
+    tentative_grade = serializers.IntegerField(required=False, allow_null=True, **GRADE_RANGE)
+    note = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
+    seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=86400, default=0.0)
+
+    def validate(self, attrs: dict) -> dict:
+        named = [k for k in ("campaign", "qid", "docid") if attrs.get(k)]
+        if "pair" in attrs:
+            if named:
+                raise serializers.ValidationError(
+                    {"pair": "Name the pair by id or by campaign, qid and docid, not both."}
+                )
+        elif len(named) != 3:
+            missing = [k for k in ("campaign", "qid", "docid") if k not in named]
+            raise serializers.ValidationError(dict.fromkeys(missing, "This field is required (or send `pair`)."))
+        return attrs
+
+
+class JudgmentRevisionSerializer(serializers.ModelSerializer):
+    changed_by = serializers.CharField(source="changed_by.username", read_only=True)
+
+    class Meta:
+        model = JudgmentRevision
+        fields = [
+            "id", "changed_by", "changed_at", "old_grade", "new_grade", "old_unsure", "new_unsure",
+            "old_tentative_grade", "new_tentative_grade", "old_note", "new_note", "seconds_spent",
+        ]
+        read_only_fields = fields
+
+
+# --------------------------------------------------------------------------- members
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", max_length=150)
+    added = serializers.DateTimeField(source="created_at", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "added"]
+
+    def validate_username(self, value: str):
+        user = get_user_model().objects.filter(username=value).first()
+        if user is None:
+            raise serializers.ValidationError(f"No user named {value!r}; create it first.")
+        return user
+
+
+# --------------------------------------------------------------------------- uploads
+
+class UploadSerializer(serializers.Serializer):
+    file = serializers.FileField(allow_empty_file=True, help_text="The file to import (multipart form field).")
+
+
+class TopicsUploadSerializer(UploadSerializer):
+    """Topics: TSV `qid<TAB>text[<TAB>description]` or JSONL `{"qid", "text", "description"?}`."""
+
+
+class DocumentsUploadSerializer(UploadSerializer):
+    """Documents: JSONL `{"docid", "title"?, "text", "url"?}` or TSV `docid<TAB>title<TAB>text`."""
+
+
+class RunUploadSerializer(UploadSerializer):
+    """A run: TREC `qid Q0 docid rank score tag` (or TSV / JSONL)."""
+
+    system = serializers.CharField(
+        required=False, max_length=100, help_text="System name (default: the run's tag column)."
+    )
+    replace = serializers.BooleanField(
+        required=False, default=False, help_text="Overwrite a different run already imported for this system."
+    )
+
+
+class QrelsUploadSerializer(UploadSerializer):
+    """Qrels: TREC `qid iteration docid label`, imported as one user's confident judgments."""
+
+    annotator = serializers.CharField(
+        required=False, max_length=150, help_text="Username the judgments are recorded for (default: you)."
+    )
+
+
+class ImportSummarySerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="What the file held: queries, documents, rankings or judgments.")
+    filename = serializers.CharField()
+    added = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    stub_queries = serializers.IntegerField(help_text="Queries created as stubs (their topics were not imported).")
+    stub_documents = serializers.IntegerField(help_text="Documents created as stubs.")
+    pairs_added = serializers.IntegerField(help_text="Pairs added to the judging pool.")
+    systems = serializers.ListField(child=serializers.CharField(), help_text="Systems a run import touched.")
+
+
+class UploadErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What is wrong.")
+    file = serializers.CharField(help_text="Name of the uploaded file.")
+    line = serializers.IntegerField(allow_null=True, help_text="1-based line number, when known.")
+    field = serializers.CharField(allow_null=True, help_text="Column or JSON key, when known.")
+
+
+# --------------------------------------------------------------------------- progress and leaderboard
+
+class AnnotatorProgressSerializer(serializers.Serializer):
+    username = serializers.CharField(source="user.username")
+    role = serializers.ChoiceField(choices=Membership.Role.choices, allow_null=True,
+                                   help_text="Null for a past judge who is no longer a member.")
+    judgments = serializers.IntegerField()
+    unsure = serializers.IntegerField()
+    notes = serializers.IntegerField()
+    last = serializers.DateTimeField(allow_null=True, help_text="When they last judged.")
+    mean_seconds = serializers.FloatField(allow_null=True, help_text="Mean time per judgment.")
+
+
+class ProgressSerializer(serializers.Serializer):
+    campaign = serializers.CharField()
+    queries = serializers.IntegerField()
+    pooled = serializers.IntegerField(help_text="Pairs in the judging pool.")
+    touched = serializers.IntegerField(help_text="Pooled pairs with at least one judgment.")
+    complete = serializers.IntegerField(help_text="Pooled pairs with as many judgments as the redundancy asks.")
+    labelled = serializers.IntegerField(help_text="Pooled pairs with a label.")
+    judgments = serializers.IntegerField()
+    needed = serializers.IntegerField(help_text="Judgments the pool needs: pooled pairs x redundancy.")
+    percent = serializers.FloatField(help_text="complete / pooled, in percent.")
+    unsure_open = serializers.IntegerField(help_text="Pairs somebody was unsure about that have no label yet.")
+    annotators = AnnotatorProgressSerializer(
+        many=True, help_text="Per annotator; an annotator sees only their own row."
+    )
+
+
+class LeaderboardQuerySerializer(serializers.Serializer):
+    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
+    gain = serializers.ChoiceField(choices=GAINS, required=False, default="linear",
+                                   help_text="nDCG gain: the label (linear) or 2^label - 1 (exponential).")
+    threshold = serializers.IntegerField(required=False, default=1, min_value=0, max_value=100,
+                                         help_text="Lowest label that counts as relevant for binary measures.")
+    judged_only = serializers.BooleanField(required=False, default=False,
+                                           help_text="Condensed scoring: drop unjudged documents (trec_eval -J).")
+    policy = serializers.ChoiceField(
+        choices=POLICIES, required=False, allow_null=True, default=None,
+        help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
+    )
+    per_query = serializers.BooleanField(required=False, default=True,
+                                         help_text="Include per-query values (false: means only).")
+
+
+class LeaderboardSystemSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    measures = serializers.DictField(
+        child=serializers.FloatField(), help_text='Mean of each measure, e.g. {"P@10": 0.41, "nDCG@10": 0.45}.'
+    )
+    per_query = serializers.DictField(
+        child=serializers.DictField(child=serializers.FloatField()), required=False,
+        help_text="qid -> measure -> value (absent with per_query=false).",
+    )
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    """The same shape as `manage.py scores --json` (SPEC §4)."""
+
+    campaign = serializers.CharField()
+    k = serializers.IntegerField()
+    gain = serializers.ChoiceField(choices=GAINS)
+    threshold = serializers.IntegerField()
+    judged_only = serializers.BooleanField()
+    policy = serializers.ChoiceField(choices=POLICIES, help_text="The aggregation policy the labels were made with.")
+    queries = serializers.IntegerField(help_text="Queries in the mean: those with at least one label.")
+    systems = LeaderboardSystemSerializer(many=True)
+
+
+# --------------------------------------------------------------------------- auth
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, style={"input_type": "password"}, trim_whitespace=False)
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text='Send it as `Authorization: Token <token>`.')
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()

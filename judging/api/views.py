@@ -1,0 +1,644 @@
+"""API views: thin DRF viewsets over the selectors (reads) and the services (writes)."""
+from __future__ import annotations
+
+import re
+
+from django.contrib.auth import authenticate
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import CharField, OuterRef, Q, Subquery, Value
+from django.http import StreamingHttpResponse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authtoken.models import Token
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotAuthenticated, NotFound
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.parsers import MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
+from rest_framework.views import APIView, exception_handler
+
+from judging import formats
+from judging.api import serializers as s
+from judging.api.filters import (
+    DocumentFilter,
+    JudgmentFilter,
+    OrderingFilter,
+    PairFilter,
+    QueryFilter,
+    SystemFilter,
+)
+from judging.api.pagination import JudgmentCursorPagination, PagePagination
+from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
+from judging.api.renderers import (
+    CSVRenderer,
+    JSONLinesRenderer,
+    PlainTextRenderer,
+    batched_text,
+    judgments_csv,
+    judgments_jsonl,
+)
+from judging.api.schema import ApiAutoSchema
+from judging.models import Campaign, Document, Judgment, Membership, Pair, Query, System
+from judging.selectors import (
+    JUDGMENT_EXPORT_COLUMNS,
+    annotators_progress,
+    campaign_progress,
+    judgment_export_rows,
+    judgments_visible,
+    qrels_rows,
+    system_rankings,
+)
+from judging.services import (
+    ImportError_,
+    adjudication_set,
+    campaign_create_led,
+    campaign_edit,
+    docs_import,
+    judgment_record,
+    membership_add,
+    membership_remove,
+    qrels_import,
+    run_import,
+    scale_from_values,
+    topics_import,
+    user_get,
+)
+
+SLUG_PATH = r"[-a-zA-Z0-9_]+"
+ID_PATH = r"[0-9]+"
+JSON_ONLY = ("application/json",)
+
+
+def api_exception_handler(exc, context):
+    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field."""
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            detail = {
+                ("non_field_errors" if name == NON_FIELD_ERRORS else name): messages
+                for name, messages in exc.message_dict.items()
+            }
+        else:
+            detail = {"non_field_errors": exc.messages}
+        exc = DRFValidationError(detail)
+    return exception_handler(exc, context)
+
+
+def _download_name(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+
+
+def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse((c.encode() for c in chunks), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class ApiMixin:
+    """What every API view shares: token before session auth (so a missing login is a 401 with a
+    WWW-Authenticate header, not a 403), the anonymous throttle, typed errors, role lookups."""
+
+    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    throttle_classes = [AnonRateThrottle]
+    filter_backends = [DjangoFilterBackend, OrderingFilter]
+    schema = ApiAutoSchema()
+
+    def get_exception_handler(self):
+        return api_exception_handler
+
+    def check_permissions(self, request):
+        # Throttle first: DRF checks permissions before throttles, so a refused anonymous request
+        # (every one, on a protected endpoint) would otherwise never be counted.
+        self.check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request):
+        if getattr(request, "_reljudge_throttle_checked", False):
+            return
+        request._reljudge_throttle_checked = True
+        super().check_throttles(request)
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["access"] = access(self.request)
+        return context
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # A streamed format was negotiated but the view answered with data (an error): send JSON.
+        renderer = getattr(request, "accepted_renderer", None)
+        if isinstance(response, Response) and isinstance(renderer, (CSVRenderer, JSONLinesRenderer, PlainTextRenderer)):
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def campaign_param(self, *, lead: bool = False, what: str = "see this"):
+        """The campaign named by ``?campaign=``, checked: 404 for non-members, 403 if ``lead`` is needed."""
+        slug = self.request.query_params.get("campaign")
+        if slug is None:
+            return None
+        campaign = access(self.request).campaign(slug)
+        if lead:
+            access(self.request).require_lead(campaign, what)
+        return campaign
+
+
+# --------------------------------------------------------------------------- auth
+
+class AuthTokenView(ApiMixin, APIView):
+    """Trade a username and password for the API token a script sends as `Authorization: Token ...`."""
+
+    permission_classes = [AllowAny]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(
+        operation_id="auth_token_create", request=s.TokenRequestSerializer,
+        responses={200: s.TokenSerializer}, auth=[],
+        description="Returns your API token, creating it on first use. Throttled (scope `login`).",
+    )
+    def post(self, request):
+        credentials = s.TokenRequestSerializer(data=request.data)
+        credentials.is_valid(raise_exception=True)
+        user = authenticate(request, **credentials.validated_data)
+        if user is None or not user.is_active:
+            raise DRFValidationError({"non_field_errors": ["Unable to log in with the given username and password."]})
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+    @extend_schema(operation_id="auth_token_destroy", request=None, responses={204: None},
+                   description="Revoke your API token; scripts using it get 401 from now on.")
+    def delete(self, request):
+        if not request.user.is_authenticated:
+            raise NotAuthenticated()
+        Token.objects.filter(user=request.user).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --------------------------------------------------------------------------- campaigns
+
+UPLOAD_RESPONSES = {
+    200: s.ImportSummarySerializer,
+    400: OpenApiResponse(s.UploadErrorSerializer, description="Bad input: nothing of the file was written."),
+    409: OpenApiResponse(s.UploadErrorSerializer, description="Conflicts with what the campaign holds "
+                                                                "(e.g. a different run for an existing system)."),
+}
+
+
+@extend_schema_view(
+    list=extend_schema(description="The campaigns you belong to, with your role in each."),
+    create=extend_schema(description="Create a campaign (leads only); you become its first lead."),
+    retrieve=extend_schema(description="One of your campaigns."),
+    partial_update=extend_schema(description="Change settings or the scale (leads only). The scale's "
+                                             "values are fixed once judging has started."),
+)
+class CampaignViewSet(
+    ApiMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin, viewsets.GenericViewSet,
+):
+    serializer_class = s.CampaignSerializer
+    permission_classes = [IsAuthenticated, CanCreateCampaign]
+    pagination_class = PagePagination
+    lookup_field = "slug"
+    lookup_value_regex = SLUG_PATH
+    ordering_fields = ["slug", "name", "created_at"]
+    ordering = ["slug"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        acc = access(self.request)
+        if not self.request.user.is_authenticated:  # e.g. while the schema is generated
+            return Campaign.objects.none()
+        if acc.superuser:
+            role = Value(Membership.Role.LEAD, output_field=CharField())
+        else:
+            role = Subquery(
+                Membership.objects.filter(campaign=OuterRef("pk"), user=self.request.user).values("role")[:1]
+            )
+        return acc.campaigns().annotate(role=role).prefetch_related("grades")
+
+    def _reloaded(self, campaign):
+        return self.get_queryset().get(pk=campaign.pk)
+
+    @staticmethod
+    def _scale(data: dict, campaign=None) -> list[dict] | None:
+        """The scale the request asks for, from `scale` (named grades) or `grades` (values)."""
+        scale, values = data.pop("grades", None), data.pop("grade_values", None)
+        if scale is not None:
+            return [dict(g) for g in scale]
+        if values is None:
+            return None
+        if campaign is not None and sorted(set(values)) == sorted(g.value for g in campaign.grades.all()):
+            return None  # the same values: keep the grades' names and descriptions
+        try:
+            return scale_from_values(values)
+        except DjangoValidationError as exc:
+            raise DRFValidationError({"grades": exc.messages}) from None
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        scale = self._scale(data)
+        campaign = campaign_create_led(lead=request.user, scale=scale, **data)
+        body = self.get_serializer(self._reloaded(campaign)).data
+        return Response(body, status=status.HTTP_201_CREATED,
+                        headers={"Location": f"/api/campaigns/{campaign.slug}/"})
+
+    def update(self, request, *args, **kwargs):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "change its settings")
+        serializer = self.get_serializer(campaign, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        data.pop("slug", None)
+        scale = self._scale(data, campaign)
+        campaign_edit(campaign=campaign, scale=scale, **data)
+        return Response(self.get_serializer(self._reloaded(campaign)).data)
+
+    # ---- progress, leaderboard, qrels
+
+    @extend_schema(responses=s.ProgressSerializer, description=(
+        "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
+    ))
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def progress(self, request, slug=None):
+        campaign = self.get_object()
+        data = dict(campaign_progress(campaign=campaign), campaign=campaign.slug)
+        rows = annotators_progress(campaign=campaign)
+        if not access(request).is_lead(campaign.id):
+            rows = [row for row in rows if row["user"].pk == request.user.pk]
+        data["annotators"] = rows
+        return Response(s.ProgressSerializer(data).data)
+
+    @extend_schema(parameters=[s.LeaderboardQuerySerializer], responses=s.LeaderboardSerializer, description=(
+        "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
+        "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators."
+    ))
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def leaderboard(self, request, slug=None):
+        campaign = self.get_object()
+        if not campaign.leaderboard_visible_to_annotators:
+            access(request).require_lead(campaign, "see its leaderboard")
+        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        # Imported here: the scorer is the heavy end of the app, and this module must import without it.
+        from judging.scoring import leaderboard_data
+
+        try:
+            data = leaderboard_data(campaign=campaign, **params.validated_data)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response(data)
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, description=(
+        "TREC qrels (`qid 0 docid label`) of the aggregated labels: exactly what the leaderboard scores. "
+        "Streamed. Leads only."
+    ))
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None,
+            renderer_classes=[PlainTextRenderer])
+    def qrels(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "export its labels")
+        lines = formats.format_qrels(qrels_rows(campaign=campaign))
+        return _streamed(batched_text(lines), content_type="text/plain; charset=utf-8",
+                         filename=_download_name(campaign.slug) + ".qrels")
+
+    # ---- members
+
+    @extend_schema(methods=["GET"], responses=s.MemberSerializer(many=True),
+                   description="The campaign's members and their roles (leads only).")
+    @extend_schema(methods=["POST"], request=s.MemberSerializer, responses={200: s.MemberSerializer},
+                   description="Add a user (who must exist) as annotator or lead, or change their role.")
+    @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
+    def members(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "manage its members")
+        if request.method == "POST":
+            serializer = s.MemberSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            membership = membership_add(
+                campaign=campaign, user=serializer.validated_data["user"]["username"],
+                role=serializer.validated_data.get("role", Membership.Role.ANNOTATOR),
+            )
+            return Response(s.MemberSerializer(membership).data)
+        memberships = campaign.memberships.select_related("user").order_by("user__username")
+        return Response(s.MemberSerializer(memberships, many=True).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)], request=None,
+        responses={204: None}, description="Take a user off the campaign; their judgments stay.",
+    )
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<username>[^/]+)",
+            filter_backends=[], pagination_class=None)
+    def member_remove(self, request, slug=None, username=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "manage its members")
+        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        if membership is None:
+            raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
+        membership_remove(campaign=campaign, user=membership.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    # ---- uploads
+
+    def _upload(self, request, serializer_class, importer, **options):
+        """Run one import on the uploaded file. Every importer is one transaction: on error, nothing of
+        the file is written, and the answer names the file, line and field."""
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "upload files")
+        form = serializer_class(data=request.data)
+        if not form.is_valid():
+            name, messages = next(iter(form.errors.items()))
+            upload = request.data.get("file")
+            return Response(
+                {"detail": " ".join(map(str, messages)), "file": getattr(upload, "name", "") or "",
+                 "line": None, "field": name},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        upload = form.validated_data.pop("file")
+        filename = upload.name or "upload"
+        try:
+            summary = importer(campaign=campaign, data=upload.read(), filename=filename,
+                               **options, **form.validated_data)
+        except formats.FormatError as exc:
+            body = {"detail": str(exc), "file": exc.filename, "line": exc.line, "field": exc.field}
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        except ImportError_ as exc:
+            body = {"detail": str(exc), "file": filename, "line": None, "field": None}
+            return Response(body, status=status.HTTP_409_CONFLICT)
+        except DjangoValidationError as exc:
+            body = {"detail": " ".join(exc.messages), "file": filename, "line": None, "field": None}
+            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        return Response(s.ImportSummarySerializer(summary.as_dict()).data)
+
+    @extend_schema(request={"multipart/form-data": s.TopicsUploadSerializer}, responses=UPLOAD_RESPONSES,
+                   description="Import topics (leads only); re-importing the same file changes nothing.")
+    @action(detail=True, methods=["post"], url_path="upload/topics", parser_classes=[MultiPartParser],
+            filter_backends=[], pagination_class=None)
+    def upload_topics(self, request, slug=None):
+        return self._upload(request, s.TopicsUploadSerializer, topics_import)
+
+    @extend_schema(request={"multipart/form-data": s.DocumentsUploadSerializer}, responses=UPLOAD_RESPONSES,
+                   description="Import documents (leads only); re-importing the same file changes nothing.")
+    @action(detail=True, methods=["post"], url_path="upload/documents", parser_classes=[MultiPartParser],
+            filter_backends=[], pagination_class=None)
+    def upload_documents(self, request, slug=None):
+        return self._upload(request, s.DocumentsUploadSerializer, docs_import)
+
+    @extend_schema(request={"multipart/form-data": s.RunUploadSerializer}, responses=UPLOAD_RESPONSES,
+                   description="Import a run as a system and pool its top documents (leads only). Unknown "
+                               "queries and documents become stubs.")
+    @action(detail=True, methods=["post"], url_path="upload/run", parser_classes=[MultiPartParser],
+            filter_backends=[], pagination_class=None)
+    def upload_run(self, request, slug=None):
+        return self._upload(request, s.RunUploadSerializer, self._run_import)
+
+    @staticmethod
+    def _run_import(*, system=None, **kwargs):
+        return run_import(system_name=system or None, **kwargs)
+
+    @extend_schema(request={"multipart/form-data": s.QrelsUploadSerializer}, responses=UPLOAD_RESPONSES,
+                   description="Import TREC qrels as one user's confident judgments (leads only).")
+    @action(detail=True, methods=["post"], url_path="upload/qrels", parser_classes=[MultiPartParser],
+            filter_backends=[], pagination_class=None)
+    def upload_qrels(self, request, slug=None):
+        return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, user=request.user)
+
+    @staticmethod
+    def _qrels_import(*, user, annotator=None, **kwargs):
+        if annotator:
+            try:
+                user = user_get(username=annotator)
+            except DjangoValidationError as exc:
+                raise formats.FormatError(exc.messages[0], filename=kwargs["filename"], field="annotator") from None
+        return qrels_import(annotator=user, **kwargs)
+
+
+# --------------------------------------------------------------------------- campaign contents
+
+class CampaignContentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
+    """Read-only objects of the caller's campaigns; ``?campaign=`` names one (404 for non-members)."""
+
+    pagination_class = PagePagination
+    lookup_value_regex = ID_PATH
+
+    def list(self, request, *args, **kwargs):
+        self.campaign_param()
+        return super().list(request, *args, **kwargs)
+
+
+@extend_schema_view(
+    list=extend_schema(description="Queries (topics) of your campaigns."),
+    retrieve=extend_schema(description="One query."),
+)
+class QueryViewSet(CampaignContentViewSet):
+    serializer_class = s.QuerySerializer
+    filterset_class = QueryFilter
+    ordering_fields = ["id", "qid"]
+    ordering = ["qid", "id"]
+
+    def get_queryset(self):
+        return Query.objects.filter(campaign__in=access(self.request).campaigns()).select_related("campaign")
+
+
+@extend_schema_view(
+    list=extend_schema(description="Documents of your campaigns."),
+    retrieve=extend_schema(description="One document. Its text may contain HTML: escape it when displaying."),
+)
+class DocumentViewSet(CampaignContentViewSet):
+    serializer_class = s.DocumentSerializer
+    filterset_class = DocumentFilter
+    ordering_fields = ["id", "docid"]
+    ordering = ["docid", "id"]
+
+    def get_queryset(self):
+        return Document.objects.filter(campaign__in=access(self.request).campaigns()).select_related("campaign")
+
+
+@extend_schema_view(
+    list=extend_schema(description="Systems of the campaigns you lead (annotators never see systems)."),
+    retrieve=extend_schema(description="One system (leads only)."),
+)
+class SystemViewSet(CampaignContentViewSet):
+    serializer_class = s.SystemSerializer
+    filterset_class = SystemFilter
+    permission_classes = [IsAuthenticated, IsCampaignLead]
+    ordering_fields = ["id", "name", "imported_at"]
+    ordering = ["name", "id"]
+
+    def get_queryset(self):
+        acc = access(self.request)
+        systems = System.objects.filter(campaign__in=acc.campaigns()).select_related("campaign")
+        if self.action == "list" and acc.led_ids is not None:
+            systems = systems.filter(campaign_id__in=acc.led_ids)
+        return systems
+
+    def list(self, request, *args, **kwargs):
+        self.campaign_param(lead=True, what="see its systems")
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR},
+                   description="The system's run as TREC run text (`qid Q0 docid rank score tag`), streamed.")
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None,
+            renderer_classes=[PlainTextRenderer])
+    def run(self, request, pk=None):
+        system = self.get_object()
+        tag = _download_name(system.name) or "run"
+        lines = formats.format_run(tag, system_rankings(system=system))
+        return _streamed(batched_text(lines), content_type="text/plain; charset=utf-8",
+                         filename=_download_name(system.campaign.slug, tag) + ".run")
+
+
+@extend_schema_view(
+    list=extend_schema(description="Pool pairs of your campaigns. Annotators see pooled pairs without labels."),
+    retrieve=extend_schema(description="One pair."),
+)
+class PairViewSet(CampaignContentViewSet):
+    serializer_class = s.PairSerializer
+    filterset_class = PairFilter
+    ordering_fields = ["id", "created_at"]
+    ordering = ["id"]
+
+    def get_queryset(self):
+        acc = access(self.request)
+        pairs = Pair.objects.filter(campaign__in=acc.campaigns()).select_related("campaign", "query", "document")
+        if acc.led_ids is not None:
+            # Outside the campaigns they lead, members see only what they judge: the pool.
+            pairs = pairs.filter(Q(campaign_id__in=acc.led_ids) | Q(pooled=True))
+        return pairs
+
+    @extend_schema(request=s.AdjudicationSerializer, responses=s.PairSerializer,
+                   description="Decide the pair's label as a lead; it wins over the judgments.")
+    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    def adjudicate(self, request, pk=None):
+        pair = self.get_object()
+        access(request).require_lead(pair.campaign, "adjudicate its pairs")
+        decision = s.AdjudicationSerializer(data=request.data)
+        decision.is_valid(raise_exception=True)
+        adjudication_set(pair=pair, lead=request.user, **decision.validated_data)
+        return Response(self.get_serializer(self.get_queryset().get(pk=pair.pk)).data)
+
+
+# --------------------------------------------------------------------------- judgments
+
+@extend_schema_view(
+    list=extend_schema(
+        description=(
+            "Individual judgments: everything in the campaigns you lead, your own elsewhere. Cursor-paginated "
+            "JSON; `format=csv` or `format=jsonl` streams every matching judgment as one file instead. Unsure "
+            "judgments are left out unless `unsure=include` (or `only`)."
+        ),
+        parameters=[OpenApiParameter(
+            "format", str, enum=["json", "csv", "jsonl"],
+            description="json (paginated, default), csv or jsonl (the whole result, streamed).",
+        )],
+        responses={
+            (200, "application/json"): s.JudgmentSerializer(many=True),
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+        },
+    ),
+    retrieve=extend_schema(description="One judgment."),
+    create=extend_schema(
+        request=s.JudgmentRecordSerializer,
+        responses={200: s.JudgmentSerializer, 201: s.JudgmentSerializer},
+        description=(
+            "Record (201) or change (200) your own judgment of a pair, with the same validation as the "
+            "judging page. Recording the same values again changes nothing."
+        ),
+    ),
+)
+class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                      viewsets.GenericViewSet):
+    serializer_class = s.JudgmentSerializer
+    filterset_class = JudgmentFilter
+    pagination_class = JudgmentCursorPagination
+    ordering_fields = ["id", "updated_at", "created_at"]
+    ordering = ["id"]
+    lookup_value_regex = ID_PATH
+
+    def get_queryset(self):
+        return judgments_visible(user=self.request.user).select_related(
+            "pair__campaign", "pair__query", "pair__document", "annotator", "grade", "tentative_grade"
+        )
+
+    def get_renderers(self):
+        renderers = super().get_renderers()
+        if self.action == "list":
+            renderers += [CSVRenderer(), JSONLinesRenderer()]
+        return renderers
+
+    def filter_queryset(self, queryset):
+        # Filters and the unsure default are for lists; a judgment fetched by id is found whatever it is.
+        if self.action != "list":
+            return queryset
+        return super().filter_queryset(queryset)
+
+    def list(self, request, *args, **kwargs):
+        campaign = self.campaign_param()
+        renderer = request.accepted_renderer
+        if isinstance(renderer, (CSVRenderer, JSONLinesRenderer)):
+            rows = judgment_export_rows(judgments=self.filter_queryset(self.get_queryset()))
+            stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
+            if isinstance(renderer, CSVRenderer):
+                return _streamed(judgments_csv(rows), content_type="text/csv; charset=utf-8", filename=stem + ".csv")
+            return _streamed(judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8",
+                             filename=stem + ".jsonl")
+        # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
+        # as JudgmentSerializer): building six related model instances per judgment cost 10x more.
+        rows = self.filter_queryset(self.get_queryset()).values(*(path for _, path in JUDGMENT_EXPORT_COLUMNS))
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(
+            [{name: row[path] for name, path in JUDGMENT_EXPORT_COLUMNS} for row in page]
+        )
+
+    def create(self, request, *args, **kwargs):
+        form = s.JudgmentRecordSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        values = dict(form.validated_data)
+        pair = self._pair(values)
+        existed = Judgment.objects.filter(pair=pair, annotator=request.user).exists()
+        judgment, _ = judgment_record(
+            pair=pair, annotator=request.user, grade=values.get("grade"), unsure=values["unsure"],
+            tentative_grade=values.get("tentative_grade"), note=values["note"],
+            seconds_spent=values["seconds_spent"],
+        )
+        body = self.get_serializer(self.get_queryset().get(pk=judgment.pk)).data
+        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+    def _pair(self, values: dict) -> Pair:
+        """The pair a judgment is for, among those the caller may judge (404 otherwise)."""
+        acc = access(self.request)
+        if "pair" in values:
+            pair = (
+                Pair.objects.filter(id=values["pair"], campaign__in=acc.campaigns()).select_related("campaign").first()
+            )
+            if pair is None or not (pair.pooled or acc.is_lead(pair.campaign_id)):
+                raise NotFound(f"No pair {values['pair']} in your campaigns.")
+            return pair
+        campaign = acc.campaign(values["campaign"])
+        pair = (
+            Pair.objects.filter(campaign=campaign, query__qid=values["qid"], document__docid=values["docid"])
+            .select_related("campaign").first()
+        )
+        if pair is not None and (pair.pooled or acc.is_lead(campaign.id)):
+            return pair
+        if not campaign.queries.filter(qid=values["qid"]).exists():
+            raise DRFValidationError({"qid": [f"Campaign {campaign.slug!r} has no query {values['qid']!r}."]})
+        if not campaign.documents.filter(docid=values["docid"]).exists():
+            raise DRFValidationError({"docid": [f"Campaign {campaign.slug!r} has no document {values['docid']!r}."]})
+        raise DRFValidationError({"docid": [f"{values['docid']!r} is not in the pool of query {values['qid']!r}."]})
+
+    @extend_schema(responses=s.JudgmentRevisionSerializer(many=True),
+                   description="Every change to this judgment, oldest first: who, when, old and new values.")
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def history(self, request, pk=None):
+        judgment = self.get_object()
+        revisions = judgment.revisions.select_related("changed_by").order_by("changed_at", "id")
+        return Response(s.JudgmentRevisionSerializer(revisions, many=True).data)

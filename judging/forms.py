@@ -1,0 +1,137 @@
+"""Forms of the judging pages: what a request may carry, before the services decide what it means."""
+from __future__ import annotations
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+
+from judging.models import Campaign, Membership
+from judging.services import user_get
+
+
+class JudgmentForm(forms.Form):
+    """One press of a grade key (or a click): the service checks the grade against the scale."""
+
+    grade = forms.IntegerField(required=False)
+    unsure = forms.BooleanField(required=False)
+    tentative_grade = forms.IntegerField(required=False)
+    note = forms.CharField(required=False, max_length=5000, widget=forms.Textarea)
+    seconds = forms.FloatField(required=False, min_value=0)
+    # The judgment's state when the form was rendered: a change made meanwhile (another tab) is not
+    # overwritten without the annotator seeing it.
+    version = forms.CharField(required=False, max_length=64)
+
+    def clean_seconds(self):
+        return min(self.cleaned_data.get("seconds") or 0.0, 24 * 3600.0)
+
+
+class CampaignCreateForm(forms.ModelForm):
+    grades = forms.CharField(
+        label="grade values", initial="0,1,2",
+        validators=[RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", "whole numbers separated by commas, e.g. 0,1,2,3")],
+        help_text="The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page.",
+    )
+
+    class Meta:
+        model = Campaign
+        fields = ["slug", "name", "description", "guidelines", "pool_depth", "redundancy"]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "guidelines": forms.Textarea(attrs={"rows": 8}),
+        }
+        help_texts = {"slug": "Short name used in URLs and on the command line, e.g. trec-2024-web."}
+
+    def clean_grades(self):
+        return sorted({int(v) for v in self.cleaned_data["grades"].split(",")})
+
+
+class CampaignSettingsForm(forms.ModelForm):
+    class Meta:
+        model = Campaign
+        fields = [
+            "name", "description", "guidelines", "pool_depth", "redundancy", "aggregation",
+            "leaderboard_visible_to_annotators",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "guidelines": forms.Textarea(attrs={"rows": 10}),
+        }
+
+
+class GradeForm(forms.Form):
+    value = forms.IntegerField(min_value=0, max_value=100, widget=forms.NumberInput(attrs={"class": "narrow"}))
+    name = forms.CharField(max_length=100)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    examples = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class BaseGradeFormSet(forms.BaseFormSet):
+    def clean(self):
+        if any(self.errors):
+            return
+        values = [f.cleaned_data["value"] for f in self.forms
+                  if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+        if len(values) != len(set(values)):
+            raise ValidationError("each grade value may appear only once")
+        if not values:
+            raise ValidationError("a grading scale needs at least one grade")
+
+    def scale(self) -> list[dict]:
+        return sorted(
+            ({k: f.cleaned_data[k] for k in ("value", "name", "description", "examples")}
+             for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")),
+            key=lambda g: g["value"],
+        )
+
+
+GradeFormSet = forms.formset_factory(GradeForm, formset=BaseGradeFormSet, extra=1, can_delete=True)
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
+
+    def clean_username(self):
+        return user_get(username=self.cleaned_data["username"].strip())
+
+
+class UploadForm(forms.Form):
+    KINDS = [
+        ("topics", "Topics (TSV qid, text, description — or JSONL)"),
+        ("docs", "Documents (JSONL docid, title, text, url — or TSV)"),
+        ("run", "Run (TREC: qid Q0 docid rank score tag)"),
+        ("qrels", "Qrels (TREC: qid iteration docid label)"),
+    ]
+    kind = forms.ChoiceField(choices=KINDS, widget=forms.HiddenInput)
+    file = forms.FileField()
+    system = forms.CharField(
+        required=False, max_length=100, label="system name",
+        help_text="Runs only; defaults to the run's tag column (one system per tag).",
+    )
+    replace = forms.BooleanField(
+        required=False, label="replace a different run of the same system",
+        help_text="Runs only. Scores and the leaderboard change; judgments are kept.",
+    )
+    annotator = forms.CharField(
+        required=False, max_length=150, label="judged by (username)",
+        help_text="Qrels only: whose judgments these labels become. Defaults to you.",
+    )
+
+    def clean_annotator(self):
+        name = self.cleaned_data.get("annotator", "").strip()
+        return user_get(username=name) if name else None
+
+
+class MyJudgmentsFilter(forms.Form):
+    UNSURE = [("", "any"), ("yes", "unsure only"), ("no", "confident only")]
+    q = forms.CharField(required=False, label="search", max_length=200,
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, docid, note…"}))
+    query = forms.CharField(required=False, label="qid", max_length=100)
+    grade = forms.IntegerField(required=False, min_value=0, max_value=100)
+    unsure = forms.ChoiceField(required=False, choices=UNSURE)
+
+    def filters(self) -> dict:
+        data = self.cleaned_data if self.is_valid() else {}
+        unsure = {"yes": True, "no": False}.get(data.get("unsure") or "")
+        return {"text": (data.get("q") or "").strip(), "grade": data.get("grade"), "unsure": unsure,
+                "qid": (data.get("query") or "").strip()}

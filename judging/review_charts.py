@@ -1,0 +1,92 @@
+"""Server-rendered SVG pictures for the agreement page: confusion-matrix heatmaps (no JavaScript, no CDN).
+
+Every function takes plain numbers and names and returns markup that is safe to put in a template: each
+name and grade it draws is escaped here.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+INK = "#1f2328"
+MUTED = "#6b7280"
+LINE = "#e3e1da"
+# Agreement (the diagonal) in blues, disagreement in oranges: the eye finds the off-diagonal hot spots,
+# which are what a lead reads a confusion matrix for. ColorBrewer "Blues" and "Oranges", light to dark.
+BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+ORANGES = ("#fff5eb", "#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#a63603", "#7f2704")
+CELL = 46
+NAME_CHARS = 18
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 1] + "…"
+
+
+def _shade(count: int, top: int, diagonal: bool) -> tuple[str, str]:
+    """Fill and text colour of a cell: 9 steps of the count relative to the largest cell."""
+    palette = BLUES if diagonal else ORANGES
+    if count <= 0 or top <= 0:
+        return "#ffffff", MUTED
+    step = 1 + min(7, int(count / top * 8))  # 1..8: a non-empty cell is never white
+    return palette[step], "#ffffff" if step >= 5 else INK
+
+
+def confusion_svg(matrix: Sequence[Sequence[int]], categories: Sequence[int], *, row_name: str, col_name: str,
+                  grade_names: dict[int, str] | None = None) -> SafeString:
+    """A C x C heatmap of two annotators' grades: rows are ``row_name``'s grade, columns ``col_name``'s.
+
+    Each cell shows its count; its tooltip says what the cell means in words. The diagonal (both gave the
+    same grade) is drawn in blues, the rest in oranges, each shaded by the count relative to the largest cell.
+    """
+    cats = [int(c) for c in categories]
+    n_cat = len(cats)
+    counts = [[int(v) for v in row] for row in matrix] if matrix else [[0] * n_cat for _ in cats]
+    total = sum(map(sum, counts))
+    top = max((v for row in counts for v in row), default=0)
+    names = grade_names or {}
+    left, top_margin = 64, 50
+    width, height = left + n_cat * CELL + 8, top_margin + n_cat * CELL + 8
+    a, b = escape(_short(row_name)), escape(_short(col_name))
+    body = [
+        # column axis: the second annotator's grades, across the top
+        f'<text x="{left + n_cat * CELL / 2:.0f}" y="14" text-anchor="middle" fill="{INK}" font-weight="600">'
+        f"{b} →</text>",
+        # row axis: the first annotator's grades, down the side
+        f'<text transform="translate(14 {top_margin + n_cat * CELL / 2:.0f}) rotate(-90)" text-anchor="middle" '
+        f'fill="{INK}" font-weight="600">{a} →</text>',
+    ]
+    for j, c in enumerate(cats):
+        body.append(f'<text x="{left + j * CELL + CELL / 2:.0f}" y="{top_margin - 8}" text-anchor="middle" '
+                    f'fill="{MUTED}">{c}</text>')
+    for i, r in enumerate(cats):
+        y = top_margin + i * CELL
+        body.append(f'<text x="{left - 8}" y="{y + CELL / 2 + 4:.0f}" text-anchor="end" fill="{MUTED}">{r}</text>')
+        for j, c in enumerate(cats):
+            x = left + j * CELL
+            count = counts[i][j] if i < len(counts) and j < len(counts[i]) else 0
+            fill, ink = _shade(count, top, i == j)
+            share = f" ({count / total:.0%})" if total else ""
+            tip = (f"{_short(row_name)} gave {r}{' – ' + names[r] if r in names else ''}, "
+                   f"{_short(col_name)} gave {c}{' – ' + names[c] if c in names else ''}: "
+                   f"{count} pair{'s' if count != 1 else ''}{share}")
+            body.append(
+                f'<g><title>{escape(tip)}</title>'
+                f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{fill}" stroke="{LINE}"/>'
+                f'<text x="{x + CELL / 2:.0f}" y="{y + CELL / 2 + 5:.0f}" text-anchor="middle" fill="{ink}" '
+                f'font-size="14" font-weight="{600 if count else 400}">{count}</text></g>'
+            )
+    # the diagonal's outline, so agreement reads as one stripe whatever the shades
+    outline = " ".join(f"M{left + k * CELL} {top_margin + k * CELL}h{CELL}v{CELL}h-{CELL}z" for k in range(n_cat))
+    body.append(f'<path d="{outline}" fill="none" stroke="#2f5d8a" stroke-width="1.5"/>')
+    diagonal = sum(counts[k][k] for k in range(min(n_cat, len(counts))))
+    label = (f"Confusion matrix of {row_name} (rows) against {col_name} (columns) over {total} pairs both graded; "
+             f"they gave the same grade to {diagonal}.")
+    return mark_safe(
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(label)}" class="rv-confusion" font-family="{FONT}" font-size="12">'
+        f"<title>{escape(label)}</title>" + "".join(body) + "</svg>"
+    )

@@ -1,0 +1,57 @@
+// RelJudge: htmx error handling shared by every page. Nothing a user typed is lost on a failed request:
+// htmx leaves the page as it is, and this file says what went wrong and how to retry.
+(function () {
+  "use strict";
+
+  function banner(html) {
+    var box = document.getElementById("net-error");
+    if (!box) return;
+    if (html) {
+      box.innerHTML = html;
+      box.hidden = false;
+    } else {
+      box.hidden = true;
+      box.textContent = "";
+    }
+  }
+
+  function explain(status) {
+    if (status === 401) {
+      return '<strong>Your session has expired.</strong> <a href="/accounts/login/" target="_blank" rel="noopener">Log in again</a> ' +
+        "in another tab, then come back and repeat your last action. Nothing on this page was lost.";
+    }
+    if (status === 403) {
+      return "<strong>Not saved: the server refused the request</strong> (your login or this page may be out of date). " +
+        "Copy any note you wrote, then reload the page.";
+    }
+    if (status === 404) {
+      return "<strong>Not found.</strong> This item no longer exists in the campaign; reload the page.";
+    }
+    if (status === 0) {
+      return "<strong>Could not reach the server: nothing was saved.</strong> What you typed is still here; " +
+        "repeat your last action when the connection is back.";
+    }
+    return "<strong>The server failed to save this (error " + status + ").</strong> What you typed is still here; " +
+      "repeat your last action to retry.";
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    // 422 (invalid) and 409 (changed elsewhere) carry a re-rendered form with the message and the
+    // submitted values: show it.
+    var status = evt.detail.xhr.status;
+    if (status === 422 || status === 409) {
+      evt.detail.shouldSwap = true;
+      evt.detail.isError = false;
+    }
+  });
+  document.addEventListener("htmx:responseError", function (evt) {
+    banner(explain(evt.detail.xhr.status));
+  });
+  document.addEventListener("htmx:sendError", function () { banner(explain(0)); });
+  document.addEventListener("htmx:timeout", function () { banner(explain(0)); });
+  document.addEventListener("htmx:afterRequest", function (evt) {
+    if (evt.detail.successful) banner(null);
+  });
+
+  window.RelJudge = { banner: banner };
+})();

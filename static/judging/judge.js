@@ -1,0 +1,194 @@
+// RelJudge judging page: keyboard shortcuts, time spent per judgment, and the guard that makes a double
+// key press record once. The server does the rest (the htmx form works with the mouse alone too).
+(function () {
+  "use strict";
+
+  var COOLDOWN_MS = 300; // after a new document appears, ignore grade keys this long: a bounced key
+  //                        or double press must not grade the next document unseen.
+  var busy = false;
+  var readyAt = 0;
+  var timer = { pairId: null, start: null, spent: 0 };
+
+  function $(id) { return document.getElementById(id); }
+  function judgeForm() { return $("judge-form"); }
+
+  // ------------------------------------------------------------------ time spent on the current pair
+  function timerSync() {
+    var ws = document.querySelector("#judge .workspace");
+    var id = ws ? ws.getAttribute("data-pair-id") : null;
+    if (id !== timer.pairId) {
+      // A new pair; a re-render of the same pair (an error, a conflict) keeps counting.
+      timer = { pairId: id, start: document.hidden ? null : performance.now(), spent: 0 };
+    }
+  }
+  function secondsSpent() {
+    var ms = timer.spent + (timer.start === null ? 0 : performance.now() - timer.start);
+    return Math.max(0, ms / 1000);
+  }
+  document.addEventListener("visibilitychange", function () {
+    // Time in another tab is not time spent judging.
+    if (document.hidden && timer.start !== null) {
+      timer.spent += performance.now() - timer.start;
+      timer.start = null;
+    } else if (!document.hidden && timer.start === null) {
+      timer.start = performance.now();
+    }
+  });
+  document.addEventListener("submit", function (evt) {
+    if (evt.target && evt.target.id === "judge-form") {
+      var field = $("seconds");
+      if (field) field.value = secondsSpent().toFixed(1);
+    }
+  }, true);
+
+  // ------------------------------------------------------------------ request state
+  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
+  document.addEventListener("htmx:afterRequest", function () { busy = false; });
+  document.addEventListener("htmx:afterSwap", function (evt) {
+    if (!evt.detail.target || evt.detail.target.id !== "judge") return;
+    var before = timer.pairId;
+    timerSync();
+    if (timer.pairId !== before) {
+      readyAt = performance.now() + COOLDOWN_MS;
+      window.scrollTo(0, 0);
+    }
+    if (document.activeElement && document.activeElement !== document.body &&
+        !$("judge").contains(document.activeElement)) {
+      document.activeElement.blur();
+    }
+    unsureSync();
+  });
+
+  function ready() { return !busy && performance.now() >= readyAt; }
+
+  function submitWith(button) {
+    var form = judgeForm();
+    if (!form || !button || !ready()) return;
+    busy = true;
+    window.setTimeout(function () { busy = false; }, 20000); // never stay locked if no request went out
+    button.click(); // a click, not requestSubmit(): htmx sends the clicked button's name and value
+  }
+
+  function hint(text) {
+    var box = document.querySelector("#judge .notices");
+    if (!box) return;
+    var p = document.createElement("p");
+    p.className = "flash warn";
+    p.setAttribute("role", "status");
+    p.textContent = text;
+    box.appendChild(p);
+    window.setTimeout(function () { p.remove(); }, 3000);
+  }
+
+  // ------------------------------------------------------------------ unsure mode
+  function unsureSync() {
+    var box = $("unsure"), form = judgeForm();
+    if (box && form) form.classList.toggle("is-unsure", box.checked);
+  }
+  document.addEventListener("change", function (evt) {
+    if (evt.target && evt.target.id === "unsure") unsureSync();
+  });
+
+  // ------------------------------------------------------------------ panels
+  function toggleGuidelines(open) {
+    var details = $("guidelines");
+    if (!details) return;
+    details.open = open === undefined ? !details.open : open;
+  }
+  function toggleShortcuts() {
+    var dialog = $("shortcuts");
+    if (!dialog) return;
+    if (dialog.open) dialog.close(); else dialog.showModal();
+  }
+  document.addEventListener("click", function (evt) {
+    if (evt.target.closest && evt.target.closest("[data-shortcuts]")) toggleShortcuts();
+  });
+
+  function typingIn(el) {
+    if (!el) return false;
+    if (el.isContentEditable || el.tagName === "TEXTAREA" || el.tagName === "SELECT") return true;
+    return el.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset|hidden)$/.test(el.type);
+  }
+
+  function clickIfPresent(id) {
+    var el = $(id);
+    if (el && !busy) { el.click(); return true; }
+    return false;
+  }
+
+  // ------------------------------------------------------------------ keys
+  document.addEventListener("keydown", function (evt) {
+    if (evt.ctrlKey || evt.metaKey || evt.altKey || evt.isComposing) return;
+    var key = evt.key;
+    if (typingIn(evt.target)) {
+      if (key === "Escape") { evt.target.blur(); evt.preventDefault(); }
+      return;
+    }
+    var dialog = $("shortcuts");
+    if (dialog && dialog.open) {
+      if (key === "?") { dialog.close(); evt.preventDefault(); }
+      return; // Esc closes the dialog natively
+    }
+    if (key === "?") { toggleShortcuts(); evt.preventDefault(); return; }
+    if (key === "g") { toggleGuidelines(); evt.preventDefault(); return; }
+
+    var form = judgeForm();
+    if (key === "Backspace" || key === "ArrowLeft") {
+      evt.preventDefault();
+      if (!evt.repeat) clickIfPresent("back-link");
+      return;
+    }
+    if (key === "ArrowRight") {
+      evt.preventDefault();
+      if (!evt.repeat) clickIfPresent("forward-link");
+      return;
+    }
+    if (!form) return;
+    if (evt.repeat) { evt.preventDefault(); return; } // a held key records once
+
+    if (/^[0-9]$/.test(key)) {
+      evt.preventDefault();
+      var button = form.querySelector('button.grade[data-grade="' + key + '"]');
+      if (!button) { hint("There is no grade " + key + " on this campaign's scale."); return; }
+      submitWith(button);
+    } else if (key === "u") {
+      evt.preventDefault();
+      var box = $("unsure");
+      box.checked = !box.checked;
+      unsureSync();
+    } else if (key === "Enter") {
+      if ($("unsure").checked) { evt.preventDefault(); submitWith($("save-unsure")); }
+    } else if (key === "Escape") {
+      $("unsure").checked = false;
+      unsureSync();
+    } else if (key === "n") {
+      evt.preventDefault();
+      var note = $("note");
+      note.focus();
+      note.setSelectionRange(note.value.length, note.value.length);
+    } else if (key === "s") {
+      evt.preventDefault();
+      if (ready()) clickIfPresent("skip-button");
+    }
+  });
+
+  function init() {
+    timerSync();
+    unsureSync();
+    var details = $("guidelines");
+    if (details) {
+      // Remember whether the annotator keeps the guidelines open.
+      var saved = window.localStorage && window.localStorage.getItem("reljudge.guidelines");
+      var quiet = false;
+      if (saved === "closed" || (saved === null && window.matchMedia("(max-width: 980px)").matches)) {
+        quiet = saved === null; // closed for a small screen, not by the annotator: do not remember it
+        details.open = false; // on a small screen the document comes first
+      }
+      details.addEventListener("toggle", function () {
+        if (quiet) { quiet = false; return; }
+        try { window.localStorage.setItem("reljudge.guidelines", details.open ? "open" : "closed"); } catch (e) { /* private mode */ }
+      });
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
+})();

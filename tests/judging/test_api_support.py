@@ -1,0 +1,96 @@
+"""Fixtures shared by the API tests (no tests here): a judged campaign, its users and API clients."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from judging.models import Document, Judgment, Pair, Query, System
+from judging.services import (
+    campaign_create,
+    docs_import,
+    judgment_record,
+    membership_add,
+    run_import,
+    topics_import,
+)
+from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+# The systems' names: an annotator's responses must never contain them.
+SYSTEM_NAMES = ("bm25", "dense")
+
+
+@dataclass
+class World:
+    """The judged demo campaign (pool depth 2) and a second campaign with its own annotator."""
+
+    campaign: object
+    lead: object
+    annotator: object
+    annotator2: object
+    stranger: object
+    query: Query
+    document: Document
+    system: System
+    pair: Pair
+    judgment: Judgment  # the annotator's
+    judgment2: Judgment  # the second annotator's
+    unpooled_pair: Pair | None = None
+
+    def pair_of(self, qid: str, docid: str) -> Pair:
+        return Pair.objects.get(campaign=self.campaign, query__qid=qid, document__docid=docid)
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Users are made per test; Django's real hasher (1M PBKDF2 rounds) would cost a second for four."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(campaign, lead, annotator, make_user) -> World:
+    topics_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
+    docs_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
+    annotator2 = make_user("ann2")
+    membership_add(campaign=campaign, user=annotator2, role="annotator")
+    stranger = make_user("stranger")
+    other = campaign_create(slug="other", name="Other")
+    membership_add(campaign=other, user=stranger, role="annotator")
+
+    def pair(qid, docid):
+        return Pair.objects.get(campaign=campaign, query__qid=qid, document__docid=docid)
+
+    # Pool at depth 2: q1 -> d1, d3, d2; q2 -> d4, d2.
+    j1, _ = judgment_record(pair=pair("q1", "d1"), annotator=annotator, grade=2, note="spot on")
+    judgment_record(pair=pair("q1", "d3"), annotator=annotator, grade=1)
+    judgment_record(pair=pair("q2", "d4"), annotator=annotator, unsure=True, tentative_grade=1, note="unsure?")
+    j2, _ = judgment_record(pair=pair("q1", "d1"), annotator=annotator2, grade=1)
+    judgment_record(pair=pair("q2", "d2"), annotator=annotator2, grade=0)
+    judgment_record(pair=pair("q2", "d4"), annotator=annotator2, grade=2)
+    return World(
+        campaign=campaign, lead=lead, annotator=annotator, annotator2=annotator2, stranger=stranger,
+        query=Query.objects.get(campaign=campaign, qid="q1"),
+        document=Document.objects.get(campaign=campaign, docid="d1"),
+        system=System.objects.get(campaign=campaign, name="bm25"),
+        pair=pair("q1", "d1"), judgment=j1, judgment2=j2,
+    )
+
+
+def client_for(user=None) -> APIClient:
+    """An API client authenticated the way scripts are: with the user's token."""
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def body_of(response) -> bytes:
+    """A response's body, streamed or not."""
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content)
+    return response.content

@@ -1,0 +1,191 @@
+"""The reads behind the judging pages: the queue, progress figures and an annotator's own judgments."""
+from __future__ import annotations
+
+import pytest
+
+from judging import selectors
+from judging.models import Campaign, Pair, Query
+from judging.services import (
+    campaign_create,
+    docs_import,
+    judgment_record,
+    membership_add,
+    run_import,
+    topics_import,
+)
+from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+
+@pytest.fixture
+def pooled(campaign):
+    topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    docs_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
+    return campaign
+
+
+@pytest.fixture
+def ann2(pooled, make_user):
+    user = make_user("ann2")
+    membership_add(campaign=pooled, user=user, role="annotator")
+    return user
+
+
+def set_redundancy(campaign: Campaign, n: int) -> None:
+    Campaign.objects.filter(id=campaign.id).update(redundancy=n)
+    campaign.refresh_from_db()
+
+
+def drain(campaign, annotator, *, grade=1) -> list[int]:
+    """Judge the queue to its end through pair_next; the pair ids in the order offered."""
+    order, query_id = [], None
+    while (pair := selectors.pair_next(campaign=campaign, annotator=annotator, current_query_id=query_id).pair):
+        assert pair.id not in order, "a pair offered twice to one annotator"
+        order.append(pair.id)
+        query_id = pair.query_id
+        judgment_record(pair=pair, annotator=annotator, grade=grade)
+    return order
+
+
+def test_pair_next_offers_every_pooled_pair_once(pooled, annotator):
+    order = drain(pooled, annotator)
+    assert sorted(order) == sorted(Pair.objects.filter(campaign=pooled, pooled=True).values_list("id", flat=True))
+    assert selectors.pair_next(campaign=pooled, annotator=annotator).pair is None
+
+
+def test_pair_next_skips_pairs_outside_the_pool(pooled, annotator):
+    outside = Pair.objects.filter(campaign=pooled).first()
+    Pair.objects.filter(id=outside.id).update(pooled=False)
+    assert outside.id not in drain(pooled, annotator)
+
+
+def test_pair_next_counts_unsure_judgments_against_redundancy(pooled, annotator, ann2):
+    pair = Pair.objects.filter(campaign=pooled).first()
+    judgment_record(pair=pair, annotator=ann2, unsure=True, note="no idea")
+    assert pair.id not in drain(pooled, annotator)
+
+
+def test_pair_next_with_redundancy_gives_judged_pairs_to_others_but_never_twice(pooled, annotator, ann2):
+    set_redundancy(pooled, 2)
+    first = drain(pooled, annotator)
+    second = drain(pooled, ann2)
+    assert sorted(first) == sorted(second)
+    assert set(Pair.objects.filter(campaign=pooled).values_list("judgment_count", flat=True)) == {2}
+
+
+def test_pair_next_stays_on_the_current_query(pooled, annotator):
+    q1 = Query.objects.get(campaign=pooled, qid="q1")
+    for _ in range(3):
+        nxt = selectors.pair_next(campaign=pooled, annotator=annotator, current_query_id=q1.id)
+        assert nxt.pair.query_id == q1.id
+        judgment_record(pair=nxt.pair, annotator=annotator, grade=0)
+    nxt = selectors.pair_next(campaign=pooled, annotator=annotator, current_query_id=q1.id)
+    assert nxt.pair.query.qid == "q2"  # q1 is done: on to the next query
+
+
+def test_pair_next_ignores_a_query_of_another_campaign(pooled, annotator):
+    other = campaign_create(slug="other")
+    topics_import(campaign=other, data=TOPICS.encode(), filename="t.tsv")
+    run_import(campaign=other, data=RUN_BM25.encode(), filename="r.run")
+    foreign = Query.objects.get(campaign=other, qid="q1")
+    nxt = selectors.pair_next(campaign=pooled, annotator=annotator, current_query_id=foreign.id)
+    assert nxt.pair.campaign_id == pooled.id
+
+
+def test_pair_next_brings_skipped_pairs_back_last(pooled, annotator):
+    skipped = selectors.pair_next(campaign=pooled, annotator=annotator).pair
+    nxt = selectors.pair_next(campaign=pooled, annotator=annotator, exclude=[skipped.id])
+    assert nxt.pair.id != skipped.id and not nxt.was_skipped
+    for pair in Pair.objects.filter(campaign=pooled).exclude(id=skipped.id):
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    last = selectors.pair_next(campaign=pooled, annotator=annotator, exclude=[skipped.id])
+    assert (last.pair.id, last.was_skipped) == (skipped.id, True)
+
+
+@pytest.mark.parametrize("queries", [2, 40])
+def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django_assert_max_num_queries, queries):
+    c = campaign_create(slug="big", pool_depth=5, redundancy=2)
+    topics_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(queries)).encode(), filename="t")
+    run = "".join(f"q{i} Q0 d{i}-{j} {j + 1} {9 - j} s\n" for i in range(queries) for j in range(5))
+    run_import(campaign=c, data=run.encode(), filename="r")
+    user = make_user("u")
+    membership_add(campaign=c, user=user, role="annotator")
+    with django_assert_max_num_queries(2):  # the next query, then its first open pair
+        first = selectors.pair_next(campaign=c, annotator=user)
+    judgment_record(pair=first.pair, annotator=user, grade=1)
+    with django_assert_max_num_queries(1):  # staying on the query
+        selectors.pair_next(campaign=c, annotator=user, current_query_id=first.pair.query_id)
+
+
+def test_orders_are_per_annotator_and_deterministic(db, make_user):
+    c = campaign_create(slug="orders", pool_depth=20)
+    topics_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(20)).encode(), filename="t")
+    run = "".join(f"q{i} Q0 d{j:02d} {j + 1} {30 - j} s\n" for i in range(20) for j in range(20))
+    run_import(campaign=c, data=run.encode(), filename="r")
+    users = [make_user(f"u{i}") for i in range(3)]
+    query = Query.objects.get(campaign=c, qid="q0")
+    by_rank = Pair.objects.filter(query=query).order_by("document__docid")
+    rank_order = list(by_rank.values_list("document_id", flat=True))
+    doc_orders = [selectors.document_order_ids(query=query, annotator=u) for u in users]
+    query_orders = [selectors.query_order_ids(campaign=c, annotator=u) for u in users]
+    assert doc_orders[0] == selectors.document_order_ids(query=query, annotator=users[0])
+    assert query_orders[0] == selectors.query_order_ids(campaign=c, annotator=users[0])
+    assert len({tuple(o) for o in doc_orders}) == 3 and len({tuple(o) for o in query_orders}) == 3
+    assert all(sorted(o) == sorted(rank_order) and o != rank_order for o in doc_orders)
+
+
+def test_judge_progress(pooled, annotator, ann2):
+    q1 = Query.objects.get(campaign=pooled, qid="q1")
+    pairs = list(Pair.objects.filter(query=q1))
+    judgment_record(pair=pairs[0], annotator=annotator, grade=2)
+    judgment_record(pair=pairs[1], annotator=ann2, grade=0)
+    p = selectors.judge_progress(campaign=pooled, annotator=annotator, query_id=q1.id)
+    assert (p.query_done, p.query_total, p.campaign_done, p.campaign_total) == (1, 3, 2, 5)
+    assert p.campaign_percent == pytest.approx(40.0)
+    assert selectors.judge_progress(campaign=pooled, annotator=annotator, query_id=None).campaign_done == 2
+
+
+def test_pool_size_is_cached_until_forgotten(pooled):
+    assert selectors.pool_size(campaign=pooled) == 5
+    run_import(campaign=pooled, data=b"q9 Q0 d9 1 1 extra\n", filename="extra.run")
+    assert selectors.pool_size(campaign=pooled) == 5  # cached
+    selectors.pool_size_forget(campaign=pooled)
+    assert selectors.pool_size(campaign=pooled) == 6
+
+
+def test_judgment_neighbours_walk_the_history(pooled, annotator):
+    order = drain(pooled, annotator)
+    judgments = {j.pair_id: j for j in annotator.judgments.all()}
+    assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=None) == (order[-1], None)
+    middle = judgments[order[2]]
+    assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=middle) == (order[1], order[3])
+    assert selectors.judgment_following(campaign=pooled, annotator=annotator, judgment=middle) == order[3]
+    # Changing a judgment does not move it in the history.
+    judgment_record(pair=middle.pair, annotator=annotator, grade=2)
+    assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=middle) == (order[1], order[3])
+
+
+def test_judgments_of_is_only_the_annotators_own(pooled, annotator, ann2):
+    pairs = list(Pair.objects.filter(campaign=pooled).order_by("id"))
+    judgment_record(pair=pairs[0], annotator=annotator, grade=2, note="mine")
+    judgment_record(pair=pairs[0], annotator=ann2, grade=0, note="theirs")
+    judgment_record(pair=pairs[1], annotator=ann2, grade=0)
+    mine = selectors.judgments_of(campaign=pooled, annotator=annotator)
+    assert [(j.pair_id, j.note) for j in mine] == [(pairs[0].id, "mine")]
+    assert not selectors.judgments_of(campaign=pooled, annotator=annotator, text="theirs").exists()
+
+
+def test_campaign_and_annotator_progress(pooled, annotator, ann2, lead):
+    pairs = list(Pair.objects.filter(campaign=pooled).order_by("id"))
+    judgment_record(pair=pairs[0], annotator=annotator, grade=2, seconds_spent=10)
+    judgment_record(pair=pairs[1], annotator=annotator, unsure=True, note="hmm", seconds_spent=20)
+    stats = selectors.campaign_progress(campaign=pooled)
+    assert (stats["pooled"], stats["touched"], stats["complete"], stats["labelled"], stats["unsure_open"]) == (
+        5, 2, 2, 1, 1
+    )
+    rows = {r["user"].username: r for r in selectors.annotators_progress(campaign=pooled)}
+    assert set(rows) == {"ann", "ann2", "lead"}
+    assert (rows["ann"]["judgments"], rows["ann"]["unsure"], rows["ann"]["notes"]) == (2, 1, 1)
+    assert rows["ann"]["mean_seconds"] == pytest.approx(15.0)
+    assert rows["ann2"]["judgments"] == 0 and rows["ann2"]["mean_seconds"] is None
