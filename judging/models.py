@@ -342,3 +342,29 @@ class Adjudication(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pair} = {self.grade_id}"
+
+
+class Assignment(models.Model):
+    """The pair an annotator is looking at now, held for them for a while.
+
+    With several annotators per pair (Campaign.redundancy), a pair on someone's screen counts toward its
+    redundancy, so two annotators opening the queue at the same moment are never both handed the last
+    open slot of a pair. One per annotator and campaign; it lapses if they walk away.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="assignments")
+    expires_at = models.DateTimeField("held until")
+
+    class Meta:
+        verbose_name = "assignment"
+        verbose_name_plural = "assignments"
+        ordering = ["campaign", "annotator"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "annotator"], name="assignment_one_per_annotator"),
+        ]
+        indexes = [models.Index(fields=["pair", "expires_at"], name="assignment_pair_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on {self.pair_id} until {self.expires_at:%H:%M}"

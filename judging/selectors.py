@@ -6,9 +6,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce, Mod
+from django.utils import timezone
 
-from judging.models import Campaign, Grade, Judgment, Membership, Pair, Query
+from judging.models import Assignment, Campaign, Grade, Judgment, Membership, Pair, Query
 
 
 def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
@@ -73,22 +75,50 @@ def _query_order(annotator_id: int, column: str = "id") -> list:
     return [key.asc(), tie.asc(), F(column).asc()]
 
 
+def overlap_q(campaign: Campaign) -> Q:
+    """The campaign's overlap sample: about ``overlap_percent`` % of pairs, chosen by a fixed hash of the
+    pair id, that every annotator judges (for measuring agreement) whatever the redundancy."""
+    return Q(overlap_bucket__lt=campaign.overlap_percent)
+
+
+def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
+    return qs.alias(overlap_bucket=Mod(F("id") * 7919 + 13, 100))
+
+
 def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
     """Pooled pairs this annotator has not judged and that still need judgments from someone.
 
-    A pair the annotator has not judged has ``judgment_count`` judgments by others, so comparing it with
-    the campaign's redundancy is exact. Unsure judgments count: the pair was looked at.
+    A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
+    annotators have on screen right now (Assignment) count too, so the campaign's redundancy is never
+    exceeded. Unsure judgments count: the pair was looked at. Pairs of the overlap sample stay open for
+    every annotator.
 
     Callers always narrow this to one query. It deliberately does not filter on the campaign: the
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
     the (query, document) index, 50 rows, instead of a walk of the campaign's pool index.
     """
-    qs = Pair.objects.filter(pooled=True, judgment_count__lt=campaign.redundancy).exclude(
+    held = (
+        Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=timezone.now())
+        .exclude(annotator_id=annotator_id).order_by().values("pair_id")
+        .annotate(n=Count("id")).values("n")
+    )
+    qs = Pair.objects.filter(pooled=True).exclude(
         Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
     )
+    needs_more = Q(judgment_count__lt=campaign.redundancy) & Q(load__lt=campaign.redundancy)
+    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
+    if campaign.overlap_percent:
+        qs = _with_overlap_bucket(qs).filter(needs_more | overlap_q(campaign))
+    else:
+        qs = qs.filter(needs_more)
     if exclude:
         qs = qs.exclude(id__in=list(exclude))
     return qs
+
+
+def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
+    """Whether ``pair_id`` may still be handed to this annotator (checked again under the pair's lock)."""
+    return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id).exists()
 
 
 @dataclass(frozen=True)
@@ -136,7 +166,11 @@ def _pair_next(*, campaign: Campaign, annotator_id: int, current_query_id: int |
             return pair
     # The next query: the first in this annotator's order that has an open pair at the lowest level
     # of judgment_count that has any. At most `redundancy` (<= 5) probes, each one indexed query.
-    for level in range(campaign.redundancy):
+    # Overlap-sample pairs can carry a judgment from every annotator, so look at more levels there.
+    levels = campaign.redundancy if not campaign.overlap_percent else max(
+        campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count()
+    )
+    for level in range(levels):
         at_level = open_pairs.filter(judgment_count=level)
         query_id = (
             Query.objects.filter(campaign_id=campaign.id)

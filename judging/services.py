@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -17,6 +18,7 @@ from judging.aggregation import aggregate_grades
 from judging.models import (
     DEFAULT_SCALE,
     Adjudication,
+    Assignment,
     Campaign,
     Document,
     Grade,
@@ -600,6 +602,8 @@ def judgment_record(
                     judgment.note = note
                     judgment.seconds_spent += seconds_spent
                     judgment.save()
+                # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
+                Assignment.objects.filter(annotator=annotator, pair=pair).delete()
                 labels_refresh(campaign=campaign, pair_ids=[pair.id])
                 return judgment, True
         except IntegrityError:
@@ -769,3 +773,39 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
         .values_list("id", flat=True)
     )
     return labels_refresh(campaign=campaign, pair_ids=judged)
+
+
+# --- queue
+
+ASSIGNMENT_MINUTES = 15
+
+
+def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None = None, exclude=()):
+    """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
+
+    The choice (selectors.pair_next) is re-checked under the pair's row lock before the pair is held,
+    so two annotators asking at the same moment are never both given the last open slot of a pair
+    (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
+    """
+    from judging import selectors
+
+    passed: list[int] = []
+    for _ in range(10):
+        found = selectors.pair_next(
+            campaign=campaign, annotator=annotator, current_query_id=current_query_id,
+            exclude=[*exclude, *passed],
+        )
+        if found.pair is None:
+            Assignment.objects.filter(campaign=campaign, annotator=annotator).delete()
+            return found
+        with transaction.atomic():
+            Pair.objects.select_for_update().filter(id=found.pair.id).order_by().values_list("id").get()
+            if selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id):
+                Assignment.objects.update_or_create(
+                    campaign=campaign, annotator=annotator,
+                    defaults={"pair": found.pair,
+                              "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
+                )
+                return found
+        passed.append(found.pair.id)
+    return selectors.NextPair(None)

@@ -38,6 +38,7 @@ from judging.services import (
     judgment_record,
     membership_add,
     membership_remove,
+    pair_assign,
     qrels_import,
     run_import,
     scale_from_values,
@@ -256,8 +257,8 @@ def _next_pair(request, campaign: Campaign, *, after: Pair | None) -> tuple[Pair
     current_query = after.query_id if after is not None else selectors.latest_query_id(
         campaign=campaign, annotator=request.user
     )
-    found = selectors.pair_next(campaign=campaign, annotator=request.user, current_query_id=current_query,
-                                exclude=_skips(request, campaign))
+    found = pair_assign(campaign=campaign, annotator=request.user, current_query_id=current_query,
+                        exclude=_skips(request, campaign))
     if found.pair is not None:
         found.pair.campaign = campaign
     return found.pair, found.was_skipped
