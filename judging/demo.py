@@ -59,8 +59,9 @@ ROLES = {
 }
 
 DESCRIPTION = (
-    "Relevance judgments for the product search of an outdoor and apparel shop: three rankers (a BM25 baseline, "
-    "the new dense retriever and a random control) are pooled to depth 10 and each pair is judged by two people."
+    # Annotators read this on their home page: it must not say which rankers are compared.
+    "Relevance judgments for the product search of an outdoor and apparel shop: the top 10 results of "
+    "several rankers are pooled, and each product is judged by two people without knowing who ranked it."
 )
 
 SCALE = [
