@@ -12,8 +12,9 @@ from judging.models import Campaign
 from judging.services import ImportError_
 
 
-class ImportCommand(BaseCommand):
-    """A command that reads one file into one campaign inside one transaction."""
+class CampaignCommand(BaseCommand):
+    """A command on one campaign: looks it up by slug, reads input files, and runs an import service
+    (one transaction each) with a progress bar, turning bad input into a CommandError."""
 
     progress_unit = "rows"
 

@@ -2,11 +2,11 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.services import membership_add, user_get
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = "add_member SLUG USERNAME --role annotator|lead (the user must exist)"
 
     def add_arguments(self, parser):

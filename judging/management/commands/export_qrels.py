@@ -2,11 +2,11 @@
 import sys
 
 from judging.formats import format_qrels
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.selectors import qrels_rows
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = "Write the labels the leaderboard scores as TREC qrels (`qid 0 docid label`)"
 
     def add_arguments(self, parser):

@@ -1,9 +1,9 @@
 """Import documents (JSONL or TSV) into a campaign."""
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.services import docs_import
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = "Import documents: JSONL {docid, title?, text, url?} or TSV docid<TAB>title<TAB>text"
     progress_unit = "docs"
 

@@ -2,11 +2,11 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.services import qrels_import, user_get
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = (
         "Import TREC qrels (`qid iteration docid label`) as USERNAME's judgments. Labels of documents "
         "outside the pool are kept too: they count for recall and the ideal ranking."

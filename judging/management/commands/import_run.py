@@ -1,9 +1,9 @@
 """Import a ranked run and pool its top documents."""
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.services import run_import
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = (
         "Import a run (TREC `qid Q0 docid rank score tag`, TSV or JSONL) as a system and add its top "
         "pool-depth documents per query to the pool. Unknown queries and documents become stubs."

@@ -1,9 +1,9 @@
 """Import topics (TSV or JSONL) into a campaign."""
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.services import topics_import
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = "Import topics: TSV qid<TAB>text[<TAB>description] or JSONL {qid, text, description?}"
 
     def handle(self, *args, slug, file, **options):

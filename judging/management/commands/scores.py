@@ -3,11 +3,11 @@ import json as jsonlib
 
 from django.core.management.base import CommandError
 
-from judging.management.commands._base import ImportCommand
+from judging.management.commands._base import CampaignCommand
 from judging.scoring import leaderboard_data
 
 
-class Command(ImportCommand):
+class Command(CampaignCommand):
     help = (
         "Per-system means (and per-query values with --json) of P@k, R@k, F1@k, Hit@k, MRR, MAP, nDCG@k and "
         "Judged@k over every query that has a label (queries a system did not answer score 0, as trec_eval -c)."
