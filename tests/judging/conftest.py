@@ -10,3 +10,30 @@ def _fresh_score_caches():
     scoring._SCORES.clear()
     scoring._CUBES.clear()
     yield
+
+
+def run_concurrently(target, args_list, *, timeout: float = 180) -> list[Exception]:
+    """Run ``target(*args)`` in one thread per entry of ``args_list``, all released at once, each with its
+    own database connection; return what they raised (a thread's exception is otherwise swallowed)."""
+    import threading
+
+    from django.db import connections
+
+    errors: list[Exception] = []
+    barrier = threading.Barrier(len(args_list))
+
+    def work(*args):
+        try:
+            barrier.wait()
+            target(*args)
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=args) for args in args_list]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+    return errors

@@ -1,12 +1,12 @@
 """Several annotators recording and changing judgments at once on PostgreSQL: nothing lost or duplicated."""
 import random
-import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from judging.models import Judgment, JudgmentRevision, Pair
 from judging.services import campaign_create, judgment_record, membership_add, run_import
+from tests.judging.conftest import run_concurrently
 
 pytestmark = pytest.mark.postgres
 
@@ -31,27 +31,14 @@ def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
         rng = random.Random(u.username)
         # every user judges every pair several times (overlapping with every other user), in their own order
         plans[u.pk] = [(p, rng.choice([0, 1, 2, None])) for p in rng.sample(pairs, len(pairs)) * 3]
-    errors = []
-    barrier = threading.Barrier(len(users))
-
     def work(user):
-        try:
-            barrier.wait()
-            for pair, grade in plans[user.pk]:
-                if grade is None:
-                    judgment_record(pair=pair, annotator=user, unsure=True, note=f"{user.username} unsure")
-                else:
-                    judgment_record(pair=pair, annotator=user, grade=grade)
-        except Exception as exc:  # surfaced below; a thread's exception is otherwise swallowed
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        for pair, grade in plans[user.pk]:
+            if grade is None:
+                judgment_record(pair=pair, annotator=user, unsure=True, note=f"{user.username} unsure")
+            else:
+                judgment_record(pair=pair, annotator=user, grade=grade)
 
-    threads = [threading.Thread(target=work, args=(u,)) for u in users]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    errors = run_concurrently(work, [(u,) for u in users])
     assert not errors, errors
 
     # one judgment per (pair, user), holding the user's last decision for that pair
@@ -99,32 +86,19 @@ def test_policy_switch_during_judging_leaves_labels_consistent(pg_only, make_use
     for u in users:
         membership_add(campaign=campaign, user=u, role="annotator")
     membership_add(campaign=campaign, user=lead, role="lead")
-    errors = []
-
     def judge(user):
         rng = random.Random(user.username)
-        try:
-            for _ in range(25):
-                judgment_record(pair=rng.choice(pairs), annotator=user, grade=rng.choice([0, 1, 2]))
-        except Exception as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        for _ in range(25):
+            judgment_record(pair=rng.choice(pairs), annotator=user, grade=rng.choice([0, 1, 2]))
 
     def switch():
-        try:
-            for policy in ["max", "min", "mean", "majority", "max"]:
-                campaign_policy_set(campaign=Campaign.objects.get(pk=campaign.pk), lead=lead, policy=policy)
-        except Exception as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        for policy in ["max", "min", "mean", "majority", "max"]:
+            campaign_policy_set(campaign=Campaign.objects.get(pk=campaign.pk), lead=lead, policy=policy)
 
-    threads = [threading.Thread(target=judge, args=(u,)) for u in users] + [threading.Thread(target=switch)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    def act(who):
+        return switch() if who is None else judge(who)
+
+    errors = run_concurrently(act, [(u,) for u in users] + [(None,)])
     assert not errors, errors
     for p in Pair.objects.filter(campaign=campaign):
         grades = list(Judgment.objects.filter(pair=p, unsure=False).values_list("grade__value", flat=True))

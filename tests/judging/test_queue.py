@@ -1,15 +1,15 @@
 """Queue assignment: redundancy respected even while pairs sit on annotators' screens; the overlap sample."""
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
 from judging.models import Assignment, Judgment, Pair
 from judging.selectors import _with_overlap_bucket, overlap_q
 from judging.services import campaign_create, judgment_record, membership_add, pair_assign, run_import
+from tests.judging.conftest import run_concurrently
 
 
 def _campaign(make_user, *, slug="queue", redundancy=1, overlap=0, annotators=2, queries=2, docs=4):
@@ -61,24 +61,11 @@ def test_concurrent_annotators_never_exceed_redundancy(transactional_db, make_us
     if connection.vendor != "postgresql":
         pytest.skip("row locks are tested on PostgreSQL (CI runs the suite there too)")
     campaign, users = _campaign(make_user, slug="race", redundancy=2, annotators=6, queries=4, docs=6)
-    errors = []
-    barrier = threading.Barrier(len(users))
-
     def work(user):
-        try:
-            barrier.wait()
-            while (pair := pair_assign(campaign=campaign, annotator=user).pair) is not None:
-                judgment_record(pair=pair, annotator=user, grade=1)
-        except Exception as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        while (pair := pair_assign(campaign=campaign, annotator=user).pair) is not None:
+            judgment_record(pair=pair, annotator=user, grade=1)
 
-    threads = [threading.Thread(target=work, args=(u,)) for u in users]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=180)
+    errors = run_concurrently(work, [(u,) for u in users])
     assert not errors, errors
     counts = dict(Pair.objects.filter(campaign=campaign).annotate(n=Count("judgments")).values_list("id", "n"))
     assert set(counts.values()) == {2}  # every pair judged exactly `redundancy` times, none beyond
