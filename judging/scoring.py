@@ -106,10 +106,6 @@ class Leaderboard:
     _means: np.ndarray | None = field(default=None, repr=False)
 
     @property
-    def query_mask(self) -> np.ndarray:
-        return self.table.labelled
-
-    @property
     def state(self) -> str:
         """Fingerprint of everything the scores depend on (runs, parameters, every query's labels version):
         results derived from the scores, such as confidence intervals, are cached under it."""

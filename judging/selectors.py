@@ -276,10 +276,6 @@ class JudgeProgress:
     campaign_total: int  # pooled pairs
 
     @property
-    def query_percent(self) -> float:
-        return 100.0 * self.query_done / self.query_total if self.query_total else 100.0
-
-    @property
     def campaign_percent(self) -> float:
         return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 100.0
 
@@ -394,13 +390,6 @@ def campaign_roles(*, user) -> dict[int, str]:
     if not user.is_authenticated:
         return {}
     return dict(Membership.objects.filter(user=user).values_list("campaign_id", "role"))
-
-
-def campaigns_led(*, user) -> QuerySet[Campaign]:
-    """The campaigns a user leads: every one for a superuser."""
-    if user.is_superuser:
-        return Campaign.objects.all()
-    return Campaign.objects.filter(memberships__user=user, memberships__role=Membership.Role.LEAD)
 
 
 def judgments_in_campaigns(*, judgments: QuerySet[Judgment], campaigns: QuerySet[Campaign]) -> QuerySet[Judgment]:
