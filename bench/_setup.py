@@ -1,4 +1,5 @@
 """Shared bench set-up: Django on the DATABASE_URL given (a throwaway SQLite file by default), migrated."""
+
 from __future__ import annotations
 
 import os

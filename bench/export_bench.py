@@ -15,6 +15,7 @@ Each export runs twice: once for wall time, once under tracemalloc for the peak 
     python bench/export_bench.py --annotators 2     # 200,000: a quick run
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge python bench/export_bench.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,7 @@ def build(args) -> tuple:
     grades = {g.value: g.id for g in campaign.grades.all()}
     password = make_password(None)
     lead = User.objects.create(username="lead", password=password)
-    annotators = User.objects.bulk_create(
-        [User(username=f"a{i}", password=password) for i in range(args.annotators)]
-    )
+    annotators = User.objects.bulk_create([User(username=f"a{i}", password=password) for i in range(args.annotators)])
     Membership.objects.bulk_create(
         [Membership(campaign=campaign, user=lead, role="lead")]
         + [Membership(campaign=campaign, user=u, role="annotator") for u in annotators]
@@ -66,16 +65,27 @@ def build(args) -> tuple:
         [Query(campaign=campaign, qid=str(301 + q), text=f"query {q}") for q in range(args.queries)], batch_size=5000
     )
     Document.objects.bulk_create(
-        (Document(campaign=campaign, docid=f"D{q}-{d}", title=f"doc {d}", text="text " * 20)
-         for q in range(args.queries) for d in range(args.docs_per_query)),
+        (
+            Document(campaign=campaign, docid=f"D{q}-{d}", title=f"doc {d}", text="text " * 20)
+            for q in range(args.queries)
+            for d in range(args.docs_per_query)
+        ),
         batch_size=5000,
     )
     qids = dict(Query.objects.filter(campaign=campaign).values_list("qid", "id"))
     dids = dict(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
     Pair.objects.bulk_create(
-        (Pair(campaign=campaign, query_id=qids[str(301 + q)], document_id=dids[f"D{q}-{d}"],
-              label=(q + d) % 3, judgment_count=len(annotators))
-         for q in range(args.queries) for d in range(args.docs_per_query)),
+        (
+            Pair(
+                campaign=campaign,
+                query_id=qids[str(301 + q)],
+                document_id=dids[f"D{q}-{d}"],
+                label=(q + d) % 3,
+                judgment_count=len(annotators),
+            )
+            for q in range(args.queries)
+            for d in range(args.docs_per_query)
+        ),
         batch_size=5000,
     )
     pair_ids = list(Pair.objects.filter(campaign=campaign).order_by("id").values_list("id", flat=True))
@@ -87,8 +97,9 @@ def build(args) -> tuple:
                 n += 1
                 value = (p + a) % 3
                 if n % args.unsure_every == 0:
-                    yield Judgment(pair_id=pid, annotator=user, unsure=True, tentative_grade_id=grades[value],
-                                   note="hard to say")
+                    yield Judgment(
+                        pair_id=pid, annotator=user, unsure=True, tentative_grade_id=grades[value], note="hard to say"
+                    )
                 else:
                     yield Judgment(pair_id=pid, annotator=user, grade_id=grades[value], seconds_spent=4.5)
 
@@ -154,13 +165,16 @@ def measure(label: str, run) -> None:
     run(between)
     peaks.append(tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
-    print(f"{label:<44} {count:>10,} {size / 1e6:>9.1f} MB {seconds:>8.1f} s {count / seconds:>10,.0f}/s"
-          f" {max(peaks) / 1e6:>8.1f} MB")
+    print(
+        f"{label:<44} {count:>10,} {size / 1e6:>9.1f} MB {seconds:>8.1f} s {count / seconds:>10,.0f}/s"
+        f" {max(peaks) / 1e6:>8.1f} MB"
+    )
 
 
 def main() -> None:
     args = parse_args()
     import django
+
     scratch = None
     if "DATABASE_URL" not in os.environ:
         fd, scratch = tempfile.mkstemp(prefix="reljudge-bench-", suffix=".sqlite3")
@@ -184,9 +198,11 @@ def main() -> None:
         campaign, lead, written = build(args)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # what autovacuum does after a bulk load: the planner needs statistics
-        print(f"database: {connection.vendor}; built {written:,} judgments "
-              f"({args.queries:,} queries x {args.docs_per_query} documents x {args.annotators} annotators) "
-              f"in {time.perf_counter() - start:.1f} s")
+        print(
+            f"database: {connection.vendor}; built {written:,} judgments "
+            f"({args.queries:,} queries x {args.docs_per_query} documents x {args.annotators} annotators) "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
         client = Client()
         client.force_login(lead)
         client.get("/api/judgments/", {"campaign": campaign.slug})  # warm up: URLconf, middleware, first queries
@@ -201,12 +217,17 @@ def main() -> None:
         measure("judgments JSON Lines (all)", export(every, "jsonl"))
         measure("judgments CSV (one annotator)", export(one, "csv"))
         measure("judgments JSON Lines (one annotator)", export(one, "jsonl"))
-        measure("judgments JSON, cursor pages of 1,000 (all)",
-                lambda between: walk_pages(client, {**every, "page_size": 1000}, between))
-        measure("qrels (aggregated labels)",
-                lambda between: consume(client.get(f"/api/campaigns/{campaign.slug}/qrels/")))
-        print("rows: CSV counts lines including the header. peak mem: tracemalloc peak of Python allocations "
-              "during the export, per request for the page walk (the database's own buffers are not traced).")
+        measure(
+            "judgments JSON, cursor pages of 1,000 (all)",
+            lambda between: walk_pages(client, {**every, "page_size": 1000}, between),
+        )
+        measure(
+            "qrels (aggregated labels)", lambda between: consume(client.get(f"/api/campaigns/{campaign.slug}/qrels/"))
+        )
+        print(
+            "rows: CSV counts lines including the header. peak mem: tracemalloc peak of Python allocations "
+            "during the export, per request for the page walk (the database's own buffers are not traced)."
+        )
     finally:
         if old_name is not None:
             connection.creation.destroy_test_db(old_name, verbosity=0)

@@ -4,6 +4,7 @@ Prints parse+import time and what was created. Target (issue 2): under 20 s on t
 Run: python bench/import_bench.py            (SQLite file in the temp dir)
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge_bench python bench/import_bench.py
 """
+
 from __future__ import annotations
 
 import time
@@ -18,9 +19,7 @@ def make_run(n_queries: int, depth: int, n_docs: int, tag: str, seed: int) -> by
     for q in range(n_queries):
         docs = rng.choice(n_docs, size=depth, replace=False)
         scores = np.sort(rng.random(depth))[::-1] * 100
-        lines.extend(
-            f"{q} Q0 D{d} {r + 1} {s:.6f} {tag}\n" for r, (d, s) in enumerate(zip(docs, scores, strict=True))
-        )
+        lines.extend(f"{q} Q0 D{d} {r + 1} {s:.6f} {tag}\n" for r, (d, s) in enumerate(zip(docs, scores, strict=True)))
     return "".join(lines).encode()
 
 
@@ -46,8 +45,10 @@ def main() -> None:
     data2 = make_run(10_000, 100, 200_000, "dense", seed=2)
     t = time.perf_counter()
     summary = run_import(campaign=campaign, data=data2, filename="dense.run")
-    print(f"second system, 1M lines, stubs mostly existing: {time.perf_counter() - t:.2f} s "
-          f"({summary.pairs_added:,} pairs added)")
+    print(
+        f"second system, 1M lines, stubs mostly existing: {time.perf_counter() - t:.2f} s "
+        f"({summary.pairs_added:,} pairs added)"
+    )
     print(f"target: under 20 s per 1M-line run -> {'met' if first < 20 else 'MISSED'}")
 
 

@@ -12,6 +12,7 @@ CPU time is not included in it).
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge python bench/judge_bench.py
     python bench/judge_bench.py --keepdb           # reuse the database built by the previous run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,10 +54,44 @@ from judging.services import (  # noqa: E402
 SLUG = "bench"
 PAIR_RE = re.compile(r'data-pair-id="(\d+)"')
 WORDS = (
-    "wool", "knit", "sweater", "rain", "jacket", "waterproof", "merino", "cotton", "shell", "warm",
-    "light", "winter", "summer", "hiking", "trail", "boots", "leather", "canvas", "bag", "travel",
-    "laptop", "battery", "charger", "wireless", "headphones", "noise", "cancelling", "coffee",
-    "grinder", "espresso", "kettle", "tea", "ceramic", "mug", "garden", "hose", "tomato", "seeds",
+    "wool",
+    "knit",
+    "sweater",
+    "rain",
+    "jacket",
+    "waterproof",
+    "merino",
+    "cotton",
+    "shell",
+    "warm",
+    "light",
+    "winter",
+    "summer",
+    "hiking",
+    "trail",
+    "boots",
+    "leather",
+    "canvas",
+    "bag",
+    "travel",
+    "laptop",
+    "battery",
+    "charger",
+    "wireless",
+    "headphones",
+    "noise",
+    "cancelling",
+    "coffee",
+    "grinder",
+    "espresso",
+    "kettle",
+    "tea",
+    "ceramic",
+    "mug",
+    "garden",
+    "hose",
+    "tomato",
+    "seeds",
     "compost",
 )
 
@@ -66,8 +101,13 @@ def build(*, queries: int, depth: int, prior: float) -> None:
     rng = random.Random(4)
     User = get_user_model()
     t0 = time.perf_counter()
-    campaign = campaign_create(slug=SLUG, name="Judging benchmark", pool_depth=depth, redundancy=2,
-                               guidelines="Judge the document against the query description.")
+    campaign = campaign_create(
+        slug=SLUG,
+        name="Judging benchmark",
+        pool_depth=depth,
+        redundancy=2,
+        guidelines="Judge the document against the query description.",
+    )
     for name in ("ann", "other", "lead"):
         user = User.objects.create_user(username=name, password="pw-" + name)
         membership_add(campaign=campaign, user=user, role="lead" if name == "lead" else "annotator")
@@ -77,9 +117,17 @@ def build(*, queries: int, depth: int, prior: float) -> None:
     )
     topics_import(campaign=campaign, data=topics.encode(), filename="topics.tsv")
     docs = "".join(
-        json.dumps({"docid": f"d{q}-{i}", "title": " ".join(rng.sample(WORDS, 5)).capitalize(),
-                    "text": " ".join(rng.choices(WORDS, k=80)), "url": f"https://example.com/{q}/{i}"}) + "\n"
-        for q in range(queries) for i in range(depth)
+        json.dumps(
+            {
+                "docid": f"d{q}-{i}",
+                "title": " ".join(rng.sample(WORDS, 5)).capitalize(),
+                "text": " ".join(rng.choices(WORDS, k=80)),
+                "url": f"https://example.com/{q}/{i}",
+            }
+        )
+        + "\n"
+        for q in range(queries)
+        for i in range(depth)
     )
     docs_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
     for system in ("bm25", "dense"):
@@ -94,15 +142,18 @@ def build(*, queries: int, depth: int, prior: float) -> None:
     pairs = [(q, i) for q in range(queries) for i in range(depth)]
     rng.shuffle(pairs)
     cut = int(len(pairs) * prior)
-    for user, chunk in (("other", pairs[:cut]), ("ann", pairs[cut:cut + 2000])):
+    for user, chunk in (("other", pairs[:cut]), ("ann", pairs[cut : cut + 2000])):
         qrels = "".join(f"q{q} 0 d{q}-{i} {rng.randint(0, 2)}\n" for q, i in chunk)
-        qrels_import(campaign=campaign, data=qrels.encode(), filename=f"{user}.qrels",
-                     annotator=User.objects.get(username=user))
+        qrels_import(
+            campaign=campaign, data=qrels.encode(), filename=f"{user}.qrels", annotator=User.objects.get(username=user)
+        )
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")  # what autovacuum does shortly after an import this size
-    print(f"built {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled pairs, "
-          f"{Judgment.objects.count():,} earlier judgments in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"built {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled pairs, "
+        f"{Judgment.objects.count():,} earlier judgments in {time.perf_counter() - t0:.1f} s"
+    )
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -111,9 +162,11 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def report(name: str, ms: list[float], cpu: list[float], queries: list[int]) -> None:
-    print(f"{name:<32} n={len(ms):<4} p50={statistics.median(ms):6.1f} ms  p95={percentile(ms, 95):6.1f} ms  "
-          f"max={max(ms):6.1f} ms | this process's CPU p50={statistics.median(cpu):5.1f} "
-          f"p95={percentile(cpu, 95):5.1f} ms | SQL queries/request <= {max(queries)}")
+    print(
+        f"{name:<32} n={len(ms):<4} p50={statistics.median(ms):6.1f} ms  p95={percentile(ms, 95):6.1f} ms  "
+        f"max={max(ms):6.1f} ms | this process's CPU p50={statistics.median(cpu):5.1f} "
+        f"p95={percentile(cpu, 95):5.1f} ms | SQL queries/request <= {max(queries)}"
+    )
 
 
 def measure(*, judgments: int) -> None:
@@ -150,8 +203,10 @@ def measure(*, judgments: int) -> None:
                 get_cpu.append((time.thread_time() - c) * 1000)
             get_q.append(len(ctx.captured_queries))
     campaign = Campaign.objects.get(slug=SLUG)
-    print(f"database: {connection.vendor}, {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled "
-          f"pairs, redundancy {campaign.redundancy}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"database: {connection.vendor}, {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled "
+        f"pairs, redundancy {campaign.redundancy}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     report("record + next pair (htmx POST)", record_ms, record_cpu, record_q)
     if get_ms:
         report("judging page (full GET)", get_ms, get_cpu, get_q)

@@ -12,6 +12,7 @@ a second server process (empty memory, warm shared cache), the warm time after o
 alone and the whole polled table request), the statistics time, and pytrec_eval's time and the largest
 absolute difference between its means and ours.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ SLUG = "lbbench"
 K = 10
 
 
-def generate(*, n_systems: int, n_queries: int, depth: int, n_candidates: int, n_docs: int, labels_per_query: int,
-             seed: int):
+def generate(
+    *, n_systems: int, n_queries: int, depth: int, n_candidates: int, n_docs: int, labels_per_query: int, seed: int
+):
     """Synthetic runs and qrels: each query has a candidate set with a hidden relevance; better systems see it
     through less noise. Scores are multiples of 1/256 (exact in float32 too, so ties are the same for
     pytrec_eval), which makes ties and exercises trec_eval's docid tie-break."""
@@ -130,8 +132,14 @@ def pytrec_means(campaign: Campaign, runs, params: scoring.Params) -> tuple[dict
     for qid, docid, label in selectors.qrels_rows(campaign=campaign):
         qrels.setdefault(qid, {})[docid] = int(label)
     build_time = time.perf_counter() - t0
-    measures = {f"P_{K}": f"P@{K}", f"recall_{K}": f"R@{K}", f"success_{K}": f"Hit@{K}", "recip_rank": "MRR",
-                "map": "MAP", f"ndcg_cut_{K}": f"nDCG@{K}"}
+    measures = {
+        f"P_{K}": f"P@{K}",
+        f"recall_{K}": f"R@{K}",
+        f"success_{K}": f"Hit@{K}",
+        "recip_rank": "MRR",
+        "map": "MAP",
+        f"ndcg_cut_{K}": f"nDCG@{K}",
+    }
     qids = sorted(qrels)
     out = {m: [] for m in [*measures.values(), f"F1@{K}"]}
     eval_time = 0.0
@@ -178,11 +186,20 @@ def main() -> None:
     lead.save()
 
     t = time.perf_counter()
-    runs, qrels = generate(n_systems=args.systems, n_queries=args.queries, depth=args.depth,
-                           n_candidates=max(4 * args.depth, 400), n_docs=200_000,
-                           labels_per_query=max(1, args.labels // args.queries), seed=args.seed)
-    print(f"generated {args.systems} x {args.queries} x {args.depth} = {args.systems * args.queries * args.depth:,} "
-          f"ranked entries and {qrels[0].size:,} labels in {time.perf_counter() - t:.1f} s", flush=True)
+    runs, qrels = generate(
+        n_systems=args.systems,
+        n_queries=args.queries,
+        depth=args.depth,
+        n_candidates=max(4 * args.depth, 400),
+        n_docs=200_000,
+        labels_per_query=max(1, args.labels // args.queries),
+        seed=args.seed,
+    )
+    print(
+        f"generated {args.systems} x {args.queries} x {args.depth} = {args.systems * args.queries * args.depth:,} "
+        f"ranked entries and {qrels[0].size:,} labels in {time.perf_counter() - t:.1f} s",
+        flush=True,
+    )
 
     campaign = Campaign.objects.filter(slug=SLUG).first()
     entries = Ranking.objects.filter(system__campaign=campaign).count() if campaign else 0
@@ -197,8 +214,10 @@ def main() -> None:
     services.membership_add(campaign=campaign, user=assessor, role="annotator")
     params = scoring.Params(k=K)
     n_labels = Pair.objects.filter(campaign=campaign, label__isnull=False).count()
-    print(f"campaign: {Query.objects.filter(campaign=campaign).count():,} queries, {n_labels:,} labels, "
-          f"{Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled pairs")
+    print(
+        f"campaign: {Query.objects.filter(campaign=campaign).count():,} queries, {n_labels:,} labels, "
+        f"{Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled pairs"
+    )
 
     # cold: a fresh process with an empty shared cache
     scoring._SCORES.clear()
@@ -209,8 +228,10 @@ def main() -> None:
     scoring._SCORES.clear()
     scoring._CUBES.clear()
     lb2, second = timed(scoring.leaderboard, campaign, params)
-    print(f"PROCESS2 {second * 1000:8.0f} ms  (another server process: empty memory, warm shared cache; "
-          f"rescored {lb2.rescored})")
+    print(
+        f"PROCESS2 {second * 1000:8.0f} ms  (another server process: empty memory, warm shared cache; "
+        f"rescored {lb2.rescored})"
+    )
     _, unchanged = timed(scoring.leaderboard, campaign, params)
     print(f"NOCHANGE {unchanged * 1000:8.1f} ms  (nothing changed since the last request)")
 
@@ -219,8 +240,11 @@ def main() -> None:
     client.force_login(lead)
     table_url = reverse("judging:leaderboard_table", args=[campaign.slug])
     client.get(table_url)  # the view's own warm-up (stats cached for this labels state)
-    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
-                 .order_by("?").values_list("id", flat=True)[: 2 * args.judgments])
+    pairs = list(
+        Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
+        .order_by("?")
+        .values_list("id", flat=True)[: 2 * args.judgments]
+    )
     warm, warm_view = [], []
     for i in range(args.judgments):
         pair = Pair.objects.select_related("campaign").get(id=pairs[2 * i])
@@ -233,21 +257,31 @@ def main() -> None:
         response, t_view = timed(client.get, table_url, HTTP_HX_REQUEST="true")
         assert response.status_code == 200, response.status_code
         warm_view.append(t_view)
-    print(f"WARM     {statistics.median(warm) * 1000:8.1f} ms  (median of {len(warm)}, max "
-          f"{max(warm) * 1000:.1f} ms: leaderboard() after one new judgment, 1 query rescored)")
-    print(f"WARMVIEW {statistics.median(warm_view) * 1000:8.1f} ms  (median, max {max(warm_view) * 1000:.1f} ms: "
-          "the whole polled table request after one new judgment)")
+    print(
+        f"WARM     {statistics.median(warm) * 1000:8.1f} ms  (median of {len(warm)}, max "
+        f"{max(warm) * 1000:.1f} ms: leaderboard() after one new judgment, 1 query rescored)"
+    )
+    print(
+        f"WARMVIEW {statistics.median(warm_view) * 1000:8.1f} ms  (median, max {max(warm_view) * 1000:.1f} ms: "
+        "the whole polled table request after one new judgment)"
+    )
 
     lb = scoring.leaderboard(campaign, params)
     _, t_stats = timed(scoring.ranking_stats, lb, f"nDCG@{K}")
-    print(f"STATS    {t_stats * 1000:8.0f} ms  (95% bootstrap CIs + Holm-corrected randomization tests against the "
-          "best; its own htmx request, cached per labels state)")
+    print(
+        f"STATS    {t_stats * 1000:8.0f} ms  (95% bootstrap CIs + Holm-corrected randomization tests against the "
+        "best; its own htmx request, cached per labels state)"
+    )
     _, t_matrix = timed(scoring.pairwise_stats, lb, f"nDCG@{K}")
-    print(f"MATRIX   {t_matrix * 1000:8.0f} ms  (randomization test of all {args.systems * (args.systems - 1) // 2} "
-          "pairs, on demand)")
+    print(
+        f"MATRIX   {t_matrix * 1000:8.0f} ms  (randomization test of all {args.systems * (args.systems - 1) // 2} "
+        "pairs, on demand)"
+    )
     _, t_k5 = timed(scoring.leaderboard, campaign, scoring.Params(k=5, gain="exponential"))
-    print(f"NEWPARAM {t_k5 * 1000:8.0f} ms  (first request with other parameters, k=5 exponential: every query "
-          "scored, run cube already in memory)")
+    print(
+        f"NEWPARAM {t_k5 * 1000:8.0f} ms  (first request with other parameters, k=5 exponential: every query "
+        "scored, run cube already in memory)"
+    )
 
     if args.skip_pytrec:
         return
@@ -255,12 +289,16 @@ def main() -> None:
     ours = {m: means[i] for i, m in enumerate(lb.measures)}
     theirs, t_build, t_eval = pytrec_means(campaign, runs, params)
     diff = max(float(np.max(np.abs(ours[m] - theirs[m]))) for m in theirs)
-    print(f"PYTREC   {t_eval * 1000:8.0f} ms  (pytrec_eval evaluate over {len(runs)} runs; building its dicts "
-          f"took another {t_build:.1f} s)")
+    print(
+        f"PYTREC   {t_eval * 1000:8.0f} ms  (pytrec_eval evaluate over {len(runs)} runs; building its dicts "
+        f"took another {t_build:.1f} s)"
+    )
     print(f"MAXDIFF  {diff:.2e}  (largest |ours - pytrec_eval| over {', '.join(theirs)} x {len(runs)} systems)")
     best = int(np.argmax(ours[f"nDCG@{K}"]))
-    print(f"best system: {lb.cube.system_names[best]} nDCG@{K} ours {ours[f'nDCG@{K}'][best]:.6f} "
-          f"pytrec_eval {theirs[f'nDCG@{K}'][best]:.6f}")
+    print(
+        f"best system: {lb.cube.system_names[best]} nDCG@{K} ours {ours[f'nDCG@{K}'][best]:.6f} "
+        f"pytrec_eval {theirs[f'nDCG@{K}'][best]:.6f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """RelJudge settings: one module, every deployment-specific value read from the environment."""
+
 import os
-import sys
 from pathlib import Path
 
 import dj_database_url
@@ -17,8 +17,8 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-# The test suite (pytest imports these settings before any conftest runs) uses the development secret.
-TESTING = "pytest" in sys.modules or env_bool("RELJUDGE_TESTING", False)
+# Set by config/test_settings.py (the test suite) and the benchmarks: development secret, plain static storage.
+TESTING = env_bool("RELJUDGE_TESTING", False)
 
 _DEV_SECRET = "dev-only-insecure-secret-key-do-not-use-in-production"
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _DEV_SECRET)
@@ -31,9 +31,7 @@ if SECRET_KEY == _DEV_SECRET and not (DEBUG or TESTING or env_bool("RELJUDGE_ALL
     )
 
 ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")]
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 INSTALLED_APPS = [
     "django.contrib.admin",

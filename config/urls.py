@@ -1,4 +1,5 @@
 """Top-level URL configuration."""
+
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView

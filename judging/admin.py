@@ -1,4 +1,5 @@
 """Django admin for every model, read-mostly where history must not be rewritten."""
+
 from django.contrib import admin
 
 from judging import models

@@ -1,4 +1,5 @@
 """Aggregate several annotators' grades of a pair into the one label the scorer uses (pure numpy)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Reads for the agreement, annotator-quality and review pages: judgments -> ratings matrix -> metrics.agreement."""
+
 from __future__ import annotations
 
 import functools
@@ -28,8 +29,11 @@ class Ratings:
 
 def ratings_matrix(*, campaign: Campaign) -> Ratings:
     rows = np.array(
-        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False)
-             .values_list("pair_id", "pair__query_id", "annotator_id", "grade__value").iterator(chunk_size=20000)),
+        list(
+            Judgment.objects.filter(pair__campaign=campaign, unsure=False)
+            .values_list("pair_id", "pair__query_id", "annotator_id", "grade__value")
+            .iterator(chunk_size=20000)
+        ),
         dtype=np.int64,
     ).reshape(-1, 4)
     pair_ids, item = np.unique(rows[:, 0], return_inverse=True)
@@ -53,7 +57,9 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
     cats = r.categories
     rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2 if r.values.size else np.zeros(0, bool)
     result: dict = {
-        "annotators": r.usernames, "categories": cats, "items": int(r.values.shape[0]),
+        "annotators": r.usernames,
+        "categories": cats,
+        "items": int(r.values.shape[0]),
         "items_rated_twice": int(rated_twice.sum()),
     }
     if r.values.shape[1] < 2 or not rated_twice.any() or len(cats) < 2:
@@ -61,41 +67,69 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
         return result
     values = r.values[rated_twice]
     alpha = krippendorff_alpha(values, cats, level="ordinal")
-    alpha_ci = bootstrap_agreement(_partial(krippendorff_alpha, cats, level="ordinal"), values,
-                                   n_resamples=n_resamples, seed=0)
+    alpha_ci = bootstrap_agreement(
+        _partial(krippendorff_alpha, cats, level="ordinal"), values, n_resamples=n_resamples, seed=0
+    )
     fleiss = metrics.agreement.fleiss_kappa(values, cats)
-    fleiss_ci = bootstrap_agreement(_partial(metrics.agreement.fleiss_kappa, cats), values,
-                                    n_resamples=n_resamples, seed=0)
+    fleiss_ci = bootstrap_agreement(
+        _partial(metrics.agreement.fleiss_kappa, cats), values, n_resamples=n_resamples, seed=0
+    )
     _, raw, _ = agreement_by_group(values, np.zeros(values.shape[0], np.int64), cats, level="nominal")
     result["overall"] = {
-        "alpha": alpha, "alpha_ci": tuple(map(float, alpha_ci)), "fleiss": fleiss,
-        "fleiss_ci": tuple(map(float, fleiss_ci)), "raw": float(raw[0]),
+        "alpha": alpha,
+        "alpha_ci": tuple(map(float, alpha_ci)),
+        "fleiss": fleiss,
+        "fleiss_ci": tuple(map(float, fleiss_ci)),
+        "raw": float(raw[0]),
     }
     pw = metrics.agreement.pairwise_agreement(r.values, cats)
     pairs = []
-    for a, b, n, raw_ab, kappa, qwk in zip(pw.rater_a, pw.rater_b, pw.n_common, pw.raw, pw.kappa,
-                                          pw.quadratic_kappa, strict=True):
+    for a, b, n, raw_ab, kappa, qwk in zip(
+        pw.rater_a, pw.rater_b, pw.n_common, pw.raw, pw.kappa, pw.quadratic_kappa, strict=True
+    ):
         both = ~np.isnan(r.values[:, a]) & ~np.isnan(r.values[:, b])
         ab = r.values[both][:, [a, b]]
         entry = {
-            "a": r.usernames[a], "b": r.usernames[b], "n": int(n), "raw": float(raw_ab), "kappa": float(kappa),
-            "qwk": float(qwk), "kappa_ci": (np.nan, np.nan), "qwk_ci": (np.nan, np.nan),
+            "a": r.usernames[a],
+            "b": r.usernames[b],
+            "n": int(n),
+            "raw": float(raw_ab),
+            "kappa": float(kappa),
+            "qwk": float(qwk),
+            "kappa_ci": (np.nan, np.nan),
+            "qwk_ci": (np.nan, np.nan),
             "confusion": confusion_matrix(ab[:, 0], ab[:, 1], cats).tolist() if n else [],
         }
         if n >= 2:
-            entry["kappa_ci"] = tuple(map(float, bootstrap_agreement(
-                _partial(metrics.agreement.cohen_kappa, cats), ab, n_resamples=n_resamples, seed=0)))
-            entry["qwk_ci"] = tuple(map(float, bootstrap_agreement(
-                _partial(metrics.agreement.cohen_kappa, cats, weights="quadratic"), ab,
-                n_resamples=n_resamples, seed=0)))
+            entry["kappa_ci"] = tuple(
+                map(
+                    float,
+                    bootstrap_agreement(
+                        _partial(metrics.agreement.cohen_kappa, cats), ab, n_resamples=n_resamples, seed=0
+                    ),
+                )
+            )
+            entry["qwk_ci"] = tuple(
+                map(
+                    float,
+                    bootstrap_agreement(
+                        _partial(metrics.agreement.cohen_kappa, cats, weights="quadratic"),
+                        ab,
+                        n_resamples=n_resamples,
+                        seed=0,
+                    ),
+                )
+            )
         pairs.append(entry)
     result["pairs"] = pairs
     q_ids, group = np.unique(r.query_ids[rated_twice], return_inverse=True)
     q_alpha, q_raw, q_n = agreement_by_group(values, group, cats, level="ordinal")
     texts = dict(Query.objects.filter(id__in=q_ids.tolist()).values_list("id", "qid"))
     result["queries"] = sorted(
-        ({"qid": texts[q], "items": int(n), "alpha": float(al), "raw": float(rw)}
-         for q, al, rw, n in zip(q_ids.tolist(), q_alpha, q_raw, q_n, strict=True)),
+        (
+            {"qid": texts[q], "items": int(n), "alpha": float(al), "raw": float(rw)}
+            for q, al, rw, n in zip(q_ids.tolist(), q_alpha, q_raw, q_n, strict=True)
+        ),
         key=lambda d: (np.nan_to_num(d["alpha"], nan=2.0), d["qid"]),
     )
     return result
@@ -105,8 +139,15 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
     """Per annotator: judgments, median seconds, unsure rate, agreement with adjudicated labels, gold accuracy."""
     rows = list(
         Judgment.objects.filter(pair__campaign=campaign)
-        .values_list("annotator__username", "seconds_spent", "unsure", "grade__value", "pair__adjudicated",
-                     "pair__label", "pair__gold_label")
+        .values_list(
+            "annotator__username",
+            "seconds_spent",
+            "unsure",
+            "grade__value",
+            "pair__adjudicated",
+            "pair__label",
+            "pair__gold_label",
+        )
         .iterator(chunk_size=20000)
     )
     if not rows:
@@ -131,13 +172,22 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
     order = np.argsort(idx, kind="stable")
     starts = np.r_[0, np.cumsum(n)[:-1]]
     sorted_seconds = seconds[order]
-    medians = [float(np.median(sorted_seconds[s:s + c])) for s, c in zip(starts, n, strict=True)]
+    medians = [float(np.median(sorted_seconds[s : s + c])) for s, c in zip(starts, n, strict=True)]
     unsure_rate = np.bincount(idx, weights=unsure, minlength=users.size) / n
     return [
-        {"annotator": str(u), "judgments": int(c), "median_seconds": m, "unsure_rate": float(ur),
-         "adjudicated_n": int(an), "adjudicated_agreement": float(ar), "gold_n": int(gn), "gold_accuracy": float(gr)}
-        for u, c, m, ur, an, ar, gn, gr in zip(users, n, medians, unsure_rate, adj_n, adj_rate, gold_n, gold_rate,
-                                               strict=True)
+        {
+            "annotator": str(u),
+            "judgments": int(c),
+            "median_seconds": m,
+            "unsure_rate": float(ur),
+            "adjudicated_n": int(an),
+            "adjudicated_agreement": float(ar),
+            "gold_n": int(gn),
+            "gold_accuracy": float(gr),
+        }
+        for u, c, m, ur, an, ar, gn, gr in zip(
+            users, n, medians, unsure_rate, adj_n, adj_rate, gold_n, gold_rate, strict=True
+        )
     ]
 
 
@@ -161,8 +211,11 @@ def review_queue(*, campaign: Campaign, kind: str = "all"):
 
 def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
     rows = np.array(
-        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False)
-             .values_list("pair_id", "grade__value")),
+        list(
+            Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False).values_list(
+                "pair_id", "grade__value"
+            )
+        ),
         dtype=np.int64,
     ).reshape(-1, 2)
     if not rows.size:
@@ -195,6 +248,5 @@ def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = N
         means = lb.means()[names.index(measure)]
         tau = metrics.kendall_tau(base_means, means) if len(means) > 1 else float("nan")
         order = [lb.cube.system_names[i] for i in np.argsort(-means, kind="stable")]
-        out.append({"policy": policy, "tau": float(tau), "ranking": order,
-                    "current": policy == campaign.aggregation})
+        out.append({"policy": policy, "tau": float(tau), "ranking": order, "current": policy == campaign.aggregation})
     return out

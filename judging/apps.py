@@ -1,4 +1,5 @@
 """App configuration."""
+
 from django.apps import AppConfig
 
 

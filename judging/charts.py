@@ -3,6 +3,7 @@
 Every function takes plain numbers and names and returns markup that is safe to put in a template: each
 name, qid or label it draws is escaped here.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,9 +71,16 @@ def heat_classes(values: np.ndarray) -> np.ndarray:
 
 # --------------------------------------------------------------------------- bar chart with CI whiskers
 
+
 def bar_chart(
-    names: Sequence[str], means: Sequence[float], *, measure: str, low: Sequence[float] | None = None,
-    high: Sequence[float] | None = None, status: Sequence[str] | None = None, width: int = 900,
+    names: Sequence[str],
+    means: Sequence[float],
+    *,
+    measure: str,
+    low: Sequence[float] | None = None,
+    high: Sequence[float] | None = None,
+    status: Sequence[str] | None = None,
+    width: int = 900,
 ) -> SafeString:
     """Horizontal bars of one measure per system (in the given order) with 95% CI whiskers.
 
@@ -91,13 +99,15 @@ def bar_chart(
     def x(v: float) -> float:
         return label_w + plot_w * max(0.0, v) / x_max
 
-    body = [f'<text x="{label_w}" y="15" fill="{MUTED}">{escape(measure)} (mean over queries)'
-            f'{", whiskers: 95% bootstrap CI" if low is not None else ""}</text>']
+    body = [
+        f'<text x="{label_w}" y="15" fill="{MUTED}">{escape(measure)} (mean over queries)'
+        f"{', whiskers: 95% bootstrap CI' if low is not None else ''}</text>"
+    ]
     for t in ticks:
-        body.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" '
-                    f'stroke="{GRID}"/>')
-        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" '
-                    f'fill="{MUTED}">{t:g}</text>')
+        body.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" stroke="{GRID}"/>'
+        )
+        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" fill="{MUTED}">{t:g}</text>')
     for i, name in enumerate(names):
         y = top + i * row
         m = float(means[i])
@@ -108,15 +118,20 @@ def bar_chart(
             tip += f" (95% CI {_fmt(low[i], 4)} – {_fmt(high[i], 4)})"
         if kind == "worse":
             tip += ", significantly worse than the best"
-        body.append(f'<g><title>{escape(tip)}</title>')
-        body.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" fill="{INK}">'
-                    f'{escape(_clip(name, 28))}</text>')
-        body.append(f'<rect x="{label_w}" y="{y + 4}" width="{max(0.0, x(m) - label_w):.1f}" height="{row - 8}" '
-                    f'fill="{colour}" rx="2"/>')
+        body.append(f"<g><title>{escape(tip)}</title>")
+        body.append(
+            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" fill="{INK}">{escape(_clip(name, 28))}</text>'
+        )
+        body.append(
+            f'<rect x="{label_w}" y="{y + 4}" width="{max(0.0, x(m) - label_w):.1f}" height="{row - 8}" '
+            f'fill="{colour}" rx="2"/>'
+        )
         if low is not None and high is not None and math.isfinite(low[i]) and math.isfinite(high[i]):
             a, b, cy = x(float(low[i])), x(float(high[i])), y + row / 2
-            body.append(f'<path d="M{a:.1f} {cy:.1f}H{b:.1f}M{a:.1f} {cy - 5:.1f}V{cy + 5:.1f}'
-                        f'M{b:.1f} {cy - 5:.1f}V{cy + 5:.1f}" stroke="{INK}" stroke-width="1.3" fill="none"/>')
+            body.append(
+                f'<path d="M{a:.1f} {cy:.1f}H{b:.1f}M{a:.1f} {cy - 5:.1f}V{cy + 5:.1f}'
+                f'M{b:.1f} {cy - 5:.1f}V{cy + 5:.1f}" stroke="{INK}" stroke-width="1.3" fill="none"/>'
+            )
             end = max(b, x(m))
         else:
             end = x(m)
@@ -130,8 +145,10 @@ def _clip(text: str, n: int) -> str:
 
 # --------------------------------------------------------------------------- per-query distributions
 
-def distribution_chart(names: Sequence[str], values: np.ndarray, *, measure: str, width: int = 640,
-                       points_up_to: int = 150) -> SafeString:
+
+def distribution_chart(
+    names: Sequence[str], values: np.ndarray, *, measure: str, width: int = 640, points_up_to: int = 150
+) -> SafeString:
     """One horizontal box plot per system of its per-query values (S, Q): quartiles, median, mean (◆),
     whiskers to the 5th and 95th percentiles; with few queries every query is drawn as a dot too."""
     values = np.asarray(values, dtype=np.float64)
@@ -145,16 +162,20 @@ def distribution_chart(names: Sequence[str], values: np.ndarray, *, measure: str
     def x(v: float) -> float:
         return label_w + plot_w * v / x_max
 
-    body = [f'<text x="{label_w}" y="15" fill="{MUTED}">Per-query {escape(measure)}: box = quartiles, '
-            f'whiskers = 5th–95th percentile, ◆ = mean</text>']
+    body = [
+        f'<text x="{label_w}" y="15" fill="{MUTED}">Per-query {escape(measure)}: box = quartiles, '
+        f"whiskers = 5th–95th percentile, ◆ = mean</text>"
+    ]
     for t in nice_ticks(0.0, x_max, 5):
-        body.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" '
-                    f'stroke="{GRID}"/>')
-        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" '
-                    f'fill="{MUTED}">{t:g}</text>')
+        body.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" stroke="{GRID}"/>'
+        )
+        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" fill="{MUTED}">{t:g}</text>')
     if values.shape[-1] == 0:
-        body.append(f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" fill="{MUTED}">'
-                    "No query has a label yet</text>")
+        body.append(
+            f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" fill="{MUTED}">'
+            "No query has a label yet</text>"
+        )
         return _svg(width, height, body, title="Per-query distribution", label="No data yet")
     q = np.percentile(values, [5, 25, 50, 75, 95], axis=1)  # (5, S)
     mean = values.mean(axis=1)
@@ -163,40 +184,68 @@ def distribution_chart(names: Sequence[str], values: np.ndarray, *, measure: str
         y = top + i * row
         cy = y + row / 2
         p5, p25, p50, p75, p95 = (float(v) for v in q[:, i])
-        tip = (f"{name}: mean {_fmt(mean[i])}, median {_fmt(p50)}, quartiles {_fmt(p25)}–{_fmt(p75)}, "
-               f"5th–95th percentile {_fmt(p5)}–{_fmt(p95)} over {values.shape[1]} queries")
+        tip = (
+            f"{name}: mean {_fmt(mean[i])}, median {_fmt(p50)}, quartiles {_fmt(p25)}–{_fmt(p75)}, "
+            f"5th–95th percentile {_fmt(p5)}–{_fmt(p95)} over {values.shape[1]} queries"
+        )
         body.append(f"<g><title>{escape(tip)}</title>")
-        body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" fill="{INK}">'
-                    f"{escape(_clip(name, 28))}</text>")
+        body.append(
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" fill="{INK}">{escape(_clip(name, 28))}</text>'
+        )
         if values.shape[1] <= points_up_to:
             jitter = rng.uniform(-6, 6, values.shape[1])
-            dots = "".join(f'<circle cx="{x(v):.1f}" cy="{cy + j:.1f}" r="1.8"/>'
-                           for v, j in zip(values[i].tolist(), jitter.tolist(), strict=True))
+            dots = "".join(
+                f'<circle cx="{x(v):.1f}" cy="{cy + j:.1f}" r="1.8"/>'
+                for v, j in zip(values[i].tolist(), jitter.tolist(), strict=True)
+            )
             body.append(f'<g fill="{MUTED}" fill-opacity="0.45">{dots}</g>')
-        body.append(f'<path d="M{x(p5):.1f} {cy}H{x(p25):.1f}M{x(p75):.1f} {cy}H{x(p95):.1f}'
-                    f'M{x(p5):.1f} {cy - 4}V{cy + 4}M{x(p95):.1f} {cy - 4}V{cy + 4}" stroke="{INK}" fill="none"/>')
-        body.append(f'<rect x="{x(p25):.1f}" y="{y + 5}" width="{max(1.0, x(p75) - x(p25)):.1f}" '
-                    f'height="{row - 10}" fill="#bfdbfe" fill-opacity="0.8" stroke="{BEST}"/>')
+        body.append(
+            f'<path d="M{x(p5):.1f} {cy}H{x(p25):.1f}M{x(p75):.1f} {cy}H{x(p95):.1f}'
+            f'M{x(p5):.1f} {cy - 4}V{cy + 4}M{x(p95):.1f} {cy - 4}V{cy + 4}" stroke="{INK}" fill="none"/>'
+        )
+        body.append(
+            f'<rect x="{x(p25):.1f}" y="{y + 5}" width="{max(1.0, x(p75) - x(p25)):.1f}" '
+            f'height="{row - 10}" fill="#bfdbfe" fill-opacity="0.8" stroke="{BEST}"/>'
+        )
         body.append(f'<path d="M{x(p50):.1f} {y + 5}V{y + row - 5}" stroke="{BEST}" stroke-width="2"/>')
         mx = x(float(mean[i]))
-        body.append(f'<path d="M{mx:.1f} {cy - 4.5}L{mx + 4.5:.1f} {cy}L{mx:.1f} {cy + 4.5}L{mx - 4.5:.1f} {cy}Z" '
-                    f'fill="{ACCENT}"/></g>')
-    return _svg(width, height, body, title=f"Per-query {measure} per system",
-                label=f"Box plots of per-query {measure} per system")
+        body.append(
+            f'<path d="M{mx:.1f} {cy - 4.5}L{mx + 4.5:.1f} {cy}L{mx:.1f} {cy + 4.5}L{mx - 4.5:.1f} {cy}Z" '
+            f'fill="{ACCENT}"/></g>'
+        )
+    return _svg(
+        width,
+        height,
+        body,
+        title=f"Per-query {measure} per system",
+        label=f"Box plots of per-query {measure} per system",
+    )
 
 
 # --------------------------------------------------------------------------- judging progress
 
-def progress_chart(times: Sequence[datetime], cumulative: Sequence[int], *, goal: int | None = None,
-                   bucket: str = "day", width: int = 640, height: int = 220) -> SafeString:
+
+def progress_chart(
+    times: Sequence[datetime],
+    cumulative: Sequence[int],
+    *,
+    goal: int | None = None,
+    bucket: str = "day",
+    width: int = 640,
+    height: int = 220,
+) -> SafeString:
     """Cumulative judgments over time (a step line), with the pool's target as a dashed line."""
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
-    body = [f'<text x="{left}" y="15" fill="{MUTED}">Judgments made, cumulative per {escape(bucket)}'
-            f'{" (dashed: pooled pairs × annotators per pair)" if goal else ""}</text>']
+    body = [
+        f'<text x="{left}" y="15" fill="{MUTED}">Judgments made, cumulative per {escape(bucket)}'
+        f"{' (dashed: pooled pairs × annotators per pair)' if goal else ''}</text>"
+    ]
     if not times:
-        body.append(f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" fill="{MUTED}">'
-                    "No judgments yet</text>")
+        body.append(
+            f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" fill="{MUTED}">'
+            "No judgments yet</text>"
+        )
         return _svg(width, height, body, title="Judging progress", label="No judgments yet")
     stamps = np.array([t.timestamp() for t in times], dtype=np.float64)
     counts = np.asarray(cumulative, dtype=np.float64)
@@ -222,8 +271,10 @@ def progress_chart(times: Sequence[datetime], cumulative: Sequence[int], *, goal
     n_labels = max(2, min(5, int(round((t1 - t0) / span)) + 1))
     for i, t in enumerate(np.linspace(t0, t1, n_labels).tolist()):
         anchor = "start" if i == 0 else "end" if i == n_labels - 1 else "middle"
-        body.append(f'<text x="{x(t):.1f}" y="{height - 12}" text-anchor="{anchor}" fill="{MUTED}">'
-                    f'{escape(datetime.fromtimestamp(t, tz).strftime(fmt))}</text>')
+        body.append(
+            f'<text x="{x(t):.1f}" y="{height - 12}" text-anchor="{anchor}" fill="{MUTED}">'
+            f"{escape(datetime.fromtimestamp(t, tz).strftime(fmt))}</text>"
+        )
     # step line: each bucket's count holds until the next bucket begins
     pts = [f"M{x(t0):.1f} {y(0):.1f}"]
     for s, c in zip(stamps.tolist(), counts.tolist(), strict=True):
@@ -233,17 +284,23 @@ def progress_chart(times: Sequence[datetime], cumulative: Sequence[int], *, goal
     body.append(f'<path d="{line}" fill="none" stroke="{BEST}" stroke-width="2"/>')
     if goal:
         body.append(f'<path d="M{left} {y(goal):.1f}H{left + plot_w}" stroke="{ACCENT}" stroke-dasharray="5 4"/>')
-        body.append(f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" fill="{ACCENT}">'
-                    f"target {goal:,}</text>")
-    body.append(f'<text x="{x(t1) - 4:.1f}" y="{y(counts[-1]) - 6:.1f}" text-anchor="end" fill="{INK}" '
-                f'font-weight="600">{int(counts[-1]):,} judgments</text>')
+        body.append(
+            f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" fill="{ACCENT}">'
+            f"target {goal:,}</text>"
+        )
+    body.append(
+        f'<text x="{x(t1) - 4:.1f}" y="{y(counts[-1]) - 6:.1f}" text-anchor="end" fill="{INK}" '
+        f'font-weight="600">{int(counts[-1]):,} judgments</text>'
+    )
     return _svg(width, height, body, title="Judging progress", label="Cumulative judgments over time")
 
 
 # --------------------------------------------------------------------------- head-to-head differences
 
-def difference_chart(diffs: np.ndarray, *, a: str, b: str, measure: str, width: int = 640,
-                     height: int = 200, max_columns: int = 800) -> SafeString:
+
+def difference_chart(
+    diffs: np.ndarray, *, a: str, b: str, measure: str, width: int = 640, height: int = 200, max_columns: int = 800
+) -> SafeString:
     """Per-query differences a - b sorted from a's biggest win to its biggest loss, as one filled area.
 
     Long lists are resampled to ``max_columns`` quantiles, which keeps the shape and the file small.
@@ -251,8 +308,10 @@ def difference_chart(diffs: np.ndarray, *, a: str, b: str, measure: str, width: 
     left, right, top, bottom = 48, 12, 26, 24
     plot_w, plot_h = width - left - right, height - top - bottom
     d = np.sort(np.asarray(diffs, dtype=np.float64))[::-1]
-    body = [f'<text x="{left}" y="15" fill="{MUTED}">{escape(measure)}: {escape(_clip(a, 24))} − '
-            f'{escape(_clip(b, 24))} per query, sorted ({d.size:,} queries)</text>']
+    body = [
+        f'<text x="{left}" y="15" fill="{MUTED}">{escape(measure)}: {escape(_clip(a, 24))} − '
+        f"{escape(_clip(b, 24))} per query, sorted ({d.size:,} queries)</text>"
+    ]
     if d.size == 0:
         return _svg(width, height, body, title="Per-query differences", label="No queries")
     if d.size > max_columns:
@@ -264,19 +323,29 @@ def difference_chart(diffs: np.ndarray, *, a: str, b: str, measure: str, width: 
         return top + plot_h / 2 * (1 - v / lim)
 
     for t in (-lim, 0.0, lim):
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" '
-                    f'stroke="{GRID if t else MUTED}"/>')
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="{GRID if t else MUTED}"/>'
+        )
         body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" fill="{MUTED}">{t:+.2f}</text>')
     col = plot_w / n
-    pos = "".join(f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z"
-                  for i, v in enumerate(d.tolist()) if v > 0)
-    neg = "".join(f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z"
-                  for i, v in enumerate(d.tolist()) if v < 0)
+    pos = "".join(
+        f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z" for i, v in enumerate(d.tolist()) if v > 0
+    )
+    neg = "".join(
+        f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z" for i, v in enumerate(d.tolist()) if v < 0
+    )
     body.append(f'<path d="{pos}" fill="{BEST}"><title>{escape(a)} better</title></path>')
     body.append(f'<path d="{neg}" fill="#dc2626"><title>{escape(b)} better</title></path>')
     # the wins are drawn on the left going up, the losses on the right going down: label the empty corners
-    body.append(f'<text x="{left + plot_w - 4}" y="{top + 12}" text-anchor="end" fill="{BEST}">▲ '
-                f"{escape(_clip(a, 30))} better</text>")
+    body.append(
+        f'<text x="{left + plot_w - 4}" y="{top + 12}" text-anchor="end" fill="{BEST}">▲ '
+        f"{escape(_clip(a, 30))} better</text>"
+    )
     body.append(f'<text x="{left + 4}" y="{top + plot_h - 4}" fill="#dc2626">▼ {escape(_clip(b, 30))} better</text>')
-    return _svg(width, height, body, title=f"{measure} differences per query",
-                label=f"Sorted per-query {measure} differences between {a} and {b}")
+    return _svg(
+        width,
+        height,
+        body,
+        title=f"{measure} differences per query",
+        label=f"Sorted per-query {measure} differences between {a} and {b}",
+    )

@@ -1,4 +1,5 @@
 """The quickstart demo: a product-search campaign with three systems and three annotators, loaded via the importers."""
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,8 @@ SCALE = [
         "value": 1,
         "name": "Partially relevant",
         "description": "The right kind of product that misses one thing the query asks for (material, "
-                       "audience, a feature, the colour), or a close substitute that meets the query "
-                       "otherwise.",
+        "audience, a feature, the colour), or a close substitute that meets the query "
+        "otherwise.",
         "examples": "“wool knit sweater” → an acrylic knit sweater; a lambswool cardigan.\n"
         "“waterproof hiking boots women” → women's hiking boots that are not waterproof.\n"
         "“rain poncho” → a rain jacket.",
@@ -156,118 +157,199 @@ class Kind:
 
 
 MATERIALS = {
-    "merino": Material("Merino Wool", (
-        "Knitted from fine merino wool that stays warm when damp and resists odour for days.",
-        "Made of 100% merino wool, soft enough to wear against the skin.",
-    )),
-    "lambswool": Material("Lambswool", (
-        "Made from pure lambswool with a soft, slightly brushed handle.",
-        "Spun from British lambswool, warm without being bulky.",
-    )),
-    "cashmere": Material("Cashmere", (
-        "Two-ply grade-A cashmere, light and remarkably warm.",
-        "Made from pure cashmere that gets softer with every wear.",
-    )),
-    "alpaca": Material("Alpaca-Blend", (
-        "An alpaca and wool blend that is lighter than it looks and very warm.",
-        "Knitted from a baby alpaca blend with a gentle halo.",
-    )),
-    "cotton": Material("Cotton", (
-        "Made from midweight cotton that softens with every wash.",
-        "Combed cotton with a smooth, breathable finish.",
-    )),
-    "organic-cotton": Material("Organic Cotton", (
-        "Made from GOTS-certified organic cotton, grown without synthetic pesticides.",
-        "Organic cotton jersey, certified from field to finished garment.",
-    )),
-    "linen": Material("Linen", (
-        "Cut from breathable European linen that keeps you cool on hot days.",
-        "Washed linen with a relaxed, lived-in texture.",
-    )),
-    "viscose": Material("", (
-        "Flowing viscose fabric with a soft drape.",
-        "Made from a light viscose crepe that does not cling.",
-    )),
-    "acrylic": Material("", (
-        "Knitted from a soft acrylic yarn that holds its shape and is easy to wash.",
-        "Easy-care acrylic knit, no hand washing needed.",
-    )),
-    "recycled-polyester": Material("Recycled", (
-        "The fabric is made from recycled polyester.",
-        "Made with recycled polyester from post-consumer bottles.",
-    )),
-    "nylon": Material("", (
-        "The shell is a lightweight ripstop nylon with a water-repellent finish.",
-        "Made from tough, lightweight nylon.",
-    )),
-    "nylon-elastane": Material("", (
-        "Four-way stretch nylon–elastane fabric that moves with you and wicks sweat.",
-        "Soft, squat-proof stretch fabric (78% nylon, 22% elastane).",
-    )),
-    "leather": Material("Leather", (
-        "Made from full-grain leather that develops a patina with use.",
-        "Full-grain leather, oiled for a soft, water-resistant finish.",
-    )),
-    "suede": Material("Suede", (
-        "Soft suede with a water-repellent treatment.",
-        "Made from brushed suede that is pre-treated against stains.",
-    )),
-    "synthetic": Material("", (
-        "Synthetic uppers keep the weight down and dry quickly.",
-        "Made from hard-wearing synthetic materials that dry fast.",
-    )),
-    "mesh": Material("", (
-        "Engineered mesh uppers keep your feet cool on long runs.",
-        "A breathable mesh upper with a protective toe bumper.",
-    )),
-    "down": Material("Down", (
-        "Filled with 650-fill-power responsibly sourced down.",
-        "Insulated with RDS-certified duck down for a high warmth-to-weight ratio.",
-    )),
-    "synthetic-fill": Material("Synthetic-Fill", (
-        "Insulated with synthetic fill that keeps you warm even when it gets wet.",
-        "Recycled synthetic insulation, an animal-free alternative to down.",
-    )),
-    "fleece": Material("Fleece", (
-        "Made from recycled polyester fleece (200 g/m²) that traps warmth without the weight.",
-        "A midweight grid fleece that breathes well when you are moving.",
-    )),
-    "softshell": Material("Softshell", (
-        "Stretchy, wind-resistant softshell fabric with a brushed inner face.",
-        "A tough softshell that shrugs off wind and light showers.",
-    )),
-    "denim": Material("Denim", (
-        "Made from rigid 12 oz cotton denim that breaks in beautifully.",
-        "Washed cotton denim with a touch of stretch.",
-    )),
-    "canvas": Material("Canvas", (
-        "Made from heavy waxed cotton canvas.",
-        "Tough cotton canvas with a stitched edge.",
-    )),
-    "straw": Material("Straw", (
-        "Woven from natural paper straw, light and breathable.",
-        "Hand-woven raffia straw with a cotton sweatband.",
-    )),
+    "merino": Material(
+        "Merino Wool",
+        (
+            "Knitted from fine merino wool that stays warm when damp and resists odour for days.",
+            "Made of 100% merino wool, soft enough to wear against the skin.",
+        ),
+    ),
+    "lambswool": Material(
+        "Lambswool",
+        (
+            "Made from pure lambswool with a soft, slightly brushed handle.",
+            "Spun from British lambswool, warm without being bulky.",
+        ),
+    ),
+    "cashmere": Material(
+        "Cashmere",
+        (
+            "Two-ply grade-A cashmere, light and remarkably warm.",
+            "Made from pure cashmere that gets softer with every wear.",
+        ),
+    ),
+    "alpaca": Material(
+        "Alpaca-Blend",
+        (
+            "An alpaca and wool blend that is lighter than it looks and very warm.",
+            "Knitted from a baby alpaca blend with a gentle halo.",
+        ),
+    ),
+    "cotton": Material(
+        "Cotton",
+        (
+            "Made from midweight cotton that softens with every wash.",
+            "Combed cotton with a smooth, breathable finish.",
+        ),
+    ),
+    "organic-cotton": Material(
+        "Organic Cotton",
+        (
+            "Made from GOTS-certified organic cotton, grown without synthetic pesticides.",
+            "Organic cotton jersey, certified from field to finished garment.",
+        ),
+    ),
+    "linen": Material(
+        "Linen",
+        (
+            "Cut from breathable European linen that keeps you cool on hot days.",
+            "Washed linen with a relaxed, lived-in texture.",
+        ),
+    ),
+    "viscose": Material(
+        "",
+        (
+            "Flowing viscose fabric with a soft drape.",
+            "Made from a light viscose crepe that does not cling.",
+        ),
+    ),
+    "acrylic": Material(
+        "",
+        (
+            "Knitted from a soft acrylic yarn that holds its shape and is easy to wash.",
+            "Easy-care acrylic knit, no hand washing needed.",
+        ),
+    ),
+    "recycled-polyester": Material(
+        "Recycled",
+        (
+            "The fabric is made from recycled polyester.",
+            "Made with recycled polyester from post-consumer bottles.",
+        ),
+    ),
+    "nylon": Material(
+        "",
+        (
+            "The shell is a lightweight ripstop nylon with a water-repellent finish.",
+            "Made from tough, lightweight nylon.",
+        ),
+    ),
+    "nylon-elastane": Material(
+        "",
+        (
+            "Four-way stretch nylon–elastane fabric that moves with you and wicks sweat.",
+            "Soft, squat-proof stretch fabric (78% nylon, 22% elastane).",
+        ),
+    ),
+    "leather": Material(
+        "Leather",
+        (
+            "Made from full-grain leather that develops a patina with use.",
+            "Full-grain leather, oiled for a soft, water-resistant finish.",
+        ),
+    ),
+    "suede": Material(
+        "Suede",
+        (
+            "Soft suede with a water-repellent treatment.",
+            "Made from brushed suede that is pre-treated against stains.",
+        ),
+    ),
+    "synthetic": Material(
+        "",
+        (
+            "Synthetic uppers keep the weight down and dry quickly.",
+            "Made from hard-wearing synthetic materials that dry fast.",
+        ),
+    ),
+    "mesh": Material(
+        "",
+        (
+            "Engineered mesh uppers keep your feet cool on long runs.",
+            "A breathable mesh upper with a protective toe bumper.",
+        ),
+    ),
+    "down": Material(
+        "Down",
+        (
+            "Filled with 650-fill-power responsibly sourced down.",
+            "Insulated with RDS-certified duck down for a high warmth-to-weight ratio.",
+        ),
+    ),
+    "synthetic-fill": Material(
+        "Synthetic-Fill",
+        (
+            "Insulated with synthetic fill that keeps you warm even when it gets wet.",
+            "Recycled synthetic insulation, an animal-free alternative to down.",
+        ),
+    ),
+    "fleece": Material(
+        "Fleece",
+        (
+            "Made from recycled polyester fleece (200 g/m²) that traps warmth without the weight.",
+            "A midweight grid fleece that breathes well when you are moving.",
+        ),
+    ),
+    "softshell": Material(
+        "Softshell",
+        (
+            "Stretchy, wind-resistant softshell fabric with a brushed inner face.",
+            "A tough softshell that shrugs off wind and light showers.",
+        ),
+    ),
+    "denim": Material(
+        "Denim",
+        (
+            "Made from rigid 12 oz cotton denim that breaks in beautifully.",
+            "Washed cotton denim with a touch of stretch.",
+        ),
+    ),
+    "canvas": Material(
+        "Canvas",
+        (
+            "Made from heavy waxed cotton canvas.",
+            "Tough cotton canvas with a stitched edge.",
+        ),
+    ),
+    "straw": Material(
+        "Straw",
+        (
+            "Woven from natural paper straw, light and breathable.",
+            "Hand-woven raffia straw with a cotton sweatband.",
+        ),
+    ),
 }
 
 FEATURES = {
-    "waterproof": Feature("Waterproof", (
-        "A waterproof, breathable membrane keeps water out while letting sweat escape.",
-        "Fully waterproof with taped seams.",
-    )),
-    "insulated": Feature("Insulated", (
-        "Lightweight insulation keeps you warm down to about -10 °C.",
-        "Insulated with a thin layer of synthetic wadding for cold days.",
-    )),
+    "waterproof": Feature(
+        "Waterproof",
+        (
+            "A waterproof, breathable membrane keeps water out while letting sweat escape.",
+            "Fully waterproof with taped seams.",
+        ),
+    ),
+    "insulated": Feature(
+        "Insulated",
+        (
+            "Lightweight insulation keeps you warm down to about -10 °C.",
+            "Insulated with a thin layer of synthetic wadding for cold days.",
+        ),
+    ),
     "fleece-lined": Feature("Fleece-Lined", ("Lined with soft fleece for extra warmth.",)),
-    "packable": Feature("Packable", (
-        "Packs down into its own pocket for easy carrying.",
-        "Stuffs into a stuff sack the size of a water bottle.",
-    )),
-    "hooded": Feature("Hooded", (
-        "An adjustable hood with a stiffened peak keeps rain off your face.",
-        "The hood rolls away into the collar when you don't need it.",
-    )),
+    "packable": Feature(
+        "Packable",
+        (
+            "Packs down into its own pocket for easy carrying.",
+            "Stuffs into a stuff sack the size of a water bottle.",
+        ),
+    ),
+    "hooded": Feature(
+        "Hooded",
+        (
+            "An adjustable hood with a stiffened peak keeps rain off your face.",
+            "The hood rolls away into the collar when you don't need it.",
+        ),
+    ),
     "reflective": Feature("Reflective", ("Reflective details make you visible in low light.",)),
     "quick-dry": Feature("Quick-Dry", ("Dries quickly after a wash, a swim or a sudden shower.",)),
     "convertible": Feature("Convertible", ("Zip-off legs turn them into shorts when it warms up.",)),
@@ -295,8 +377,11 @@ KINDS = {
         ("merino", "lambswool", "cashmere", "alpaca", "cotton", "acrylic"),
         ("women", "men", "kids", "unisex"),
         ("cold mornings", "layering from autumn to spring", "weekends by the fire"),
-        ("Hand wash cold and dry flat.", "Ribbed cuffs and hem keep the shape.",
-         "A relaxed fit that layers over a shirt."),
+        (
+            "Hand wash cold and dry flat.",
+            "Ribbed cuffs and hem keep the shape.",
+            "A relaxed fit that layers over a shirt.",
+        ),
     ),
     "cardigan": Kind(
         ("Cardigan", "Button Cardigan", "Longline Cardigan"),
@@ -325,8 +410,11 @@ KINDS = {
         ("leather", "suede", "synthetic"),
         ("women", "men", "kids", "unisex"),
         ("day hikes on rocky paths", "multi-day treks", "muddy hill walks"),
-        ("A grippy rubber outsole with deep lugs.", "Comes with a spare pair of laces.",
-         "A padded collar protects your ankles."),
+        (
+            "A grippy rubber outsole with deep lugs.",
+            "Comes with a spare pair of laces.",
+            "A padded collar protects your ankles.",
+        ),
         optional=("waterproof", "insulated"),
         footwear=True,
     ),
@@ -363,8 +451,11 @@ KINDS = {
         ("nylon", "recycled-polyester"),
         ("women", "men", "kids", "unisex"),
         ("wet commutes", "walks in changeable weather", "hiking in the rain"),
-        ("Fully taped seams and a storm flap over the zip.", "Pit zips let heat out on the climbs.",
-         "Hand pockets sit above a hip belt."),
+        (
+            "Fully taped seams and a storm flap over the zip.",
+            "Pit zips let heat out on the climbs.",
+            "Hand pockets sit above a hip belt.",
+        ),
         optional=("packable", "hooded", "reflective"),
     ),
     "down-jacket": Kind(
@@ -521,8 +612,11 @@ KINDS = {
         ("nylon",),
         ("unisex",),
         ("wild camping", "long-distance hikes", "weekend campsites"),
-        ("Pitches in under five minutes, inner and fly together.", "Weighs 1.6 kg packed.",
-         "Aluminium poles and a 3000 mm hydrostatic head."),
+        (
+            "Pitches in under five minutes, inner and fly together.",
+            "Weighs 1.6 kg packed.",
+            "Aluminium poles and a 3000 mm hydrostatic head.",
+        ),
         one_of=("one-person", "two-person", "three-person"),
         gear=True,
     ),
@@ -530,33 +624,77 @@ KINDS = {
 
 # (name in a listing, colour family a query can ask for)
 COLOURS = (
-    ("Black", "black"), ("Jet Black", "black"), ("Charcoal", "grey"), ("Heather Grey", "grey"),
-    ("Navy", "blue"), ("Slate Blue", "blue"), ("Forest Green", "green"), ("Olive", "green"),
-    ("Oatmeal", "neutral"), ("Stone", "neutral"), ("Ivory", "neutral"), ("Walnut", "brown"),
-    ("Chestnut", "brown"), ("Tan", "brown"), ("Cognac", "brown"), ("Rust", "red"), ("Berry", "red"),
-    ("Mustard", "yellow"), ("Sunflower Yellow", "yellow"), ("Coral", "pink"),
+    ("Black", "black"),
+    ("Jet Black", "black"),
+    ("Charcoal", "grey"),
+    ("Heather Grey", "grey"),
+    ("Navy", "blue"),
+    ("Slate Blue", "blue"),
+    ("Forest Green", "green"),
+    ("Olive", "green"),
+    ("Oatmeal", "neutral"),
+    ("Stone", "neutral"),
+    ("Ivory", "neutral"),
+    ("Walnut", "brown"),
+    ("Chestnut", "brown"),
+    ("Tan", "brown"),
+    ("Cognac", "brown"),
+    ("Rust", "red"),
+    ("Berry", "red"),
+    ("Mustard", "yellow"),
+    ("Sunflower Yellow", "yellow"),
+    ("Coral", "pink"),
 )
 BRANDS = (
-    "Fjellmark", "Northpeak", "Harrow & Pine", "Lumen Outdoor", "Kestrel", "Alder Row", "Tidewater", "Basalt",
-    "Summit Supply Co.", "Marlow Knitwear", "Cairn", "Wren & Hale",
+    "Fjellmark",
+    "Northpeak",
+    "Harrow & Pine",
+    "Lumen Outdoor",
+    "Kestrel",
+    "Alder Row",
+    "Tidewater",
+    "Basalt",
+    "Summit Supply Co.",
+    "Marlow Knitwear",
+    "Cairn",
+    "Wren & Hale",
 )
 KIDS_BRANDS = ("Little Trekker", "Bramble Kids", "Puddle & Pine")
-MODELS = ("Ridgeline", "Halden", "Drift", "Skye", "Tarn", "Brecon", "Fells", "Cirrus", "Juniper", "Moorland",
-          "Torridon", "Alta", "Vega", "Loch")
+MODELS = (
+    "Ridgeline",
+    "Halden",
+    "Drift",
+    "Skye",
+    "Tarn",
+    "Brecon",
+    "Fells",
+    "Cirrus",
+    "Juniper",
+    "Moorland",
+    "Torridon",
+    "Alta",
+    "Vega",
+    "Loch",
+)
 AUDIENCE_WORDS = {"women": "Women's", "men": "Men's", "kids": "Kids'", "unisex": "", "unspecified": ""}
 FITS = {
     "women": ("Designed for women; true to size.", "Women's fit — size up if you layer underneath."),
     "men": ("Men's regular fit.", "Designed for men, sizes S–XXL."),
-    "kids": ("Sized for kids aged 4–12, with a little room to grow.", "Kids' sizes 104–164 cm.",
-             "Made for children: easy zips and tough seams for the playground."),
+    "kids": (
+        "Sized for kids aged 4–12, with a little room to grow.",
+        "Kids' sizes 104–164 cm.",
+        "Made for children: easy zips and tough seams for the playground.",
+    ),
     "unisex": ("Unisex sizing from XS to XL.", "A unisex fit; women may want to size down."),
     "unspecified": (),
 }
 SHOE_FITS = {
     "women": ("Built on a women's last; EU sizes 36–42.", "Women's fit with a narrower heel."),
     "men": ("Men's sizes EU 40–47.", "Built on a men's last with a roomy toe box."),
-    "kids": ("Kids' sizes EU 28–38, with a little room to grow.",
-             "Made for children, with easy hook-and-loop closures."),
+    "kids": (
+        "Kids' sizes EU 28–38, with a little room to grow.",
+        "Made for children, with easy hook-and-loop closures.",
+    ),
     "unisex": ("Unisex sizing, EU 36–47.", "A unisex fit; women may want to go half a size down."),
     "unspecified": (),
 }
@@ -572,8 +710,19 @@ PLURAL_OPENINGS = (
     "Our best-selling {noun} for {use}.",
     "A dependable pair of {noun} for {use}.",
 )
-PLURALS = ("Boots", "Shoes", "Runners", "Trousers", "Pants", "Leggings", "Tights", "Shorts", "Socks", "Gloves",
-           "Mittens")
+PLURALS = (
+    "Boots",
+    "Shoes",
+    "Runners",
+    "Trousers",
+    "Pants",
+    "Leggings",
+    "Tights",
+    "Shorts",
+    "Socks",
+    "Gloves",
+    "Mittens",
+)
 
 
 # --------------------------------------------------------------------------- queries
@@ -602,144 +751,271 @@ def _need(qid: str, text: str, description: str, kinds: str, **constraints: str)
 
 
 QUERIES = (
-    _need("q01", "wool knit sweater",
-          "A knitted pullover sweater (or jumper) made mostly of wool: merino, lambswool, alpaca blends and "
-          "cashmere all count. Highly relevant: a wool sweater for anyone. Partially relevant: a wool "
-          "cardigan, or a knit sweater in cotton or acrylic. Not relevant: other wool items such as socks, "
-          "scarves or beanies.",
-          "sweater", related="cardigan", materials="merino lambswool alpaca cashmere"),
-    _need("q02", "waterproof hiking boots women",
-          "Hiking boots for women that are waterproof (a membrane or a stated waterproof construction); "
-          "unisex boots count. Highly relevant: waterproof women's or unisex hiking boots. Partially "
-          "relevant: women's hiking boots that are not waterproof, waterproof men's hiking boots, or "
-          "waterproof women's trail shoes and snow boots. Not relevant: kids' boots, Chelsea boots.",
-          "hiking-boots", related="trail-shoes snow-boots", features="waterproof", audiences="women unisex"),
-    _need("q03", "kids rain jacket",
-          "A waterproof rain jacket for a child. Highly relevant: kids' rain jackets and rain shells. "
-          "Partially relevant: kids' ponchos and softshell jackets, and rain jackets whose listing does not "
-          "say who they are for. Not relevant: adult rain jackets, umbrellas, wellies.",
-          "rain-jacket", related="poncho softshell", audiences="kids"),
-    _need("q04", "men's down jacket",
-          "A men's (or unisex) insulated jacket filled with down. Highly relevant: men's down jackets and "
-          "down puffers. Partially relevant: men's puffers with synthetic fill, women's down jackets. Not "
-          "relevant: kids' jackets, fleeces, down sleeping bags.",
-          "down-jacket", materials="down", audiences="men unisex"),
-    _need("q05", "merino base layer",
-          "A thermal base layer (top or leggings) in merino wool, worn next to the skin. Highly relevant: "
-          "merino base layers for anyone. Partially relevant: base layers in synthetic fabrics, merino "
-          "T-shirts. Not relevant: merino socks, sweaters or beanies.",
-          "base-layer", related="t-shirt", materials="merino"),
-    _need("q06", "trail running shoes",
-          "Running shoes made for off-road trails (lugged outsole, protective upper). Highly relevant: any "
-          "trail running shoe, waterproof or not. Not relevant: hiking boots, socks, road running shoes.",
-          "trail-shoes"),
-    _need("q07", "packable rain jacket",
-          "A lightweight rain jacket that packs into its own pocket or a small bag, for travel or as an "
-          "emergency layer. Highly relevant: rain jackets or shells described as packable. Partially "
-          "relevant: rain jackets not said to pack down, packable ponchos. Not relevant: packable down "
-          "jackets (not waterproof).",
-          "rain-jacket", related="poncho", features="packable"),
-    _need("q08", "insulated winter gloves",
-          "Gloves or mittens with insulation for cold weather. Highly relevant: gloves or mittens described "
-          "as insulated. Partially relevant: gloves without insulation (merino, fleece or leather gloves, "
-          "liners). Not relevant: hats, scarves.",
-          "gloves", features="insulated"),
-    _need("q09", "linen summer dress",
-          "A dress in linen for warm weather. Highly relevant: linen dresses. Partially relevant: summer "
-          "dresses in cotton or viscose. Not relevant: linen scarves, swimwear.",
-          "dress", materials="linen"),
-    _need("q10", "organic cotton t-shirt",
-          "A T-shirt made of certified organic cotton. Highly relevant: tees that state organic cotton. "
-          "Partially relevant: T-shirts in another fabric (ordinary cotton, merino, polyester). Not "
-          "relevant: other organic cotton garments such as leggings or dresses.",
-          "t-shirt", materials="organic-cotton"),
-    _need("q11", "kids fleece jacket",
-          "A fleece jacket or pullover for a child. Highly relevant: kids' fleece jackets, pullovers and "
-          "half-zips. Partially relevant: kids' softshell jackets, and fleeces whose listing does not give "
-          "the size range. Not relevant: adult fleeces.",
-          "fleece", related="softshell", audiences="kids"),
-    _need("q12", "waterproof hiking trousers",
-          "Trousers for walking in the rain. Highly relevant: hiking trousers described as waterproof. "
-          "Partially relevant: hiking trousers that are only quick-drying or water-repellent. Not relevant: "
-          "leggings, waterproof jackets.",
-          "hiking-pants", features="waterproof"),
-    _need("q13", "cashmere scarf",
-          "A scarf or wrap made of cashmere. Highly relevant: cashmere scarves. Partially relevant: scarves "
-          "in other fine wools (merino, lambswool). Not relevant: cotton or viscose scarves, cashmere "
-          "sweaters.",
-          "scarf", materials="cashmere", near_materials="merino lambswool alpaca"),
-    _need("q14", "merino wool beanie",
-          "A beanie or knitted hat in merino wool. Highly relevant: merino beanies. Partially relevant: "
-          "beanies in other wools (lambswool, alpaca, cashmere). Not relevant: acrylic or cotton beanies, "
-          "merino scarves.",
-          "beanie", materials="merino", near_materials="lambswool alpaca cashmere"),
-    _need("q15", "high support sports bra",
-          "A sports bra with high support for running and high-impact training. Highly relevant: bras "
-          "described as high support. Partially relevant: medium-support bras. Not relevant: light-support "
-          "bras, crop tops.",
-          "sports-bra", features="high-support", near_features="medium-support"),
-    _need("q16", "black yoga leggings",
-          "Black leggings to wear for yoga. Highly relevant: black leggings or tights. Partially relevant: "
-          "leggings in another colour. Not relevant: joggers, shorts.",
-          "leggings", colours="black"),
-    _need("q17", "brown leather belt",
-          "A leather belt in a brown shade (tan, chestnut, walnut, cognac). Highly relevant: brown leather "
-          "belts. Partially relevant: leather belts in another colour, brown suede belts. Not relevant: "
-          "canvas belts.",
-          "belt", materials="leather", near_materials="suede", colours="brown"),
-    _need("q18", "3 season sleeping bag",
-          "A sleeping bag for spring-to-autumn camping (comfortable around 0 °C). Highly relevant: bags sold "
-          "as 3-season. Partially relevant: 4-season bags (warmer and heavier than needed). Not relevant: "
-          "summer bags, tents, mats.",
-          "sleeping-bag", features="3-season", near_features="4-season"),
-    _need("q19", "2 person backpacking tent",
-          "A lightweight tent for two people to carry on multi-day hikes. Highly relevant: 2-person tents. "
-          "Partially relevant: 3-person tents (roomy but heavier). Not relevant: 1-person tents, sleeping "
-          "bags.",
-          "tent", features="two-person", near_features="three-person"),
-    _need("q20", "30l hiking backpack",
-          "A hiking backpack of about 30 litres, enough for a long day hike. Highly relevant: packs of 28–32 "
-          "litres. Partially relevant: 20 L daypacks and 45 L packs. Not relevant: bum bags, totes, "
-          "suitcases.",
-          "backpack", features="30l"),
-    _need("q21", "kids snow boots",
-          "Warm winter boots for a child playing in snow. Highly relevant: kids' snow boots. Partially "
-          "relevant: kids' hiking boots, and snow boots whose listing does not give the age range. Not "
-          "relevant: adult snow boots, wellies.",
-          "snow-boots", related="hiking-boots", audiences="kids"),
-    _need("q22", "merino hiking socks",
-          "Hiking socks made of merino wool (blends with at least half merino count). Highly relevant: "
-          "merino hiking or boot socks. Partially relevant: hiking socks in other materials. Not relevant: "
-          "base layers, gloves.",
-          "socks", materials="merino"),
-    _need("q23", "wide brim sun hat",
-          "A hat with a brim wide enough to shade the face and neck. Highly relevant: sun hats described as "
-          "wide-brimmed. Partially relevant: bucket hats and other sun hats with a narrow brim. Not "
-          "relevant: caps, beanies.",
-          "sun-hat", features="wide-brim"),
-    _need("q24", "suede chelsea boots",
-          "Chelsea boots (ankle high, elastic side panels) in suede. Highly relevant: suede Chelsea boots. "
-          "Partially relevant: leather Chelsea boots. Not relevant: suede hiking or snow boots.",
-          "chelsea-boots", materials="suede"),
-    _need("q25", "women's softshell jacket",
-          "A softshell jacket (stretchy, wind-resistant) cut for women; unisex counts. Highly relevant: "
-          "women's or unisex softshells. Partially relevant: men's softshells, women's fleece or rain "
-          "jackets. Not relevant: kids' jackets.",
-          "softshell", related="fleece rain-jacket", audiences="women unisex"),
-    _need("q26", "men's swim shorts",
-          "Swim shorts or board shorts for men. Highly relevant: men's swim or board shorts. Partially "
-          "relevant: swim shorts whose listing does not say the fit. Not relevant: kids' swim shorts, "
-          "running shorts.",
-          "swim-shorts", audiences="men unisex"),
-    _need("q27", "denim jacket",
-          "A jacket made of denim, such as a classic trucker jacket, lined or not, for anyone. Highly "
-          "relevant: any denim jacket. Not relevant: denim jeans or shirts, other casual jackets.",
-          "denim-jacket"),
-    _need("q28", "rain poncho",
-          "A waterproof poncho worn over clothes (and often over a backpack). Highly relevant: rain ponchos. "
-          "Partially relevant: rain jackets (same need, different form). Not relevant: umbrellas, waterproof "
-          "trousers.",
-          "poncho", related="rain-jacket"),
+    _need(
+        "q01",
+        "wool knit sweater",
+        "A knitted pullover sweater (or jumper) made mostly of wool: merino, lambswool, alpaca blends and "
+        "cashmere all count. Highly relevant: a wool sweater for anyone. Partially relevant: a wool "
+        "cardigan, or a knit sweater in cotton or acrylic. Not relevant: other wool items such as socks, "
+        "scarves or beanies.",
+        "sweater",
+        related="cardigan",
+        materials="merino lambswool alpaca cashmere",
+    ),
+    _need(
+        "q02",
+        "waterproof hiking boots women",
+        "Hiking boots for women that are waterproof (a membrane or a stated waterproof construction); "
+        "unisex boots count. Highly relevant: waterproof women's or unisex hiking boots. Partially "
+        "relevant: women's hiking boots that are not waterproof, waterproof men's hiking boots, or "
+        "waterproof women's trail shoes and snow boots. Not relevant: kids' boots, Chelsea boots.",
+        "hiking-boots",
+        related="trail-shoes snow-boots",
+        features="waterproof",
+        audiences="women unisex",
+    ),
+    _need(
+        "q03",
+        "kids rain jacket",
+        "A waterproof rain jacket for a child. Highly relevant: kids' rain jackets and rain shells. "
+        "Partially relevant: kids' ponchos and softshell jackets, and rain jackets whose listing does not "
+        "say who they are for. Not relevant: adult rain jackets, umbrellas, wellies.",
+        "rain-jacket",
+        related="poncho softshell",
+        audiences="kids",
+    ),
+    _need(
+        "q04",
+        "men's down jacket",
+        "A men's (or unisex) insulated jacket filled with down. Highly relevant: men's down jackets and "
+        "down puffers. Partially relevant: men's puffers with synthetic fill, women's down jackets. Not "
+        "relevant: kids' jackets, fleeces, down sleeping bags.",
+        "down-jacket",
+        materials="down",
+        audiences="men unisex",
+    ),
+    _need(
+        "q05",
+        "merino base layer",
+        "A thermal base layer (top or leggings) in merino wool, worn next to the skin. Highly relevant: "
+        "merino base layers for anyone. Partially relevant: base layers in synthetic fabrics, merino "
+        "T-shirts. Not relevant: merino socks, sweaters or beanies.",
+        "base-layer",
+        related="t-shirt",
+        materials="merino",
+    ),
+    _need(
+        "q06",
+        "trail running shoes",
+        "Running shoes made for off-road trails (lugged outsole, protective upper). Highly relevant: any "
+        "trail running shoe, waterproof or not. Not relevant: hiking boots, socks, road running shoes.",
+        "trail-shoes",
+    ),
+    _need(
+        "q07",
+        "packable rain jacket",
+        "A lightweight rain jacket that packs into its own pocket or a small bag, for travel or as an "
+        "emergency layer. Highly relevant: rain jackets or shells described as packable. Partially "
+        "relevant: rain jackets not said to pack down, packable ponchos. Not relevant: packable down "
+        "jackets (not waterproof).",
+        "rain-jacket",
+        related="poncho",
+        features="packable",
+    ),
+    _need(
+        "q08",
+        "insulated winter gloves",
+        "Gloves or mittens with insulation for cold weather. Highly relevant: gloves or mittens described "
+        "as insulated. Partially relevant: gloves without insulation (merino, fleece or leather gloves, "
+        "liners). Not relevant: hats, scarves.",
+        "gloves",
+        features="insulated",
+    ),
+    _need(
+        "q09",
+        "linen summer dress",
+        "A dress in linen for warm weather. Highly relevant: linen dresses. Partially relevant: summer "
+        "dresses in cotton or viscose. Not relevant: linen scarves, swimwear.",
+        "dress",
+        materials="linen",
+    ),
+    _need(
+        "q10",
+        "organic cotton t-shirt",
+        "A T-shirt made of certified organic cotton. Highly relevant: tees that state organic cotton. "
+        "Partially relevant: T-shirts in another fabric (ordinary cotton, merino, polyester). Not "
+        "relevant: other organic cotton garments such as leggings or dresses.",
+        "t-shirt",
+        materials="organic-cotton",
+    ),
+    _need(
+        "q11",
+        "kids fleece jacket",
+        "A fleece jacket or pullover for a child. Highly relevant: kids' fleece jackets, pullovers and "
+        "half-zips. Partially relevant: kids' softshell jackets, and fleeces whose listing does not give "
+        "the size range. Not relevant: adult fleeces.",
+        "fleece",
+        related="softshell",
+        audiences="kids",
+    ),
+    _need(
+        "q12",
+        "waterproof hiking trousers",
+        "Trousers for walking in the rain. Highly relevant: hiking trousers described as waterproof. "
+        "Partially relevant: hiking trousers that are only quick-drying or water-repellent. Not relevant: "
+        "leggings, waterproof jackets.",
+        "hiking-pants",
+        features="waterproof",
+    ),
+    _need(
+        "q13",
+        "cashmere scarf",
+        "A scarf or wrap made of cashmere. Highly relevant: cashmere scarves. Partially relevant: scarves "
+        "in other fine wools (merino, lambswool). Not relevant: cotton or viscose scarves, cashmere "
+        "sweaters.",
+        "scarf",
+        materials="cashmere",
+        near_materials="merino lambswool alpaca",
+    ),
+    _need(
+        "q14",
+        "merino wool beanie",
+        "A beanie or knitted hat in merino wool. Highly relevant: merino beanies. Partially relevant: "
+        "beanies in other wools (lambswool, alpaca, cashmere). Not relevant: acrylic or cotton beanies, "
+        "merino scarves.",
+        "beanie",
+        materials="merino",
+        near_materials="lambswool alpaca cashmere",
+    ),
+    _need(
+        "q15",
+        "high support sports bra",
+        "A sports bra with high support for running and high-impact training. Highly relevant: bras "
+        "described as high support. Partially relevant: medium-support bras. Not relevant: light-support "
+        "bras, crop tops.",
+        "sports-bra",
+        features="high-support",
+        near_features="medium-support",
+    ),
+    _need(
+        "q16",
+        "black yoga leggings",
+        "Black leggings to wear for yoga. Highly relevant: black leggings or tights. Partially relevant: "
+        "leggings in another colour. Not relevant: joggers, shorts.",
+        "leggings",
+        colours="black",
+    ),
+    _need(
+        "q17",
+        "brown leather belt",
+        "A leather belt in a brown shade (tan, chestnut, walnut, cognac). Highly relevant: brown leather "
+        "belts. Partially relevant: leather belts in another colour, brown suede belts. Not relevant: "
+        "canvas belts.",
+        "belt",
+        materials="leather",
+        near_materials="suede",
+        colours="brown",
+    ),
+    _need(
+        "q18",
+        "3 season sleeping bag",
+        "A sleeping bag for spring-to-autumn camping (comfortable around 0 °C). Highly relevant: bags sold "
+        "as 3-season. Partially relevant: 4-season bags (warmer and heavier than needed). Not relevant: "
+        "summer bags, tents, mats.",
+        "sleeping-bag",
+        features="3-season",
+        near_features="4-season",
+    ),
+    _need(
+        "q19",
+        "2 person backpacking tent",
+        "A lightweight tent for two people to carry on multi-day hikes. Highly relevant: 2-person tents. "
+        "Partially relevant: 3-person tents (roomy but heavier). Not relevant: 1-person tents, sleeping "
+        "bags.",
+        "tent",
+        features="two-person",
+        near_features="three-person",
+    ),
+    _need(
+        "q20",
+        "30l hiking backpack",
+        "A hiking backpack of about 30 litres, enough for a long day hike. Highly relevant: packs of 28–32 "
+        "litres. Partially relevant: 20 L daypacks and 45 L packs. Not relevant: bum bags, totes, "
+        "suitcases.",
+        "backpack",
+        features="30l",
+    ),
+    _need(
+        "q21",
+        "kids snow boots",
+        "Warm winter boots for a child playing in snow. Highly relevant: kids' snow boots. Partially "
+        "relevant: kids' hiking boots, and snow boots whose listing does not give the age range. Not "
+        "relevant: adult snow boots, wellies.",
+        "snow-boots",
+        related="hiking-boots",
+        audiences="kids",
+    ),
+    _need(
+        "q22",
+        "merino hiking socks",
+        "Hiking socks made of merino wool (blends with at least half merino count). Highly relevant: "
+        "merino hiking or boot socks. Partially relevant: hiking socks in other materials. Not relevant: "
+        "base layers, gloves.",
+        "socks",
+        materials="merino",
+    ),
+    _need(
+        "q23",
+        "wide brim sun hat",
+        "A hat with a brim wide enough to shade the face and neck. Highly relevant: sun hats described as "
+        "wide-brimmed. Partially relevant: bucket hats and other sun hats with a narrow brim. Not "
+        "relevant: caps, beanies.",
+        "sun-hat",
+        features="wide-brim",
+    ),
+    _need(
+        "q24",
+        "suede chelsea boots",
+        "Chelsea boots (ankle high, elastic side panels) in suede. Highly relevant: suede Chelsea boots. "
+        "Partially relevant: leather Chelsea boots. Not relevant: suede hiking or snow boots.",
+        "chelsea-boots",
+        materials="suede",
+    ),
+    _need(
+        "q25",
+        "women's softshell jacket",
+        "A softshell jacket (stretchy, wind-resistant) cut for women; unisex counts. Highly relevant: "
+        "women's or unisex softshells. Partially relevant: men's softshells, women's fleece or rain "
+        "jackets. Not relevant: kids' jackets.",
+        "softshell",
+        related="fleece rain-jacket",
+        audiences="women unisex",
+    ),
+    _need(
+        "q26",
+        "men's swim shorts",
+        "Swim shorts or board shorts for men. Highly relevant: men's swim or board shorts. Partially "
+        "relevant: swim shorts whose listing does not say the fit. Not relevant: kids' swim shorts, "
+        "running shorts.",
+        "swim-shorts",
+        audiences="men unisex",
+    ),
+    _need(
+        "q27",
+        "denim jacket",
+        "A jacket made of denim, such as a classic trucker jacket, lined or not, for anyone. Highly "
+        "relevant: any denim jacket. Not relevant: denim jeans or shirts, other casual jackets.",
+        "denim-jacket",
+    ),
+    _need(
+        "q28",
+        "rain poncho",
+        "A waterproof poncho worn over clothes (and often over a backpack). Highly relevant: rain ponchos. "
+        "Partially relevant: rain jackets (same need, different form). Not relevant: umbrellas, waterproof "
+        "trousers.",
+        "poncho",
+        related="rain-jacket",
+    ),
 )
 
 
@@ -775,8 +1051,14 @@ class Spec:
 
 
 def _spec(
-    rng: random.Random, kind: str, *, audience: str | None = None, material: str | None = None,
-    colour_family: str | None = None, avoid_colours: Iterable[str] = (), features: Iterable[str] = (),
+    rng: random.Random,
+    kind: str,
+    *,
+    audience: str | None = None,
+    material: str | None = None,
+    colour_family: str | None = None,
+    avoid_colours: Iterable[str] = (),
+    features: Iterable[str] = (),
     avoid_features: Iterable[str] = (),
 ) -> Spec:
     k = KINDS[kind]
@@ -785,8 +1067,11 @@ def _spec(
         if not k.gear and rng.random() < 0.15:
             audience = "unspecified"  # listings that never say who they are for
     material = material or rng.choice(k.materials)
-    colours = [name for name, fam in COLOURS if (colour_family is None or fam == colour_family)
-               and fam not in set(avoid_colours)]
+    colours = [
+        name
+        for name, fam in COLOURS
+        if (colour_family is None or fam == colour_family) and fam not in set(avoid_colours)
+    ]
     chosen = set(features)
     avoid = set(avoid_features)
     if k.one_of and not chosen & set(k.one_of):
@@ -819,8 +1104,9 @@ def _variants(rng: random.Random, need: Need) -> list[Spec]:
         related = sorted(need.related)
         misses.append(lambda: meets(kind=rng.choice(related)))
     if need.audiences:
-        audiences = [a for a in ("women", "men", "kids", "unisex")
-                     if a not in need.audiences and a in KINDS[kinds[0]].audiences]
+        audiences = [
+            a for a in ("women", "men", "kids", "unisex") if a not in need.audiences and a in KINDS[kinds[0]].audiences
+        ]
         if audiences:
             misses.append(lambda: meets(audience=rng.choice(audiences)))
         if not KINDS[kinds[0]].gear:  # listings that never say who they are for are common
@@ -879,21 +1165,29 @@ def _words(rng: random.Random, spec: Spec) -> tuple[str, str]:
 
 # Listings imported from a marketplace with their markup intact, to show that nothing is rendered unescaped.
 _IMPORTED = (
-    (Spec("rain-jacket", "kids", "nylon", "Sunflower Yellow", frozenset({"hooded"})),
-     "Puddle & Pine Kids' Rain Jacket – Sunflower Yellow",
-     "Imported listing: <b>Bold</b> sunflower yellow so little ones are easy to spot at the school gate. "
-     "Fully taped seams and a peaked hood keep the rain out. <script>alert('xss')</script> Sizes 3–10 years."),
-    (Spec("trail-shoes", "unisex", "mesh", "Slate Blue", frozenset({"waterproof"})),
-     "Kestrel Trail Runner GTX <i>New Season</i> – Slate Blue",
-     "Imported listing: <ul><li>Waterproof membrane</li><li>Lugged outsole</li></ul> A trail running shoe "
-     "for wet, muddy routes. Unisex sizing."),
-    (Spec("belt", "unisex", "leather", "Chestnut", frozenset()),
-     "Harrow & Pine Leather Belt – Chestnut",
-     "Imported listing: Full-grain leather belt with a solid brass buckle. <img src=x onerror=\"alert(1)\"> "
-     "Chestnut brown finish, 35 mm wide."),
-    (Spec("sweater", "unspecified", "lambswool", "Oatmeal", frozenset()),
-     "Donegal Cable-Knit Jumper – Oatmeal",
-     "Imported listing: Hand-knitted in Donegal &amp; finished by hand.<br>Pure lambswool, chunky cable knit."),
+    (
+        Spec("rain-jacket", "kids", "nylon", "Sunflower Yellow", frozenset({"hooded"})),
+        "Puddle & Pine Kids' Rain Jacket – Sunflower Yellow",
+        "Imported listing: <b>Bold</b> sunflower yellow so little ones are easy to spot at the school gate. "
+        "Fully taped seams and a peaked hood keep the rain out. <script>alert('xss')</script> Sizes 3–10 years.",
+    ),
+    (
+        Spec("trail-shoes", "unisex", "mesh", "Slate Blue", frozenset({"waterproof"})),
+        "Kestrel Trail Runner GTX <i>New Season</i> – Slate Blue",
+        "Imported listing: <ul><li>Waterproof membrane</li><li>Lugged outsole</li></ul> A trail running shoe "
+        "for wet, muddy routes. Unisex sizing.",
+    ),
+    (
+        Spec("belt", "unisex", "leather", "Chestnut", frozenset()),
+        "Harrow & Pine Leather Belt – Chestnut",
+        'Imported listing: Full-grain leather belt with a solid brass buckle. <img src=x onerror="alert(1)"> '
+        "Chestnut brown finish, 35 mm wide.",
+    ),
+    (
+        Spec("sweater", "unspecified", "lambswool", "Oatmeal", frozenset()),
+        "Donegal Cable-Knit Jumper – Oatmeal",
+        "Imported listing: Hand-knitted in Donegal &amp; finished by hand.<br>Pure lambswool, chunky cable knit.",
+    ),
 )
 
 
@@ -913,8 +1207,9 @@ def _products(rng: random.Random) -> list[Product]:
     products = []
     for number, (spec, title, text) in zip(numbers, specs, strict=True):
         url = f"https://shop.example/p/{number}" if rng.random() < 0.6 else ""
-        products.append(Product(f"p{number}", spec.kind, spec.audience, spec.material, spec.colour,
-                                spec.features, title, text, url))
+        products.append(
+            Product(f"p{number}", spec.kind, spec.audience, spec.material, spec.colour, spec.features, title, text, url)
+        )
     return products
 
 
@@ -971,8 +1266,11 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 def _tokens(text: str) -> list[str]:
     # A crude stemmer, as a shop's first search engine would have: boots -> boot, kids' -> kid.
-    return [t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t
-            for t in _TOKEN.findall(text.lower()) if len(t) > 1]
+    return [
+        t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t
+        for t in _TOKEN.findall(text.lower())
+        if len(t) > 1
+    ]
 
 
 def _bm25(docs: list[list[str]], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
@@ -1009,8 +1307,15 @@ def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str,
         scored = {
             "bm25": [round(s + 0.05 * pop, 4) for s, pop in zip(lexical, popularity, strict=True)],
             "dense-v2": [
-                round(0.3 + 0.09 * v.grade + 0.12 * (p.kind in need.kinds) + 0.05 * (p.kind in need.related)
-                      + 0.1 * s / top + rng.gauss(0, 0.07), 4)
+                round(
+                    0.3
+                    + 0.09 * v.grade
+                    + 0.12 * (p.kind in need.kinds)
+                    + 0.05 * (p.kind in need.related)
+                    + 0.1 * s / top
+                    + rng.gauss(0, 0.07),
+                    4,
+                )
                 for p, v, s in zip(products, verdicts, lexical, strict=True)
             ],
             "random-baseline": [round(rng.random(), 3) for _ in products],
@@ -1119,15 +1424,33 @@ def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, 
     if verdict.unclear and rng.random() < profile.unsure:
         audience = "kids" if "kids" in need.audiences else "women" if "women" in need.audiences else "men"
         tentative = None if rng.random() < 0.3 else min(2, verdict.grade + rng.randint(0, 1))
-        return Decision(None, True, tentative, rng.choice(UNCLEAR_NOTES[audience]), slow,
-                        "Checked the brand's size chart: that settles who it is for.")
+        return Decision(
+            None,
+            True,
+            tentative,
+            rng.choice(UNCLEAR_NOTES[audience]),
+            slow,
+            "Checked the brand's size chart: that settles who it is for.",
+        )
     if verdict.on_topic and product.text.startswith("Imported listing") and rng.random() < profile.unsure / 2:
-        return Decision(None, True, verdict.grade, rng.choice(IMPORTED_UNSURE), slow,
-                        "Found the original listing on the brand's site; graded from that.")
+        return Decision(
+            None,
+            True,
+            verdict.grade,
+            rng.choice(IMPORTED_UNSURE),
+            slow,
+            "Found the original listing on the brand's site; graded from that.",
+        )
     if verdict.misses[:1] == ("kind",) and verdict.grade and rng.random() < profile.unsure / 4:
         tentative = verdict.grade if rng.random() < 0.7 else None
-        return Decision(None, True, tentative, rng.choice(SUBSTITUTE_UNSURE), slow,
-                        "The description lists this substitute as partially relevant.")
+        return Decision(
+            None,
+            True,
+            tentative,
+            rng.choice(SUBSTITUTE_UNSURE),
+            slow,
+            "The description lists this substitute as partially relevant.",
+        )
     grade = verdict.grade
     if verdict.on_topic:
         slip = profile.slip * (1.5 if grade == 1 else 0.7)
@@ -1213,8 +1536,11 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
     """Alice, Bob and Carol judge part of the pool; return (judgment id, when) for every change, in order."""
     rng = random.Random(SEED + 1)
     by_query: dict[str, list[Pair]] = {}
-    for pair in (Pair.objects.filter(campaign=campaign, pooled=True).select_related("query", "document", "campaign")
-                 .order_by("query__qid", "id")):
+    for pair in (
+        Pair.objects.filter(campaign=campaign, pooled=True)
+        .select_related("query", "document", "campaign")
+        .order_by("query__qid", "id")
+    ):
         by_query.setdefault(pair.query.qid, []).append(pair)
     needs = {q.qid: q for q in QUERIES}
     products = {p.docid: p for p in data.products}
@@ -1250,8 +1576,13 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
             verdict = data.truth[pair.query.qid, pair.document.docid]
             d = _decide(rng, PROFILES[name], needs[pair.query.qid], products[pair.document.docid], verdict)
             judgment, changed = judgment_record(
-                pair=pair, annotator=users[name], grade=d.grade, unsure=d.unsure, tentative_grade=d.tentative,
-                note=d.note, seconds_spent=d.seconds,
+                pair=pair,
+                annotator=users[name],
+                grade=d.grade,
+                unsure=d.unsure,
+                tentative_grade=d.tentative,
+                note=d.note,
+                seconds_spent=d.seconds,
             )
             decided[name, pair.id] = d
             if changed:
@@ -1261,16 +1592,22 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
     alice_pairs = {p.id: p for p in plan["alice"]}
     settles = {d.settled_by: pid for (name, pid), d in reversed(decided.items()) if name == "alice" and d.unsure}
     unsure = sorted(settles.values())[:2]  # one of each kind of doubt where there are several
-    wrong = [pid for (name, pid), d in decided.items() if name == "alice" and not d.unsure
-             and d.grade != data.truth[alice_pairs[pid].query.qid, alice_pairs[pid].document.docid].grade][:2]
+    wrong = [
+        pid
+        for (name, pid), d in decided.items()
+        if name == "alice"
+        and not d.unsure
+        and d.grade != data.truth[alice_pairs[pid].query.qid, alice_pairs[pid].document.docid].grade
+    ][:2]
     clocks["alice"].next_morning()
     for pid in unsure + wrong:
         pair = alice_pairs[pid]
         truth = data.truth[pair.query.qid, pair.document.docid]
         note = decided["alice", pid].settled_by or "Re-read the query description and changed my grade."
         seconds = round(rng.uniform(8, 30), 1)
-        judgment, changed = judgment_record(pair=pair, annotator=users["alice"], grade=truth.grade, note=note,
-                                            seconds_spent=seconds)
+        judgment, changed = judgment_record(
+            pair=pair, annotator=users["alice"], grade=truth.grade, note=note, seconds_spent=seconds
+        )
         if changed:
             events.append((judgment.id, clocks["alice"].tick(seconds)))
     return events
@@ -1292,8 +1629,12 @@ def _adjudicate(campaign: Campaign, lead, data: DemoData) -> list[int]:
         pair = Pair.objects.select_related("query", "document", "campaign").get(id=pair_id)
         truth = data.truth[pair.query.qid, pair.document.docid]
         reason = REASONS[truth.misses[0]] if truth.misses else "Meets every requirement of the query"
-        adjudication_set(pair=pair, lead=lead, grade=truth.grade,
-                         note=f"{reason}: {SCALE[truth.grade]['name'].lower()}, as the query description says.")
+        adjudication_set(
+            pair=pair,
+            lead=lead,
+            grade=truth.grade,
+            note=f"{reason}: {SCALE[truth.grade]['name'].lower()}, as the query description says.",
+        )
         done.append(pair_id)
     return done
 
@@ -1364,16 +1705,25 @@ def demo_load(*, reset: bool = False) -> DemoSummary:
         data = demo_data()
         summary = DemoSummary(created=True, users_created=created_users)
         campaign = campaign_create(
-            slug=SLUG, name=NAME, scale=SCALE, pool_depth=10, redundancy=2, guidelines=GUIDELINES,
-            description=DESCRIPTION, created_by=users["lead"],
+            slug=SLUG,
+            name=NAME,
+            scale=SCALE,
+            pool_depth=10,
+            redundancy=2,
+            guidelines=GUIDELINES,
+            description=DESCRIPTION,
+            created_by=users["lead"],
         )
         membership_add(campaign=campaign, user=users["lead"], role=Membership.Role.LEAD)
         for name in ANNOTATORS:
             membership_add(campaign=campaign, user=users[name], role=Membership.Role.ANNOTATOR)
-        imports = [topics_import(campaign=campaign, data=data.topics_tsv(), filename="shop-topics.tsv"),
-                   docs_import(campaign=campaign, data=data.docs_jsonl(), filename="shop-products.jsonl")]
-        imports += [run_import(campaign=campaign, data=data.runs[name].encode(), filename=f"{name}.run")
-                    for name in SYSTEMS]
+        imports = [
+            topics_import(campaign=campaign, data=data.topics_tsv(), filename="shop-topics.tsv"),
+            docs_import(campaign=campaign, data=data.docs_jsonl(), filename="shop-products.jsonl"),
+        ]
+        imports += [
+            run_import(campaign=campaign, data=data.runs[name].encode(), filename=f"{name}.run") for name in SYSTEMS
+        ]
         for s in imports:  # topics and documents never add pairs: leave that line to the runs
             summary.log.extend(line for line in s.lines() if s.kind == "rankings" or "pool" not in line)
         start = (began - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)

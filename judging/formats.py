@@ -104,8 +104,7 @@ class Ranking:
         self.scores = np.asarray(self.scores, dtype=np.float64)
         if self.scores.shape != (len(self.docids),):
             raise ValueError(
-                f"ranking of qid {self.qid!r}: {len(self.docids)} docids "
-                f"but scores of shape {self.scores.shape}"
+                f"ranking of qid {self.qid!r}: {len(self.docids)} docids but scores of shape {self.scores.shape}"
             )
 
     def __eq__(self, other: object) -> bool:
@@ -248,9 +247,7 @@ def _json_id(obj: dict, key: str, filename: str, line: int) -> str:
         found = _JSON_TYPES.get(type(value), "a value")
         if isinstance(value, float):
             found = f"{value!r}"
-        raise FormatError(
-            f"expected a string or an integer, found {found}", filename=filename, line=line, field=key
-        )
+        raise FormatError(f"expected a string or an integer, found {found}", filename=filename, line=line, field=key)
     return _check_id(value.strip(), key, filename, line)
 
 
@@ -290,9 +287,7 @@ def _tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iter
 def _claim(seen: dict, key: object, *, what: str, field: str, filename: str, line: int) -> None:
     first = seen.setdefault(key, line)
     if first != line:
-        raise FormatError(
-            f"duplicate {what} (first on line {first})", filename=filename, line=line, field=field
-        )
+        raise FormatError(f"duplicate {what} (first on line {first})", filename=filename, line=line, field=field)
 
 
 # --------------------------------------------------------------------------- topics and documents
@@ -356,8 +351,7 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
         for line, cols in _tsv_rows(lines, _DOC_HEADERS):
             if len(cols) not in (2, 3):
                 raise FormatError(
-                    "expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), "
-                    f"found {len(cols)}",
+                    f"expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), found {len(cols)}",
                     filename=filename,
                     line=line,
                 )
@@ -398,9 +392,7 @@ def _column_numbers(
     except ValueError:
         i = _first_failure(tokens, convert)
         kind = "an integer" if convert is int else "a number"
-        return [], FormatError(
-            f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name
-        )
+        return [], FormatError(f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name)
 
 
 def _nonfinite_error(
@@ -487,8 +479,7 @@ def _raise_duplicate_docid(
     for i, key in enumerate(zip(tags, qids, docids, strict=True)):
         if key in first:
             raise FormatError(
-                f"duplicate docid {_show(key[2])} for qid {_show(key[1])} "
-                f"(first on line {line_of(first[key])})",
+                f"duplicate docid {_show(key[2])} for qid {_show(key[1])} (first on line {line_of(first[key])})",
                 filename=filename,
                 line=line_of(i),
                 field="docid",
@@ -503,9 +494,7 @@ def _by_rank(ranks: list[int], filename: str, line_of: Callable[[int], int]) -> 
         rank_array = np.array(ranks, dtype=np.int64)
     except OverflowError:
         i = next(i for i, rank in enumerate(ranks) if not -(2**63) < rank < 2**63)
-        raise FormatError(
-            f"out of range: {ranks[i]}", filename=filename, line=line_of(i), field="rank"
-        ) from None
+        raise FormatError(f"out of range: {ranks[i]}", filename=filename, line=line_of(i), field="rank") from None
     return rank_array, -rank_array.astype(np.float64)
 
 
@@ -541,9 +530,7 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
     short = np.flatnonzero((counts > 0) & (counts < 6))
     if len(short):
         i = int(short[0])
-        raise FormatError(
-            f"expected 6 columns ({RUN_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1
-        )
+        raise FormatError(f"expected 6 columns ({RUN_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1)
     long = np.flatnonzero(counts > 6)
     if len(long):
         for i in long.tolist():  # extra trailing columns are ignored
@@ -627,19 +614,13 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]
             tag = _check_id(tag.strip(), "tag", filename, line)
         rank, score = obj.get("rank"), obj.get("score")
         if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
-            raise FormatError(
-                f"not an integer: {json.dumps(rank)}", filename=filename, line=line, field="rank"
-            )
+            raise FormatError(f"not an integer: {json.dumps(rank)}", filename=filename, line=line, field="rank")
         if score is not None:
             if not isinstance(score, int | float) or isinstance(score, bool):
-                raise FormatError(
-                    f"not a number: {json.dumps(score)}", filename=filename, line=line, field="score"
-                )
+                raise FormatError(f"not a number: {json.dumps(score)}", filename=filename, line=line, field="score")
             score = float(score)
             if not np.isfinite(score):
-                raise FormatError(
-                    f"not a finite number: {score!r}", filename=filename, line=line, field="score"
-                )
+                raise FormatError(f"not a finite number: {score!r}", filename=filename, line=line, field="score")
         if rank is None and score is None:
             raise FormatError("missing key: give a 'rank', a 'score' or both", filename=filename, line=line)
         if scored is None:
@@ -727,9 +708,7 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
     wrong = np.flatnonzero((counts > 0) & (counts != 4))
     if len(wrong):
         i = int(wrong[0])
-        raise FormatError(
-            f"expected 4 columns ({QRELS_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1
-        )
+        raise FormatError(f"expected 4 columns ({QRELS_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1)
     tokens = text.split()
     if not tokens:
         raise _empty_file(filename)

@@ -1,4 +1,5 @@
 """Forms of the judging pages: what a request may carry, before the services decide what it means."""
+
 from __future__ import annotations
 
 from django import forms
@@ -27,7 +28,8 @@ class JudgmentForm(forms.Form):
 
 class CampaignCreateForm(forms.ModelForm):
     grades = forms.CharField(
-        label="grade values", initial="0,1,2",
+        label="grade values",
+        initial="0,1,2",
         validators=[RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", "whole numbers separated by commas, e.g. 0,1,2,3")],
         help_text="The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page.",
     )
@@ -49,7 +51,12 @@ class CampaignSettingsForm(forms.ModelForm):
     class Meta:
         model = Campaign
         fields = [
-            "name", "description", "guidelines", "pool_depth", "redundancy", "aggregation",
+            "name",
+            "description",
+            "guidelines",
+            "pool_depth",
+            "redundancy",
+            "aggregation",
             "leaderboard_visible_to_annotators",
         ]
         widgets = {
@@ -69,8 +76,7 @@ class BaseGradeFormSet(forms.BaseFormSet):
     def clean(self):
         if any(self.errors):
             return
-        values = [f.cleaned_data["value"] for f in self.forms
-                  if f.cleaned_data and not f.cleaned_data.get("DELETE")]
+        values = [f.cleaned_data["value"] for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         if len(values) != len(set(values)):
             raise ValidationError("each grade value may appear only once")
         if not values:
@@ -78,8 +84,11 @@ class BaseGradeFormSet(forms.BaseFormSet):
 
     def scale(self) -> list[dict]:
         return sorted(
-            ({k: f.cleaned_data[k] for k in ("value", "name", "description", "examples")}
-             for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")),
+            (
+                {k: f.cleaned_data[k] for k in ("value", "name", "description", "examples")}
+                for f in self.forms
+                if f.cleaned_data and not f.cleaned_data.get("DELETE")
+            ),
             key=lambda g: g["value"],
         )
 
@@ -105,15 +114,20 @@ class UploadForm(forms.Form):
     kind = forms.ChoiceField(choices=KINDS, widget=forms.HiddenInput)
     file = forms.FileField()
     system = forms.CharField(
-        required=False, max_length=100, label="system name",
+        required=False,
+        max_length=100,
+        label="system name",
         help_text="Runs only; defaults to the run's tag column (one system per tag).",
     )
     replace = forms.BooleanField(
-        required=False, label="replace a different run of the same system",
+        required=False,
+        label="replace a different run of the same system",
         help_text="Runs only. Scores and the leaderboard change; judgments are kept.",
     )
     annotator = forms.CharField(
-        required=False, max_length=150, label="judged by (username)",
+        required=False,
+        max_length=150,
+        label="judged by (username)",
         help_text="Qrels only: whose judgments these labels become. Defaults to you.",
     )
 
@@ -124,8 +138,12 @@ class UploadForm(forms.Form):
 
 class MyJudgmentsFilter(forms.Form):
     UNSURE = [("", "any"), ("yes", "unsure only"), ("no", "confident only")]
-    q = forms.CharField(required=False, label="search", max_length=200,
-                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, docid, note…"}))
+    q = forms.CharField(
+        required=False,
+        label="search",
+        max_length=200,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, docid, note…"}),
+    )
     query = forms.CharField(required=False, label="qid", max_length=100)
     grade = forms.IntegerField(required=False, min_value=0, max_value=100)
     unsure = forms.ChoiceField(required=False, choices=UNSURE)
@@ -133,5 +151,9 @@ class MyJudgmentsFilter(forms.Form):
     def filters(self) -> dict:
         data = self.cleaned_data if self.is_valid() else {}
         unsure = {"yes": True, "no": False}.get(data.get("unsure") or "")
-        return {"text": (data.get("q") or "").strip(), "grade": data.get("grade"), "unsure": unsure,
-                "qid": (data.get("query") or "").strip()}
+        return {
+            "text": (data.get("q") or "").strip(),
+            "grade": data.get("grade"),
+            "unsure": unsure,
+            "qid": (data.get("query") or "").strip(),
+        }

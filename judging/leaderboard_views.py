@@ -3,6 +3,7 @@
 Everything here reads through judging.scoring, which keeps per-query scores cached and rescored only for
 queries whose labels moved; numpy does the per-query work, and Python only builds the rows a page shows.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,19 +36,33 @@ INLINE_STATS_CELLS = 10_000  # systems x queries up to which CIs and tests are c
 STATS_MIN_AGE = 5.0  # seconds: stale statistics are recomputed at most this often...
 STATS_DUTY = 10  # ...and after at least this many times as long as they took: at most 10% of the time
 TIE = 1e-9
-BOOLEAN_VALUES = {"": False, "0": False, "false": False, "off": False, "no": False,
-                  "1": True, "true": True, "on": True, "yes": True}
+BOOLEAN_VALUES = {
+    "": False,
+    "0": False,
+    "false": False,
+    "off": False,
+    "no": False,
+    "1": True,
+    "true": True,
+    "on": True,
+    "yes": True,
+}
 
 
 # --------------------------------------------------------------------------- parameters
 
+
 class LeaderboardParamsForm(forms.Form):
     """The GET controls shared by every leaderboard page."""
 
-    k = forms.IntegerField(label="k", min_value=1, max_value=1000, required=False,
-                           help_text="Cutoff of P, R, F1, Hit, nDCG and Judged.")
-    gain = forms.ChoiceField(label="nDCG gain", required=False,
-                             choices=[("linear", "linear (label)"), ("exponential", "exponential (2^label − 1)")])
+    k = forms.IntegerField(
+        label="k", min_value=1, max_value=1000, required=False, help_text="Cutoff of P, R, F1, Hit, nDCG and Judged."
+    )
+    gain = forms.ChoiceField(
+        label="nDCG gain",
+        required=False,
+        choices=[("linear", "linear (label)"), ("exponential", "exponential (2^label − 1)")],
+    )
     threshold = forms.IntegerField(label="Relevant from grade", min_value=0, max_value=100, required=False)
     judged_only = forms.CharField(label="Condensed (judged only)", required=False)
     policy = forms.ChoiceField(label="Aggregation", required=False)
@@ -147,15 +162,33 @@ class Ctx:
 
     def base(self, **extra) -> dict:
         """Template context every leaderboard page shares (the campaign nav of base.html included)."""
-        return {"campaign": self.campaign, "role": self.role, "is_lead": self.is_lead, "can_see_leaderboard": True,
-                "nav": "leaderboard", "ctx": self, "form": self.form, "measure": self.measure,
-                "measure_choices": [(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
-                "policies": POLICIES, "urls": self.urls, "keep": [], **extra}
+        return {
+            "campaign": self.campaign,
+            "role": self.role,
+            "is_lead": self.is_lead,
+            "can_see_leaderboard": True,
+            "nav": "leaderboard",
+            "ctx": self,
+            "form": self.form,
+            "measure": self.measure,
+            "measure_choices": [(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
+            "policies": POLICIES,
+            "urls": self.urls,
+            "keep": [],
+            **extra,
+        }
 
     @property
     def urls(self) -> dict[str, str]:
-        names = ["leaderboard", "leaderboard_table", "leaderboard_stats", "leaderboard_significance",
-                 "leaderboard_pictures", "leaderboard_queries", "leaderboard_compare"]
+        names = [
+            "leaderboard",
+            "leaderboard_table",
+            "leaderboard_stats",
+            "leaderboard_significance",
+            "leaderboard_pictures",
+            "leaderboard_queries",
+            "leaderboard_compare",
+        ]
         urls = {n.removeprefix("leaderboard_") if n != "leaderboard" else "page": self.url(n) for n in names}
         for kind in ("bars", "distribution", "progress"):
             urls[f"chart_{kind}"] = self.url("leaderboard_chart", kind)
@@ -172,6 +205,7 @@ def leaderboard_page(*, drill: bool = False):
     on the leaderboard itself unless the campaign lets them see it (knowing who is winning biases
     judgments). Bad parameters get a 400 that says which and why.
     """
+
     def decorate(view):
         @wraps(view)
         def wrapped(request, slug: str, *args, **kwargs):
@@ -186,19 +220,26 @@ def leaderboard_page(*, drill: bool = False):
             if role is None:
                 raise Http404("No such campaign.")
             if drill and role != LEAD:
-                return _refuse(request, campaign, role, 403,
-                               "The per-query drill-down is for the campaign's leads only.")
+                return _refuse(
+                    request, campaign, role, 403, "The per-query drill-down is for the campaign's leads only."
+                )
             if role != LEAD and not campaign.leaderboard_visible_to_annotators:
-                return _refuse(request, campaign, role, 403,
-                               "The leads of this campaign keep the leaderboard hidden from annotators while "
-                               "judging is under way: knowing which system is winning biases judgments.")
+                return _refuse(
+                    request,
+                    campaign,
+                    role,
+                    403,
+                    "The leads of this campaign keep the leaderboard hidden from annotators while "
+                    "judging is under way: knowing which system is winning biases judgments.",
+                )
             max_grade = Grade.objects.filter(campaign=campaign).order_by("-value").values_list("value", flat=True)
             form = LeaderboardParamsForm(request.GET, campaign=campaign, max_grade=(max_grade.first() or 0))
             if not form.is_valid():
                 return _refuse(request, campaign, role, 400, "These leaderboard settings are not valid.", form=form)
             d = form.cleaned_data
-            params = scoring.Params(k=d["k"], gain=d["gain"], threshold=d["threshold"], judged_only=d["judged_only"],
-                                    policy=d["policy"])
+            params = scoring.Params(
+                k=d["k"], gain=d["gain"], threshold=d["threshold"], judged_only=d["judged_only"], policy=d["policy"]
+            )
             ctx = Ctx(campaign, role, params, d["measure"], d["measure_base"], form)
             return view(request, ctx, *args, **kwargs)
 
@@ -208,11 +249,19 @@ def leaderboard_page(*, drill: bool = False):
 
 
 def _refuse(request, campaign: Campaign, role: str, status: int, message: str, form=None) -> HttpResponse:
-    context = {"campaign": campaign, "role": role, "is_lead": role == LEAD, "nav": "leaderboard",
-               "can_see_leaderboard": role == LEAD or campaign.leaderboard_visible_to_annotators,
-               "status": status, "message": message, "form": form,
-               "errors": [(form.fields[f].label if f in form.fields else f, e) for f, es in form.errors.items()
-                          for e in es] if form is not None else []}
+    context = {
+        "campaign": campaign,
+        "role": role,
+        "is_lead": role == LEAD,
+        "nav": "leaderboard",
+        "can_see_leaderboard": role == LEAD or campaign.leaderboard_visible_to_annotators,
+        "status": status,
+        "message": message,
+        "form": form,
+        "errors": [(form.fields[f].label if f in form.fields else f, e) for f, es in form.errors.items() for e in es]
+        if form is not None
+        else [],
+    }
     template = "judging/_leaderboard_error.html" if request.htmx else "judging/leaderboard_error.html"
     return render(request, template, context, status=status)
 
@@ -250,6 +299,7 @@ def _handles_bad_args(view):
 
 
 # --------------------------------------------------------------------------- the leaderboard
+
 
 def _order(lb: scoring.Leaderboard, mi: int) -> np.ndarray:
     """Systems by the ranking measure, best first; ties by name."""
@@ -290,12 +340,18 @@ def _table_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
     for rank, s in enumerate(order.tolist(), start=1):
         judged = float(means[ji, s])
         row = {
-            "rank": rank, "name": names[s], "index": s,
+            "rank": rank,
+            "name": names[s],
+            "index": s,
             "ranked": float(means[mi, s]),
-            "values": [{"name": m, "value": float(means[i, s])}
-                       for i, m in enumerate(lb.measures) if i not in (mi, ji)],
-            "judged": judged, "judged_low": judged < JUDGED_WARNING, "answered": int(answered[s]),
-            "ci": None, "status": "",
+            "values": [
+                {"name": m, "value": float(means[i, s])} for i, m in enumerate(lb.measures) if i not in (mi, ji)
+            ],
+            "judged": judged,
+            "judged_low": judged < JUDGED_WARNING,
+            "answered": int(answered[s]),
+            "ci": None,
+            "status": "",
         }
         if stats is not None:
             row["ci"] = (float(stats.ci_low[s]), float(stats.ci_high[s])) if math.isfinite(stats.ci_low[s]) else None
@@ -305,19 +361,33 @@ def _table_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
                 row["status"] = "worse" if stats.worse[s] else "tied"
                 row["p"] = float(stats.p_vs_best[s])
         rows.append(row)
-    chart = charts.bar_chart(
-        [r["name"] for r in rows], [float(means[mi, r["index"]]) for r in rows], measure=ctx.measure,
-        low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
-        high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
-        status=[r["status"] for r in rows],
-    ) if rows else None
+    chart = (
+        charts.bar_chart(
+            [r["name"] for r in rows],
+            [float(means[mi, r["index"]]) for r in rows],
+            measure=ctx.measure,
+            low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
+            high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
+            status=[r["status"] for r in rows],
+        )
+        if rows
+        else None
+    )
     return {
-        "lb": lb, "rows": rows,
+        "lb": lb,
+        "rows": rows,
         "measures": [m for m in lb.measures if m not in (ctx.measure, f"Judged@{ctx.params.k}")],
-        "judged_name": f"Judged@{ctx.params.k}", "n_scored": lb.n_scored, "n_queries": len(lb.cube.query_ids),
-        "stats": stats, "stats_current": current, "stats_refresh": refresh, "chart": chart,
-        "any_judged_low": any(r["judged_low"] for r in rows), "judged_warning": JUDGED_WARNING,
-        "alpha": scoring.ALPHA, "server_ms": lb.seconds * 1000,
+        "judged_name": f"Judged@{ctx.params.k}",
+        "n_scored": lb.n_scored,
+        "n_queries": len(lb.cube.query_ids),
+        "stats": stats,
+        "stats_current": current,
+        "stats_refresh": refresh,
+        "chart": chart,
+        "any_judged_low": any(r["judged_low"] for r in rows),
+        "judged_warning": JUDGED_WARNING,
+        "alpha": scoring.ALPHA,
+        "server_ms": lb.seconds * 1000,
     }
 
 
@@ -376,14 +446,29 @@ def leaderboard_significance(request, ctx: Ctx):
                 continue
             p, d = float(pw.p[i, j]), float(pw.diff[i, j])
             sig = math.isfinite(p) and p < pw.alpha
-            cells.append({"p": p, "diff": d, "sig": sig,
-                          "cls": ("sig-better" if d > 0 else "sig-worse") if sig else "ns",
-                          "title": f"{names[i]} − {names[j]} = {d:+.4f}, adjusted p = {p:.4f}"})
+            cells.append(
+                {
+                    "p": p,
+                    "diff": d,
+                    "sig": sig,
+                    "cls": ("sig-better" if d > 0 else "sig-worse") if sig else "ns",
+                    "title": f"{names[i]} − {names[j]} = {d:+.4f}, adjusted p = {p:.4f}",
+                }
+            )
         rows.append({"name": names[i], "cells": cells})
     n_pairs = len(order) * (len(order) - 1) // 2
     n_sig = int(np.nansum(np.triu(pw.p < pw.alpha, 1))) if len(order) > 1 else 0
-    context = ctx.base(rows=rows, names=[names[i] for i in order], pw=pw, test=test, tests=scoring.TESTS,
-                       test_label=scoring.TESTS[test], n_pairs=n_pairs, n_sig=n_sig, tab="significance")
+    context = ctx.base(
+        rows=rows,
+        names=[names[i] for i in order],
+        pw=pw,
+        test=test,
+        tests=scoring.TESTS,
+        test_label=scoring.TESTS[test],
+        n_pairs=n_pairs,
+        n_sig=n_sig,
+        tab="significance",
+    )
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"
     return render(request, template, context)
 
@@ -392,10 +477,12 @@ def _pictures_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
     order = _order(lb, lb.measure_index(ctx.measure))
     timeline = scoring.judging_timeline(ctx.campaign)
     return {
-        "distribution": charts.distribution_chart([lb.cube.system_names[s] for s in order.tolist()],
-                                                  lb.per_query(ctx.measure)[order], measure=ctx.measure),
-        "progress": charts.progress_chart(timeline.times, timeline.cumulative, goal=timeline.goal,
-                                          bucket=timeline.bucket),
+        "distribution": charts.distribution_chart(
+            [lb.cube.system_names[s] for s in order.tolist()], lb.per_query(ctx.measure)[order], measure=ctx.measure
+        ),
+        "progress": charts.progress_chart(
+            timeline.times, timeline.cumulative, goal=timeline.goal, bucket=timeline.bucket
+        ),
     }
 
 
@@ -407,6 +494,7 @@ def leaderboard_pictures(request, ctx: Ctx):
 
 
 # --------------------------------------------------------------------------- drill-down (leads only)
+
 
 def _query_texts(query_ids: np.ndarray) -> dict[int, str]:
     """Text of the queries on one page (one small query)."""
@@ -442,8 +530,11 @@ def leaderboard_queries(request, ctx: Ctx):
         matching = np.flatnonzero(np.char.find(np.char.lower(qids.astype(str)), search.lower()) >= 0)
     mean = values.mean(axis=0) if values.size else np.zeros(scored.size)
     key = {
-        "qid": None, "hardest": mean, "easiest": -mean,
-        "spread": -values.std(axis=0) if values.size else mean, "judged": judged,
+        "qid": None,
+        "hardest": mean,
+        "easiest": -mean,
+        "spread": -values.std(axis=0) if values.size else mean,
+        "judged": judged,
     }[sort]
     if key is None:
         matching = matching[np.argsort(qids[matching].astype(str), kind="stable")]
@@ -456,16 +547,34 @@ def leaderboard_queries(request, ctx: Ctx):
     rows = []
     for col, i in enumerate(shown.tolist()):
         cells = [{"value": float(values[s, i]), "cls": classes[s, col]} for s in range(len(order))]
-        rows.append({"qid": qids[i], "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""), "cells": cells,
-                     "mean": float(mean[i]), "mean_cls": charts.heat_class(float(mean[i])),
-                     "judged": float(judged[i]), "judged_low": judged[i] < JUDGED_WARNING})
+        rows.append(
+            {
+                "qid": qids[i],
+                "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""),
+                "cells": cells,
+                "mean": float(mean[i]),
+                "mean_cls": charts.heat_class(float(mean[i])),
+                "judged": float(judged[i]),
+                "judged_low": judged[i] < JUDGED_WARNING,
+            }
+        )
     context = ctx.base(
-        rows=rows, systems=[lb.cube.system_names[s] for s in order.tolist()],
-        system_means=[float(lb.means()[mi, s]) for s in order.tolist()], page=page, sort=sort, sorts=SORTS,
-        search=search, n_scored=scored.size, n_matching=matching.size, n_queries=len(lb.cube.query_ids),
-        page_query=urlencode({**ctx.query, **({"sort": sort} if sort != "qid" else {}),
-                              **({"q": search} if search else {})}),
-        judged_warning=JUDGED_WARNING, judged_name=f"Judged@{ctx.params.k}", tab="queries",
+        rows=rows,
+        systems=[lb.cube.system_names[s] for s in order.tolist()],
+        system_means=[float(lb.means()[mi, s]) for s in order.tolist()],
+        page=page,
+        sort=sort,
+        sorts=SORTS,
+        search=search,
+        n_scored=scored.size,
+        n_matching=matching.size,
+        n_queries=len(lb.cube.query_ids),
+        page_query=urlencode(
+            {**ctx.query, **({"sort": sort} if sort != "qid" else {}), **({"q": search} if search else {})}
+        ),
+        judged_warning=JUDGED_WARNING,
+        judged_name=f"Judged@{ctx.params.k}",
+        tab="queries",
         keep=[(k, v) for k, v in (("sort", sort), ("q", search)) if v and v != "qid"],
     )
     return render(request, "judging/leaderboard_queries.html", context)
@@ -507,34 +616,71 @@ def leaderboard_query(request, ctx: Ctx, qid: str):
             kind, text = "unsure", "?"
         else:
             kind, text = "unjudged", "–"
-        return {"docid": docid, "title": title, "url": url, "label": label, "kind": kind, "text": text,
-                "grade": grades.get(label, "")}
+        return {
+            "docid": docid,
+            "title": title,
+            "url": url,
+            "label": label,
+            "kind": kind,
+            "text": text,
+            "grade": grades.get(label, ""),
+        }
 
     labels, docs = detail.labels.tolist(), detail.doc_ids.tolist()
-    ranks = [{"rank": r + 1, "cells": [cell(docs[s][r], labels[s][r]) for s in range(len(systems))]}
-             for r in range(depth)]
+    ranks = [
+        {"rank": r + 1, "cells": [cell(docs[s][r], labels[s][r]) for s in range(len(systems))]} for r in range(depth)
+    ]
     scores = lb.table.scores[:, systems, q]  # (M, S)
-    columns = [{"name": lb.cube.system_names[s],
-                "scores": [(m, float(scores[i, c])) for i, m in enumerate(lb.measures)],
-                "length": int((lb.cube.doc_ids[s, q] >= 0).sum()),
-                "judged": float(scores[lb.measure_index(f"Judged@{ctx.params.k}"), c])}
-               for c, s in enumerate(systems.tolist())]
+    columns = [
+        {
+            "name": lb.cube.system_names[s],
+            "scores": [(m, float(scores[i, c])) for i, m in enumerate(lb.measures)],
+            "length": int((lb.cube.doc_ids[s, q] >= 0).sum()),
+            "judged": float(scores[lb.measure_index(f"Judged@{ctx.params.k}"), c]),
+        }
+        for c, s in enumerate(systems.tolist())
+    ]
     # neighbours in qid order among the scored queries, for stepping through
     scored_qids = np.sort(np.array(lb.cube.qids, dtype=str)[lb.table.labelled])
     before, after = np.searchsorted(scored_qids, qid, "left"), np.searchsorted(scored_qids, qid, "right")
     prev_qid = str(scored_qids[before - 1]) if before > 0 else None
     next_qid = str(scored_qids[after]) if after < scored_qids.size else None
     context = ctx.base(
-        query=query, columns=columns, ranks=ranks, depth=depth, depth_max=depth_max, threshold=threshold,
-        qrels=[{"docid": detail.documents.get(d, ("?", "", ""))[0], "title": detail.documents.get(d, ("", "", ""))[1],
-                "label": g, "grade": grades.get(g, ""), "rel": g >= threshold} for d, g in detail.qrels],
-        unretrieved=[{"docid": detail.documents.get(d, ("?", "", ""))[0],
-                      "title": detail.documents.get(d, ("", "", ""))[1], "label": g} for d, g in detail.unretrieved],
-        labelled=bool(lb.table.labelled[q]), selected=wanted, all_systems=[lb.cube.system_names[s] for s in order],
-        prev_qid=prev_qid, next_qid=next_qid, n_unsure=len(detail.unsure), tab="queries",
+        query=query,
+        columns=columns,
+        ranks=ranks,
+        depth=depth,
+        depth_max=depth_max,
+        threshold=threshold,
+        qrels=[
+            {
+                "docid": detail.documents.get(d, ("?", "", ""))[0],
+                "title": detail.documents.get(d, ("", "", ""))[1],
+                "label": g,
+                "grade": grades.get(g, ""),
+                "rel": g >= threshold,
+            }
+            for d, g in detail.qrels
+        ],
+        unretrieved=[
+            {
+                "docid": detail.documents.get(d, ("?", "", ""))[0],
+                "title": detail.documents.get(d, ("", "", ""))[1],
+                "label": g,
+            }
+            for d, g in detail.unretrieved
+        ],
+        labelled=bool(lb.table.labelled[q]),
+        selected=wanted,
+        all_systems=[lb.cube.system_names[s] for s in order],
+        prev_qid=prev_qid,
+        next_qid=next_qid,
+        n_unsure=len(detail.unsure),
+        tab="queries",
         depth_choices=sorted({10, 20, 50, 100, depth_max, depth}),
-        step_query=urlencode({**ctx.query, **({"depth": depth} if "depth" in request.GET else {}), "s": wanted},
-                             doseq=True),
+        step_query=urlencode(
+            {**ctx.query, **({"depth": depth} if "depth" in request.GET else {}), "s": wanted}, doseq=True
+        ),
     )
     return render(request, "judging/leaderboard_query.html", context)
 
@@ -566,10 +712,17 @@ def leaderboard_compare(request, ctx: Ctx):
     scored = np.flatnonzero(lb.table.labelled)
     diff = x[a] - x[b] if x.size else np.zeros(0)
     wins, losses = int((diff > TIE).sum()), int((diff < -TIE).sum())
-    summary = {"a": lb.cube.system_names[a], "b": lb.cube.system_names[b], "n": int(diff.size),
-               "wins": wins, "losses": losses, "ties": int(diff.size) - wins - losses,
-               "mean_a": float(x[a].mean()) if diff.size else 0.0, "mean_b": float(x[b].mean()) if diff.size else 0.0,
-               "mean_diff": float(diff.mean()) if diff.size else 0.0}
+    summary = {
+        "a": lb.cube.system_names[a],
+        "b": lb.cube.system_names[b],
+        "n": int(diff.size),
+        "wins": wins,
+        "losses": losses,
+        "ties": int(diff.size) - wins - losses,
+        "mean_a": float(x[a].mean()) if diff.size else 0.0,
+        "mean_b": float(x[b].mean()) if diff.size else 0.0,
+        "mean_diff": float(diff.mean()) if diff.size else 0.0,
+    }
     if diff.size >= 2:
         summary["p_perm"] = metrics.permutation_test(x[a], x[b], n_permutations=10000, seed=0)
         summary["p_t"] = float(metrics.paired_ttest(x[a], x[b])[1])
@@ -581,16 +734,29 @@ def leaderboard_compare(request, ctx: Ctx):
     page = Paginator(ranked, PAGE_SIZE).get_page(request.GET.get("page"))
     shown = np.asarray(page.object_list, dtype=np.intp)
     texts = _query_texts(lb.cube.query_ids[scored[shown]])
-    rows = [{"qid": qids[i], "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""), "a": float(x[a, i]),
-             "b": float(x[b, i]), "diff": float(diff[i]),
-             "outcome": "win" if diff[i] > TIE else "loss" if diff[i] < -TIE else "tie",
-             "judged_a": float(lb.table.scores[ji, a, scored[i]]), "judged_b": float(lb.table.scores[ji, b, scored[i]])}
-            for i in shown.tolist()]
+    rows = [
+        {
+            "qid": qids[i],
+            "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""),
+            "a": float(x[a, i]),
+            "b": float(x[b, i]),
+            "diff": float(diff[i]),
+            "outcome": "win" if diff[i] > TIE else "loss" if diff[i] < -TIE else "tie",
+            "judged_a": float(lb.table.scores[ji, a, scored[i]]),
+            "judged_b": float(lb.table.scores[ji, b, scored[i]]),
+        }
+        for i in shown.tolist()
+    ]
     context = ctx.base(
-        s=summary, rows=rows, page=page, systems=[lb.cube.system_names[s] for s in order.tolist()],
+        s=summary,
+        rows=rows,
+        page=page,
+        systems=[lb.cube.system_names[s] for s in order.tolist()],
         chart=charts.difference_chart(diff, a=summary["a"], b=summary["b"], measure=ctx.measure),
         page_query=urlencode({**ctx.query, "a": summary["a"], "b": summary["b"]}),
-        judged_warning=JUDGED_WARNING, tab="compare", keep=[("a", summary["a"]), ("b", summary["b"])],
+        judged_warning=JUDGED_WARNING,
+        tab="compare",
+        keep=[("a", summary["a"]), ("b", summary["b"])],
         chart_url=ctx.url("leaderboard_chart", "differences", a=summary["a"], b=summary["b"]),
         pair_query=urlencode({**ctx.query, "s": [summary["a"], summary["b"]]}, doseq=True),
     )
@@ -621,11 +787,17 @@ def leaderboard_chart(request, ctx: Ctx, kind: str):
             means = lb.means()[mi][order]
             status = None
             if stats is not None:
-                status = ["best" if s == stats.best else ("worse" if stats.worse[s] else "tied")
-                          for s in order.tolist()]
-            svg = charts.bar_chart(names, means.tolist(), measure=ctx.measure,
-                                   low=stats.ci_low[order].tolist() if stats else None,
-                                   high=stats.ci_high[order].tolist() if stats else None, status=status)
+                status = [
+                    "best" if s == stats.best else ("worse" if stats.worse[s] else "tied") for s in order.tolist()
+                ]
+            svg = charts.bar_chart(
+                names,
+                means.tolist(),
+                measure=ctx.measure,
+                low=stats.ci_low[order].tolist() if stats else None,
+                high=stats.ci_high[order].tolist() if stats else None,
+                status=status,
+            )
         elif kind == "distribution":
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)
         else:
@@ -633,8 +805,9 @@ def leaderboard_chart(request, ctx: Ctx, kind: str):
                 return _refuse(request, ctx.campaign, ctx.role, 403, "Head-to-head charts are for leads only.")
             a, b = _two_systems(request, lb, order)
             x = lb.per_query(ctx.measure)
-            svg = charts.difference_chart(x[a] - x[b], a=lb.cube.system_names[a], b=lb.cube.system_names[b],
-                                          measure=ctx.measure)
+            svg = charts.difference_chart(
+                x[a] - x[b], a=lb.cube.system_names[a], b=lb.cube.system_names[b], measure=ctx.measure
+            )
     response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, no-cache"
     return response

@@ -1,4 +1,5 @@
 """Campaigns, queries, documents, systems, runs, pool pairs and judgments."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,27 +42,36 @@ class Campaign(models.Model):
     description = models.TextField("description", blank=True)
     guidelines = models.TextField("guidelines", blank=True, help_text="Shown beside every pair while judging.")
     pool_depth = models.PositiveIntegerField(
-        "pool depth", default=10, validators=[MinValueValidator(1), MaxValueValidator(10_000)],
+        "pool depth",
+        default=10,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000)],
         help_text="Each run's top k documents per query are pooled for judging.",
     )
     redundancy = models.PositiveSmallIntegerField(
         "annotators per pair", default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
     overlap_percent = models.PositiveSmallIntegerField(
-        "overlap sample (%)", default=0, validators=[MaxValueValidator(100)],
+        "overlap sample (%)",
+        default=0,
+        validators=[MaxValueValidator(100)],
         help_text="Share of pairs judged by every annotator, to measure agreement (e.g. 10).",
     )
     aggregation = models.CharField(
         "aggregation policy", max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
     )
     leaderboard_visible_to_annotators = models.BooleanField(
-        "annotators may see the leaderboard", default=False,
+        "annotators may see the leaderboard",
+        default=False,
         help_text="Off by default: knowing which system is winning biases judgments.",
     )
     created_at = models.DateTimeField("created", auto_now_add=True)
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="created by", on_delete=models.SET_NULL, null=True,
-        blank=True, related_name="+",
+        settings.AUTH_USER_MODEL,
+        verbose_name="created by",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
     )
 
     class Meta:
@@ -166,9 +176,7 @@ class Document(models.Model):
         verbose_name = "document"
         verbose_name_plural = "documents"
         ordering = ["campaign", "docid"]
-        constraints = [
-            models.UniqueConstraint(fields=["campaign", "docid"], name="document_unique_docid_per_campaign")
-        ]
+        constraints = [models.UniqueConstraint(fields=["campaign", "docid"], name="document_unique_docid_per_campaign")]
 
     def __str__(self) -> str:
         return self.docid
@@ -183,7 +191,9 @@ class System(models.Model):
     imported_at = models.DateTimeField("imported", auto_now_add=True)
     entries = models.PositiveIntegerField("ranked entries", default=0)
     fingerprint = models.CharField(
-        "content fingerprint", max_length=64, blank=True,
+        "content fingerprint",
+        max_length=64,
+        blank=True,
         help_text="Hash of the imported rankings: re-importing the same run is a no-op.",
     )
 
@@ -234,7 +244,8 @@ class Pair(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pairs")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs")
     pooled = models.BooleanField(
-        "in the pool", default=True,
+        "in the pool",
+        default=True,
         help_text="False for pairs that exist only because imported qrels labelled them.",
     )
     # The label the scorer uses, kept in step with the judgments by the services (aggregated under
@@ -242,7 +253,9 @@ class Pair(models.Model):
     label = models.SmallIntegerField("label", null=True, blank=True)
     adjudicated = models.BooleanField("adjudicated by a lead", default=False)
     gold_label = models.SmallIntegerField(
-        "gold label", null=True, blank=True,
+        "gold label",
+        null=True,
+        blank=True,
         help_text="Set by a lead in advance to measure each annotator's accuracy; not shown to annotators.",
     )
     judgment_count = models.PositiveSmallIntegerField("judgments", default=0)
@@ -269,12 +282,20 @@ class Judgment(models.Model):
     # RESTRICT, not PROTECT: a grade in use cannot be deleted on its own, but deleting the whole
     # campaign (which deletes these judgments too) still works.
     grade = models.ForeignKey(
-        Grade, on_delete=models.RESTRICT, null=True, blank=True, related_name="+",
+        Grade,
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="Empty when the annotator is unsure.",
     )
     unsure = models.BooleanField("unsure", default=False)
     tentative_grade = models.ForeignKey(
-        Grade, on_delete=models.RESTRICT, null=True, blank=True, related_name="+",
+        Grade,
+        on_delete=models.RESTRICT,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="An unsure annotator's best guess; kept and exported, not scored by default.",
     )
     note = models.TextField("note", blank=True)
@@ -290,8 +311,10 @@ class Judgment(models.Model):
             models.UniqueConstraint(fields=["pair", "annotator"], name="judgment_unique_pair_annotator"),
             # Confident: a grade and no tentative grade. Unsure: no grade (maybe a tentative one).
             models.CheckConstraint(
-                condition=(Q(unsure=False, grade__isnull=False, tentative_grade__isnull=True)
-                           | Q(unsure=True, grade__isnull=True)),
+                condition=(
+                    Q(unsure=False, grade__isnull=False, tentative_grade__isnull=True)
+                    | Q(unsure=True, grade__isnull=True)
+                ),
                 name="judgment_grade_xor_unsure",
             ),
             models.CheckConstraint(condition=Q(seconds_spent__gte=0), name="judgment_seconds_nonnegative"),

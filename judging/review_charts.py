@@ -3,6 +3,7 @@
 Every function takes plain numbers and names and returns markup that is safe to put in a template: each
 name and grade it draws is escaped here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ NAME_CHARS = 18
 
 
 def _short(name: str) -> str:
-    return name if len(name) <= NAME_CHARS else name[:NAME_CHARS - 1] + "…"
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
 def _shade(count: int, top: int, diagonal: bool) -> tuple[str, str]:
@@ -35,8 +36,14 @@ def _shade(count: int, top: int, diagonal: bool) -> tuple[str, str]:
     return palette[step], "#ffffff" if step >= 5 else INK
 
 
-def confusion_svg(matrix: Sequence[Sequence[int]], categories: Sequence[int], *, row_name: str, col_name: str,
-                  grade_names: dict[int, str] | None = None) -> SafeString:
+def confusion_svg(
+    matrix: Sequence[Sequence[int]],
+    categories: Sequence[int],
+    *,
+    row_name: str,
+    col_name: str,
+    grade_names: dict[int, str] | None = None,
+) -> SafeString:
     """A C x C heatmap of two annotators' grades: rows are ``row_name``'s grade, columns ``col_name``'s.
 
     Each cell shows its count; its tooltip says what the cell means in words. The diagonal (both gave the
@@ -60,8 +67,10 @@ def confusion_svg(matrix: Sequence[Sequence[int]], categories: Sequence[int], *,
         f'fill="{INK}" font-weight="600">{a} →</text>',
     ]
     for j, c in enumerate(cats):
-        body.append(f'<text x="{left + j * CELL + CELL / 2:.0f}" y="{top_margin - 8}" text-anchor="middle" '
-                    f'fill="{MUTED}">{c}</text>')
+        body.append(
+            f'<text x="{left + j * CELL + CELL / 2:.0f}" y="{top_margin - 8}" text-anchor="middle" '
+            f'fill="{MUTED}">{c}</text>'
+        )
     for i, r in enumerate(cats):
         y = top_margin + i * CELL
         body.append(f'<text x="{left - 8}" y="{y + CELL / 2 + 4:.0f}" text-anchor="end" fill="{MUTED}">{r}</text>')
@@ -70,11 +79,13 @@ def confusion_svg(matrix: Sequence[Sequence[int]], categories: Sequence[int], *,
             count = counts[i][j] if i < len(counts) and j < len(counts[i]) else 0
             fill, ink = _shade(count, top, i == j)
             share = f" ({count / total:.0%})" if total else ""
-            tip = (f"{_short(row_name)} gave {r}{' – ' + names[r] if r in names else ''}, "
-                   f"{_short(col_name)} gave {c}{' – ' + names[c] if c in names else ''}: "
-                   f"{count} pair{'s' if count != 1 else ''}{share}")
+            tip = (
+                f"{_short(row_name)} gave {r}{' – ' + names[r] if r in names else ''}, "
+                f"{_short(col_name)} gave {c}{' – ' + names[c] if c in names else ''}: "
+                f"{count} pair{'s' if count != 1 else ''}{share}"
+            )
             body.append(
-                f'<g><title>{escape(tip)}</title>'
+                f"<g><title>{escape(tip)}</title>"
                 f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{fill}" stroke="{LINE}"/>'
                 f'<text x="{x + CELL / 2:.0f}" y="{y + CELL / 2 + 5:.0f}" text-anchor="middle" fill="{ink}" '
                 f'font-size="14" font-weight="{600 if count else 400}">{count}</text></g>'
@@ -83,8 +94,10 @@ def confusion_svg(matrix: Sequence[Sequence[int]], categories: Sequence[int], *,
     outline = " ".join(f"M{left + k * CELL} {top_margin + k * CELL}h{CELL}v{CELL}h-{CELL}z" for k in range(n_cat))
     body.append(f'<path d="{outline}" fill="none" stroke="#2f5d8a" stroke-width="1.5"/>')
     diagonal = sum(counts[k][k] for k in range(min(n_cat, len(counts))))
-    label = (f"Confusion matrix of {row_name} (rows) against {col_name} (columns) over {total} pairs both graded; "
-             f"they gave the same grade to {diagonal}.")
+    label = (
+        f"Confusion matrix of {row_name} (rows) against {col_name} (columns) over {total} pairs both graded; "
+        f"they gave the same grade to {diagonal}."
+    )
     return mark_safe(
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="{escape(label)}" class="rv-confusion" font-family="{FONT}" font-size="12">'

@@ -1,4 +1,5 @@
 """URLs of the leads' review, agreement and annotator-quality pages (appended to judging/urls.py)."""
+
 from django.urls import path
 
 from judging import review_views as views

@@ -1,4 +1,5 @@
 """Leads' pages for resolving and measuring judgments: the review queue, agreement and annotator quality."""
+
 from __future__ import annotations
 
 import hashlib
@@ -53,6 +54,7 @@ GOLD_SEARCH_LIMIT = 50
 
 # --------------------------------------------------------------------------- access and context
 
+
 def lead_page(view):
     """Login required (401 for an htmx request, which must not swap a login form into the page), then
     404 for non-members (they cannot tell the campaign exists) and 403 for annotators."""
@@ -75,14 +77,22 @@ def lead_page(view):
 
 
 def _context(campaign: Campaign, nav: str, **extra) -> dict:
-    return {"campaign": campaign, "role": LEAD, "is_lead": True, "can_see_leaderboard": True, "nav": nav,
-            "leaderboard_url": f"/campaigns/{campaign.slug}/leaderboard/", **extra}
+    return {
+        "campaign": campaign,
+        "role": LEAD,
+        "is_lead": True,
+        "can_see_leaderboard": True,
+        "nav": nav,
+        "leaderboard_url": f"/campaigns/{campaign.slug}/leaderboard/",
+        **extra,
+    }
 
 
 def _back(request, default: str) -> str:
     back = request.POST.get("back", "")
-    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()},
-                                                require_https=request.is_secure()):
+    if back and url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return back
     return default
 
@@ -110,10 +120,15 @@ def _pair_or_404(campaign: Campaign, pair_id: int) -> Pair:
 
 # --------------------------------------------------------------------------- review queue
 
+
 class ReviewFilter(forms.Form):
     kind = forms.ChoiceField(choices=list(KINDS.items()), required=False)
-    q = forms.CharField(label="Query", required=False, max_length=200,
-                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "qid or words of the query"}))
+    q = forms.CharField(
+        label="Query",
+        required=False,
+        max_length=200,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "qid or words of the query"}),
+    )
 
     def values(self) -> tuple[str, str]:
         if not self.is_valid():
@@ -179,10 +194,16 @@ def _queue_counts(campaign: Campaign) -> dict[str, int]:
     disputed = set(disputed_pair_ids(campaign=campaign))
     unsure = set(
         Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
-        .order_by().values_list("pair_id", flat=True).distinct()
+        .order_by()
+        .values_list("pair_id", flat=True)
+        .distinct()
     )
-    return {"all": len(disputed | unsure), "unsure": len(unsure), "disputed": len(disputed),
-            "decided": Adjudication.objects.filter(pair__campaign=campaign).count()}
+    return {
+        "all": len(disputed | unsure),
+        "unsure": len(unsure),
+        "disputed": len(disputed),
+        "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
+    }
 
 
 @lead_page
@@ -201,20 +222,42 @@ def review(request, campaign: Campaign):
     page = Paginator(_with_judgments(qs), PAGE_SIZE).get_page(request.GET.get("page"))
     query_string = request.GET.copy()
     query_string.pop("page", None)
-    return render(request, "judging/review.html", _context(
-        campaign, "review", filters=filters, kind=kind, q=q, kind_label=KINDS[kind],
-        tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items()],
-        page=page, rows=[_row(p) for p in page], grades=list(campaign.grades.all()),
-        query_string=query_string.urlencode(), back=request.get_full_path(),
-    ))
+    return render(
+        request,
+        "judging/review.html",
+        _context(
+            campaign,
+            "review",
+            filters=filters,
+            kind=kind,
+            q=q,
+            kind_label=KINDS[kind],
+            tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items()],
+            page=page,
+            rows=[_row(p) for p in page],
+            grades=list(campaign.grades.all()),
+            query_string=query_string.urlencode(),
+            back=request.get_full_path(),
+        ),
+    )
 
 
 def _row_response(request, campaign: Campaign, pair: Pair, *, status: int = 200, **extra):
     fresh = _with_judgments(Pair.objects.filter(id=pair.id)).get()
-    response = render(request, "judging/_review_row.html", _context(
-        campaign, "review", row=_row(fresh), grades=list(campaign.grades.all()), swapped=True,
-        back=_back(request, reverse("judging:review", args=[campaign.slug])), **extra,
-    ), status=status)
+    response = render(
+        request,
+        "judging/_review_row.html",
+        _context(
+            campaign,
+            "review",
+            row=_row(fresh),
+            grades=list(campaign.grades.all()),
+            swapped=True,
+            back=_back(request, reverse("judging:review", args=[campaign.slug])),
+            **extra,
+        ),
+        status=status,
+    )
     patch_vary_headers(response, ("HX-Request",))
     return response
 
@@ -228,8 +271,9 @@ def review_decide(request, campaign: Campaign, pair_id: int):
     error = None
     if form.is_valid():
         try:
-            adjudication = adjudication_set(pair=pair, lead=request.user, grade=form.cleaned_data["grade"],
-                                            note=form.cleaned_data["note"])
+            adjudication = adjudication_set(
+                pair=pair, lead=request.user, grade=form.cleaned_data["grade"], note=form.cleaned_data["note"]
+            )
         except ValidationError as exc:
             error = "; ".join(exc.messages)
     else:
@@ -238,8 +282,11 @@ def review_decide(request, campaign: Campaign, pair_id: int):
         if error:
             messages.error(request, f"Not decided: {error}")
         else:
-            messages.success(request, f"Decided {pair.query.qid} / {pair.document.docid}: "
-                                      f"{adjudication.grade.value} – {adjudication.grade.name}.")
+            messages.success(
+                request,
+                f"Decided {pair.query.qid} / {pair.document.docid}: "
+                f"{adjudication.grade.value} – {adjudication.grade.name}.",
+            )
         return redirect(_back(request, reverse("judging:review", args=[campaign.slug])))
     if error:
         return _row_response(request, campaign, pair, status=422, error=f"Not decided: {error}")
@@ -261,8 +308,10 @@ def review_withdraw(request, campaign: Campaign, pair_id: int):
 
 # --------------------------------------------------------------------------- agreement
 
-def _raw_agreement_ci(values: np.ndarray, categories: list[int], *, n_resamples: int,
-                      seed: int = 0) -> tuple[float, float]:
+
+def _raw_agreement_ci(
+    values: np.ndarray, categories: list[int], *, n_resamples: int, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap 95% interval of the overall raw agreement, resampling items.
 
     Raw agreement is the share of pairable rating pairs that agree, tr(o) / sum(o) of Krippendorff's
@@ -282,10 +331,11 @@ def _raw_agreement_ci(values: np.ndarray, categories: list[int], *, n_resamples:
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
         drawn = rng.integers(0, n_items, size=(size, n_items))
-        times = np.bincount((drawn + (np.arange(size) * n_items)[:, None]).ravel(),
-                            minlength=size * n_items).reshape(size, n_items)
+        times = np.bincount((drawn + (np.arange(size) * n_items)[:, None]).ravel(), minlength=size * n_items).reshape(
+            size, n_items
+        )
         sums = times.astype(np.float64) @ parts
-        stats[start:start + size] = sums[:, 0] / sums[:, 1]
+        stats[start : start + size] = sums[:, 0] / sums[:, 1]
     low, high = np.quantile(stats, [0.025, 0.975])
     return (float(low), float(high))
 
@@ -296,7 +346,9 @@ def agreement_cached(campaign: Campaign) -> dict:
     The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
     writes (a qrels re-import) change grades without touching updated_at, but always add a revision."""
     stamp = Judgment.objects.filter(pair__campaign=campaign).aggregate(
-        n=Count("id", distinct=True), last=Max("updated_at"), rev=Max("revisions__id"),
+        n=Count("id", distinct=True),
+        last=Max("updated_at"),
+        rev=Max("revisions__id"),
     )
     raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], AGREEMENT_RESAMPLES))
     key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
@@ -306,8 +358,9 @@ def agreement_cached(campaign: Campaign) -> dict:
         if data["overall"] is not None:
             r = ratings_matrix(campaign=campaign)
             rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2
-            data["overall"]["raw_ci"] = _raw_agreement_ci(r.values[rated_twice], r.categories,
-                                                          n_resamples=AGREEMENT_RESAMPLES)
+            data["overall"]["raw_ci"] = _raw_agreement_ci(
+                r.values[rated_twice], r.categories, n_resamples=AGREEMENT_RESAMPLES
+            )
         cache.set(key, data, AGREEMENT_CACHE_SECONDS)
     return data
 
@@ -331,13 +384,20 @@ def _stability_rows(campaign: Campaign, measure: str) -> list[dict]:
     place = {name: i for i, name in enumerate(base)}
 
     def moves(ranking: list[str]) -> list[dict]:
-        return [{"name": name, "move": place.get(name, i) - i, "steps": abs(place.get(name, i) - i)}
-                for i, name in enumerate(ranking)]
+        return [
+            {"name": name, "move": place.get(name, i) - i, "steps": abs(place.get(name, i) - i)}
+            for i, name in enumerate(ranking)
+        ]
 
     return [
-        {"policy": r["policy"], "label": labels.get(r["policy"], r["policy"]), "tau": _fmt(r["tau"]),
-         "current": r["current"], "moved": math.isfinite(r["tau"]) and r["tau"] < 1 - 1e-9,
-         "ranking": moves(r["ranking"])}
+        {
+            "policy": r["policy"],
+            "label": labels.get(r["policy"], r["policy"]),
+            "tau": _fmt(r["tau"]),
+            "current": r["current"],
+            "moved": math.isfinite(r["tau"]) and r["tau"] < 1 - 1e-9,
+            "ranking": moves(r["ranking"]),
+        }
         for r in rows
     ]
 
@@ -357,32 +417,68 @@ def agreement(request, campaign: Campaign):
     if data["overall"] is not None:
         o = data["overall"]
         overall = {
-            "alpha": _fmt(o["alpha"]), "alpha_ci": _ci(o["alpha_ci"]), "alpha_reading": _alpha_reading(o["alpha"]),
-            "fleiss": _fmt(o["fleiss"]), "fleiss_ci": _ci(o["fleiss_ci"]),
-            "raw": _fmt(o["raw"]), "raw_ci": _ci(o.get("raw_ci", (math.nan, math.nan))),
+            "alpha": _fmt(o["alpha"]),
+            "alpha_ci": _ci(o["alpha_ci"]),
+            "alpha_reading": _alpha_reading(o["alpha"]),
+            "fleiss": _fmt(o["fleiss"]),
+            "fleiss_ci": _ci(o["fleiss_ci"]),
+            "raw": _fmt(o["raw"]),
+            "raw_ci": _ci(o.get("raw_ci", (math.nan, math.nan))),
         }
     pairs = [
-        {"a": p["a"], "b": p["b"], "n": p["n"], "raw": _fmt(p["raw"]), "kappa": _fmt(p["kappa"]),
-         "kappa_ci": _ci(p["kappa_ci"]), "qwk": _fmt(p["qwk"]), "qwk_ci": _ci(p["qwk_ci"]),
-         "svg": review_charts.confusion_svg(p["confusion"], data["categories"], row_name=p["a"], col_name=p["b"],
-                                            grade_names=names) if p["n"] else None}
+        {
+            "a": p["a"],
+            "b": p["b"],
+            "n": p["n"],
+            "raw": _fmt(p["raw"]),
+            "kappa": _fmt(p["kappa"]),
+            "kappa_ci": _ci(p["kappa_ci"]),
+            "qwk": _fmt(p["qwk"]),
+            "qwk_ci": _ci(p["qwk_ci"]),
+            "svg": review_charts.confusion_svg(
+                p["confusion"], data["categories"], row_name=p["a"], col_name=p["b"], grade_names=names
+            )
+            if p["n"]
+            else None,
+        }
         for p in data["pairs"]
     ]
     queries = Paginator(data["queries"], PAGE_SIZE).get_page(request.GET.get("page"))
-    query_rows = [{"qid": q["qid"], "items": q["items"], "alpha": _fmt(q["alpha"]), "raw": _pct(q["raw"]),
-                   "low": math.isfinite(q["alpha"]) and q["alpha"] < 0.667} for q in queries]
+    query_rows = [
+        {
+            "qid": q["qid"],
+            "items": q["items"],
+            "alpha": _fmt(q["alpha"]),
+            "raw": _pct(q["raw"]),
+            "low": math.isfinite(q["alpha"]) and q["alpha"] < 0.667,
+        }
+        for q in queries
+    ]
 
     measures = [m for m in measure_names(STABILITY_K) if not m.startswith("Judged")]
     measure = request.GET.get("measure") if request.GET.get("measure") in measures else f"nDCG@{STABILITY_K}"
     stability = _stability_rows(campaign, measure) if campaign.systems.exists() else []
     query_string = request.GET.copy()
     query_string.pop("page", None)
-    return render(request, "judging/agreement.html", _context(
-        campaign, "agreement", data=data, overall=overall, pairs=pairs, queries=queries, query_rows=query_rows,
-        stability=stability, measure=measure, measures=measures,
-        policy_form=PolicyForm(initial={"policy": campaign.aggregation}),
-        policy_label=campaign.get_aggregation_display(), query_string=query_string.urlencode(),
-    ))
+    return render(
+        request,
+        "judging/agreement.html",
+        _context(
+            campaign,
+            "agreement",
+            data=data,
+            overall=overall,
+            pairs=pairs,
+            queries=queries,
+            query_rows=query_rows,
+            stability=stability,
+            measure=measure,
+            measures=measures,
+            policy_form=PolicyForm(initial={"policy": campaign.aggregation}),
+            policy_label=campaign.get_aggregation_display(),
+            query_string=query_string.urlencode(),
+        ),
+    )
 
 
 @lead_page
@@ -402,13 +498,17 @@ def agreement_policy(request, campaign: Campaign):
     if old == new:
         messages.info(request, f"The policy already was {new}: nothing changed.")
     else:
-        messages.success(request, f"Aggregation is now {new} (was {old}): {changed} label"
-                                  f"{'s' if changed != 1 else ''} changed. Adjudicated pairs keep the lead's "
-                                  "decision; the leaderboard follows.")
+        messages.success(
+            request,
+            f"Aggregation is now {new} (was {old}): {changed} label"
+            f"{'s' if changed != 1 else ''} changed. Adjudicated pairs keep the lead's "
+            "decision; the leaderboard follows.",
+        )
     return redirect(target)
 
 
 # --------------------------------------------------------------------------- annotator quality and gold pairs
+
 
 class GoldSearch(forms.Form):
     qid = forms.CharField(label="qid", required=False, max_length=100)
@@ -420,34 +520,54 @@ class GoldSearch(forms.Form):
 def quality(request, campaign: Campaign):
     """Per annotator figures, and the gold pairs a lead labels in advance to measure accuracy."""
     rows = [
-        {**r, "median_seconds": _fmt(r["median_seconds"], 1), "unsure_rate": _pct(r["unsure_rate"]),
-         "adjudicated_agreement": _pct(r["adjudicated_agreement"]) if r["adjudicated_n"] else "–",
-         "gold_accuracy": _pct(r["gold_accuracy"]) if r["gold_n"] else "–",
-         "gold_low": r["gold_n"] > 0 and r["gold_accuracy"] < 0.7}
+        {
+            **r,
+            "median_seconds": _fmt(r["median_seconds"], 1),
+            "unsure_rate": _pct(r["unsure_rate"]),
+            "adjudicated_agreement": _pct(r["adjudicated_agreement"]) if r["adjudicated_n"] else "–",
+            "gold_accuracy": _pct(r["gold_accuracy"]) if r["gold_n"] else "–",
+            "gold_low": r["gold_n"] > 0 and r["gold_accuracy"] < 0.7,
+        }
         for r in annotator_quality(campaign=campaign)
     ]
     search = GoldSearch(request.GET or None)
     results = None
     if search.is_valid() and (search.cleaned_data["qid"].strip() or search.cleaned_data["docid"].strip()):
-        qs = Pair.objects.filter(campaign=campaign).select_related("query", "document").annotate(
-            n_judgments=Count("judgments"))
+        qs = (
+            Pair.objects.filter(campaign=campaign)
+            .select_related("query", "document")
+            .annotate(n_judgments=Count("judgments"))
+        )
         if qid := search.cleaned_data["qid"].strip():
             qs = qs.filter(query__qid=qid)
         if docid := search.cleaned_data["docid"].strip():
             qs = qs.filter(document__docid__startswith=docid)
-        results = list(qs.order_by("query__qid", "document__docid")[:GOLD_SEARCH_LIMIT + 1])
+        results = list(qs.order_by("query__qid", "document__docid")[: GOLD_SEARCH_LIMIT + 1])
     gold = Paginator(
-        Pair.objects.filter(campaign=campaign, gold_label__isnull=False).select_related("query", "document")
-        .annotate(n_judgments=Count("judgments")).order_by("query__qid", "document__docid"),
+        Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
+        .select_related("query", "document")
+        .annotate(n_judgments=Count("judgments"))
+        .order_by("query__qid", "document__docid"),
         PAGE_SIZE,
     ).get_page(request.GET.get("page"))
     query_string = request.GET.copy()
     query_string.pop("page", None)
-    return render(request, "judging/quality.html", _context(
-        campaign, "quality", rows=rows, search=search, results=(results or [])[:GOLD_SEARCH_LIMIT],
-        searched=results is not None, more=results is not None and len(results) > GOLD_SEARCH_LIMIT,
-        gold=gold, grades=list(campaign.grades.all()), query_string=query_string.urlencode(),
-    ))
+    return render(
+        request,
+        "judging/quality.html",
+        _context(
+            campaign,
+            "quality",
+            rows=rows,
+            search=search,
+            results=(results or [])[:GOLD_SEARCH_LIMIT],
+            searched=results is not None,
+            more=results is not None and len(results) > GOLD_SEARCH_LIMIT,
+            gold=gold,
+            grades=list(campaign.grades.all()),
+            query_string=query_string.urlencode(),
+        ),
+    )
 
 
 @lead_page
@@ -473,4 +593,3 @@ def quality_gold(request, campaign: Campaign, pair_id: int):
     else:
         messages.success(request, f"{where} is a gold pair with grade {pair.gold_label}.")
     return redirect(_back(request, reverse("judging:quality", args=[campaign.slug])))
-

@@ -10,6 +10,7 @@ Derived results are cached under the same fingerprint (``Leaderboard.state``): b
 intervals and significance tests (``stats_refresh``, ``pairwise_cached``). The drill-down pages read one
 query's ranked lists and labels with ``query_rankings`` and the judging timeline with ``judging_timeline``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -141,6 +142,7 @@ class Leaderboard:
 
 # --------------------------------------------------------------------------- loading
 
+
 def _rows(qs: QuerySet) -> list[tuple]:
     """The rows of a ``values_list`` queryset straight from the database cursor.
 
@@ -174,8 +176,11 @@ def run_cube(campaign: Campaign) -> RunCube:
     query_rows = list(Query.objects.filter(campaign=campaign).order_by("id").values_list("id", "qid"))
     system_ids = np.array([s[0] for s in systems], dtype=np.int64)
     query_ids = np.array([q[0] for q in query_rows], dtype=np.int64)
-    rows = _rows(Ranking.objects.filter(system__campaign=campaign).order_by().values_list(
-        "system_id", "query_id", "length", "doc_ids"))
+    rows = _rows(
+        Ranking.objects.filter(system__campaign=campaign)
+        .order_by()
+        .values_list("system_id", "query_id", "length", "doc_ids")
+    )
     lengths = np.array([r[2] for r in rows], dtype=np.int64)
     depth = max(int(lengths.max()) if lengths.size else 1, 1)
     doc_ids = np.full((len(systems), len(query_ids), depth), -1, dtype=np.int64)
@@ -192,7 +197,7 @@ def run_cube(campaign: Campaign) -> RunCube:
         pos = 0
         for start, stop in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)], strict=True):
             length, sel = int(sorted_len[start]), order[start:stop]
-            block = flat[pos:pos + len(sel) * length].reshape(len(sel), length)
+            block = flat[pos : pos + len(sel) * length].reshape(len(sel), length)
             doc_ids[s_idx[sel], q_idx[sel], :length] = block
             pos += len(sel) * length
     del rows
@@ -212,11 +217,12 @@ def _query_chunks(campaign: Campaign, query_ids: np.ndarray, total: int | None =
     if len(query_ids) * 2 >= total:
         return [None]
     ids = np.asarray(query_ids).tolist()
-    return [ids[i:i + 5000] for i in range(0, len(ids), 5000)]
+    return [ids[i : i + 5000] for i in range(0, len(ids), 5000)]
 
 
-def labels_for(campaign: Campaign, query_ids: np.ndarray, policy: str | None, *,
-               total: int | None = None) -> tuple[np.ndarray, ...]:
+def labels_for(
+    campaign: Campaign, query_ids: np.ndarray, policy: str | None, *, total: int | None = None
+) -> tuple[np.ndarray, ...]:
     """(query_id, document_id, label) arrays of the labelled pairs of these queries, sorted by key.
 
     The campaign's own policy reads the stored labels; another policy aggregates the confident
@@ -359,9 +365,11 @@ def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ..
 
 # --------------------------------------------------------------------------- the cached leaderboard
 
+
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
-    raw = repr((cube.key, params.k, params.gain, params.threshold, params.judged_only,
-                params.policy or campaign.aggregation))
+    raw = repr(
+        (cube.key, params.k, params.gain, params.threshold, params.judged_only, params.policy or campaign.aggregation)
+    )
     return f"reljudge:lb:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
 
 
@@ -379,8 +387,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
     with _LOCK:
         table = _SCORES.get(key)
     if table is None or table.versions.shape != versions.shape:
-        table = ScoreTable(np.full(n_q, -1, np.int64), np.zeros((n_m, len(cube.system_ids), n_q)),
-                           np.zeros(n_q, bool))
+        table = ScoreTable(np.full(n_q, -1, np.int64), np.zeros((n_m, len(cube.system_ids), n_q)), np.zeros(n_q, bool))
     stale = np.flatnonzero(table.versions != versions)
     dirty = stale
     if stale.size:
@@ -411,9 +418,9 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         touched = np.unique(dirty // BLOCK).tolist()
         blocks = {
             f"{key}:{b}": (
-                table.versions[b * BLOCK:(b + 1) * BLOCK].copy(),
-                table.scores[:, :, b * BLOCK:(b + 1) * BLOCK].copy(),
-                table.labelled[b * BLOCK:(b + 1) * BLOCK].copy(),
+                table.versions[b * BLOCK : (b + 1) * BLOCK].copy(),
+                table.scores[:, :, b * BLOCK : (b + 1) * BLOCK].copy(),
+                table.labelled[b * BLOCK : (b + 1) * BLOCK].copy(),
             )
             for b in touched
         }
@@ -422,13 +429,27 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             cache.set_many(blocks, timeout=CACHE_SECONDS)
     with _LOCK:
         _SCORES[key] = table
-    return Leaderboard(campaign, params, cube, table, measure_names(params.k), rescored=int(dirty.size), key=key,
-                       seconds=time.perf_counter() - started)
+    return Leaderboard(
+        campaign,
+        params,
+        cube,
+        table,
+        measure_names(params.k),
+        rescored=int(dirty.size),
+        key=key,
+        seconds=time.perf_counter() - started,
+    )
 
 
 def leaderboard_data(
-    *, campaign: Campaign, k: int = 10, gain: str = "linear", threshold: int = 1, judged_only: bool = False,
-    policy: str | None = None, per_query: bool = True,
+    *,
+    campaign: Campaign,
+    k: int = 10,
+    gain: str = "linear",
+    threshold: int = 1,
+    judged_only: bool = False,
+    policy: str | None = None,
+    per_query: bool = True,
 ) -> dict:
     """The SPEC §4 JSON shape shared by `scores --json` and the API."""
     lb = leaderboard(campaign, Params(k=k, gain=gain, threshold=threshold, judged_only=judged_only, policy=policy))
@@ -443,9 +464,14 @@ def leaderboard_data(
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
         systems.append(entry)
     return {
-        "campaign": campaign.slug, "k": k, "gain": gain, "threshold": threshold,
-        "judged_only": judged_only, "policy": policy or campaign.aggregation,
-        "queries": len(qids), "systems": systems,
+        "campaign": campaign.slug,
+        "k": k,
+        "gain": gain,
+        "threshold": threshold,
+        "judged_only": judged_only,
+        "policy": policy or campaign.aggregation,
+        "queries": len(qids),
+        "systems": systems,
     }
 
 
@@ -498,8 +524,9 @@ class PairwiseStats:
     seconds: float = 0.0
 
 
-def ranking_stats(lb: Leaderboard, measure: str, *, n_resamples: int = 2000, n_permutations: int = 5000,
-                  seed: int = 0) -> RankingStats:
+def ranking_stats(
+    lb: Leaderboard, measure: str, *, n_resamples: int = 2000, n_permutations: int = 5000, seed: int = 0
+) -> RankingStats:
     """95% bootstrap CIs of every system's mean ``measure`` and a paired randomization test of the best
     system against each other one, Holm-corrected over those S - 1 comparisons.
 
@@ -519,12 +546,24 @@ def ranking_stats(lb: Leaderboard, measure: str, *, n_resamples: int = 2000, n_p
         p = metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed)
         others = np.arange(n_sys) != best
         p_best[others] = metrics.holm(p[best, others])
-    return RankingStats(measure, lb.state, means, low, high, best, p_best, n_q, n_resamples, n_permutations,
-                        seconds=time.perf_counter() - started)
+    return RankingStats(
+        measure,
+        lb.state,
+        means,
+        low,
+        high,
+        best,
+        p_best,
+        n_q,
+        n_resamples,
+        n_permutations,
+        seconds=time.perf_counter() - started,
+    )
 
 
-def pairwise_stats(lb: Leaderboard, measure: str, *, test: str = "randomization", n_permutations: int = 5000,
-                   seed: int = 0) -> PairwiseStats:
+def pairwise_stats(
+    lb: Leaderboard, measure: str, *, test: str = "randomization", n_permutations: int = 5000, seed: int = 0
+) -> PairwiseStats:
     """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``)."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}")
@@ -577,6 +616,7 @@ def pairwise_cached(lb: Leaderboard, measure: str, test: str) -> PairwiseStats:
 
 # --------------------------------------------------------------------------- reads for the drill-down pages
 
+
 @dataclass
 class QueryRankings:
     """One query's ranked lists: every system's documents with their labels, for the drill-down page."""
@@ -609,8 +649,10 @@ def query_rankings(lb: Leaderboard, q: int, *, depth: int, systems: np.ndarray |
         labels = np.full(docs.shape, metrics.UNJUDGED)
     labels = np.where(docs >= 0, labels, metrics.PAD)
     unsure = set(
-        Judgment.objects.filter(pair__query_id=query_id, unsure=True).order_by()
-        .values_list("pair__document_id", flat=True).distinct()
+        Judgment.objects.filter(pair__query_id=query_id, unsure=True)
+        .order_by()
+        .values_list("pair__document_id", flat=True)
+        .distinct()
     ) - set(ld.tolist())
     by_label = np.lexsort((ld, -lab))
     qrels = list(zip(ld[by_label].tolist(), lab[by_label].tolist(), strict=True))
@@ -642,8 +684,13 @@ def judging_timeline(campaign: Campaign) -> Timeline:
         return Timeline([], [], "day", goal)
     bucket = "hour" if span["last"] - span["first"] <= timedelta(days=3) else "day"
     trunc = TruncHour if bucket == "hour" else TruncDay
-    rows = list(judgments.annotate(t=trunc("created_at")).values("t").annotate(n=Count("id")).order_by("t")
-                .values_list("t", "n"))
+    rows = list(
+        judgments.annotate(t=trunc("created_at"))
+        .values("t")
+        .annotate(n=Count("id"))
+        .order_by("t")
+        .values_list("t", "n")
+    )
     times = [t for t, _ in rows]
     cumulative = np.cumsum([n for _, n in rows]).tolist()
     return Timeline(times, cumulative, bucket, goal)

@@ -1,4 +1,5 @@
 """Everything that reads for a page, an export or the scorer."""
+
 from __future__ import annotations
 
 import time
@@ -24,6 +25,7 @@ def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
 
 
 # --------------------------------------------------------------------------- campaigns and roles
+
 
 def campaigns_for_user(*, user) -> QuerySet[Campaign]:
     """The campaigns a user may open: every one for a superuser, else those they are a member of."""
@@ -99,8 +101,11 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
     """
     held = (
         Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=timezone.now())
-        .exclude(annotator_id=annotator_id).order_by().values("pair_id")
-        .annotate(n=Count("id")).values("n")
+        .exclude(annotator_id=annotator_id)
+        .order_by()
+        .values("pair_id")
+        .annotate(n=Count("id"))
+        .values("n")
     )
     qs = Pair.objects.filter(pooled=True).exclude(
         Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
@@ -132,7 +137,11 @@ class NextPair:
 
 
 def pair_next(
-    *, campaign: Campaign, annotator, current_query_id: int | None = None, exclude: Sequence[int] = (),
+    *,
+    campaign: Campaign,
+    annotator,
+    current_query_id: int | None = None,
+    exclude: Sequence[int] = (),
 ) -> NextPair:
     """The pair ``annotator`` should judge next, or NextPair(None) when there is nothing left.
 
@@ -143,32 +152,32 @@ def pair_next(
     systems' rank order). ``exclude`` holds pairs skipped in this session; they come back at the end.
     Two or three indexed queries whatever the size of the pool.
     """
-    found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id,
-                       exclude=exclude)
+    found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude)
     if found is None and exclude:
-        found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id,
-                           exclude=())
+        found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=())
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
 
 
-def _pair_next(*, campaign: Campaign, annotator_id: int, current_query_id: int | None,
-               exclude: Sequence[int]) -> Pair | None:
+def _pair_next(
+    *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int]
+) -> Pair | None:
     open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude).select_related(
         "query", "document"
     )
     if current_query_id is not None:
         pair = (
-            open_pairs.filter(query_id=current_query_id)
-            .order_by("judgment_count", *_doc_order(annotator_id)).first()
+            open_pairs.filter(query_id=current_query_id).order_by("judgment_count", *_doc_order(annotator_id)).first()
         )
         if pair is not None and pair.query.campaign_id == campaign.id:
             return pair
     # The next query: the first in this annotator's order that has an open pair at the lowest level
     # of judgment_count that has any. At most `redundancy` (<= 5) probes, each one indexed query.
     # Overlap-sample pairs can carry a judgment from every annotator, so look at more levels there.
-    levels = campaign.redundancy if not campaign.overlap_percent else max(
-        campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count()
+    levels = (
+        campaign.redundancy
+        if not campaign.overlap_percent
+        else max(campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count())
     )
     for level in range(levels):
         at_level = open_pairs.filter(judgment_count=level)
@@ -176,7 +185,8 @@ def _pair_next(*, campaign: Campaign, annotator_id: int, current_query_id: int |
             Query.objects.filter(campaign_id=campaign.id)
             .filter(Exists(at_level.filter(query_id=OuterRef("pk"))))
             .order_by(*_query_order(annotator_id))
-            .values_list("id", flat=True).first()
+            .values_list("id", flat=True)
+            .first()
         )
         if query_id is not None:
             return at_level.filter(query_id=query_id).order_by(*_doc_order(annotator_id)).first()
@@ -193,25 +203,28 @@ def pair_for_judging(*, campaign: Campaign, pair_id: int, pooled_only: bool = Tr
 def query_order_ids(*, campaign: Campaign, annotator) -> list[int]:
     """The annotator's query order (for tests and the lead's diagnostics, not the request path)."""
     return list(
-        Query.objects.filter(campaign_id=campaign.id).order_by(*_query_order(annotator.id))
-        .values_list("id", flat=True)
+        Query.objects.filter(campaign_id=campaign.id).order_by(*_query_order(annotator.id)).values_list("id", flat=True)
     )
 
 
 def document_order_ids(*, query: Query, annotator) -> list[int]:
     """The order in which ``annotator`` sees the pooled documents of ``query`` (ignoring judgments)."""
     return list(
-        Pair.objects.filter(query=query, pooled=True).order_by(*_doc_order(annotator.id))
+        Pair.objects.filter(query=query, pooled=True)
+        .order_by(*_doc_order(annotator.id))
         .values_list("document_id", flat=True)
     )
 
 
 # --------------------------------------------------------------------------- one annotator's judgments
 
+
 def judgment_current(*, pair: Pair, annotator) -> Judgment | None:
     return (
         Judgment.objects.filter(pair_id=pair.id, annotator_id=annotator.id)
-        .select_related("grade", "tentative_grade").order_by().first()
+        .select_related("grade", "tentative_grade")
+        .order_by()
+        .first()
     )
 
 
@@ -230,7 +243,9 @@ def judgment_following(*, campaign: Campaign, annotator, judgment: Judgment) -> 
     """The pair judged right after this one (forward in the history), if any."""
     return (
         Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id, id__gt=judgment.id)
-        .order_by("id").values_list("pair_id", flat=True).first()
+        .order_by("id")
+        .values_list("pair_id", flat=True)
+        .first()
     )
 
 
@@ -238,13 +253,20 @@ def latest_query_id(*, campaign: Campaign, annotator) -> int | None:
     """The query of the annotator's latest judgment: where the queue resumes."""
     return (
         Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
-        .order_by("-id").values_list("pair__query_id", flat=True).first()
+        .order_by("-id")
+        .values_list("pair__query_id", flat=True)
+        .first()
     )
 
 
 def judgments_of(
-    *, campaign: Campaign, annotator, qid: str = "", grade: int | None = None,
-    unsure: bool | None = None, text: str = "",
+    *,
+    campaign: Campaign,
+    annotator,
+    qid: str = "",
+    grade: int | None = None,
+    unsure: bool | None = None,
+    text: str = "",
 ) -> QuerySet[Judgment]:
     """One annotator's own judgments in a campaign, newest change first, filtered."""
     qs = (
@@ -260,13 +282,17 @@ def judgments_of(
         qs = qs.filter(unsure=unsure)
     if text:
         qs = qs.filter(
-            Q(pair__query__text__icontains=text) | Q(pair__document__title__icontains=text)
-            | Q(pair__document__docid__iexact=text) | Q(pair__query__qid__iexact=text) | Q(note__icontains=text)
+            Q(pair__query__text__icontains=text)
+            | Q(pair__document__title__icontains=text)
+            | Q(pair__document__docid__iexact=text)
+            | Q(pair__query__qid__iexact=text)
+            | Q(note__icontains=text)
         )
     return qs
 
 
 # --------------------------------------------------------------------------- progress
+
 
 @dataclass(frozen=True)
 class JudgeProgress:
@@ -316,17 +342,24 @@ def judge_progress(*, campaign: Campaign, annotator, query_id: int | None) -> Ju
     with the pool (the pool's size itself is cached, see ``pool_size``)."""
     campaign_done = Subquery(
         Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
-        .order_by().values("campaign_id").annotate(n=Count("id")).values("n")[:1]
+        .order_by()
+        .values("campaign_id")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
     )
     if query_id is None:
         done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
         return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
-    row = Pair.objects.filter(query_id=query_id, pooled=True).order_by().aggregate(
-        total=Count("id"),
-        done=Count("id", filter=Q(Exists(
-            Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id)
-        ))),
-        campaign_done=Max(campaign_done),
+    row = (
+        Pair.objects.filter(query_id=query_id, pooled=True)
+        .order_by()
+        .aggregate(
+            total=Count("id"),
+            done=Count(
+                "id", filter=Q(Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id)))
+            ),
+            campaign_done=Max(campaign_done),
+        )
     )
     return JudgeProgress(row["done"], row["total"], row["campaign_done"] or 0, pool_size(campaign=campaign))
 
@@ -350,8 +383,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     row["percent"] = 100.0 * row["complete"] / row["pooled"] if row["pooled"] else 0.0
     row["queries"] = Query.objects.filter(campaign_id=campaign.id).count()
     row["unsure_open"] = (
-        Pair.objects.filter(campaign_id=campaign.id, label__isnull=True, judgments__unsure=True)
-        .distinct().count()
+        Pair.objects.filter(campaign_id=campaign.id, label__isnull=True, judgments__unsure=True).distinct().count()
     )
     return row
 
@@ -361,7 +393,9 @@ def annotators_progress(*, campaign: Campaign) -> list[dict]:
     User = get_user_model()
     stats = {
         row["annotator_id"]: row
-        for row in Judgment.objects.filter(pair__campaign_id=campaign.id).values("annotator_id").annotate(
+        for row in Judgment.objects.filter(pair__campaign_id=campaign.id)
+        .values("annotator_id")
+        .annotate(
             judgments=Count("id"),
             unsure=Count("id", filter=Q(unsure=True)),
             notes=Count("id", filter=~Q(note="")),
@@ -375,15 +409,22 @@ def annotators_progress(*, campaign: Campaign) -> list[dict]:
     for user in users:
         s = stats.get(user.id, {})
         n = s.get("judgments", 0)
-        rows.append({
-            "user": user, "role": roles.get(user.id), "judgments": n, "unsure": s.get("unsure", 0),
-            "notes": s.get("notes", 0), "last": s.get("last"),
-            "mean_seconds": (s.get("seconds") or 0) / n if n else None,
-        })
+        rows.append(
+            {
+                "user": user,
+                "role": roles.get(user.id),
+                "judgments": n,
+                "unsure": s.get("unsure", 0),
+                "notes": s.get("notes", 0),
+                "last": s.get("last"),
+                "mean_seconds": (s.get("seconds") or 0) / n if n else None,
+            }
+        )
     return rows
 
 
 # --- API
+
 
 def campaign_roles(*, user) -> dict[int, str]:
     """{campaign id: role} of every campaign the user belongs to (superusers are leads everywhere anyway)."""
@@ -468,8 +509,10 @@ def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
     from judging.models import Document, Ranking
 
     rows = (
-        Ranking.objects.filter(system=system).order_by("query__qid")
-        .values_list("query__qid", "doc_ids", "scores").iterator(chunk_size=queries_per_chunk)
+        Ranking.objects.filter(system=system)
+        .order_by("query__qid")
+        .values_list("query__qid", "doc_ids", "scores")
+        .iterator(chunk_size=queries_per_chunk)
     )
     batch: list[tuple[str, np.ndarray, np.ndarray]] = []
 
@@ -477,7 +520,7 @@ def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
         ids = np.unique(np.concatenate([b[1] for b in batch])).tolist() if batch else []
         docids = {}
         for start in range(0, len(ids), 5000):  # SQLite allows a limited number of query parameters
-            docids.update(Document.objects.filter(id__in=ids[start:start + 5000]).values_list("id", "docid"))
+            docids.update(Document.objects.filter(id__in=ids[start : start + 5000]).values_list("id", "docid"))
         for qid, doc_ids, scores in batch:
             yield RankedList(qid, [docids[i] for i in doc_ids.tolist()], scores)
 

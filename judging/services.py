@@ -1,4 +1,5 @@
 """Everything that writes: campaigns, imports, pooling, judgments and the labels derived from them."""
+
 from __future__ import annotations
 
 import hashlib
@@ -67,13 +68,20 @@ class ImportSummary:
 
     def as_dict(self) -> dict:
         return {
-            "kind": self.kind, "filename": self.filename, "added": self.added, "updated": self.updated,
-            "unchanged": self.unchanged, "stub_queries": self.stub_queries,
-            "stub_documents": self.stub_documents, "pairs_added": self.pairs_added, "systems": self.systems,
+            "kind": self.kind,
+            "filename": self.filename,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "stub_queries": self.stub_queries,
+            "stub_documents": self.stub_documents,
+            "pairs_added": self.pairs_added,
+            "systems": self.systems,
         }
 
 
 # --------------------------------------------------------------------------- campaigns and members
+
 
 def scale_from_values(values: Sequence[int]) -> list[dict]:
     """A scale for the given grade values, named like the default 0/1/2 scale where it can be."""
@@ -99,20 +107,37 @@ def scale_from_values(values: Sequence[int]) -> list[dict]:
 
 @transaction.atomic
 def campaign_create(
-    *, slug: str, name: str = "", scale: Sequence[dict] | None = None, pool_depth: int = 10,
-    guidelines: str = "", description: str = "", redundancy: int = 1, created_by=None,
+    *,
+    slug: str,
+    name: str = "",
+    scale: Sequence[dict] | None = None,
+    pool_depth: int = 10,
+    guidelines: str = "",
+    description: str = "",
+    redundancy: int = 1,
+    created_by=None,
 ) -> Campaign:
     if Campaign.objects.filter(slug=slug).exists():
         raise ValidationError(f"a campaign with slug {slug!r} already exists")
     campaign = Campaign(
-        slug=slug, name=name or slug, pool_depth=pool_depth, guidelines=guidelines,
-        description=description, redundancy=redundancy, created_by=created_by,
+        slug=slug,
+        name=name or slug,
+        pool_depth=pool_depth,
+        guidelines=guidelines,
+        description=description,
+        redundancy=redundancy,
+        created_by=created_by,
     )
     campaign.full_clean()
     campaign.save()
     grades = [
-        Grade(campaign=campaign, value=g["value"], name=g["name"], description=g.get("description", ""),
-              examples=g.get("examples", ""))
+        Grade(
+            campaign=campaign,
+            value=g["value"],
+            name=g["name"],
+            description=g.get("description", ""),
+            examples=g.get("examples", ""),
+        )
         for g in (scale if scale is not None else DEFAULT_SCALE)
     ]
     Grade.objects.bulk_create(grades)
@@ -163,6 +188,7 @@ def user_role(*, campaign: Campaign, user) -> str | None:
 
 
 # --------------------------------------------------------------------------- imports
+
 
 def _insert_rows(model, fields: Sequence[str], rows: Iterable[Sequence], progress: Progress = None) -> int:
     """Insert plain rows with one prepared statement, in batches.
@@ -216,14 +242,20 @@ def _stubs_create(
     qmap = _existing_ids(Query, campaign, "qid")
     new_q = sorted(set(qids) - qmap.keys())
     if new_q:
-        _insert_rows(Query, ["campaign", "qid", "text", "description", "is_stub", "labels_version"],
-                     ((campaign.pk, q, q, "", True, 0) for q in new_q))
+        _insert_rows(
+            Query,
+            ["campaign", "qid", "text", "description", "is_stub", "labels_version"],
+            ((campaign.pk, q, q, "", True, 0) for q in new_q),
+        )
         qmap = _existing_ids(Query, campaign, "qid")
     dmap = _existing_ids(Document, campaign, "docid")
     new_d = sorted(set(docids) - dmap.keys())
     if new_d:
-        _insert_rows(Document, ["campaign", "docid", "title", "text", "url", "is_stub"],
-                     ((campaign.pk, d, "", "", "", True) for d in new_d))
+        _insert_rows(
+            Document,
+            ["campaign", "docid", "title", "text", "url", "is_stub"],
+            ((campaign.pk, d, "", "", "", True) for d in new_d),
+        )
         dmap = _existing_ids(Document, campaign, "docid")
     return qmap, dmap, len(new_q), len(new_d)
 
@@ -254,8 +286,10 @@ def docs_import(*, campaign: Campaign, data: bytes, filename: str, progress: Pro
     docs = formats.parse_docs(data, filename=filename)
     summary = ImportSummary(kind="documents", filename=filename)
     existing = {
-        d[0]: d for d in Document.objects.filter(campaign=campaign)
-        .values_list("docid", "id", "title", "text", "url", "is_stub").iterator(chunk_size=20000)
+        d[0]: d
+        for d in Document.objects.filter(campaign=campaign)
+        .values_list("docid", "id", "title", "text", "url", "is_stub")
+        .iterator(chunk_size=20000)
     }
     new, changed = [], []
     for d in docs:
@@ -267,8 +301,10 @@ def docs_import(*, campaign: Campaign, data: bytes, filename: str, progress: Pro
         else:
             summary.unchanged += 1
     _insert_rows(
-        Document, ["campaign", "docid", "title", "text", "url", "is_stub"],
-        ((campaign.pk, d.docid, d.title, d.text, d.url, False) for d in new), progress=progress,
+        Document,
+        ["campaign", "docid", "title", "text", "url", "is_stub"],
+        ((campaign.pk, d.docid, d.title, d.text, d.url, False) for d in new),
+        progress=progress,
     )
     Document.objects.bulk_update(changed, ["title", "text", "url", "is_stub"], batch_size=BATCH)
     summary.added, summary.updated = len(new), len(changed)
@@ -287,7 +323,12 @@ def _fingerprint(rows: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
 
 @transaction.atomic
 def run_import(
-    *, campaign: Campaign, data: bytes, filename: str, system_name: str | None = None, replace: bool = False,
+    *,
+    campaign: Campaign,
+    data: bytes,
+    filename: str,
+    system_name: str | None = None,
+    replace: bool = False,
     progress: Progress = None,
 ) -> ImportSummary:
     """Import a run (one system, or one per tag), create stubs for unknown qids/docids, and pool its top k.
@@ -301,7 +342,9 @@ def run_import(
     if system_name and len(runs) > 1:
         raise formats.FormatError(
             f"the file holds {len(runs)} runs (tags {', '.join(sorted(runs))}); import them without --system "
-            "to create one system per tag, or split the file", filename=filename, field="tag",
+            "to create one system per tag, or split the file",
+            filename=filename,
+            field="tag",
         )
     summary = ImportSummary(kind="rankings", filename=filename)
     all_qids = {r.qid for rankings in runs.values() for r in rankings}
@@ -312,8 +355,11 @@ def run_import(
     for tag, rankings in sorted(runs.items()):
         name = system_name or tag
         rows = [
-            (r.qid, np.fromiter(map(dmap.__getitem__, r.docids), dtype=np.int64, count=len(r.docids)),
-             np.asarray(r.scores, dtype=np.float64))
+            (
+                r.qid,
+                np.fromiter(map(dmap.__getitem__, r.docids), dtype=np.int64, count=len(r.docids)),
+                np.asarray(r.scores, dtype=np.float64),
+            )
             for r in rankings
         ]
         fingerprint = _fingerprint(rows)
@@ -338,9 +384,12 @@ def run_import(
         system.entries = int(sum(len(r[1]) for r in rows))
         system.save()
         _insert_rows(
-            Ranking, ["system", "query", "doc_ids", "scores", "length"],
-            ((system.pk, qmap[qid], doc_ids.tobytes(), scores.tobytes(), len(doc_ids))
-             for qid, doc_ids, scores in rows),
+            Ranking,
+            ["system", "query", "doc_ids", "scores", "length"],
+            (
+                (system.pk, qmap[qid], doc_ids.tobytes(), scores.tobytes(), len(doc_ids))
+                for qid, doc_ids, scores in rows
+            ),
         )
         if progress:
             progress(system.entries)
@@ -359,19 +408,21 @@ def _pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
     if not wanted:
         return 0
     existing = {
-        (q, d): (pid, pooled) for q, d, pid, pooled in
-        Pair.objects.filter(campaign=campaign).values_list("query_id", "document_id", "id", "pooled")
+        (q, d): (pid, pooled)
+        for q, d, pid, pooled in Pair.objects.filter(campaign=campaign)
+        .values_list("query_id", "document_id", "id", "pooled")
         .iterator(chunk_size=20000)
     }
     now = timezone.now()
     added = _insert_rows(
-        Pair, ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
+        Pair,
+        ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
         ((campaign.pk, q, d, True, False, 0, now) for (q, d) in sorted(wanted - existing.keys())),
     )
     # Pairs that only imported qrels had created now enter the pool too.
     promote = [existing[k][0] for k in wanted if k in existing and not existing[k][1]]
     for start in range(0, len(promote), BATCH):
-        Pair.objects.filter(id__in=promote[start:start + BATCH]).update(pooled=True)
+        Pair.objects.filter(id__in=promote[start : start + BATCH]).update(pooled=True)
     return added + len(promote)
 
 
@@ -380,8 +431,8 @@ def pool_build(*, campaign: Campaign) -> int:
     """Re-pool every run at the campaign's current depth (after the depth grew); returns pairs added."""
     depth = campaign.pool_depth
     pairs = []
-    for query_id, raw in Ranking.objects.filter(system__campaign=campaign).values_list("query_id", "doc_ids").iterator(
-        chunk_size=5000
+    for query_id, raw in (
+        Ranking.objects.filter(system__campaign=campaign).values_list("query_id", "doc_ids").iterator(chunk_size=5000)
     ):
         pairs.extend((query_id, int(d)) for d in np.frombuffer(bytes(raw), dtype=np.int64)[:depth])
     return _pool_add(campaign=campaign, pairs=pairs)
@@ -400,7 +451,9 @@ def qrels_import(
     if bad is not None:
         raise formats.FormatError(
             f"label {bad.label} is not on campaign {campaign.slug!r}'s scale ({', '.join(map(str, sorted(grades)))})",
-            filename=filename, line=_qrels_line(data, bad), field="label",
+            filename=filename,
+            line=_qrels_line(data, bad),
+            field="label",
         )
     summary = ImportSummary(kind="judgments", filename=filename)
     qmap, dmap, summary.stub_queries, summary.stub_documents = _stubs_create(
@@ -410,14 +463,17 @@ def qrels_import(
     existing_pairs = _pair_ids(campaign)
     now = timezone.now()
     _insert_rows(
-        Pair, ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
+        Pair,
+        ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
         ((campaign.pk, q, d, False, False, 0, now) for q, d in sorted(keys - existing_pairs.keys())),
     )
     summary.pairs_added = 0  # qrels-only pairs are kept for scoring but are not pooled for judging
     pair_ids = _pair_ids(campaign)
     current = {
-        j.pair_id: j for j in Judgment.objects.filter(pair__campaign=campaign, annotator=annotator)
-        .select_related("grade", "tentative_grade")
+        j.pair_id: j
+        for j in Judgment.objects.filter(pair__campaign=campaign, annotator=annotator).select_related(
+            "grade", "tentative_grade"
+        )
     }
     new, changed, revisions = [], [], []
     for q in qrels:
@@ -427,18 +483,25 @@ def qrels_import(
         if j is None:
             new.append(Judgment(pair_id=pid, annotator=annotator, grade=grade, unsure=False))
         elif j.unsure or j.grade_id != grade.id:
-            revisions.append(JudgmentRevision(
-                judgment=j, changed_by=annotator, old_grade=j.grade.value if j.grade else None,
-                new_grade=grade.value, old_unsure=j.unsure, new_unsure=False,
-                old_tentative_grade=j.tentative_grade.value if j.tentative_grade else None,
-                old_note=j.note, new_note=j.note,
-            ))
+            revisions.append(
+                JudgmentRevision(
+                    judgment=j,
+                    changed_by=annotator,
+                    old_grade=j.grade.value if j.grade else None,
+                    new_grade=grade.value,
+                    old_unsure=j.unsure,
+                    new_unsure=False,
+                    old_tentative_grade=j.tentative_grade.value if j.tentative_grade else None,
+                    old_note=j.note,
+                    new_note=j.note,
+                )
+            )
             j.grade, j.unsure, j.tentative_grade = grade, False, None
             changed.append(j)
         else:
             summary.unchanged += 1
     for start in range(0, len(new), BATCH):
-        chunk = new[start:start + BATCH]
+        chunk = new[start : start + BATCH]
         Judgment.objects.bulk_create(chunk)
         if progress:
             progress(len(chunk))
@@ -473,6 +536,7 @@ def _qrels_line(data: bytes, qrel) -> int | None:
 
 # --------------------------------------------------------------------------- judgments and labels
 
+
 def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     """Recompute the stored label and judgment count of these pairs and bump the labels version of their
     queries. Callers pass only pairs whose judgments changed: any change can move a label under some
@@ -486,7 +550,7 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     # a lead may just have switched it (campaign_policy_set).
     policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
     for start in range(0, len(pair_ids), 5000):
-        chunk = pair_ids[start:start + 5000]
+        chunk = pair_ids[start : start + 5000]
         rows = list(
             Judgment.objects.filter(pair_id__in=chunk, unsure=False).order_by().values_list("pair_id", "grade__value")
         )
@@ -494,15 +558,17 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
         for pid in Judgment.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True):
             counts[pid] = counts.get(pid, 0) + 1
         keys, labels = aggregate_grades(
-            np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows], dtype=np.int64),
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
             policy=policy,
         )
         new_label = dict(zip(keys.tolist(), labels.tolist(), strict=True))
-        new_label.update(dict(
-            Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value")
-        ))
+        new_label.update(
+            dict(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value"))
+        )
         pairs = list(
-            Pair.objects.filter(id__in=chunk).order_by()
+            Pair.objects.filter(id__in=chunk)
+            .order_by()
             .only("id", "query_id", "label", "judgment_count", "adjudicated")
         )
         dirty = []
@@ -540,8 +606,14 @@ def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
 
 
 def judgment_record(
-    *, pair: Pair, annotator, grade: int | None = None, unsure: bool = False,
-    tentative_grade: int | None = None, note: str = "", seconds_spent: float = 0.0,
+    *,
+    pair: Pair,
+    annotator,
+    grade: int | None = None,
+    unsure: bool = False,
+    tentative_grade: int | None = None,
+    note: str = "",
+    seconds_spent: float = 0.0,
 ) -> tuple[Judgment, bool]:
     """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed).
 
@@ -576,33 +648,53 @@ def judgment_record(
                 # the label is recomputed from a consistent set and no revision is lost.
                 Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
                 judgment = (
-                    Judgment.objects.select_for_update(of=("self",)).select_related("grade", "tentative_grade")
-                    .filter(pair=pair, annotator=annotator).order_by().first()
+                    Judgment.objects.select_for_update(of=("self",))
+                    .select_related("grade", "tentative_grade")
+                    .filter(pair=pair, annotator=annotator)
+                    .order_by()
+                    .first()
                 )
                 if judgment is None:
                     judgment = Judgment.objects.create(
-                        pair=pair, annotator=annotator, grade=grade_obj, unsure=unsure,
-                        tentative_grade=tentative_obj, note=note, seconds_spent=seconds_spent,
+                        pair=pair,
+                        annotator=annotator,
+                        grade=grade_obj,
+                        unsure=unsure,
+                        tentative_grade=tentative_obj,
+                        note=note,
+                        seconds_spent=seconds_spent,
                     )
                     JudgmentRevision.objects.create(
-                        judgment=judgment, changed_by=annotator, new_grade=grade_obj.value if grade_obj else None,
-                        new_unsure=unsure, new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        new_note=note, seconds_spent=seconds_spent,
+                        judgment=judgment,
+                        changed_by=annotator,
+                        new_grade=grade_obj.value if grade_obj else None,
+                        new_unsure=unsure,
+                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
+                        new_note=note,
+                        seconds_spent=seconds_spent,
                     )
                 else:
                     old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
-                    new = (grade_obj.id if grade_obj else None, unsure,
-                           tentative_obj.id if tentative_obj else None, note)
+                    new = (
+                        grade_obj.id if grade_obj else None,
+                        unsure,
+                        tentative_obj.id if tentative_obj else None,
+                        note,
+                    )
                     if old == new:
                         return judgment, False
                     JudgmentRevision.objects.create(
-                        judgment=judgment, changed_by=annotator,
+                        judgment=judgment,
+                        changed_by=annotator,
                         old_grade=judgment.grade.value if judgment.grade else None,
                         new_grade=grade_obj.value if grade_obj else None,
-                        old_unsure=judgment.unsure, new_unsure=unsure,
+                        old_unsure=judgment.unsure,
+                        new_unsure=unsure,
                         old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
                         new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        old_note=judgment.note, new_note=note, seconds_spent=seconds_spent,
+                        old_note=judgment.note,
+                        new_note=note,
+                        seconds_spent=seconds_spent,
                     )
                     judgment.grade, judgment.unsure, judgment.tentative_grade = grade_obj, unsure, tentative_obj
                     judgment.note = note
@@ -646,7 +738,12 @@ def user_get(*, username: str):
 # --- judging UI
 
 CAMPAIGN_SETTINGS = (
-    "name", "description", "guidelines", "pool_depth", "redundancy", "aggregation",
+    "name",
+    "description",
+    "guidelines",
+    "pool_depth",
+    "redundancy",
+    "aggregation",
     "leaderboard_visible_to_annotators",
 )
 
@@ -671,7 +768,9 @@ def campaign_update(*, campaign: Campaign, **values) -> int:
         # The pair locks first, as judgment_record and campaign_policy_set take them: a judgment being
         # recorded now is aggregated under the new policy, never under a mix of the two.
         judged = list(
-            Pair.objects.select_for_update().filter(campaign=campaign, judgment_count__gt=0).order_by("id")
+            Pair.objects.select_for_update()
+            .filter(campaign=campaign, judgment_count__gt=0)
+            .order_by("id")
             .values_list("id", flat=True)
         )
         labels_refresh(campaign=campaign, pair_ids=judged)
@@ -685,17 +784,32 @@ def membership_remove(*, campaign: Campaign, user) -> None:
 
 # --- API
 
+
 @transaction.atomic
 def campaign_create_led(
-    *, lead, slug: str, scale: Sequence[dict] | None = None, name: str = "", pool_depth: int = 10,
-    guidelines: str = "", description: str = "", redundancy: int = 1, **settings,
+    *,
+    lead,
+    slug: str,
+    scale: Sequence[dict] | None = None,
+    name: str = "",
+    pool_depth: int = 10,
+    guidelines: str = "",
+    description: str = "",
+    redundancy: int = 1,
+    **settings,
 ) -> Campaign:
     """Create a campaign for ``lead`` (a script's POST /api/campaigns/): the creator becomes its first lead.
 
     ``settings`` are the other CAMPAIGN_SETTINGS (aggregation, leaderboard visibility)."""
     campaign = campaign_create(
-        slug=slug, name=name, scale=scale, pool_depth=pool_depth, guidelines=guidelines,
-        description=description, redundancy=redundancy, created_by=lead,
+        slug=slug,
+        name=name,
+        scale=scale,
+        pool_depth=pool_depth,
+        guidelines=guidelines,
+        description=description,
+        redundancy=redundancy,
+        created_by=lead,
     )
     if settings:
         campaign_update(campaign=campaign, **settings)
@@ -723,6 +837,7 @@ def campaign_edit(*, campaign: Campaign, scale: Sequence[dict] | None = None, **
 
 
 # --- review
+
 
 def _lead_required(*, campaign: Campaign, user, what: str) -> None:
     if user_role(campaign=campaign, user=user) != Membership.Role.LEAD:
@@ -762,8 +877,10 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
     _lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
     if policy not in Campaign.Aggregation.values:
         raise ValidationError(
-            {"policy": f"unknown aggregation policy {policy!r}; expected one of "
-                       f"{', '.join(Campaign.Aggregation.values)}"}
+            {
+                "policy": f"unknown aggregation policy {policy!r}; expected one of "
+                f"{', '.join(Campaign.Aggregation.values)}"
+            }
         )
     # Lock the campaign row: two leads switching at once are applied one after the other.
     locked = Campaign.objects.select_for_update().only("id", "aggregation").get(id=campaign.id)
@@ -775,7 +892,9 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
     # being recorded now finishes first and is aggregated here, and one recorded later waits and then
     # reads the new policy (labels_refresh reads it from the database).
     judged = list(
-        Pair.objects.select_for_update().filter(campaign=campaign, judgment_count__gt=0).order_by("id")
+        Pair.objects.select_for_update()
+        .filter(campaign=campaign, judgment_count__gt=0)
+        .order_by("id")
         .values_list("id", flat=True)
     )
     return labels_refresh(campaign=campaign, pair_ids=judged)
@@ -798,7 +917,9 @@ def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None =
     passed: list[int] = []
     for _ in range(10):
         found = selectors.pair_next(
-            campaign=campaign, annotator=annotator, current_query_id=current_query_id,
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=current_query_id,
             exclude=[*exclude, *passed],
         )
         if found.pair is None:
@@ -808,9 +929,9 @@ def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None =
             Pair.objects.select_for_update().filter(id=found.pair.id).order_by().values_list("id").get()
             if selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id):
                 Assignment.objects.update_or_create(
-                    campaign=campaign, annotator=annotator,
-                    defaults={"pair": found.pair,
-                              "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
+                    campaign=campaign,
+                    annotator=annotator,
+                    defaults={"pair": found.pair, "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
                 )
                 return found
         passed.append(found.pair.id)

@@ -1,4 +1,5 @@
 """Web pages of the judging app."""
+
 from django.urls import path
 
 from judging import leaderboard_urls, views

@@ -1,4 +1,5 @@
 """Server-rendered pages: the judging page, an annotator's own judgments, and the lead's campaign pages."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ SKIPS_KEPT = 500
 
 # --------------------------------------------------------------------------- access
 
+
 def login_required_htmx(view):
     """login_required, except that an htmx request gets 401 instead of a redirect to the login page:
     swapping a login form into the judging panel would throw away what the annotator typed."""
@@ -81,7 +83,9 @@ def _campaign(request, slug: str, *, lead: bool = False) -> tuple[Campaign, str]
 
 def _context(campaign: Campaign, role: str, **extra) -> dict:
     return {
-        "campaign": campaign, "role": role, "is_lead": role == LEAD,
+        "campaign": campaign,
+        "role": role,
+        "is_lead": role == LEAD,
         "can_see_leaderboard": role == LEAD or campaign.leaderboard_visible_to_annotators,
         **extra,
     }
@@ -93,13 +97,16 @@ def _can_create_campaigns(user) -> bool:
 
 # --------------------------------------------------------------------------- home
 
+
 @login_required
 def home(request):
     campaigns = list(selectors.campaigns_for_user(user=request.user))
     roles = dict(Membership.objects.filter(user=request.user).values_list("campaign_id", "role"))
     mine = dict(
-        Judgment.objects.filter(annotator=request.user).values_list("pair__campaign_id")
-        .annotate(n=Count("id")).order_by()
+        Judgment.objects.filter(annotator=request.user)
+        .values_list("pair__campaign_id")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     rows = [
         {"campaign": c, "role": LEAD if request.user.is_superuser else roles.get(c.id), "mine": mine.get(c.id, 0)}
@@ -109,6 +116,7 @@ def home(request):
 
 
 # --------------------------------------------------------------------------- the judging page
+
 
 def _skips(request, campaign: Campaign) -> list[int]:
     return request.session.get(SKIPS_KEY, {}).get(str(campaign.id), [])
@@ -166,11 +174,18 @@ class Outcome:
 def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
     form = JudgmentForm(request.POST)
     current = selectors.judgment_current(pair=pair, annotator=request.user)
-    raw = {"grade": request.POST.get("grade", ""), "unsure": bool(request.POST.get("unsure")),
-           "tentative_grade": request.POST.get("tentative_grade", ""), "note": request.POST.get("note", "")}
+    raw = {
+        "grade": request.POST.get("grade", ""),
+        "unsure": bool(request.POST.get("unsure")),
+        "tentative_grade": request.POST.get("tentative_grade", ""),
+        "note": request.POST.get("note", ""),
+    }
     if not form.is_valid():
-        errors = [f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
-                  for name, errs in form.errors.items() for e in errs]
+        errors = [
+            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
+            for name, errs in form.errors.items()
+            for e in errs
+        ]
         return Outcome("invalid", current, current is not None, values=raw, errors=errors)
     data = form.cleaned_data
     wanted = _wanted(data)
@@ -180,8 +195,13 @@ def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
         return Outcome("conflict", current, True, values=raw)
     try:
         judgment, changed = judgment_record(
-            pair=pair, annotator=request.user, grade=wanted["grade"], unsure=wanted["unsure"],
-            tentative_grade=wanted["tentative_grade"], note=wanted["note"], seconds_spent=data["seconds"],
+            pair=pair,
+            annotator=request.user,
+            grade=wanted["grade"],
+            unsure=wanted["unsure"],
+            tentative_grade=wanted["tentative_grade"],
+            note=wanted["note"],
+            seconds_spent=data["seconds"],
         )
     except ValidationError as exc:
         return Outcome("invalid", current, current is not None, values=raw, errors=exc.messages)
@@ -198,9 +218,7 @@ def _workspace(request, campaign: Campaign, role: str, pair: Pair | None, **extr
     if pair is None:
         ctx["progress"] = selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None)
         ctx["mine"] = selectors.judgments_count(campaign=campaign, annotator=request.user)
-        ctx["prev_pair_id"], _ = selectors.judgment_neighbours(
-            campaign=campaign, annotator=request.user, judgment=None
-        )
+        ctx["prev_pair_id"], _ = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=None)
         return ctx
     if "judgment" in extra:
         judgment = extra["judgment"]
@@ -210,18 +228,21 @@ def _workspace(request, campaign: Campaign, role: str, pair: Pair | None, **extr
         # A queue pair right after a new judgment: Back leads to the pair just judged, no query needed.
         prev_id, next_id = extra["latest_judged"], None
     else:
-        prev_id, next_id = selectors.judgment_neighbours(
-            campaign=campaign, annotator=request.user, judgment=judgment
-        )
+        prev_id, next_id = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=judgment)
     current = _values_of(judgment)
     # What the form holds: after a failed save exactly what was sent, otherwise a fresh choice (the
     # unsure box unticked, so that a number key on a revisited unsure pair records a confident grade).
     typed = extra.get("values") or {"unsure": False, "note": current["note"]}
     url = pair.document.url or ""
     ctx.update(
-        judgment=judgment, version=_version(judgment), current=current, typed=typed,
+        judgment=judgment,
+        version=_version(judgment),
+        current=current,
+        typed=typed,
         selected=current["tentative_grade"] if current["unsure"] else current["grade"],
-        prev_pair_id=prev_id, next_pair_id=next_id, review=judgment is not None,
+        prev_pair_id=prev_id,
+        next_pair_id=next_id,
+        review=judgment is not None,
         url_is_link=url.lower().startswith(("http://", "https://")),
         looks_like_html="<" in pair.document.text,
         progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=pair.query_id),
@@ -232,8 +253,7 @@ def _workspace(request, campaign: Campaign, role: str, pair: Pair | None, **extr
 def _render_workspace(request, ctx: dict, *, status: int = 200, url: str | None = None):
     """The whole page, or for htmx just the panel (but the whole page when htmx restores history)."""
     partial = request.htmx and not request.htmx.history_restore_request
-    response = render(request, "judging/_judge_workspace.html" if partial else "judging/judge.html", ctx,
-                      status=status)
+    response = render(request, "judging/_judge_workspace.html" if partial else "judging/judge.html", ctx, status=status)
     if partial and url:
         response["HX-Replace-Url"] = url  # the address bar names what is on screen: a reload shows it
     patch_vary_headers(response, ("HX-Request",))
@@ -254,11 +274,12 @@ def _pair_or_404(campaign: Campaign, pair_id, *, pooled_only: bool = True) -> Pa
 
 def _next_pair(request, campaign: Campaign, *, after: Pair | None) -> tuple[Pair | None, bool]:
     """The next pair of the queue: staying on ``after``'s query while it has open pairs."""
-    current_query = after.query_id if after is not None else selectors.latest_query_id(
-        campaign=campaign, annotator=request.user
+    current_query = (
+        after.query_id if after is not None else selectors.latest_query_id(campaign=campaign, annotator=request.user)
     )
-    found = pair_assign(campaign=campaign, annotator=request.user, current_query_id=current_query,
-                        exclude=_skips(request, campaign))
+    found = pair_assign(
+        campaign=campaign, annotator=request.user, current_query_id=current_query, exclude=_skips(request, campaign)
+    )
     if found.pair is not None:
         found.pair.campaign = campaign
     return found.pair, found.was_skipped
@@ -298,16 +319,35 @@ def judge_record(request, slug: str, pair_id: int):
     grades = selectors.grades_of(campaign=campaign)
     outcome = _record(request, campaign, pair)
     if outcome.status == "invalid":
-        ctx = _workspace(request, campaign, role, pair, judgment=outcome.judgment, values=outcome.values,
-                         errors=outcome.errors, grades=grades)
+        ctx = _workspace(
+            request,
+            campaign,
+            role,
+            pair,
+            judgment=outcome.judgment,
+            values=outcome.values,
+            errors=outcome.errors,
+            grades=grades,
+        )
         return _render_workspace(request, ctx, status=422)
     if outcome.status == "conflict":
-        ctx = _workspace(request, campaign, role, pair, judgment=outcome.judgment, values=outcome.values,
-                         conflict=_grade_label(grades, _values_of(outcome.judgment)), grades=grades)
+        ctx = _workspace(
+            request,
+            campaign,
+            role,
+            pair,
+            judgment=outcome.judgment,
+            values=outcome.values,
+            conflict=_grade_label(grades, _values_of(outcome.judgment)),
+            grades=grades,
+        )
         return _render_workspace(request, ctx, status=409)
     saved = {
-        "qid": pair.query.qid, "docid": pair.document.docid, "pair_id": pair.id,
-        "label": _grade_label(grades, outcome.values), "changed": outcome.changed,
+        "qid": pair.query.qid,
+        "docid": pair.document.docid,
+        "pair_id": pair.id,
+        "label": _grade_label(grades, outcome.values),
+        "changed": outcome.changed,
         "note": bool(outcome.values["note"]),
     }
     nxt, extra, in_history = _after(request, campaign, pair, outcome.judgment if outcome.existed else None)
@@ -345,6 +385,7 @@ def judge_skip(request, slug: str, pair_id: int):
 
 # --------------------------------------------------------------------------- my judgments
 
+
 @login_required_htmx
 def my_judgments(request, slug: str):
     """The annotator's own judgments (never anyone else's), filterable, each one editable."""
@@ -354,10 +395,20 @@ def my_judgments(request, slug: str):
     page = Paginator(qs, 50).get_page(request.GET.get("page"))
     query_string = request.GET.copy()
     query_string.pop("page", None)
-    return render(request, "judging/my_judgments.html", _context(
-        campaign, role, nav="mine", filters=filters, page=page, grades=selectors.grades_of(campaign=campaign),
-        query_string=query_string.urlencode(), total=page.paginator.count,
-    ))
+    return render(
+        request,
+        "judging/my_judgments.html",
+        _context(
+            campaign,
+            role,
+            nav="mine",
+            filters=filters,
+            page=page,
+            grades=selectors.grades_of(campaign=campaign),
+            query_string=query_string.urlencode(),
+            total=page.paginator.count,
+        ),
+    )
 
 
 @login_required_htmx
@@ -373,11 +424,15 @@ def my_judgment_save(request, slug: str, pair_id: int):
     grades = selectors.grades_of(campaign=campaign)
     if not request.htmx:
         if outcome.status == "saved":
-            messages.success(request, f"Saved {pair.query.qid} / {pair.document.docid}: "
-                                      f"{_grade_label(grades, outcome.values)}")
+            messages.success(
+                request, f"Saved {pair.query.qid} / {pair.document.docid}: {_grade_label(grades, outcome.values)}"
+            )
         elif outcome.status == "conflict":
-            messages.error(request, f"{pair.query.qid} / {pair.document.docid} was changed elsewhere to "
-                                    f"{_grade_label(grades, _values_of(judgment))}; nothing was saved.")
+            messages.error(
+                request,
+                f"{pair.query.qid} / {pair.document.docid} was changed elsewhere to "
+                f"{_grade_label(grades, _values_of(judgment))}; nothing was saved.",
+            )
         else:
             messages.error(request, "; ".join(outcome.errors))
         back = request.POST.get("back", "")
@@ -385,19 +440,32 @@ def my_judgment_save(request, slug: str, pair_id: int):
             back = reverse("judging:my_judgments", args=[campaign.slug])
         return redirect(back)
     status = {"saved": 200, "invalid": 422, "conflict": 409}[outcome.status]
-    return render(request, "judging/_my_judgment_row.html", _context(
-        campaign, role, j=judgment, grades=grades, outcome=outcome,
-        conflict=_grade_label(grades, _values_of(judgment)) if outcome.status == "conflict" else None,
-    ), status=status)
+    return render(
+        request,
+        "judging/_my_judgment_row.html",
+        _context(
+            campaign,
+            role,
+            j=judgment,
+            grades=grades,
+            outcome=outcome,
+            conflict=_grade_label(grades, _values_of(judgment)) if outcome.status == "conflict" else None,
+        ),
+        status=status,
+    )
 
 
 # --------------------------------------------------------------------------- campaign pages
+
 
 @login_required
 def campaign_detail(request, slug: str):
     campaign, role = _campaign(request, slug)
     ctx = _context(
-        campaign, role, nav="overview", grades=selectors.grades_of(campaign=campaign),
+        campaign,
+        role,
+        nav="overview",
+        grades=selectors.grades_of(campaign=campaign),
         progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None),
         mine=selectors.judgments_count(campaign=campaign, annotator=request.user),
     )
@@ -418,9 +486,14 @@ def campaign_new(request):
         try:
             with transaction.atomic():
                 campaign = campaign_create(
-                    slug=data["slug"], name=data["name"], description=data["description"],
-                    guidelines=data["guidelines"], pool_depth=data["pool_depth"], redundancy=data["redundancy"],
-                    scale=scale_from_values(data["grades"]), created_by=request.user,
+                    slug=data["slug"],
+                    name=data["name"],
+                    description=data["description"],
+                    guidelines=data["guidelines"],
+                    pool_depth=data["pool_depth"],
+                    redundancy=data["redundancy"],
+                    scale=scale_from_values(data["grades"]),
+                    created_by=request.user,
                 )
                 membership_add(campaign=campaign, user=request.user, role=LEAD)
         except ValidationError as exc:
@@ -456,9 +529,19 @@ def campaign_settings(request, slug: str):
             messages.success(request, text)
             return redirect("judging:campaign_settings", slug=campaign.slug)
     status = 422 if request.method == "POST" else 200
-    return render(request, "judging/campaign_settings.html", _context(
-        campaign, role, nav="settings", form=form, formset=formset, scale_locked=scale_locked,
-    ), status=status)
+    return render(
+        request,
+        "judging/campaign_settings.html",
+        _context(
+            campaign,
+            role,
+            nav="settings",
+            form=form,
+            formset=formset,
+            scale_locked=scale_locked,
+        ),
+        status=status,
+    )
 
 
 @login_required
@@ -491,10 +574,19 @@ def campaign_members(request, slug: str):
                 else:
                     messages.success(request, f"{membership.user.username} is now a {request.POST['role']}.")
             return redirect("judging:campaign_members", slug=campaign.slug)
-    return render(request, "judging/campaign_members.html", _context(
-        campaign, role, nav="members", form=form, members=selectors.campaign_members(campaign=campaign),
-        roles=Membership.Role.choices,
-    ), status=422 if form.errors else 200)
+    return render(
+        request,
+        "judging/campaign_members.html",
+        _context(
+            campaign,
+            role,
+            nav="members",
+            form=form,
+            members=selectors.campaign_members(campaign=campaign),
+            roles=Membership.Role.choices,
+        ),
+        status=422 if form.errors else 200,
+    )
 
 
 IMPORTERS = {"topics": topics_import, "docs": docs_import, "run": run_import, "qrels": qrels_import}
@@ -530,15 +622,32 @@ def campaign_upload(request, slug: str):
                     messages.success(request, line)
                 return redirect("judging:campaign_upload", slug=campaign.slug)
         # for a form error (no file, unknown user) the form shows it next to the field
-    return render(request, "judging/campaign_upload.html", _context(
-        campaign, role, nav="upload", forms=forms, error=error, error_kind=request.POST.get("kind"),
-    ), status=422 if request.method == "POST" else 200)
+    return render(
+        request,
+        "judging/campaign_upload.html",
+        _context(
+            campaign,
+            role,
+            nav="upload",
+            forms=forms,
+            error=error,
+            error_kind=request.POST.get("kind"),
+        ),
+        status=422 if request.method == "POST" else 200,
+    )
 
 
 @login_required
 def campaign_progress(request, slug: str):
     campaign, role = _campaign(request, slug, lead=True)
-    return render(request, "judging/campaign_progress.html", _context(
-        campaign, role, nav="progress", stats=selectors.campaign_progress(campaign=campaign),
-        annotators=selectors.annotators_progress(campaign=campaign),
-    ))
+    return render(
+        request,
+        "judging/campaign_progress.html",
+        _context(
+            campaign,
+            role,
+            nav="progress",
+            stats=selectors.campaign_progress(campaign=campaign),
+            annotators=selectors.annotators_progress(campaign=campaign),
+        ),
+    )

@@ -1,4 +1,5 @@
 """Fixtures shared by the test suite: users, a small campaign and tiny TREC-style files."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,13 +12,9 @@ DOCS = (
     '{"docid": "d4", "title": "Rain shell", "text": "Waterproof shell jacket."}\n'
 )
 # bm25 ranks d1, d3, d2 for q1 and d4, d2 for q2; dense ranks d3, d2, d1 and d2, d4.
-RUN_BM25 = (
-    "q1 Q0 d1 1 9.5 bm25\nq1 Q0 d3 2 8.0 bm25\nq1 Q0 d2 3 7.5 bm25\n"
-    "q2 Q0 d4 1 3.0 bm25\nq2 Q0 d2 2 1.0 bm25\n"
-)
+RUN_BM25 = "q1 Q0 d1 1 9.5 bm25\nq1 Q0 d3 2 8.0 bm25\nq1 Q0 d2 3 7.5 bm25\nq2 Q0 d4 1 3.0 bm25\nq2 Q0 d2 2 1.0 bm25\n"
 RUN_DENSE = (
-    "q1 Q0 d3 1 0.9 dense\nq1 Q0 d2 2 0.8 dense\nq1 Q0 d1 3 0.7 dense\n"
-    "q2 Q0 d2 1 0.6 dense\nq2 Q0 d4 2 0.5 dense\n"
+    "q1 Q0 d3 1 0.9 dense\nq1 Q0 d2 2 0.8 dense\nq1 Q0 d1 3 0.7 dense\nq2 Q0 d2 1 0.6 dense\nq2 Q0 d4 2 0.5 dense\n"
 )
 
 
@@ -61,4 +58,3 @@ def write(tmp_path):
         return str(p)
 
     return _write
-

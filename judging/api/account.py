@@ -1,4 +1,5 @@
 """The account page where a user sees, creates and revokes the API token their scripts use."""
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -24,6 +25,11 @@ def token_page(request):
             messages.error(request, "Unknown action.")
         return redirect("account-token")
     token = Token.objects.filter(user=request.user).first()
-    return render(request, "account/token.html", {
-        "token": token, "api_root": request.build_absolute_uri("/api/"),
-    })
+    return render(
+        request,
+        "account/token.html",
+        {
+            "token": token,
+            "api_root": request.build_absolute_uri("/api/"),
+        },
+    )

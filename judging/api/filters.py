@@ -1,4 +1,5 @@
 """django-filter FilterSets of the API's list endpoints (query-string filters, documented in the schema)."""
+
 from __future__ import annotations
 
 import django_filters as df
@@ -89,12 +90,15 @@ class JudgmentFilter(df.FilterSet):
     docid = df.CharFilter(field_name="pair__document__docid", max_length=200)
     grade = IntegerFilter(field_name="grade__value", min_value=0, max_value=100, help_text="Confident grade.")
     unsure = df.ChoiceFilter(
-        choices=UNSURE_CHOICES, method="filter_unsure", empty_label=None,
+        choices=UNSURE_CHOICES,
+        method="filter_unsure",
+        empty_label=None,
         help_text="exclude (default): confident judgments only; include: unsure ones too, with their "
-                  "tentative grades; only: just the unsure ones.",
+        "tentative grades; only: just the unsure ones.",
     )
     updated_since = df.IsoDateTimeFilter(
-        field_name="updated_at", lookup_expr="gte",
+        field_name="updated_at",
+        lookup_expr="gte",
         help_text="ISO 8601 timestamp: judgments changed at or after it (incremental sync).",
     )
 

@@ -1,4 +1,5 @@
 """Pagination of the API's lists: pages of up to 1,000, and cursors for judgments (millions of rows)."""
+
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 
 

@@ -1,4 +1,5 @@
 """Who may do what in the API: campaign roles looked up once per request, and the permission classes."""
+
 from __future__ import annotations
 
 from django.db.models import QuerySet

@@ -1,4 +1,5 @@
 """Streamed export formats: judgments as CSV or JSON Lines, any text as chunks, all in constant memory."""
+
 from __future__ import annotations
 
 import csv
@@ -29,9 +30,9 @@ def judgments_csv(rows: Iterable[tuple]) -> Iterator[str]:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMN_NAMES)
     for count, row in enumerate(rows, start=1):
-        writer.writerow([
-            "" if v is None else ("true" if v is True else "false" if v is False else _wire(v)) for v in row
-        ])
+        writer.writerow(
+            ["" if v is None else ("true" if v is True else "false" if v is False else _wire(v)) for v in row]
+        )
         if count % ROWS_PER_CHUNK == 0:
             yield buffer.getvalue()
             buffer.seek(0)

@@ -1,4 +1,5 @@
 """OpenAPI generation: every operation documents the error responses it can really return."""
+
 from __future__ import annotations
 
 from drf_spectacular.openapi import AutoSchema

@@ -1,4 +1,5 @@
 """What each API resource looks like on the wire, and the typed shapes of the custom actions' bodies."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -23,6 +24,7 @@ GAINS = ["linear", "exponential"]
 
 # --------------------------------------------------------------------------- campaigns
 
+
 class GradeSerializer(serializers.ModelSerializer):
     class Meta:
         model = Grade
@@ -41,11 +43,16 @@ class GradeValuesField(serializers.ListField):
 
 class CampaignSerializer(serializers.ModelSerializer):
     grades = GradeValuesField(
-        source="grade_values", required=False, min_length=1, max_length=101,
+        source="grade_values",
+        required=False,
+        min_length=1,
+        max_length=101,
         help_text="Grade values of the scale (default [0, 1, 2]); named like the default scale.",
     )
     scale = GradeSerializer(
-        source="grades", many=True, required=False,
+        source="grades",
+        many=True,
+        required=False,
         help_text="The scale with names and descriptions; send it instead of `grades` to name the grades.",
     )
     role = serializers.ChoiceField(
@@ -55,8 +62,18 @@ class CampaignSerializer(serializers.ModelSerializer):
     class Meta:
         model = Campaign
         fields = [
-            "slug", "name", "description", "guidelines", "pool_depth", "redundancy", "aggregation",
-            "leaderboard_visible_to_annotators", "grades", "scale", "role", "created_at",
+            "slug",
+            "name",
+            "description",
+            "guidelines",
+            "pool_depth",
+            "redundancy",
+            "aggregation",
+            "leaderboard_visible_to_annotators",
+            "grades",
+            "scale",
+            "role",
+            "created_at",
         ]
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"required": False}}
@@ -82,6 +99,7 @@ class CampaignSerializer(serializers.ModelSerializer):
 
 
 # --------------------------------------------------------------------------- campaign contents
+
 
 class QuerySerializer(serializers.ModelSerializer):
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
@@ -145,6 +163,7 @@ class AdjudicationSerializer(serializers.Serializer):
 
 # --------------------------------------------------------------------------- judgments
 
+
 class JudgmentSerializer(serializers.ModelSerializer):
     campaign = serializers.CharField(source="pair.campaign.slug", read_only=True)
     qid = serializers.CharField(source="pair.query.qid", read_only=True)
@@ -152,15 +171,28 @@ class JudgmentSerializer(serializers.ModelSerializer):
     annotator = serializers.CharField(source="annotator.username", read_only=True)
     grade = serializers.IntegerField(source="grade.value", read_only=True, allow_null=True)
     tentative_grade = serializers.IntegerField(
-        source="tentative_grade.value", read_only=True, allow_null=True,
+        source="tentative_grade.value",
+        read_only=True,
+        allow_null=True,
         help_text="An unsure annotator's best guess (not scored).",
     )
 
     class Meta:
         model = Judgment
         fields = [
-            "id", "pair", "campaign", "qid", "docid", "annotator", "grade", "unsure", "tentative_grade",
-            "note", "seconds_spent", "created_at", "updated_at",
+            "id",
+            "pair",
+            "campaign",
+            "qid",
+            "docid",
+            "annotator",
+            "grade",
+            "unsure",
+            "tentative_grade",
+            "note",
+            "seconds_spent",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = fields
 
@@ -173,7 +205,9 @@ class JudgmentRecordSerializer(serializers.Serializer):
     qid = serializers.CharField(required=False, max_length=100)
     docid = serializers.CharField(required=False, max_length=200)
     grade = serializers.IntegerField(
-        required=False, allow_null=True, **GRADE_RANGE,
+        required=False,
+        allow_null=True,
+        **GRADE_RANGE,
         help_text="A grade on the campaign's scale; with unsure it is taken as the tentative grade.",
     )
     unsure = serializers.BooleanField(required=False, default=False)
@@ -200,13 +234,24 @@ class JudgmentRevisionSerializer(serializers.ModelSerializer):
     class Meta:
         model = JudgmentRevision
         fields = [
-            "id", "changed_by", "changed_at", "old_grade", "new_grade", "old_unsure", "new_unsure",
-            "old_tentative_grade", "new_tentative_grade", "old_note", "new_note", "seconds_spent",
+            "id",
+            "changed_by",
+            "changed_at",
+            "old_grade",
+            "new_grade",
+            "old_unsure",
+            "new_unsure",
+            "old_tentative_grade",
+            "new_tentative_grade",
+            "old_note",
+            "new_note",
+            "seconds_spent",
         ]
         read_only_fields = fields
 
 
 # --------------------------------------------------------------------------- members
+
 
 class MemberSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", max_length=150)
@@ -224,6 +269,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 # --------------------------------------------------------------------------- uploads
+
 
 class UploadSerializer(serializers.Serializer):
     file = serializers.FileField(allow_empty_file=True, help_text="The file to import (multipart form field).")
@@ -277,10 +323,12 @@ class UploadErrorSerializer(serializers.Serializer):
 
 # --------------------------------------------------------------------------- progress and leaderboard
 
+
 class AnnotatorProgressSerializer(serializers.Serializer):
     username = serializers.CharField(source="user.username")
-    role = serializers.ChoiceField(choices=Membership.Role.choices, allow_null=True,
-                                   help_text="Null for a past judge who is no longer a member.")
+    role = serializers.ChoiceField(
+        choices=Membership.Role.choices, allow_null=True, help_text="Null for a past judge who is no longer a member."
+    )
     judgments = serializers.IntegerField()
     unsure = serializers.IntegerField()
     notes = serializers.IntegerField()
@@ -306,18 +354,32 @@ class ProgressSerializer(serializers.Serializer):
 
 class LeaderboardQuerySerializer(serializers.Serializer):
     k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
-    gain = serializers.ChoiceField(choices=GAINS, required=False, default="linear",
-                                   help_text="nDCG gain: the label (linear) or 2^label - 1 (exponential).")
-    threshold = serializers.IntegerField(required=False, default=1, min_value=0, max_value=100,
-                                         help_text="Lowest label that counts as relevant for binary measures.")
-    judged_only = serializers.BooleanField(required=False, default=False,
-                                           help_text="Condensed scoring: drop unjudged documents (trec_eval -J).")
+    gain = serializers.ChoiceField(
+        choices=GAINS,
+        required=False,
+        default="linear",
+        help_text="nDCG gain: the label (linear) or 2^label - 1 (exponential).",
+    )
+    threshold = serializers.IntegerField(
+        required=False,
+        default=1,
+        min_value=0,
+        max_value=100,
+        help_text="Lowest label that counts as relevant for binary measures.",
+    )
+    judged_only = serializers.BooleanField(
+        required=False, default=False, help_text="Condensed scoring: drop unjudged documents (trec_eval -J)."
+    )
     policy = serializers.ChoiceField(
-        choices=POLICIES, required=False, allow_null=True, default=None,
+        choices=POLICIES,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
     )
-    per_query = serializers.BooleanField(required=False, default=True,
-                                         help_text="Include per-query values (false: means only).")
+    per_query = serializers.BooleanField(
+        required=False, default=True, help_text="Include per-query values (false: means only)."
+    )
 
 
 class LeaderboardSystemSerializer(serializers.Serializer):
@@ -326,7 +388,8 @@ class LeaderboardSystemSerializer(serializers.Serializer):
         child=serializers.FloatField(), help_text='Mean of each measure, e.g. {"P@10": 0.41, "nDCG@10": 0.45}.'
     )
     per_query = serializers.DictField(
-        child=serializers.DictField(child=serializers.FloatField()), required=False,
+        child=serializers.DictField(child=serializers.FloatField()),
+        required=False,
         help_text="qid -> measure -> value (absent with per_query=false).",
     )
 
@@ -346,13 +409,14 @@ class LeaderboardSerializer(serializers.Serializer):
 
 # --------------------------------------------------------------------------- auth
 
+
 class TokenRequestSerializer(serializers.Serializer):
     username = serializers.CharField(max_length=150)
     password = serializers.CharField(max_length=4096, style={"input_type": "password"}, trim_whitespace=False)
 
 
 class TokenSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text='Send it as `Authorization: Token <token>`.')
+    token = serializers.CharField(help_text="Send it as `Authorization: Token <token>`.")
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -1,4 +1,5 @@
 """API routes under /api/: a DefaultRouter for the resources, plus the token endpoint."""
+
 from django.urls import path
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.routers import APIRootView, DefaultRouter

@@ -1,4 +1,5 @@
 """API views: thin DRF viewsets over the selectors (reads) and the services (writes)."""
+
 from __future__ import annotations
 
 import re
@@ -150,6 +151,7 @@ class ApiMixin:
 
 # --------------------------------------------------------------------------- auth
 
+
 class AuthTokenView(ApiMixin, APIView):
     """Trade a username and password for the API token a script sends as `Authorization: Token ...`."""
 
@@ -158,8 +160,10 @@ class AuthTokenView(ApiMixin, APIView):
     throttle_scope = "login"
 
     @extend_schema(
-        operation_id="auth_token_create", request=s.TokenRequestSerializer,
-        responses={200: s.TokenSerializer}, auth=[],
+        operation_id="auth_token_create",
+        request=s.TokenRequestSerializer,
+        responses={200: s.TokenSerializer},
+        auth=[],
         description="Returns your API token, creating it on first use. Throttled (scope `login`).",
     )
     def post(self, request):
@@ -171,8 +175,12 @@ class AuthTokenView(ApiMixin, APIView):
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 
-    @extend_schema(operation_id="auth_token_destroy", request=None, responses={204: None},
-                   description="Revoke your API token; scripts using it get 401 from now on.")
+    @extend_schema(
+        operation_id="auth_token_destroy",
+        request=None,
+        responses={204: None},
+        description="Revoke your API token; scripts using it get 401 from now on.",
+    )
     def delete(self, request):
         if not request.user.is_authenticated:
             raise NotAuthenticated()
@@ -185,8 +193,10 @@ class AuthTokenView(ApiMixin, APIView):
 UPLOAD_RESPONSES = {
     200: s.ImportSummarySerializer,
     400: OpenApiResponse(s.UploadErrorSerializer, description="Bad input: nothing of the file was written."),
-    409: OpenApiResponse(s.UploadErrorSerializer, description="Conflicts with what the campaign holds "
-                                                                "(e.g. a different run for an existing system)."),
+    409: OpenApiResponse(
+        s.UploadErrorSerializer,
+        description="Conflicts with what the campaign holds (e.g. a different run for an existing system).",
+    ),
 }
 
 
@@ -194,12 +204,17 @@ UPLOAD_RESPONSES = {
     list=extend_schema(description="The campaigns you belong to, with your role in each."),
     create=extend_schema(description="Create a campaign (leads only); you become its first lead."),
     retrieve=extend_schema(description="One of your campaigns."),
-    partial_update=extend_schema(description="Change settings or the scale (leads only). The scale's "
-                                             "values are fixed once judging has started."),
+    partial_update=extend_schema(
+        description="Change settings or the scale (leads only). The scale's values are fixed once judging has started."
+    ),
 )
 class CampaignViewSet(
-    ApiMixin, mixins.ListModelMixin, mixins.CreateModelMixin, mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin, viewsets.GenericViewSet,
+    ApiMixin,
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    viewsets.GenericViewSet,
 ):
     serializer_class = s.CampaignSerializer
     permission_classes = [IsAuthenticated, CanCreateCampaign]
@@ -247,8 +262,7 @@ class CampaignViewSet(
         scale = self._scale(data)
         campaign = campaign_create_led(lead=request.user, scale=scale, **data)
         body = self.get_serializer(self._reloaded(campaign)).data
-        return Response(body, status=status.HTTP_201_CREATED,
-                        headers={"Location": f"/api/campaigns/{campaign.slug}/"})
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/api/campaigns/{campaign.slug}/"})
 
     def update(self, request, *args, **kwargs):
         campaign = self.get_object()
@@ -263,9 +277,12 @@ class CampaignViewSet(
 
     # ---- progress, leaderboard, qrels
 
-    @extend_schema(responses=s.ProgressSerializer, description=(
-        "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
-    ))
+    @extend_schema(
+        responses=s.ProgressSerializer,
+        description=(
+            "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
+        ),
+    )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def progress(self, request, slug=None):
         campaign = self.get_object()
@@ -276,10 +293,14 @@ class CampaignViewSet(
         data["annotators"] = rows
         return Response(s.ProgressSerializer(data).data)
 
-    @extend_schema(parameters=[s.LeaderboardQuerySerializer], responses=s.LeaderboardSerializer, description=(
-        "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
-        "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators."
-    ))
+    @extend_schema(
+        parameters=[s.LeaderboardQuerySerializer],
+        responses=s.LeaderboardSerializer,
+        description=(
+            "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
+            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators."
+        ),
+    )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
@@ -296,25 +317,39 @@ class CampaignViewSet(
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(data)
 
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, description=(
-        "TREC qrels (`qid 0 docid label`) of the aggregated labels: exactly what the leaderboard scores. "
-        "Streamed. Leads only."
-    ))
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None,
-            renderer_classes=[PlainTextRenderer])
+    @extend_schema(
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        description=(
+            "TREC qrels (`qid 0 docid label`) of the aggregated labels: exactly what the leaderboard scores. "
+            "Streamed. Leads only."
+        ),
+    )
+    @action(
+        detail=True, methods=["get"], filter_backends=[], pagination_class=None, renderer_classes=[PlainTextRenderer]
+    )
     def qrels(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "export its labels")
         lines = formats.format_qrels(qrels_rows(campaign=campaign))
-        return _streamed(batched_text(lines), content_type="text/plain; charset=utf-8",
-                         filename=_download_name(campaign.slug) + ".qrels")
+        return _streamed(
+            batched_text(lines),
+            content_type="text/plain; charset=utf-8",
+            filename=_download_name(campaign.slug) + ".qrels",
+        )
 
     # ---- members
 
-    @extend_schema(methods=["GET"], responses=s.MemberSerializer(many=True),
-                   description="The campaign's members and their roles (leads only).")
-    @extend_schema(methods=["POST"], request=s.MemberSerializer, responses={200: s.MemberSerializer},
-                   description="Add a user (who must exist) as annotator or lead, or change their role.")
+    @extend_schema(
+        methods=["GET"],
+        responses=s.MemberSerializer(many=True),
+        description="The campaign's members and their roles (leads only).",
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=s.MemberSerializer,
+        responses={200: s.MemberSerializer},
+        description="Add a user (who must exist) as annotator or lead, or change their role.",
+    )
     @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
     def members(self, request, slug=None):
         campaign = self.get_object()
@@ -323,7 +358,8 @@ class CampaignViewSet(
             serializer = s.MemberSerializer(data=request.data)
             serializer.is_valid(raise_exception=True)
             membership = membership_add(
-                campaign=campaign, user=serializer.validated_data["user"]["username"],
+                campaign=campaign,
+                user=serializer.validated_data["user"]["username"],
                 role=serializer.validated_data.get("role", Membership.Role.ANNOTATOR),
             )
             return Response(s.MemberSerializer(membership).data)
@@ -331,11 +367,18 @@ class CampaignViewSet(
         return Response(s.MemberSerializer(memberships, many=True).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)], request=None,
-        responses={204: None}, description="Take a user off the campaign; their judgments stay.",
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+        request=None,
+        responses={204: None},
+        description="Take a user off the campaign; their judgments stay.",
     )
-    @action(detail=True, methods=["delete"], url_path=r"members/(?P<username>[^/]+)",
-            filter_backends=[], pagination_class=None)
+    @action(
+        detail=True,
+        methods=["delete"],
+        url_path=r"members/(?P<username>[^/]+)",
+        filter_backends=[],
+        pagination_class=None,
+    )
     def member_remove(self, request, slug=None, username=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "manage its members")
@@ -357,15 +400,20 @@ class CampaignViewSet(
             name, messages = next(iter(form.errors.items()))
             upload = request.data.get("file")
             return Response(
-                {"detail": " ".join(map(str, messages)), "file": getattr(upload, "name", "") or "",
-                 "line": None, "field": name},
+                {
+                    "detail": " ".join(map(str, messages)),
+                    "file": getattr(upload, "name", "") or "",
+                    "line": None,
+                    "field": name,
+                },
                 status=status.HTTP_400_BAD_REQUEST,
             )
         upload = form.validated_data.pop("file")
         filename = upload.name or "upload"
         try:
-            summary = importer(campaign=campaign, data=upload.read(), filename=filename,
-                               **options, **form.validated_data)
+            summary = importer(
+                campaign=campaign, data=upload.read(), filename=filename, **options, **form.validated_data
+            )
         except formats.FormatError as exc:
             body = {"detail": str(exc), "file": exc.filename, "line": exc.line, "field": exc.field}
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
@@ -377,25 +425,52 @@ class CampaignViewSet(
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         return Response(s.ImportSummarySerializer(summary.as_dict()).data)
 
-    @extend_schema(request={"multipart/form-data": s.TopicsUploadSerializer}, responses=UPLOAD_RESPONSES,
-                   description="Import topics (leads only); re-importing the same file changes nothing.")
-    @action(detail=True, methods=["post"], url_path="upload/topics", parser_classes=[MultiPartParser],
-            filter_backends=[], pagination_class=None)
+    @extend_schema(
+        request={"multipart/form-data": s.TopicsUploadSerializer},
+        responses=UPLOAD_RESPONSES,
+        description="Import topics (leads only); re-importing the same file changes nothing.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="upload/topics",
+        parser_classes=[MultiPartParser],
+        filter_backends=[],
+        pagination_class=None,
+    )
     def upload_topics(self, request, slug=None):
         return self._upload(request, s.TopicsUploadSerializer, topics_import)
 
-    @extend_schema(request={"multipart/form-data": s.DocumentsUploadSerializer}, responses=UPLOAD_RESPONSES,
-                   description="Import documents (leads only); re-importing the same file changes nothing.")
-    @action(detail=True, methods=["post"], url_path="upload/documents", parser_classes=[MultiPartParser],
-            filter_backends=[], pagination_class=None)
+    @extend_schema(
+        request={"multipart/form-data": s.DocumentsUploadSerializer},
+        responses=UPLOAD_RESPONSES,
+        description="Import documents (leads only); re-importing the same file changes nothing.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="upload/documents",
+        parser_classes=[MultiPartParser],
+        filter_backends=[],
+        pagination_class=None,
+    )
     def upload_documents(self, request, slug=None):
         return self._upload(request, s.DocumentsUploadSerializer, docs_import)
 
-    @extend_schema(request={"multipart/form-data": s.RunUploadSerializer}, responses=UPLOAD_RESPONSES,
-                   description="Import a run as a system and pool its top documents (leads only). Unknown "
-                               "queries and documents become stubs.")
-    @action(detail=True, methods=["post"], url_path="upload/run", parser_classes=[MultiPartParser],
-            filter_backends=[], pagination_class=None)
+    @extend_schema(
+        request={"multipart/form-data": s.RunUploadSerializer},
+        responses=UPLOAD_RESPONSES,
+        description="Import a run as a system and pool its top documents (leads only). Unknown "
+        "queries and documents become stubs.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="upload/run",
+        parser_classes=[MultiPartParser],
+        filter_backends=[],
+        pagination_class=None,
+    )
     def upload_run(self, request, slug=None):
         return self._upload(request, s.RunUploadSerializer, self._run_import)
 
@@ -403,10 +478,19 @@ class CampaignViewSet(
     def _run_import(*, system=None, **kwargs):
         return run_import(system_name=system or None, **kwargs)
 
-    @extend_schema(request={"multipart/form-data": s.QrelsUploadSerializer}, responses=UPLOAD_RESPONSES,
-                   description="Import TREC qrels as one user's confident judgments (leads only).")
-    @action(detail=True, methods=["post"], url_path="upload/qrels", parser_classes=[MultiPartParser],
-            filter_backends=[], pagination_class=None)
+    @extend_schema(
+        request={"multipart/form-data": s.QrelsUploadSerializer},
+        responses=UPLOAD_RESPONSES,
+        description="Import TREC qrels as one user's confident judgments (leads only).",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="upload/qrels",
+        parser_classes=[MultiPartParser],
+        filter_backends=[],
+        pagination_class=None,
+    )
     def upload_qrels(self, request, slug=None):
         return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, user=request.user)
 
@@ -421,6 +505,7 @@ class CampaignViewSet(
 
 
 # --------------------------------------------------------------------------- campaign contents
+
 
 class CampaignContentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     """Read-only objects of the caller's campaigns; ``?campaign=`` names one (404 for non-members)."""
@@ -483,16 +568,22 @@ class SystemViewSet(CampaignContentViewSet):
         self.campaign_param(lead=True, what="see its systems")
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR},
-                   description="The system's run as TREC run text (`qid Q0 docid rank score tag`), streamed.")
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None,
-            renderer_classes=[PlainTextRenderer])
+    @extend_schema(
+        responses={(200, "text/plain"): OpenApiTypes.STR},
+        description="The system's run as TREC run text (`qid Q0 docid rank score tag`), streamed.",
+    )
+    @action(
+        detail=True, methods=["get"], filter_backends=[], pagination_class=None, renderer_classes=[PlainTextRenderer]
+    )
     def run(self, request, pk=None):
         system = self.get_object()
         tag = _download_name(system.name) or "run"
         lines = formats.format_run(tag, system_rankings(system=system))
-        return _streamed(batched_text(lines), content_type="text/plain; charset=utf-8",
-                         filename=_download_name(system.campaign.slug, tag) + ".run")
+        return _streamed(
+            batched_text(lines),
+            content_type="text/plain; charset=utf-8",
+            filename=_download_name(system.campaign.slug, tag) + ".run",
+        )
 
 
 @extend_schema_view(
@@ -513,8 +604,11 @@ class PairViewSet(CampaignContentViewSet):
             pairs = pairs.filter(Q(campaign_id__in=acc.led_ids) | Q(pooled=True))
         return pairs
 
-    @extend_schema(request=s.AdjudicationSerializer, responses=s.PairSerializer,
-                   description="Decide the pair's label as a lead; it wins over the judgments.")
+    @extend_schema(
+        request=s.AdjudicationSerializer,
+        responses=s.PairSerializer,
+        description="Decide the pair's label as a lead; it wins over the judgments.",
+    )
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
     def adjudicate(self, request, pk=None):
         pair = self.get_object()
@@ -527,6 +621,7 @@ class PairViewSet(CampaignContentViewSet):
 
 # --------------------------------------------------------------------------- judgments
 
+
 @extend_schema_view(
     list=extend_schema(
         description=(
@@ -534,10 +629,14 @@ class PairViewSet(CampaignContentViewSet):
             "JSON; `format=csv` or `format=jsonl` streams every matching judgment as one file instead. Unsure "
             "judgments are left out unless `unsure=include` (or `only`)."
         ),
-        parameters=[OpenApiParameter(
-            "format", str, enum=["json", "csv", "jsonl"],
-            description="json (paginated, default), csv or jsonl (the whole result, streamed).",
-        )],
+        parameters=[
+            OpenApiParameter(
+                "format",
+                str,
+                enum=["json", "csv", "jsonl"],
+                description="json (paginated, default), csv or jsonl (the whole result, streamed).",
+            )
+        ],
         responses={
             (200, "application/json"): s.JudgmentSerializer(many=True),
             (200, "text/csv"): OpenApiTypes.STR,
@@ -554,8 +653,9 @@ class PairViewSet(CampaignContentViewSet):
         ),
     ),
 )
-class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                      viewsets.GenericViewSet):
+class JudgmentViewSet(
+    ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
     serializer_class = s.JudgmentSerializer
     filterset_class = JudgmentFilter
     pagination_class = JudgmentCursorPagination
@@ -588,8 +688,9 @@ class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
             stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
             if isinstance(renderer, CSVRenderer):
                 return _streamed(judgments_csv(rows), content_type="text/csv; charset=utf-8", filename=stem + ".csv")
-            return _streamed(judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8",
-                             filename=stem + ".jsonl")
+            return _streamed(
+                judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
+            )
         # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
         # as JudgmentSerializer): building six related model instances per judgment cost 10x more.
         rows = self.filter_queryset(self.get_queryset()).values(*(path for _, path in JUDGMENT_EXPORT_COLUMNS))
@@ -605,8 +706,12 @@ class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
         pair = self._pair(values)
         existed = Judgment.objects.filter(pair=pair, annotator=request.user).exists()
         judgment, _ = judgment_record(
-            pair=pair, annotator=request.user, grade=values.get("grade"), unsure=values["unsure"],
-            tentative_grade=values.get("tentative_grade"), note=values["note"],
+            pair=pair,
+            annotator=request.user,
+            grade=values.get("grade"),
+            unsure=values["unsure"],
+            tentative_grade=values.get("tentative_grade"),
+            note=values["note"],
             seconds_spent=values["seconds_spent"],
         )
         body = self.get_serializer(self.get_queryset().get(pk=judgment.pk)).data
@@ -625,7 +730,8 @@ class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
         campaign = acc.campaign(values["campaign"])
         pair = (
             Pair.objects.filter(campaign=campaign, query__qid=values["qid"], document__docid=values["docid"])
-            .select_related("campaign").first()
+            .select_related("campaign")
+            .first()
         )
         if pair is not None and (pair.pooled or acc.is_lead(campaign.id)):
             return pair
@@ -635,8 +741,10 @@ class JudgmentViewSet(ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
             raise DRFValidationError({"docid": [f"Campaign {campaign.slug!r} has no document {values['docid']!r}."]})
         raise DRFValidationError({"docid": [f"{values['docid']!r} is not in the pool of query {values['qid']!r}."]})
 
-    @extend_schema(responses=s.JudgmentRevisionSerializer(many=True),
-                   description="Every change to this judgment, oldest first: who, when, old and new values.")
+    @extend_schema(
+        responses=s.JudgmentRevisionSerializer(many=True),
+        description="Every change to this judgment, oldest first: who, when, old and new values.",
+    )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def history(self, request, pk=None):
         judgment = self.get_object()

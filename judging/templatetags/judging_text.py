@@ -1,4 +1,5 @@
 """Template filters for showing imported document text to annotators."""
+
 import html
 import re
 

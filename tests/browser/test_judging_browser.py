@@ -1,4 +1,5 @@
 """An annotator judges in a real browser with the keyboard alone; the database holds exactly what they did."""
+
 from __future__ import annotations
 
 import json
@@ -37,15 +38,21 @@ def doc(docid: str, title: str, text: str, url: str = "") -> str:
     return json.dumps({"docid": docid, "title": title, "text": text, "url": url}) + "\n"
 
 
-DOCS = "".join([
-    doc("d1", "Merino wool crew-neck sweater", "A soft merino knit in six colours. " * 12,
-        "https://shop.example/merino-sweater"),
-    doc("d2", "Cotton T-shirt", "Light, breathable cotton for summer days. " * 8),
-    doc("d3", "Chunky cable-knit wool cardigan", "Hand-knitted from British wool, with horn buttons. " * 10),
-    doc("d4", "Packable rain shell", "A waterproof, breathable shell that folds into its own pocket. " * 9),
-    doc("d5", "Wool socks, pack of three", "Warm socks for hiking boots. " * 6),
-    doc("x1", XSS_TITLE, XSS_TEXT, "javascript:alert('url')"),
-])
+DOCS = "".join(
+    [
+        doc(
+            "d1",
+            "Merino wool crew-neck sweater",
+            "A soft merino knit in six colours. " * 12,
+            "https://shop.example/merino-sweater",
+        ),
+        doc("d2", "Cotton T-shirt", "Light, breathable cotton for summer days. " * 8),
+        doc("d3", "Chunky cable-knit wool cardigan", "Hand-knitted from British wool, with horn buttons. " * 10),
+        doc("d4", "Packable rain shell", "A waterproof, breathable shell that folds into its own pocket. " * 9),
+        doc("d5", "Wool socks, pack of three", "Warm socks for hiking boots. " * 6),
+        doc("x1", XSS_TITLE, XSS_TEXT, "javascript:alert('url')"),
+    ]
+)
 RUN = "".join(
     f"{q} Q0 {d} {r} {10 - r} sys\n"
     for q, docs in (("q1", ["d1", "d3", "x1", "d2", "d5"]), ("q2", ["d4", "d2", "d5"]))
@@ -264,8 +271,9 @@ def test_lead_pages_render(live_server, new_page, screenshot, setup):
     User = get_user_model()
     User.objects.create_user(username="lena", password="pw-lena-secret")
     membership_add(campaign=campaign, user=User.objects.get(username="lena"), role="lead")
-    judgment_record(pair=Pair.objects.filter(campaign=campaign).first(), annotator=users["ann"], grade=2,
-                    seconds_spent=12)
+    judgment_record(
+        pair=Pair.objects.filter(campaign=campaign).first(), annotator=users["ann"], grade=2, seconds_spent=12
+    )
     page, watch = new_page()
     base = live_server.url
     log_in(page, base, "lena", "pw-lena-secret", then=f"/campaigns/{campaign.slug}/")
@@ -276,9 +284,12 @@ def test_lead_pages_render(live_server, new_page, screenshot, setup):
         screenshot(page, f"11-lead-{name}", full_page=True)
     # A broken upload shows the file, line and field.
     page.goto(base + f"/campaigns/{campaign.slug}/upload/")
-    page.set_input_files("#upload-run input[type=file]", files=[
-        {"name": "broken.run", "mimeType": "text/plain", "buffer": b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 x 1.0 t\n"},
-    ])
+    page.set_input_files(
+        "#upload-run input[type=file]",
+        files=[
+            {"name": "broken.run", "mimeType": "text/plain", "buffer": b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 x 1.0 t\n"},
+        ],
+    )
     page.click("#upload-run button[type=submit]")
     page.wait_for_selector(".form-error")
     assert "broken.run, line 2, field 'rank'" in page.inner_text(".form-error")

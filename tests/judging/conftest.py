@@ -1,4 +1,5 @@
 """Fixtures for the Django app's tests."""
+
 import pytest
 
 

@@ -1,4 +1,5 @@
 """Agreement, review queue and annotator quality read from real judgments."""
+
 import krippendorff
 import numpy as np
 import pytest
@@ -17,7 +18,14 @@ from judging.services import adjudication_set, campaign_create, judgment_record,
 
 # grades of alice, bob, carol for 8 pairs (None = not judged)
 GRADES = [
-    (2, 2, 2), (1, 2, None), (0, 0, 0), (2, 0, 1), (1, 1, None), (0, 1, 2), (2, 2, None), (1, 0, 1),
+    (2, 2, 2),
+    (1, 2, None),
+    (0, 0, 0),
+    (2, 0, 1),
+    (1, 1, None),
+    (0, 1, 2),
+    (2, 2, None),
+    (1, 0, 1),
 ]
 
 
@@ -67,8 +75,9 @@ def test_campaign_agreement_matches_reference_implementations(judged):
 def test_review_queue_lists_unsure_and_disputed(judged):
     campaign, users, lead, pairs = judged
     judgment_record(pair=pairs["d4"], annotator=users[2], unsure=True, note="can't tell")
-    disputed = set(Pair.objects.filter(id__in=disputed_pair_ids(campaign=campaign)).values_list("document__docid",
-                                                                                                   flat=True))
+    disputed = set(
+        Pair.objects.filter(id__in=disputed_pair_ids(campaign=campaign)).values_list("document__docid", flat=True)
+    )
     # d3 (2,0,1) and d5 (0,1,2) are two apart; d7 (1,0,1) has a majority and is one apart
     assert disputed == {"d3", "d5"}
     queue = {p.document.docid for p in review_queue(campaign=campaign)}
@@ -92,8 +101,7 @@ def test_annotator_quality_figures(judged):
 
 def test_policy_stability_current_policy_has_tau_one(judged):
     campaign, *_ = judged
-    run_import(campaign=campaign, data=b"q0 Q0 d3 1 9 other\nq0 Q0 d0 2 8 other\nq1 Q0 d5 1 3 other\n",
-               filename="o")
+    run_import(campaign=campaign, data=b"q0 Q0 d3 1 9 other\nq0 Q0 d0 2 8 other\nq1 Q0 d5 1 3 other\n", filename="o")
     rows = {r["policy"]: r for r in policy_stability(campaign=campaign, k=2)}
     assert set(rows) == {"median", "majority", "mean", "max", "min"}
     assert rows["median"]["current"] and rows["median"]["tau"] == pytest.approx(1.0)

@@ -1,4 +1,5 @@
 """The REST API: tokens, campaigns, judgments, exports (JSON, CSV, JSONL, qrels), uploads and the leaderboard."""
+
 from __future__ import annotations
 
 import csv
@@ -14,7 +15,7 @@ from rest_framework.test import APIClient
 from judging.models import Campaign, Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.services import campaign_create, membership_add, qrels_import, run_import
 from tests.conftest import RUN_BM25, RUN_DENSE
-from tests.judging.test_api_support import body_of, client_for, fast_passwords, world  # noqa: F401
+from tests.judging.test_api_support import body_of, client_for, world  # noqa: F401
 
 
 def counts() -> dict:
@@ -27,6 +28,7 @@ def upload(client, slug, kind, name, content, **fields):
 
 
 # --------------------------------------------------------------------------- tokens
+
 
 def test_api_token_create_use_and_revoke(world):  # noqa: F811
     client = APIClient()
@@ -88,6 +90,7 @@ def test_api_token_page_requires_csrf(world):  # noqa: F811
 
 # --------------------------------------------------------------------------- campaigns
 
+
 def test_api_campaign_create_with_grades_makes_creator_lead(world):  # noqa: F811
     client = client_for(world.lead)
     body = {"slug": "news", "name": "News", "grades": [0, 1, 2, 3], "pool_depth": 20, "guidelines": "Read twice."}
@@ -105,7 +108,8 @@ def test_api_campaign_create_with_named_scale(world):  # noqa: F811
     response = client_for(world.lead).post("/api/campaigns/", {"slug": "yn", "scale": scale}, format="json")
     assert response.status_code == 201
     assert response.json()["scale"] == [
-        {"value": 0, "name": "No", "description": ""}, {"value": 1, "name": "Yes", "description": "Answers it"},
+        {"value": 0, "name": "No", "description": ""},
+        {"value": 1, "name": "Yes", "description": "Answers it"},
     ]
 
 
@@ -175,13 +179,19 @@ def test_api_progress_figures(world):  # noqa: F811
 
 # --------------------------------------------------------------------------- judgments
 
+
 def test_api_judgment_record_by_names_then_change(world):  # noqa: F811
     client = client_for(world.annotator)
     body = {"campaign": "demo", "qid": "q1", "docid": "d2", "grade": 1, "note": "close"}
     first = client.post("/api/judgments/", body, format="json")
     assert first.status_code == 201
     assert {k: first.json()[k] for k in ("qid", "docid", "annotator", "grade", "unsure", "note")} == {
-        "qid": "q1", "docid": "d2", "annotator": "ann", "grade": 1, "unsure": False, "note": "close",
+        "qid": "q1",
+        "docid": "d2",
+        "annotator": "ann",
+        "grade": 1,
+        "unsure": False,
+        "note": "close",
     }
     same = client.post("/api/judgments/", body, format="json")  # a retry changes nothing
     assert same.status_code == 200
@@ -190,7 +200,8 @@ def test_api_judgment_record_by_names_then_change(world):  # noqa: F811
     assert (unsure["grade"], unsure["unsure"], unsure["tentative_grade"]) == (None, True, 2)
     history = client.get(f"/api/judgments/{first.json()['id']}/history/").json()
     assert [(r["old_grade"], r["new_grade"], r["new_unsure"], r["new_tentative_grade"]) for r in history] == [
-        (None, 1, False, None), (1, None, True, 2),
+        (None, 1, False, None),
+        (1, None, True, 2),
     ]
     assert history[0]["changed_by"] == "ann"
 
@@ -247,8 +258,19 @@ def test_api_judgments_csv_export(world):  # noqa: F811
     assert response["Content-Disposition"] == 'attachment; filename="demo-judgments.csv"'
     rows = list(csv.DictReader(io.StringIO(body_of(response).decode())))
     assert list(rows[0]) == [
-        "id", "pair", "campaign", "qid", "docid", "annotator", "grade", "unsure", "tentative_grade", "note",
-        "seconds_spent", "created_at", "updated_at",
+        "id",
+        "pair",
+        "campaign",
+        "qid",
+        "docid",
+        "annotator",
+        "grade",
+        "unsure",
+        "tentative_grade",
+        "note",
+        "seconds_spent",
+        "created_at",
+        "updated_at",
     ]
     assert len(rows) == 5 and {r["unsure"] for r in rows} == {"false"}
     first = next(r for r in rows if r["annotator"] == "ann" and r["docid"] == "d1")
@@ -292,6 +314,7 @@ def test_api_adjudication_sets_label(world):  # noqa: F811
 
 # --------------------------------------------------------------------------- uploads
 
+
 def test_api_uploads_build_a_campaign_and_are_idempotent(world):  # noqa: F811
     client = client_for(world.lead)
     client.post("/api/campaigns/", {"slug": "fresh", "pool_depth": 2}, format="json")
@@ -301,7 +324,10 @@ def test_api_uploads_build_a_campaign_and_are_idempotent(world):  # noqa: F811
     response = upload(client, "fresh", "run", "bm25.run", RUN_BM25, system="bm25-v2")
     summary = response.json()
     assert (summary["kind"], summary["systems"], summary["pairs_added"], summary["stub_documents"]) == (
-        "rankings", ["bm25-v2"], 4, 4,
+        "rankings",
+        ["bm25-v2"],
+        4,
+        4,
     )
     # A different run for the same system needs replace=true.
     response = upload(client, "fresh", "run", "bm25.run", RUN_DENSE, system="bm25-v2")
@@ -353,6 +379,7 @@ def test_api_upload_qrels_for_unknown_annotator(world):  # noqa: F811
 
 
 # --------------------------------------------------------------------------- qrels, runs, leaderboard
+
 
 def test_api_qrels_export_is_streamed_trec_text(world):  # noqa: F811
     response = client_for(world.lead).get("/api/campaigns/demo/qrels/")
@@ -414,8 +441,9 @@ def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):  # 
 
     def labels(campaign):
         return sorted(
-            Pair.objects.filter(campaign=campaign, label__isnull=False)
-            .values_list("query__qid", "document__docid", "label")
+            Pair.objects.filter(campaign=campaign, label__isnull=False).values_list(
+                "query__qid", "document__docid", "label"
+            )
         )
 
     assert labels(copy) == labels(world.campaign) and len(labels(copy)) == 4
@@ -451,12 +479,18 @@ def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):  # 
 
 # --------------------------------------------------------------------------- schema and docs
 
+
 def test_api_schema_and_docs_are_served_without_cdn(db):
     schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert schema.status_code == 200
     paths = schema.json()["paths"]
-    for path in ("/api/auth/token/", "/api/campaigns/{slug}/leaderboard/", "/api/campaigns/{slug}/qrels/",
-                 "/api/judgments/", "/api/campaigns/{slug}/upload/run/"):
+    for path in (
+        "/api/auth/token/",
+        "/api/campaigns/{slug}/leaderboard/",
+        "/api/campaigns/{slug}/qrels/",
+        "/api/judgments/",
+        "/api/campaigns/{slug}/upload/run/",
+    ):
         assert path in paths
     docs = APIClient().get("/api/docs/")
     assert docs.status_code == 200

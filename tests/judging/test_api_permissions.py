@@ -1,11 +1,12 @@
 """The API's permission matrix: every endpoint x anonymous, annotator, other annotator and lead."""
+
 from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.conftest import DOCS, TOPICS
-from tests.judging.test_api_support import SYSTEM_NAMES, body_of, client_for, fast_passwords, world  # noqa: F401
+from tests.judging.test_api_support import SYSTEM_NAMES, body_of, client_for, world  # noqa: F401
 
 ANON, ANN, OTHER, LEAD = "anonymous", "annotator", "other annotator", "lead"
 
@@ -26,17 +27,37 @@ ENDPOINTS = [
     ("get", "/api/campaigns/demo/leaderboard/", None, {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
     ("get", "/api/campaigns/demo/qrels/", None, {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
     ("get", "/api/campaigns/demo/members/", None, {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
-    ("post", "/api/campaigns/demo/members/", {"username": "stranger", "role": "annotator"},
-     {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
+    (
+        "post",
+        "/api/campaigns/demo/members/",
+        {"username": "stranger", "role": "annotator"},
+        {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200},
+    ),
     ("delete", "/api/campaigns/demo/members/ann2/", None, {ANON: 401, ANN: 403, OTHER: 404, LEAD: 204}),
-    ("post", "/api/campaigns/demo/upload/topics/", lambda: upload("t.tsv", TOPICS),
-     {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
-    ("post", "/api/campaigns/demo/upload/documents/", lambda: upload("d.jsonl", DOCS),
-     {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
-    ("post", "/api/campaigns/demo/upload/run/", lambda: upload("x.run", "q1 Q0 d4 1 5.0 sparse\n"),
-     {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
-    ("post", "/api/campaigns/demo/upload/qrels/", lambda: upload("x.qrels", "q1 0 d2 1\n"),
-     {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
+    (
+        "post",
+        "/api/campaigns/demo/upload/topics/",
+        lambda: upload("t.tsv", TOPICS),
+        {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200},
+    ),
+    (
+        "post",
+        "/api/campaigns/demo/upload/documents/",
+        lambda: upload("d.jsonl", DOCS),
+        {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200},
+    ),
+    (
+        "post",
+        "/api/campaigns/demo/upload/run/",
+        lambda: upload("x.run", "q1 Q0 d4 1 5.0 sparse\n"),
+        {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200},
+    ),
+    (
+        "post",
+        "/api/campaigns/demo/upload/qrels/",
+        lambda: upload("x.qrels", "q1 0 d2 1\n"),
+        {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200},
+    ),
     ("get", "/api/queries/?campaign=demo", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
     ("get", "/api/queries/{query}/", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
     ("get", "/api/documents/?campaign=demo", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
@@ -49,14 +70,22 @@ ENDPOINTS = [
     ("post", "/api/pairs/{pair}/adjudicate/", {"grade": 2}, {ANON: 401, ANN: 403, OTHER: 404, LEAD: 200}),
     ("get", "/api/judgments/?campaign=demo", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
     ("get", "/api/judgments/?campaign=demo&format=csv", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
-    ("get", "/api/judgments/?campaign=demo&format=jsonl&unsure=include", None,
-     {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
+    (
+        "get",
+        "/api/judgments/?campaign=demo&format=jsonl&unsure=include",
+        None,
+        {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200},
+    ),
     ("get", "/api/judgments/{judgment}/", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
     ("get", "/api/judgments/{judgment2}/", None, {ANON: 401, ANN: 404, OTHER: 404, LEAD: 200}),
     ("get", "/api/judgments/{judgment}/history/", None, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 200}),
     ("get", "/api/judgments/{judgment2}/history/", None, {ANON: 401, ANN: 404, OTHER: 404, LEAD: 200}),
-    ("post", "/api/judgments/", {"campaign": "demo", "qid": "q1", "docid": "d2", "grade": 1},
-     {ANON: 401, ANN: 201, OTHER: 404, LEAD: 201}),
+    (
+        "post",
+        "/api/judgments/",
+        {"campaign": "demo", "qid": "q1", "docid": "d2", "grade": 1},
+        {ANON: 401, ANN: 201, OTHER: 404, LEAD: 201},
+    ),
     ("post", "/api/judgments/", {"pair": "{pair}", "grade": 0}, {ANON: 401, ANN: 200, OTHER: 404, LEAD: 201}),
     ("delete", "/api/auth/token/", None, {ANON: 401, ANN: 204, OTHER: 204, LEAD: 204}),
     ("get", "/api/schema/", None, {ANON: 200, ANN: 200, OTHER: 200, LEAD: 200}),
@@ -73,8 +102,14 @@ def _cases():
 @pytest.mark.parametrize(("method", "path", "body", "caller", "status"), list(_cases()))
 def test_api_permission_matrix(world, method, path, body, caller, status):  # noqa: F811
     user = {ANON: None, ANN: world.annotator, OTHER: world.stranger, LEAD: world.lead}[caller]
-    ids = {"query": world.query.id, "document": world.document.id, "system": world.system.id,
-           "pair": world.pair.id, "judgment": world.judgment.id, "judgment2": world.judgment2.id}
+    ids = {
+        "query": world.query.id,
+        "document": world.document.id,
+        "system": world.system.id,
+        "pair": world.pair.id,
+        "judgment": world.judgment.id,
+        "judgment2": world.judgment2.id,
+    }
     url = path.format(**ids)
     if callable(body):
         data, fmt = body(), "multipart"

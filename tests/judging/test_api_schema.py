@@ -1,5 +1,6 @@
 """The API against its own OpenAPI schema: schemathesis generates requests for every operation and runs them
 in-process through the WSGI app as a lead; no response may be a server error or differ from the schema."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ from hypothesis.errors import Unsatisfiable
 from rest_framework.authtoken.models import Token
 
 from judging.services import membership_add
-from tests.judging.test_api_support import fast_passwords, world  # noqa: F401
+from tests.judging.test_api_support import world  # noqa: F401
 
 schemathesis = pytest.importorskip("schemathesis")
 from schemathesis import GenerationMode  # noqa: E402
@@ -27,8 +28,11 @@ TOKEN = "0123456789abcdef0123456789abcdef01234567"
 def _path_parameters(path: str, world) -> dict:  # noqa: F811
     """Real objects for the path parameters, so requests reach the views rather than 404 on every try."""
     resource_ids = {
-        "/api/queries/": world.query.id, "/api/documents/": world.document.id, "/api/systems/": world.system.id,
-        "/api/pairs/": world.pair.id, "/api/judgments/": world.judgment2.id,
+        "/api/queries/": world.query.id,
+        "/api/documents/": world.document.id,
+        "/api/systems/": world.system.id,
+        "/api/pairs/": world.pair.id,
+        "/api/judgments/": world.judgment2.id,
     }
     params = {}
     if "{slug}" in path:
@@ -75,8 +79,12 @@ def test_api_conforms_to_its_schema(world, keep_connection):  # noqa: F811
             strategy = operation.as_strategy(mode, path_parameters=_path_parameters(operation.path, world))
 
             @settings(
-                max_examples=examples, deadline=None, database=None, derandomize=True,
-                suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate],
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                suppress_health_check=list(HealthCheck),
+                phases=[Phase.explicit, Phase.generate],
             )
             @given(case=strategy)
             def check(case):

@@ -1,4 +1,5 @@
 """Fixtures shared by the API tests (no tests here): a judged campaign, its users and API clients."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,12 +44,6 @@ class World:
         return Pair.objects.get(campaign=self.campaign, query__qid=qid, document__docid=docid)
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Users are made per test; Django's real hasher (1M PBKDF2 rounds) would cost a second for four."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world(campaign, lead, annotator, make_user) -> World:
     topics_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
@@ -72,11 +67,17 @@ def world(campaign, lead, annotator, make_user) -> World:
     judgment_record(pair=pair("q2", "d2"), annotator=annotator2, grade=0)
     judgment_record(pair=pair("q2", "d4"), annotator=annotator2, grade=2)
     return World(
-        campaign=campaign, lead=lead, annotator=annotator, annotator2=annotator2, stranger=stranger,
+        campaign=campaign,
+        lead=lead,
+        annotator=annotator,
+        annotator2=annotator2,
+        stranger=stranger,
         query=Query.objects.get(campaign=campaign, qid="q1"),
         document=Document.objects.get(campaign=campaign, docid="d1"),
         system=System.objects.get(campaign=campaign, name="bm25"),
-        pair=pair("q1", "d1"), judgment=j1, judgment2=j2,
+        pair=pair("q1", "d1"),
+        judgment=j1,
+        judgment2=j2,
     )
 
 

@@ -1,4 +1,5 @@
 """The management commands of SPEC §4, as a lead runs them."""
+
 import io
 
 import pytest

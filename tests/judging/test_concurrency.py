@@ -1,4 +1,5 @@
 """Several annotators recording and changing judgments at once on PostgreSQL: nothing lost or duplicated."""
+
 import random
 
 import pytest
@@ -31,6 +32,7 @@ def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
         rng = random.Random(u.username)
         # every user judges every pair several times (overlapping with every other user), in their own order
         plans[u.pk] = [(p, rng.choice([0, 1, 2, None])) for p in rng.sample(pairs, len(pairs)) * 3]
+
     def work(user):
         for pair, grade in plans[user.pk]:
             if grade is None:
@@ -54,8 +56,11 @@ def test_concurrent_judgments_none_lost_history_complete(pg_only, make_user):
         assert got == last
         # the revision history replays to the final state, with no change missing
         for pair_id in last:
-            revs = list(JudgmentRevision.objects.filter(judgment__pair_id=pair_id, judgment__annotator=u)
-                        .order_by("id").values_list("old_grade", "new_grade", "old_unsure", "new_unsure"))
+            revs = list(
+                JudgmentRevision.objects.filter(judgment__pair_id=pair_id, judgment__annotator=u)
+                .order_by("id")
+                .values_list("old_grade", "new_grade", "old_unsure", "new_unsure")
+            )
             expected_changes = []
             prev = "start"
             for pair, grade in plans[u.pk]:
@@ -86,6 +91,7 @@ def test_policy_switch_during_judging_leaves_labels_consistent(pg_only, make_use
     for u in users:
         membership_add(campaign=campaign, user=u, role="annotator")
     membership_add(campaign=campaign, user=lead, role="lead")
+
     def judge(user):
         rng = random.Random(user.username)
         for _ in range(25):

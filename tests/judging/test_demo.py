@@ -1,4 +1,5 @@
 """The quickstart demo: load_demo builds a realistic campaign through the importers, once."""
+
 import io
 from collections import Counter
 
@@ -7,7 +8,6 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.management import call_command
 from django.db import transaction
-from django.test.utils import override_settings
 
 from judging import demo
 from judging.models import (
@@ -24,7 +24,6 @@ from judging.models import (
 )
 
 # Hashing five passwords with the production hasher takes longer than building the whole campaign.
-FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def load(*args) -> str:
@@ -40,15 +39,14 @@ def demo_output(django_db_setup, django_db_blocker):
     Each test still runs inside its own savepoint (the ``db`` fixture), so tests that load again or reset
     leave the module's copy as it was.
     """
-    with django_db_blocker.unblock(), override_settings(PASSWORD_HASHERS=FAST_HASHERS), transaction.atomic():
+    with django_db_blocker.unblock(), transaction.atomic():
         output = load()
         yield output
         transaction.set_rollback(True)
 
 
 @pytest.fixture
-def shop(demo_output, db, settings) -> Campaign:
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+def shop(demo_output, db) -> Campaign:
     return Campaign.objects.get(slug=demo.SLUG)
 
 
@@ -59,16 +57,22 @@ def snapshot(campaign: Campaign) -> dict:
     return {
         "campaign": list(Campaign.objects.values_list("id", "slug", "name", "guidelines", "pool_depth", "redundancy")),
         "grades": list(campaign.grades.values_list("id", "value", "name", "description", "examples")),
-        "users": list(get_user_model().objects.order_by("username").values_list(
-            "id", "username", "password", "is_staff", "is_superuser")),
+        "users": list(
+            get_user_model()
+            .objects.order_by("username")
+            .values_list("id", "username", "password", "is_staff", "is_superuser")
+        ),
         "members": list(Membership.objects.values_list("campaign_id", "user_id", "role")),
         "queries": list(Query.objects.values_list("id", "qid", "text", "description", "labels_version")),
         "documents": list(Document.objects.values_list("id", "docid", "title", "text", "url")),
         "systems": list(System.objects.values_list("id", "name", "fingerprint", "entries")),
         "rankings": list(Ranking.objects.values_list("id", "length")),
         "pairs": list(pairs.values_list("id", "label", "judgment_count", "adjudicated", "pooled")),
-        "judgments": list(judgments.values_list("id", "grade_id", "unsure", "tentative_grade_id", "note",
-                                                "seconds_spent", "updated_at")),
+        "judgments": list(
+            judgments.values_list(
+                "id", "grade_id", "unsure", "tentative_grade_id", "note", "seconds_spent", "updated_at"
+            )
+        ),
         "revisions": list(JudgmentRevision.objects.values_list("id", "changed_at")),
         "adjudications": list(Adjudication.objects.values_list("pair_id", "grade_id", "note", "decided_at")),
     }
@@ -178,8 +182,10 @@ def test_load_demo_annotators_disagree_realistically(shop):
 
 def test_load_demo_systems_differ_in_quality(shop):
     labels = {
-        (q, d): label for q, d, label in
-        Pair.objects.filter(campaign=shop, label__isnull=False).values_list("query_id", "document_id", "label")
+        (q, d): label
+        for q, d, label in Pair.objects.filter(campaign=shop, label__isnull=False).values_list(
+            "query_id", "document_id", "label"
+        )
     }
     queries = {q for q, _ in labels}
     assert len(queries) >= 10
@@ -195,9 +201,9 @@ def test_demo_hidden_truth_ranks_the_systems_the_same_way():
     p10 = {}
     for name, text in data.runs.items():
         rankings = parse_run(text.encode(), filename=f"{name}.run")[name]
-        p10[name] = sum(
-            sum(data.truth[r.qid, d].grade >= 1 for d in r.docids[:10]) / 10 for r in rankings
-        ) / len(rankings)
+        p10[name] = sum(sum(data.truth[r.qid, d].grade >= 1 for d in r.docids[:10]) / 10 for r in rankings) / len(
+            rankings
+        )
     assert p10["dense-v2"] > p10["bm25"] > p10["random-baseline"]
 
 

@@ -360,10 +360,7 @@ def test_parse_run_breaks_score_ties_by_docid_descending(docids, expected):
 
 
 def test_parse_run_breaks_only_exact_ties_by_docid():
-    data = (
-        b"1 Q0 a 1 2 t\n1 Q0 z 2 1 t\n1 Q0 m 3 1 t\n1 Q0 b 4 2 t\n1 Q0 c 5 0.5 t\n"
-        b"2 Q0 x 1 1 t\n2 Q0 y 2 1 t\n"
-    )
+    data = b"1 Q0 a 1 2 t\n1 Q0 z 2 1 t\n1 Q0 m 3 1 t\n1 Q0 b 4 2 t\n1 Q0 c 5 0.5 t\n2 Q0 x 1 1 t\n2 Q0 y 2 1 t\n"
 
     assert parse_run(data, filename="run.txt") == {
         "t": [ranking("1", "b a z m c", [2, 2, 1, 1, 0.5]), ranking("2", "y x", [1, 1])]
@@ -452,12 +449,8 @@ RUN_COLUMNS = "expected 6 columns (qid Q0 docid rank score tag)"
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        param(
-            b"1 Q0 a 1 1 t\n1 Q0 b 2 1\n", f"run.txt, line 2: {RUN_COLUMNS}, found 5", id="trec-five-columns"
-        ),
-        param(
-            b"1 Q0 a 1 1 t\n\n1 Q0 b 2\n", f"run.txt, line 3: {RUN_COLUMNS}, found 4", id="trec-four-columns"
-        ),
+        param(b"1 Q0 a 1 1 t\n1 Q0 b 2 1\n", f"run.txt, line 2: {RUN_COLUMNS}, found 5", id="trec-five-columns"),
+        param(b"1 Q0 a 1 1 t\n\n1 Q0 b 2\n", f"run.txt, line 3: {RUN_COLUMNS}, found 4", id="trec-four-columns"),
         param(b"1 Q0 a x 1 t\n", "run.txt, line 1, field 'rank': not an integer: 'x'", id="trec-rank-word"),
         param(
             b"1 Q0 a 1 1 t\n\n1 Q0 b 1.5 1 t\n",
@@ -469,9 +462,7 @@ RUN_COLUMNS = "expected 6 columns (qid Q0 docid rank score tag)"
             "run.txt, line 2, field 'score': not a number: 'abc'",
             id="trec-score-word",
         ),
-        param(
-            b"1 Q0 a 1 nan t\n", "run.txt, line 1, field 'score': not a finite number: 'nan'", id="trec-nan"
-        ),
+        param(b"1 Q0 a 1 nan t\n", "run.txt, line 1, field 'score': not a finite number: 'nan'", id="trec-nan"),
         param(
             b"1 Q0 a 1 1 t\n1 Q0 b 2 inf t\n",
             "run.txt, line 2, field 'score': not a finite number: 'inf'",
@@ -494,14 +485,12 @@ RUN_COLUMNS = "expected 6 columns (qid Q0 docid rank score tag)"
         ),
         param(
             b"1\ta\t1\n1\tb\n",
-            "run.txt, line 2: expected 3 tab-separated columns (qid, docid, rank) like the first line, "
-            "found 2",
+            "run.txt, line 2: expected 3 tab-separated columns (qid, docid, rank) like the first line, found 2",
             id="tsv-two-columns",
         ),
         param(
             b"1\ta\t1\t1\n1\tb\t2\n",
-            "run.txt, line 2: expected 4 tab-separated columns (qid, docid, rank, score) "
-            "like the first line, found 3",
+            "run.txt, line 2: expected 4 tab-separated columns (qid, docid, rank, score) like the first line, found 3",
             id="tsv-score-missing",
         ),
         param(b"1\ta\tfirst\n", "run.txt, line 1, field 'rank': not an integer: 'first'", id="tsv-rank-word"),
@@ -549,14 +538,12 @@ RUN_COLUMNS = "expected 6 columns (qid Q0 docid rank score tag)"
         ),
         param(
             b'{"qid": "1", "docid": "a", "score": 1}\n{"qid": "1", "docid": "b", "rank": 2}\n',
-            "run.txt, line 2, field 'score': missing key; the first record has a score, "
-            "so every record needs one",
+            "run.txt, line 2, field 'score': missing key; the first record has a score, so every record needs one",
             id="jsonl-score-dropped",
         ),
         param(
             b'{"qid": "1", "docid": "a", "rank": 1}\n{"qid": "1", "docid": "b", "rank": 2, "score": 3}\n',
-            "run.txt, line 2, field 'score': unexpected key; the first record has no score, "
-            "so no record may have one",
+            "run.txt, line 2, field 'score': unexpected key; the first record has no score, so no record may have one",
             id="jsonl-score-added",
         ),
         param(
@@ -671,14 +658,12 @@ def test_format_run_writes_ranks_from_one():
     "data",
     [
         param(
-            b"1 Q0 d10 1 1 t\n1 Q0 d9 2 1 t\n1 Q0 D1 3 1 t\n1 Q0 x 4 1e-300 t\n"
-            b"2 Q0 y 1 0.30000000000000004 t\n",
+            b"1 Q0 d10 1 1 t\n1 Q0 d9 2 1 t\n1 Q0 D1 3 1 t\n1 Q0 x 4 1e-300 t\n2 Q0 y 1 0.30000000000000004 t\n",
             id="trec-ties",
         ),
         param(b"1\td10\t1\n1\td9\t1\n1\tx\t3\n2\ty\t5\n", id="rank-only"),
         param(
-            b'{"qid": "1", "docid": "a", "score": 123456789.123456789}\n'
-            b'{"qid": "1", "docid": "b", "score": -0.5}\n',
+            b'{"qid": "1", "docid": "a", "score": 123456789.123456789}\n{"qid": "1", "docid": "b", "score": -0.5}\n',
             id="jsonl",
         ),
     ],

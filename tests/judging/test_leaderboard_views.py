@@ -1,4 +1,5 @@
 """Leaderboard pages: numbers, permissions, live partials, drill-down, charts, bad parameters, query counts."""
+
 import re
 
 import pytest
@@ -24,10 +25,7 @@ from judging.services import (
 # Three systems, three queries with labels and one without. P@1 per query (q1, q2, q3):
 # alpha (1, 0, 1), beta (0, 1, 1), gamma (1, 0, 0) - gamma returned nothing for q2 and q3.
 # alpha vs beta on P@1: q1 win, q2 loss, q3 tie. d9 and d10 are unjudged.
-TOPICS = ("q1\tmerino <b>wool</b> sweater\n"
-          "q2\train jacket\n"
-          "q3\tcable knit\n"
-          "q4\tnot judged yet\n")
+TOPICS = "q1\tmerino <b>wool</b> sweater\nq2\train jacket\nq3\tcable knit\nq4\tnot judged yet\n"
 DOCS = "".join(
     f'{{"docid": "d{i}", "title": "Title {i}{" <script>alert(1)</script>" if i == 1 else ""}", "text": "t"}}\n'
     for i in range(1, 11)
@@ -43,12 +41,6 @@ RUNS = (
 )
 QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d4 0\nq2 0 d5 0\nq2 0 d6 1\nq3 0 d7 1\nq3 0 d8 1\n"
 GAMMA = "<em>gamma</em>"
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    # every test makes a few users; the production hasher's 1M iterations would dominate the run time
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -103,6 +95,7 @@ def cell_values(row_html: str) -> list[str]:
 
 # --------------------------------------------------------------------------- the leaderboard page
 
+
 def test_leaderboard_shows_every_measure_from_leaderboard_data(as_lead, tiny):
     response = as_lead.get(url("leaderboard"))
     assert response.status_code == 200
@@ -149,7 +142,7 @@ def test_leaderboard_confidence_intervals_and_best(as_lead, tiny):
     stats = scoring.ranking_stats(lb, "MAP")
     rows = rows_of(html)
     best = lb.cube.system_names[stats.best]
-    assert 'lb-badge best' in rows[best]
+    assert "lb-badge best" in rows[best]
     for s, name in enumerate(lb.cube.system_names):
         row = rows[name.replace("<", "&lt;").replace(">", "&gt;")]
         assert f"{floatformat(stats.ci_low[s], 3)} – {floatformat(stats.ci_high[s], 3)}" in row
@@ -188,8 +181,10 @@ DRILL = ["leaderboard_queries", "leaderboard_compare"]
 
 
 def all_urls():
-    return ([url(n) for n in PAGES] + [url("leaderboard_chart", "bars"), url("leaderboard_chart", "progress")],
-            [url(n) for n in DRILL] + [url("leaderboard_query", "q1"), url("leaderboard_chart", "differences")])
+    return (
+        [url(n) for n in PAGES] + [url("leaderboard_chart", "bars"), url("leaderboard_chart", "progress")],
+        [url(n) for n in DRILL] + [url("leaderboard_query", "q1"), url("leaderboard_chart", "differences")],
+    )
 
 
 def test_anonymous_is_sent_to_login(client, tiny):
@@ -238,6 +233,7 @@ def test_lead_and_superuser_see_everything(client, tiny, lead, make_user):
 
 
 # --------------------------------------------------------------------------- live partial and caching
+
 
 def test_table_partial_for_htmx(as_lead, tiny):
     response = as_lead.get(url("leaderboard_table"), HTTP_HX_REQUEST="true")
@@ -312,6 +308,7 @@ def test_large_campaign_statistics_arrive_by_a_second_request(as_lead, tiny, mon
 
 # --------------------------------------------------------------------------- drill-down
 
+
 def test_significance_matrix(as_lead, tiny):
     for test in ("randomization", "ttest", "tukey"):
         response = as_lead.get(url("leaderboard_significance", test=test), HTTP_HX_REQUEST="true")
@@ -342,10 +339,17 @@ def test_queries_heatmap_paginates(client, make_user):
     boss = make_user("boss")
     c = campaign_create(slug="big", pool_depth=1)
     membership_add(campaign=c, user=boss, role="lead")
-    run_import(campaign=c, data="".join(f"q{i:03d} Q0 d{i} 1 1 s1\nq{i:03d} Q0 e{i} 1 1 s2\n"
-                                        for i in range(450)).encode(), filename="r")
-    qrels_import(campaign=c, data="".join(f"q{i:03d} 0 d{i} {i % 3}\n" for i in range(450)).encode(),
-                 filename="q", annotator=boss)
+    run_import(
+        campaign=c,
+        data="".join(f"q{i:03d} Q0 d{i} 1 1 s1\nq{i:03d} Q0 e{i} 1 1 s2\n" for i in range(450)).encode(),
+        filename="r",
+    )
+    qrels_import(
+        campaign=c,
+        data="".join(f"q{i:03d} 0 d{i} {i % 3}\n" for i in range(450)).encode(),
+        filename="q",
+        annotator=boss,
+    )
     client.force_login(boss)
     base = reverse("judging:leaderboard_queries", args=["big"])
     first = client.get(base).content.decode()
@@ -355,8 +359,7 @@ def test_queries_heatmap_paginates(client, make_user):
 
 
 def test_query_page_lists_labels_unjudged_and_unsure(as_lead, tiny, annotator):
-    judgment_record(pair=Pair.objects.get(query__qid="q3", document__docid="d9"), annotator=annotator,
-                    unsure=True)
+    judgment_record(pair=Pair.objects.get(query__qid="q3", document__docid="d9"), annotator=annotator, unsure=True)
     html = as_lead.get(url("leaderboard_query", "q3")).content.decode()
     assert "Query q3" in html and "cable knit" in html
     found = re.findall(r'<span class="lb-lab (\w+)">[^<]*</span>\s*<span class="lb-docid">(\w+)</span>', html)
@@ -376,7 +379,7 @@ def test_compare_wins_ties_losses(as_lead, tiny):
     stats = dict(re.findall(r"<dt>(A wins|Ties|A loses)</dt><dd[^>]*>(\d+)</dd>", html))
     assert stats == {"A wins": "1", "Ties": "1", "A loses": "1"}
     # sorted by difference: q1 (+1), q3 (0), q2 (-1)
-    order = re.findall(r'leaderboard/queries/(q\d)/', html.split("lb-h2h-table")[1])
+    order = re.findall(r"leaderboard/queries/(q\d)/", html.split("lb-h2h-table")[1])
     assert order == ["q1", "q3", "q2"]
     reverse_ = as_lead.get(url("leaderboard_compare", measure="P", k=1, a="beta", b="alpha")).content.decode()
     assert dict(re.findall(r"<dt>(A wins|Ties|A loses)</dt><dd[^>]*>(\d+)</dd>", reverse_)) == stats
@@ -395,11 +398,23 @@ def test_charts_are_svg(as_lead, tiny):
 
 # --------------------------------------------------------------------------- bad parameters
 
-@pytest.mark.parametrize("query", [
-    {"k": "0"}, {"k": "ten"}, {"k": "100000"}, {"gain": "log"}, {"threshold": "-1"}, {"threshold": "3"},
-    {"judged_only": "maybe"}, {"policy": "vote"}, {"measure": "BPREF"}, {"measure": "nDCG@5"},
-    {"measure": "MAP@10"},
-])
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"k": "0"},
+        {"k": "ten"},
+        {"k": "100000"},
+        {"gain": "log"},
+        {"threshold": "-1"},
+        {"threshold": "3"},
+        {"judged_only": "maybe"},
+        {"policy": "vote"},
+        {"measure": "BPREF"},
+        {"measure": "nDCG@5"},
+        {"measure": "MAP@10"},
+    ],
+)
 def test_invalid_params_give_400(as_lead, tiny, query):
     response = as_lead.get(url("leaderboard", **query))
     assert response.status_code == 400
@@ -408,15 +423,18 @@ def test_invalid_params_give_400(as_lead, tiny, query):
     assert partial.status_code == 400 and "<html" not in partial.content.decode()
 
 
-@pytest.mark.parametrize(("name", "args", "query"), [
-    ("leaderboard_queries", [], {"sort": "random"}),
-    ("leaderboard_query", ["q1"], {"depth": "0"}),
-    ("leaderboard_query", ["q1"], {"depth": "x"}),
-    ("leaderboard_query", ["q1"], {"s": "nosuch"}),
-    ("leaderboard_compare", [], {"a": "nosuch"}),
-    ("leaderboard_compare", [], {"a": "alpha", "b": "alpha"}),
-    ("leaderboard_significance", [], {"test": "anova"}),
-])
+@pytest.mark.parametrize(
+    ("name", "args", "query"),
+    [
+        ("leaderboard_queries", [], {"sort": "random"}),
+        ("leaderboard_query", ["q1"], {"depth": "0"}),
+        ("leaderboard_query", ["q1"], {"depth": "x"}),
+        ("leaderboard_query", ["q1"], {"s": "nosuch"}),
+        ("leaderboard_compare", [], {"a": "nosuch"}),
+        ("leaderboard_compare", [], {"a": "alpha", "b": "alpha"}),
+        ("leaderboard_significance", [], {"test": "anova"}),
+    ],
+)
 def test_invalid_page_arguments_give_400(as_lead, tiny, name, args, query):
     response = as_lead.get(url(name, *args, **query))
     assert response.status_code == 400
@@ -424,6 +442,7 @@ def test_invalid_page_arguments_give_400(as_lead, tiny, name, args, query):
 
 
 # --------------------------------------------------------------------------- query counts
+
 
 def _count(client, u):
     client.get(u)  # warm the score and statistics caches, as a polling page does
@@ -435,14 +454,28 @@ def _count(client, u):
 def test_query_count_does_not_grow_with_the_campaign(client, make_user, tiny, lead):
     big = campaign_create(slug="bigger", pool_depth=5)
     membership_add(campaign=big, user=lead, role="lead")
-    lines = [f"q{q} Q0 d{(q * 7 + r * 3) % 60} {r + 1} {20 - r} s{s}\n" for s in range(6) for q in range(40)
-             for r in range(15)]
+    lines = [
+        f"q{q} Q0 d{(q * 7 + r * 3) % 60} {r + 1} {20 - r} s{s}\n"
+        for s in range(6)
+        for q in range(40)
+        for r in range(15)
+    ]
     run_import(campaign=big, data="".join(lines).encode(), filename="r")
-    qrels_import(campaign=big, data="".join(f"q{q} 0 d{(q * 7) % 60} {q % 3}\n" for q in range(40)).encode(),
-                 filename="q", annotator=lead)
+    qrels_import(
+        campaign=big,
+        data="".join(f"q{q} 0 d{(q * 7) % 60} {q % 3}\n" for q in range(40)).encode(),
+        filename="q",
+        annotator=lead,
+    )
     client.force_login(lead)
-    for name, args in [("leaderboard", []), ("leaderboard_table", []), ("leaderboard_queries", []),
-                       ("leaderboard_compare", []), ("leaderboard_query", ["q1"]), ("leaderboard_significance", [])]:
+    for name, args in [
+        ("leaderboard", []),
+        ("leaderboard_table", []),
+        ("leaderboard_queries", []),
+        ("leaderboard_compare", []),
+        ("leaderboard_query", ["q1"]),
+        ("leaderboard_significance", []),
+    ]:
         small = _count(client, reverse(f"judging:{name}", args=["tiny", *args]))
         large = _count(client, reverse(f"judging:{name}", args=["bigger", *args]))
         assert small == large, name

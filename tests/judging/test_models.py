@@ -1,4 +1,5 @@
 """The database itself enforces what must hold, whatever code writes to it."""
+
 import pytest
 from django.db import IntegrityError, transaction
 
@@ -58,7 +59,10 @@ def test_judgment_grade_xor_unsure_enforced_by_database(pair, annotator, grade_v
     grades = {g.value: g for g in pair.campaign.grades.all()}
     with pytest.raises(IntegrityError), transaction.atomic():
         Judgment.objects.create(
-            pair=pair, annotator=annotator, grade=grades.get(grade_value), unsure=unsure,
+            pair=pair,
+            annotator=annotator,
+            grade=grades.get(grade_value),
+            unsure=unsure,
             tentative_grade=grades.get(tentative_value),
         )
 

@@ -1,4 +1,5 @@
 """Queue assignment: redundancy respected even while pairs sit on annotators' screens; the overlap sample."""
+
 from datetime import timedelta
 
 import pytest
@@ -61,6 +62,7 @@ def test_concurrent_annotators_never_exceed_redundancy(transactional_db, make_us
     if connection.vendor != "postgresql":
         pytest.skip("row locks are tested on PostgreSQL (CI runs the suite there too)")
     campaign, users = _campaign(make_user, slug="race", redundancy=2, annotators=6, queries=4, docs=6)
+
     def work(user):
         while (pair := pair_assign(campaign=campaign, annotator=user).pair) is not None:
             judgment_record(pair=pair, annotator=user, grade=1)

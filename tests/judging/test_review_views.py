@@ -1,4 +1,5 @@
 """The leads' review queue, agreement and annotator-quality pages through Django's test Client."""
+
 from __future__ import annotations
 
 import re
@@ -27,15 +28,16 @@ from judging.services import (
 HTMX = {"HTTP_HX_REQUEST": "true"}
 # grades of alice, bob, carol for 8 pairs d0..d7 (None = not judged); d3 and d5 are two apart (disputed)
 GRADES = [
-    (2, 2, 2), (1, 2, None), (0, 0, 0), (2, 0, 1), (1, 1, None), (0, 1, 2), (2, 2, None), (1, 0, 1),
+    (2, 2, 2),
+    (1, 2, None),
+    (0, 0, 0),
+    (2, 0, 1),
+    (1, 1, None),
+    (0, 1, 2),
+    (2, 2, None),
+    (1, 0, 1),
 ]
 ALPHA = re.compile(r'rv-figure-value">([-0-9.]+)<')
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """These tests log users in with force_login: a slow password hash buys nothing here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -133,6 +135,7 @@ def test_pages_refuse_get_on_post_views_and_unknown_pairs(judged):
 
 # --------------------------------------------------------------------------- review queue
 
+
 def test_review_page_lists_unsure_and_disputed_with_every_judgment(judged):
     campaign, _, lead, pairs = judged
     response = client_for(lead).get(url("review", campaign))
@@ -143,12 +146,13 @@ def test_review_page_lists_unsure_and_disputed_with_every_judgment(judged):
     d3 = next(r for r in response.context["rows"] if r.pair.document.docid == "d3")
     assert [(j.annotator.username, j.grade.value) for j in d3.judgments] == [("alice", 2), ("bob", 0), ("carol", 1)]
     assert d3.reasons == ["grades 0 and 2: two or more apart"]
-    assert "unsure</span> <span class=\"rv-tentative\">(tentative 2)</span>" in html
+    assert 'unsure</span> <span class="rv-tentative">(tentative 2)</span>' in html
     assert "can&#x27;t tell" in html
 
 
-@pytest.mark.parametrize(("kind", "expected"),
-                         [("unsure", {"d4"}), ("disputed", {"d3", "d5"}), ("all", {"d3", "d4", "d5"})])
+@pytest.mark.parametrize(
+    ("kind", "expected"), [("unsure", {"d4"}), ("disputed", {"d3", "d5"}), ("all", {"d3", "d4", "d5"})]
+)
 def test_review_page_filters_by_kind(judged, kind, expected):
     campaign, _, lead, _ = judged
     response = client_for(lead).get(url("review", campaign), {"kind": kind})
@@ -167,8 +171,7 @@ def test_review_decision_becomes_the_label_and_leaves_the_queue(judged):
     campaign, _, lead, pairs = judged
     d3 = pairs["d3"]
     assert Pair.objects.get(id=d3.id).label == 1  # median of 2, 0, 1
-    response = client_for(lead).post(url("review_decide", campaign, d3.id), {"grade": "0", "note": "off topic"},
-                                     **HTMX)
+    response = client_for(lead).post(url("review_decide", campaign, d3.id), {"grade": "0", "note": "off topic"}, **HTMX)
     assert response.status_code == 200
     assert response.templates[0].name == "judging/_review_row.html"
     assert f'id="pair-{d3.id}"' in response.content.decode()
@@ -207,8 +210,9 @@ def test_review_decision_without_htmx_redirects_back(judged):
     back = url("review", campaign) + "?kind=disputed"
     response = client_for(lead).post(url("review_decide", campaign, pairs["d3"].id), {"grade": "2", "back": back})
     assert response.status_code == 302 and response["Location"] == back
-    evil = client_for(lead).post(url("review_decide", campaign, pairs["d5"].id),
-                                 {"grade": "2", "back": "https://evil.example/"})
+    evil = client_for(lead).post(
+        url("review_decide", campaign, pairs["d5"].id), {"grade": "2", "back": "https://evil.example/"}
+    )
     assert evil["Location"] == url("review", campaign)
 
 
@@ -276,6 +280,7 @@ def test_review_page_query_count_does_not_grow_with_rows(make_user, django_asser
 
 # --------------------------------------------------------------------------- agreement and policy
 
+
 def _values() -> np.ndarray:
     return np.array([[np.nan if g is None else g for g in row] for row in GRADES], dtype=float)
 
@@ -290,8 +295,11 @@ def test_agreement_page_alpha_equals_krippendorff(judged):
     assert ALPHA.findall(html)[0] == f"{expected:.3f}"
     low, high = data["overall"]["raw_ci"]
     assert low <= data["overall"]["raw"] <= high
-    assert {(p["a"], p["b"]) for p in response.context["pairs"]} == {("alice", "bob"), ("alice", "carol"),
-                                                                       ("bob", "carol")}
+    assert {(p["a"], p["b"]) for p in response.context["pairs"]} == {
+        ("alice", "bob"),
+        ("alice", "carol"),
+        ("bob", "carol"),
+    }
     assert html.count('class="rv-confusion"') == 3
     assert "q0" in html and "q1" in html
 
@@ -346,8 +354,9 @@ def test_agreement_page_with_one_system_and_no_judgments(make_user):
 
 
 def _expected_labels(campaign: Campaign, policy: str) -> dict[int, int]:
-    rows = np.array(list(Judgment.objects.filter(pair__campaign=campaign, unsure=False)
-                         .values_list("pair_id", "grade__value")))
+    rows = np.array(
+        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False).values_list("pair_id", "grade__value"))
+    )
     keys, labels = aggregate_grades(rows[:, 0], rows[:, 1], policy=policy)
     return dict(zip(keys.tolist(), labels.tolist(), strict=True))
 
@@ -367,8 +376,9 @@ def test_policy_switch_changes_every_label_and_the_leaderboard_follows(judged):
     assert after["policy"] == "max"
     for a, p in zip(after["systems"], preview["systems"], strict=True):
         assert a["measures"] == pytest.approx(p["measures"])
-    assert any(b["measures"] != pytest.approx(a["measures"])
-               for b, a in zip(before["systems"], after["systems"], strict=True))
+    assert any(
+        b["measures"] != pytest.approx(a["measures"]) for b, a in zip(before["systems"], after["systems"], strict=True)
+    )
     page = client_for(lead).get(url("agreement", campaign))
     current = [s["policy"] for s in page.context["stability"] if s["current"]]
     assert current == ["max"]
@@ -391,8 +401,9 @@ def test_policy_switch_refuses_unknown_policies(judged):
 
 
 def test_confusion_svg_escapes_names_and_draws_every_cell():
-    svg = review_charts.confusion_svg([[3, 1], [0, 2]], [0, 1], row_name="<b>a&b</b>", col_name="x\"y",
-                                      grade_names={0: "<i>no</i>", 1: "yes"})
+    svg = review_charts.confusion_svg(
+        [[3, 1], [0, 2]], [0, 1], row_name="<b>a&b</b>", col_name='x"y', grade_names={0: "<i>no</i>", 1: "yes"}
+    )
     assert "<b>" not in svg and "<i>" not in svg
     assert "&lt;b&gt;a&amp;b&lt;/b&gt;" in svg and "x&quot;y" in svg
     assert svg.count("<rect") == 4
@@ -400,6 +411,7 @@ def test_confusion_svg_escapes_names_and_draws_every_cell():
 
 
 # --------------------------------------------------------------------------- quality and gold pairs
+
 
 def test_gold_set_remove_and_accuracy(judged):
     campaign, users, lead, pairs = judged

@@ -1,4 +1,5 @@
 """The leaderboard bridge: imported runs and labels scored exactly as trec_eval, cached per query."""
+
 import io
 import json
 import random
@@ -13,8 +14,14 @@ from judging.models import Pair
 from judging.scoring import Params, leaderboard, leaderboard_data
 from judging.services import campaign_create, judgment_record, membership_add, qrels_import, run_import
 
-MEASURES = {"P@{k}": "P_{k}", "R@{k}": "recall_{k}", "Hit@{k}": "success_{k}", "MRR": "recip_rank",
-            "MAP": "map", "nDCG@{k}": "ndcg_cut_{k}"}
+MEASURES = {
+    "P@{k}": "P_{k}",
+    "R@{k}": "recall_{k}",
+    "Hit@{k}": "success_{k}",
+    "MRR": "recip_rank",
+    "MAP": "map",
+    "nDCG@{k}": "ndcg_cut_{k}",
+}
 
 
 def random_campaign(make_user, *, seed=7, n_queries=8, n_docs=40, systems=("alpha", "beta", "gamma")):
@@ -51,12 +58,13 @@ def random_campaign(make_user, *, seed=7, n_queries=8, n_docs=40, systems=("alph
 
 def oracle(runs, qrels, k, threshold, *, gain="linear", judged_only=False):
     """Per-system, per-query values from trec_eval (pytrec_eval), -c applied by hand."""
-    gq = qrels if gain == "linear" else {q: {d: 2 ** v - 1 for d, v in ds.items()} for q, ds in qrels.items()}
+    gq = qrels if gain == "linear" else {q: {d: 2**v - 1 for d, v in ds.items()} for q, ds in qrels.items()}
     names = {m.format(k=k): t.format(k=k) for m, t in MEASURES.items()}
     out = {}
     for name, run in runs.items():
-        rel = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()) - {f"ndcg_cut_{k}"},
-                                             relevance_level=threshold, judged_docs_only_flag=judged_only)
+        rel = pytrec_eval.RelevanceEvaluator(
+            qrels, set(names.values()) - {f"ndcg_cut_{k}"}, relevance_level=threshold, judged_docs_only_flag=judged_only
+        )
         nd = pytrec_eval.RelevanceEvaluator(gq, {f"ndcg_cut_{k}"}, judged_docs_only_flag=judged_only)
         res, res_nd = rel.evaluate(run), nd.evaluate(run)
         per = {}
@@ -70,9 +78,15 @@ def oracle(runs, qrels, k, threshold, *, gain="linear", judged_only=False):
     return out
 
 
-@pytest.mark.parametrize(("k", "threshold", "gain", "judged_only"), [
-    (10, 1, "linear", False), (5, 2, "linear", False), (3, 1, "exponential", False), (10, 1, "linear", True),
-])
+@pytest.mark.parametrize(
+    ("k", "threshold", "gain", "judged_only"),
+    [
+        (10, 1, "linear", False),
+        (5, 2, "linear", False),
+        (3, 1, "exponential", False),
+        (10, 1, "linear", True),
+    ],
+)
 def test_scores_match_pytrec_eval_every_query(make_user, k, threshold, gain, judged_only):
     campaign, runs, qrels = random_campaign(make_user)
     data = leaderboard_data(campaign=campaign, k=k, gain=gain, threshold=threshold, judged_only=judged_only)
@@ -97,7 +111,15 @@ def test_scores_command_json_shape_and_table(make_user):
     data = json.loads(out.getvalue())
     assert set(data) >= {"campaign", "k", "gain", "threshold", "queries", "systems"}
     assert data["k"] == 5 and data["systems"][0]["measures"].keys() == {
-        "P@5", "R@5", "F1@5", "Hit@5", "MRR", "MAP", "nDCG@5", "Judged@5"}
+        "P@5",
+        "R@5",
+        "F1@5",
+        "Hit@5",
+        "MRR",
+        "MAP",
+        "nDCG@5",
+        "Judged@5",
+    }
     expected = oracle(runs, qrels, 5, 1)
     for system in data["systems"]:
         for q, values in expected[system["name"]].items():
@@ -113,8 +135,7 @@ def test_scores_command_json_shape_and_table(make_user):
 
 def test_judged_at_k_counts_labelled_share(make_user):
     campaign = campaign_create(slug="j", pool_depth=3)
-    run_import(campaign=campaign, data=b"q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\nq1 Q0 d 4 0.5 s\n",
-               filename="r")
+    run_import(campaign=campaign, data=b"q1 Q0 a 1 3 s\nq1 Q0 b 2 2 s\nq1 Q0 c 3 1 s\nq1 Q0 d 4 0.5 s\n", filename="r")
     user = make_user("u")
     membership_add(campaign=campaign, user=user, role="annotator")
     qrels_import(campaign=campaign, data=b"q1 0 a 1\nq1 0 c 0\n", filename="q", annotator=user)

@@ -1,4 +1,5 @@
 """The reads behind the judging pages: the queue, progress figures and an annotator's own judgments."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,7 +41,7 @@ def set_redundancy(campaign: Campaign, n: int) -> None:
 def drain(campaign, annotator, *, grade=1) -> list[int]:
     """Judge the queue to its end through pair_next; the pair ids in the order offered."""
     order, query_id = [], None
-    while (pair := selectors.pair_next(campaign=campaign, annotator=annotator, current_query_id=query_id).pair):
+    while pair := selectors.pair_next(campaign=campaign, annotator=annotator, current_query_id=query_id).pair:
         assert pair.id not in order, "a pair offered twice to one annotator"
         order.append(pair.id)
         query_id = pair.query_id
@@ -182,7 +183,11 @@ def test_campaign_and_annotator_progress(pooled, annotator, ann2, lead):
     judgment_record(pair=pairs[1], annotator=annotator, unsure=True, note="hmm", seconds_spent=20)
     stats = selectors.campaign_progress(campaign=pooled)
     assert (stats["pooled"], stats["touched"], stats["complete"], stats["labelled"], stats["unsure_open"]) == (
-        5, 2, 2, 1, 1
+        5,
+        2,
+        2,
+        1,
+        1,
     )
     rows = {r["user"].username: r for r in selectors.annotators_progress(campaign=pooled)}
     assert set(rows) == {"ann", "ann2", "lead"}

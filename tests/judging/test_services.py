@@ -1,4 +1,5 @@
 """Imports, pooling, judgments, revisions and labels through the service layer."""
+
 import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -20,9 +21,7 @@ from tests.conftest import RUN_BM25, RUN_DENSE, TOPICS
 
 
 def pooled(campaign):
-    return set(
-        Pair.objects.filter(campaign=campaign, pooled=True).values_list("query__qid", "document__docid")
-    )
+    return set(Pair.objects.filter(campaign=campaign, pooled=True).values_list("query__qid", "document__docid"))
 
 
 def test_topics_import_creates_and_is_idempotent(campaign):
@@ -120,8 +119,11 @@ def test_judgment_record_keeps_every_revision(campaign, annotator):
     assert not changed
     judgment_record(pair=pair, annotator=annotator, unsure=True, tentative_grade=2, note="jargon?")
     judgment_record(pair=pair, annotator=annotator, grade=0)
-    revs = list(JudgmentRevision.objects.order_by("id").values_list("old_grade", "new_grade", "new_unsure",
-                                                                      "new_tentative_grade", "new_note"))
+    revs = list(
+        JudgmentRevision.objects.order_by("id").values_list(
+            "old_grade", "new_grade", "new_unsure", "new_tentative_grade", "new_note"
+        )
+    )
     assert revs == [(None, 1, False, None, ""), (1, None, True, 2, "jargon?"), (None, 0, False, None, "")]
     assert Judgment.objects.count() == 1
 
@@ -140,8 +142,12 @@ def test_judgment_record_unsure_keeps_pair_unlabelled(campaign, annotator, lead)
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"grade": 7}, "grade"), ({"grade": None}, "grade"), ({"grade": "x"}, "grade"),
-     ({"unsure": True, "tentative_grade": 9}, "tentative_grade")],
+    [
+        ({"grade": 7}, "grade"),
+        ({"grade": None}, "grade"),
+        ({"grade": "x"}, "grade"),
+        ({"unsure": True, "tentative_grade": 9}, "tentative_grade"),
+    ],
 )
 def test_judgment_record_rejects_grade_off_scale(campaign, annotator, kwargs, field):
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")

@@ -1,4 +1,5 @@
 """Document text shown to annotators: readable, and always escaped."""
+
 from django.template import Context, Template
 
 from judging.templatetags.judging_text import plaintext

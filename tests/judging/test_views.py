@@ -1,4 +1,5 @@
 """The judging pages through Django's test Client: access, the judging flow, uploads, escaping, queue order."""
+
 from __future__ import annotations
 
 import re
@@ -73,8 +74,18 @@ def walk(client, campaign, *, grade=1, limit=100) -> list[int]:
 # --------------------------------------------------------------------------- access
 
 
-@pytest.mark.parametrize("name", ["judge", "my_judgments", "campaign_detail", "campaign_settings",
-                                  "campaign_members", "campaign_upload", "campaign_progress"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "judge",
+        "my_judgments",
+        "campaign_detail",
+        "campaign_settings",
+        "campaign_members",
+        "campaign_upload",
+        "campaign_progress",
+    ],
+)
 def test_campaign_pages_require_login(client, campaign, name):
     url = reverse(f"judging:{name}", args=[campaign.slug])
     response = client.get(url)
@@ -120,10 +131,14 @@ def test_logout_is_a_post_form(campaign, annotator):
 def test_password_change_pages(annotator):
     client = login(annotator)
     assert client.get("/accounts/password_change/").status_code == 200
-    response = client.post("/accounts/password_change/", {
-        "old_password": "pw-ann",
-        "new_password1": "a-much-longer-secret-42", "new_password2": "a-much-longer-secret-42",
-    })
+    response = client.post(
+        "/accounts/password_change/",
+        {
+            "old_password": "pw-ann",
+            "new_password1": "a-much-longer-secret-42",
+            "new_password2": "a-much-longer-secret-42",
+        },
+    )
     assert response.status_code == 302
     assert client.get(response["Location"]).status_code == 200
     annotator.refresh_from_db()
@@ -466,19 +481,23 @@ def test_judging_page_does_not_show_another_annotators_judgment(pooled, annotato
     assert 'aria-pressed="true"' not in html
 
 
-@pytest.mark.parametrize(("params", "expected"), [
-    ({}, {"d1", "d2", "d4"}),
-    ({"grade": 2}, {"d1"}),
-    ({"unsure": "yes"}, {"d2"}),
-    ({"unsure": "no"}, {"d1", "d4"}),
-    ({"query": "q2"}, {"d4"}),
-    ({"q": "merino"}, {"d1"}),
-    ({"q": "hesitant"}, {"d2"}),
-])
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, {"d1", "d2", "d4"}),
+        ({"grade": 2}, {"d1"}),
+        ({"unsure": "yes"}, {"d2"}),
+        ({"unsure": "no"}, {"d1", "d4"}),
+        ({"query": "q2"}, {"d4"}),
+        ({"q": "merino"}, {"d1"}),
+        ({"q": "hesitant"}, {"d2"}),
+    ],
+)
 def test_my_judgments_filters(pooled, annotator, params, expected):
     judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=annotator, grade=2)
-    judgment_record(pair=pair_of(pooled, "q1", "d2"), annotator=annotator, unsure=True, tentative_grade=1,
-                    note="hesitant")
+    judgment_record(
+        pair=pair_of(pooled, "q1", "d2"), annotator=annotator, unsure=True, tentative_grade=1, note="hesitant"
+    )
     judgment_record(pair=pair_of(pooled, "q2", "d4"), annotator=annotator, grade=0)
     html = login(annotator).get(reverse("judging:my_judgments", args=[pooled.slug]), params).content.decode()
     shown = {docid for docid in ("d1", "d2", "d3", "d4") if f'<span class="mono">{docid}</span>' in html}
@@ -506,8 +525,9 @@ def test_my_judgments_row_edit_without_js_redirects_back_safely(pooled, annotato
     pair = pair_of(pooled, "q1", "d1")
     j, _ = judgment_record(pair=pair, annotator=annotator, grade=2)
     url = reverse("judging:my_judgment_save", args=[pooled.slug, pair.id])
-    response = login(annotator).post(url, {"grade": 1, "version": j.updated_at.isoformat(),
-                                           "back": "https://evil.example/"})
+    response = login(annotator).post(
+        url, {"grade": 1, "version": j.updated_at.isoformat(), "back": "https://evil.example/"}
+    )
     assert response.status_code == 302
     assert response["Location"] == reverse("judging:my_judgments", args=[pooled.slug])
 
@@ -639,14 +659,30 @@ def test_upload_all_four_kinds(campaign, lead):
     assert Judgment.objects.get().annotator.username == "ann"
 
 
-@pytest.mark.parametrize(("kind", "name", "content", "message"), [
-    ("topics", "topics.tsv", b"q1\tok\nq2\n", "topics.tsv, line 2: expected 2 or 3 tab-separated columns"),
-    ("docs", "docs.jsonl", b'{"docid": "a", "text": "x"}\n{"docid": "b"}\n',
-     "docs.jsonl, line 2, field &#x27;text&#x27;"),
-    ("run", "bad.run", b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 x 1.0 t\n",
-     "bad.run, line 2, field &#x27;rank&#x27;: not an integer"),
-    ("qrels", "bad.qrels", b"q1 0 d1 1\nq1 0 d2 high\n", "bad.qrels, line 2, field &#x27;label&#x27;: not an integer"),
-])
+@pytest.mark.parametrize(
+    ("kind", "name", "content", "message"),
+    [
+        ("topics", "topics.tsv", b"q1\tok\nq2\n", "topics.tsv, line 2: expected 2 or 3 tab-separated columns"),
+        (
+            "docs",
+            "docs.jsonl",
+            b'{"docid": "a", "text": "x"}\n{"docid": "b"}\n',
+            "docs.jsonl, line 2, field &#x27;text&#x27;",
+        ),
+        (
+            "run",
+            "bad.run",
+            b"q1 Q0 d1 1 2.0 t\nq1 Q0 d2 x 1.0 t\n",
+            "bad.run, line 2, field &#x27;rank&#x27;: not an integer",
+        ),
+        (
+            "qrels",
+            "bad.qrels",
+            b"q1 0 d1 1\nq1 0 d2 high\n",
+            "bad.qrels, line 2, field &#x27;label&#x27;: not an integer",
+        ),
+    ],
+)
 def test_upload_broken_file_names_file_line_field_and_writes_nothing(campaign, lead, kind, name, content, message):
     response = upload(login(lead), campaign, kind, name, content)
     assert response.status_code == 422
@@ -679,10 +715,18 @@ def test_create_campaign_and_edit_scale(make_user):
     boss = make_user("boss")
     boss.user_permissions.add(Permission.objects.get(codename="add_campaign"))
     client = login(boss)
-    response = client.post(reverse("judging:campaign_new"), {
-        "slug": "web-2024", "name": "Web 2024", "description": "", "guidelines": "Be kind.",
-        "pool_depth": 20, "redundancy": 2, "grades": "0,1,2,3",
-    })
+    response = client.post(
+        reverse("judging:campaign_new"),
+        {
+            "slug": "web-2024",
+            "name": "Web 2024",
+            "description": "",
+            "guidelines": "Be kind.",
+            "pool_depth": 20,
+            "redundancy": 2,
+            "grades": "0,1,2,3",
+        },
+    )
     assert response.status_code == 302
     c = Campaign.objects.get(slug="web-2024")
     assert (c.pool_depth, c.redundancy, c.guidelines) == (20, 2, "Be kind.")
@@ -692,14 +736,27 @@ def test_create_campaign_and_edit_scale(make_user):
     settings_url = reverse("judging:campaign_settings", args=["web-2024"])
     assert client.get(settings_url).status_code == 200
     form = {
-        "name": "Web 2024", "description": "d", "guidelines": "New guidelines", "pool_depth": 25, "redundancy": 1,
-        "aggregation": "median", "grades-TOTAL_FORMS": 4, "grades-INITIAL_FORMS": 4,
-        "grades-MIN_NUM_FORMS": 0, "grades-MAX_NUM_FORMS": 1000,
+        "name": "Web 2024",
+        "description": "d",
+        "guidelines": "New guidelines",
+        "pool_depth": 25,
+        "redundancy": 1,
+        "aggregation": "median",
+        "grades-TOTAL_FORMS": 4,
+        "grades-INITIAL_FORMS": 4,
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
     }
     names = ["Junk", "Meh", "Good", "Perfect"]
     for i, name in enumerate(names):
-        form.update({f"grades-{i}-value": i, f"grades-{i}-name": name, f"grades-{i}-description": f"about {name}",
-                     f"grades-{i}-examples": f"e.g. {name}"})
+        form.update(
+            {
+                f"grades-{i}-value": i,
+                f"grades-{i}-name": name,
+                f"grades-{i}-description": f"about {name}",
+                f"grades-{i}-examples": f"e.g. {name}",
+            }
+        )
     assert client.post(settings_url, form).status_code == 302
     c.refresh_from_db()
     assert (c.guidelines, c.pool_depth, c.redundancy) == ("New guidelines", 25, 1)
@@ -724,8 +781,16 @@ def test_deeper_pool_adds_pairs(pooled, lead):
     run_import(campaign=pooled, data=b"q2 Q0 d4 1 3 deep\nq2 Q0 d2 2 2 deep\nq2 Q0 d1 3 1 deep\n", filename="deep.run")
     before = Pair.objects.filter(pooled=True).count()
     form = {
-        "name": "Demo", "description": "", "guidelines": "", "pool_depth": 3, "redundancy": 1, "aggregation": "median",
-        "grades-TOTAL_FORMS": 3, "grades-INITIAL_FORMS": 3, "grades-MIN_NUM_FORMS": 0, "grades-MAX_NUM_FORMS": 1000,
+        "name": "Demo",
+        "description": "",
+        "guidelines": "",
+        "pool_depth": 3,
+        "redundancy": 1,
+        "aggregation": "median",
+        "grades-TOTAL_FORMS": 3,
+        "grades-INITIAL_FORMS": 3,
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
     }
     for g in pooled.grades.all():
         form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
@@ -788,8 +853,16 @@ def test_settings_switch_aggregation_relabels(pooled, lead, annotator, make_user
     judgment_record(pair=pair, annotator=other, grade=2)
     assert Pair.objects.get(id=pair.id).label == 0  # median, ties to the lower grade
     form = {
-        "name": "Demo", "description": "", "guidelines": "", "pool_depth": 2, "redundancy": 2, "aggregation": "max",
-        "grades-TOTAL_FORMS": 3, "grades-INITIAL_FORMS": 3, "grades-MIN_NUM_FORMS": 0, "grades-MAX_NUM_FORMS": 1000,
+        "name": "Demo",
+        "description": "",
+        "guidelines": "",
+        "pool_depth": 2,
+        "redundancy": 2,
+        "aggregation": "max",
+        "grades-TOTAL_FORMS": 3,
+        "grades-INITIAL_FORMS": 3,
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
     }
     for g in pooled.grades.all():
         form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})

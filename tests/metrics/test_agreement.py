@@ -567,10 +567,20 @@ def test_agreement_by_group_equals_alpha_of_each_group(level):
     for g in range(4):
         sub = ratings[groups == g]
         np.testing.assert_allclose(alpha[g], krippendorff_alpha(sub, [0, 1, 2], level=level), atol=1e-12)
-        pairs = [(x, y) for row in sub for i, x in enumerate(row) for j, y in enumerate(row)
-                 if i != j and not np.isnan(x) and not np.isnan(y)]
-        weights = [1 / (np.count_nonzero(~np.isnan(row)) - 1) for row in sub for i, x in enumerate(row)
-                   for j, y in enumerate(row) if i != j and not np.isnan(x) and not np.isnan(y)]
+        pairs = [
+            (x, y)
+            for row in sub
+            for i, x in enumerate(row)
+            for j, y in enumerate(row)
+            if i != j and not np.isnan(x) and not np.isnan(y)
+        ]
+        weights = [
+            1 / (np.count_nonzero(~np.isnan(row)) - 1)
+            for row in sub
+            for i, x in enumerate(row)
+            for j, y in enumerate(row)
+            if i != j and not np.isnan(x) and not np.isnan(y)
+        ]
         same = sum(w for (x, y), w in zip(pairs, weights, strict=True) if x == y)
         np.testing.assert_allclose(agree[g], same / sum(weights), atol=1e-12)
         assert pairable[g] == np.count_nonzero((~np.isnan(sub)).sum(axis=1) >= 2)

@@ -1,4 +1,5 @@
 """Shared plumbing for RelJudge's management commands: campaign lookup, file reading, errors, progress."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Give an existing user a role in a campaign."""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 

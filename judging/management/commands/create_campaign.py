@@ -1,4 +1,5 @@
 """Create a judging campaign with its grading scale and pool depth."""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 

@@ -1,4 +1,5 @@
 """Export a campaign's aggregated labels as TREC qrels."""
+
 import sys
 
 from judging.formats import format_qrels

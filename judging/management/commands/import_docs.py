@@ -1,4 +1,5 @@
 """Import documents (JSONL or TSV) into a campaign."""
+
 from judging.management.commands._base import CampaignCommand
 from judging.services import docs_import
 

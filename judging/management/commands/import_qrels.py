@@ -1,4 +1,5 @@
 """Import TREC qrels as one annotator's judgments."""
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 

@@ -1,4 +1,5 @@
 """Import a ranked run and pool its top documents."""
+
 from judging.management.commands._base import CampaignCommand
 from judging.services import run_import
 
@@ -19,6 +20,11 @@ class Command(CampaignCommand):
         campaign = self.campaign(slug)
         data, name = self.read(file)
         self.run_import(
-            run_import, total=data.count(b"\n"), campaign=campaign, data=data, filename=name,
-            system_name=system, replace=replace,
+            run_import,
+            total=data.count(b"\n"),
+            campaign=campaign,
+            data=data,
+            filename=name,
+            system_name=system,
+            replace=replace,
         )

@@ -1,4 +1,5 @@
 """Import topics (TSV or JSONL) into a campaign."""
+
 from judging.management.commands._base import CampaignCommand
 from judging.services import topics_import
 

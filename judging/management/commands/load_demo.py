@@ -1,4 +1,5 @@
 """Load the quickstart demo: users, the ``shop`` campaign, three systems' runs and some judgments."""
+
 from django.core.management.base import BaseCommand
 
 from judging import demo
@@ -13,7 +14,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--reset", action="store_true",
+            "--reset",
+            action="store_true",
             help="delete the demo campaign with all its judgments and build it again; reset the demo passwords",
         )
 
@@ -22,12 +24,11 @@ class Command(BaseCommand):
         for line in summary.log:
             self.stdout.write(line)
         if summary.created:
-            self.stdout.write(self.style.SUCCESS(
-                f"Built the demo campaign {demo.SLUG!r} in {summary.seconds:.1f} s."
-            ))
+            self.stdout.write(self.style.SUCCESS(f"Built the demo campaign {demo.SLUG!r} in {summary.seconds:.1f} s."))
         else:
-            self.stdout.write(f"The demo campaign {demo.SLUG!r} already exists; nothing changed "
-                              "(use --reset to rebuild it).")
+            self.stdout.write(
+                f"The demo campaign {demo.SLUG!r} already exists; nothing changed (use --reset to rebuild it)."
+            )
         judged = ", ".join(f"{name} {count}" for name, count in summary.judgments.items()) or "none"
         self.stdout.write(
             f"\n{demo.NAME}\n"

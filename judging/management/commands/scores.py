@@ -1,4 +1,5 @@
 """Score every system of a campaign from the current labels, trec_eval-exact."""
+
 import json as jsonlib
 
 from django.core.management.base import CommandError
@@ -26,7 +27,12 @@ class Command(CampaignCommand):
         campaign = self.campaign(slug)
         try:
             data = leaderboard_data(
-                campaign=campaign, k=k, gain=gain, threshold=threshold, judged_only=judged_only, policy=policy,
+                campaign=campaign,
+                k=k,
+                gain=gain,
+                threshold=threshold,
+                judged_only=judged_only,
+                policy=policy,
                 per_query=json,
             )
         except ValueError as exc:
