@@ -44,11 +44,11 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 from judging.models import Campaign, Judgment, Pair  # noqa: E402
 from judging.services import (  # noqa: E402
     campaign_create,
-    docs_import,
+    documents_import,
     membership_add,
     qrels_import,
+    queries_import,
     run_import,
-    topics_import,
 )
 
 SLUG = "bench"
@@ -115,7 +115,7 @@ def build(*, queries: int, depth: int, prior: float) -> None:
         f"q{q}\t{' '.join(rng.sample(WORDS, 3))}\tDocuments about {' '.join(rng.sample(WORDS, 2))}.\n"
         for q in range(queries)
     )
-    topics_import(campaign=campaign, data=topics.encode(), filename="topics.tsv")
+    queries_import(campaign=campaign, data=topics.encode(), filename="topics.tsv")
     docs = "".join(
         json.dumps(
             {
@@ -129,7 +129,7 @@ def build(*, queries: int, depth: int, prior: float) -> None:
         for q in range(queries)
         for i in range(depth)
     )
-    docs_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
+    documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
     for system in ("bm25", "dense"):
         lines = []
         for q in range(queries):

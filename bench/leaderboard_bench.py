@@ -220,13 +220,11 @@ def main() -> None:
     )
 
     # cold: a fresh process with an empty shared cache
-    scoring._SCORES.clear()
-    scoring._CUBES.clear()
+    scoring.process_caches_clear()
     cache.clear()
     lb, cold = timed(scoring.leaderboard, campaign, params)
     print(f"COLD     {cold * 1000:8.0f} ms  (rescored {lb.rescored:,} queries; empty memory and shared cache)")
-    scoring._SCORES.clear()
-    scoring._CUBES.clear()
+    scoring.process_caches_clear()
     lb2, second = timed(scoring.leaderboard, campaign, params)
     print(
         f"PROCESS2 {second * 1000:8.0f} ms  (another server process: empty memory, warm shared cache; "

@@ -16,6 +16,7 @@ import numpy as np
 __all__ = [
     "Doc",
     "FormatError",
+    "ImportRefused",
     "Qrel",
     "Ranking",
     "Topic",
@@ -46,8 +47,14 @@ _JSON_TYPES = {
 }
 
 
-class FormatError(ValueError):
-    """Bad input in an imported file; ``str()`` names the file, and the line and field when known."""
+class ImportRefused(ValueError):
+    """An import that cannot go ahead; nothing of the file was written.
+
+    Every interface reports it the same way: the page and the command print ``str()`` (which names the file,
+    and the line and field when known), the API answers ``as_dict()`` with ``status``.
+    """
+
+    status = 400
 
     def __init__(self, message: str, *, filename: str, line: int | None = None, field: str | None = None):
         self.message = message
@@ -63,11 +70,18 @@ class FormatError(ValueError):
 
     def __reduce__(self):
         # The keyword-only constructor defeats BaseException's default pickling (used by task queues).
-        return _format_error, (self.message, self.filename, self.line, self.field)
+        return type(self)._rebuilt, (self.message, self.filename, self.line, self.field)
+
+    @classmethod
+    def _rebuilt(cls, message: str, filename: str, line: int | None, field: str | None) -> ImportRefused:
+        return cls(message, filename=filename, line=line, field=field)
+
+    def as_dict(self) -> dict:
+        return {"detail": str(self), "file": self.filename, "line": self.line, "field": self.field}
 
 
-def _format_error(message: str, filename: str, line: int | None, field: str | None) -> FormatError:
-    return FormatError(message, filename=filename, line=line, field=field)
+class FormatError(ImportRefused):
+    """Bad input in an imported file; ``str()`` names the file, and the line and field when known."""
 
 
 @dataclass(frozen=True, slots=True)

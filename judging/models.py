@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
+
+# Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
+User: TypeAlias = AbstractBaseUser | AnonymousUser
 
 DEFAULT_SCALE = [
     {

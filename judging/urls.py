@@ -1,26 +1,51 @@
-"""Web pages of the judging app."""
+"""Web pages of the judging app (namespace "judging")."""
 
 from django.urls import path
 
-from judging import leaderboard_urls, views
+from judging.views import campaigns, judging, leaderboard, review
 
 app_name = "judging"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("campaigns/new/", views.campaign_new, name="campaign_new"),
-    path("campaigns/<slug:slug>/", views.campaign_detail, name="campaign_detail"),
-    path("campaigns/<slug:slug>/judge/", views.judge, name="judge"),
-    path("campaigns/<slug:slug>/judge/<int:pair_id>/", views.judge_record, name="judge_record"),
-    path("campaigns/<slug:slug>/judge/<int:pair_id>/skip/", views.judge_skip, name="judge_skip"),
-    path("campaigns/<slug:slug>/mine/", views.my_judgments, name="my_judgments"),
-    path("campaigns/<slug:slug>/mine/<int:pair_id>/", views.my_judgment_save, name="my_judgment_save"),
-    path("campaigns/<slug:slug>/settings/", views.campaign_settings, name="campaign_settings"),
-    path("campaigns/<slug:slug>/members/", views.campaign_members, name="campaign_members"),
-    path("campaigns/<slug:slug>/upload/", views.campaign_upload, name="campaign_upload"),
-    path("campaigns/<slug:slug>/progress/", views.campaign_progress, name="campaign_progress"),
-    *leaderboard_urls.urlpatterns,
+    path("", campaigns.home, name="home"),
+    path("campaigns/new/", campaigns.campaign_new, name="campaign_new"),
+    path("campaigns/<slug:slug>/", campaigns.campaign_detail, name="campaign_detail"),
+    path("campaigns/<slug:slug>/settings/", campaigns.campaign_settings, name="campaign_settings"),
+    path("campaigns/<slug:slug>/members/", campaigns.campaign_members, name="campaign_members"),
+    path("campaigns/<slug:slug>/upload/", campaigns.campaign_upload, name="campaign_upload"),
+    path("campaigns/<slug:slug>/progress/", campaigns.campaign_progress, name="campaign_progress"),
+    # judging
+    path("campaigns/<slug:slug>/judge/", judging.judge, name="judge"),
+    path("campaigns/<slug:slug>/judge/<int:pair_id>/", judging.judge_record, name="judge_record"),
+    path("campaigns/<slug:slug>/judge/<int:pair_id>/skip/", judging.judge_skip, name="judge_skip"),
+    path("campaigns/<slug:slug>/mine/", judging.my_judgments, name="my_judgments"),
+    path("campaigns/<slug:slug>/mine/<int:pair_id>/", judging.my_judgment_save, name="my_judgment_save"),
+    # the leaderboard
+    path("campaigns/<slug:slug>/leaderboard/", leaderboard.leaderboard, name="leaderboard"),
+    path("campaigns/<slug:slug>/leaderboard/table/", leaderboard.leaderboard_table, name="leaderboard_table"),
+    path("campaigns/<slug:slug>/leaderboard/stats/", leaderboard.leaderboard_stats, name="leaderboard_stats"),
+    path(
+        "campaigns/<slug:slug>/leaderboard/significance/",
+        leaderboard.leaderboard_significance,
+        name="leaderboard_significance",
+    ),
+    path("campaigns/<slug:slug>/leaderboard/pictures/", leaderboard.leaderboard_pictures, name="leaderboard_pictures"),
+    path("campaigns/<slug:slug>/leaderboard/queries/", leaderboard.leaderboard_queries, name="leaderboard_queries"),
+    path(
+        "campaigns/<slug:slug>/leaderboard/queries/<path:qid>/", leaderboard.leaderboard_query, name="leaderboard_query"
+    ),
+    path("campaigns/<slug:slug>/leaderboard/compare/", leaderboard.leaderboard_compare, name="leaderboard_compare"),
+    path(
+        "campaigns/<slug:slug>/leaderboard/chart/<str:kind>.svg",
+        leaderboard.leaderboard_chart,
+        name="leaderboard_chart",
+    ),
+    # review, agreement and annotator quality (leads)
+    path("campaigns/<slug:slug>/review/", review.review, name="review"),
+    path("campaigns/<slug:slug>/review/<int:pair_id>/decide/", review.review_decide, name="review_decide"),
+    path("campaigns/<slug:slug>/review/<int:pair_id>/withdraw/", review.review_withdraw, name="review_withdraw"),
+    path("campaigns/<slug:slug>/agreement/", review.agreement, name="agreement"),
+    path("campaigns/<slug:slug>/agreement/policy/", review.agreement_policy, name="agreement_policy"),
+    path("campaigns/<slug:slug>/quality/", review.quality, name="quality"),
+    path("campaigns/<slug:slug>/quality/gold/<int:pair_id>/", review.quality_gold, name="quality_gold"),
 ]
-from judging.review_urls import urlpatterns as review_urlpatterns  # noqa: E402
-
-urlpatterns += review_urlpatterns

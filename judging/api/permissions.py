@@ -7,7 +7,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from judging.models import Campaign, Membership
-from judging.selectors import campaign_roles, campaigns_for_user
+from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
 
@@ -22,7 +22,7 @@ class Access:
     def __init__(self, user):
         self.user = user
         self.superuser = bool(user.is_authenticated and user.is_superuser)
-        self.roles = campaign_roles(user=user)
+        self.roles = membership_roles(user=user)
 
     def role(self, campaign_id: int) -> str | None:
         return LEAD if self.superuser else self.roles.get(campaign_id)
@@ -44,7 +44,7 @@ class Access:
     def campaigns(self) -> QuerySet[Campaign]:
         if not self.user.is_authenticated:  # e.g. while the schema is generated
             return Campaign.objects.none()
-        return campaigns_for_user(user=self.user)
+        return campaign_list(user=self.user)
 
     def campaign(self, slug: str) -> Campaign:
         """A campaign the caller belongs to, by slug, or 404."""

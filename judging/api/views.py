@@ -57,18 +57,18 @@ from judging.selectors import (
     system_rankings,
 )
 from judging.services import (
-    ImportError_,
+    ImportRefused,
     adjudication_set,
-    campaign_create_led,
-    campaign_edit,
-    docs_import,
+    campaign_create,
+    campaign_update,
+    documents_import,
     judgment_record,
     membership_add,
     membership_remove,
     qrels_import,
+    queries_import,
     run_import,
     scale_from_values,
-    topics_import,
     user_get,
 )
 
@@ -260,7 +260,7 @@ class CampaignViewSet(
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         scale = self._scale(data)
-        campaign = campaign_create_led(lead=request.user, scale=scale, **data)
+        campaign = campaign_create(lead=request.user, scale=scale, **data)
         body = self.get_serializer(self._reloaded(campaign)).data
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/api/campaigns/{campaign.slug}/"})
 
@@ -272,7 +272,7 @@ class CampaignViewSet(
         data = dict(serializer.validated_data)
         data.pop("slug", None)
         scale = self._scale(data, campaign)
-        campaign_edit(campaign=campaign, scale=scale, **data)
+        campaign_update(campaign=campaign, scale=scale, **data)
         return Response(self.get_serializer(self._reloaded(campaign)).data)
 
     # ---- progress, leaderboard, qrels
@@ -414,15 +414,8 @@ class CampaignViewSet(
             summary = importer(
                 campaign=campaign, data=upload.read(), filename=filename, **options, **form.validated_data
             )
-        except formats.FormatError as exc:
-            body = {"detail": str(exc), "file": exc.filename, "line": exc.line, "field": exc.field}
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
-        except ImportError_ as exc:
-            body = {"detail": str(exc), "file": filename, "line": None, "field": None}
-            return Response(body, status=status.HTTP_409_CONFLICT)
-        except DjangoValidationError as exc:
-            body = {"detail": " ".join(exc.messages), "file": filename, "line": None, "field": None}
-            return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        except ImportRefused as exc:
+            return Response(exc.as_dict(), status=exc.status)
         return Response(s.ImportSummarySerializer(summary.as_dict()).data)
 
     @extend_schema(
@@ -439,7 +432,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_topics(self, request, slug=None):
-        return self._upload(request, s.TopicsUploadSerializer, topics_import)
+        return self._upload(request, s.TopicsUploadSerializer, queries_import)
 
     @extend_schema(
         request={"multipart/form-data": s.DocumentsUploadSerializer},
@@ -455,7 +448,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_documents(self, request, slug=None):
-        return self._upload(request, s.DocumentsUploadSerializer, docs_import)
+        return self._upload(request, s.DocumentsUploadSerializer, documents_import)
 
     @extend_schema(
         request={"multipart/form-data": s.RunUploadSerializer},

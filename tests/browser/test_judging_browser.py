@@ -10,11 +10,11 @@ from django.contrib.auth import get_user_model
 from judging.models import Judgment, Pair
 from judging.services import (
     campaign_create,
-    docs_import,
+    documents_import,
     judgment_record,
     membership_add,
+    queries_import,
     run_import,
-    topics_import,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -68,8 +68,8 @@ def setup(db):
     for name in ("ann", "bob"):
         users[name] = User.objects.create_user(username=name, password=f"pw-{name}-secret")
         membership_add(campaign=campaign, user=users[name], role="annotator")
-    topics_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
-    docs_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
     run_import(campaign=campaign, data=RUN.encode(), filename="sys.run")
     return campaign, users
 

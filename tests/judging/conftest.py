@@ -8,8 +8,7 @@ def _fresh_score_caches():
     """Each test starts with empty in-process score caches, like a freshly started server process."""
     from judging import scoring
 
-    scoring._SCORES.clear()
-    scoring._CUBES.clear()
+    scoring.process_caches_clear()
     yield
 
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from judging.agreement_data import (
+from judging.models import Pair
+from judging.selectors.agreement import (
     annotator_quality,
     campaign_agreement,
     disputed_pair_ids,
@@ -13,7 +14,6 @@ from judging.agreement_data import (
     ratings_matrix,
     review_queue,
 )
-from judging.models import Pair
 from judging.services import adjudication_set, campaign_create, judgment_record, membership_add, run_import
 
 # grades of alice, bob, carol for 8 pairs (None = not judged)

@@ -11,11 +11,11 @@ from rest_framework.test import APIClient
 from judging.models import Document, Judgment, Pair, Query, System
 from judging.services import (
     campaign_create,
-    docs_import,
+    documents_import,
     judgment_record,
     membership_add,
+    queries_import,
     run_import,
-    topics_import,
 )
 from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
@@ -46,8 +46,8 @@ class World:
 
 @pytest.fixture
 def world(campaign, lead, annotator, make_user) -> World:
-    topics_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
-    docs_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
     annotator2 = make_user("ann2")

@@ -8,7 +8,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from judging.models import Assignment, Judgment, Pair
-from judging.selectors import _with_overlap_bucket, overlap_q
+from judging.selectors.queue import _with_overlap_bucket, overlap_q
 from judging.services import campaign_create, judgment_record, membership_add, pair_assign, run_import
 from tests.judging.conftest import run_concurrently
 

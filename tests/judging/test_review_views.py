@@ -10,11 +10,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from judging import review_charts, review_views
+from judging import charts
 from judging.aggregation import aggregate_grades
-from judging.agreement_data import review_queue
 from judging.models import Adjudication, Campaign, Judgment, Pair
 from judging.scoring import leaderboard_data
+from judging.selectors.agreement import review_queue
 from judging.services import (
     adjudication_set,
     campaign_create,
@@ -24,6 +24,7 @@ from judging.services import (
     membership_add,
     run_import,
 )
+from judging.views import review as review_views
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 # grades of alice, bob, carol for 8 pairs d0..d7 (None = not judged); d3 and d5 are two apart (disputed)
@@ -401,7 +402,7 @@ def test_policy_switch_refuses_unknown_policies(judged):
 
 
 def test_confusion_svg_escapes_names_and_draws_every_cell():
-    svg = review_charts.confusion_svg(
+    svg = charts.confusion_svg(
         [[3, 1], [0, 2]], [0, 1], row_name="<b>a&b</b>", col_name='x"y', grade_names={0: "<i>no</i>", 1: "yes"}
     )
     assert "<b>" not in svg and "<i>" not in svg

@@ -161,7 +161,7 @@ def test_cache_rescores_only_the_query_whose_label_changed(make_user):
     np.testing.assert_allclose(lb2.table.scores[:, :, others], before[:, :, others], atol=1e-12)
     assert not np.allclose(lb2.table.scores[:, :, q3], before[:, :, q3])
     # and the result equals a cold computation
-    scoring._SCORES.clear()
+    scoring.process_caches_clear()
     from django.core.cache import cache
 
     cache.clear()
@@ -193,8 +193,7 @@ def test_changed_judgment_changes_scores(make_user):
 def test_shared_cache_serves_another_process(make_user):
     campaign, runs, qrels = random_campaign(make_user)
     first = leaderboard(campaign)
-    scoring._SCORES.clear()  # a second server process: empty memory, same database cache
-    scoring._CUBES.clear()
+    scoring.process_caches_clear()  # a second server process: empty memory, same database cache
     second = leaderboard(campaign)
     assert second.rescored == 0
     np.testing.assert_array_equal(second.table.scores, first.table.scores)

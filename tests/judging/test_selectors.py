@@ -8,19 +8,19 @@ from judging import selectors
 from judging.models import Campaign, Pair, Query
 from judging.services import (
     campaign_create,
-    docs_import,
+    documents_import,
     judgment_record,
     membership_add,
+    queries_import,
     run_import,
-    topics_import,
 )
 from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
 
 @pytest.fixture
 def pooled(campaign):
-    topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    docs_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
     return campaign
@@ -87,7 +87,7 @@ def test_pair_next_stays_on_the_current_query(pooled, annotator):
 
 def test_pair_next_ignores_a_query_of_another_campaign(pooled, annotator):
     other = campaign_create(slug="other")
-    topics_import(campaign=other, data=TOPICS.encode(), filename="t.tsv")
+    queries_import(campaign=other, data=TOPICS.encode(), filename="t.tsv")
     run_import(campaign=other, data=RUN_BM25.encode(), filename="r.run")
     foreign = Query.objects.get(campaign=other, qid="q1")
     nxt = selectors.pair_next(campaign=pooled, annotator=annotator, current_query_id=foreign.id)
@@ -107,7 +107,7 @@ def test_pair_next_brings_skipped_pairs_back_last(pooled, annotator):
 @pytest.mark.parametrize("queries", [2, 40])
 def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django_assert_max_num_queries, queries):
     c = campaign_create(slug="big", pool_depth=5, redundancy=2)
-    topics_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(queries)).encode(), filename="t")
+    queries_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(queries)).encode(), filename="t")
     run = "".join(f"q{i} Q0 d{i}-{j} {j + 1} {9 - j} s\n" for i in range(queries) for j in range(5))
     run_import(campaign=c, data=run.encode(), filename="r")
     user = make_user("u")
@@ -121,7 +121,7 @@ def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django
 
 def test_orders_are_per_annotator_and_deterministic(db, make_user):
     c = campaign_create(slug="orders", pool_depth=20)
-    topics_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(20)).encode(), filename="t")
+    queries_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(20)).encode(), filename="t")
     run = "".join(f"q{i} Q0 d{j:02d} {j + 1} {30 - j} s\n" for i in range(20) for j in range(20))
     run_import(campaign=c, data=run.encode(), filename="r")
     users = [make_user(f"u{i}") for i in range(3)]
@@ -172,9 +172,9 @@ def test_judgments_of_is_only_the_annotators_own(pooled, annotator, ann2):
     judgment_record(pair=pairs[0], annotator=annotator, grade=2, note="mine")
     judgment_record(pair=pairs[0], annotator=ann2, grade=0, note="theirs")
     judgment_record(pair=pairs[1], annotator=ann2, grade=0)
-    mine = selectors.judgments_of(campaign=pooled, annotator=annotator)
+    mine = selectors.judgment_list(campaign=pooled, annotator=annotator)
     assert [(j.pair_id, j.note) for j in mine] == [(pairs[0].id, "mine")]
-    assert not selectors.judgments_of(campaign=pooled, annotator=annotator, text="theirs").exists()
+    assert not selectors.judgment_list(campaign=pooled, annotator=annotator, text="theirs").exists()
 
 
 def test_campaign_and_annotator_progress(pooled, annotator, ann2, lead):

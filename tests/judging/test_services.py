@@ -7,15 +7,15 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from judging.formats import FormatError
 from judging.models import Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.services import (
-    ImportError_,
+    ImportConflict,
     adjudication_set,
-    docs_import,
+    documents_import,
     judgment_record,
     labels_refresh,
     pool_build,
     qrels_import,
+    queries_import,
     run_import,
-    topics_import,
 )
 from tests.conftest import RUN_BM25, RUN_DENSE, TOPICS
 
@@ -25,8 +25,8 @@ def pooled(campaign):
 
 
 def test_topics_import_creates_and_is_idempotent(campaign):
-    s1 = topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    s2 = topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    s1 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    s2 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     assert (s1.added, s2.added, s2.unchanged) == (2, 0, 2)
     q = Query.objects.get(campaign=campaign, qid="q1")
     assert (q.text, q.description) == ("wool knit sweater", "A warm sweater knitted from wool.")
@@ -35,14 +35,14 @@ def test_topics_import_creates_and_is_idempotent(campaign):
 def test_topics_import_fills_in_stub_query(campaign):
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     assert Query.objects.get(qid="q1").is_stub
-    s = topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    s = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     q = Query.objects.get(qid="q1")
     assert (s.updated, q.is_stub, q.text) == (2, False, "wool knit sweater")
 
 
 def test_docs_import_keeps_html_verbatim(campaign):
     data = b'{"docid": "x", "title": "<b>t</b>", "text": "<script>alert(1)</script>"}\n'
-    docs_import(campaign=campaign, data=data, filename="d.jsonl")
+    documents_import(campaign=campaign, data=data, filename="d.jsonl")
     assert Document.objects.get(docid="x").text == "<script>alert(1)</script>"
 
 
@@ -77,7 +77,7 @@ def test_run_import_same_file_twice_changes_nothing(campaign):
 def test_run_import_different_run_same_system_needs_replace(campaign):
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     changed = RUN_BM25.replace("9.5", "1.5")
-    with pytest.raises(ImportError_, match="already has a different run"):
+    with pytest.raises(ImportConflict, match="already has a different run"):
         run_import(campaign=campaign, data=changed.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=changed.encode(), filename="bm25.run", replace=True)
     ids = dict(Document.objects.values_list("id", "docid"))

@@ -13,11 +13,11 @@ from judging import selectors
 from judging.models import Campaign, Document, Judgment, JudgmentRevision, Membership, Pair, Query, System
 from judging.services import (
     campaign_create,
-    docs_import,
+    documents_import,
     judgment_record,
     membership_add,
+    queries_import,
     run_import,
-    topics_import,
 )
 from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
@@ -28,8 +28,8 @@ PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
 @pytest.fixture
 def pooled(campaign):
     """The conftest campaign with topics, documents and both runs: 5 pooled pairs (q1: d1 d2 d3; q2: d2 d4)."""
-    topics_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    docs_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
     return campaign
@@ -420,8 +420,8 @@ XSS_DOCS = (
 
 @pytest.fixture
 def xss_campaign(campaign):
-    topics_import(campaign=campaign, data=b"q1\t<script>alert('q')</script> query\n", filename="t.tsv")
-    docs_import(campaign=campaign, data=XSS_DOCS.encode(), filename="d.jsonl")
+    queries_import(campaign=campaign, data=b"q1\t<script>alert('q')</script> query\n", filename="t.tsv")
+    documents_import(campaign=campaign, data=XSS_DOCS.encode(), filename="d.jsonl")
     run_import(campaign=campaign, data=b"q1 Q0 evil 1 1.0 sys\n", filename="r.run")
     return campaign
 
@@ -540,9 +540,9 @@ def ranked(db, make_user):
     """One query with 30 documents that every system ranks d00, d01, ... d29, imported in that order;
     five annotators who may all judge every pair."""
     c = campaign_create(slug="ranked", pool_depth=30, redundancy=5)
-    topics_import(campaign=c, data=b"q1\tbest wool sweater\n", filename="t.tsv")
+    queries_import(campaign=c, data=b"q1\tbest wool sweater\n", filename="t.tsv")
     docs = "".join(f'{{"docid": "d{i:02d}", "title": "doc {i}", "text": "text"}}\n' for i in range(30))
-    docs_import(campaign=c, data=docs.encode(), filename="d.jsonl")
+    documents_import(campaign=c, data=docs.encode(), filename="d.jsonl")
     run = "".join(f"q1 Q0 d{i:02d} {i + 1} {100 - i} sys\n" for i in range(30))
     run_import(campaign=c, data=run.encode(), filename="r.run")
     users = [make_user(f"judge{i}") for i in range(5)]
@@ -575,7 +575,7 @@ def test_document_order_is_not_the_rank_order_and_is_stable(ranked):
 def test_queries_are_grouped_and_shuffled_per_annotator(db, make_user):
     c = campaign_create(slug="many", pool_depth=3, redundancy=3)
     topics = "".join(f"q{i}\tquery {i}\n" for i in range(12))
-    topics_import(campaign=c, data=topics.encode(), filename="t.tsv")
+    queries_import(campaign=c, data=topics.encode(), filename="t.tsv")
     run = "".join(f"q{i} Q0 d{i}-{j} {j + 1} {10 - j} sys\n" for i in range(12) for j in range(3))
     run_import(campaign=c, data=run.encode(), filename="r.run")
     sequences = []
@@ -763,7 +763,7 @@ def test_create_campaign_and_edit_scale(make_user):
     assert list(c.grades.values_list("name", "examples")) == [(n, f"e.g. {n}") for n in names]
 
     # Once judging has started the values are fixed; names can still change.
-    topics_import(campaign=c, data=TOPICS.encode(), filename="t.tsv")
+    queries_import(campaign=c, data=TOPICS.encode(), filename="t.tsv")
     run_import(campaign=c, data=RUN_BM25.encode(), filename="r.run")
     membership_add(campaign=c, user=boss, role="lead")
     judgment_record(pair=Pair.objects.filter(campaign=c).first(), annotator=boss, grade=3)

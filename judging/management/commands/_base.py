@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from judging.formats import FormatError
 from judging.models import Campaign
-from judging.services import ImportError_
+from judging.services import ImportRefused
 
 
 class CampaignCommand(BaseCommand):
@@ -39,10 +37,8 @@ class CampaignCommand(BaseCommand):
         bar = tqdm(total=total, unit=self.progress_unit, disable=(total or 0) < 50_000, file=self.stderr._out)
         try:
             summary = func(progress=bar.update, **kwargs)
-        except (FormatError, ImportError_) as exc:
+        except ImportRefused as exc:
             raise CommandError(f"{exc} — nothing was imported") from None
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages) + " — nothing was imported") from None
         finally:
             bar.close()
         for line in summary.lines():

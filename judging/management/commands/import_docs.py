@@ -1,7 +1,7 @@
 """Import documents (JSONL or TSV) into a campaign."""
 
 from judging.management.commands._base import CampaignCommand
-from judging.services import docs_import
+from judging.services import documents_import
 
 
 class Command(CampaignCommand):
@@ -11,4 +11,4 @@ class Command(CampaignCommand):
     def handle(self, *args, slug, file, **options):
         campaign = self.campaign(slug)
         data, name = self.read(file)
-        self.run_import(docs_import, total=data.count(b"\n"), campaign=campaign, data=data, filename=name)
+        self.run_import(documents_import, total=data.count(b"\n"), campaign=campaign, data=data, filename=name)

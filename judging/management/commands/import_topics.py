@@ -1,7 +1,7 @@
 """Import topics (TSV or JSONL) into a campaign."""
 
 from judging.management.commands._base import CampaignCommand
-from judging.services import topics_import
+from judging.services import queries_import
 
 
 class Command(CampaignCommand):
@@ -10,4 +10,4 @@ class Command(CampaignCommand):
     def handle(self, *args, slug, file, **options):
         campaign = self.campaign(slug)
         data, name = self.read(file)
-        self.run_import(lambda progress, **kw: topics_import(**kw), campaign=campaign, data=data, filename=name)
+        self.run_import(lambda progress, **kw: queries_import(**kw), campaign=campaign, data=data, filename=name)

@@ -6,26 +6,26 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import wraps
 from urllib.parse import urlencode
 
 import numpy as np
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, Max, Prefetch, Q
-from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from judging import review_charts
-from judging.agreement_data import (
+from judging import charts
+from judging.access import Member, campaign_pair, campaign_view
+from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
+from judging.scoring import measure_names
+from judging.selectors.agreement import (
     annotator_quality,
     campaign_agreement,
     disputed_pair_ids,
@@ -33,14 +33,11 @@ from judging.agreement_data import (
     ratings_matrix,
     review_queue,
 )
-from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
-from judging.scoring import measure_names
 from judging.services import (
     adjudication_remove,
     adjudication_set,
     campaign_policy_set,
     gold_label_set,
-    user_role,
 )
 
 LEAD = Membership.Role.LEAD
@@ -52,40 +49,7 @@ STABILITY_K = 10
 GOLD_SEARCH_LIMIT = 50
 
 
-# --------------------------------------------------------------------------- access and context
-
-
-def lead_page(view):
-    """Login required (401 for an htmx request, which must not swap a login form into the page), then
-    404 for non-members (they cannot tell the campaign exists) and 403 for annotators."""
-
-    @wraps(view)
-    def wrapped(request, slug: str, *args, **kwargs):
-        if not request.user.is_authenticated:
-            if request.htmx:
-                return HttpResponse("Your session has expired: log in again in another tab.", status=401)
-            return redirect_to_login(request.get_full_path())
-        campaign = get_object_or_404(Campaign, slug=slug)
-        role = user_role(campaign=campaign, user=request.user)
-        if role is None:
-            raise Http404("No such campaign.")
-        if role != LEAD:
-            raise PermissionDenied("Only the campaign's leads can open this page.")
-        return view(request, campaign, *args, **kwargs)
-
-    return wrapped
-
-
-def _context(campaign: Campaign, nav: str, **extra) -> dict:
-    return {
-        "campaign": campaign,
-        "role": LEAD,
-        "is_lead": True,
-        "can_see_leaderboard": True,
-        "nav": nav,
-        "leaderboard_url": f"/campaigns/{campaign.slug}/leaderboard/",
-        **extra,
-    }
+# --------------------------------------------------------------------------- helpers
 
 
 def _back(request, default: str) -> str:
@@ -108,14 +72,6 @@ def _ci(pair) -> str:
 
 def _pct(value) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.0%}"
-
-
-def _pair_or_404(campaign: Campaign, pair_id: int) -> Pair:
-    pair = Pair.objects.filter(campaign=campaign, id=pair_id).select_related("query", "document").first()
-    if pair is None:
-        raise Http404("No such pair in this campaign.")
-    pair.campaign = campaign  # the services read it; saves a query
-    return pair
 
 
 # --------------------------------------------------------------------------- review queue
@@ -160,7 +116,7 @@ class ReviewRow:
 
 
 def _reasons(judgments: list[Judgment]) -> list[str]:
-    """Why a pair needs a lead, in words (the queue's own rule is agreement_data.review_queue's)."""
+    """Why a pair needs a lead, in words (the queue's own rule is selectors.agreement.review_queue's)."""
     out = []
     unsure = sum(j.unsure for j in judgments)
     if unsure:
@@ -206,10 +162,11 @@ def _queue_counts(campaign: Campaign) -> dict[str, int]:
     }
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def review(request, campaign: Campaign):
+def review(request, member: Member):
     """Unsure and disputed pairs with every judgment side by side, and a decision form for each."""
+    campaign = member.campaign
     filters = ReviewFilter(request.GET or None)
     kind, q = filters.values()
     counts = _queue_counts(campaign)
@@ -225,9 +182,8 @@ def review(request, campaign: Campaign):
     return render(
         request,
         "judging/review.html",
-        _context(
-            campaign,
-            "review",
+        member.context(
+            nav="review",
             filters=filters,
             kind=kind,
             q=q,
@@ -242,14 +198,14 @@ def review(request, campaign: Campaign):
     )
 
 
-def _row_response(request, campaign: Campaign, pair: Pair, *, status: int = 200, **extra):
+def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **extra):
+    campaign = member.campaign
     fresh = _with_judgments(Pair.objects.filter(id=pair.id)).get()
     response = render(
         request,
         "judging/_review_row.html",
-        _context(
-            campaign,
-            "review",
+        member.context(
+            nav="review",
             row=_row(fresh),
             grades=list(campaign.grades.all()),
             swapped=True,
@@ -262,11 +218,12 @@ def _row_response(request, campaign: Campaign, pair: Pair, *, status: int = 200,
     return response
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_POST
-def review_decide(request, campaign: Campaign, pair_id: int):
+def review_decide(request, member: Member, pair_id: int):
     """A lead's decision on one pair: it becomes the pair's label (recorded with who and when)."""
-    pair = _pair_or_404(campaign, pair_id)
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id, pooled_only=False)
     form = DecisionForm(request.POST)
     error = None
     if form.is_valid():
@@ -289,21 +246,22 @@ def review_decide(request, campaign: Campaign, pair_id: int):
             )
         return redirect(_back(request, reverse("judging:review", args=[campaign.slug])))
     if error:
-        return _row_response(request, campaign, pair, status=422, error=f"Not decided: {error}")
-    return _row_response(request, campaign, pair, flash="decided")
+        return _row_response(request, member, pair, status=422, error=f"Not decided: {error}")
+    return _row_response(request, member, pair, flash="decided")
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_POST
-def review_withdraw(request, campaign: Campaign, pair_id: int):
+def review_withdraw(request, member: Member, pair_id: int):
     """Withdraw a decision: the label goes back to the aggregated judgments."""
-    pair = _pair_or_404(campaign, pair_id)
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id, pooled_only=False)
     removed = adjudication_remove(pair=pair, lead=request.user)
     if not request.htmx:
         if removed:
             messages.success(request, f"Withdrew the decision on {pair.query.qid} / {pair.document.docid}.")
         return redirect(_back(request, reverse("judging:review", args=[campaign.slug])))
-    return _row_response(request, campaign, pair, flash="withdrawn" if removed else None)
+    return _row_response(request, member, pair, flash="withdrawn" if removed else None)
 
 
 # --------------------------------------------------------------------------- agreement
@@ -406,10 +364,11 @@ class PolicyForm(forms.Form):
     policy = forms.ChoiceField(choices=Campaign.Aggregation.choices, widget=forms.RadioSelect)
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def agreement(request, campaign: Campaign):
+def agreement(request, member: Member):
     """Agreement overall, per annotator pair (with confusion matrices) and per query; aggregation policy."""
+    campaign = member.campaign
     data = agreement_cached(campaign)
     grades = list(campaign.grades.all())
     names = {g.value: g.name for g in grades}
@@ -435,7 +394,7 @@ def agreement(request, campaign: Campaign):
             "kappa_ci": _ci(p["kappa_ci"]),
             "qwk": _fmt(p["qwk"]),
             "qwk_ci": _ci(p["qwk_ci"]),
-            "svg": review_charts.confusion_svg(
+            "svg": charts.confusion_svg(
                 p["confusion"], data["categories"], row_name=p["a"], col_name=p["b"], grade_names=names
             )
             if p["n"]
@@ -463,9 +422,8 @@ def agreement(request, campaign: Campaign):
     return render(
         request,
         "judging/agreement.html",
-        _context(
-            campaign,
-            "agreement",
+        member.context(
+            nav="agreement",
             data=data,
             overall=overall,
             pairs=pairs,
@@ -481,10 +439,11 @@ def agreement(request, campaign: Campaign):
     )
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_POST
-def agreement_policy(request, campaign: Campaign):
+def agreement_policy(request, member: Member):
     """Switch the aggregation policy: every label is recomputed and the leaderboard follows."""
+    campaign = member.campaign
     form = PolicyForm(request.POST)
     measure = request.POST.get("measure", "")
     keep = f"?{urlencode({'measure': measure})}" if measure in measure_names(STABILITY_K) else ""
@@ -515,10 +474,11 @@ class GoldSearch(forms.Form):
     docid = forms.CharField(label="docid", required=False, max_length=200)
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def quality(request, campaign: Campaign):
+def quality(request, member: Member):
     """Per annotator figures, and the gold pairs a lead labels in advance to measure accuracy."""
+    campaign = member.campaign
     rows = [
         {
             **r,
@@ -555,9 +515,8 @@ def quality(request, campaign: Campaign):
     return render(
         request,
         "judging/quality.html",
-        _context(
-            campaign,
-            "quality",
+        member.context(
+            nav="quality",
             rows=rows,
             search=search,
             results=(results or [])[:GOLD_SEARCH_LIMIT],
@@ -570,11 +529,12 @@ def quality(request, campaign: Campaign):
     )
 
 
-@lead_page
+@campaign_view(lead=True)
 @require_POST
-def quality_gold(request, campaign: Campaign, pair_id: int):
+def quality_gold(request, member: Member, pair_id: int):
     """Set, change or (with an empty grade) remove one pair's gold label."""
-    pair = _pair_or_404(campaign, pair_id)
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id, pooled_only=False)
     raw = (request.POST.get("grade") or "").strip()
     error = None
     try:
@@ -583,8 +543,8 @@ def quality_gold(request, campaign: Campaign, pair_id: int):
         error = "; ".join(exc.messages)
     if request.htmx and request.POST.get("row") == "review":
         if error:
-            return _row_response(request, campaign, pair, status=422, error=f"Gold label not set: {error}")
-        return _row_response(request, campaign, pair, flash="gold")
+            return _row_response(request, member, pair, status=422, error=f"Gold label not set: {error}")
+        return _row_response(request, member, pair, flash="gold")
     where = f"{pair.query.qid} / {pair.document.docid}"
     if error:
         messages.error(request, f"Gold label of {where} not set: {error}")

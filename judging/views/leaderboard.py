@@ -13,20 +13,19 @@ from urllib.parse import urlencode
 
 import numpy as np
 from django import forms
-from django.contrib.auth.views import redirect_to_login
 from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
-from django_htmx.http import HttpResponseClientRedirect
 
 import metrics
 from judging import charts, scoring
+from judging.access import Member, campaign_view
 from judging.aggregation import POLICIES
 from judging.models import Campaign, Grade, Membership, Query
-from judging.services import user_role
+from judging.selectors import grade_list
 
 LEAD = Membership.Role.LEAD
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "Judged")  # order of the ranking-measure menu
@@ -118,22 +117,29 @@ class LeaderboardParamsForm(forms.Form):
 
 
 @dataclass
-class Ctx:
-    """Who is asking about which campaign, with which parameters."""
+class BoardRequest:
+    """Who is asking about which campaign's leaderboard, with which parameters."""
 
-    campaign: Campaign
-    role: str
+    member: Member
     params: scoring.Params
     measure: str  # full measure name, e.g. "nDCG@10"
     measure_base: str
     form: LeaderboardParamsForm
 
     @property
-    def is_lead(self) -> bool:
-        return self.role == LEAD
+    def campaign(self) -> Campaign:
+        return self.member.campaign
 
     @property
-    def query(self) -> dict[str, str]:
+    def role(self) -> str:
+        return self.member.role
+
+    @property
+    def is_lead(self) -> bool:
+        return self.member.is_lead
+
+    @property
+    def changed_params(self) -> dict[str, str]:
         """The parameters that differ from the defaults, for links between the pages."""
         p = self.params
         q = {}
@@ -153,30 +159,25 @@ class Ctx:
 
     @property
     def qs(self) -> str:
-        return urlencode(self.query)
+        return urlencode(self.changed_params)
 
     def url(self, name: str, *args, **extra) -> str:
-        query = {**self.query, **{k: v for k, v in extra.items() if v not in (None, "")}}
+        query = {**self.changed_params, **{k: v for k, v in extra.items() if v not in (None, "")}}
         base = reverse(f"judging:{name}", args=[self.campaign.slug, *args])
         return f"{base}?{urlencode(query, doseq=True)}" if query else base
 
     def base(self, **extra) -> dict:
         """Template context every leaderboard page shares (the campaign nav of base.html included)."""
-        return {
-            "campaign": self.campaign,
-            "role": self.role,
-            "is_lead": self.is_lead,
-            "can_see_leaderboard": True,
-            "nav": "leaderboard",
-            "ctx": self,
-            "form": self.form,
-            "measure": self.measure,
-            "measure_choices": [(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
-            "policies": POLICIES,
-            "urls": self.urls,
-            "keep": [],
-            **extra,
-        }
+        return self.member.context(
+            nav="leaderboard",
+            ctx=self,
+            form=self.form,
+            measure=self.measure,
+            measure_choices=[(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
+            policies=POLICIES,
+            urls=self.urls,
+            **{"keep": [], **extra},
+        )
 
     @property
     def urls(self) -> dict[str, str]:
@@ -192,82 +193,66 @@ class Ctx:
         urls = {n.removeprefix("leaderboard_") if n != "leaderboard" else "page": self.url(n) for n in names}
         for kind in ("bars", "distribution", "progress"):
             urls[f"chart_{kind}"] = self.url("leaderboard_chart", kind)
-        api = f"/api/campaigns/{self.campaign.slug}/leaderboard/"
-        api_query = {k: v for k, v in self.query.items() if k in ("k", "gain", "threshold", "judged_only", "policy")}
+        api = reverse("api:campaign-leaderboard", args=[self.campaign.slug])
+        api_query = {
+            k: v for k, v in self.changed_params.items() if k in ("k", "gain", "threshold", "judged_only", "policy")
+        }
         urls["api"] = f"{api}?{urlencode(api_query)}" if api_query else api
         return urls
 
 
 def leaderboard_page(*, drill: bool = False):
-    """Login, membership and role checks, then parameter validation; the view gets a Ctx.
+    """campaign_view, then the leaderboard's own checks and parameters; the view gets a BoardRequest.
 
-    Non-members get 404 (they cannot tell the campaign exists). Annotators get 403 on the drill-down, and
-    on the leaderboard itself unless the campaign lets them see it (knowing who is winning biases
-    judgments). Bad parameters get a 400 that says which and why.
+    Annotators get 403 on the drill-down, and on the leaderboard itself unless the campaign lets them see
+    it (knowing who is winning biases judgments). Bad parameters get a 400 that says which and why.
     """
 
     def decorate(view):
+        @campaign_view
         @wraps(view)
-        def wrapped(request, slug: str, *args, **kwargs):
-            if not request.user.is_authenticated:
-                if request.htmx:
-                    # a polled partial whose session expired: send the whole page to the login form, and back
-                    page = request.htmx.current_url_abs_path or request.path
-                    return HttpResponseClientRedirect(f"{reverse('login')}?{urlencode({'next': page})}")
-                return redirect_to_login(request.get_full_path())
-            campaign = get_object_or_404(Campaign, slug=slug)
-            role = user_role(campaign=campaign, user=request.user)
-            if role is None:
-                raise Http404("No such campaign.")
-            if drill and role != LEAD:
-                return _refuse(
-                    request, campaign, role, 403, "The per-query drill-down is for the campaign's leads only."
-                )
-            if role != LEAD and not campaign.leaderboard_visible_to_annotators:
+        def wrapped(request, member: Member, *args, **kwargs):
+            if drill and not member.is_lead:
+                return _refuse(request, member, 403, "The per-query drill-down is for the campaign's leads only.")
+            if not member.can_see_leaderboard:
                 return _refuse(
                     request,
-                    campaign,
-                    role,
+                    member,
                     403,
                     "The leads of this campaign keep the leaderboard hidden from annotators while "
                     "judging is under way: knowing which system is winning biases judgments.",
                 )
-            max_grade = Grade.objects.filter(campaign=campaign).order_by("-value").values_list("value", flat=True)
-            form = LeaderboardParamsForm(request.GET, campaign=campaign, max_grade=(max_grade.first() or 0))
+            max_grade = max((g.value for g in grade_list(campaign=member.campaign)), default=0)
+            form = LeaderboardParamsForm(request.GET, campaign=member.campaign, max_grade=max_grade)
             if not form.is_valid():
-                return _refuse(request, campaign, role, 400, "These leaderboard settings are not valid.", form=form)
+                return _refuse(request, member, 400, "These leaderboard settings are not valid.", form=form)
             d = form.cleaned_data
             params = scoring.Params(
                 k=d["k"], gain=d["gain"], threshold=d["threshold"], judged_only=d["judged_only"], policy=d["policy"]
             )
-            ctx = Ctx(campaign, role, params, d["measure"], d["measure_base"], form)
-            return view(request, ctx, *args, **kwargs)
+            return view(request, BoardRequest(member, params, d["measure"], d["measure_base"], form), *args, **kwargs)
 
         return wrapped
 
     return decorate
 
 
-def _refuse(request, campaign: Campaign, role: str, status: int, message: str, form=None) -> HttpResponse:
-    context = {
-        "campaign": campaign,
-        "role": role,
-        "is_lead": role == LEAD,
-        "nav": "leaderboard",
-        "can_see_leaderboard": role == LEAD or campaign.leaderboard_visible_to_annotators,
-        "status": status,
-        "message": message,
-        "form": form,
-        "errors": [(form.fields[f].label if f in form.fields else f, e) for f, es in form.errors.items() for e in es]
+def _refuse(request, member: Member, status: int, message: str, form=None) -> HttpResponse:
+    context = member.context(
+        nav="leaderboard",
+        status=status,
+        message=message,
+        form=form,
+        errors=[(form.fields[f].label if f in form.fields else f, e) for f, es in form.errors.items() for e in es]
         if form is not None
         else [],
-    }
+    )
     template = "judging/_leaderboard_error.html" if request.htmx else "judging/leaderboard_error.html"
     return render(request, template, context, status=status)
 
 
-def _bad_request(request, ctx: Ctx, message: str) -> HttpResponse:
-    return _refuse(request, ctx.campaign, ctx.role, 400, message)
+def _bad_request(request, ctx: BoardRequest, message: str) -> HttpResponse:
+    return _refuse(request, ctx.member, 400, message)
 
 
 def _int_arg(request, name: str, default: int, low: int, high: int) -> int:
@@ -289,7 +274,7 @@ class _BadArg(ValueError):
 
 def _handles_bad_args(view):
     @wraps(view)
-    def wrapped(request, ctx: Ctx, *args, **kwargs):
+    def wrapped(request, ctx: BoardRequest, *args, **kwargs):
         try:
             return view(request, ctx, *args, **kwargs)
         except _BadArg as exc:
@@ -328,7 +313,7 @@ def _stats_for(lb: scoring.Leaderboard, measure: str) -> tuple[scoring.RankingSt
     return stats, False, age >= max(STATS_MIN_AGE, STATS_DUTY * stats.seconds)
 
 
-def _table_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
+def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
     mi = lb.measure_index(ctx.measure)
     ji = lb.measure_index(f"Judged@{ctx.params.k}")
     means = lb.means()
@@ -392,7 +377,7 @@ def _table_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
 
 
 @leaderboard_page()
-def leaderboard(request, ctx: Ctx):
+def leaderboard(request, ctx: BoardRequest):
     """The leaderboard page: controls, the live table with its bar chart, and the pictures."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     context = ctx.base(**_table_context(ctx, lb), **_pictures_context(ctx, lb), tests=scoring.TESTS)
@@ -400,14 +385,14 @@ def leaderboard(request, ctx: Ctx):
 
 
 @leaderboard_page()
-def leaderboard_table(request, ctx: Ctx):
+def leaderboard_table(request, ctx: BoardRequest):
     """The table partial htmx polls every few seconds."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     return render(request, "judging/_leaderboard_table.html", ctx.base(**_table_context(ctx, lb)))
 
 
 @leaderboard_page()
-def leaderboard_stats(request, ctx: Ctx):
+def leaderboard_stats(request, ctx: BoardRequest):
     """Recompute the CIs and tests against the best for the current labels (the table asks for this when
     its statistics are out of date), then tell the table to refresh. One computation at a time per
     parameter set; other requests meanwhile get 204 and the table keeps polling."""
@@ -428,7 +413,7 @@ def leaderboard_stats(request, ctx: Ctx):
 
 @leaderboard_page()
 @_handles_bad_args
-def leaderboard_significance(request, ctx: Ctx):
+def leaderboard_significance(request, ctx: BoardRequest):
     """Pairwise significance matrix of the ranking measure, on demand."""
     test = request.GET.get("test") or "randomization"
     if test not in scoring.TESTS:
@@ -473,7 +458,7 @@ def leaderboard_significance(request, ctx: Ctx):
     return render(request, template, context)
 
 
-def _pictures_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
+def _pictures_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
     order = _order(lb, lb.measure_index(ctx.measure))
     timeline = scoring.judging_timeline(ctx.campaign)
     return {
@@ -487,7 +472,7 @@ def _pictures_context(ctx: Ctx, lb: scoring.Leaderboard) -> dict:
 
 
 @leaderboard_page()
-def leaderboard_pictures(request, ctx: Ctx):
+def leaderboard_pictures(request, ctx: BoardRequest):
     """The per-query distribution and judging progress charts (polled less often than the table)."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     return render(request, "judging/_leaderboard_pictures.html", ctx.base(**_pictures_context(ctx, lb)))
@@ -512,7 +497,7 @@ SORTS = {
 
 @leaderboard_page(drill=True)
 @_handles_bad_args
-def leaderboard_queries(request, ctx: Ctx):
+def leaderboard_queries(request, ctx: BoardRequest):
     """Queries x systems heatmap of the ranking measure, a page of PAGE_SIZE queries at a time."""
     sort = request.GET.get("sort") or "qid"
     if sort not in SORTS:
@@ -570,7 +555,7 @@ def leaderboard_queries(request, ctx: Ctx):
         n_matching=matching.size,
         n_queries=len(lb.cube.query_ids),
         page_query=urlencode(
-            {**ctx.query, **({"sort": sort} if sort != "qid" else {}), **({"q": search} if search else {})}
+            {**ctx.changed_params, **({"sort": sort} if sort != "qid" else {}), **({"q": search} if search else {})}
         ),
         judged_warning=JUDGED_WARNING,
         judged_name=f"Judged@{ctx.params.k}",
@@ -582,7 +567,7 @@ def leaderboard_queries(request, ctx: Ctx):
 
 @leaderboard_page(drill=True)
 @_handles_bad_args
-def leaderboard_query(request, ctx: Ctx, qid: str):
+def leaderboard_query(request, ctx: BoardRequest, qid: str):
     """One query: each system's ranked list with labels, unjudged and unsure documents marked."""
     query = Query.objects.filter(campaign=ctx.campaign, qid=qid).first()
     if query is None:
@@ -679,7 +664,7 @@ def leaderboard_query(request, ctx: Ctx, qid: str):
         tab="queries",
         depth_choices=sorted({10, 20, 50, 100, depth_max, depth}),
         step_query=urlencode(
-            {**ctx.query, **({"depth": depth} if "depth" in request.GET else {}), "s": wanted}, doseq=True
+            {**ctx.changed_params, **({"depth": depth} if "depth" in request.GET else {}), "s": wanted}, doseq=True
         ),
     )
     return render(request, "judging/leaderboard_query.html", context)
@@ -702,7 +687,7 @@ def _two_systems(request, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[i
 
 @leaderboard_page(drill=True)
 @_handles_bad_args
-def leaderboard_compare(request, ctx: Ctx):
+def leaderboard_compare(request, ctx: BoardRequest):
     """Head-to-head of two systems: per-query wins, ties and losses, sorted by the difference."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     mi = lb.measure_index(ctx.measure)
@@ -753,12 +738,12 @@ def leaderboard_compare(request, ctx: Ctx):
         page=page,
         systems=[lb.cube.system_names[s] for s in order.tolist()],
         chart=charts.difference_chart(diff, a=summary["a"], b=summary["b"], measure=ctx.measure),
-        page_query=urlencode({**ctx.query, "a": summary["a"], "b": summary["b"]}),
+        page_query=urlencode({**ctx.changed_params, "a": summary["a"], "b": summary["b"]}),
         judged_warning=JUDGED_WARNING,
         tab="compare",
         keep=[("a", summary["a"]), ("b", summary["b"])],
         chart_url=ctx.url("leaderboard_chart", "differences", a=summary["a"], b=summary["b"]),
-        pair_query=urlencode({**ctx.query, "s": [summary["a"], summary["b"]]}, doseq=True),
+        pair_query=urlencode({**ctx.changed_params, "s": [summary["a"], summary["b"]]}, doseq=True),
     )
     return render(request, "judging/leaderboard_compare.html", context)
 
@@ -770,7 +755,7 @@ CHARTS = ("bars", "distribution", "progress", "differences")
 
 @leaderboard_page()
 @_handles_bad_args
-def leaderboard_chart(request, ctx: Ctx, kind: str):
+def leaderboard_chart(request, ctx: BoardRequest, kind: str):
     """A chart as a standalone SVG file (for reports and slides)."""
     if kind not in CHARTS:
         raise Http404("No such chart.")
@@ -802,7 +787,7 @@ def leaderboard_chart(request, ctx: Ctx, kind: str):
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)
         else:
             if ctx.role != LEAD:
-                return _refuse(request, ctx.campaign, ctx.role, 403, "Head-to-head charts are for leads only.")
+                return _refuse(request, ctx.member, 403, "Head-to-head charts are for leads only.")
             a, b = _two_systems(request, lb, order)
             x = lb.per_query(ctx.measure)
             svg = charts.difference_chart(

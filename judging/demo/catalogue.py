@@ -1,4 +1,4 @@
-"""The quickstart demo: a product-search campaign with three systems and three annotators, loaded via the importers."""
+"""The demo's data: queries, generated products, three systems' runs and how each simulated annotator judges."""
 
 from __future__ import annotations
 
@@ -8,40 +8,28 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db import transaction
-from django.utils import timezone
-
-from judging.models import (
-    Adjudication,
-    Campaign,
-    Judgment,
-    JudgmentRevision,
-    Membership,
-    Pair,
-    System,
-)
-from judging.services import (
-    adjudication_set,
-    campaign_create,
-    docs_import,
-    judgment_record,
-    membership_add,
-    run_import,
-    topics_import,
-)
-
 SLUG = "shop"
+
+
 NAME = "Product search — apparel & outdoor"
+
+
 URL = "http://127.0.0.1:8000/"
+
+
 SEED = 2026
+
+
 SYSTEMS = ("bm25", "dense-v2", "random-baseline")
+
+
 ANNOTATORS = ("alice", "bob", "carol")
+
+
 # Demo logins, printed by load_demo. They pass Django's password validators (length, not common, not numeric,
 # not too close to the username) so that the demo also works with the validators switched on.
 PASSWORDS = {
@@ -51,6 +39,8 @@ PASSWORDS = {
     "carol": "demo-carol-2026",
     "admin": "demo-admin-2026",
 }
+
+
 ROLES = {
     "lead": "campaign lead (staff: /admin/ works too)",
     "alice": "annotator",
@@ -59,11 +49,13 @@ ROLES = {
     "admin": "superuser",
 }
 
+
 DESCRIPTION = (
     # Annotators read this on their home page: it must not say which rankers are compared.
     "Relevance judgments for the product search of an outdoor and apparel shop: the top 10 results of "
     "several rankers are pooled, and each product is judged by two people without knowing who ranked it."
 )
+
 
 SCALE = [
     {
@@ -95,6 +87,7 @@ SCALE = [
     },
 ]
 
+
 GUIDELINES = """\
 What you are judging
 Each pair shows one search query and one product listing from the shop. Decide how well the listing answers the \
@@ -123,9 +116,6 @@ Listings imported from marketplaces sometimes contain stray HTML such as <b> tag
 markup and judge the text. Duplicate listings (same title and text, different id) get the same grade. Aim for \
 10–20 seconds per pair; take a break every half hour, fatigue shows in the agreement figures.
 """
-
-
-# --------------------------------------------------------------------------- vocabularies
 
 
 @dataclass(frozen=True)
@@ -320,6 +310,7 @@ MATERIALS = {
     ),
 }
 
+
 FEATURES = {
     "waterproof": Feature(
         "Waterproof",
@@ -370,6 +361,7 @@ FEATURES = {
     "45l": Feature("45L", ("45 litres, big enough for a weekend hut-to-hut trip.",)),
     "rain-cover": Feature("", ("An integrated rain cover tucks into the base.",)),
 }
+
 
 KINDS = {
     "sweater": Kind(
@@ -622,6 +614,7 @@ KINDS = {
     ),
 }
 
+
 # (name in a listing, colour family a query can ask for)
 COLOURS = (
     ("Black", "black"),
@@ -645,6 +638,8 @@ COLOURS = (
     ("Sunflower Yellow", "yellow"),
     ("Coral", "pink"),
 )
+
+
 BRANDS = (
     "Fjellmark",
     "Northpeak",
@@ -659,7 +654,11 @@ BRANDS = (
     "Cairn",
     "Wren & Hale",
 )
+
+
 KIDS_BRANDS = ("Little Trekker", "Bramble Kids", "Puddle & Pine")
+
+
 MODELS = (
     "Ridgeline",
     "Halden",
@@ -676,7 +675,11 @@ MODELS = (
     "Vega",
     "Loch",
 )
+
+
 AUDIENCE_WORDS = {"women": "Women's", "men": "Men's", "kids": "Kids'", "unisex": "", "unspecified": ""}
+
+
 FITS = {
     "women": ("Designed for women; true to size.", "Women's fit — size up if you layer underneath."),
     "men": ("Men's regular fit.", "Designed for men, sizes S–XXL."),
@@ -688,6 +691,8 @@ FITS = {
     "unisex": ("Unisex sizing from XS to XL.", "A unisex fit; women may want to size down."),
     "unspecified": (),
 }
+
+
 SHOE_FITS = {
     "women": ("Built on a women's last; EU sizes 36–42.", "Women's fit with a narrower heel."),
     "men": ("Men's sizes EU 40–47.", "Built on a men's last with a roomy toe box."),
@@ -698,18 +703,24 @@ SHOE_FITS = {
     "unisex": ("Unisex sizing, EU 36–47.", "A unisex fit; women may want to go half a size down."),
     "unspecified": (),
 }
+
+
 OPENINGS = (
     "A {noun} made for {use}.",
     "This {noun} is built for {use}.",
     "Our best-selling {noun} for {use}.",
     "A dependable {noun} for {use}.",
 )
+
+
 PLURAL_OPENINGS = (
     "{Noun} made for {use}.",
     "These {noun} are built for {use}.",
     "Our best-selling {noun} for {use}.",
     "A dependable pair of {noun} for {use}.",
 )
+
+
 PLURALS = (
     "Boots",
     "Shoes",
@@ -723,9 +734,6 @@ PLURALS = (
     "Gloves",
     "Mittens",
 )
-
-
-# --------------------------------------------------------------------------- queries
 
 
 @dataclass(frozen=True)
@@ -1019,9 +1027,6 @@ QUERIES = (
 )
 
 
-# --------------------------------------------------------------------------- products
-
-
 @dataclass(frozen=True)
 class Product:
     docid: str
@@ -1213,9 +1218,6 @@ def _products(rng: random.Random) -> list[Product]:
     return products
 
 
-# --------------------------------------------------------------------------- hidden truth
-
-
 @dataclass(frozen=True)
 class Verdict:
     grade: int
@@ -1258,8 +1260,6 @@ def relevance(need: Need, product: Product) -> Verdict:
         misses.insert(0, "kind")
     return Verdict(grade, tuple(misses), unclear, on_topic=True)
 
-
-# --------------------------------------------------------------------------- systems
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -1329,9 +1329,6 @@ def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str,
     return {name: "\n".join(rows) + "\n" for name, rows in lines.items()}
 
 
-# --------------------------------------------------------------------------- the demo's files
-
-
 @dataclass(frozen=True)
 class DemoData:
     products: tuple[Product, ...]
@@ -1360,9 +1357,6 @@ def demo_data(seed: int = SEED) -> DemoData:
     return DemoData(tuple(products), truth, _runs(rng, products, truth))
 
 
-# --------------------------------------------------------------------------- annotators
-
-
 @dataclass(frozen=True)
 class Profile:
     slip: float  # chance of an off-by-one grade on an on-topic listing
@@ -1377,19 +1371,26 @@ PROFILES = {
     "carol": Profile(slip=0.2, lean=-0.6, unsure=0.6, pace=15.0),  # slow and strict
 }
 
+
 UNCLEAR_NOTES = {
     "kids": ("Can't tell if this is for kids — listing doesn't say.", "No size range given: adult or kids?"),
     "women": ("Listing doesn't say if this is a women's or a unisex fit.", "No fit info; could be men's only."),
     "men": ("Fit not stated — might be a women's cut.", "Can't tell whose fit this is from the text."),
 }
+
+
 SUBSTITUTE_UNSURE = (
     "Not sure a substitute like this counts here; the description is vague about it.",
     "Would a shopper accept this instead? Leaving it to the lead.",
 )
+
+
 IMPORTED_UNSURE = (
     "Imported listing full of markup; hard to tell what exactly is being sold.",
     "Listing text looks cut off after the markup.",
 )
+
+
 MISS_NOTES = {
     "audience": ("Right product, wrong audience.", "Fit is for a different audience than asked."),
     "material": ("Right product, other material.", "Material doesn't match the query."),
@@ -1489,247 +1490,3 @@ class _Clock:
         self.left -= 1
         self.now += timedelta(seconds=seconds + self.rng.uniform(2, 12))
         return self.now
-
-
-# --------------------------------------------------------------------------- loading
-
-
-@dataclass
-class DemoSummary:
-    created: bool
-    seconds: float = 0.0
-    users_created: list[str] = field(default_factory=list)
-    queries: int = 0
-    documents: int = 0
-    systems: list[str] = field(default_factory=list)
-    pairs: int = 0
-    labelled: int = 0
-    judgments: dict[str, int] = field(default_factory=dict)
-    unsure: int = 0
-    adjudicated: int = 0
-    log: list[str] = field(default_factory=list)
-
-
-def _users(*, reset: bool) -> tuple[dict, list[str]]:
-    User = get_user_model()
-    users, created = {}, []
-    for username, password in PASSWORDS.items():
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            extra = {"is_staff": username in ("lead", "admin"), "is_superuser": username == "admin"}
-            user = User.objects.create_user(
-                username=username, password=password, email=f"{username}@shop.example", **extra
-            )
-            created.append(username)
-            if username == "lead":
-                # is_staff opens the admin; these let the lead see and edit the judging data there.
-                user.user_permissions.set(Permission.objects.filter(content_type__app_label="judging"))
-        elif reset:
-            user.set_password(password)
-            user.is_active = True
-            user.save(update_fields=["password", "is_active"])
-        users[username] = user
-    return users, created
-
-
-def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> list[tuple[int, datetime]]:
-    """Alice, Bob and Carol judge part of the pool; return (judgment id, when) for every change, in order."""
-    rng = random.Random(SEED + 1)
-    by_query: dict[str, list[Pair]] = {}
-    for pair in (
-        Pair.objects.filter(campaign=campaign, pooled=True)
-        .select_related("query", "document", "campaign")
-        .order_by("query__qid", "id")
-    ):
-        by_query.setdefault(pair.query.qid, []).append(pair)
-    needs = {q.qid: q for q in QUERIES}
-    products = {p.docid: p for p in data.products}
-    # Campaign progress as a lead would find it a few days in: some queries done twice over, some by one
-    # annotator so far, one in progress, the rest untouched (plenty left for whoever logs in next).
-    both = ["q01", "q03", "q07", "q11", "q16", "q24"]
-    alice_more = ["q02", "q06", "q13", "q19"]
-    bob_only = ["q05", "q21", "q28"]
-    started = ["q09"]
-    plan: dict[str, list[Pair]] = {"alice": [], "bob": [], "carol": []}
-    for qid in both:
-        plan["alice"] += by_query[qid]
-        plan["bob"] += by_query[qid]
-    for qid in both[:5]:  # the overlap sample everyone judges, for agreement figures
-        plan["carol"] += by_query[qid][::3]
-    for qid in alice_more:
-        plan["alice"] += by_query[qid]
-        plan["bob"] += by_query[qid][: len(by_query[qid]) // 3]
-    for qid in bob_only:
-        plan["bob"] += by_query[qid]
-    for qid in started:
-        plan["alice"] += by_query[qid][: len(by_query[qid]) // 3]
-
-    clocks = {
-        "alice": _Clock(rng, start.replace(hour=9, minute=12)),
-        "bob": _Clock(rng, start.replace(hour=10, minute=41)),
-        "carol": _Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
-    }
-    events: list[tuple[int, datetime]] = []
-    decided: dict[tuple[str, int], Decision] = {}
-    for name in ANNOTATORS:
-        for pair in plan[name]:
-            verdict = data.truth[pair.query.qid, pair.document.docid]
-            d = _decide(rng, PROFILES[name], needs[pair.query.qid], products[pair.document.docid], verdict)
-            judgment, changed = judgment_record(
-                pair=pair,
-                annotator=users[name],
-                grade=d.grade,
-                unsure=d.unsure,
-                tentative_grade=d.tentative,
-                note=d.note,
-                seconds_spent=d.seconds,
-            )
-            decided[name, pair.id] = d
-            if changed:
-                events.append((judgment.id, clocks[name].tick(d.seconds)))
-    # A second look the next morning: Alice settles some of her unsure pairs and corrects two grades,
-    # so that the history shows judgments that changed.
-    alice_pairs = {p.id: p for p in plan["alice"]}
-    settles = {d.settled_by: pid for (name, pid), d in reversed(decided.items()) if name == "alice" and d.unsure}
-    unsure = sorted(settles.values())[:2]  # one of each kind of doubt where there are several
-    wrong = [
-        pid
-        for (name, pid), d in decided.items()
-        if name == "alice"
-        and not d.unsure
-        and d.grade != data.truth[alice_pairs[pid].query.qid, alice_pairs[pid].document.docid].grade
-    ][:2]
-    clocks["alice"].next_morning()
-    for pid in unsure + wrong:
-        pair = alice_pairs[pid]
-        truth = data.truth[pair.query.qid, pair.document.docid]
-        note = decided["alice", pid].settled_by or "Re-read the query description and changed my grade."
-        seconds = round(rng.uniform(8, 30), 1)
-        judgment, changed = judgment_record(
-            pair=pair, annotator=users["alice"], grade=truth.grade, note=note, seconds_spent=seconds
-        )
-        if changed:
-            events.append((judgment.id, clocks["alice"].tick(seconds)))
-    return events
-
-
-def _adjudicate(campaign: Campaign, lead, data: DemoData) -> list[int]:
-    """The lead settles the two most disputed pairs (grades furthest apart), leaving the rest for the queue."""
-    grades: dict[int, list[int]] = {}
-    for pair_id, value in Judgment.objects.filter(pair__campaign=campaign, unsure=False).values_list(
-        "pair_id", "grade__value"
-    ):
-        grades.setdefault(pair_id, []).append(value)
-    disputed = sorted(
-        ((max(v) - min(v), pid) for pid, v in grades.items() if len(v) > 1 and max(v) != min(v)),
-        key=lambda x: (-x[0], x[1]),
-    )
-    done = []
-    for _, pair_id in disputed[:2]:
-        pair = Pair.objects.select_related("query", "document", "campaign").get(id=pair_id)
-        truth = data.truth[pair.query.qid, pair.document.docid]
-        reason = REASONS[truth.misses[0]] if truth.misses else "Meets every requirement of the query"
-        adjudication_set(
-            pair=pair,
-            lead=lead,
-            grade=truth.grade,
-            note=f"{reason}: {SCALE[truth.grade]['name'].lower()}, as the query description says.",
-        )
-        done.append(pair_id)
-    return done
-
-
-def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjudicated: list[int], start: datetime):
-    """Spread the timestamps over the past days, as if the campaign had been running for a while."""
-    setup = start.replace(hour=8, minute=5)  # the lead set the campaign up before the annotators came in
-    Campaign.objects.filter(id=campaign.id).update(created_at=setup)
-    System.objects.filter(campaign=campaign).update(imported_at=setup + timedelta(minutes=5))
-    Pair.objects.filter(campaign=campaign).update(created_at=setup + timedelta(minutes=5))
-    Membership.objects.filter(campaign=campaign).update(created_at=setup + timedelta(minutes=1))
-    get_user_model().objects.filter(username__in=created).update(date_joined=setup - timedelta(hours=1))
-    times: dict[int, list[datetime]] = {}
-    for judgment_id, when in events:
-        times.setdefault(judgment_id, []).append(when)
-    judgments = list(Judgment.objects.filter(id__in=times))
-    for j in judgments:
-        j.created_at, j.updated_at = times[j.id][0], times[j.id][-1]
-    Judgment.objects.bulk_update(judgments, ["created_at", "updated_at"], batch_size=1000)
-    revisions = list(JudgmentRevision.objects.filter(judgment__in=judgments).order_by("judgment_id", "id"))
-    seen: Counter = Counter()
-    for r in revisions:
-        r.changed_at = times[r.judgment_id][min(seen[r.judgment_id], len(times[r.judgment_id]) - 1)]
-        seen[r.judgment_id] += 1
-    JudgmentRevision.objects.bulk_update(revisions, ["changed_at"], batch_size=1000)
-    last = max((when for _, when in events), default=start)
-    for minutes, pair_id in enumerate(adjudicated, 1):
-        Adjudication.objects.filter(pair_id=pair_id).update(decided_at=last + timedelta(minutes=15 + 4 * minutes))
-
-
-def _count(summary: DemoSummary, campaign: Campaign) -> DemoSummary:
-    summary.queries = campaign.queries.count()
-    summary.documents = campaign.documents.count()
-    summary.systems = list(campaign.systems.values_list("name", flat=True))
-    summary.pairs = campaign.pairs.filter(pooled=True).count()
-    summary.labelled = campaign.pairs.filter(label__isnull=False).count()
-    summary.adjudicated = campaign.pairs.filter(adjudicated=True).count()
-    judgments = Judgment.objects.filter(pair__campaign=campaign)
-    counts = Counter(judgments.values_list("annotator__username", flat=True))
-    summary.judgments = {name: counts[name] for name in sorted(counts)}
-    summary.unsure = judgments.filter(unsure=True).count()
-    return summary
-
-
-def _campaign_delete() -> None:
-    Campaign.objects.filter(slug=SLUG).delete()
-
-
-def demo_load(*, reset: bool = False) -> DemoSummary:
-    """Create the demo users and the ``shop`` campaign unless it exists; ``reset`` deletes and rebuilds it.
-
-    Everything goes through the services a lead's files go through (topics_import, docs_import, run_import,
-    judgment_record, adjudication_set), in one transaction: a failure leaves nothing half built.
-    """
-    began = timezone.now()
-    with transaction.atomic():
-        if reset:
-            _campaign_delete()
-        users, created_users = _users(reset=reset)
-        campaign = Campaign.objects.filter(slug=SLUG).first()
-        if campaign is not None:
-            for name in ANNOTATORS:
-                membership_add(campaign=campaign, user=users[name], role=Membership.Role.ANNOTATOR)
-            membership_add(campaign=campaign, user=users["lead"], role=Membership.Role.LEAD)
-            summary = DemoSummary(created=False, users_created=created_users)
-            return _count(summary, campaign)
-
-        data = demo_data()
-        summary = DemoSummary(created=True, users_created=created_users)
-        campaign = campaign_create(
-            slug=SLUG,
-            name=NAME,
-            scale=SCALE,
-            pool_depth=10,
-            redundancy=2,
-            guidelines=GUIDELINES,
-            description=DESCRIPTION,
-            created_by=users["lead"],
-        )
-        membership_add(campaign=campaign, user=users["lead"], role=Membership.Role.LEAD)
-        for name in ANNOTATORS:
-            membership_add(campaign=campaign, user=users[name], role=Membership.Role.ANNOTATOR)
-        imports = [
-            topics_import(campaign=campaign, data=data.topics_tsv(), filename="shop-topics.tsv"),
-            docs_import(campaign=campaign, data=data.docs_jsonl(), filename="shop-products.jsonl"),
-        ]
-        imports += [
-            run_import(campaign=campaign, data=data.runs[name].encode(), filename=f"{name}.run") for name in SYSTEMS
-        ]
-        for s in imports:  # topics and documents never add pairs: leave that line to the runs
-            summary.log.extend(line for line in s.lines() if s.kind == "rankings" or "pool" not in line)
-        start = (began - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
-        events = _judge(campaign, users, data, start)
-        adjudicated = _adjudicate(campaign, users["lead"], data)
-        _backdate(campaign, users, created_users, events, adjudicated, start)
-        _count(summary, campaign)
-    summary.seconds = (timezone.now() - began).total_seconds()
-    return summary

@@ -1,0 +1,48 @@
+"""DB -> arrays -> metrics -> leaderboard: the bridge between stored runs and labels and metrics/.
+
+Runs are fixed once imported, so each process keeps a campaign's run cube (systems x queries x depth
+document ids) keyed by the systems' content fingerprints. Labels change all the time: per-query scores
+are cached per parameter set, each block stamped with the labels versions of its queries, in Django's
+cache (shared by every server process) and in process memory. A request reads the versions (one small
+query), rescores only the queries whose version moved, and averages.
+
+Derived results are cached under the same fingerprint (``Leaderboard.state``): bootstrap confidence
+intervals and significance tests (``stats_refresh``, ``pairwise_cached``). The drill-down pages read one
+query's ranked lists and labels with ``query_rankings`` and the judging timeline with ``judging_timeline``.
+"""
+
+from judging.scoring.cache import (  # noqa: F401
+    BLOCK,
+    CACHE_SECONDS,
+    GAINS,
+    Leaderboard,
+    Params,
+    ScoreTable,
+    leaderboard,
+    leaderboard_data,
+    measure_names,
+    process_caches_clear,
+    score_queries,
+)
+from judging.scoring.cube import (  # noqa: F401
+    RunCube,
+    labels_for,
+    run_cube,
+)
+from judging.scoring.presenters import (  # noqa: F401
+    QueryRankings,
+    Timeline,
+    judging_timeline,
+    query_rankings,
+)
+from judging.scoring.stats import (  # noqa: F401
+    ALPHA,
+    TESTS,
+    PairwiseStats,
+    RankingStats,
+    pairwise_cached,
+    pairwise_stats,
+    ranking_stats,
+    stats_cached,
+    stats_refresh,
+)

@@ -1,0 +1,153 @@
+"""Significance and confidence for the leaderboard: bootstrap CIs, randomization tests, pairwise matrices, cached."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from django.core.cache import cache
+from django.utils import timezone
+
+import metrics
+from judging.scoring.cache import CACHE_SECONDS, Leaderboard
+
+ALPHA = 0.05
+
+
+TESTS = {
+    "randomization": "paired randomization test, Holm-corrected",
+    "ttest": "paired t-test, Holm-corrected",
+    "tukey": "randomized Tukey HSD (controls the familywise error itself)",
+}
+
+
+@dataclass
+class RankingStats:
+    """Confidence intervals of one measure's means and the tests of every system against the best."""
+
+    measure: str
+    state: str  # Leaderboard.state the numbers were computed from
+    means: np.ndarray  # (S,)
+    ci_low: np.ndarray  # (S,) 95% percentile bootstrap CI of the mean over queries
+    ci_high: np.ndarray
+    best: int  # index of the system with the highest mean (-1 without systems)
+    p_vs_best: np.ndarray  # (S,) Holm-adjusted p-values of best vs each other system; NaN for the best
+    n_queries: int
+    n_resamples: int
+    n_permutations: int
+    alpha: float = ALPHA
+    computed_at: datetime = field(default_factory=timezone.now)
+    seconds: float = 0.0
+
+    @property
+    def worse(self) -> np.ndarray:
+        """(S,) bool: significantly worse than the best at ``alpha``."""
+        return np.nan_to_num(self.p_vs_best, nan=1.0) < self.alpha
+
+
+@dataclass
+class PairwiseStats:
+    """Every pair of systems on one measure: mean differences and adjusted p-values."""
+
+    measure: str
+    test: str
+    state: str
+    diff: np.ndarray  # (S, S) mean of row minus mean of column
+    p: np.ndarray  # (S, S) adjusted p-values, NaN on the diagonal
+    n_queries: int
+    alpha: float = ALPHA
+    computed_at: datetime = field(default_factory=timezone.now)
+    seconds: float = 0.0
+
+
+def ranking_stats(
+    lb: Leaderboard, measure: str, *, n_resamples: int = 2000, n_permutations: int = 5000, seed: int = 0
+) -> RankingStats:
+    """95% bootstrap CIs of every system's mean ``measure`` and a paired randomization test of the best
+    system against each other one, Holm-corrected over those S - 1 comparisons.
+
+    Fixed seeds: the same labels always give the same intervals and p-values.
+    """
+    started = time.perf_counter()
+    x = lb.per_query(measure)  # (S, Q)
+    n_sys, n_q = x.shape
+    nan = np.full(n_sys, np.nan)
+    means = x.mean(axis=1) if n_q else np.zeros(n_sys)
+    best = int(np.argmax(means)) if n_sys else -1
+    low, high, p_best = nan.copy(), nan.copy(), nan.copy()
+    if n_q:
+        low, high = metrics.bootstrap_ci(x, n_resamples=n_resamples, confidence=0.95, seed=seed)
+        low, high = np.atleast_1d(low), np.atleast_1d(high)
+    if n_q and n_sys > 1:
+        p = metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed)
+        others = np.arange(n_sys) != best
+        p_best[others] = metrics.holm(p[best, others])
+    return RankingStats(
+        measure,
+        lb.state,
+        means,
+        low,
+        high,
+        best,
+        p_best,
+        n_q,
+        n_resamples,
+        n_permutations,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def pairwise_stats(
+    lb: Leaderboard, measure: str, *, test: str = "randomization", n_permutations: int = 5000, seed: int = 0
+) -> PairwiseStats:
+    """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``)."""
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}")
+    started = time.perf_counter()
+    x = lb.per_query(measure)
+    n_sys, n_q = x.shape
+    means = x.mean(axis=1) if n_q else np.zeros(n_sys)
+    diff = means[:, None] - means[None, :]
+    p = np.full((n_sys, n_sys), np.nan)
+    if n_q and n_sys > 1:
+        if test == "randomization":
+            p = metrics.holm(metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed))
+        elif test == "tukey":
+            p = metrics.tukey_hsd_randomized(x, n_permutations=n_permutations, seed=seed)
+        else:
+            _, raw = metrics.paired_ttest(x[:, None, :], x[None, :, :])
+            raw = np.array(raw, dtype=np.float64)
+            np.fill_diagonal(raw, np.nan)
+            p = metrics.holm(raw, symmetric=True)
+    return PairwiseStats(measure, test, lb.state, diff, p, n_q, seconds=time.perf_counter() - started)
+
+
+def _stats_key(lb: Leaderboard, what: str) -> str:
+    return f"{lb.key}:stats:{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+
+def stats_cached(lb: Leaderboard, measure: str) -> RankingStats | None:
+    """The last ranking statistics computed for these parameters, current or not (compare ``.state``)."""
+    got = cache.get(_stats_key(lb, f"rank:{measure}"))
+    return got if isinstance(got, RankingStats) else None
+
+
+def stats_refresh(lb: Leaderboard, measure: str) -> RankingStats:
+    """Compute the ranking statistics of the current scores and share them with every process."""
+    stats = ranking_stats(lb, measure)
+    cache.set(_stats_key(lb, f"rank:{measure}"), stats, timeout=CACHE_SECONDS)
+    return stats
+
+
+def pairwise_cached(lb: Leaderboard, measure: str, test: str) -> PairwiseStats:
+    """The pairwise matrix of the current scores, computed on the first request for this labels state."""
+    key = _stats_key(lb, f"pairs:{measure}:{test}")
+    got = cache.get(key)
+    if isinstance(got, PairwiseStats) and got.state == lb.state:
+        return got
+    stats = pairwise_stats(lb, measure, test=test)
+    cache.set(key, stats, timeout=CACHE_SECONDS)
+    return stats

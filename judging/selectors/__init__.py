@@ -1,0 +1,39 @@
+"""Everything that reads for a page or an export: campaigns, the judging queue, judgments, agreement."""
+
+from judging.selectors.campaigns import (  # noqa: F401
+    POOL_SIZE_TTL,
+    annotators_progress,
+    campaign_list,
+    campaign_members,
+    campaign_progress,
+    campaign_rows,
+    grade_list,
+    membership_roles,
+    pool_size,
+    pool_size_forget,
+    system_rankings,
+)
+from judging.selectors.judgments import (  # noqa: F401
+    JUDGMENT_EXPORT_COLUMNS,
+    judgment_current,
+    judgment_export_rows,
+    judgment_following,
+    judgment_list,
+    judgment_neighbours,
+    judgments_count,
+    judgments_in_campaigns,
+    judgments_visible,
+    qrels_rows,
+)
+from judging.selectors.queue import (  # noqa: F401
+    JudgeProgress,
+    NextPair,
+    document_order_ids,
+    judge_progress,
+    latest_query_id,
+    overlap_q,
+    pair_get,
+    pair_is_open,
+    pair_next,
+    query_order_ids,
+)

@@ -1,0 +1,172 @@
+"""Campaigns, members, roles and progress as pages and exports read them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Max, Q, QuerySet, Sum
+
+from judging.models import Campaign, Grade, Judgment, Membership, Pair, Query, User
+
+
+def campaign_list(*, user) -> QuerySet[Campaign]:
+    """The campaigns a user may open: every one for a superuser, else those they are a member of."""
+    if user.is_superuser:
+        return Campaign.objects.all()
+    return Campaign.objects.filter(memberships__user=user)
+
+
+def grade_list(*, campaign: Campaign) -> list[Grade]:
+    """The campaign's scale, lowest grade first."""
+    return list(Grade.objects.filter(campaign_id=campaign.id).order_by("value"))
+
+
+def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:
+    return campaign.memberships.select_related("user").order_by("role", "user__username")
+
+
+def _pooled() -> Q:
+    # `pooled=True` compiles to a bare `WHERE pooled` that SQLite cannot match against an index column;
+    # `pooled IN (true)` lets both SQLite and PostgreSQL walk pair_queue_idx (campaign, pooled, count).
+    return Q(pooled__in=[True])
+
+
+POOL_SIZE_TTL = 60.0  # seconds
+
+
+# (campaign id, created) -> (expires at, size), per process. The creation time is part of the key so that a
+# campaign id reused after a delete (SQLite reuses ids, tests roll back) never sees another's count.
+_pool_sizes: dict[tuple, tuple[float, int]] = {}
+
+
+def pool_size(*, campaign: Campaign) -> int:
+    """Pooled pairs of the campaign. Counting 100,000 index entries on every judgment would cost more
+    than the rest of the request, and the pool only changes on imports, so the count is kept in this
+    process for a minute (the services that add pairs forget it at once: ``pool_size_forget``)."""
+    key, now = (campaign.id, campaign.created_at), time.monotonic()
+    cached = _pool_sizes.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    size = Pair.objects.filter(_pooled(), campaign_id=campaign.id).count()
+    if len(_pool_sizes) > 1000:
+        _pool_sizes.clear()
+    _pool_sizes[key] = (now + POOL_SIZE_TTL, size)
+    return size
+
+
+def pool_size_forget(*, campaign: Campaign) -> None:
+    _pool_sizes.pop((campaign.id, campaign.created_at), None)
+
+
+def campaign_progress(*, campaign: Campaign) -> dict:
+    """Pool-wide figures for the campaign page and the lead's progress page."""
+    row = Pair.objects.filter(campaign_id=campaign.id, pooled=True).aggregate(
+        pooled=Count("id"),
+        touched=Count("id", filter=Q(judgment_count__gt=0)),
+        complete=Count("id", filter=Q(judgment_count__gte=campaign.redundancy)),
+        labelled=Count("id", filter=Q(label__isnull=False)),
+        judgments=Sum("judgment_count"),
+    )
+    row["judgments"] = row["judgments"] or 0
+    row["needed"] = row["pooled"] * campaign.redundancy
+    row["percent"] = 100.0 * row["complete"] / row["pooled"] if row["pooled"] else 0.0
+    row["queries"] = Query.objects.filter(campaign_id=campaign.id).count()
+    row["unsure_open"] = (
+        Pair.objects.filter(campaign_id=campaign.id, label__isnull=True, judgments__unsure=True).distinct().count()
+    )
+    return row
+
+
+def annotators_progress(*, campaign: Campaign) -> list[dict]:
+    """One row per member (and per past judge who is no longer a member): what they have done."""
+    User = get_user_model()
+    stats = {
+        row["annotator_id"]: row
+        for row in Judgment.objects.filter(pair__campaign_id=campaign.id)
+        .values("annotator_id")
+        .annotate(
+            judgments=Count("id"),
+            unsure=Count("id", filter=Q(unsure=True)),
+            notes=Count("id", filter=~Q(note="")),
+            seconds=Sum("seconds_spent"),
+            last=Max("updated_at"),
+        )
+    }
+    roles = dict(campaign.memberships.values_list("user_id", "role"))
+    users = User.objects.filter(id__in=set(stats) | set(roles)).order_by("username")
+    rows = []
+    for user in users:
+        s = stats.get(user.id, {})
+        n = s.get("judgments", 0)
+        rows.append(
+            {
+                "user": user,
+                "role": roles.get(user.id),
+                "judgments": n,
+                "unsure": s.get("unsure", 0),
+                "notes": s.get("notes", 0),
+                "last": s.get("last"),
+                "mean_seconds": (s.get("seconds") or 0) / n if n else None,
+            }
+        )
+    return rows
+
+
+def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
+    """A system's run as ``formats.Ranking`` objects in qid order, for a TREC run download.
+
+    Read a chunk of queries at a time, resolving only that chunk's document ids, so memory stays bounded
+    by the chunk however large the run."""
+    # Imported here so that this section, appended for the API, leaves the module's header alone.
+    import numpy as np
+
+    from judging.formats import Ranking as RankedList
+    from judging.models import Document, Ranking
+
+    rows = (
+        Ranking.objects.filter(system=system)
+        .order_by("query__qid")
+        .values_list("query__qid", "doc_ids", "scores")
+        .iterator(chunk_size=queries_per_chunk)
+    )
+    batch: list[tuple[str, np.ndarray, np.ndarray]] = []
+
+    def flush():
+        ids = np.unique(np.concatenate([b[1] for b in batch])).tolist() if batch else []
+        docids = {}
+        for start in range(0, len(ids), 5000):  # SQLite allows a limited number of query parameters
+            docids.update(Document.objects.filter(id__in=ids[start : start + 5000]).values_list("id", "docid"))
+        for qid, doc_ids, scores in batch:
+            yield RankedList(qid, [docids[i] for i in doc_ids.tolist()], scores)
+
+    for qid, raw_ids, raw_scores in rows:
+        batch.append((qid, np.frombuffer(bytes(raw_ids), dtype=np.int64), np.frombuffer(bytes(raw_scores))))
+        if len(batch) == queries_per_chunk:
+            yield from flush()
+            batch = []
+    yield from flush()
+
+
+def membership_roles(*, user: User) -> dict[int, str]:
+    """The user's role in each campaign they belong to, by campaign id (one query)."""
+    if not user.is_authenticated:
+        return {}
+    return dict(Membership.objects.filter(user=user).values_list("campaign_id", "role"))
+
+
+def campaign_rows(*, user: User) -> list[dict]:
+    """The home page's rows: each campaign the user may open, their role in it and how many pairs they judged."""
+    roles = membership_roles(user=user)
+    mine = dict(
+        Judgment.objects.filter(annotator=user).values_list("pair__campaign_id").annotate(n=Count("id")).order_by()
+    )
+    return [
+        {
+            "campaign": c,
+            "role": Membership.Role.LEAD if user.is_superuser else roles.get(c.id),
+            "mine": mine.get(c.id, 0),
+        }
+        for c in campaign_list(user=user)
+    ]

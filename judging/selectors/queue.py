@@ -1,0 +1,231 @@
+"""The judging queue: which pair an annotator sees next, in what order, and their progress."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Mod
+from django.utils import timezone
+
+from judging.models import Assignment, Campaign, Judgment, Membership, Pair, Query
+from judging.selectors.campaigns import _pooled, pool_size
+
+_P = 100_003  # prime
+
+
+_ID_MUL = 7_919
+
+
+_QUERY_SALT = (104_729, 1_299_709)
+
+
+_DOC_SALT = (15_485_863, 32_452_843)
+
+
+def _salt(user_id: int, consts: tuple[int, int]) -> int:
+    return (user_id * consts[0] + consts[1]) % _P
+
+
+def _mixed(column: str, salt: int):
+    x = (F(column) * _ID_MUL + salt) % _P
+    return (x * x) % _P, x
+
+
+def _doc_order(annotator_id: int) -> list:
+    key, tie = _mixed("document_id", _salt(annotator_id, _DOC_SALT))
+    return [key.asc(), tie.asc(), F("id").asc()]
+
+
+def _query_order(annotator_id: int, column: str = "id") -> list:
+    key, tie = _mixed(column, _salt(annotator_id, _QUERY_SALT))
+    return [key.asc(), tie.asc(), F(column).asc()]
+
+
+def overlap_q(campaign: Campaign) -> Q:
+    """The campaign's overlap sample: about ``overlap_percent`` % of pairs, chosen by a fixed hash of the
+    pair id, that every annotator judges (for measuring agreement) whatever the redundancy."""
+    return Q(overlap_bucket__lt=campaign.overlap_percent)
+
+
+def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
+    return qs.alias(overlap_bucket=Mod(F("id") * 7919 + 13, 100))
+
+
+def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
+    """Pooled pairs this annotator has not judged and that still need judgments from someone.
+
+    A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
+    annotators have on screen right now (Assignment) count too, so the campaign's redundancy is never
+    exceeded. Unsure judgments count: the pair was looked at. Pairs of the overlap sample stay open for
+    every annotator.
+
+    Callers always narrow this to one query. It deliberately does not filter on the campaign: the
+    query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
+    the (query, document) index, 50 rows, instead of a walk of the campaign's pool index.
+    """
+    held = (
+        Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=timezone.now())
+        .exclude(annotator_id=annotator_id)
+        .order_by()
+        .values("pair_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    qs = Pair.objects.filter(pooled=True).exclude(
+        Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
+    )
+    needs_more = Q(judgment_count__lt=campaign.redundancy) & Q(load__lt=campaign.redundancy)
+    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
+    if campaign.overlap_percent:
+        qs = _with_overlap_bucket(qs).filter(needs_more | overlap_q(campaign))
+    else:
+        qs = qs.filter(needs_more)
+    if exclude:
+        qs = qs.exclude(id__in=list(exclude))
+    return qs
+
+
+def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
+    """Whether ``pair_id`` may still be handed to this annotator (checked again under the pair's lock)."""
+    return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id).exists()
+
+
+@dataclass(frozen=True)
+class NextPair:
+    pair: Pair | None  # with its query and document loaded
+    was_skipped: bool = False  # the pool holds nothing else: a pair skipped earlier comes back
+
+    @property
+    def pair_id(self) -> int | None:
+        return self.pair.id if self.pair is not None else None
+
+
+def pair_next(
+    *,
+    campaign: Campaign,
+    annotator,
+    current_query_id: int | None = None,
+    exclude: Sequence[int] = (),
+) -> NextPair:
+    """The pair ``annotator`` should judge next, or NextPair(None) when there is nothing left.
+
+    Order: stay on the current query while it has open pairs (the annotator keeps the query in mind);
+    then move to the next query in the annotator's own shuffled order, taking the least-judged pairs of
+    the whole campaign first, so that with redundancy > 1 every pair gets one judgment before any gets
+    two. Within a query, least-judged first, then the annotator's own document order (never the
+    systems' rank order). ``exclude`` holds pairs skipped in this session; they come back at the end.
+    Two or three indexed queries whatever the size of the pool.
+    """
+    found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude)
+    if found is None and exclude:
+        found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=())
+        return NextPair(found, was_skipped=found is not None)
+    return NextPair(found)
+
+
+def _pair_next(
+    *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int]
+) -> Pair | None:
+    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude).select_related(
+        "query", "document"
+    )
+    if current_query_id is not None:
+        pair = (
+            open_pairs.filter(query_id=current_query_id).order_by("judgment_count", *_doc_order(annotator_id)).first()
+        )
+        if pair is not None and pair.query.campaign_id == campaign.id:
+            return pair
+    # The next query: the first in this annotator's order that has an open pair at the lowest level
+    # of judgment_count that has any. At most `redundancy` (<= 5) probes, each one indexed query.
+    # Overlap-sample pairs can carry a judgment from every annotator, so look at more levels there.
+    levels = (
+        campaign.redundancy
+        if not campaign.overlap_percent
+        else max(campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count())
+    )
+    for level in range(levels):
+        at_level = open_pairs.filter(judgment_count=level)
+        query_id = (
+            Query.objects.filter(campaign_id=campaign.id)
+            .filter(Exists(at_level.filter(query_id=OuterRef("pk"))))
+            .order_by(*_query_order(annotator_id))
+            .values_list("id", flat=True)
+            .first()
+        )
+        if query_id is not None:
+            return at_level.filter(query_id=query_id).order_by(*_doc_order(annotator_id)).first()
+    return None
+
+
+def pair_get(*, campaign: Campaign, pair_id: int, pooled_only: bool = True) -> Pair | None:
+    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query."""
+    # order_by(): Pair's default ordering would join the campaign, query and document tables again.
+    qs = Pair.objects.filter(campaign_id=campaign.id, id=pair_id).select_related("query", "document").order_by()
+    return (qs.filter(pooled=True) if pooled_only else qs).first()
+
+
+def query_order_ids(*, campaign: Campaign, annotator) -> list[int]:
+    """The annotator's query order (for tests and the lead's diagnostics, not the request path)."""
+    return list(
+        Query.objects.filter(campaign_id=campaign.id).order_by(*_query_order(annotator.id)).values_list("id", flat=True)
+    )
+
+
+def document_order_ids(*, query: Query, annotator) -> list[int]:
+    """The order in which ``annotator`` sees the pooled documents of ``query`` (ignoring judgments)."""
+    return list(
+        Pair.objects.filter(query=query, pooled=True)
+        .order_by(*_doc_order(annotator.id))
+        .values_list("document_id", flat=True)
+    )
+
+
+def latest_query_id(*, campaign: Campaign, annotator) -> int | None:
+    """The query of the annotator's latest judgment: where the queue resumes."""
+    return (
+        Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
+        .order_by("-id")
+        .values_list("pair__query_id", flat=True)
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class JudgeProgress:
+    query_done: int  # pooled pairs of the current query this annotator has judged
+    query_total: int  # pooled pairs of the current query
+    campaign_done: int  # pooled pairs with `redundancy` judgments
+    campaign_total: int  # pooled pairs
+
+    @property
+    def campaign_percent(self) -> float:
+        return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 100.0
+
+
+def judge_progress(*, campaign: Campaign, annotator, query_id: int | None) -> JudgeProgress:
+    """The figures on the judging page in one round trip: each one an index range that does not grow
+    with the pool (the pool's size itself is cached, see ``pool_size``)."""
+    campaign_done = Subquery(
+        Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+        .order_by()
+        .values("campaign_id")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    if query_id is None:
+        done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+        return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
+    row = (
+        Pair.objects.filter(query_id=query_id, pooled=True)
+        .order_by()
+        .aggregate(
+            total=Count("id"),
+            done=Count(
+                "id", filter=Q(Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id)))
+            ),
+            campaign_done=Max(campaign_done),
+        )
+    )
+    return JudgeProgress(row["done"], row["total"], row["campaign_done"] or 0, pool_size(campaign=campaign))

@@ -1,0 +1,40 @@
+"""Everything that writes and every rule: campaigns and members, imports, judgments and labels, the judging queue."""
+
+from judging.services.campaigns import (  # noqa: F401
+    CAMPAIGN_SETTINGS,
+    campaign_create,
+    campaign_has_judgments,
+    campaign_policy_set,
+    campaign_scale_set,
+    campaign_settings_update,
+    campaign_update,
+    membership_add,
+    membership_remove,
+    scale_from_values,
+    user_get,
+)
+from judging.services.imports import (  # noqa: F401
+    BATCH,
+    IMPORTERS,
+    ImportConflict,
+    ImportRefused,
+    ImportSummary,
+    Progress,
+    documents_import,
+    pool_build,
+    qrels_import,
+    queries_import,
+    run_import,
+)
+from judging.services.judgments import (  # noqa: F401
+    adjudication_remove,
+    adjudication_set,
+    gold_label_set,
+    judgment_intent,
+    judgment_record,
+    labels_refresh,
+)
+from judging.services.queue import (  # noqa: F401
+    ASSIGNMENT_MINUTES,
+    pair_assign,
+)

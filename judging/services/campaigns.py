@@ -1,0 +1,259 @@
+"""Campaigns, their grading scale, settings and members: creating, changing and the rules that guard them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from judging.access import lead_required
+from judging.models import (
+    DEFAULT_SCALE,
+    Adjudication,
+    Campaign,
+    Grade,
+    Judgment,
+    Membership,
+    Pair,
+    User,
+)
+from judging.services.imports import pool_build
+from judging.services.judgments import labels_refresh
+
+logger = logging.getLogger(__name__)
+
+
+def scale_from_values(values: Sequence[int]) -> list[dict]:
+    """A scale for the given grade values, named like the default 0/1/2 scale where it can be."""
+    values = sorted({int(v) for v in values})
+    if not values:
+        raise ValidationError("a grading scale needs at least one grade")
+    if any(v < 0 or v > 100 for v in values):
+        raise ValidationError("grades must be whole numbers from 0 to 100")
+    if values == [0, 1, 2]:
+        return [dict(g) for g in DEFAULT_SCALE]
+    top = values[-1]
+    scale = []
+    for v in values:
+        if v == 0:
+            name = "Not relevant"
+        elif v == top:
+            name = "Highly relevant"
+        else:
+            name = f"Relevant (level {v})"
+        scale.append({"value": v, "name": name, "description": ""})
+    return scale
+
+
+@transaction.atomic
+def campaign_create(
+    *,
+    slug: str,
+    name: str = "",
+    scale: Sequence[dict] | None = None,
+    pool_depth: int = 10,
+    guidelines: str = "",
+    description: str = "",
+    redundancy: int = 1,
+    lead: User | None = None,
+    **settings,
+) -> Campaign:
+    """Create a campaign with its grading scale (the default 0/1/2 unless ``scale``).
+
+    ``lead``, when given, becomes its first lead and is recorded as its creator (the web page, the API and
+    the command all create a campaign this way); ``settings`` are the other CAMPAIGN_SETTINGS.
+    """
+    if Campaign.objects.filter(slug=slug).exists():
+        raise ValidationError(f"a campaign with slug {slug!r} already exists")
+    campaign = Campaign(
+        slug=slug,
+        name=name or slug,
+        pool_depth=pool_depth,
+        guidelines=guidelines,
+        description=description,
+        redundancy=redundancy,
+        created_by=lead,
+    )
+    campaign.full_clean()
+    campaign.save()
+    grades = [
+        Grade(
+            campaign=campaign,
+            value=g["value"],
+            name=g["name"],
+            description=g.get("description", ""),
+            examples=g.get("examples", ""),
+        )
+        for g in (scale if scale is not None else DEFAULT_SCALE)
+    ]
+    Grade.objects.bulk_create(grades)
+    if settings:
+        campaign_settings_update(campaign=campaign, **settings)
+    if lead is not None:
+        membership_add(campaign=campaign, user=lead, role=Membership.Role.LEAD)
+    logger.info("campaign %s created by %s", slug, getattr(lead, "username", "a script"))
+    return campaign
+
+
+def campaign_has_judgments(*, campaign: Campaign) -> bool:
+    return Judgment.objects.filter(pair__campaign=campaign).exists()
+
+
+@transaction.atomic
+def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict]) -> None:
+    """Replace the grading scale; refused once judging has started (labels would change meaning)."""
+    new_values = sorted(int(g["value"]) for g in scale)
+    if len(set(new_values)) != len(new_values):
+        raise ValidationError("each grade value may appear only once")
+    old_values = list(campaign.grades.values_list("value", flat=True))
+    if new_values != sorted(old_values) and campaign_has_judgments(campaign=campaign):
+        raise ValidationError("the grading scale is fixed once judging has started; names and descriptions can change")
+    existing = {g.value: g for g in campaign.grades.all()}
+    for g in scale:
+        obj = existing.pop(int(g["value"]), None) or Grade(campaign=campaign, value=int(g["value"]))
+        obj.name = g["name"]
+        obj.description = g.get("description", "")
+        obj.examples = g.get("examples", "")
+        obj.save()
+    for obj in existing.values():
+        obj.delete()
+
+
+LAST_LEAD = "A campaign needs at least one lead: add another lead first."
+
+
+def _lead_stays(*, campaign: Campaign, user: User) -> None:
+    """Refuse to take away the campaign's last lead (the campaign would be orphaned).
+
+    The campaign's memberships are locked first, so two leads demoting each other at once cannot both win."""
+    leads = list(
+        Membership.objects.select_for_update()
+        .filter(campaign=campaign, role=Membership.Role.LEAD)
+        .values_list("user_id", flat=True)
+    )
+    if leads == [user.pk]:
+        raise ValidationError(LAST_LEAD)
+
+
+@transaction.atomic
+def membership_add(*, campaign: Campaign, user: User, role: str) -> Membership:
+    """Make ``user`` a member with ``role``, or change their role; a campaign keeps at least one lead."""
+    if role not in Membership.Role.values:
+        raise ValidationError(f"unknown role {role!r}; expected annotator or lead")
+    membership, created = Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": role})
+    if not created and membership.role != role:
+        if membership.role == Membership.Role.LEAD:
+            _lead_stays(campaign=campaign, user=user)
+        membership.role = role
+        membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, campaign: Campaign, user: User) -> None:
+    """Take a user off a campaign, never its last lead. Their judgments stay: they are part of the labels
+    and the history."""
+    _lead_stays(campaign=campaign, user=user)
+    Membership.objects.filter(campaign=campaign, user=user).delete()
+
+
+def user_get(*, username: str):
+    User = get_user_model()
+    try:
+        return User.objects.get(username=username)
+    except User.DoesNotExist:
+        raise ValidationError(
+            f"no user named {username!r}; create it first (manage.py createsuperuser or the admin)"
+        ) from None
+
+
+CAMPAIGN_SETTINGS = (
+    "name",
+    "description",
+    "guidelines",
+    "pool_depth",
+    "redundancy",
+    "aggregation",
+    "leaderboard_visible_to_annotators",
+)
+
+
+@transaction.atomic
+def campaign_settings_update(*, campaign: Campaign, **values) -> int:
+    """Change a campaign's settings (a lead's edit page); returns how many pairs joined the pool.
+
+    A deeper pool adds the runs' next documents to it; a shallower one keeps the pairs already pooled,
+    since they may have judgments. A new aggregation policy recomputes every label.
+    """
+    unknown = set(values) - set(CAMPAIGN_SETTINGS)
+    if unknown:
+        raise ValidationError(f"unknown campaign settings: {', '.join(sorted(unknown))}")
+    old_depth, old_policy = campaign.pool_depth, campaign.aggregation
+    for name, value in values.items():
+        setattr(campaign, name, value)
+    campaign.full_clean()
+    campaign.save()
+    added = pool_build(campaign=campaign) if campaign.pool_depth > old_depth else 0
+    if campaign.aggregation != old_policy:
+        # The pair locks first, as judgment_record and campaign_policy_set take them: a judgment being
+        # recorded now is aggregated under the new policy, never under a mix of the two.
+        judged = list(
+            Pair.objects.select_for_update()
+            .filter(campaign=campaign, judgment_count__gt=0)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        labels_refresh(campaign=campaign, pair_ids=judged)
+    return added
+
+
+@transaction.atomic
+def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, **settings) -> int:
+    """Change settings and, optionally, the grading scale in one transaction; returns pairs added to the pool.
+
+    The scale's values are fixed once anything refers to its grades (a judgment or an adjudication);
+    names and descriptions can always change."""
+    added = campaign_settings_update(campaign=campaign, **settings) if settings else 0
+    if scale is not None:
+        old_values = sorted(campaign.grades.values_list("value", flat=True))
+        new_values = sorted(int(g["value"]) for g in scale)
+        if new_values != old_values and Adjudication.objects.filter(pair__campaign=campaign).exists():
+            raise ValidationError({"scale": "the grading scale is fixed once pairs have been adjudicated"})
+        try:
+            campaign_scale_set(campaign=campaign, scale=scale)
+        except ValidationError as exc:
+            raise ValidationError({"scale": exc.messages}) from None
+    return added
+
+
+@transaction.atomic
+def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
+    """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
+    transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
+    lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
+    if policy not in Campaign.Aggregation.values:
+        raise ValidationError(
+            {
+                "policy": f"unknown aggregation policy {policy!r}; expected one of "
+                f"{', '.join(Campaign.Aggregation.values)}"
+            }
+        )
+    # Lock the campaign row: two leads switching at once are applied one after the other.
+    locked = Campaign.objects.select_for_update().only("id", "aggregation").get(id=campaign.id)
+    campaign.aggregation = policy
+    if locked.aggregation == policy:
+        return 0
+    Campaign.objects.filter(id=campaign.id).update(aggregation=policy)
+    # Take every judged pair's lock, as judgment_record does, before reading any judgment: a judgment
+    # being recorded now finishes first and is aggregated here, and one recorded later waits and then
+    # reads the new policy (labels_refresh reads it from the database).
+    judged = list(
+        Pair.objects.select_for_update()
+        .filter(campaign=campaign, judgment_count__gt=0)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    return labels_refresh(campaign=campaign, pair_ids=judged)

@@ -1,0 +1,258 @@
+"""Judgments, adjudications and gold labels, and the per-pair labels aggregated from them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from judging.access import lead_required, membership_role
+from judging.aggregation import aggregate_grades
+from judging.models import (
+    Adjudication,
+    Assignment,
+    Campaign,
+    Grade,
+    Judgment,
+    JudgmentRevision,
+    Membership,
+    Pair,
+    Query,
+)
+
+
+def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
+    """Recompute the stored label and judgment count of these pairs and bump the labels version of their
+    queries. Callers pass only pairs whose judgments changed: any change can move a label under some
+    aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
+    Call inside the transaction that changed the judgments."""
+    if not len(pair_ids):
+        return 0
+    changed = 0
+    pair_ids = sorted(set(pair_ids))
+    # Read the policy now, under the callers' pair locks, not from a campaign object loaded earlier:
+    # a lead may just have switched it (campaign_policy_set).
+    policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
+    for start in range(0, len(pair_ids), 5000):
+        chunk = pair_ids[start : start + 5000]
+        rows = list(
+            Judgment.objects.filter(pair_id__in=chunk, unsure=False).order_by().values_list("pair_id", "grade__value")
+        )
+        counts: dict[int, int] = {}
+        for pid in Judgment.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True):
+            counts[pid] = counts.get(pid, 0) + 1
+        keys, labels = aggregate_grades(
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            policy=policy,
+        )
+        new_label = dict(zip(keys.tolist(), labels.tolist(), strict=True))
+        new_label.update(
+            dict(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value"))
+        )
+        pairs = list(
+            Pair.objects.filter(id__in=chunk)
+            .order_by()
+            .only("id", "query_id", "label", "judgment_count", "adjudicated")
+        )
+        dirty = []
+        adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True))
+        for p in pairs:
+            label, count, adj = new_label.get(p.id), counts.get(p.id, 0), p.id in adjudicated
+            if (p.label, p.judgment_count, p.adjudicated) != (label, count, adj):
+                changed += p.label != label
+                p.label, p.judgment_count, p.adjudicated = label, count, adj
+                dirty.append(p)
+        # Few distinct (label, count, adjudicated) values: one UPDATE per value beats bulk_update's
+        # per-row CASE expressions (which made a 150k-label qrels import spend 70% of its time here).
+        by_value: dict[tuple, list[int]] = {}
+        for p in dirty:
+            by_value.setdefault((p.label, p.judgment_count, p.adjudicated), []).append(p.id)
+        for (label, count, adj), ids in by_value.items():
+            Pair.objects.filter(id__in=ids).update(label=label, judgment_count=count, adjudicated=adj)
+        queries = sorted({p.query_id for p in pairs})
+        Query.objects.filter(id__in=queries).update(labels_version=F("labels_version") + 1)
+    return changed
+
+
+def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
+    if value is None:
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError({what: f"{what} must be a whole number, not {value!r}"}) from None
+    grade = Grade.objects.filter(campaign=campaign, value=value).first()
+    if grade is None:
+        allowed = ", ".join(str(v) for v in campaign.grades.values_list("value", flat=True))
+        raise ValidationError({what: f"{value} is not on this campaign's scale ({allowed})"})
+    return grade
+
+
+NOTE_MAX = 5000
+
+
+def judgment_intent(*, grade: int | None, unsure: bool, tentative_grade: int | None, note: str = "") -> dict:
+    """The values a judgment will be stored with, or a ValidationError naming the field at fault.
+
+    A confident judgment has a grade and no tentative grade. An unsure one has no grade and may carry a
+    tentative grade; a ``grade`` sent with ``unsure`` (a number key pressed after ``u``) is taken as the
+    tentative grade, but not when a tentative grade is sent as well: which one was meant is unclear.
+    """
+    unsure = bool(unsure)
+    if unsure and grade is not None:
+        if tentative_grade is not None:
+            raise ValidationError(
+                {"grade": "an unsure judgment has no grade: send the tentative grade alone, or drop unsure"}
+            )
+        grade, tentative_grade = None, grade
+    if not unsure and grade is None:
+        raise ValidationError({"grade": "choose a grade, or mark the pair unsure"})
+    if not unsure and tentative_grade is not None:
+        raise ValidationError({"tentative_grade": "a tentative grade goes only with unsure"})
+    note = (note or "").strip()
+    if len(note) > NOTE_MAX:
+        raise ValidationError({"note": f"a note can be at most {NOTE_MAX:,} characters"})
+    return {"grade": grade, "unsure": unsure, "tentative_grade": tentative_grade, "note": note}
+
+
+def judgment_record(
+    *,
+    pair: Pair,
+    annotator,
+    grade: int | None = None,
+    unsure: bool = False,
+    tentative_grade: int | None = None,
+    note: str = "",
+    seconds_spent: float = 0.0,
+) -> tuple[Judgment, bool]:
+    """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed).
+
+    A confident judgment needs a grade on the campaign's scale. An unsure one has no grade but may carry
+    a tentative grade (a ``grade`` sent with ``unsure`` is taken as the tentative grade). Recording the
+    same values again (a double key press, a retried request) changes nothing and adds no revision.
+    Every change is kept as a revision, and the pair's label is refreshed in the same transaction.
+    """
+    campaign = pair.campaign
+    if membership_role(campaign=campaign, user=annotator) is None:
+        raise PermissionDenied("you are not a member of this campaign")
+    intent = judgment_intent(grade=grade, unsure=unsure, tentative_grade=tentative_grade, note=note)
+    grade, tentative_grade, note = intent["grade"], intent["tentative_grade"], intent["note"]
+    try:
+        seconds_spent = max(0.0, min(float(seconds_spent or 0), 24 * 3600.0))
+    except (TypeError, ValueError):
+        raise ValidationError({"seconds_spent": "seconds_spent must be a number"}) from None
+    grade_obj = _grade_of(campaign, grade, "grade")
+    tentative_obj = _grade_of(campaign, tentative_grade, "tentative_grade")
+
+    for attempt in range(3):
+        try:
+            with transaction.atomic():
+                # Lock the pair first: every writer of this pair's judgments and label queues here, so
+                # the label is recomputed from a consistent set and no revision is lost.
+                Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
+                judgment = (
+                    Judgment.objects.select_for_update(of=("self",))
+                    .select_related("grade", "tentative_grade")
+                    .filter(pair=pair, annotator=annotator)
+                    .order_by()
+                    .first()
+                )
+                if judgment is None:
+                    judgment = Judgment.objects.create(
+                        pair=pair,
+                        annotator=annotator,
+                        grade=grade_obj,
+                        unsure=unsure,
+                        tentative_grade=tentative_obj,
+                        note=note,
+                        seconds_spent=seconds_spent,
+                    )
+                    JudgmentRevision.objects.create(
+                        judgment=judgment,
+                        changed_by=annotator,
+                        new_grade=grade_obj.value if grade_obj else None,
+                        new_unsure=unsure,
+                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
+                        new_note=note,
+                        seconds_spent=seconds_spent,
+                    )
+                else:
+                    old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
+                    new = (
+                        grade_obj.id if grade_obj else None,
+                        unsure,
+                        tentative_obj.id if tentative_obj else None,
+                        note,
+                    )
+                    if old == new:
+                        return judgment, False
+                    JudgmentRevision.objects.create(
+                        judgment=judgment,
+                        changed_by=annotator,
+                        old_grade=judgment.grade.value if judgment.grade else None,
+                        new_grade=grade_obj.value if grade_obj else None,
+                        old_unsure=judgment.unsure,
+                        new_unsure=unsure,
+                        old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
+                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
+                        old_note=judgment.note,
+                        new_note=note,
+                        seconds_spent=seconds_spent,
+                    )
+                    judgment.grade, judgment.unsure, judgment.tentative_grade = grade_obj, unsure, tentative_obj
+                    judgment.note = note
+                    judgment.seconds_spent += seconds_spent
+                    judgment.save()
+                # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
+                Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+                labels_refresh(campaign=campaign, pair_ids=[pair.id])
+                return judgment, True
+        except IntegrityError:
+            # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
+            # writers); a concurrent first judgment by the same annotator won the insert: retry as an update.
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+@transaction.atomic
+def adjudication_set(*, pair: Pair, lead, grade: int, note: str = "") -> Adjudication:
+    """A lead decides a pair's label; it wins over the annotators' judgments until removed."""
+    if membership_role(campaign=pair.campaign, user=lead) != Membership.Role.LEAD:
+        raise PermissionDenied("only a lead of this campaign can adjudicate")
+    grade_obj = _grade_of(pair.campaign, grade, "grade")
+    adjudication, _ = Adjudication.objects.update_or_create(
+        pair=pair, defaults={"grade": grade_obj, "decided_by": lead, "note": (note or "").strip()}
+    )
+    labels_refresh(campaign=pair.campaign, pair_ids=[pair.id])
+    return adjudication
+
+
+@transaction.atomic
+def adjudication_remove(*, pair: Pair, lead) -> bool:
+    """Withdraw a lead's decision on a pair: its label goes back to the aggregated judgments (and the pair
+    back to the review queue if it is still unsure or disputed). Returns whether there was a decision."""
+    lead_required(campaign=pair.campaign, user=lead, what="withdraw an adjudication")
+    # Same lock as judgment_record: the label is recomputed from a consistent set of judgments.
+    Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
+    deleted, _ = Adjudication.objects.filter(pair=pair).delete()
+    if deleted:
+        labels_refresh(campaign=pair.campaign, pair_ids=[pair.id])
+    return bool(deleted)
+
+
+def gold_label_set(*, pair: Pair, lead, grade: int | None) -> Pair:
+    """Give a pair a gold label (a grade on the campaign's scale), or take it away with ``grade=None``.
+
+    Gold labels measure each annotator's accuracy; they are not labels the scorer uses and never change
+    Pair.label (a lead who wants the gold grade scored adjudicates the pair)."""
+    lead_required(campaign=pair.campaign, user=lead, what="set gold labels")
+    grade_obj = _grade_of(pair.campaign, grade, "grade")
+    value = grade_obj.value if grade_obj is not None else None
+    Pair.objects.filter(id=pair.id).update(gold_label=value)
+    pair.gold_label = value
+    return pair

@@ -1,0 +1,49 @@
+"""The judging queue's writes: holding a pair on an annotator's screen (Assignment)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from judging.models import (
+    Assignment,
+    Campaign,
+    Pair,
+)
+
+ASSIGNMENT_MINUTES = 15
+
+
+def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None = None, exclude=()):
+    """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
+
+    The choice (selectors.pair_next) is re-checked under the pair's row lock before the pair is held,
+    so two annotators asking at the same moment are never both given the last open slot of a pair
+    (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
+    """
+    from judging import selectors
+
+    passed: list[int] = []
+    for _ in range(10):
+        found = selectors.pair_next(
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=current_query_id,
+            exclude=[*exclude, *passed],
+        )
+        if found.pair is None:
+            Assignment.objects.filter(campaign=campaign, annotator=annotator).delete()
+            return found
+        with transaction.atomic():
+            Pair.objects.select_for_update().filter(id=found.pair.id).order_by().values_list("id").get()
+            if selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id):
+                Assignment.objects.update_or_create(
+                    campaign=campaign,
+                    annotator=annotator,
+                    defaults={"pair": found.pair, "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
+                )
+                return found
+        passed.append(found.pair.id)
+    return selectors.NextPair(None)

@@ -1,0 +1,218 @@
+"""A campaign's own pages: the home list, overview, creation, settings, members, uploads and progress."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+
+from judging import selectors
+from judging.access import Member, campaign_view, can_create_campaigns
+from judging.forms import CampaignCreateForm, CampaignSettingsForm, GradeFormSet, MemberAddForm, UploadForm
+from judging.models import Campaign, Membership
+from judging.services import (
+    IMPORTERS,
+    ImportRefused,
+    campaign_create,
+    campaign_has_judgments,
+    campaign_update,
+    membership_add,
+    membership_remove,
+    scale_from_values,
+)
+
+LEAD = Membership.Role.LEAD
+
+
+# --------------------------------------------------------------------------- home
+
+
+@login_required
+def home(request):
+    """The campaigns the user belongs to, with their role and how many pairs they judged in each."""
+    return render(
+        request,
+        "judging/home.html",
+        {"rows": selectors.campaign_rows(user=request.user), "can_create": can_create_campaigns(request.user)},
+    )
+
+
+# --------------------------------------------------------------------------- campaign pages
+
+
+@campaign_view
+def campaign_detail(request, member: Member):
+    campaign = member.campaign
+    ctx = member.context(
+        nav="overview",
+        grades=selectors.grade_list(campaign=campaign),
+        progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None),
+        mine=selectors.judgments_count(campaign=campaign, annotator=request.user),
+    )
+    if member.is_lead:
+        ctx["stats"] = selectors.campaign_progress(campaign=campaign)
+        ctx["systems"] = list(campaign.systems.values("name", "entries", "source", "imported_at"))
+        ctx["documents"] = campaign.documents.count()
+    return render(request, "judging/campaign_detail.html", ctx)
+
+
+@login_required
+def campaign_new(request):
+    if not can_create_campaigns(request.user):
+        raise PermissionDenied("Only campaign leads can create campaigns; ask a lead or an administrator.")
+    form = CampaignCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            campaign = campaign_create(
+                slug=data["slug"],
+                name=data["name"],
+                description=data["description"],
+                guidelines=data["guidelines"],
+                pool_depth=data["pool_depth"],
+                redundancy=data["redundancy"],
+                scale=scale_from_values(data["grades"]),
+                lead=request.user,
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Campaign {campaign.name} created. Name the grades and add members next.")
+            return redirect("judging:campaign_settings", slug=campaign.slug)
+    return render(request, "judging/campaign_new.html", {"form": form})
+
+
+@campaign_view(lead=True)
+def campaign_settings(request, member: Member):
+    campaign = member.campaign
+    grades = list(campaign.grades.values("value", "name", "description", "examples"))
+    scale_locked = campaign_has_judgments(campaign=campaign)
+    # The form validates against its own copy: a ModelForm writes the submitted values into its instance,
+    # and campaign_update must see the old pool depth and policy to know what changed.
+    form = CampaignSettingsForm(request.POST or None, instance=Campaign.objects.get(pk=campaign.pk))
+    formset = GradeFormSet(request.POST or None, initial=grades, prefix="grades")
+    if request.method == "POST" and form.is_valid() and formset.is_valid():
+        values = {name: form.cleaned_data[name] for name in CampaignSettingsForm.Meta.fields}
+        try:
+            # The same service as PATCH /api/campaigns/SLUG/: the same rules for the scale.
+            added = campaign_update(campaign=campaign, scale=formset.scale(), **values)
+        except ValidationError as exc:
+            campaign.refresh_from_db()
+            form.add_error(None, exc.messages)
+        else:
+            text = "Settings saved."
+            if added:
+                text += f" The deeper pool added {added} pair{'s' if added != 1 else ''} to judge."
+            messages.success(request, text)
+            return redirect("judging:campaign_settings", slug=campaign.slug)
+    status = 422 if request.method == "POST" else 200
+    return render(
+        request,
+        "judging/campaign_settings.html",
+        member.context(
+            nav="settings",
+            form=form,
+            formset=formset,
+            scale_locked=scale_locked,
+        ),
+        status=status,
+    )
+
+
+@campaign_view(lead=True)
+def campaign_members(request, member: Member):
+    campaign = member.campaign
+    form = MemberAddForm()
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "add":
+            form = MemberAddForm(request.POST)
+            if form.is_valid():
+                user = form.cleaned_data["username"]
+                membership_add(campaign=campaign, user=user, role=form.cleaned_data["role"])
+                messages.success(request, f"{user.username} is now a {form.cleaned_data['role']} of this campaign.")
+                return redirect("judging:campaign_members", slug=campaign.slug)
+        elif action in ("role", "remove"):
+            membership = get_object_or_404(Membership, campaign=campaign, user_id=request.POST.get("user"))
+            try:
+                if action == "remove":
+                    membership_remove(campaign=campaign, user=membership.user)
+                else:
+                    membership_add(campaign=campaign, user=membership.user, role=request.POST.get("role", ""))
+            except ValidationError as exc:
+                messages.error(request, "; ".join(exc.messages))
+            else:
+                done = (
+                    "was removed (their judgments are kept)"
+                    if action == "remove"
+                    else f"is now a {request.POST['role']}"
+                )
+                messages.success(request, f"{membership.user.username} {done}.")
+            return redirect("judging:campaign_members", slug=campaign.slug)
+    return render(
+        request,
+        "judging/campaign_members.html",
+        member.context(
+            nav="members",
+            form=form,
+            members=selectors.campaign_members(campaign=campaign),
+            roles=Membership.Role.choices,
+        ),
+        status=422 if form.errors else 200,
+    )
+
+
+@campaign_view(lead=True)
+def campaign_upload(request, member: Member):
+    """Upload topics, documents, runs and qrels through the importers the command line uses."""
+    campaign = member.campaign
+    forms = {kind: UploadForm(initial={"kind": kind}, prefix=kind) for kind in IMPORTERS}
+    error = None
+    if request.method == "POST":
+        kind = request.POST.get("kind")
+        if kind not in IMPORTERS:
+            raise Http404("Unknown kind of file.")
+        form = forms[kind] = UploadForm(request.POST, request.FILES, prefix=kind)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            kwargs = {"campaign": campaign, "data": upload.read(), "filename": upload.name}
+            if kind == "run":
+                kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])
+            elif kind == "qrels":
+                kwargs["annotator"] = form.cleaned_data["annotator"] or request.user
+            try:
+                summary = IMPORTERS[kind](**kwargs)
+            except ImportRefused as exc:
+                error = f"{exc} — nothing was imported"
+            else:
+                for line in summary.lines():
+                    messages.success(request, line)
+                return redirect("judging:campaign_upload", slug=campaign.slug)
+        # for a form error (no file, unknown user) the form shows it next to the field
+    return render(
+        request,
+        "judging/campaign_upload.html",
+        member.context(
+            nav="upload",
+            forms=forms,
+            error=error,
+            error_kind=request.POST.get("kind"),
+        ),
+        status=422 if request.method == "POST" else 200,
+    )
+
+
+@campaign_view(lead=True)
+def campaign_progress(request, member: Member):
+    campaign = member.campaign
+    return render(
+        request,
+        "judging/campaign_progress.html",
+        member.context(
+            nav="progress",
+            stats=selectors.campaign_progress(campaign=campaign),
+            annotators=selectors.annotators_progress(campaign=campaign),
+        ),
+    )

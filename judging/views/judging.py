@@ -1,0 +1,347 @@
+"""The judging page and an annotator's own judgments ("my judgments")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
+
+from judging import selectors
+from judging.access import Member, campaign_pair, campaign_view
+from judging.forms import JudgmentForm, MyJudgmentsFilter
+from judging.models import Campaign, Judgment, Pair
+from judging.services import judgment_intent, judgment_record, pair_assign
+
+SKIPS_KEY = "reljudge_skips"
+SKIPS_KEPT = 500
+
+
+# --------------------------------------------------------------------------- the judging page
+
+
+def _skips(request, campaign: Campaign) -> list[int]:
+    return request.session.get(SKIPS_KEY, {}).get(str(campaign.id), [])
+
+
+def _skips_set(request, campaign: Campaign, skips: list[int]) -> None:
+    all_skips = request.session.get(SKIPS_KEY, {})
+    all_skips[str(campaign.id)] = skips[-SKIPS_KEPT:]
+    request.session[SKIPS_KEY] = all_skips
+
+
+def _version(judgment: Judgment | None) -> str:
+    return judgment.updated_at.isoformat() if judgment else ""
+
+
+def _values_of(judgment: Judgment | None) -> dict:
+    if judgment is None:
+        return {"grade": None, "unsure": False, "tentative_grade": None, "note": ""}
+    return {
+        "grade": judgment.grade.value if judgment.grade else None,
+        "unsure": judgment.unsure,
+        "tentative_grade": judgment.tentative_grade.value if judgment.tentative_grade else None,
+        "note": judgment.note,
+    }
+
+
+def _grade_label(grades: list, values: dict) -> str:
+    names = {g.value: g.name for g in grades}
+    if values["unsure"]:
+        t = values["tentative_grade"]
+        return "Unsure" + (f" (tentatively {t} – {names.get(t, '?')})" if t is not None else "")
+    return f"{values['grade']} – {names.get(values['grade'], '?')}"
+
+
+@dataclass
+class Outcome:
+    """What happened to one submitted judgment."""
+
+    status: str  # "saved", "invalid" or "conflict"
+    judgment: Judgment | None = None
+    existed: bool = False
+    changed: bool = False
+    values: dict = field(default_factory=dict)  # what the annotator submitted, to show it again
+    errors: list[str] = field(default_factory=list)
+
+
+def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
+    form = JudgmentForm(request.POST)
+    current = selectors.judgment_current(pair=pair, annotator=request.user)
+    raw = {
+        "grade": request.POST.get("grade", ""),
+        "unsure": bool(request.POST.get("unsure")),
+        "tentative_grade": request.POST.get("tentative_grade", ""),
+        "note": request.POST.get("note", ""),
+    }
+    if not form.is_valid():
+        errors = [
+            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
+            for name, errs in form.errors.items()
+            for e in errs
+        ]
+        return Outcome("invalid", current, current is not None, values=raw, errors=errors)
+    data = form.cleaned_data
+    try:
+        wanted = judgment_intent(
+            grade=data.get("grade"),
+            unsure=data.get("unsure"),
+            tentative_grade=data.get("tentative_grade"),
+            note=data.get("note"),
+        )
+    except ValidationError as exc:
+        return Outcome("invalid", current, current is not None, values=raw, errors=exc.messages)
+    if current is not None and data["version"] != _version(current) and wanted != _values_of(current):
+        # Changed elsewhere since this form was drawn (another tab, the API): say so, keep the new
+        # choice on screen, and let a second press save it over the current value.
+        return Outcome("conflict", current, True, values=raw)
+    try:
+        judgment, changed = judgment_record(
+            pair=pair,
+            annotator=request.user,
+            grade=wanted["grade"],
+            unsure=wanted["unsure"],
+            tentative_grade=wanted["tentative_grade"],
+            note=wanted["note"],
+            seconds_spent=data["seconds"],
+        )
+    except ValidationError as exc:
+        return Outcome("invalid", current, current is not None, values=raw, errors=exc.messages)
+    skips = _skips(request, campaign)
+    if pair.id in skips:
+        _skips_set(request, campaign, [p for p in skips if p != pair.id])
+    return Outcome("saved", judgment, current is not None, changed, values=wanted)
+
+
+def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
+    """Everything the judging panel shows for one pair (or the "all done" state)."""
+    campaign = member.campaign
+    extra.setdefault("grades", selectors.grade_list(campaign=campaign))
+    ctx = member.context(nav="judge", pair=pair, **extra)
+    if pair is None:
+        ctx["progress"] = selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None)
+        ctx["mine"] = selectors.judgments_count(campaign=campaign, annotator=request.user)
+        ctx["prev_pair_id"], _ = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=None)
+        return ctx
+    if "judgment" in extra:
+        judgment = extra["judgment"]
+    else:
+        judgment = selectors.judgment_current(pair=pair, annotator=request.user)
+    if judgment is None and extra.get("latest_judged"):
+        # A queue pair right after a new judgment: Back leads to the pair just judged, no query needed.
+        prev_id, next_id = extra["latest_judged"], None
+    else:
+        prev_id, next_id = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=judgment)
+    current = _values_of(judgment)
+    # What the form holds: after a failed save exactly what was sent, otherwise a fresh choice (the
+    # unsure box unticked, so that a number key on a revisited unsure pair records a confident grade).
+    typed = extra.get("values") or {"unsure": False, "note": current["note"]}
+    url = pair.document.url or ""
+    ctx.update(
+        judgment=judgment,
+        version=_version(judgment),
+        current=current,
+        typed=typed,
+        selected=current["tentative_grade"] if current["unsure"] else current["grade"],
+        prev_pair_id=prev_id,
+        next_pair_id=next_id,
+        review=judgment is not None,
+        url_is_link=url.lower().startswith(("http://", "https://")),
+        looks_like_html="<" in pair.document.text,
+        progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=pair.query_id),
+    )
+    return ctx
+
+
+def _render_workspace(request, ctx: dict, *, status: int = 200, url: str | None = None):
+    """The whole page, or for htmx just the panel (but the whole page when htmx restores history)."""
+    partial = request.htmx and not request.htmx.history_restore_request
+    response = render(request, "judging/_judge_workspace.html" if partial else "judging/judge.html", ctx, status=status)
+    if partial and url:
+        response["HX-Replace-Url"] = url  # the address bar names what is on screen: a reload shows it
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _next_pair(request, campaign: Campaign, *, after: Pair | None) -> tuple[Pair | None, bool]:
+    """The next pair of the queue: staying on ``after``'s query while it has open pairs."""
+    current_query = (
+        after.query_id if after is not None else selectors.latest_query_id(campaign=campaign, annotator=request.user)
+    )
+    found = pair_assign(
+        campaign=campaign, annotator=request.user, current_query_id=current_query, exclude=_skips(request, campaign)
+    )
+    if found.pair is not None:
+        found.pair.campaign = campaign
+    return found.pair, found.was_skipped
+
+
+def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -> tuple[Pair | None, dict, bool]:
+    """Where the annotator goes after acting on ``pair``: forward through their history when they were
+    revisiting an earlier judgment (like a browser's Forward), else on along the queue.
+    Returns (pair, extra context for the panel, whether the pair comes from the history)."""
+    if judgment is not None:
+        following = selectors.judgment_following(campaign=campaign, annotator=request.user, judgment=judgment)
+        if following is not None:
+            return campaign_pair(campaign, following), {}, True
+    nxt, was_skipped = _next_pair(request, campaign, after=pair)
+    return nxt, {"judgment": None, "was_skipped": was_skipped}, False
+
+
+@campaign_view
+@require_http_methods(["GET", "HEAD"])
+def judge(request, member: Member):
+    """The judging page: the next pair of the annotator's queue, or ?pair=ID (Back / Forward / Edit)."""
+    campaign = member.campaign
+    if request.GET.get("pair"):
+        pair, extra = campaign_pair(campaign, request.GET["pair"]), {}
+    else:
+        pair, was_skipped = _next_pair(request, campaign, after=None)
+        extra = {"judgment": None, "was_skipped": was_skipped}  # the queue holds only unjudged pairs
+    return _render_workspace(request, _workspace(request, member, pair, **extra))
+
+
+@campaign_view
+@require_POST
+def judge_record(request, member: Member, pair_id: int):
+    """Record (or change) the annotator's judgment of one pair, then show the next pair."""
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id)
+    grades = selectors.grade_list(campaign=campaign)
+    outcome = _record(request, campaign, pair)
+    if outcome.status == "invalid":
+        ctx = _workspace(
+            request,
+            member,
+            pair,
+            judgment=outcome.judgment,
+            values=outcome.values,
+            errors=outcome.errors,
+            grades=grades,
+        )
+        return _render_workspace(request, ctx, status=422)
+    if outcome.status == "conflict":
+        ctx = _workspace(
+            request,
+            member,
+            pair,
+            judgment=outcome.judgment,
+            values=outcome.values,
+            conflict=_grade_label(grades, _values_of(outcome.judgment)),
+            grades=grades,
+        )
+        return _render_workspace(request, ctx, status=409)
+    saved = {
+        "qid": pair.query.qid,
+        "docid": pair.document.docid,
+        "pair_id": pair.id,
+        "label": _grade_label(grades, outcome.values),
+        "changed": outcome.changed,
+        "note": bool(outcome.values["note"]),
+    }
+    nxt, extra, in_history = _after(request, campaign, pair, outcome.judgment if outcome.existed else None)
+    target = reverse("judging:judge", args=[campaign.slug])
+    target = f"{target}?pair={nxt.id}" if in_history else target
+    if not request.htmx:
+        messages.success(request, f"Saved {saved['qid']} / {saved['docid']}: {saved['label']}")
+        return redirect(target)
+    if not outcome.existed:
+        extra["latest_judged"] = pair.id
+    ctx = _workspace(request, member, nxt, saved=saved, grades=grades, **extra)
+    return _render_workspace(request, ctx, url=target)
+
+
+@campaign_view
+@require_POST
+def judge_skip(request, member: Member, pair_id: int):
+    """Put a pair aside for now: it comes back once the rest of the queue is done."""
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id)
+    judgment = selectors.judgment_current(pair=pair, annotator=request.user)
+    if judgment is None:
+        skips = [p for p in _skips(request, campaign) if p != pair.id] + [pair.id]
+        _skips_set(request, campaign, skips)
+    # A pair already judged is not skipped but left as it is: Forward through the history.
+    nxt, extra, in_history = _after(request, campaign, pair, judgment)
+    target = reverse("judging:judge", args=[campaign.slug])
+    target = f"{target}?pair={nxt.id}" if in_history else target
+    if not request.htmx:
+        return redirect(target)
+    skipped = {"qid": pair.query.qid, "docid": pair.document.docid} if judgment is None else None
+    ctx = _workspace(request, member, nxt, skipped=skipped, **extra)
+    return _render_workspace(request, ctx, url=target)
+
+
+# --------------------------------------------------------------------------- my judgments
+
+
+@campaign_view
+def my_judgments(request, member: Member):
+    """The annotator's own judgments (never anyone else's), filterable, each one editable."""
+    campaign = member.campaign
+    filters = MyJudgmentsFilter(request.GET or None)
+    qs = selectors.judgment_list(campaign=campaign, annotator=request.user, **filters.filters())
+    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    query_string = request.GET.copy()
+    query_string.pop("page", None)
+    return render(
+        request,
+        "judging/my_judgments.html",
+        member.context(
+            nav="mine",
+            filters=filters,
+            page=page,
+            grades=selectors.grade_list(campaign=campaign),
+            query_string=query_string.urlencode(),
+            total=page.paginator.count,
+        ),
+    )
+
+
+@campaign_view
+@require_POST
+def my_judgment_save(request, member: Member, pair_id: int):
+    """Edit one row of "my judgments" in place."""
+    campaign = member.campaign
+    pair = campaign_pair(campaign, pair_id, pooled_only=False)
+    if selectors.judgment_current(pair=pair, annotator=request.user) is None:
+        raise Http404("You have not judged this pair.")
+    outcome = _record(request, campaign, pair)
+    judgment = selectors.judgment_current(pair=pair, annotator=request.user)
+    grades = selectors.grade_list(campaign=campaign)
+    if not request.htmx:
+        if outcome.status == "saved":
+            messages.success(
+                request, f"Saved {pair.query.qid} / {pair.document.docid}: {_grade_label(grades, outcome.values)}"
+            )
+        elif outcome.status == "conflict":
+            messages.error(
+                request,
+                f"{pair.query.qid} / {pair.document.docid} was changed elsewhere to "
+                f"{_grade_label(grades, _values_of(judgment))}; nothing was saved.",
+            )
+        else:
+            messages.error(request, "; ".join(outcome.errors))
+        back = request.POST.get("back", "")
+        if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+            back = reverse("judging:my_judgments", args=[campaign.slug])
+        return redirect(back)
+    status = {"saved": 200, "invalid": 422, "conflict": 409}[outcome.status]
+    return render(
+        request,
+        "judging/_my_judgment_row.html",
+        member.context(
+            j=judgment,
+            grades=grades,
+            outcome=outcome,
+            conflict=_grade_label(grades, _values_of(judgment)) if outcome.status == "conflict" else None,
+        ),
+        status=status,
+    )
