@@ -1,6 +1,7 @@
 """RelJudge settings: one module, every deployment-specific value read from the environment."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -34,7 +35,8 @@ ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # The admin site for superusers only (config/admin.py): leads work in the app, not in the admin.
+    "config.admin.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -47,6 +49,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
+    "csp",
     "judging",
 ]
 
@@ -60,6 +64,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, so that it sees the response of a login that axes refused and answers the lockout page instead.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -114,7 +121,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    # Not a check: its password_changed() hook runs on every password change (web form, reset link, admin,
+    # changepassword) and revokes the API token, which otherwise outlives the old password.
+    {"NAME": "judging.api.account.RevokeTokenOnPasswordChange"},
 ]
+
+# Client addresses: REMOTE_ADDR, unless the server sits behind this many reverse proxies that each append
+# the address they saw to X-Forwarded-For (the client can write anything into the rest of that header).
+TRUSTED_PROXIES = int(os.environ.get("RELJUDGE_TRUSTED_PROXIES", "0"))
+if TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured("RELJUDGE_TRUSTED_PROXIES must be 0 or a positive number of proxies.")
+
+# Failed logins are counted per username and per client address (django-axes), on the web login and on
+# POST /api/auth/token/ alike. The AxesBackend refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "judging.api.account.LoginAttemptsBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "judging.api.account.LoginAttemptsHandler"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# One account: 5 wrong passwords. One address: 50, because a room of annotators shares one address
+# behind a NAT and each may mistype once or twice (LoginAttemptsHandler applies both limits).
+AXES_FAILURE_LIMIT = 5
+RELJUDGE_ADDRESS_FAILURE_LIMIT = 50
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+# A retry while locked out does not push the end of the lockout further, so the time the page names holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "judging.api.account.client_address"
+AXES_LOCKOUT_CALLABLE = "judging.api.account.lockout_response"
+# Only failures are recorded: a row per successful login would grow without bound and tell nothing new.
+AXES_DISABLE_ACCESS_LOG = True
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -145,6 +182,39 @@ SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 
+# Password reset mails a link, so it exists only where mail can be sent: EMAIL_HOST (and the usual
+# EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS) turn it on; without it the link and the
+# /accounts/password_reset/ routes are absent.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+PASSWORD_RESET_ENABLED = bool(EMAIL_HOST)
+if PASSWORD_RESET_ENABLED:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+    EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+    DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", f"reljudge@{EMAIL_HOST}")
+# Reset requests per client address and per e-mail address per hour: each one sends a mail.
+PASSWORD_RESET_RATE = 5
+
+# Content Security Policy (django-csp): scripts, styles, images and fetches from this origin only. The
+# templates carry no inline script, style or event handler; SVG charts are inline markup with presentation
+# attributes, not style attributes. /api/docs/ loosens img-src for Swagger UI's data: icons (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
@@ -158,7 +228,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_RATES": {"anon": "60/minute", "login": "10/minute"},
+    # "login" only damps floods of POST /api/auth/token/: wrong passwords are counted by axes, and a room of
+    # annotators behind one address must be able to fetch their tokens at once.
+    "DEFAULT_THROTTLE_RATES": {"anon": "60/minute", "login": "60/minute"},
+    # Throttles key on the client address: X-Forwarded-For is read only behind this many trusted proxies.
+    "NUM_PROXIES": TRUSTED_PROXIES,
 }
 
 SPECTACULAR_SETTINGS = {

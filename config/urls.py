@@ -1,18 +1,43 @@
 """Top-level URL configuration."""
 
+from csp.decorators import csp_update
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from judging.api.account import token_page
+from judging.api.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
+
+# The accounts routes of django.contrib.auth.urls, listed so that password reset answers 404 unless mail
+# can be sent (settings.PASSWORD_RESET_ENABLED); elsewhere a reset link would promise a mail that never comes.
+account_urls = [
+    path("login/", LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("password_reset/", needs_mail(RateLimitedPasswordResetView.as_view()), name="password_reset"),
+    path("password_reset/done/", needs_mail(auth_views.PasswordResetDoneView.as_view()), name="password_reset_done"),
+    path(
+        "reset/<uidb64>/<token>/",
+        needs_mail(auth_views.PasswordResetConfirmView.as_view()),
+        name="password_reset_confirm",
+    ),
+    path("reset/done/", needs_mail(auth_views.PasswordResetCompleteView.as_view()), name="password_reset_complete"),
+]
+
+# Swagger UI from drf-spectacular-sidecar, its start-up script served as a file (the split view) so that
+# script-src stays 'self'. Its page carries one small <style> block and its CSS draws icons as data: SVGs:
+# only this page allows inline styles and data: images.
+api_docs = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})(
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/token/", token_page, name="account-token"),
-    path("accounts/", include("django.contrib.auth.urls")),
-    # The OpenAPI schema and its Swagger UI, served from drf-spectacular-sidecar (no CDN).
+    path("accounts/", include(account_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/", include("judging.api.urls")),
     path("", include("judging.urls")),
 ]

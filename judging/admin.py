@@ -1,8 +1,24 @@
-"""Django admin for every model, read-mostly where history must not be rewritten."""
+"""Django admin for every model, read-only for judging data: that changes only through the services."""
 
 from django.contrib import admin
 
 from judging import models
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shown, never added, changed or deleted here. A judgment written in the admin would skip the service
+    that records its revision and refreshes the pair's label, the qrels and the leaderboard; revisions are the
+    audit trail and are deleted by nobody. As every object that cascades to these lacks the delete right too,
+    the admin also refuses to delete a campaign, query or document that holds judgments."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 class GradeInline(admin.TabularInline):
@@ -64,7 +80,7 @@ class RankingAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Pair)
-class PairAdmin(admin.ModelAdmin):
+class PairAdmin(ReadOnlyAdmin):
     list_display = ["id", "query", "document", "pooled", "label", "judgment_count", "adjudicated"]
     list_filter = ["campaign", "pooled", "adjudicated"]
     list_select_related = ["query", "document"]
@@ -77,9 +93,15 @@ class RevisionInline(admin.TabularInline):
     can_delete = False
     readonly_fields = [f.name for f in models.JudgmentRevision._meta.fields]
 
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(models.Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(ReadOnlyAdmin):
     list_display = ["id", "pair", "annotator", "grade", "unsure", "updated_at"]
     list_filter = ["unsure", "pair__campaign"]
     list_select_related = ["pair", "annotator", "grade"]
@@ -89,15 +111,12 @@ class JudgmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.JudgmentRevision)
-class JudgmentRevisionAdmin(admin.ModelAdmin):
+class JudgmentRevisionAdmin(ReadOnlyAdmin):
     list_display = ["judgment", "changed_by", "changed_at", "old_grade", "new_grade", "old_unsure", "new_unsure"]
     readonly_fields = [f.name for f in models.JudgmentRevision._meta.fields]
 
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(models.Adjudication)
-class AdjudicationAdmin(admin.ModelAdmin):
+class AdjudicationAdmin(ReadOnlyAdmin):
     list_display = ["pair", "grade", "decided_by", "decided_at"]
     raw_id_fields = ["pair"]

@@ -1,12 +1,30 @@
-"""The account page where a user sees, creates and revokes the API token their scripts use."""
+"""Accounts: the API token page, login lockouts, password changes that revoke the token, password reset."""
 
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from functools import wraps
+
+from axes.backends import AxesStandaloneBackend
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username
+from axes.models import AccessAttempt
+from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.db.models import Max, Q, Sum
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 
+@never_cache  # the page shows the token itself: no browser or proxy may keep a copy
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_page(request):
@@ -33,3 +51,150 @@ def token_page(request):
             "api_root": request.build_absolute_uri("/api/"),
         },
     )
+
+
+# --------------------------------------------------------------------------- client address
+
+
+def client_address(request) -> str | None:
+    """The client's IP address: REMOTE_ADDR, or behind ``TRUSTED_PROXIES`` reverse proxies the address the
+    outermost of them saw, counted from the right of X-Forwarded-For (entries further left are whatever the
+    client sent). The same rule as DRF's throttles with ``NUM_PROXIES``."""
+    request = getattr(request, "_request", request)  # a DRF Request wraps the Django one
+    proxies = settings.TRUSTED_PROXIES
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies and forwarded:
+        hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+        if hops:
+            return hops[-min(proxies, len(hops))]
+    return request.META.get("REMOTE_ADDR")
+
+
+# --------------------------------------------------------------------------- login lockouts
+
+
+class LoginAttemptsBackend(AxesStandaloneBackend):
+    """Refuses a locked-out username or address before any password is checked (django-axes).
+
+    ``authenticate()`` without a request (the demo loader, a shell) has no client to count, so it is let
+    through to the password backend rather than failing as axes' own backend does."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None:
+            return None
+        return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class LoginAttemptsHandler(AxesDatabaseHandler):
+    """Axes' database handler with one limit per lockout parameter: ``AXES_FAILURE_LIMIT`` failures for a
+    username, ``RELJUDGE_ADDRESS_FAILURE_LIMIT`` for a client address (shared by a room of annotators).
+
+    Axes compares a single failure count with a single limit, so the address count is scaled to the
+    username limit: ``address * user_limit // address_limit >= user_limit`` exactly when
+    ``address >= address_limit``."""
+
+    def get_failures(self, request, credentials=None) -> int:
+        by_username, by_address = (
+            attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0
+            for attempts in self.get_user_attempts(request, credentials)
+        )
+        user_limit, address_limit = settings.AXES_FAILURE_LIMIT, settings.RELJUDGE_ADDRESS_FAILURE_LIMIT
+        return max(by_username, by_address * user_limit // address_limit)
+
+
+def _retry_after(request, credentials) -> timedelta:
+    """How long until the lockout ends: the cool-off counted from the last failure that caused it."""
+    username = get_client_username(request, credentials)
+    address = getattr(request, "axes_ip_address", None) or client_address(request)
+    last = AccessAttempt.objects.filter(Q(username=username) | Q(ip_address=address)).aggregate(
+        last=Max("attempt_time")
+    )["last"]
+    end = (last or timezone.now()) + settings.AXES_COOLOFF_TIME
+    return max(end - timezone.now(), timedelta(seconds=1))
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """429 with when to retry: JSON with a Retry-After header for the API, a page for the web login."""
+    wait = _retry_after(request, credentials)
+    seconds = math.ceil(wait.total_seconds())
+    minutes = math.ceil(seconds / 60)
+    retry_at = timezone.now() + wait
+    if request.path.startswith("/api/"):
+        response = JsonResponse(
+            {
+                "detail": f"Too many failed logins. Try again in {minutes} minute{'s' if minutes != 1 else ''}.",
+                "retry_after": seconds,
+            },
+            status=429,
+        )
+    else:
+        response = render(
+            request,
+            "registration/locked_out.html",
+            {"minutes": minutes, "retry_at": retry_at, "failure_limit": settings.AXES_FAILURE_LIMIT},
+            status=429,
+        )
+    response["Retry-After"] = str(seconds)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# --------------------------------------------------------------------------- password changes
+
+
+class RevokeTokenOnPasswordChange:
+    """Listed in AUTH_PASSWORD_VALIDATORS for its ``password_changed`` hook, which Django calls after every
+    password change (the change form, the reset link, the admin, ``changepassword``): a new password also
+    revokes the user's API token, so a leaked token dies with the leaked password. It never rejects a password.
+
+    Other browser sessions end by themselves: each carries a hash of the password, which no longer matches."""
+
+    def validate(self, password, user=None):
+        return None
+
+    def password_changed(self, password, user=None):
+        if user is not None and user.pk is not None:
+            Token.objects.filter(user=user).delete()
+
+    def get_help_text(self):
+        return "Changing your password also revokes your API token: scripts need a new one."
+
+
+# --------------------------------------------------------------------------- login and password reset
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, offering the password reset link only where mail can be sent."""
+
+    def get_context_data(self, **kwargs):
+        return super().get_context_data(**kwargs) | {"password_reset_enabled": settings.PASSWORD_RESET_ENABLED}
+
+
+def needs_mail(view):
+    """A password reset route that does not exist (404) without an e-mail backend (``EMAIL_HOST``)."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not settings.PASSWORD_RESET_ENABLED:
+            raise Http404("Password reset is not available: this server cannot send e-mail.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class RateLimitedPasswordResetView(auth_views.PasswordResetView):
+    """Django's password reset, at most ``PASSWORD_RESET_RATE`` mails an hour per client address and per
+    e-mail address, so the form cannot be used to flood an inbox or the mail server."""
+
+    template_name = "registration/password_reset_form.html"
+
+    def form_valid(self, form):
+        email = form.cleaned_data["email"].strip().lower()
+        keys = [f"reljudge:pwreset:addr:{client_address(self.request)}", f"reljudge:pwreset:email:{email}"]
+        for key in keys:
+            cache.add(key, 0, timeout=3600)
+        counts = [cache.incr(key) for key in keys]
+        if max(counts) > settings.PASSWORD_RESET_RATE:
+            form.add_error(None, "Too many password reset requests. Try again in an hour.")
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().form_valid(form)

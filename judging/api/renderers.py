@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
@@ -24,14 +25,31 @@ def _wire(value):
     return value
 
 
+# A text cell starting with one of these is read by Excel, LibreOffice and Google Sheets as a formula
+# (OWASP "CSV Injection"): "=HYPERLINK(...)" in a note would run on the lead's machine when they open the file.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# ...unless the whole cell is a plain number, which a spreadsheet reads as that number, not a formula.
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value):
+    """One CSV cell, safe to open in a spreadsheet: text that would start a formula gets a leading
+    apostrophe (shown as text, the apostrophe hidden); numbers, and text that is a plain number such as
+    "-0.5", are left as they are. Every CSV the app writes goes through here."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def judgments_csv(rows: Iterable[tuple]) -> Iterator[str]:
-    """CSV with a header line; empty cells for missing grades, true/false for the unsure flag."""
+    """CSV with a header line; empty cells for missing grades, true/false for the unsure flag; text that a
+    spreadsheet would run as a formula is neutralized (``csv_cell``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMN_NAMES)
     for count, row in enumerate(rows, start=1):
         writer.writerow(
-            ["" if v is None else ("true" if v is True else "false" if v is False else _wire(v)) for v in row]
+            ["" if v is None else ("true" if v is True else "false" if v is False else csv_cell(_wire(v))) for v in row]
         )
         if count % ROWS_PER_CHUNK == 0:
             yield buffer.getvalue()

@@ -164,16 +164,21 @@ class AuthTokenView(ApiMixin, APIView):
         request=s.TokenRequestSerializer,
         responses={200: s.TokenSerializer},
         auth=[],
-        description="Returns your API token, creating it on first use. Throttled (scope `login`).",
+        description=(
+            "Returns your API token, creating it on first use. Failed logins are counted per username and per "
+            "client address: after too many, 429 with `Retry-After` until the lockout ends."
+        ),
     )
     def post(self, request):
         credentials = s.TokenRequestSerializer(data=request.data)
         credentials.is_valid(raise_exception=True)
-        user = authenticate(request, **credentials.validated_data)
+        # The Django request, not DRF's wrapper: django-axes marks a locked-out client on it, and its
+        # middleware then answers 429 with when to retry (judging.api.account.lockout_response).
+        user = authenticate(request._request, **credentials.validated_data)
         if user is None or not user.is_active:
             raise DRFValidationError({"non_field_errors": ["Unable to log in with the given username and password."]})
         token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        return Response({"token": token.key}, headers={"Cache-Control": "no-store"})
 
     @extend_schema(
         operation_id="auth_token_destroy",

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.utils import timezone
 
@@ -73,18 +72,21 @@ def _users(*, reset: bool) -> tuple[dict, list[str]]:
     for username, password in PASSWORDS.items():
         user = User.objects.filter(username=username).first()
         if user is None:
-            extra = {"is_staff": username in ("lead", "admin"), "is_superuser": username == "admin"}
+            # Only the admin user opens the admin site (superusers only): the lead leads its campaigns in the
+            # app, where access is per campaign, not site-wide.
+            extra = {"is_staff": username == "admin", "is_superuser": username == "admin"}
             user = User.objects.create_user(
                 username=username, password=password, email=f"{username}@shop.example", **extra
             )
             created.append(username)
-            if username == "lead":
-                # is_staff opens the admin; these let the lead see and edit the judging data there.
-                user.user_permissions.set(Permission.objects.filter(content_type__app_label="judging"))
         elif reset:
             user.set_password(password)
             user.is_active = True
-            user.save(update_fields=["password", "is_active"])
+            # A demo loaded by an older version made the lead staff with every judging permission.
+            user.is_staff = user.is_superuser = username == "admin"
+            user.save(update_fields=["password", "is_active", "is_staff", "is_superuser"])
+            if username == "lead":
+                user.user_permissions.clear()
         users[username] = user
     return users, created
 

@@ -242,6 +242,6 @@ def test_demo_logins_work_and_pass_the_password_validators(shop):
         assert user is not None, username
         validate_password(password, user)
     users = get_user_model().objects
-    assert users.get(username="lead").is_staff
+    assert not users.get(username="lead").is_staff
     assert users.get(username="admin").is_superuser
     assert not users.filter(username__in=demo.ANNOTATORS, is_staff=True).exists()
