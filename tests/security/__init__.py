@@ -1,0 +1,1 @@
+"""Security and bad input (issue 11)."""
