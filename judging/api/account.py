@@ -131,7 +131,7 @@ def lockout_response(request, original_response=None, credentials=None):
         response = render(
             request,
             "registration/locked_out.html",
-            {"minutes": minutes, "retry_at": retry_at, "failure_limit": settings.AXES_FAILURE_LIMIT},
+            {"minutes": minutes, "retry_at": retry_at},
             status=429,
         )
     response["Retry-After"] = str(seconds)

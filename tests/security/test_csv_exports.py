@@ -10,7 +10,7 @@ import pytest
 
 from judging.api.renderers import csv_cell
 from judging.models import Pair
-from judging.services import docs_import, judgment_record, run_import, topics_import
+from judging.services import documents_import, judgment_record, queries_import, run_import
 from tests.judging.test_api_support import body_of, client_for
 
 # What an attacker types as a note (or smuggles in as a qid/docid) and what the CSV cell must read.
@@ -29,8 +29,8 @@ def hostile(campaign, lead, annotator):
     """A campaign whose qids, docids and notes start like spreadsheet formulas."""
     topics = "".join(json.dumps({"qid": qid, "text": "t"}) + "\n" for qid in ("=1+1", "q2"))
     docs = "".join(json.dumps({"docid": d, "title": d, "text": "x"}) + "\n" for d in ("@d1", "+d2", "-d3", "d4"))
-    topics_import(campaign=campaign, data=topics.encode(), filename="topics.jsonl")
-    docs_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
+    queries_import(campaign=campaign, data=topics.encode(), filename="topics.jsonl")
+    documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
     run = "=1+1 Q0 @d1 1 3 r\n=1+1 Q0 +d2 2 2 r\nq2 Q0 -d3 1 3 r\nq2 Q0 d4 2 2 r\n"
     run_import(campaign=campaign, data=run.encode(), filename="r.run")
     pairs = list(Pair.objects.filter(campaign=campaign).order_by("id"))
