@@ -199,7 +199,7 @@ PASSWORD_RESET_RATE = 5
 
 # Content Security Policy (django-csp): scripts, styles, images and fetches from this origin only. The
 # templates carry no inline script, style or event handler; SVG charts are inline markup with presentation
-# attributes, not style attributes. /api/docs/ loosens img-src for Swagger UI's data: icons (config/urls.py).
+# attributes, not style attributes. Only /api/docs/ (Swagger UI) adds inline styles and data: images (config/urls.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
