@@ -11,6 +11,7 @@ __all__ = [
     "PAD",
     "UNJUDGED",
     "average_precision",
+    "bpref",
     "condense",
     "evaluate",
     "f1",
@@ -18,6 +19,8 @@ __all__ = [
     "judged",
     "labels_from_dicts",
     "mean",
+    "micro_precision",
+    "micro_recall",
     "ndcg",
     "precision",
     "recall",
@@ -110,6 +113,11 @@ def _num_rel(qrels: np.ndarray, threshold) -> np.ndarray:
     return np.count_nonzero(qrels >= threshold, axis=-1)
 
 
+def _num_nonrel(qrels: np.ndarray, threshold) -> np.ndarray:
+    """(Q,) number of judged non-relevant documents: labelled, label < threshold, retrieved or not."""
+    return np.count_nonzero((qrels >= 0) & (qrels < threshold), axis=-1)
+
+
 def _rel_in_top(labels: np.ndarray, k: int, threshold) -> np.ndarray:
     """(S, Q) number of relevant documents among the first k ranks."""
     return np.count_nonzero(labels[..., :k] >= threshold, axis=-1)
@@ -143,6 +151,24 @@ def _rr_from_ranks(shape, rel_ranks) -> np.ndarray:
     found = per_row > 0
     rr[found] = 1.0 / (rank0[first_of_row[found]] + 1.0)
     return rr.reshape(shape[:2])
+
+
+def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel, rel_ranks=None) -> np.ndarray:
+    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q)."""
+    shape = labels.shape
+    row, rank0, _, _, _ = _relevant_ranks(labels, threshold) if rel_ranks is None else rel_ranks
+    # Judged non-relevant documents above each rank; at a relevant rank the inclusive count is the
+    # count above it. Unjudged and padding are neither, so bpref skips them as trec_eval does.
+    nonrel_above = np.cumsum((labels >= 0) & (labels < threshold), axis=-1, dtype=np.int32)
+    above = nonrel_above.reshape(-1, shape[2])[row, rank0]
+    num_rel = np.broadcast_to(num_rel, shape[:2])
+    r = num_rel.reshape(-1)[row]
+    n = np.broadcast_to(num_nonrel, shape[:2]).reshape(-1)[row]
+    # above > 0 implies num_nonrel > 0; the division only guards arrays whose qrels miss labels.
+    wrong = _safe_divide(np.minimum(above, r), np.minimum(n, r))
+    # bincount adds each row's terms in rank order, the order trec_eval adds them.
+    summed = np.bincount(row, weights=1.0 - wrong, minlength=shape[0] * shape[1])
+    return _safe_divide(summed.reshape(shape[:2]), num_rel)
 
 
 def _gains(values: np.ndarray, gain: str) -> np.ndarray:
@@ -364,6 +390,48 @@ def average_precision(labels, qrels, threshold=1) -> np.ndarray:
     return _ap_from_ranks(labels.shape, ranks, _num_rel(qrels, threshold))
 
 
+def bpref(labels, qrels, threshold=1) -> np.ndarray:
+    r"""Binary preference over the whole run (trec_eval ``bpref``).
+
+    .. math::
+
+        \mathrm{bpref} = \frac{1}{R} \sum_{r} \left(1 - \frac{\min(n_r, R)}{\min(N, R)}\right)
+
+    The sum runs over the judged relevant retrieved documents r (label >= threshold); n_r is the number
+    of judged non-relevant documents (0 <= label < threshold) ranked above r; R = num_rel and N is the
+    number of the query's judged non-relevant documents, retrieved or not. A term is 1 when n_r is 0
+    (so N = 0 never divides). bpref is 0 when R is 0.
+
+    Unlike every other measure here, unjudged documents are skipped rather than counted as
+    non-relevant: only the order of judged relevant against judged non-relevant documents matters, so
+    a judged non-relevant document and an unjudged one at the same rank give different scores. For the
+    same reason :func:`condense` (trec_eval ``-J``) leaves bpref unchanged.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked labels, see :func:`precision`.
+    qrels : int array, shape (Q, M)
+        Labels of every labelled document of each query, see :func:`recall`; the non-negative labels
+        below the threshold give N.
+    threshold : int, default 1
+        A document is relevant when its label >= threshold.
+
+    Returns
+    -------
+    ndarray of float64, shape (S, Q)
+
+    References
+    ----------
+    Buckley, C. & Voorhees, E. M. (2004). Retrieval evaluation with incomplete information. SIGIR.
+    trec_eval 10.0, ``m_bpref.c`` (the min(., R) caps are trec_eval's, not the paper's first form).
+    """
+    labels = _check_labels(labels)
+    qrels = _check_qrels(qrels, labels)
+    threshold = _check_threshold(threshold)
+    return _bpref(labels, threshold, _num_rel(qrels, threshold), _num_nonrel(qrels, threshold))
+
+
 def ndcg(labels, qrels, k: int, gain: str = "linear") -> np.ndarray:
     r"""Normalised discounted cumulative gain at cutoff k (trec_eval ``ndcg_cut.k``).
 
@@ -498,12 +566,12 @@ def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", j
     -------
     dict of str to ndarray of float64, shape (S, Q)
         Keys ``P@k``, ``R@k``, ``F1@k``, ``Hit@k``, ``MRR`` (per-query RR), ``MAP`` (per-query AP),
-        ``nDCG@k``, ``Judged@k`` with k written out, e.g. ``"P@10"``. Average over queries with
-        :func:`mean`.
+        ``nDCG@k``, ``Judged@k``, ``bpref``, in this order, with k written out, e.g. ``"P@10"``.
+        Average over queries with :func:`mean`.
 
     See Also
     --------
-    precision, recall, f1, hit, reciprocal_rank, average_precision, ndcg, judged
+    precision, recall, f1, hit, reciprocal_rank, average_precision, ndcg, judged, bpref
     """
     labels = _check_labels(labels)
     qrels = _check_qrels(qrels, labels)
@@ -515,17 +583,41 @@ def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", j
     if judged_only:
         labels = _condense(labels)
     num_rel = _num_rel(qrels, threshold)
+    scores = _measure_set(
+        labels,
+        k=k,
+        threshold=threshold,
+        gain=gain,
+        num_rel_k=num_rel,
+        num_rel=num_rel,
+        num_nonrel=_num_nonrel(qrels, threshold),
+        idcg=_idcg(qrels, k, gain),
+    )
+    # Judged@k keeps its place before bpref, which was added later: the order is part of the API.
+    bpref_values = scores.pop("bpref")
+    scores[f"Judged@{k}"] = judged_at_k
+    scores["bpref"] = bpref_values
+    return scores
+
+
+def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, idcg) -> dict:
+    """Every measure but Judged@k from checked labels and per-query (or per system and query) totals.
+
+    num_rel_k is the num_rel of the @k measures and num_rel the one of the whole-run measures (MAP,
+    bpref): they differ in :mod:`metrics.bounds`, where unjudged documents become relevant. All totals
+    broadcast against (S, Q).
+    """
     rel_at_k = _rel_in_top(labels, k, threshold)
     ranks = _relevant_ranks(labels, threshold)
     return {
         f"P@{k}": rel_at_k / k,
-        f"R@{k}": _safe_divide(rel_at_k, num_rel),
-        f"F1@{k}": _f1(rel_at_k, k, num_rel),
+        f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
+        f"F1@{k}": _f1(rel_at_k, k, num_rel_k),
         f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
         "MRR": _rr_from_ranks(labels.shape, ranks),
         "MAP": _ap_from_ranks(labels.shape, ranks, num_rel),
-        f"nDCG@{k}": _safe_divide(_dcg(labels, k, gain), _idcg(qrels, k, gain)),
-        f"Judged@{k}": judged_at_k,
+        f"nDCG@{k}": _safe_divide(_dcg(labels, k, gain), idcg),
+        "bpref": _bpref(labels, threshold, num_rel, num_nonrel, ranks),
     }
 
 
@@ -554,6 +646,81 @@ def mean(per_query, axis: int = -1):
     if values.shape[axis] == 0:
         return np.full(np.delete(values.shape, axis), np.nan)
     return values.mean(axis=axis)
+
+
+def micro_precision(labels, k: int, threshold=1) -> np.ndarray:
+    r"""Micro-averaged precision at k: relevant documents over retrieved documents, pooled over queries.
+
+    .. math:: \mathrm{micro\,P}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \min(k, n_q)}
+
+    with n_q the run length for query q. Macro P@k (:func:`precision` then :func:`mean`) gives every
+    query the same weight and divides by k even where the run is shorter (trec_eval's rule); pooled
+    with that fixed denominator the two would always agree, so the micro average divides by the
+    documents actually retrieved: it differs from the macro one where runs stop before k, and a query
+    with a long run weighs more than one with a short run. 0 for a system that retrieved nothing.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked labels, see :func:`precision`. The query set is the caller's, as for :func:`mean`.
+    k : int
+        Cutoff, >= 1.
+    threshold : int, default 1
+        A document is relevant when its label >= threshold.
+
+    Returns
+    -------
+    ndarray of float64, shape (S,)
+
+    References
+    ----------
+    Manning, C. D., Raghavan, P. & Schütze, H. (2008). Introduction to Information Retrieval, §13.6
+    (micro- and macro-averaging).
+    """
+    labels = _check_labels(labels)
+    k = _check_k(k)
+    threshold = _check_threshold(threshold)
+    top = labels[..., :k]
+    relevant = np.count_nonzero(top >= threshold, axis=(1, 2))
+    retrieved = np.count_nonzero(top != PAD, axis=(1, 2))
+    return _safe_divide(relevant, retrieved)
+
+
+def micro_recall(labels, qrels, k: int, threshold=1) -> np.ndarray:
+    r"""Micro-averaged recall at k: relevant retrieved over relevant, pooled over queries.
+
+    .. math:: \mathrm{micro\,R}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \mathrm{num\_rel}_q}
+
+    Macro R@k (:func:`recall` then :func:`mean`) gives every query the same weight; the micro average
+    gives every relevant document the same weight, so queries with many relevant documents dominate it
+    and queries without any (R@k = 0 in the macro mean) drop out. 0 when no query has a relevant
+    document.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked labels, see :func:`precision`.
+    qrels : int array, shape (Q, M)
+        Labels of every labelled document of each query, see :func:`recall`.
+    k : int
+        Cutoff, >= 1.
+    threshold : int, default 1
+        A document is relevant when its label >= threshold.
+
+    Returns
+    -------
+    ndarray of float64, shape (S,)
+
+    References
+    ----------
+    Manning, C. D., Raghavan, P. & Schütze, H. (2008). Introduction to Information Retrieval, §13.6.
+    """
+    labels = _check_labels(labels)
+    qrels = _check_qrels(qrels, labels)
+    k = _check_k(k)
+    threshold = _check_threshold(threshold)
+    relevant = _rel_in_top(labels, k, threshold).sum(axis=1)
+    return _safe_divide(relevant, _num_rel(qrels, threshold).sum())
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -359,7 +359,7 @@ def test_evaluate_keys_and_shapes():
     labels = np.random.default_rng(0).integers(-2, 3, size=(3, 4, 6))
     qrels = np.random.default_rng(1).integers(-1, 3, size=(4, 5))
     scores = metrics.evaluate(labels, qrels, k=5)
-    assert list(scores) == ["P@5", "R@5", "F1@5", "Hit@5", "MRR", "MAP", "nDCG@5", "Judged@5"]
+    assert list(scores) == ["P@5", "R@5", "F1@5", "Hit@5", "MRR", "MAP", "nDCG@5", "Judged@5", "bpref"]
     assert all(values.shape == (3, 4) and values.dtype == np.float64 for values in scores.values())
 
 
