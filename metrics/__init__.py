@@ -14,6 +14,7 @@ from metrics.agreement import (
     pairwise_agreement,
     raw_agreement,
 )
+from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
 from metrics.ranking import (
     GAINS,
     PAD,
@@ -47,6 +48,12 @@ from metrics.significance import (
 )
 
 __all__ = [
+    "PairPriority",
+    "Settled",
+    "open_pairs",
+    "pair_priority",
+    "score_bounds",
+    "settled",
     "GAINS",
     "PAD",
     "UNJUDGED",

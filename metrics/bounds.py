@@ -1,0 +1,395 @@
+"""How far to trust a leaderboard: score bounds over unjudged documents, settled comparisons, open pairs."""
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+from metrics.ranking import (
+    UNJUDGED,
+    _bpref,
+    _check_gain,
+    _check_k,
+    _check_labels,
+    _check_qrels,
+    _check_threshold,
+    _discounts,
+    _gains,
+    _idcg,
+    _int_array,
+    _measure_set,
+    _num_nonrel,
+    _num_rel,
+    _relevant_ranks,
+)
+
+__all__ = ["PairPriority", "Settled", "open_pairs", "pair_priority", "score_bounds", "settled"]
+
+
+# --------------------------------------------------------------------------------------------------------
+# Shared with metrics.pool
+
+
+def _check_top_grade(top_grade, qrels: np.ndarray) -> int:
+    if isinstance(top_grade, bool) or not isinstance(top_grade, numbers.Integral) or top_grade < 0:
+        raise ValueError(f"top_grade must be an integer >= 0, got {top_grade!r}")
+    if qrels.size and int(qrels.max()) > top_grade:
+        raise ValueError(f"top_grade {top_grade} is below the largest label in qrels ({int(qrels.max())})")
+    return int(top_grade)
+
+
+def _grade_counts(qrels: np.ndarray, n_grades: int) -> np.ndarray:
+    """(Q, n_grades) number of labels of each grade per query (the UNJUDGED padding left out)."""
+    n_queries = qrels.shape[0]
+    row, _ = np.nonzero(qrels >= 0)
+    values = qrels[qrels >= 0].astype(np.int64)
+    return np.bincount(row * n_grades + values, minlength=n_queries * n_grades).reshape(n_queries, n_grades)
+
+
+def _idcg_from_counts(counts: np.ndarray, k: int, gain: str) -> np.ndarray:
+    """IDCG@k from label histograms (..., G): the ideal ranking is every grade's labels, best grade first.
+
+    Grade g fills the ranks from the number of better labels on, so its share of IDCG is gain(g) times
+    the discounts of those ranks below k: one cumulative sum of discounts serves every histogram, which
+    is how one qrels row gets a different IDCG per system without sorting (S, Q) rows.
+    """
+    descending = counts[..., ::-1]
+    end = np.cumsum(descending, axis=-1)
+    start = end - descending
+    cumulative = np.concatenate([[0.0], np.cumsum(_discounts(k))])
+    share = cumulative[np.minimum(end, k)] - cumulative[np.minimum(start, k)]
+    return share @ _gains(np.arange(counts.shape[-1])[::-1], gain)
+
+
+def _check_doc_ids(doc_ids, labels: np.ndarray) -> np.ndarray:
+    doc_ids = _int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1)
+    if doc_ids.shape[:2] == labels.shape[:2] and doc_ids.shape[2] == 0:
+        doc_ids = np.full(labels.shape, -1, dtype=np.int64)  # labels padded a depth-0 array to one column
+    if doc_ids.shape != labels.shape:
+        raise ValueError(f"doc_ids has shape {doc_ids.shape} but labels has shape {labels.shape}")
+    if ((doc_ids < 0) != (labels == -2)).any():
+        raise ValueError("doc_ids must be -1 exactly where labels is PAD (-2)")
+    return doc_ids.astype(np.int64, copy=False)
+
+
+def _group_entries(mask: np.ndarray, doc_ids: np.ndarray):
+    """Group the masked (system, query, rank) entries by (query, document).
+
+    Returns per entry, in group order: system, query, rank (0-based) and a flag opening each group.
+    Within a query the entries of all systems are one row of (S x depth) keys ``doc * S * depth + j``
+    (j = system * depth + rank), sorted row by row: sorting many short rows is several times faster
+    than one sort of every key, and the key carries the system and rank along.
+    """
+    n_systems, n_queries, depth = mask.shape
+    width = n_systems * depth
+    sentinel = np.iinfo(np.int64).max
+    top = int(doc_ids.max()) if doc_ids.size else 0
+    if (top + 1) * width >= sentinel:
+        raise ValueError(f"document ids up to {top} are too large to group ({width} entries per query)")
+    j = np.arange(width, dtype=np.int64).reshape(n_systems, 1, depth)
+    keys = np.where(mask, doc_ids * width + j, sentinel)
+    keys = np.sort(keys.transpose(1, 0, 2).reshape(n_queries, width), axis=1)
+    query, position = np.nonzero(keys != sentinel)
+    flat = keys[query, position]
+    doc, j = np.divmod(flat, width)
+    system, rank = np.divmod(j, depth)
+    opens = np.ones(flat.size, dtype=bool)
+    opens[1:] = (doc[1:] != doc[:-1]) | (query[1:] != query[:-1])
+    return system, query, rank, doc, opens
+
+
+def _unjudged_groups(labels, doc_ids, cutoff, systems):
+    """Distinct unjudged (query, document) pairs in the top ``cutoff`` of the chosen systems.
+
+    Returns query, document, best (smallest) 0-based rank, number of systems, and membership as an
+    (P, W) array of uint64 words (system s is bit s % 64 of word s // 64).
+    """
+    depth = labels.shape[2] if cutoff is None else min(cutoff, labels.shape[2])
+    mask = labels[..., :depth] == UNJUDGED
+    mask &= systems[:, None, None]
+    system, query, rank, doc, opens = _group_entries(mask, doc_ids[..., :depth])
+    starts = np.flatnonzero(opens)
+    n_words = max((labels.shape[0] + 63) // 64, 1)
+    members = np.zeros((starts.size, n_words), dtype=np.uint64)
+    if starts.size:
+        bit = np.left_shift(np.uint64(1), (system % 64).astype(np.uint64))
+        for word in range(n_words):  # one pass per 64 systems
+            members[:, word] = np.bitwise_or.reduceat(np.where(system // 64 == word, bit, np.uint64(0)), starts)
+        best = np.minimum.reduceat(rank, starts)
+        count = np.diff(np.append(starts, system.size))
+    else:
+        best = count = np.zeros(0, dtype=np.int64)
+    return query[starts], doc[starts], best, count, members
+
+
+def _check_cutoff(cutoff):
+    return None if cutoff is None else _check_k(cutoff)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Bounds
+
+
+def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gain: str = "linear") -> dict:
+    r"""Lowest and highest score of every measure over the gradings of each run's unjudged documents.
+
+    Two completions of the qrels bound the score of system s:
+
+    * **low**: every unjudged document counts as non-relevant. That is today's score for every
+      measure but bpref, which skips unjudged documents; its low completion judges each unjudged
+      retrieved document non-relevant (label 0; nothing changes when ``threshold`` is 0).
+    * **high**: every unjudged document that s retrieved within the measure's cutoff (the top k for
+      P, R, F1, Hit and nDCG; the whole run for MRR, MAP and bpref) gets ``top_grade``, and joins the
+      qrels: num_rel and the ideal ranking grow with it, as they would if an assessor had judged so.
+
+    The returned interval is the hull of today's score and the two completions. For P@k, R@k, F1@k,
+    Hit@k and RR a score only grows as labels rise, so the interval is exactly the smallest and largest
+    score any grading of those documents gives. AP, nDCG and bpref are not monotone in one label (a
+    relevant document found at rank 100 adds more to num_rel than to the sum of precisions), so a
+    grading in between can fall outside; the interval then says how far the two extreme readings apart.
+
+    Each run is completed on its own (a per-system bound): documents that only other systems retrieved
+    stay as they are, even though judging them relevant would lower this system's recall.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked labels, see :func:`metrics.precision`; ``UNJUDGED`` entries are the documents to grade.
+    qrels : int array, shape (Q, M)
+        Labels of every labelled document of each query, see :func:`metrics.recall`.
+    k : int, default 10
+        Cutoff of the @k measures.
+    top_grade : int
+        The best grade of the campaign's scale, >= every label in ``qrels``.
+    threshold : int, default 1
+        Relevance threshold of the binary measures (not of nDCG).
+    gain : {"linear", "exponential"}, default "linear"
+        nDCG gain.
+
+    Returns
+    -------
+    dict of str to (low, high) pairs of float64 arrays of shape (S, Q)
+        The keys of :func:`metrics.evaluate` without ``Judged@k`` (which has nothing to bound), in the
+        same order. Average each side with :func:`metrics.mean` for the bounds of the mean.
+
+    Notes
+    -----
+    Rankings are scored as retrieved: the bounds are those of the default scoring, not of
+    ``judged_only`` (condensed) scoring.
+    """
+    labels = _check_labels(labels)
+    qrels = _check_qrels(qrels, labels)
+    k = _check_k(k)
+    threshold = _check_threshold(threshold)
+    gain = _check_gain(gain)
+    top_grade = _check_top_grade(top_grade, qrels)
+
+    num_rel, num_nonrel = _num_rel(qrels, threshold), _num_nonrel(qrels, threshold)
+    today = _measure_set(
+        labels,
+        k=k,
+        threshold=threshold,
+        gain=gain,
+        num_rel_k=num_rel,
+        num_rel=num_rel,
+        num_nonrel=num_nonrel,
+        idcg=_idcg(qrels, k, gain),
+    )
+    unjudged = labels == UNJUDGED
+    u_all = np.count_nonzero(unjudged, axis=-1)
+    u_k = np.count_nonzero(unjudged[..., :k], axis=-1)
+
+    top_relevant = top_grade >= threshold
+    completed = labels.astype(np.promote_types(labels.dtype, np.min_scalar_type(top_grade)))
+    completed[unjudged] = top_grade
+    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), u_k.shape + (top_grade + 1,)).copy()
+    counts[..., top_grade] += u_k
+    high = _measure_set(
+        completed,
+        k=k,
+        threshold=threshold,
+        gain=gain,
+        num_rel_k=num_rel + u_k * top_relevant,
+        num_rel=num_rel + u_all * top_relevant,
+        num_nonrel=num_nonrel + u_all * (not top_relevant),
+        idcg=_idcg_from_counts(counts, k, gain),
+    )
+
+    if threshold > 0:
+        # Judged non-relevant, unjudged documents move no relevant document: today's relevant ranks hold.
+        low_labels = np.where(unjudged, 0, labels)
+        low_bpref = _bpref(low_labels, threshold, num_rel, num_nonrel + u_all, _relevant_ranks(labels, threshold))
+    else:
+        low_bpref = today["bpref"]
+    bounds = {}
+    for name, value in today.items():
+        candidates = [value, high[name]] + ([low_bpref] if name == "bpref" else [])
+        bounds[name] = (np.minimum.reduce(candidates), np.maximum.reduce(candidates))
+    return bounds
+
+
+# --------------------------------------------------------------------------------------------------------
+# Which comparisons are settled, and which unjudged pairs could still change the others
+
+
+class Settled(NamedTuple):
+    """Pairwise verdicts on the mean order of systems (row a against column b)."""
+
+    #: (S, S) int8: 1 when a's mean is above b's under every grading, -1 when below, 0 when open.
+    order: np.ndarray
+    #: (S, S) smallest possible mean difference a - b: mean over queries of low[a] - high[b].
+    diff_low: np.ndarray
+    #: (S, S) largest possible mean difference a - b: mean over queries of high[a] - low[b].
+    diff_high: np.ndarray
+
+
+def settled(low, high) -> Settled:
+    r"""Whether each pair of systems keeps its mean order whatever the unjudged documents turn out to be.
+
+    Per query, a - b lies between low[a] - high[b] and high[a] - low[b]; the mean difference therefore
+    lies between
+
+    .. math:: \Delta^- = \overline{\mathrm{low}_a} - \overline{\mathrm{high}_b}, \qquad
+              \Delta^+ = \overline{\mathrm{high}_a} - \overline{\mathrm{low}_b}
+
+    and the order is settled when the interval excludes 0: a ahead when :math:`\Delta^- > 0`, behind
+    when :math:`\Delta^+ < 0`. Ties that no label can break (both sides exact and equal) count as open.
+
+    The verdict is as sound as the bounds: with :func:`score_bounds` it is exact for P@k, Hit@k and
+    MRR. For measures whose denominator holds num_rel (R, F1, MAP, nDCG, bpref) a document only the
+    other system retrieved can lower a score below its per-system low bound, so "settled" there means
+    settled against each system's own unjudged documents.
+
+    Parameters
+    ----------
+    low, high : float arrays, shape (S, Q)
+        Per-query bounds of one measure, e.g. ``score_bounds(...)[name]``, over the query set of the mean.
+
+    Returns
+    -------
+    Settled
+
+    Raises
+    ------
+    ValueError
+        On shapes that differ or are not 2-D, NaN, or a low bound above its high bound.
+    """
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    if low.ndim != 2 or low.shape != high.shape:
+        raise ValueError(
+            f"low and high must be (systems, queries) arrays of one shape, got {low.shape} and {high.shape}"
+        )
+    if np.isnan(low).any() or np.isnan(high).any():
+        raise ValueError("low and high must not contain NaN")
+    above = low > high
+    if above.any():
+        s, q = np.argwhere(above)[0]
+        raise ValueError(f"low bound above high bound for system {s}, query {q}: {low[s, q]} > {high[s, q]}")
+    if low.shape[1] == 0:
+        zeros = np.zeros((low.shape[0],) * 2)
+        return Settled(np.zeros(zeros.shape, dtype=np.int8), zeros, zeros.copy())
+    mean_low, mean_high = low.mean(axis=1), high.mean(axis=1)
+    diff_low = mean_low[:, None] - mean_high[None, :]
+    diff_high = mean_high[:, None] - mean_low[None, :]
+    order = np.where(diff_low > 0, 1, np.where(diff_high < 0, -1, 0)).astype(np.int8)
+    np.fill_diagonal(order, 0)
+    return Settled(order, diff_low, diff_high)
+
+
+def _check_order(order, n_systems: int) -> np.ndarray:
+    order = np.asarray(order)
+    if order.shape != (n_systems, n_systems):
+        raise ValueError(f"order must have shape ({n_systems}, {n_systems}), got {order.shape}")
+    return order
+
+
+def _open_comparisons(order: np.ndarray) -> np.ndarray:
+    open_ = order == 0
+    np.fill_diagonal(open_, False)
+    return open_
+
+
+def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarray:
+    """How many unjudged pairs could still change each open comparison.
+
+    For an open comparison of systems a and b (``order[a, b] == 0``, see :func:`settled`): the number
+    of distinct (query, document) pairs that are unjudged and within the top ``cutoff`` of a's run or
+    of b's (counted once when both retrieved them). Settled comparisons and the diagonal get 0: no
+    label can change them.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked labels, see :func:`metrics.precision`.
+    doc_ids : int array, shape (S, Q, D)
+        Document id at each rank (any non-negative integer key unique per document), -1 exactly where
+        labels is ``PAD``: the same documents under different systems share an id.
+    order : int array, shape (S, S)
+        ``settled(...).order``.
+    cutoff : int or None
+        The measure's cutoff: k for the @k measures, None (whole run) for MRR, MAP and bpref.
+
+    Returns
+    -------
+    ndarray of int64, shape (S, S), symmetric
+    """
+    labels = _check_labels(labels)
+    doc_ids = _check_doc_ids(doc_ids, labels)
+    n_systems = labels.shape[0]
+    open_ = _open_comparisons(_check_order(order, n_systems))
+    cutoff = _check_cutoff(cutoff)
+    _, _, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, open_.any(axis=1))
+    result = np.zeros((n_systems, n_systems), dtype=np.int64)
+    if not members.size:
+        return result
+    # Pairs with the same set of systems count alike: a few distinct sets, however many pairs.
+    sets, n_pairs = np.unique(members, axis=0, return_counts=True)
+    systems = np.arange(n_systems)
+    inside = (sets[:, systems // 64] >> (systems % 64).astype(np.uint64)) & np.uint64(1)
+    inside = inside.astype(np.int64)  # (sets, S)
+    per_system = n_pairs @ inside
+    both = inside.T @ (inside * n_pairs[:, None])
+    union = per_system[:, None] + per_system[None, :] - both
+    return np.where(open_, union, 0)
+
+
+class PairPriority(NamedTuple):
+    """Unjudged (query, document) pairs in the order they should be judged, most urgent first."""
+
+    #: (P,) query index (position on the Q axis).
+    query: np.ndarray
+    #: (P,) document id.
+    doc: np.ndarray
+    #: (P,) the best (smallest) 1-based rank any system with an open comparison gives the document.
+    best_rank: np.ndarray
+    #: (P,) how many systems with an open comparison have it within the cutoff.
+    systems: np.ndarray
+
+
+def pair_priority(labels, doc_ids, order, *, cutoff: int | None = None) -> PairPriority:
+    """Unjudged pairs that matter most for the comparisons still open, most urgent first.
+
+    Rule: only systems that still have an open comparison (a 0 off the diagonal of ``order``) count,
+    since no label can change a settled one. A pair matters when one of them retrieved it unjudged
+    within ``cutoff``, and the higher it is ranked, the more its label moves the scores (every measure
+    here discounts by rank): pairs are ordered by the best rank any of those systems gives them, then
+    by how many of them retrieved it (one label moves several scores), then by query and document for
+    a stable order. Pairs that only settled systems retrieved are left out.
+
+    Parameters
+    ----------
+    labels, doc_ids, order, cutoff
+        As for :func:`open_pairs`.
+
+    Returns
+    -------
+    PairPriority
+    """
+    labels = _check_labels(labels)
+    doc_ids = _check_doc_ids(doc_ids, labels)
+    open_ = _open_comparisons(_check_order(order, labels.shape[0]))
+    cutoff = _check_cutoff(cutoff)
+    query, doc, best, count, _ = _unjudged_groups(labels, doc_ids, cutoff, open_.any(axis=1))
+    ranked = np.lexsort((doc, query, -count, best))
+    return PairPriority(query[ranked], doc[ranked], best[ranked] + 1, count[ranked])
