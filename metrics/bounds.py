@@ -20,7 +20,6 @@ from metrics.ranking import (
     _measure_set,
     _num_nonrel,
     _num_rel,
-    _relevant_ranks,
 )
 
 __all__ = ["PairPriority", "Settled", "open_pairs", "pair_priority", "score_bounds", "settled"]
@@ -194,6 +193,7 @@ def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gai
         num_rel=num_rel,
         num_nonrel=num_nonrel,
         idcg=_idcg(qrels, k, gain),
+        dense=True,
     )
     unjudged = labels == UNJUDGED
     u_all = np.count_nonzero(unjudged, axis=-1)
@@ -213,12 +213,13 @@ def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gai
         num_rel=num_rel + u_all * top_relevant,
         num_nonrel=num_nonrel + u_all * (not top_relevant),
         idcg=_idcg_from_counts(counts, k, gain),
+        dense=True,
     )
 
     if threshold > 0:
         # Judged non-relevant, unjudged documents move no relevant document: today's relevant ranks hold.
         low_labels = np.where(unjudged, 0, labels)
-        low_bpref = _bpref(low_labels, threshold, num_rel, num_nonrel + u_all, _relevant_ranks(labels, threshold))
+        low_bpref = _bpref(low_labels, threshold, num_rel, num_nonrel + u_all)
     else:
         low_bpref = today["bpref"]
     bounds = {}

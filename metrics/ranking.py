@@ -153,22 +153,38 @@ def _rr_from_ranks(shape, rel_ranks) -> np.ndarray:
     return rr.reshape(shape[:2])
 
 
-def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel, rel_ranks=None) -> np.ndarray:
-    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q)."""
-    shape = labels.shape
-    row, rank0, _, _, _ = _relevant_ranks(labels, threshold) if rel_ranks is None else rel_ranks
-    # Judged non-relevant documents above each rank; at a relevant rank the inclusive count is the
-    # count above it. Unjudged and padding are neither, so bpref skips them as trec_eval does.
-    nonrel_above = np.cumsum((labels >= 0) & (labels < threshold), axis=-1, dtype=np.int32)
-    above = nonrel_above.reshape(-1, shape[2])[row, rank0]
-    num_rel = np.broadcast_to(num_rel, shape[:2])
-    r = num_rel.reshape(-1)[row]
-    n = np.broadcast_to(num_nonrel, shape[:2]).reshape(-1)[row]
-    # above > 0 implies num_nonrel > 0; the division only guards arrays whose qrels miss labels.
-    wrong = _safe_divide(np.minimum(above, r), np.minimum(n, r))
-    # bincount adds each row's terms in rank order, the order trec_eval adds them.
-    summed = np.bincount(row, weights=1.0 - wrong, minlength=shape[0] * shape[1])
-    return _safe_divide(summed.reshape(shape[:2]), num_rel)
+def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel) -> np.ndarray:
+    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q).
+
+    trec_eval sums 1 - min(n_r, R) / min(N, R) over the relevant retrieved documents r; here the same
+    sum is (relevant retrieved) - (sum of min(n_r, R)) / min(N, R), with n_r from one cumulative count
+    of judged non-relevant documents along the ranking, so no per-document division is needed.
+    """
+    depth = labels.shape[-1]
+    num_rel = np.broadcast_to(num_rel, labels.shape[:2])
+    dtype = np.int16 if depth < 2**15 else np.int32
+    # Unjudged and padding are neither relevant nor judged non-relevant: bpref skips them.
+    nonrel_above = np.cumsum((labels >= 0) & (labels < threshold), axis=-1, dtype=dtype)
+    relevant = labels >= threshold
+    # At a relevant rank the inclusive count is the count above it; n_r is capped at R (<= depth here).
+    capped = np.minimum(nonrel_above, np.minimum(num_rel, depth).astype(dtype)[..., None])
+    wrong = np.sum(capped * relevant, axis=-1, dtype=np.int64)
+    # wrong > 0 implies N > 0; the division only guards arrays whose qrels miss labels.
+    kept = np.count_nonzero(relevant, axis=-1) - _safe_divide(wrong, np.minimum(num_nonrel, num_rel))
+    return _safe_divide(kept, num_rel)
+
+
+def _dense_rr_ap(labels: np.ndarray, threshold, num_rel):
+    """(S, Q) RR and AP from one cumulative count of relevant documents along the ranking."""
+    depth = labels.shape[-1]
+    relevant = labels >= threshold
+    found = np.cumsum(relevant, axis=-1, dtype=np.int16 if depth < 2**15 else np.int32)
+    # P@i at the relevant ranks, summed with one matrix-vector product against 1/i.
+    products = (found * relevant).astype(np.float64).reshape(-1, depth)  # 2-D: one BLAS call
+    summed = (products @ (1.0 / np.arange(1, depth + 1))).reshape(labels.shape[:2])
+    first = np.argmax(relevant, axis=-1)
+    rr = np.where(found[..., -1] > 0, 1.0 / (first + 1.0), 0.0)
+    return rr, _safe_divide(summed, num_rel)
 
 
 def _gains(values: np.ndarray, gain: str) -> np.ndarray:
@@ -600,24 +616,32 @@ def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", j
     return scores
 
 
-def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, idcg) -> dict:
+def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, idcg, dense=False) -> dict:
     """Every measure but Judged@k from checked labels and per-query (or per system and query) totals.
+
+    ``dense`` computes RR and AP with cumulative sums over the whole array instead of walking the
+    relevant entries: faster where most entries are relevant (the completions of metrics.bounds), and
+    equal up to the order of the floating-point additions.
 
     num_rel_k is the num_rel of the @k measures and num_rel the one of the whole-run measures (MAP,
     bpref): they differ in :mod:`metrics.bounds`, where unjudged documents become relevant. All totals
     broadcast against (S, Q).
     """
     rel_at_k = _rel_in_top(labels, k, threshold)
-    ranks = _relevant_ranks(labels, threshold)
+    if dense:
+        rr, ap = _dense_rr_ap(labels, threshold, num_rel)
+    else:
+        ranks = _relevant_ranks(labels, threshold)
+        rr, ap = _rr_from_ranks(labels.shape, ranks), _ap_from_ranks(labels.shape, ranks, num_rel)
     return {
         f"P@{k}": rel_at_k / k,
         f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
         f"F1@{k}": _f1(rel_at_k, k, num_rel_k),
         f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
-        "MRR": _rr_from_ranks(labels.shape, ranks),
-        "MAP": _ap_from_ranks(labels.shape, ranks, num_rel),
+        "MRR": rr,
+        "MAP": ap,
         f"nDCG@{k}": _safe_divide(_dcg(labels, k, gain), idcg),
-        "bpref": _bpref(labels, threshold, num_rel, num_nonrel, ranks),
+        "bpref": _bpref(labels, threshold, num_rel, num_nonrel),
     }
 
 
