@@ -15,6 +15,8 @@ from metrics.agreement import (
     raw_agreement,
 )
 from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
+from metrics.curves import CURVE_MEASURES, curves
+from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
     GAINS,
     PAD,
@@ -48,6 +50,11 @@ from metrics.significance import (
 )
 
 __all__ = [
+    "CURVE_MEASURES",
+    "PoolBias",
+    "curves",
+    "pool_bias",
+    "unique_contributions",
     "PairPriority",
     "Settled",
     "open_pairs",
