@@ -479,3 +479,24 @@ def test_ranking_and_significance_never_import_django():
     code = "import sys, metrics.ranking, metrics.significance; sys.exit('django' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
+
+
+def test_micro_and_macro_averages_differ_by_hand():
+    # Query 0: a full run [rel, rel, non], num_rel 2. Query 1: one document, relevant, of num_rel 8.
+    labels = np.array([[[1, 1, 0], [1, PAD, PAD]]])
+    qrels = np.array([[1, 1, 0, U, U, U, U, U], [1, 1, 1, 1, 1, 1, 1, 1]])
+    # Macro P@3 = (2/3 + 1/3) / 2 (trec_eval divides by k); micro P@3 = 3 relevant / 4 retrieved.
+    assert metrics.mean(metrics.precision(labels, 3))[0] == pytest.approx(0.5)
+    assert metrics.micro_precision(labels, 3)[0] == pytest.approx(3 / 4)
+    # Macro R@3 = (2/2 + 1/8) / 2; micro R@3 = 3 / 10: the query with 8 relevant documents dominates.
+    assert metrics.mean(metrics.recall(labels, qrels, 3))[0] == pytest.approx(0.5625)
+    assert metrics.micro_recall(labels, qrels, 3)[0] == pytest.approx(0.3)
+
+
+def test_micro_averages_zero_when_nothing_retrieved_or_relevant():
+    labels = np.array([[[PAD, PAD]], [[0, U]]])
+    qrels = np.array([[0, U]])
+    np.testing.assert_array_equal(metrics.micro_precision(labels, 2), [0.0, 0.0])
+    np.testing.assert_array_equal(metrics.micro_recall(labels, qrels, 2), [0.0, 0.0])
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
+        metrics.micro_precision(labels, 0)
