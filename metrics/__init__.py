@@ -16,6 +16,7 @@ from metrics.agreement import (
 )
 from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
 from metrics.curves import CURVE_MEASURES, curves
+from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
     GAINS,
@@ -50,6 +51,9 @@ from metrics.significance import (
 )
 
 __all__ = [
+    "NO_VALUE",
+    "coverage",
+    "intra_list_diversity",
     "CURVE_MEASURES",
     "PoolBias",
     "curves",
