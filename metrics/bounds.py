@@ -7,19 +7,22 @@ import numpy as np
 
 from metrics.ranking import (
     UNJUDGED,
-    _bpref,
+    _bpref_from_counts,
     _check_gain,
     _check_k,
     _check_labels,
     _check_qrels,
     _check_threshold,
+    _cumulative_counts,
+    _dcg,
     _discounts,
+    _from_counts,
     _gains,
     _idcg,
     _int_array,
-    _measure_set,
     _num_nonrel,
     _num_rel,
+    _safe_divide,
 )
 
 __all__ = ["PairPriority", "Settled", "open_pairs", "pair_priority", "score_bounds", "settled"]
@@ -87,9 +90,10 @@ def _group_entries(mask: np.ndarray, doc_ids: np.ndarray):
         raise ValueError(f"document ids up to {top} are too large to group ({width} entries per query)")
     j = np.arange(width, dtype=np.int64).reshape(n_systems, 1, depth)
     keys = np.where(mask, doc_ids * width + j, sentinel)
-    keys = np.sort(keys.transpose(1, 0, 2).reshape(n_queries, width), axis=1)
-    query, position = np.nonzero(keys != sentinel)
-    flat = keys[query, position]
+    keys = np.sort(keys.transpose(1, 0, 2).reshape(n_queries, width), axis=1).reshape(-1)
+    valid = np.flatnonzero(keys != sentinel)
+    query = valid // width
+    flat = keys[valid]
     doc, j = np.divmod(flat, width)
     system, rank = np.divmod(j, depth)
     opens = np.ones(flat.size, dtype=bool)
@@ -184,47 +188,41 @@ def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gai
     top_grade = _check_top_grade(top_grade, qrels)
 
     num_rel, num_nonrel = _num_rel(qrels, threshold), _num_nonrel(qrels, threshold)
-    today = _measure_set(
-        labels,
-        k=k,
-        threshold=threshold,
-        gain=gain,
-        num_rel_k=num_rel,
-        num_rel=num_rel,
-        num_nonrel=num_nonrel,
-        idcg=_idcg(qrels, k, gain),
-        dense=True,
-    )
+    n_systems, n_queries, depth = labels.shape
+    # Three cumulative counts along the ranking serve today's scores and both completions: the
+    # completions only move unjudged documents into the relevant or the judged non-relevant ones.
+    relevant = labels >= threshold
     unjudged = labels == UNJUDGED
-    u_all = np.count_nonzero(unjudged, axis=-1)
-    u_k = np.count_nonzero(unjudged[..., :k], axis=-1)
-
+    c_rel, c_unj, c_non = _cumulative_counts(relevant, unjudged, (labels >= 0) & (labels < threshold))
+    at_k = min(k, depth) - 1
+    u_all, u_k = c_unj[..., -1].astype(np.int64), c_unj[..., at_k].astype(np.int64)
     top_relevant = top_grade >= threshold
-    completed = labels.astype(np.promote_types(labels.dtype, np.min_scalar_type(top_grade)))
-    completed[unjudged] = top_grade
-    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), u_k.shape + (top_grade + 1,)).copy()
-    counts[..., top_grade] += u_k
-    high = _measure_set(
-        completed,
-        k=k,
-        threshold=threshold,
-        gain=gain,
-        num_rel_k=num_rel + u_k * top_relevant,
-        num_rel=num_rel + u_all * top_relevant,
-        num_nonrel=num_nonrel + u_all * (not top_relevant),
-        idcg=_idcg_from_counts(counts, k, gain),
-        dense=True,
-    )
 
-    if threshold > 0:
-        # Judged non-relevant, unjudged documents move no relevant document: today's relevant ranks hold.
-        low_labels = np.where(unjudged, 0, labels)
-        low_bpref = _bpref(low_labels, threshold, num_rel, num_nonrel + u_all)
+    today = _from_counts(relevant, c_rel, c_non, num_rel, num_rel, num_nonrel, k, at_k)
+    if top_relevant:
+        high_relevant = relevant | unjudged
+        high = _from_counts(high_relevant, c_rel + c_unj, c_non, num_rel + u_k, num_rel + u_all, num_nonrel, k, at_k)
     else:
-        low_bpref = today["bpref"]
+        # The top grade is below the threshold: the completion adds judged non-relevant documents.
+        high = dict(today)
+        high["bpref"] = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
+    low_bpref = today["bpref"]
+    if threshold > 0:
+        # Judged non-relevant, the unjudged documents join the ones counted above each relevant one.
+        low_bpref = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
+
+    discounts = _discounts(min(k, depth))
+    top_gain = _gains(np.array(top_grade), gain)
+    dcg = _dcg(labels, k, gain)
+    today[f"nDCG@{k}"] = _safe_divide(dcg, _idcg(qrels, k, gain))
+    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
+    counts[..., top_grade] += u_k
+    high_dcg = dcg + top_gain * (unjudged[..., :k] @ discounts)
+    high[f"nDCG@{k}"] = _safe_divide(high_dcg, _idcg_from_counts(counts, k, gain))
+
     bounds = {}
-    for name, value in today.items():
-        candidates = [value, high[name]] + ([low_bpref] if name == "bpref" else [])
+    for name in today:
+        candidates = [today[name], high[name]] + ([low_bpref] if name == "bpref" else [])
         bounds[name] = (np.minimum.reduce(candidates), np.maximum.reduce(candidates))
     return bounds
 
@@ -345,7 +343,11 @@ def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarr
     if not members.size:
         return result
     # Pairs with the same set of systems count alike: a few distinct sets, however many pairs.
-    sets, n_pairs = np.unique(members, axis=0, return_counts=True)
+    if members.shape[1] == 1:  # up to 64 systems: one word per pair, and the fast 1-D unique
+        sets, n_pairs = np.unique(members[:, 0], return_counts=True)
+        sets = sets[:, None]
+    else:
+        sets, n_pairs = np.unique(members, axis=0, return_counts=True)
     systems = np.arange(n_systems)
     inside = (sets[:, systems // 64] >> (systems % 64).astype(np.uint64)) & np.uint64(1)
     inside = inside.astype(np.int64)  # (sets, S)

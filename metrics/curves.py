@@ -77,34 +77,70 @@ def curves(labels, qrels, k_max: int, *, threshold=1, gain: str = "linear", meas
         fill = np.full(top.shape[:-1] + (k_max - top.shape[-1],), PAD, dtype=top.dtype)
         top = np.concatenate([top, fill], axis=-1)
     ks = np.arange(1, k_max + 1)
-
-    def finish(per_query):
-        if not average:
-            return per_query
-        if n_queries == 0:
-            return np.full((labels.shape[0], k_max), np.nan)
-        return per_query.mean(axis=1)
-
-    out = {}
-    if {"P", "R", "F1", "Hit"} & set(measures):
-        # int16 holds up to 32767 relevant documents per ranking, and halves the memory traffic.
-        rel = np.cumsum(top >= threshold, axis=-1, dtype=np.int16 if k_max < 2**15 else np.int32)
-        num_rel = _num_rel(qrels, threshold)[:, None]  # (Q, 1) against (S, Q, K)
-        if "P" in measures:
-            # Every query shares the denominator k: average the counts first, divide once.
-            out["P"] = rel / ks if not average else (finish(rel.astype(np.float64)) / ks)
-        if "R" in measures:
-            weights = _safe_divide(1.0, num_rel)
-            out["R"] = finish(rel * weights)
-        if "F1" in measures:
-            out["F1"] = finish(_safe_divide(2.0 * rel, np.where(num_rel > 0, ks + num_rel, 0)))
-        if "Hit" in measures:
-            out["Hit"] = finish((rel > 0).astype(np.float64))
-    if "nDCG" in measures:
-        discounts = _discounts(k_max)
-        dcg = np.cumsum(_gains(top, gain) * discounts, axis=-1)
-        best = np.sort(qrels, axis=-1)[:, ::-1][:, :k_max]
-        ideal = np.zeros((n_queries, k_max))
-        ideal[:, : best.shape[1]] = _gains(best, gain) * discounts[: best.shape[1]]
-        out["nDCG"] = finish(_safe_divide(dcg, np.cumsum(ideal, axis=-1)))
+    if n_queries == 0:
+        shape = (labels.shape[0], k_max) if average else (labels.shape[0], 0, k_max)
+        return {name: np.full(shape, np.nan) if average else np.zeros(shape) for name in measures}
+    num_rel = _num_rel(qrels, threshold)
+    discounts = _discounts(k_max)
+    best = np.sort(qrels, axis=-1)[:, ::-1][:, :k_max]
+    ideal = np.zeros((n_queries, k_max))
+    ideal[:, : best.shape[1]] = _gains(best, gain) * discounts[: best.shape[1]]
+    ideal = np.cumsum(ideal, axis=-1)  # (Q, K) IDCG@k
+    if average:
+        out = _mean_curves(top >= threshold, top, num_rel, ideal, set(measures), threshold, gain, discounts)
+    else:
+        out = {}
+        relevant = top >= threshold
+        rel = np.cumsum(relevant, axis=-1, dtype=np.int16 if k_max < 2**15 else np.int32)
+        num_rel = num_rel[:, None]  # (Q, 1) against (S, Q, K)
+        out["P"] = rel / ks
+        out["R"] = _safe_divide(rel, num_rel)
+        out["F1"] = _safe_divide(2.0 * rel, np.where(num_rel > 0, ks + num_rel, 0))
+        out["Hit"] = (rel > 0).astype(np.float64)
+        if "nDCG" in measures:
+            out["nDCG"] = _safe_divide(np.cumsum(_gains(top, gain) * discounts, axis=-1), ideal)
     return {name: out[name] for name in measures}
+
+
+def _group_sums(values: np.ndarray, keys: np.ndarray, dtype=None):
+    """Sums of (S, Q, K) values over the queries that share a key row: (distinct keys, (S, G, K) sums).
+
+    The curves' means only need, per cutoff, sums over queries with the same denominator (num_rel, or
+    the IDCG curve); a handful of groups replaces a cumulative sum over every query.
+    """
+    distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+    order = np.argsort(inverse.reshape(-1), kind="stable")
+    starts = np.searchsorted(inverse.reshape(-1)[order], np.arange(distinct.shape[0]))
+    return distinct, np.add.reduceat(values[:, order], starts, axis=1, dtype=dtype)
+
+
+def _mean_curves(relevant, top, num_rel, ideal, measures, threshold, gain, discounts) -> dict:
+    """Macro means over queries of the curves, (S, K) each, summing before the cumulative sums.
+
+    A cumulative sum along the ranking commutes with a sum over queries, so each measure sums the
+    per-rank terms over queries that share its denominator first and then accumulates a (S, K) or
+    (S, groups, K) array instead of the (S, Q, K) one.
+    """
+    n_systems, n_queries, k_max = top.shape
+    ks = np.arange(1, k_max + 1)
+    out = {}
+    if "P" in measures:
+        out["P"] = np.cumsum(np.count_nonzero(relevant, axis=1), axis=-1) / (n_queries * ks)
+    if {"R", "F1"} & measures:
+        values, sums = _group_sums(relevant, num_rel[:, None], dtype=np.int64)
+        found = np.cumsum(sums, axis=-1)  # (S, G, K) relevant in the top k, summed over the group
+        values = values[:, 0][:, None]  # (G, 1)
+        if "R" in measures:
+            out["R"] = (found * _safe_divide(1.0, values)).sum(axis=1) / n_queries
+        if "F1" in measures:
+            out["F1"] = _safe_divide(2.0 * found, np.where(values > 0, ks + values, 0)).sum(axis=1) / n_queries
+    if "Hit" in measures:
+        first = np.where(relevant.any(axis=-1), np.argmax(relevant, axis=-1), k_max)
+        rows = np.arange(n_systems)[:, None] * (k_max + 1) + first
+        counts = np.bincount(rows.reshape(-1), minlength=n_systems * (k_max + 1)).reshape(n_systems, -1)
+        out["Hit"] = np.cumsum(counts[:, :k_max], axis=-1) / n_queries
+    if "nDCG" in measures:
+        # Queries with the same qrels grades share the IDCG curve: a few hundred groups at most.
+        curves_, sums = _group_sums(_gains(top, gain) * discounts, ideal)
+        out["nDCG"] = _safe_divide(np.cumsum(sums, axis=-1), curves_).sum(axis=1) / n_queries
+    return out

@@ -149,6 +149,7 @@ def pool_bias(
         num_rel=num_rel,
         num_nonrel=num_nonrel,
         idcg=_idcg_from_counts(counts, k, gain),
+        dense=True,
     )
     bpref = scores.pop("bpref")
     scores[f"Judged@{k}"] = judged_at_k

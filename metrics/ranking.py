@@ -174,17 +174,52 @@ def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel) -> np.ndarray:
     return _safe_divide(kept, num_rel)
 
 
-def _dense_rr_ap(labels: np.ndarray, threshold, num_rel):
-    """(S, Q) RR and AP from one cumulative count of relevant documents along the ranking."""
-    depth = labels.shape[-1]
-    relevant = labels >= threshold
-    found = np.cumsum(relevant, axis=-1, dtype=np.int16 if depth < 2**15 else np.int32)
-    # P@i at the relevant ranks, summed with one matrix-vector product against 1/i.
-    products = (found * relevant).astype(np.float64).reshape(-1, depth)  # 2-D: one BLAS call
-    summed = (products @ (1.0 / np.arange(1, depth + 1))).reshape(labels.shape[:2])
+def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
+    """Running counts of up to four boolean (S, Q, D) masks along the ranking, inclusive, as int16.
+
+    numpy's cumulative sum along a short last axis costs about the same for one 16-bit lane as for
+    four, so the masks go into the four int16 lanes of one int64 per entry, are summed once, and come
+    back out as strided views. A count never exceeds the depth (< 2^15), so no lane carries into the
+    next. Deeper arrays, or more masks, fall back to one sum per mask.
+    """
+    depth = masks[0].shape[-1]
+    if depth >= 2**15 or len(masks) > 4:
+        return [np.cumsum(mask, axis=-1, dtype=np.int32) for mask in masks]
+    packed = np.zeros(masks[0].shape, dtype="<i8")
+    lanes = packed.view("<i2").reshape(masks[0].shape + (4,))
+    for i, mask in enumerate(masks):  # over the (at most four) masks, not over ranks
+        lanes[..., i] = mask
+    np.cumsum(packed, axis=-1, out=packed)
+    return [np.ascontiguousarray(lanes[..., i]).astype(np.int16, copy=False) for i in range(len(masks))]
+
+
+def _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k: int, at_k: int) -> dict:
+    """Every measure of metrics.evaluate but nDCG (filled in by the caller) from cumulative counts."""
+    depth = relevant.shape[-1]
+    rel_at_k = c_rel[..., at_k].astype(np.int64)
+    products = (c_rel * relevant).astype(np.float64).reshape(-1, depth)
+    precision_sum = (products @ (1.0 / np.arange(1, depth + 1))).reshape(relevant.shape[:2])
     first = np.argmax(relevant, axis=-1)
-    rr = np.where(found[..., -1] > 0, 1.0 / (first + 1.0), 0.0)
-    return rr, _safe_divide(summed, num_rel)
+    return {
+        f"P@{k}": rel_at_k / k,
+        f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
+        f"F1@{k}": _f1(rel_at_k, k, num_rel_k),
+        f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
+        "MRR": np.where(c_rel[..., -1] > 0, 1.0 / (first + 1.0), 0.0),
+        "MAP": _safe_divide(precision_sum, num_rel),
+        f"nDCG@{k}": None,
+        "bpref": _bpref_from_counts(relevant, c_non, num_rel, num_nonrel),
+    }
+
+
+def _bpref_from_counts(relevant, nonrel_above, num_rel, num_nonrel) -> np.ndarray:
+    """bpref from the relevant mask and the judged non-relevant count above each rank (see _bpref)."""
+    depth = relevant.shape[-1]
+    num_rel = np.broadcast_to(num_rel, relevant.shape[:2])
+    capped = np.minimum(nonrel_above, np.minimum(num_rel, depth).astype(nonrel_above.dtype)[..., None])
+    wrong = np.sum(capped * relevant, axis=-1, dtype=np.int64)
+    kept = np.count_nonzero(relevant, axis=-1) - _safe_divide(wrong, np.minimum(num_nonrel, num_rel))
+    return _safe_divide(kept, num_rel)
 
 
 def _gains(values: np.ndarray, gain: str) -> np.ndarray:
@@ -619,20 +654,24 @@ def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", j
 def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, idcg, dense=False) -> dict:
     """Every measure but Judged@k from checked labels and per-query (or per system and query) totals.
 
-    ``dense`` computes RR and AP with cumulative sums over the whole array instead of walking the
-    relevant entries: faster where most entries are relevant (the completions of metrics.bounds), and
-    equal up to the order of the floating-point additions.
+    ``dense`` computes every measure from cumulative counts over the whole array instead of walking
+    the relevant entries (:func:`_from_counts`): faster where many entries are relevant, and equal up
+    to the order of the floating-point additions. evaluate keeps the walk, which adds AP's terms in
+    trec_eval's order.
 
     num_rel_k is the num_rel of the @k measures and num_rel the one of the whole-run measures (MAP,
     bpref): they differ in :mod:`metrics.bounds`, where unjudged documents become relevant. All totals
     broadcast against (S, Q).
     """
-    rel_at_k = _rel_in_top(labels, k, threshold)
     if dense:
-        rr, ap = _dense_rr_ap(labels, threshold, num_rel)
-    else:
-        ranks = _relevant_ranks(labels, threshold)
-        rr, ap = _rr_from_ranks(labels.shape, ranks), _ap_from_ranks(labels.shape, ranks, num_rel)
+        relevant = labels >= threshold
+        c_rel, c_non = _cumulative_counts(relevant, (labels >= 0) & (labels < threshold))
+        scores = _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k, min(k, labels.shape[-1]) - 1)
+        scores[f"nDCG@{k}"] = _safe_divide(_dcg(labels, k, gain), idcg)
+        return scores
+    rel_at_k = _rel_in_top(labels, k, threshold)
+    ranks = _relevant_ranks(labels, threshold)
+    rr, ap = _rr_from_ranks(labels.shape, ranks), _ap_from_ranks(labels.shape, ranks, num_rel)
     return {
         f"P@{k}": rel_at_k / k,
         f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
