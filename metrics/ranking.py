@@ -154,24 +154,9 @@ def _rr_from_ranks(shape, rel_ranks) -> np.ndarray:
 
 
 def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel) -> np.ndarray:
-    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q).
-
-    trec_eval sums 1 - min(n_r, R) / min(N, R) over the relevant retrieved documents r; here the same
-    sum is (relevant retrieved) - (sum of min(n_r, R)) / min(N, R), with n_r from one cumulative count
-    of judged non-relevant documents along the ranking, so no per-document division is needed.
-    """
-    depth = labels.shape[-1]
-    num_rel = np.broadcast_to(num_rel, labels.shape[:2])
-    dtype = np.int16 if depth < 2**15 else np.int32
-    # Unjudged and padding are neither relevant nor judged non-relevant: bpref skips them.
-    nonrel_above = np.cumsum((labels >= 0) & (labels < threshold), axis=-1, dtype=dtype)
-    relevant = labels >= threshold
-    # At a relevant rank the inclusive count is the count above it; n_r is capped at R (<= depth here).
-    capped = np.minimum(nonrel_above, np.minimum(num_rel, depth).astype(dtype)[..., None])
-    wrong = np.sum(capped * relevant, axis=-1, dtype=np.int64)
-    # wrong > 0 implies N > 0; the division only guards arrays whose qrels miss labels.
-    kept = np.count_nonzero(relevant, axis=-1) - _safe_divide(wrong, np.minimum(num_nonrel, num_rel))
-    return _safe_divide(kept, num_rel)
+    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q). See :func:`_bpref_from_counts`."""
+    (nonrel_above,) = _cumulative_counts((labels >= 0) & (labels < threshold))
+    return _bpref_from_counts(labels >= threshold, nonrel_above, num_rel, num_nonrel)
 
 
 def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
@@ -183,6 +168,8 @@ def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
     next. Deeper arrays, or more masks, fall back to one sum per mask.
     """
     depth = masks[0].shape[-1]
+    if len(masks) == 1:
+        return [np.cumsum(masks[0], axis=-1, dtype=np.int16 if depth < 2**15 else np.int32)]
     if depth >= 2**15 or len(masks) > 4:
         return [np.cumsum(mask, axis=-1, dtype=np.int32) for mask in masks]
     packed = np.zeros(masks[0].shape, dtype="<i8")
@@ -213,11 +200,18 @@ def _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k: int,
 
 
 def _bpref_from_counts(relevant, nonrel_above, num_rel, num_nonrel) -> np.ndarray:
-    """bpref from the relevant mask and the judged non-relevant count above each rank (see _bpref)."""
+    """(S, Q) bpref from the relevant mask and the judged non-relevant count above each rank.
+
+    trec_eval sums 1 - min(n_r, R) / min(N, R) over the relevant retrieved documents r; that sum is
+    (relevant retrieved) - (sum of min(n_r, R)) / min(N, R), so no per-document division is needed. At a
+    relevant rank the inclusive count of non-relevant documents is the count above it. Unjudged
+    documents and padding are in neither mask: bpref skips them.
+    """
     depth = relevant.shape[-1]
     num_rel = np.broadcast_to(num_rel, relevant.shape[:2])
     capped = np.minimum(nonrel_above, np.minimum(num_rel, depth).astype(nonrel_above.dtype)[..., None])
     wrong = np.sum(capped * relevant, axis=-1, dtype=np.int64)
+    # wrong > 0 implies N > 0; the division only guards arrays whose qrels miss labels.
     kept = np.count_nonzero(relevant, axis=-1) - _safe_divide(wrong, np.minimum(num_nonrel, num_rel))
     return _safe_divide(kept, num_rel)
 
