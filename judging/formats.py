@@ -7,6 +7,7 @@ import functools
 import gc
 import json
 import operator
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
@@ -20,6 +21,10 @@ __all__ = [
     "Qrel",
     "Ranking",
     "Topic",
+    "DOCID_MAX_LENGTH",
+    "QID_MAX_LENGTH",
+    "SYSTEM_NAME_MAX_LENGTH",
+    "URL_MAX_LENGTH",
     "decode_lines",
     "format_qrels",
     "format_run",
@@ -31,6 +36,27 @@ __all__ = [
 
 RUN_COLUMNS = "qid Q0 docid rank score tag"
 QRELS_COLUMNS = "qid iteration docid label"
+
+# Widths of the database columns these values go to: the models take their max_length from here, so
+# that a parse rejects exactly what the database could not store (SQLite would store it anyway,
+# PostgreSQL would fail the whole import with a DataError).
+QID_MAX_LENGTH = 100
+DOCID_MAX_LENGTH = 200
+SYSTEM_NAME_MAX_LENGTH = 100  # a run's tag names its system
+URL_MAX_LENGTH = 2000
+_MAX_LENGTH = {"qid": QID_MAX_LENGTH, "docid": DOCID_MAX_LENGTH, "tag": SYSTEM_NAME_MAX_LENGTH, "url": URL_MAX_LENGTH}
+
+# trec_eval splits columns with C's isspace(), i.e. these six characters. Python's str.split() also
+# splits on Unicode spaces (no-break space, ideographic space, U+001C..U+001F ...), which would cut a
+# docid holding one into two columns; those are found and named instead. (All of them lie below U+3001.)
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+_OTHER_SPACES = "".join(c for c in map(chr, range(0x3001)) if c.isspace() and c not in _ASCII_SPACE)
+_OTHER_SPACE = re.compile(f"[{re.escape(_OTHER_SPACES)}]")
+_ASCII_SPLIT = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
+# PostgreSQL text cannot hold NUL, and a lone surrogate (only a JSON escape can make one) is not Unicode
+# that any database encodes.
+_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
 # A first line that only names the columns is a header, not a record.
 _TOPIC_HEADERS = frozenset({("qid", "text"), ("qid", "text", "description")})
@@ -208,13 +234,84 @@ def _empty_file(filename: str) -> FormatError:
     return FormatError("empty file", filename=filename)
 
 
-def _check_id(value: str, name: str, filename: str, line: int) -> str:
-    """An identifier (qid, docid, tag) must survive the whitespace-separated TREC formats."""
+def _char_error(value: str, name: str | None, filename: str, line: int) -> FormatError:
+    char = _BAD_CHAR.search(value).group()
+    if char == "\x00":
+        message = "contains a NUL character (U+0000)"
+    else:
+        message = f"contains a lone surrogate (U+{ord(char):04X}), which is not valid Unicode"
+    return FormatError(message, filename=filename, line=line, field=name)
+
+
+def _length_error(length: int, name: str, filename: str, line: int) -> FormatError:
+    return FormatError(
+        f"too long: {length:,} characters (at most {_MAX_LENGTH[name]:,})", filename=filename, line=line, field=name
+    )
+
+
+def _check_value(value: str, name: str, filename: str, line: int, *, chars: bool = True) -> str:
+    """Any stored value: no NUL or lone surrogate, and no longer than its database column.
+
+    ``chars=False`` skips the character scan where the parser saw that the file cannot hold such a
+    character (the scan costs more than parsing a JSON line).
+    """
+    if chars and _BAD_CHAR.search(value):
+        raise _char_error(value, name, filename, line)
+    if name in _MAX_LENGTH and len(value) > _MAX_LENGTH[name]:
+        raise _length_error(len(value), name, filename, line)
+    return value
+
+
+def _check_id(value: str, name: str, filename: str, line: int, *, chars: bool = True) -> str:
+    """An identifier (qid, docid, tag) must survive the whitespace-separated TREC formats and fit its column."""
     if not value:
         raise FormatError("empty", filename=filename, line=line, field=name)
     if len(value.split()) != 1 or value.strip() != value:
         raise FormatError(f"contains whitespace: {_show(value)}", filename=filename, line=line, field=name)
-    return value
+    return _check_value(value, name, filename, line, chars=chars)
+
+
+def _has_other_space(text: str) -> bool:
+    """Whether ``text`` holds a space that str.split() splits on but trec_eval does not (fast when absent)."""
+    if text.isascii():  # a C-speed scan; then only U+001C..U+001F remain possible
+        return any(char in text for char in _OTHER_SPACES[:4])
+    return _OTHER_SPACE.search(text) is not None
+
+
+def _check_columns(
+    lines: Sequence[str], names: Sequence[str], filename: str, *, exact: bool, nul: bool, spaces: bool
+) -> None:
+    """Error path of the whitespace-separated formats: name the column holding a NUL or a non-ASCII space.
+
+    Columns are split as trec_eval splits them (ASCII whitespace). Columns past ``names`` are ignored
+    (runs may carry extra ones), unless ``exact``: then a line with another column count is the error.
+    """
+    for lineno, line in enumerate(lines, 1):
+        if not ((nul and "\x00" in line) or (spaces and _OTHER_SPACE.search(line))):
+            continue
+        cols = [col for col in _ASCII_SPLIT.split(line) if col]
+        if exact and len(cols) != len(names):
+            raise FormatError(
+                f"expected {len(names)} columns ({' '.join(names)}), found {len(cols)}", filename=filename, line=lineno
+            )
+        for name, col in zip(names, cols, strict=False):
+            if "\x00" in col:
+                raise _char_error(col, name, filename, lineno)
+            if _OTHER_SPACE.search(col):
+                raise FormatError(f"contains whitespace: {_show(col)}", filename=filename, line=lineno, field=name)
+
+
+def _check_lengths(columns: Sequence[tuple[str, Sequence[str]]], line_of: Callable[[int], int], filename: str) -> None:
+    """Length limits of whole id columns at C speed; the first line over a limit is found only on failure."""
+    for name, values in columns:
+        if values and max(map(len, values)) > _MAX_LENGTH[name]:
+            i = next(i for i, value in enumerate(values) if len(value) > _MAX_LENGTH[name])
+            raise _length_error(len(values[i]), name, filename, line_of(i))
+
+
+def _json_may_hold_bad_chars(text: str) -> bool:
+    """JSON can carry a NUL or a lone surrogate only as a \\u escape (a raw NUL is a JSON error)."""
+    return "\\u" in text
 
 
 def _is_jsonl(lines: Sequence[str], filename: str) -> bool:
@@ -224,18 +321,62 @@ def _is_jsonl(lines: Sequence[str], filename: str) -> bool:
     return first.startswith("{")
 
 
+def _culprit_key(line: str) -> tuple[str | None, int | None]:
+    """The top-level key whose value json cannot read (too deep, an integer too long), and where that
+    value starts; (None, None) when the line is no object or the failure is elsewhere. Error path only."""
+    decoder = json.JSONDecoder()
+    try:
+        i = _JSON_SPACE.match(line).end()
+        if line[i] != "{":
+            return None, None
+        i = _JSON_SPACE.match(line, i + 1).end()
+        while line[i] == '"':
+            key, i = decoder.raw_decode(line, i)
+            i = _JSON_SPACE.match(line, i).end()
+            if line[i] != ":":
+                return None, None
+            start = _JSON_SPACE.match(line, i + 1).end()
+            try:
+                _, i = decoder.raw_decode(line, start)
+            except (RecursionError, ValueError):
+                return key, start
+            i = _JSON_SPACE.match(line, i).end()
+            if line[i] != ",":
+                return None, None
+            i = _JSON_SPACE.match(line, i + 1).end()
+    except (IndexError, ValueError, RecursionError):
+        pass
+    return None, None
+
+
+def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> FormatError:
+    """The FormatError for a line json.loads rejected (error path only)."""
+    if isinstance(exc, json.JSONDecodeError):
+        if line.lstrip().startswith("["):
+            message = "expected JSON Lines (one object per line), found a JSON array"
+        else:
+            message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        return FormatError(message, filename=filename, line=lineno)
+    # A RecursionError (arrays or objects nested thousands deep) or Python's 4,300-digit limit on
+    # integers: neither is a JSONDecodeError, and both would otherwise escape as a traceback.
+    key, start = _culprit_key(line)
+    digits = re.match(r"-?[0-9]+", line[start:]) if start is not None else None
+    if isinstance(exc, RecursionError) or digits is None:
+        return FormatError("invalid JSON: nested too deeply", filename=filename, line=lineno, field=key)
+    length = len(digits.group())
+    if key in _MAX_LENGTH:
+        return _length_error(length, key, filename, lineno)
+    return FormatError(f"integer too long: {length:,} digits", filename=filename, line=lineno, field=key)
+
+
 def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, dict]]:
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if line.lstrip().startswith("["):
-                message = "expected JSON Lines (one object per line), found a JSON array"
-            else:
-                message = f"invalid JSON: {exc.msg} (column {exc.colno})"
-            raise FormatError(message, filename=filename, line=lineno) from None
+        except (ValueError, RecursionError) as exc:
+            raise _json_error(exc, line, filename, lineno) from None
         if isinstance(obj, list):
             raise FormatError(
                 "expected JSON Lines (one object per line), found a JSON array",
@@ -251,21 +392,21 @@ def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, di
         yield lineno, obj
 
 
-def _json_id(obj: dict, key: str, filename: str, line: int) -> str:
+def _json_id(obj: dict, key: str, filename: str, line: int, *, chars: bool = True) -> str:
     if key not in obj:
         raise FormatError("missing key", filename=filename, line=line, field=key)
     value = obj[key]
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        return _check_value(str(value), key, filename, line)
     if not isinstance(value, str):
         found = _JSON_TYPES.get(type(value), "a value")
         if isinstance(value, float):
             found = f"{value!r}"
         raise FormatError(f"expected a string or an integer, found {found}", filename=filename, line=line, field=key)
-    return _check_id(value.strip(), key, filename, line)
+    return _check_id(value.strip(), key, filename, line, chars=chars)
 
 
-def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool) -> str:
+def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
     if key not in obj and required:
         raise FormatError("missing key", filename=filename, line=line, field=key)
     value = obj.get(key)
@@ -281,7 +422,7 @@ def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool)
     value = value.strip()
     if required and not value:
         raise FormatError("empty", filename=filename, line=line, field=key)
-    return value
+    return _check_value(value, key, filename, line, chars=chars)
 
 
 def _tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iterator[tuple[int, list[str]]]:
@@ -290,7 +431,8 @@ def _tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iter
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        cols = [col.strip() for col in line.split("\t")]
+        # Stripped of ASCII whitespace only: a trailing no-break space stays, for _check_id to report.
+        cols = [col.strip(_ASCII_SPACE) for col in line.split("\t")]
         if first:
             first = False
             if tuple(col.lower() for col in cols) in headers:
@@ -315,17 +457,20 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
     A TSV first line ``qid<TAB>text[<TAB>description]`` is taken as a header and skipped; a JSON ``qid``
     may be an integer.
     """
-    lines = decode_lines(data, filename=filename)
+    raw = _decode(data, filename)
+    lines = _split_lines(raw)
     topics: list[Topic] = []
     seen: dict[str, int] = {}
     if _is_jsonl(lines, filename):
+        chars = _json_may_hold_bad_chars(raw)
         for line, obj in _json_objects(lines, filename):
-            qid = _json_id(obj, "qid", filename, line)
-            text = _json_text(obj, "text", filename, line, required=True)
-            description = _json_text(obj, "description", filename, line, required=False)
+            qid = _json_id(obj, "qid", filename, line, chars=chars)
+            text = _json_text(obj, "text", filename, line, required=True, chars=chars)
+            description = _json_text(obj, "description", filename, line, required=False, chars=chars)
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
             topics.append(Topic(qid, text, description))
     else:
+        nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _TOPIC_HEADERS):
             if len(cols) not in (2, 3):
                 raise FormatError(
@@ -333,9 +478,12 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
                     filename=filename,
                     line=line,
                 )
-            qid = _check_id(cols[0], "qid", filename, line)
+            qid = _check_id(cols[0], "qid", filename, line, chars=nul)
             if not cols[1]:
                 raise FormatError("empty", filename=filename, line=line, field="text")
+            if nul:
+                for name, col in zip(("text", "description"), cols[1:], strict=False):
+                    _check_value(col, name, filename, line)
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
             topics.append(Topic(qid, cols[1], cols[2] if len(cols) == 3 else ""))
     if not topics:
@@ -350,18 +498,21 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
     TSV also accepts two columns ``docid<TAB>text`` (the MS MARCO collection layout) and skips a header
     line naming the columns; a JSON ``docid`` may be an integer.
     """
-    lines = decode_lines(data, filename=filename)
+    raw = _decode(data, filename)
+    lines = _split_lines(raw)
     docs: list[Doc] = []
     seen: dict[str, int] = {}
     if _is_jsonl(lines, filename):
+        chars = _json_may_hold_bad_chars(raw)
         for line, obj in _json_objects(lines, filename):
-            docid = _json_id(obj, "docid", filename, line)
-            title = _json_text(obj, "title", filename, line, required=False)
-            text = _json_text(obj, "text", filename, line, required=True)
-            url = _json_text(obj, "url", filename, line, required=False)
+            docid = _json_id(obj, "docid", filename, line, chars=chars)
+            title = _json_text(obj, "title", filename, line, required=False, chars=chars)
+            text = _json_text(obj, "text", filename, line, required=True, chars=chars)
+            url = _json_text(obj, "url", filename, line, required=False, chars=chars)
             _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
             docs.append(Doc(docid, text, title=title, url=url))
     else:
+        nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _DOC_HEADERS):
             if len(cols) not in (2, 3):
                 raise FormatError(
@@ -369,10 +520,13 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
                     filename=filename,
                     line=line,
                 )
-            docid = _check_id(cols[0], "docid", filename, line)
+            docid = _check_id(cols[0], "docid", filename, line, chars=nul)
             title, text = ("", cols[1]) if len(cols) == 2 else (cols[1], cols[2])
             if not text:
                 raise FormatError("empty", filename=filename, line=line, field="text")
+            if nul:
+                _check_value(title, "title", filename, line)
+                _check_value(text, "text", filename, line)
             _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
             docs.append(Doc(docid, text, title=title))
     if not docs:
@@ -381,6 +535,12 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
 
 
 # --------------------------------------------------------------------------- runs
+
+
+def _ascii_number(convert: Callable[[str], object], token: str) -> object:
+    if not token.isascii() or "_" in token:
+        raise ValueError(token)
+    return convert(token)
 
 
 def _first_failure(values: Sequence[str], convert: Callable[[str], object]) -> int:
@@ -400,13 +560,21 @@ def _column_numbers(
     line_of: Callable[[int], int],
     filename: str,
 ) -> tuple[list, FormatError | None]:
-    """Convert a whole column at C speed; on failure, the error for its first bad value."""
+    """Convert a whole column at C speed; on failure, the error for its first bad value.
+
+    Numbers are ASCII, as trec_eval reads them: int() and float() would also take "1_000", full-width
+    and other Unicode digits ("１０", "٣"), which the one join-and-scan below turns away.
+    """
     try:
-        return list(map(convert, tokens)), None
+        values = list(map(convert, tokens))
+        joined = "".join(tokens)
+        if joined.isascii() and "_" not in joined:
+            return values, None
     except ValueError:
-        i = _first_failure(tokens, convert)
-        kind = "an integer" if convert is int else "a number"
-        return [], FormatError(f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name)
+        pass
+    i = _first_failure(tokens, functools.partial(_ascii_number, convert))
+    kind = "an integer" if convert is int else "a number"
+    return [], FormatError(f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name)
 
 
 def _nonfinite_error(
@@ -514,7 +682,8 @@ def _by_rank(ranks: list[int], filename: str, line_of: Callable[[int], int]) -> 
 
 def _default_tag(filename: str) -> str:
     stem = PureWindowsPath(filename).stem
-    return "_".join(stem.split()) or "run"
+    # Cut to the system name's width: a long file name is no error in the file.
+    return "_".join(stem.split())[:SYSTEM_NAME_MAX_LENGTH] or "run"
 
 
 def _first_data_line(text: str) -> str | None:
@@ -532,6 +701,9 @@ def _first_data_line(text: str) -> str | None:
 def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
     # Hot path (runs have millions of lines): no per-line Python loop beyond C-level map/split calls.
     lines = _split_lines(text)
+    nul, spaces = "\x00" in text, _has_other_space(text)
+    if nul or spaces:
+        _check_columns(lines, RUN_COLUMNS.split(), filename, exact=False, nul=nul, spaces=spaces)
     counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
     nonblank: list[int] | None = None
 
@@ -556,6 +728,7 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
         raise _empty_file(filename)
     qids, docids, rank_tokens, score_tokens, tags = (tokens[c::6] for c in (0, 2, 3, 4, 5))
     del tokens
+    _check_lengths((("qid", qids), ("docid", docids), ("tag", tags)), line_of, filename)
     _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename)
     score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
     scores = np.array(score_list, dtype=np.float64)
@@ -570,6 +743,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
     score_tokens: list[str] = []
     linenos: list[int] = []
     width = None
+    nul = any("\x00" in line for line in lines)
     for line, cols in _tsv_rows(lines, _RUN_TSV_HEADERS):
         if width is None:
             width = len(cols)
@@ -580,8 +754,8 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
                 filename=filename,
                 line=line,
             )
-        qids.append(_check_id(cols[0], "qid", filename, line))
-        docids.append(_check_id(cols[1], "docid", filename, line))
+        qids.append(_check_id(cols[0], "qid", filename, line, chars=nul))
+        docids.append(_check_id(cols[1], "docid", filename, line, chars=nul))
         rank_tokens.append(cols[2])
         if width == 4:
             score_tokens.append(cols[3])
@@ -611,9 +785,10 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]
     scores: list[float] = []
     linenos: list[int] = []
     scored: bool | None = None  # whether the file gives scores; decided by its first record
+    chars = any("\\u" in line for line in lines)
     for line, obj in _json_objects(lines, filename):
-        qid = _json_id(obj, "qid", filename, line)
-        docid = _json_id(obj, "docid", filename, line)
+        qid = _json_id(obj, "qid", filename, line, chars=chars)
+        docid = _json_id(obj, "docid", filename, line, chars=chars)
         tag = obj.get("tag")
         if tag is None:
             tag = default_tag
@@ -625,14 +800,17 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]
                 field="tag",
             )
         else:
-            tag = _check_id(tag.strip(), "tag", filename, line)
+            tag = _check_id(tag.strip(), "tag", filename, line, chars=chars)
         rank, score = obj.get("rank"), obj.get("score")
         if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
             raise FormatError(f"not an integer: {json.dumps(rank)}", filename=filename, line=line, field="rank")
         if score is not None:
             if not isinstance(score, int | float) or isinstance(score, bool):
                 raise FormatError(f"not a number: {json.dumps(score)}", filename=filename, line=line, field="score")
-            score = float(score)
+            try:
+                score = float(score)
+            except OverflowError:  # an integer past 1e308
+                score = float("inf")
             if not np.isfinite(score):
                 raise FormatError(f"not a finite number: {score!r}", filename=filename, line=line, field="score")
         if rank is None and score is None:
@@ -718,6 +896,9 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
             if line.lstrip().startswith("#"):
                 lines[i] = ""
         text = "\n".join(lines)
+    nul, spaces = "\x00" in text, _has_other_space(text)
+    if nul or spaces:
+        _check_columns(lines, QRELS_COLUMNS.split(), filename, exact=True, nul=nul, spaces=spaces)
     counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
     wrong = np.flatnonzero((counts > 0) & (counts != 4))
     if len(wrong):
@@ -729,6 +910,7 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
     nonblank = (np.flatnonzero(counts) + 1).tolist()
     line_of = nonblank.__getitem__
     qids, docids, label_tokens = tokens[0::4], tokens[2::4], tokens[3::4]
+    _check_lengths((("qid", qids), ("docid", docids)), line_of, filename)
     labels, label_error = _column_numbers("label", label_tokens, int, line_of, filename)
     _raise_first(label_error)
     pairs = list(zip(qids, docids, strict=True))

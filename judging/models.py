@@ -11,6 +11,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH, URL_MAX_LENGTH
+
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
 User: TypeAlias = AbstractBaseUser | AnonymousUser
 
@@ -146,7 +148,7 @@ class Query(models.Model):
     """A topic: the external qid, what the user typed, and what counts as relevant."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="queries")
-    qid = models.CharField("qid", max_length=100)
+    qid = models.CharField("qid", max_length=QID_MAX_LENGTH)
     text = models.TextField("text")
     description = models.TextField("description", blank=True)
     is_stub = models.BooleanField(
@@ -170,10 +172,10 @@ class Document(models.Model):
     """A document to judge. Its text may contain HTML and is never rendered unescaped."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="documents")
-    docid = models.CharField("docid", max_length=200)
+    docid = models.CharField("docid", max_length=DOCID_MAX_LENGTH)
     title = models.TextField("title", blank=True)
     text = models.TextField("text", blank=True)
-    url = models.URLField("URL", max_length=2000, blank=True)
+    url = models.URLField("URL", max_length=URL_MAX_LENGTH, blank=True)
     is_stub = models.BooleanField(
         "stub", default=False, help_text="Created by a run or qrels import before the document was imported."
     )
@@ -192,7 +194,7 @@ class System(models.Model):
     """A ranker being compared; its run is stored as one Ranking row per query."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="systems")
-    name = models.CharField("name", max_length=100)
+    name = models.CharField("name", max_length=SYSTEM_NAME_MAX_LENGTH)
     source = models.CharField("imported from", max_length=255, blank=True)
     imported_at = models.DateTimeField("imported", auto_now_add=True)
     entries = models.PositiveIntegerField("ranked entries", default=0)

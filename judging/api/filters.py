@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from rest_framework import filters
 
 from judging.api.permissions import access
+from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Document, Judgment, Pair, Query, System
 from judging.selectors import judgments_in_campaigns
 
@@ -26,7 +27,7 @@ def _campaign(field_name: str = "campaign__slug") -> df.CharFilter:
 
 class QueryFilter(df.FilterSet):
     campaign = _campaign()
-    qid = df.CharFilter(max_length=100)
+    qid = df.CharFilter(max_length=QID_MAX_LENGTH)
     stub = df.BooleanFilter(field_name="is_stub", help_text="Only stubs (true) or only imported topics (false).")
 
     class Meta:
@@ -36,7 +37,7 @@ class QueryFilter(df.FilterSet):
 
 class DocumentFilter(df.FilterSet):
     campaign = _campaign()
-    docid = df.CharFilter(max_length=200)
+    docid = df.CharFilter(max_length=DOCID_MAX_LENGTH)
     stub = df.BooleanFilter(field_name="is_stub", help_text="Only stubs (true) or only imported documents (false).")
 
     class Meta:
@@ -46,7 +47,7 @@ class DocumentFilter(df.FilterSet):
 
 class SystemFilter(df.FilterSet):
     campaign = _campaign()
-    name = df.CharFilter(max_length=100)
+    name = df.CharFilter(max_length=SYSTEM_NAME_MAX_LENGTH)
 
     class Meta:
         model = System
@@ -55,8 +56,8 @@ class SystemFilter(df.FilterSet):
 
 class PairFilter(df.FilterSet):
     campaign = _campaign()
-    qid = df.CharFilter(field_name="query__qid", max_length=100)
-    docid = df.CharFilter(field_name="document__docid", max_length=200)
+    qid = df.CharFilter(field_name="query__qid", max_length=QID_MAX_LENGTH)
+    docid = df.CharFilter(field_name="document__docid", max_length=DOCID_MAX_LENGTH)
     pooled = df.BooleanFilter(help_text="In the judging pool (false: pairs only imported qrels labelled).")
     # Labels are aggregated from everyone's judgments: these filters only ever match pairs of campaigns
     # the caller leads, so an annotator cannot learn labels by probing with them.
@@ -86,8 +87,8 @@ class JudgmentFilter(df.FilterSet):
 
     campaign = df.CharFilter(method="filter_campaign", max_length=64, help_text=CAMPAIGN_HELP)
     annotator = df.CharFilter(field_name="annotator__username", max_length=150, help_text="Username.")
-    qid = df.CharFilter(field_name="pair__query__qid", max_length=100)
-    docid = df.CharFilter(field_name="pair__document__docid", max_length=200)
+    qid = df.CharFilter(field_name="pair__query__qid", max_length=QID_MAX_LENGTH)
+    docid = df.CharFilter(field_name="pair__document__docid", max_length=DOCID_MAX_LENGTH)
     grade = IntegerFilter(field_name="grade__value", min_value=0, max_value=100, help_text="Confident grade.")
     unsure = df.ChoiceFilter(
         choices=UNSURE_CHOICES,
