@@ -45,6 +45,7 @@ DOCID_MAX_LENGTH = 200
 SYSTEM_NAME_MAX_LENGTH = 100  # a run's tag names its system
 URL_MAX_LENGTH = 2000
 _MAX_LENGTH = {"qid": QID_MAX_LENGTH, "docid": DOCID_MAX_LENGTH, "tag": SYSTEM_NAME_MAX_LENGTH, "url": URL_MAX_LENGTH}
+_SHORTEST_LIMIT = min(_MAX_LENGTH.values())
 
 # trec_eval splits columns with C's isspace(), i.e. these six characters. Python's str.split() also
 # splits on Unicode spaces (no-break space, ideographic space, U+001C..U+001F ...), which would cut a
@@ -559,14 +560,19 @@ def _column_numbers(
     convert: Callable[[str], object],
     line_of: Callable[[int], int],
     filename: str,
+    *,
+    loose: bool = True,
 ) -> tuple[list, FormatError | None]:
     """Convert a whole column at C speed; on failure, the error for its first bad value.
 
     Numbers are ASCII, as trec_eval reads them: int() and float() would also take "1_000", full-width
-    and other Unicode digits ("１０", "٣"), which the one join-and-scan below turns away.
+    and other Unicode digits ("１０", "٣"), which the one join-and-scan below turns away. A caller that
+    saw the whole file is ASCII without "_" passes ``loose=False`` and skips that scan.
     """
     try:
         values = list(map(convert, tokens))
+        if not loose:
+            return values, None
         joined = "".join(tokens)
         if joined.isascii() and "_" not in joined:
             return values, None
@@ -704,6 +710,9 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
     nul, spaces = "\x00" in text, _has_other_space(text)
     if nul or spaces:
         _check_columns(lines, RUN_COLUMNS.split(), filename, exact=False, nul=nul, spaces=spaces)
+    # No column can pass a length limit when no line does (the usual case): one pass instead of three.
+    long_lines = max(map(len, lines), default=0) > _SHORTEST_LIMIT
+    loose = not text.isascii() or "_" in text
     counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
     nonblank: list[int] | None = None
 
@@ -728,9 +737,10 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
         raise _empty_file(filename)
     qids, docids, rank_tokens, score_tokens, tags = (tokens[c::6] for c in (0, 2, 3, 4, 5))
     del tokens
-    _check_lengths((("qid", qids), ("docid", docids), ("tag", tags)), line_of, filename)
-    _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename)
-    score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
+    if long_lines:
+        _check_lengths((("qid", qids), ("docid", docids), ("tag", tags)), line_of, filename)
+    _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename, loose=loose)
+    score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename, loose=loose)
     scores = np.array(score_list, dtype=np.float64)
     _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
     return _rankings(qids, docids, tags, _score_key(scores), scores, line_of, filename)
@@ -899,6 +909,8 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
     nul, spaces = "\x00" in text, _has_other_space(text)
     if nul or spaces:
         _check_columns(lines, QRELS_COLUMNS.split(), filename, exact=True, nul=nul, spaces=spaces)
+    long_lines = max(map(len, lines), default=0) > _SHORTEST_LIMIT
+    loose = not text.isascii() or "_" in text
     counts = np.fromiter(map(len, map(str.split, lines)), dtype=np.intp, count=len(lines))
     wrong = np.flatnonzero((counts > 0) & (counts != 4))
     if len(wrong):
@@ -910,8 +922,9 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
     nonblank = (np.flatnonzero(counts) + 1).tolist()
     line_of = nonblank.__getitem__
     qids, docids, label_tokens = tokens[0::4], tokens[2::4], tokens[3::4]
-    _check_lengths((("qid", qids), ("docid", docids)), line_of, filename)
-    labels, label_error = _column_numbers("label", label_tokens, int, line_of, filename)
+    if long_lines:
+        _check_lengths((("qid", qids), ("docid", docids)), line_of, filename)
+    labels, label_error = _column_numbers("label", label_tokens, int, line_of, filename, loose=loose)
     _raise_first(label_error)
     pairs = list(zip(qids, docids, strict=True))
     if len(set(pairs)) != len(pairs):
