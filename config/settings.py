@@ -221,6 +221,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # JSON and form bodies are refused over a size before parsing (413); uploads name MultiPartParser.
+    "DEFAULT_PARSER_CLASSES": [
+        "judging.api.parsers.BoundedJSONParser",
+        "judging.api.parsers.BoundedFormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",

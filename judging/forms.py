@@ -104,6 +104,25 @@ class MemberAddForm(forms.Form):
         return user_get(username=self.cleaned_data["username"].strip())
 
 
+class MemberChangeForm(forms.Form):
+    """A row of the members table: change someone's role, or remove them. ``user`` is a hidden id that a
+    client can send as anything, so it is read as a whole number before any lookup."""
+
+    action = forms.ChoiceField(choices=[("role", "change role"), ("remove", "remove")])
+    user = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    role = forms.ChoiceField(required=False, choices=Membership.Role.choices)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "role" and not data.get("role"):
+            self.add_error("role", "choose a role")
+        return data
+
+    def error_text(self) -> str:
+        """One line naming each bad field, for a page that shows it as a message."""
+        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+
+
 class UploadForm(forms.Form):
     KINDS = [
         ("topics", "Topics (TSV qid, text, description — or JSONL)"),

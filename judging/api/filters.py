@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import django_filters as df
 from django import forms
 from django.db.models import QuerySet
+from django.utils import timezone
+from django_filters.fields import IsoDateTimeField
 from rest_framework import filters
 
 from judging.api.permissions import access
@@ -19,6 +23,24 @@ class IntegerFilter(df.NumberFilter):
     """Whole numbers only: a NumberFilter would accept 1.5 and the integer lookup would round it."""
 
     field_class = forms.IntegerField
+
+
+class UTCDateTimeField(IsoDateTimeField):
+    """An ISO 8601 timestamp that has a UTC time: 0001-01-01T00:00:00+14:00 parses, but the database
+    compares in UTC, and the conversion would overflow (a 500) instead of a 400 naming the parameter."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is not None and timezone.is_aware(value):
+            try:
+                value.astimezone(dt.UTC)
+            except OverflowError:
+                raise forms.ValidationError("out of range: the time must lie between years 1 and 9999 in UTC") from None
+        return value
+
+
+class UTCDateTimeFilter(df.IsoDateTimeFilter):
+    field_class = UTCDateTimeField
 
 
 def _campaign(field_name: str = "campaign__slug") -> df.CharFilter:
@@ -97,7 +119,7 @@ class JudgmentFilter(df.FilterSet):
         help_text="exclude (default): confident judgments only; include: unsure ones too, with their "
         "tentative grades; only: just the unsure ones.",
     )
-    updated_since = df.IsoDateTimeFilter(
+    updated_since = UTCDateTimeFilter(
         field_name="updated_at",
         lookup_expr="gte",
         help_text="ISO 8601 timestamp: judgments changed at or after it (incremental sync).",

@@ -1,6 +1,13 @@
 """Pagination of the API's lists: pages of up to 1,000, and cursors for judgments (millions of rows)."""
 
+import datetime as dt
+import re
+
+from django.utils.dateparse import parse_datetime
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
+
+_INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits that fit a 64-bit id column
 
 
 class PagePagination(PageNumberPagination):
@@ -17,3 +24,33 @@ class JudgmentCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
     ordering = "id"
+    invalid_cursor_message = "Invalid cursor: pass back the next or previous link of an earlier page unchanged."
+
+    def decode_cursor(self, request):
+        """DRF's decoding, plus a check of the position the cursor carries.
+
+        A cursor is only base64 of ``o=&r=&p=``, so a client can send any position; DRF hands it to the
+        database as it is, and ``p=1e999`` or a NUL fails there (a 500). Each position must read as a
+        value of the field the page is ordered by; anything else is a 400 naming ``cursor``.
+        """
+        try:
+            cursor = super().decode_cursor(request)
+        except NotFound:
+            raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]}) from None
+        if cursor is None or cursor.position is None:
+            return cursor
+        field = self.ordering[0].lstrip("-") if isinstance(self.ordering, list | tuple) else self.ordering.lstrip("-")
+        if not self._valid_position(field, cursor.position):
+            raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
+        return cursor
+
+    @staticmethod
+    def _valid_position(field: str, position: str) -> bool:
+        if field == "id":
+            return _INTEGER.fullmatch(position) is not None
+        try:
+            value = parse_datetime(position)
+            # A +14:00 offset on 0001-01-01 parses but has no UTC time: the query would overflow.
+            return value is not None and value.astimezone(dt.UTC) is not None
+        except (ValueError, OverflowError):
+            return False

@@ -10,7 +10,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 
 from judging import selectors
 from judging.access import Member, campaign_view, can_create_campaigns
-from judging.forms import CampaignCreateForm, CampaignSettingsForm, GradeFormSet, MemberAddForm, UploadForm
+from judging.forms import (
+    CampaignCreateForm,
+    CampaignSettingsForm,
+    GradeFormSet,
+    MemberAddForm,
+    MemberChangeForm,
+    UploadForm,
+)
 from judging.models import Campaign, Membership
 from judging.services import (
     IMPORTERS,
@@ -135,32 +142,41 @@ def campaign_members(request, member: Member):
                 messages.success(request, f"{user.username} is now a {form.cleaned_data['role']} of this campaign.")
                 return redirect("judging:campaign_members", slug=campaign.slug)
         elif action in ("role", "remove"):
-            membership = get_object_or_404(Membership, campaign=campaign, user_id=request.POST.get("user"))
+            change = MemberChangeForm(request.POST)
+            if not change.is_valid():
+                # a tampered hidden field (user=abc): say which, on the page, instead of failing the lookup
+                messages.error(request, change.error_text())
+                return _members_page(request, member, form, status=400)
+            membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
             try:
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
                 else:
-                    membership_add(campaign=campaign, user=membership.user, role=request.POST.get("role", ""))
+                    membership_add(campaign=campaign, user=membership.user, role=change.cleaned_data["role"])
             except ValidationError as exc:
                 messages.error(request, "; ".join(exc.messages))
             else:
                 done = (
                     "was removed (their judgments are kept)"
                     if action == "remove"
-                    else f"is now a {request.POST['role']}"
+                    else f"is now a {change.cleaned_data['role']}"
                 )
                 messages.success(request, f"{membership.user.username} {done}.")
             return redirect("judging:campaign_members", slug=campaign.slug)
+    return _members_page(request, member, form, status=422 if form.errors else 200)
+
+
+def _members_page(request, member: Member, form: MemberAddForm, *, status: int):
     return render(
         request,
         "judging/campaign_members.html",
         member.context(
             nav="members",
             form=form,
-            members=selectors.campaign_members(campaign=campaign),
+            members=selectors.campaign_members(campaign=member.campaign),
             roles=Membership.Role.choices,
         ),
-        status=422 if form.errors else 200,
+        status=status,
     )
 
 

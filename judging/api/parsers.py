@@ -1,0 +1,58 @@
+"""Request body parsers of the API: JSON and form bodies are bounded before they are read and parsed."""
+
+from __future__ import annotations
+
+import io
+
+from rest_framework import status
+from rest_framework.exceptions import APIException
+from rest_framework.parsers import FormParser, JSONParser
+
+# A judgment is a few hundred bytes (a 5,000-character note is at most 20 KB); campaign settings with
+# long guidelines stay far below this. Files go through the multipart upload endpoints, which keep
+# Django's own limits (DATA_UPLOAD_MAX_MEMORY_SIZE, FILE_UPLOAD_MAX_MEMORY_SIZE).
+BODY_MAX_BYTES = 1024 * 1024
+
+
+class RequestTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "request_too_large"
+
+
+def _too_large(size: str) -> RequestTooLarge:
+    return RequestTooLarge(
+        f"The request body is {size} bytes; a JSON or form body may be at most {BODY_MAX_BYTES:,} bytes. "
+        "Send files to the upload endpoints (multipart/form-data)."
+    )
+
+
+class BoundedBodyMixin:
+    """Refuse a body over BODY_MAX_BYTES before parsing it.
+
+    DRF's parsers read the whole stream, and Django's DATA_UPLOAD_MAX_MEMORY_SIZE guards only
+    ``request.body`` and ``request.POST``, not that stream: a 60 MB JSON body was read and parsed whole.
+    The declared Content-Length settles most requests without reading a byte; the stream is then read at
+    most one byte past the limit, in case the declared length understates it.
+    """
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        request = (parser_context or {}).get("request")
+        meta = getattr(request, "META", {})
+        try:
+            declared = int(meta.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > BODY_MAX_BYTES:
+            raise _too_large(f"{declared:,}")
+        data = stream.read(BODY_MAX_BYTES + 1) if stream is not None else b""
+        if len(data) > BODY_MAX_BYTES:
+            raise _too_large(f"more than {BODY_MAX_BYTES:,}")
+        return super().parse(io.BytesIO(data), media_type, parser_context)
+
+
+class BoundedJSONParser(BoundedBodyMixin, JSONParser):
+    pass
+
+
+class BoundedFormParser(BoundedBodyMixin, FormParser):
+    pass
