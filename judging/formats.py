@@ -8,6 +8,7 @@ import gc
 import json
 import operator
 import re
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
@@ -361,9 +362,16 @@ def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> Format
     # A RecursionError (arrays or objects nested thousands deep) or Python's 4,300-digit limit on
     # integers: neither is a JSONDecodeError, and both would otherwise escape as a traceback.
     key, start = _culprit_key(line)
-    digits = re.match(r"-?[0-9]+", line[start:]) if start is not None else None
-    if isinstance(exc, RecursionError) or digits is None:
+    if isinstance(exc, RecursionError):
         return FormatError("invalid JSON: nested too deeply", filename=filename, line=lineno, field=key)
+    digits = re.match(r"-?[0-9]+", line[start:]) if start is not None else None
+    if digits is None:  # the long integer sits deeper, inside an array or object
+        return FormatError(
+            f"invalid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits",
+            filename=filename,
+            line=lineno,
+            field=key,
+        )
     length = len(digits.group())
     if key in _MAX_LENGTH:
         return _length_error(length, key, filename, lineno)

@@ -69,6 +69,13 @@ CASES = [
         "q1\ttext\tdescri\x00ption\n",
         "t.tsv, line 1, field 'description': contains a NUL character (U+0000)",
     ),
+    (
+        "topics",
+        "t.jsonl",
+        '{"qid": "q1", "text": "x", "tags": [' + BIG_INT + "]}\n",
+        "t.jsonl, line 1, field 'tags': invalid JSON: an integer of more than 4,300 digits",
+    ),
+    ("topics", "t.jsonl", DEEP + "\n", "t.jsonl, line 1: invalid JSON: nested too deeply"),
     # documents
     (
         "docs",
