@@ -46,7 +46,7 @@ from judging.api.renderers import (
     judgments_jsonl,
 )
 from judging.api.schema import ApiAutoSchema
-from judging.models import Campaign, Document, Judgment, Membership, Pair, Query, System
+from judging.models import Campaign, Document, Membership, Pair, Query, System
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
@@ -702,8 +702,9 @@ class JudgmentViewSet(
         form.is_valid(raise_exception=True)
         values = dict(form.validated_data)
         pair = self._pair(values)
-        existed = Judgment.objects.filter(pair=pair, annotator=request.user).exists()
-        judgment, _ = judgment_record(
+        # 201 only for the call that created the judgment: the service decides that under the pair lock,
+        # so of many identical posts racing for one pair exactly one is answered 201 and the rest 200.
+        recorded = judgment_record(
             pair=pair,
             annotator=request.user,
             grade=values.get("grade"),
@@ -712,8 +713,8 @@ class JudgmentViewSet(
             note=values["note"],
             seconds_spent=values["seconds_spent"],
         )
-        body = self.get_serializer(self.get_queryset().get(pk=judgment.pk)).data
-        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+        body = self.get_serializer(self.get_queryset().get(pk=recorded.judgment.pk)).data
+        return Response(body, status=status.HTTP_201_CREATED if recorded.created else status.HTTP_200_OK)
 
     def _pair(self, values: dict) -> Pair:
         """The pair a judgment is for, among those the caller may judge (404 otherwise)."""

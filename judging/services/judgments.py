@@ -119,6 +119,26 @@ def judgment_intent(*, grade: int | None, unsure: bool, tentative_grade: int | N
     return {"grade": grade, "unsure": unsure, "tentative_grade": tentative_grade, "note": note}
 
 
+class JudgmentRecorded(tuple):
+    """What judgment_record returns: unpacks as ``(judgment, changed)`` like before, and says in
+    ``created`` whether this very call created the judgment. Of several identical first posts racing for
+    one pair, exactly one creates it (the pair lock orders them); the API answers 201 to that one only.
+    """
+
+    def __new__(cls, judgment: Judgment, changed: bool, *, created: bool):
+        recorded = super().__new__(cls, (judgment, changed))
+        recorded.created = created
+        return recorded
+
+    @property
+    def judgment(self) -> Judgment:
+        return self[0]
+
+    @property
+    def changed(self) -> bool:
+        return self[1]
+
+
 def judgment_record(
     *,
     pair: Pair,
@@ -128,8 +148,9 @@ def judgment_record(
     tentative_grade: int | None = None,
     note: str = "",
     seconds_spent: float = 0.0,
-) -> tuple[Judgment, bool]:
-    """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed).
+) -> JudgmentRecorded:
+    """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed), whose
+    ``created`` tells whether this call created the judgment.
 
     A confident judgment needs a grade on the campaign's scale. An unsure one has no grade but may carry
     a tentative grade (a ``grade`` sent with ``unsure`` is taken as the tentative grade). Recording the
@@ -161,7 +182,8 @@ def judgment_record(
                     .order_by()
                     .first()
                 )
-                if judgment is None:
+                created = judgment is None
+                if created:
                     judgment = Judgment.objects.create(
                         pair=pair,
                         annotator=annotator,
@@ -189,7 +211,7 @@ def judgment_record(
                         note,
                     )
                     if old == new:
-                        return judgment, False
+                        return JudgmentRecorded(judgment, False, created=False)
                     JudgmentRevision.objects.create(
                         judgment=judgment,
                         changed_by=annotator,
@@ -210,7 +232,7 @@ def judgment_record(
                 # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
                 Assignment.objects.filter(annotator=annotator, pair=pair).delete()
                 labels_refresh(campaign=campaign, pair_ids=[pair.id])
-                return judgment, True
+                return JudgmentRecorded(judgment, True, created=created)
         except IntegrityError:
             # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
             # writers); a concurrent first judgment by the same annotator won the insert: retry as an update.

@@ -196,11 +196,11 @@ def test_limits_have_one_home_the_model_fields():
 
 
 def test_values_at_the_limits_are_kept_and_a_long_file_name_tag_is_cut(campaign):
-    from judging.services import docs_import, run_import
+    from judging.services import documents_import, run_import
 
     docid, tag, qid = "d" * 200, "t" * 100, "q" * 100
     url = "https://e.org/" + "a" * 1986
-    docs_import(
+    documents_import(
         campaign=campaign, data=f'{{"docid": "{docid}", "text": "x", "url": "{url}"}}\n'.encode(), filename="d.jsonl"
     )
     run_import(campaign=campaign, data=f"{qid} Q0 {docid} 1 1.0 {tag}\n".encode(), filename="r.run")
