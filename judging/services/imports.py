@@ -224,6 +224,12 @@ def run_import(
     Re-importing an identical run changes nothing. A different run for an existing system is refused
     unless ``replace`` is set, because scores and history would silently change.
     """
+    if system_name and len(system_name) > formats.SYSTEM_NAME_MAX_LENGTH:
+        raise formats.FormatError(
+            f"system name too long: {len(system_name):,} characters (at most {formats.SYSTEM_NAME_MAX_LENGTH})",
+            filename=filename,
+            field="system",
+        )
     runs = formats.parse_run(data, filename=filename)
     if not runs:
         raise formats.FormatError("empty file: no ranked documents", filename=filename)

@@ -353,3 +353,14 @@ def test_api_upload_answers_400_with_file_line_field(
         "field": field,
     }
     _nothing_written()
+
+
+def test_import_run_command_system_name_over_the_limit_names_the_option(campaign, tmp_path):
+    path = tmp_path / "r.run"
+    path.write_text("q1 Q0 d1 1 2.0 bm25\n")
+    with pytest.raises(CommandError) as exc:
+        call_command("import_run", campaign.slug, str(path), "--system", "s" * 200, stdout=io.StringIO())
+    assert str(exc.value) == (
+        "r.run, field 'system': system name too long: 200 characters (at most 100) — nothing was imported"
+    )
+    _nothing_written()
