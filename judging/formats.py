@@ -59,6 +59,7 @@ _ASCII_SPLIT = re.compile(f"[{re.escape(_ASCII_SPACE)}]+")
 # that any database encodes.
 _BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
 _JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
 # A first line that only names the columns is a header, not a record.
 _TOPIC_HEADERS = frozenset({("qid", "text"), ("qid", "text", "description")})
@@ -312,8 +313,9 @@ def _check_lengths(columns: Sequence[tuple[str, Sequence[str]]], line_of: Callab
 
 
 def _json_may_hold_bad_chars(text: str) -> bool:
-    """JSON can carry a NUL or a lone surrogate only as a \\u escape (a raw NUL is a JSON error)."""
-    return "\\u" in text
+    """Whether JSON text may decode to a NUL or a lone surrogate: only a \\u0000 or \\uD800-\\uDFFF escape
+    makes one (a raw NUL is a JSON error). One scan of the file spares a scan of every value."""
+    return _JSON_BAD_ESCAPE.search(text) is not None
 
 
 def _is_jsonl(lines: Sequence[str], filename: str) -> bool:
@@ -794,7 +796,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
     return _rankings(qids, docids, tags, sortkey, scores, line_of, filename)
 
 
-def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
+def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[str, list[Ranking]]:
     default_tag = _default_tag(filename)
     qids: list[str] = []
     docids: list[str] = []
@@ -803,7 +805,6 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[Ranking]
     scores: list[float] = []
     linenos: list[int] = []
     scored: bool | None = None  # whether the file gives scores; decided by its first record
-    chars = any("\\u" in line for line in lines)
     for line, obj in _json_objects(lines, filename):
         qid = _json_id(obj, "qid", filename, line, chars=chars)
         docid = _json_id(obj, "docid", filename, line, chars=chars)
@@ -885,7 +886,7 @@ def parse_run(data: bytes, *, filename: str) -> dict[str, list[Ranking]]:
     if first is None:
         raise _empty_file(filename)
     if first.lstrip().startswith("{") or PureWindowsPath(filename).suffix.lower() in _JSONL_SUFFIXES:
-        return _parse_jsonl_run(_split_lines(text), filename)
+        return _parse_jsonl_run(_split_lines(text), filename, chars=_json_may_hold_bad_chars(text))
     if "\t" in first and len(first.strip().split("\t")) in (3, 4):
         return _parse_tsv_run(_split_lines(text), filename)
     return _parse_trec_run(text, filename)
