@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 
+from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
 from judging.services import user_get
 
@@ -134,7 +135,7 @@ class UploadForm(forms.Form):
     file = forms.FileField()
     system = forms.CharField(
         required=False,
-        max_length=100,
+        max_length=SYSTEM_NAME_MAX_LENGTH,
         label="system name",
         help_text="Runs only; defaults to the run's tag column (one system per tag).",
     )
@@ -163,7 +164,7 @@ class MyJudgmentsFilter(forms.Form):
         max_length=200,
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, docid, note…"}),
     )
-    query = forms.CharField(required=False, label="qid", max_length=100)
+    query = forms.CharField(required=False, label="qid", max_length=QID_MAX_LENGTH)
     grade = forms.IntegerField(required=False, min_value=0, max_value=100)
     unsure = forms.ChoiceField(required=False, choices=UNSURE)
 

@@ -6,6 +6,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from judging.aggregation import POLICIES
+from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import (
     Campaign,
     Document,
@@ -202,8 +203,8 @@ class JudgmentRecordSerializer(serializers.Serializer):
 
     pair = serializers.IntegerField(required=False, min_value=1, help_text="Pair id (or campaign + qid + docid).")
     campaign = serializers.SlugField(required=False, max_length=64)
-    qid = serializers.CharField(required=False, max_length=100)
-    docid = serializers.CharField(required=False, max_length=200)
+    qid = serializers.CharField(required=False, max_length=QID_MAX_LENGTH)
+    docid = serializers.CharField(required=False, max_length=DOCID_MAX_LENGTH)
     grade = serializers.IntegerField(
         required=False,
         allow_null=True,
@@ -287,7 +288,7 @@ class RunUploadSerializer(UploadSerializer):
     """A run: TREC `qid Q0 docid rank score tag` (or TSV / JSONL)."""
 
     system = serializers.CharField(
-        required=False, max_length=100, help_text="System name (default: the run's tag column)."
+        required=False, max_length=SYSTEM_NAME_MAX_LENGTH, help_text="System name (default: the run's tag column)."
     )
     replace = serializers.BooleanField(
         required=False, default=False, help_text="Overwrite a different run already imported for this system."

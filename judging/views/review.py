@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
+from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
 from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
 from judging.scoring import measure_names
 from judging.selectors.agreement import (
@@ -470,8 +471,8 @@ def agreement_policy(request, member: Member):
 
 
 class GoldSearch(forms.Form):
-    qid = forms.CharField(label="qid", required=False, max_length=100)
-    docid = forms.CharField(label="docid", required=False, max_length=200)
+    qid = forms.CharField(label="qid", required=False, max_length=QID_MAX_LENGTH)
+    docid = forms.CharField(label="docid", required=False, max_length=DOCID_MAX_LENGTH)
 
 
 @campaign_view(lead=True)
