@@ -51,6 +51,10 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "csp",
+    # Background jobs (large uploads): Django 6's tasks framework, backported, with its database backend,
+    # so a worker needs no service beyond the database (`manage.py db_worker`).
+    "django_tasks",
+    "django_tasks_db",
     "judging",
 ]
 
@@ -89,12 +93,7 @@ TEMPLATES = [
 WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
-    )
-}
+DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Annotators write concurrently: wait for the lock instead of failing at once, and let readers
     # proceed while a write is in progress.
@@ -102,6 +101,26 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A persistent connection per server thread (CONN_MAX_AGE) made the server's connection count grow
+    # with threads x processes until PostgreSQL refused clients (issue 10). Instead every process keeps
+    # a bounded psycopg pool: a request borrows a connection and returns it when it ends, and a request
+    # that finds the pool exhausted waits up to DATABASE_POOL_TIMEOUT seconds instead of failing.
+    # Size: workers x DATABASE_POOL_MAX <= max_connections minus headroom (README, "Serving a team").
+    _threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool, not Django, keeps connections open
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": int(os.environ.get("DATABASE_POOL_MIN", "1")),
+        # A process serves at most GUNICORN_THREADS requests at once, each needing one connection.
+        "max_size": int(os.environ.get("DATABASE_POOL_MAX", str(_threads))),
+        "timeout": float(os.environ.get("DATABASE_POOL_TIMEOUT", "30")),
+        # Connections idle this long are closed, so a quiet server gives its slots back.
+        "max_idle": float(os.environ.get("DATABASE_POOL_MAX_IDLE", "300")),
+    }
+    if not env_bool("DATABASE_POOL", True):
+        del DATABASES["default"]["OPTIONS"]["pool"]
+        DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("DATABASE_CONN_MAX_AGE", "0"))
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -115,6 +134,14 @@ CACHES = {
 }
 if os.environ.get("REDIS_URL"):
     CACHES["default"] = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["REDIS_URL"]}
+
+# Background jobs. The database backend stores queued tasks in the database the app already uses, so
+# `manage.py db_worker` on any machine that reaches it runs them (no broker to operate).
+TASKS = {"default": {"BACKEND": os.environ.get("RELJUDGE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend")}}
+# Uploads larger than this are imported by a background job instead of inside the web request.
+RELJUDGE_JOB_THRESHOLD_BYTES = int(os.environ.get("RELJUDGE_JOB_THRESHOLD_BYTES", str(5 * 1024 * 1024)))
+# A running job whose worker has not reported for this long is taken as dead and marked failed.
+RELJUDGE_JOB_STALE_SECONDS = float(os.environ.get("RELJUDGE_JOB_STALE_SECONDS", "60"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -181,6 +208,18 @@ CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# HTTPS is terminated by a proxy in front of gunicorn: it tells Django the original scheme in a header
+# (e.g. DJANGO_SECURE_PROXY_SSL_HEADER=X-Forwarded-Proto). Only set it behind a proxy that overwrites
+# that header, or clients could claim HTTPS.
+if os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER"):
+    _header = "HTTP_" + os.environ["DJANGO_SECURE_PROXY_SSL_HEADER"].upper().replace("-", "_")
+    SECURE_PROXY_SSL_HEADER = (_header, "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+# /healthz answers the load balancer over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 
 # Password reset mails a link, so it exists only where mail can be sent: EMAIL_HOST (and the usual
 # EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS) turn it on; without it the link and the
@@ -255,6 +294,15 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
+    "loggers": {
+        # Imports and jobs say what they did and how long it took (row counts, durations).
+        "judging": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
+        "django_tasks": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
+        "django_tasks_db": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
+    },
 }

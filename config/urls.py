@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from config.health import healthz
 from judging.api.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
 
 # The accounts routes of django.contrib.auth.urls, listed so that password reset answers 404 unless mail
@@ -33,6 +34,7 @@ api_docs = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})(
 )
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/token/", token_page, name="account-token"),
     path("accounts/", include(account_urls)),

@@ -399,3 +399,62 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.annotator} on {self.pair_id} until {self.expires_at:%H:%M}"
+
+
+class Job(models.Model):
+    """A background import of one uploaded file (judging/jobs.py runs it in the task worker).
+
+    The upload itself waits in ``upload`` (in the database, so a worker on any machine can read it)
+    until the job ends. ``done``/``total`` count lines read of the file; ``heartbeat_at`` is refreshed
+    while the worker runs the job, so one whose worker died can be told apart from a slow one.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    class Kind(models.TextChoices):
+        TOPICS = "topics", "topics"
+        DOCS = "docs", "documents"
+        RUN = "run", "run"
+        QRELS = "qrels", "qrels"
+
+    kind = models.CharField("kind", max_length=16, choices=Kind.choices)
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="jobs")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    status = models.CharField("status", max_length=16, choices=Status.choices, default=Status.QUEUED)
+    filename = models.CharField("file name", max_length=255)
+    options = models.JSONField("import options", default=dict, blank=True)
+    upload = models.BinaryField("uploaded file (kept until the job ends)", null=True, editable=False)
+    size = models.BigIntegerField("file size in bytes", default=0)
+    done = models.BigIntegerField("lines read", default=0)
+    total = models.BigIntegerField("lines in the file", default=0)
+    result = models.JSONField("import summary", null=True, blank=True)
+    error = models.JSONField("error: detail, file, line, field", null=True, blank=True)
+    task_id = models.CharField("task id", max_length=64, blank=True)
+    attempts = models.PositiveIntegerField("attempts", default=0)
+    created_at = models.DateTimeField("created", auto_now_add=True)
+    started_at = models.DateTimeField("started", null=True, blank=True)
+    heartbeat_at = models.DateTimeField("last heartbeat", null=True, blank=True)
+    finished_at = models.DateTimeField("finished", null=True, blank=True)
+
+    class Meta:
+        verbose_name = "job"
+        verbose_name_plural = "jobs"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed"]), name="job_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(done__gte=0) & Q(total__gte=0), name="job_progress_nonnegative"),
+        ]
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="job_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} import {self.filename} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)

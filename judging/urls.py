@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from judging.views import campaigns, judging, leaderboard, review
+from judging.views import campaigns, jobs, judging, leaderboard, review
 
 app_name = "judging"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("campaigns/<slug:slug>/members/", campaigns.campaign_members, name="campaign_members"),
     path("campaigns/<slug:slug>/upload/", campaigns.campaign_upload, name="campaign_upload"),
     path("campaigns/<slug:slug>/progress/", campaigns.campaign_progress, name="campaign_progress"),
+    path("campaigns/<slug:slug>/jobs/<int:job_id>/", jobs.job_detail, name="job_detail"),
     # judging
     path("campaigns/<slug:slug>/judge/", judging.judge, name="judge"),
     path("campaigns/<slug:slug>/judge/<int:pair_id>/", judging.judge_record, name="judge_record"),

@@ -4,7 +4,7 @@ from django.urls import path
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.routers import APIRootView, DefaultRouter
 
-from judging.api import views
+from judging.api import jobs, views
 
 app_name = "api"
 
@@ -28,6 +28,7 @@ router.register("documents", views.DocumentViewSet, basename="document")
 router.register("systems", views.SystemViewSet, basename="system")
 router.register("pairs", views.PairViewSet, basename="pair")
 router.register("judgments", views.JudgmentViewSet, basename="judgment")
+router.register("jobs", jobs.JobViewSet, basename="job")
 
 urlpatterns = [
     path("auth/token/", views.AuthTokenView.as_view(), name="auth-token"),

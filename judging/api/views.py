@@ -35,6 +35,7 @@ from judging.api.filters import (
     QueryFilter,
     SystemFilter,
 )
+from judging.api.jobs import JobStartedSerializer, upload_as_job
 from judging.api.pagination import JudgmentCursorPagination, PagePagination
 from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
@@ -46,6 +47,7 @@ from judging.api.renderers import (
     judgments_jsonl,
 )
 from judging.api.schema import ApiAutoSchema
+from judging.jobs import job_needed
 from judging.models import Campaign, Document, Membership, Pair, Query, System
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
@@ -197,6 +199,9 @@ class AuthTokenView(ApiMixin, APIView):
 
 UPLOAD_RESPONSES = {
     200: s.ImportSummarySerializer,
+    202: OpenApiResponse(
+        JobStartedSerializer, description="A file above RELJUDGE_JOB_THRESHOLD_BYTES: imported by a background job."
+    ),
     400: OpenApiResponse(s.UploadErrorSerializer, description="Bad input: nothing of the file was written."),
     409: OpenApiResponse(
         s.UploadErrorSerializer,
@@ -395,7 +400,7 @@ class CampaignViewSet(
 
     # ---- uploads
 
-    def _upload(self, request, serializer_class, importer, **options):
+    def _upload(self, request, serializer_class, importer, *, kind: str, **options):
         """Run one import on the uploaded file. Every importer is one transaction: on error, nothing of
         the file is written, and the answer names the file, line and field."""
         campaign = self.get_object()
@@ -415,6 +420,8 @@ class CampaignViewSet(
             )
         upload = form.validated_data.pop("file")
         filename = upload.name or "upload"
+        if job_needed(size=upload.size):  # large files are imported by the task worker: 202 + Location
+            return upload_as_job(request, campaign=campaign, kind=kind, upload=upload, fields=form.validated_data)
         try:
             summary = importer(
                 campaign=campaign, data=upload.read(), filename=filename, **options, **form.validated_data
@@ -437,7 +444,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_topics(self, request, slug=None):
-        return self._upload(request, s.TopicsUploadSerializer, queries_import)
+        return self._upload(request, s.TopicsUploadSerializer, queries_import, kind="topics")
 
     @extend_schema(
         request={"multipart/form-data": s.DocumentsUploadSerializer},
@@ -453,7 +460,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_documents(self, request, slug=None):
-        return self._upload(request, s.DocumentsUploadSerializer, documents_import)
+        return self._upload(request, s.DocumentsUploadSerializer, documents_import, kind="docs")
 
     @extend_schema(
         request={"multipart/form-data": s.RunUploadSerializer},
@@ -470,7 +477,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_run(self, request, slug=None):
-        return self._upload(request, s.RunUploadSerializer, self._run_import)
+        return self._upload(request, s.RunUploadSerializer, self._run_import, kind="run")
 
     @staticmethod
     def _run_import(*, system=None, **kwargs):
@@ -490,7 +497,7 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_qrels(self, request, slug=None):
-        return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, user=request.user)
+        return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, kind="qrels", user=request.user)
 
     @staticmethod
     def _qrels_import(*, user, annotator=None, **kwargs):

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 
-from judging import selectors
+from judging import jobs, selectors
 from judging.access import Member, campaign_view, can_create_campaigns
 from judging.forms import (
     CampaignCreateForm,
@@ -193,6 +193,9 @@ def campaign_upload(request, member: Member):
         form = forms[kind] = UploadForm(request.POST, request.FILES, prefix=kind)
         if form.is_valid():
             upload = form.cleaned_data["file"]
+            if jobs.job_needed(size=upload.size):  # large files are imported by the task worker
+                job = jobs.job_start_from_form(kind=kind, campaign=campaign, user=request.user, form=form)
+                return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
             kwargs = {"campaign": campaign, "data": upload.read(), "filename": upload.name}
             if kind == "run":
                 kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])

@@ -1,0 +1,92 @@
+"""Background jobs in the API: an upload above the threshold answers 202, and /api/jobs/ID/ reports on it."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from judging.jobs import JobError, job_as_dict, job_get, job_retry, job_start
+from judging.models import Job
+
+
+class JobProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField(help_text="Lines of the file read so far.")
+    total = serializers.IntegerField(help_text="Lines in the file.")
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=Job.Kind.choices)
+    campaign = serializers.CharField(help_text="The campaign's slug.")
+    filename = serializers.CharField()
+    status = serializers.ChoiceField(choices=Job.Status.choices)
+    progress = JobProgressSerializer()
+    result = serializers.DictField(help_text="The import summary once done (as a synchronous upload returns it).")
+    error = serializers.DictField(help_text='Once failed: {"detail", "file", "line", "field"}; nothing was imported.')
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class JobStartedSerializer(serializers.Serializer):
+    job = serializers.URLField(help_text="Poll this URL (also in the Location header) for progress and outcome.")
+    status = serializers.ChoiceField(choices=Job.Status.choices)
+
+
+def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Response:
+    """Queue the upload's import; answer 202 with the job's URL in Location and the body."""
+    options: dict = {}
+    if kind == "run":
+        options = {"system_name": fields.get("system") or None, "replace": bool(fields.get("replace"))}
+    elif kind == "qrels":
+        annotator = request.user
+        if fields.get("annotator"):
+            from judging.services import user_get
+
+            try:
+                annotator = user_get(username=fields["annotator"])
+            except DjangoValidationError as exc:
+                body = {"detail": exc.messages[0], "file": upload.name, "line": None, "field": "annotator"}
+                return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        options = {"annotator": annotator.pk}
+    job = job_start(
+        kind=kind, campaign=campaign, user=request.user, data=upload.read(), filename=upload.name, options=options
+    )
+    url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
+    return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+class JobViewSet(viewsets.ViewSet):
+    """Background imports: visible to the lead who started one and to its campaign's leads (404 for others)."""
+
+    lookup_value_regex = r"[0-9]+"
+
+    def _job(self, request, pk) -> Job:
+        try:
+            return job_get(job_id=int(pk), user=request.user)
+        except Job.DoesNotExist:
+            raise NotFound("No such job.") from None
+
+    @extend_schema(responses=JobSerializer, description="A job's status, progress, and result or error.")
+    def retrieve(self, request, pk=None):
+        return Response(JobSerializer(job_as_dict(self._job(request, pk))).data)
+
+    @extend_schema(
+        request=None,
+        responses={202: JobStartedSerializer, 409: OpenApiResponse(description="The job cannot be retried.")},
+        description="Queue a failed job again whose upload is still kept (its worker died).",
+    )
+    @action(detail=True, methods=["post"])
+    def retry(self, request, pk=None):
+        job = self._job(request, pk)
+        try:
+            job = job_retry(job=job)
+        except JobError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
+        return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
