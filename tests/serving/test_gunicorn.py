@@ -1,0 +1,118 @@
+"""The app served by gunicorn, as scripts/serve.sh serves it: pages, judgments, health and deploy checks."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.serving.servers import ROOT, login
+
+
+def test_gunicorn_serves_login_page_static_files_and_a_judgment(site):
+    site.seed(slug="smoke", leads=("smoke-lead",), annotators=("smoke-ann",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25,))
+    base = site.gunicorn(log=site.logs / "gunicorn.log")
+
+    page = requests.get(base + "/accounts/login/", timeout=30)
+    assert page.status_code == 200 and 'name="username"' in page.text
+    css = re.search(r'href="(/static/[^"]+\.css)"', page.text)
+    assert css and requests.get(base + css.group(1), timeout=30).status_code == 200  # collected, served
+
+    ann = login(base, "smoke-ann", "pw-smoke-ann")
+    judge = ann.get(base + "/campaigns/smoke/judge/", timeout=30)
+    assert judge.status_code == 200
+    pair_id = int(re.search(r'data-pair-id="(\d+)"', judge.text).group(1))
+    version = re.search(r'name="version" value="(\d*)"', judge.text).group(1)
+    # What htmx sends when the annotator presses "2".
+    saved = ann.post(
+        f"{base}/campaigns/smoke/judge/{pair_id}/",
+        data={"grade": "2", "version": version, "seconds": "3", "note": ""},
+        headers={"HX-Request": "true"},
+        timeout=30,
+    )
+    assert saved.status_code == 200, saved.text[:500]
+    assert "Saved" in saved.text or "saved" in saved.text
+
+    mine = ann.get(base + "/api/judgments/?campaign=smoke", timeout=30).json()
+    assert [(j["pair"], j["grade"]) for j in mine["results"]] == [(pair_id, 2)]
+    assert site.count("judging_judgment", "pair_id = %s", (pair_id,)) == 1
+
+
+def test_healthz_answers_without_login_and_reveals_no_data(site):
+    base = site.gunicorn(log=site.logs / "gunicorn.log", workers=1, threads=2)
+    r = requests.get(base + "/healthz", timeout=30)
+    assert r.status_code == 200
+    assert r.json()["database"] == "ok" and r.json()["cache"] == "ok"
+    assert set(r.json()) == {"status", "database", "cache", "ms"}
+
+
+def test_healthz_is_503_when_the_database_is_unreachable(site, tmp_path):
+    # A server pointed at a database that does not answer: the balancer must see it as down.
+    env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none", "DATABASE_POOL": "0"}
+    if site.vendor == "sqlite":
+        env = {"DATABASE_URL": f"sqlite:///{tmp_path}/missing-dir/db.sqlite3"}
+    from tests.serving.servers import free_port
+
+    port = free_port()
+    site._start(
+        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "-w", "1",
+         "--no-control-socket"],
+        env,
+        site.logs / "down.log",
+    )
+    import time
+
+    deadline = time.monotonic() + 60
+    status = None
+    while time.monotonic() < deadline:
+        try:
+            status = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code
+            break
+        except requests.ConnectionError:
+            time.sleep(0.25)
+    assert status == 503
+
+
+PRODUCTION_ENV = {
+    "DJANGO_SECRET_KEY": "k" * 20 + "-production-like-secret-for-check-deploy-0123456789",
+    "DJANGO_ALLOWED_HOSTS": "reljudge.example.org",
+    "DJANGO_SECURE_COOKIES": "1",
+    "DJANGO_SECURE_SSL_REDIRECT": "1",
+    "DJANGO_SECURE_HSTS_SECONDS": "31536000",
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "DJANGO_SECURE_HSTS_PRELOAD": "1",
+    "DJANGO_SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto",
+}
+
+
+def _check_deploy(env: dict) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "RELJUDGE_"))}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env={**base, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_under_the_documented_production_settings():
+    out = _check_deploy(PRODUCTION_ENV)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("dropped", ["DJANGO_SECURE_SSL_REDIRECT", "DJANGO_SECURE_HSTS_SECONDS", "DJANGO_SECURE_COOKIES"])
+def test_check_deploy_flags_each_missing_https_setting(dropped):
+    out = _check_deploy({k: v for k, v in PRODUCTION_ENV.items() if k != dropped})
+    assert out.returncode != 0
+
+
+def test_production_settings_refuse_to_start_without_a_secret():
+    out = _check_deploy({k: v for k, v in PRODUCTION_ENV.items() if k != "DJANGO_SECRET_KEY"})
+    assert out.returncode != 0 and "DJANGO_SECRET_KEY" in out.stderr
