@@ -23,7 +23,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 # The ports this project's servers may use on a shared machine.
-PORTS = range(int(os.environ.get("RELJUDGE_TEST_PORT_FIRST", "8130")), int(os.environ.get("RELJUDGE_TEST_PORT_LAST", "8149")) + 1)
+PORTS = range(
+    int(os.environ.get("RELJUDGE_TEST_PORT_FIRST", "8130")), int(os.environ.get("RELJUDGE_TEST_PORT_LAST", "8149")) + 1
+)
 
 
 def free_port() -> int:
@@ -67,9 +69,7 @@ class Site:
             parsed = urlparse(url)
             dbname = f"{parsed.path.lstrip('/')}_{name}"
             with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [dbname]
-                )
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [dbname])
                 conn.execute(f'DROP DATABASE IF EXISTS "{dbname}"')
                 conn.execute(f'CREATE DATABASE "{dbname}"')
             site = cls(database_url=parsed._replace(path="/" + dbname).geturl())
@@ -134,6 +134,17 @@ for i, run in enumerate({list(runs)!r}):
 print(json.dumps(c.pk))
 """
         self.python(code)
+
+    def tokens(self, usernames) -> dict[str, str]:
+        """API tokens for these users, made directly (the token endpoint throttles logins by IP)."""
+        code = f"""
+import json
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+users = get_user_model().objects.filter(username__in={list(usernames)!r})
+print(json.dumps({{u.username: Token.objects.get_or_create(user=u)[0].key for u in users}}))
+"""
+        return self.python(code)
 
     # ---- processes
 

@@ -10,12 +10,14 @@ import sys
 import pytest
 import requests
 
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.conftest import DOCS, RUN_BM25, TOPICS
 from tests.serving.servers import ROOT, login
 
 
 def test_gunicorn_serves_login_page_static_files_and_a_judgment(site):
-    site.seed(slug="smoke", leads=("smoke-lead",), annotators=("smoke-ann",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25,))
+    site.seed(
+        slug="smoke", leads=("smoke-lead",), annotators=("smoke-ann",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25,)
+    )
     base = site.gunicorn(log=site.logs / "gunicorn.log")
 
     page = requests.get(base + "/accounts/login/", timeout=30)
@@ -60,8 +62,17 @@ def test_healthz_is_503_when_the_database_is_unreachable(site, tmp_path):
 
     port = free_port()
     site._start(
-        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "-w", "1",
-         "--no-control-socket"],
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "-w",
+            "1",
+            "--no-control-socket",
+        ],
         env,
         site.logs / "down.log",
     )
@@ -107,7 +118,9 @@ def test_check_deploy_is_clean_under_the_documented_production_settings():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize("dropped", ["DJANGO_SECURE_SSL_REDIRECT", "DJANGO_SECURE_HSTS_SECONDS", "DJANGO_SECURE_COOKIES"])
+@pytest.mark.parametrize(
+    "dropped", ["DJANGO_SECURE_SSL_REDIRECT", "DJANGO_SECURE_HSTS_SECONDS", "DJANGO_SECURE_COOKIES"]
+)
 def test_check_deploy_flags_each_missing_https_setting(dropped):
     out = _check_deploy({k: v for k, v in PRODUCTION_ENV.items() if k != dropped})
     assert out.returncode != 0

@@ -18,7 +18,9 @@ def _serve(site, slug: str):
 
 
 def _upload(lead, base, slug, name, text, **fields):
-    return lead.post(f"{base}/api/campaigns/{slug}/upload/run/", files={"file": (name, text.encode())}, data=fields, timeout=60)
+    return lead.post(
+        f"{base}/api/campaigns/{slug}/upload/run/", files={"file": (name, text.encode())}, data=fields, timeout=60
+    )
 
 
 def _poll(session, url, *, until=("done", "failed"), timeout=90) -> list[dict]:
@@ -36,7 +38,9 @@ def _poll(session, url, *, until=("done", "failed"), timeout=90) -> list[dict]:
 def _campaign_rows(site, slug) -> dict:
     cid = site.sql("SELECT id FROM judging_campaign WHERE slug = %s", (slug,))[0][0]
     return {t: site.count(f"judging_{t}", "campaign_id = %s", (cid,)) for t in ("system", "pair")} | {
-        "ranking": site.count("judging_ranking r JOIN judging_system s ON r.system_id = s.id", "s.campaign_id = %s", (cid,))
+        "ranking": site.count(
+            "judging_ranking r JOIN judging_system s ON r.system_id = s.id", "s.campaign_id = %s", (cid,)
+        )
     }
 
 
@@ -95,7 +99,11 @@ def test_failing_job_reports_file_line_field_and_writes_nothing(site):
     url = _upload(lead, base, "jobbad", "bad.run", text).headers["Location"]
     final = _poll(lead, url)[-1]
     assert final["status"] == "failed"
-    assert {k: final["error"][k] for k in ("file", "line", "field")} == {"file": "bad.run", "line": 1500, "field": "score"}
+    assert {k: final["error"][k] for k in ("file", "line", "field")} == {
+        "file": "bad.run",
+        "line": 1500,
+        "field": "score",
+    }
     assert "abc" in final["error"]["detail"]
     assert _campaign_rows(site, "jobbad") == {"system": 0, "pair": 0, "ranking": 0}
     page = lead.get(url.replace("/api/jobs/", "/campaigns/jobbad/jobs/"), timeout=30).text
@@ -111,7 +119,12 @@ def test_web_upload_above_the_threshold_redirects_to_the_job_page(site):
     assert form.status_code == 200
     r = lead.post(
         f"{base}/campaigns/jobweb/upload/",
-        data={"kind": "run", "run-kind": "run", "run-system": "web-sys", "csrfmiddlewaretoken": lead.cookies["csrftoken"]},
+        data={
+            "kind": "run",
+            "run-kind": "run",
+            "run-system": "web-sys",
+            "csrfmiddlewaretoken": lead.cookies["csrftoken"],
+        },
         files={"run-file": ("web.run", run_text(tag="w", queries=10, depth=20).encode())},
         allow_redirects=False,
         timeout=60,
