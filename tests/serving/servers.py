@@ -8,6 +8,7 @@ Every start and stop has a bounded timeout, and every process started is stopped
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
@@ -96,6 +98,35 @@ class Site:
 
     def count(self, table: str, where: str = "1=1", params: tuple = ()) -> int:
         return self.sql(f"SELECT COUNT(*) FROM {table} WHERE {where}", params)[0][0]
+
+    @contextlib.contextmanager
+    def connection_peak(self, interval: float = 0.05):
+        """Sample the number of PostgreSQL connections to this database while the block runs; yields a
+        one-item list holding the highest count seen (the sampler's own connection excluded). One
+        connection for all samples: reconnecting would count backends that are still shutting down."""
+        import psycopg
+
+        peak = [0]
+        stop = threading.Event()
+        dbname = urlparse(self.database_url).path.lstrip("/")
+
+        def sample():
+            with psycopg.connect(self.database_url, autocommit=True) as conn:
+                while not stop.is_set():
+                    (n,) = conn.execute(
+                        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                        [dbname],
+                    ).fetchone()
+                    peak[0] = max(peak[0], n)
+                    time.sleep(interval)
+
+        thread = threading.Thread(target=sample, daemon=True)
+        thread.start()
+        try:
+            yield peak
+        finally:
+            stop.set()
+            thread.join(timeout=10)
 
     def manage(self, *args: str, timeout: float = 120, env: dict | None = None) -> str:
         out = subprocess.run(

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -20,11 +18,6 @@ pytestmark = pytest.mark.postgres
 def _postgres_only():
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         pytest.skip("needs PostgreSQL (DATABASE_URL)")
-
-
-def _connections(site) -> int:
-    dbname = site.database_url.rsplit("/", 1)[1]
-    return site.count("pg_stat_activity", "datname = %s AND pid <> pg_backend_pid()", (dbname,))
 
 
 def test_40_concurrent_clients_get_no_errors_and_connections_stay_within_the_pool(site):
@@ -52,14 +45,6 @@ def test_40_concurrent_clients_get_no_errors_and_connections_stay_within_the_poo
     ][:20]
     assert len(pairs) == 20
 
-    peak = [0]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], _connections(site))
-            time.sleep(0.05)
-
     def client(token):
         s = requests.Session()
         s.headers["Authorization"] = f"Token {token}"
@@ -69,14 +54,8 @@ def test_40_concurrent_clients_get_no_errors_and_connections_stay_within_the_poo
             statuses.append(r.status_code)
         return statuses
 
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        with ThreadPoolExecutor(max_workers=40) as pool:
-            results = list(pool.map(client, tokens))
-    finally:
-        stop.set()
-        sampler.join()
+    with site.connection_peak() as peak, ThreadPoolExecutor(max_workers=40) as pool:
+        results = list(pool.map(client, tokens))
     codes = [c for statuses in results for c in statuses]
     assert len(codes) == 800
     assert sorted(set(codes)) in ([200], [201], [200, 201]), {c: codes.count(c) for c in set(codes)}

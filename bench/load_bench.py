@@ -1,0 +1,373 @@
+"""Load benchmark: 50 simulated annotators and a lead against gunicorn on PostgreSQL (issue 10).
+
+It builds a throwaway database beside DATABASE_URL's (`<name>_load`), starts gunicorn as
+scripts/serve.sh does (WEB_CONCURRENCY x GUNICORN_THREADS, a psycopg pool per process), and runs two
+60-second phases, each on a fresh campaign so every annotator starts with an open queue:
+
+  (a) think time uniform 0.5-1.5 s between actions;   (b) no think time.
+
+Most annotators use the judging page exactly as the browser does (session login with CSRF, htmx
+"record + next" posts, now and then Back to an earlier pair, a changed grade, then "Next unjudged");
+the rest judge through the API with a token; a lead polls the leaderboard API every 5 s. It prints the
+throughput, p50/p95/p99 per endpoint and the error count, then checks that nothing was lost (each
+annotator's last grade of each pair and the number of revisions, against what the clients sent) and
+prints the most PostgreSQL connections seen (pg_stat_activity, sampled every 50 ms).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge python bench/load_bench.py
+    ... --annotators 50 --api-annotators 10 --seconds 60 --workers 2 --threads 8
+
+The load generator is asyncio + aiohttp in one process (a few % of a core at these rates), so it
+competes little with the server on a small machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import aiohttp
+import yarl
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.serving.servers import Site  # noqa: E402
+
+PAIR_RE = re.compile(r'data-pair-id="(\d+)"')
+VERSION_RE = re.compile(r'name="version" value="([^"]*)"')
+WORDS = ("wool", "knit", "sweater", "rain", "jacket", "merino", "cotton", "shell", "warm", "light", "winter")
+
+
+# --------------------------------------------------------------------------- set-up
+
+
+def seed(site: Site, *, slug: str, annotators: list[str], queries: int, depth: int, folder: Path) -> None:
+    """A campaign of queries x depth pairs with real documents, imported through the services."""
+    rng = random.Random(slug)
+    topics = "".join(f"q{q}\t{' '.join(rng.sample(WORDS, 3))}\n" for q in range(queries))
+    docs = "".join(
+        json.dumps(
+            {"docid": f"d{q}-{i}", "title": " ".join(rng.sample(WORDS, 4)), "text": " ".join(rng.choices(WORDS, k=60))}
+        )
+        + "\n"
+        for q in range(queries)
+        for i in range(depth)
+    )
+    run = "".join(f"q{q} Q0 d{q}-{i} {i + 1} {depth - i} sys\n" for q in range(queries) for i in range(depth))
+    for name, text in (("topics.tsv", topics), ("docs.jsonl", docs), ("sys.run", run)):
+        (folder / f"{slug}-{name}").write_text(text)
+    site.python(
+        f"""
+import json
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
+from judging.services import campaign_create, membership_add, topics_import, docs_import, run_import
+User = get_user_model()
+c = campaign_create(slug={slug!r}, name={slug!r}, pool_depth={depth})
+folder = Path({str(folder)!r})
+topics_import(campaign=c, data=(folder / "{slug}-topics.tsv").read_bytes(), filename="topics.tsv")
+docs_import(campaign=c, data=(folder / "{slug}-docs.jsonl").read_bytes(), filename="docs.jsonl")
+run_import(campaign=c, data=(folder / "{slug}-sys.run").read_bytes(), filename="sys.run")
+hashed = {{}}
+for name in {annotators + ["lead"]!r}:
+    u = User.objects.filter(username=name).first()
+    if u is None:
+        # One hash per password is enough for a benchmark: PBKDF2 for 50 users would take a while.
+        u = User.objects.create(username=name, password=make_password("pw-" + name))
+    membership_add(campaign=c, user=u, role="lead" if name == "lead" else "annotator")
+print(json.dumps(c.pk))
+""",
+        timeout=600,
+    )
+
+
+# --------------------------------------------------------------------------- the simulated team
+
+
+class Stats:
+    def __init__(self):
+        self.latency: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.error_samples: list[str] = []
+        self.judgments = 0
+        # what the clients sent, per (annotator, pair): last grade, and how many changes (revisions)
+        self.expected: dict[tuple[str, int], list[int]] = {}
+
+    def sent(self, who: str, pair: int, grade: int) -> None:
+        last = self.expected.get((who, pair))
+        if last is None:
+            self.expected[(who, pair)] = [grade, 1]
+        elif last[0] != grade:
+            last[0], last[1] = grade, last[1] + 1
+        self.judgments += 1
+
+
+async def timed(stats: Stats, name: str, call, ok=(200,)):
+    t0 = time.perf_counter()
+    try:
+        async with call() as r:
+            body = await r.text()
+            status = r.status
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        stats.errors[name] += 1
+        stats.error_samples.append(f"{name}: {exc!r}")
+        return None
+    stats.latency[name].append(time.perf_counter() - t0)
+    if status not in ok:
+        stats.errors[name] += 1
+        if len(stats.error_samples) < 20:
+            stats.error_samples.append(f"{name}: {status} {body[:200]!r}")
+        return None
+    return body
+
+
+async def web_login(session: aiohttp.ClientSession, base: str, name: str) -> str:
+    async with session.get(base + "/accounts/login/") as r:
+        await r.read()
+    token = session.cookie_jar.filter_cookies(yarl.URL(base))["csrftoken"].value
+    data = {"username": name, "password": "pw-" + name, "csrfmiddlewaretoken": token}
+    async with session.post(base + "/accounts/login/", data=data, allow_redirects=False) as r:
+        assert r.status == 302, f"login of {name}: {r.status}"
+    return session.cookie_jar.filter_cookies(yarl.URL(base))["csrftoken"].value
+
+
+def new_session(**kwargs) -> aiohttp.ClientSession:
+    # unsafe=True: keep cookies set by an IP-address host (127.0.0.1), as a browser does.
+    return aiohttp.ClientSession(
+        cookie_jar=aiohttp.CookieJar(unsafe=True), timeout=aiohttp.ClientTimeout(total=60), **kwargs
+    )
+
+
+async def web_annotator(base, slug, name, s: aiohttp.ClientSession, csrf: str, stats: Stats, until, think) -> None:
+    async with s:
+        hx = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": base + "/"}
+        judge = f"{base}/campaigns/{slug}/judge/"
+        rng = random.Random(name)
+        body = await timed(stats, "judge page", lambda: s.get(judge))
+        until = time.monotonic() + until
+        history: list[int] = []
+        while body and time.monotonic() < until:
+            m = PAIR_RE.search(body)
+            if not m:
+                return  # queue empty
+            pair, version = int(m.group(1)), VERSION_RE.search(body).group(1)
+            await think(rng)
+            if history and rng.random() < 0.1:
+                # Back to an earlier pair, change its grade, then on to the next unjudged pair.
+                prev = rng.choice(history[-5:])
+                page = await timed(stats, "back", lambda p=prev: s.get(judge, params={"pair": p}, headers=hx))
+                if not page:
+                    break
+                old = stats.expected[(name, prev)][0]
+                grade = (old + 1) % 3
+                v = VERSION_RE.search(page).group(1)
+                post = {"grade": str(grade), "version": v, "seconds": "2", "note": ""}
+                url = f"{judge}{prev}/"
+                if await timed(stats, "change", lambda u=url, d=post: s.post(u, data=d, headers=hx)):
+                    stats.sent(name, prev, grade)
+                body = await timed(stats, "next unjudged", lambda: s.get(judge, headers=hx))
+                continue
+            grade = rng.choice((0, 1, 1, 2))
+            post = {"grade": str(grade), "version": version, "seconds": "3", "note": ""}
+            url = f"{judge}{pair}/"
+            body = await timed(stats, "record+next", lambda u=url, d=post: s.post(u, data=d, headers=hx))
+            if body is not None:
+                stats.sent(name, pair, grade)
+                history.append(pair)
+
+
+async def api_annotator(base, token, name, pairs: list[int], stats: Stats, until: float, think) -> None:
+    headers = {"Authorization": f"Token {token}"}
+    rng = random.Random(name)
+    until = time.monotonic() + until
+    async with new_session(headers=headers) as s:
+        done: list[int] = []
+        for pair in pairs:
+            if time.monotonic() >= until:
+                return
+            await think(rng)
+            if done and rng.random() < 0.1:
+                pair = rng.choice(done[-5:])
+                grade = (stats.expected[(name, pair)][0] + 1) % 3
+            else:
+                grade = rng.choice((0, 1, 1, 2))
+                done.append(pair)
+            call = lambda p=pair, g=grade: s.post(base + "/api/judgments/", json={"pair": p, "grade": g})  # noqa: E731
+            if await timed(stats, "api judgment", call, ok=(200, 201)):
+                stats.sent(name, pair, grade)
+
+
+async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
+    headers = {"Authorization": f"Token {token}"}
+    until = time.monotonic() + until
+    async with new_session(headers=headers) as s:
+        while time.monotonic() < until:
+            await timed(stats, "leaderboard", lambda: s.get(f"{base}/api/campaigns/{slug}/leaderboard/"))
+            await asyncio.sleep(5)
+
+
+async def phase(base, slug, web_names, api_names, tokens, api_pairs, seconds, think) -> tuple[Stats, float]:
+    stats = Stats()
+    # Log in first (PBKDF2 on the server), so the measured minute is judging only.
+    sessions = [new_session() for _ in web_names]
+    csrfs = await asyncio.gather(*(web_login(sess, base, n) for sess, n in zip(sessions, web_names, strict=True)))
+    t0 = time.monotonic()
+    until = seconds  # each client counts its own minute from its first request
+    await asyncio.gather(
+        *(
+            web_annotator(base, slug, n, sess, c, stats, until, think)
+            for n, sess, c in zip(web_names, sessions, csrfs, strict=True)
+        ),
+        *(api_annotator(base, tokens[n], n, api_pairs[n], stats, until, think) for n in api_names),
+        lead_polling(base, tokens["lead"], slug, stats, until),
+    )
+    return stats, time.monotonic() - t0
+
+
+# --------------------------------------------------------------------------- checks and output
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return 1000 * values[min(len(values) - 1, int(q * len(values)))]
+
+
+def report(stats: Stats, elapsed: float) -> None:
+    print(f"  {'endpoint':<15} {'n':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for name, lat in sorted(stats.latency.items()):
+        print(
+            f"  {name:<15} {len(lat):>7} {pct(lat, 0.5):>8.1f} {pct(lat, 0.95):>8.1f} {pct(lat, 0.99):>8.1f} "
+            f"{stats.errors.get(name, 0):>7}"
+        )
+    requests = sum(len(v) for v in stats.latency.values())
+    print(
+        f"  {requests / elapsed:.1f} requests/s, {stats.judgments / elapsed:.1f} judgments/s over {elapsed:.1f} s; "
+        f"errors: {sum(stats.errors.values())}"
+    )
+    for sample in stats.error_samples[:5]:
+        print("   ", sample)
+
+
+def verify(site: Site, slug: str, stats: Stats) -> int:
+    rows = site.sql(
+        """SELECT u.username, j.pair_id, g.value,
+                  (SELECT COUNT(*) FROM judging_judgmentrevision r WHERE r.judgment_id = j.id)
+           FROM judging_judgment j JOIN auth_user u ON u.id = j.annotator_id JOIN judging_grade g ON g.id = j.grade_id
+           JOIN judging_pair p ON p.id = j.pair_id JOIN judging_campaign c ON c.id = p.campaign_id
+           WHERE c.slug = %s""",
+        (slug,),
+    )
+    stored = {(u, p): [g, n] for u, p, g, n in rows}
+    lost = sum(1 for k, v in stats.expected.items() if stored.get(k) != v)
+    extra = len(stored.keys() - stats.expected.keys())
+    print(
+        f"  check: {len(stats.expected)} (annotator, pair) judgments sent, {len(stored)} stored; "
+        f"{lost} differ in last grade or revision count, {extra} unexpected"
+    )
+    return lost + extra
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotators", type=int, default=50)
+    parser.add_argument("--api-annotators", type=int, default=10, help="of --annotators, how many use the API")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("GUNICORN_THREADS", "8")))
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--depth", type=int, default=60)
+    parser.add_argument("--phases", default="ab", help="a (think time), b (none), or ab")
+    args = parser.parse_args()
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        sys.exit("load_bench.py measures the PostgreSQL deployment: set DATABASE_URL=postgres://...")
+
+    folder = Path(tempfile.mkdtemp(prefix="reljudge-load-"))
+    site = Site.create("load", tmp_dir=folder)
+    names = [f"ann{i:02d}" for i in range(args.annotators)]
+    api_names, web_names = names[: args.api_annotators], names[args.api_annotators :]
+    try:
+        t0 = time.monotonic()
+        slugs = {p: f"load-{p}" for p in args.phases}
+        for slug in slugs.values():
+            seed(site, slug=slug, annotators=names, queries=args.queries, depth=args.depth, folder=folder)
+        tokens = site.tokens(names + ["lead"])
+        print(f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs in {time.monotonic() - t0:.0f} s")
+        base = site.gunicorn(
+            log=folder / "gunicorn.log",
+            workers=args.workers,
+            threads=args.threads,
+            env={"DATABASE_POOL_MAX": str(args.threads), "DJANGO_LOG_LEVEL": "WARNING"},
+        )
+        bound = args.workers * args.threads
+        print(
+            f"gunicorn {args.workers} workers x {args.threads} threads, pool max {args.threads}/process "
+            f"(bound {bound} connections); {len(web_names)} web + {len(api_names)} API annotators + 1 lead"
+        )
+
+        failures = 0
+        for p, slug in slugs.items():
+            # API annotators take the pool from its end, one slice each; web annotators use the queue.
+            pair_ids = [
+                r[0]
+                for r in site.sql(
+                    "SELECT p.id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
+                    "WHERE c.slug = %s ORDER BY p.id DESC",
+                    (slug,),
+                )
+            ]
+            per = len(pair_ids) // (4 * max(1, len(api_names)))
+            api_pairs = {n: pair_ids[i * per : (i + 1) * per] for i, n in enumerate(api_names)}
+
+            async def think_a(rng):
+                await asyncio.sleep(rng.uniform(0.5, 1.5))
+
+            async def think_b(rng):
+                await asyncio.sleep(0)
+
+            label = "(a) think time 0.5-1.5 s" if p == "a" else "(b) no think time"
+            print(f"\n{label}, {args.seconds:.0f} s:")
+            with site.connection_peak() as peak:
+                stats, elapsed = asyncio.run(
+                    phase(
+                        base,
+                        slug,
+                        web_names,
+                        api_names,
+                        tokens,
+                        api_pairs,
+                        args.seconds,
+                        think_a if p == "a" else think_b,
+                    )
+                )
+            report(stats, elapsed)
+            lost = verify(site, slug, stats)
+            print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
+            errors = sum(stats.errors.values())
+            if p == "a":
+                p95 = pct(stats.latency["record+next"], 0.95)
+                ok = errors == 0 and p95 < 100 and not lost
+                print(f"  target: 0 errors and record+next p95 < 100 ms -> {'met' if ok else 'MISSED'} ({p95:.1f} ms)")
+            else:
+                rate = stats.judgments / elapsed
+                ok = errors == 0 and rate >= 150 and not lost
+                print(f"  target: 0 errors and >= 150 judgments/s -> {'met' if ok else 'MISSED'} ({rate:.1f}/s)")
+            failures += not ok
+    finally:
+        site.drop()
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
