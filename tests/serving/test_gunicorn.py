@@ -129,3 +129,58 @@ def test_check_deploy_flags_each_missing_https_setting(dropped):
 def test_production_settings_refuse_to_start_without_a_secret():
     out = _check_deploy({k: v for k, v in PRODUCTION_ENV.items() if k != "DJANGO_SECRET_KEY"})
     assert out.returncode != 0 and "DJANGO_SECRET_KEY" in out.stderr
+
+
+def _serve_sh(site, port, **env):
+    return subprocess.Popen(
+        ["bash", "scripts/serve.sh"],
+        cwd=ROOT,
+        env={
+            **site.env,
+            "PYTHON": sys.executable,
+            "PORT": str(port),
+            "WEB_CONCURRENCY": "1",
+            "GUNICORN_THREADS": "2",
+            **env,
+        },
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_serve_sh_starts_gunicorn_and_a_task_worker_and_stops_both(site):
+    import signal
+    import time
+
+    from tests.serving.servers import free_port
+
+    port = free_port()
+    proc = _serve_sh(site, port)
+    try:
+        deadline, status = time.monotonic() + 90, None
+        while time.monotonic() < deadline and status != 200:
+            try:
+                status = requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code
+            except requests.RequestException:
+                time.sleep(0.3)
+        assert status == 200
+        children = subprocess.run(["pgrep", "-g", str(proc.pid), "-a"], capture_output=True, text=True).stdout
+        assert "gunicorn" in children and "db_worker" in children
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    assert "Serving RelJudge at" in out and "with 1 x 2 threads and 1 task worker" in out
+    assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).returncode == 1  # all gone
+
+
+def test_serve_sh_refuses_a_database_without_migrations(site, tmp_path):
+    from tests.serving.servers import free_port
+
+    empty = f"sqlite:///{tmp_path}/empty.sqlite3"
+    if site.vendor == "postgresql":
+        pytest.skip("the SQLite case shows the check; it does not depend on the database")
+    proc = _serve_sh(site, free_port(), DATABASE_URL=empty)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "run 'python manage.py migrate' once" in out
