@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +29,7 @@ from judging.selectors.campaigns import pool_size_forget
 from judging.services.judgments import labels_refresh
 
 BATCH = 2000
+logger = logging.getLogger(__name__)
 
 
 Progress = Callable[[int], None] | None
@@ -76,6 +80,43 @@ class ImportSummary:
             "pairs_added": self.pairs_added,
             "systems": self.systems,
         }
+
+
+def _logged(importer):
+    """Log each import with its row counts and duration (outside its transaction: the commit counts too)."""
+
+    @functools.wraps(importer)
+    def logged(*, campaign: Campaign, filename: str, **kwargs) -> ImportSummary:
+        started = time.monotonic()
+        try:
+            summary = importer(campaign=campaign, filename=filename, **kwargs)
+        except formats.ImportRefused as exc:
+            logger.info(
+                "%s %s -> %s refused after %.2f s: %s",
+                importer.__name__,
+                filename,
+                campaign.slug,
+                time.monotonic() - started,
+                exc,
+            )
+            raise
+        logger.info(
+            "%s %s -> %s: %d bytes, %d %s added, %d updated, %d unchanged, %d stubs, %d pairs added in %.2f s",
+            importer.__name__,
+            filename,
+            campaign.slug,
+            len(kwargs.get("data", b"")),
+            summary.added,
+            summary.kind,
+            summary.updated,
+            summary.unchanged,
+            summary.stub_queries + summary.stub_documents,
+            summary.pairs_added,
+            time.monotonic() - started,
+        )
+        return summary
+
+    return logged
 
 
 def _insert_rows(model, fields: Sequence[str], rows: Iterable[Sequence], progress: Progress = None) -> int:
@@ -148,6 +189,7 @@ def _stubs_create(
     return qmap, dmap, len(new_q), len(new_d)
 
 
+@_logged
 @transaction.atomic
 def queries_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportSummary:
     topics = formats.parse_topics(data, filename=filename)
@@ -169,6 +211,7 @@ def queries_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportS
     return summary
 
 
+@_logged
 @transaction.atomic
 def documents_import(*, campaign: Campaign, data: bytes, filename: str, progress: Progress = None) -> ImportSummary:
     docs = formats.parse_docs(data, filename=filename)
@@ -209,6 +252,7 @@ def _fingerprint(rows: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
     return h.hexdigest()
 
 
+@_logged
 @transaction.atomic
 def run_import(
     *,
@@ -335,6 +379,7 @@ def pool_build(*, campaign: Campaign) -> int:
     return _pool_add(campaign=campaign, pairs=pairs)
 
 
+@_logged
 @transaction.atomic
 def qrels_import(
     *, campaign: Campaign, data: bytes, filename: str, annotator, progress: Progress = None
