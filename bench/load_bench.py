@@ -71,12 +71,12 @@ import json
 from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from judging.services import campaign_create, membership_add, topics_import, docs_import, run_import
+from judging.services import campaign_create, membership_add, queries_import, documents_import, run_import
 User = get_user_model()
 c = campaign_create(slug={slug!r}, name={slug!r}, pool_depth={depth})
 folder = Path({str(folder)!r})
-topics_import(campaign=c, data=(folder / "{slug}-topics.tsv").read_bytes(), filename="topics.tsv")
-docs_import(campaign=c, data=(folder / "{slug}-docs.jsonl").read_bytes(), filename="docs.jsonl")
+queries_import(campaign=c, data=(folder / "{slug}-topics.tsv").read_bytes(), filename="topics.tsv")
+documents_import(campaign=c, data=(folder / "{slug}-docs.jsonl").read_bytes(), filename="docs.jsonl")
 run_import(campaign=c, data=(folder / "{slug}-sys.run").read_bytes(), filename="sys.run")
 hashed = {{}}
 for name in {annotators + ["lead"]!r}:

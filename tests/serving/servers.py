@@ -150,16 +150,16 @@ class Site:
         code = f"""
 import json
 from django.contrib.auth import get_user_model
-from judging.services import campaign_create, membership_add, topics_import, docs_import, run_import
+from judging.services import campaign_create, membership_add, queries_import, documents_import, run_import
 User = get_user_model()
 c = campaign_create(slug={slug!r}, name={slug!r}, pool_depth=10)
 for name, role in {[(n, "lead") for n in leads] + [(n, "annotator") for n in annotators]!r}:
     u = User.objects.filter(username=name).first() or User.objects.create_user(username=name, password="pw-" + name)
     membership_add(campaign=c, user=u, role=role)
 if {topics!r}:
-    topics_import(campaign=c, data={topics.encode()!r}, filename="topics.tsv")
+    queries_import(campaign=c, data={topics.encode()!r}, filename="topics.tsv")
 if {docs!r}:
-    docs_import(campaign=c, data={docs.encode()!r}, filename="docs.jsonl")
+    documents_import(campaign=c, data={docs.encode()!r}, filename="docs.jsonl")
 for i, run in enumerate({list(runs)!r}):
     run_import(campaign=c, data=run.encode(), filename=f"run{{i}}.txt")
 print(json.dumps(c.pk))
