@@ -337,7 +337,9 @@ def main() -> None:
                 await asyncio.sleep(0)
 
             label = "(a) think time 0.5-1.5 s" if p == "a" else "(b) no think time"
-            print(f"\n{label}, {args.seconds:.0f} s:")
+            # The targets assume the machine is ours: say how busy it was, as judge_bench.py does.
+            load = os.getloadavg()[0]
+            print(f"\n{label}, {args.seconds:.0f} s (load average {load:.1f} on {os.cpu_count()} CPUs at start):")
             with site.connection_peak() as peak:
                 stats, elapsed = asyncio.run(
                     phase(
