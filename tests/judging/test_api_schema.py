@@ -25,6 +25,16 @@ MODES = ((GenerationMode.POSITIVE, EXAMPLES), (GenerationMode.NEGATIVE, max(1, E
 TOKEN = "0123456789abcdef0123456789abcdef01234567"
 
 
+def _finished_job(world):  # noqa: F811
+    """A finished background import of the demo campaign, for /api/jobs/{id}/ (retrying it is refused)."""
+    from judging.models import Job
+
+    job, _ = Job.objects.get_or_create(
+        campaign=world.campaign, started_by=world.lead, kind="run", filename="big.run", defaults={"status": "done"}
+    )
+    return job
+
+
 def _path_parameters(path: str, world) -> dict:  # noqa: F811
     """Real objects for the path parameters, so requests reach the views rather than 404 on every try."""
     resource_ids = {
@@ -33,6 +43,7 @@ def _path_parameters(path: str, world) -> dict:  # noqa: F811
         "/api/systems/": world.system.id,
         "/api/pairs/": world.pair.id,
         "/api/judgments/": world.judgment2.id,
+        "/api/jobs/": _finished_job(world).id,
     }
     params = {}
     if "{slug}" in path:
