@@ -230,13 +230,26 @@ class JudgmentRecordSerializer(serializers.Serializer):
 
 
 class JudgmentRevisionSerializer(serializers.ModelSerializer):
-    changed_by = serializers.CharField(source="changed_by.username", read_only=True)
+    changed_by = serializers.CharField(
+        source="changed_by.username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who made the change (for imported labels, the lead who imported them; null: the command line).",
+    )
+    on_behalf_of = serializers.CharField(
+        source="on_behalf_of.username",
+        read_only=True,
+        allow_null=True,
+        help_text="Imported labels: the source they were imported for (null: a change made in the app).",
+    )
 
     class Meta:
         model = JudgmentRevision
         fields = [
             "id",
             "changed_by",
+            "on_behalf_of",
+            "imported_from",
             "changed_at",
             "old_grade",
             "new_grade",
@@ -299,7 +312,10 @@ class QrelsUploadSerializer(UploadSerializer):
     """Qrels: TREC `qid iteration docid label`, imported as one user's confident judgments."""
 
     annotator = serializers.CharField(
-        required=False, max_length=150, help_text="Username the judgments are recorded for (default: you)."
+        required=False,
+        max_length=150,
+        help_text="Whose judgments the labels become: a member's username, or a source name such as trec-2019 "
+        "(a source account nobody can log in with is created). Default: you.",
     )
 
 
@@ -313,6 +329,11 @@ class ImportSummarySerializer(serializers.Serializer):
     stub_documents = serializers.IntegerField(help_text="Documents created as stubs.")
     pairs_added = serializers.IntegerField(help_text="Pairs added to the judging pool.")
     systems = serializers.ListField(child=serializers.CharField(), help_text="Systems a run import touched.")
+    source = serializers.CharField(allow_blank=True, help_text="Qrels: whose judgments the labels became.")
+    source_created = serializers.BooleanField(help_text="Qrels: a source account was created for them.")
+    kept = serializers.IntegerField(
+        help_text="Qrels: labels not applied because the source had judged the pair in the app themselves."
+    )
 
 
 class UploadErrorSerializer(serializers.Serializer):

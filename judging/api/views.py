@@ -69,7 +69,6 @@ from judging.services import (
     queries_import,
     run_import,
     scale_from_values,
-    user_get,
 )
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
@@ -479,7 +478,11 @@ class CampaignViewSet(
     @extend_schema(
         request={"multipart/form-data": s.QrelsUploadSerializer},
         responses=UPLOAD_RESPONSES,
-        description="Import TREC qrels as one user's confident judgments (leads only).",
+        description=(
+            "Import TREC qrels as the confident judgments of `annotator` (leads only): a member, or a source "
+            "such as trec-2019 (a non-login source account is created). Pairs that member already judged in "
+            "the app keep their judgment (counted in `kept`); revisions name you, on behalf of the source."
+        ),
     )
     @action(
         detail=True,
@@ -494,12 +497,8 @@ class CampaignViewSet(
 
     @staticmethod
     def _qrels_import(*, user, annotator=None, **kwargs):
-        if annotator:
-            try:
-                user = user_get(username=annotator)
-            except DjangoValidationError as exc:
-                raise formats.FormatError(exc.messages[0], filename=kwargs["filename"], field="annotator") from None
-        return qrels_import(annotator=user, **kwargs)
+        # The import checks the name (a member, a source account, or a new source); see qrels_import.
+        return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
 
 
 # --------------------------------------------------------------------------- campaign contents
@@ -747,5 +746,5 @@ class JudgmentViewSet(
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def history(self, request, pk=None):
         judgment = self.get_object()
-        revisions = judgment.revisions.select_related("changed_by").order_by("changed_at", "id")
+        revisions = judgment.revisions.select_related("changed_by", "on_behalf_of").order_by("changed_at", "id")
         return Response(s.JudgmentRevisionSerializer(revisions, many=True).data)

@@ -699,9 +699,10 @@ def test_upload_qrels_off_scale_label_is_refused(campaign, lead):
     assert not Judgment.objects.exists()
 
 
-def test_upload_qrels_unknown_annotator(campaign, lead):
+def test_upload_qrels_for_a_user_outside_the_campaign(campaign, lead, make_user):
+    make_user("nobody")
     response = upload(login(lead), campaign, "qrels", "q.qrels", b"q1 0 d1 1\n", annotator="nobody")
-    assert response.status_code == 422 and "no user named" in response.content.decode()
+    assert response.status_code == 422 and "is not a member of campaign" in response.content.decode()
 
 
 def test_upload_different_run_for_same_system_needs_replace(pooled, lead):
