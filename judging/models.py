@@ -255,7 +255,7 @@ PUBLIC_ID_MAX = 2**53
 
 
 def pair_public_id() -> int:
-    """A fresh random public id for a pair (unique within its campaign: see ``Pair.public_id``)."""
+    """A fresh random public id for a pair (unique: a clash, about one in 10**9 per pair, fails the insert)."""
     return PUBLIC_ID_MIN + secrets.randbelow(PUBLIC_ID_MAX - PUBLIC_ID_MIN)
 
 
@@ -287,6 +287,7 @@ class Pair(models.Model):
     public_id = models.BigIntegerField(
         "public id",
         default=pair_public_id,
+        unique=True,
         editable=False,
         help_text="Random: what annotators, URLs and the API call the pair (the row id would reveal import order).",
     )
@@ -299,8 +300,6 @@ class Pair(models.Model):
         ordering = ["campaign", "query", "document"]
         constraints = [
             models.UniqueConstraint(fields=["query", "document"], name="pair_unique_query_document"),
-            # public_id first: the API finds a pair by its public id alone, among the caller's campaigns.
-            models.UniqueConstraint(fields=["public_id", "campaign"], name="pair_unique_public_id_per_campaign"),
         ]
         indexes = [models.Index(fields=["campaign", "pooled", "judgment_count"], name="pair_queue_idx")]
 

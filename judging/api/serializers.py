@@ -132,8 +132,12 @@ class PairSerializer(serializers.ModelSerializer):
     """A pool pair. The label and judgment figures summarize everyone's judgments, so they are sent only
     to leads; for an annotator the fields are absent (hence optional in the schema)."""
 
-    LEAD_ONLY = ("label", "adjudicated", "judgment_count")
+    # created_at too: it says when the run that pooled the pair was imported, i.e. which system found it.
+    LEAD_ONLY = ("label", "adjudicated", "judgment_count", "created_at")
 
+    id = serializers.IntegerField(
+        source="public_id", read_only=True, help_text="The pair's public id (random; what `pair` means elsewhere)."
+    )
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
     qid = serializers.CharField(source="query.qid", read_only=True)
     docid = serializers.CharField(source="document.docid", read_only=True)
@@ -143,6 +147,7 @@ class PairSerializer(serializers.ModelSerializer):
     )
     adjudicated = serializers.BooleanField(required=False, help_text="Leads only: a lead decided the label.")
     judgment_count = serializers.IntegerField(required=False, help_text="Leads only: judgments of this pair.")
+    created_at = serializers.DateTimeField(required=False, help_text="Leads only: when the pair was pooled.")
 
     class Meta:
         model = Pair
@@ -166,6 +171,7 @@ class AdjudicationSerializer(serializers.Serializer):
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
+    pair = serializers.IntegerField(source="pair.public_id", read_only=True, help_text="The pair's public id.")
     campaign = serializers.CharField(source="pair.campaign.slug", read_only=True)
     qid = serializers.CharField(source="pair.query.qid", read_only=True)
     docid = serializers.CharField(source="pair.document.docid", read_only=True)
@@ -201,7 +207,12 @@ class JudgmentSerializer(serializers.ModelSerializer):
 class JudgmentRecordSerializer(serializers.Serializer):
     """Record or change the caller's own judgment of one pair, named by id or by campaign, qid and docid."""
 
-    pair = serializers.IntegerField(required=False, min_value=1, help_text="Pair id (or campaign + qid + docid).")
+    pair = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**53,
+        help_text="The pair's public id, as judgments and /api/pairs/ show it (or campaign + qid + docid).",
+    )
     campaign = serializers.SlugField(required=False, max_length=64)
     qid = serializers.CharField(required=False, max_length=QID_MAX_LENGTH)
     docid = serializers.CharField(required=False, max_length=DOCID_MAX_LENGTH)

@@ -588,10 +588,15 @@ class SystemViewSet(CampaignContentViewSet):
     retrieve=extend_schema(description="One pair."),
 )
 class PairViewSet(CampaignContentViewSet):
+    """Pairs are named by their public id: row ids (and creation times) follow run-import order and would
+    tell annotators which system found a pair. The list is in public-id order, a random one."""
+
     serializer_class = s.PairSerializer
     filterset_class = PairFilter
-    ordering_fields = ["id", "created_at"]
-    ordering = ["id"]
+    ordering_fields = ["public_id"]
+    ordering = ["public_id"]
+    lookup_field = "public_id"
+    lookup_url_kwarg = "pk"
 
     def get_queryset(self):
         acc = access(self.request)
@@ -720,7 +725,9 @@ class JudgmentViewSet(
         acc = access(self.request)
         if "pair" in values:
             pair = (
-                Pair.objects.filter(id=values["pair"], campaign__in=acc.campaigns()).select_related("campaign").first()
+                Pair.objects.filter(public_id=values["pair"], campaign__in=acc.campaigns())
+                .select_related("campaign")
+                .first()
             )
             if pair is None or not (pair.pooled or acc.is_lead(pair.campaign_id)):
                 raise NotFound(f"No pair {values['pair']} in your campaigns.")

@@ -13,17 +13,15 @@ PUBLIC_ID_MAX = 2**53
 
 def fill_public_ids(apps, schema_editor):
     Pair = apps.get_model("judging", "Pair")
-    for campaign_id in Pair.objects.values_list("campaign_id", flat=True).distinct().order_by():
-        ids = list(Pair.objects.filter(campaign_id=campaign_id).values_list("id", flat=True))
-        taken: set[int] = set()
-        updates = []
-        for pk in ids:
+    taken: set[int] = set()
+    updates = []
+    for pk in Pair.objects.order_by().values_list("id", flat=True).iterator(chunk_size=20000):
+        value = PUBLIC_ID_MIN + secrets.randbelow(PUBLIC_ID_MAX - PUBLIC_ID_MIN)
+        while value in taken:
             value = PUBLIC_ID_MIN + secrets.randbelow(PUBLIC_ID_MAX - PUBLIC_ID_MIN)
-            while value in taken:
-                value = PUBLIC_ID_MIN + secrets.randbelow(PUBLIC_ID_MAX - PUBLIC_ID_MIN)
-            taken.add(value)
-            updates.append(Pair(id=pk, public_id=value))
-        Pair.objects.bulk_update(updates, ["public_id"], batch_size=2000)
+        taken.add(value)
+        updates.append(Pair(id=pk, public_id=value))
+    Pair.objects.bulk_update(updates, ["public_id"], batch_size=2000)
 
 
 class Migration(migrations.Migration):
@@ -44,12 +42,9 @@ class Migration(migrations.Migration):
             field=models.BigIntegerField(
                 default=judging.models.pair_public_id,
                 editable=False,
+                unique=True,
                 help_text="Random: what annotators, URLs and the API call the pair (the row id would reveal import order).",
                 verbose_name="public id",
             ),
-        ),
-        migrations.AddConstraint(
-            model_name="pair",
-            constraint=models.UniqueConstraint(fields=("public_id", "campaign"), name="pair_unique_public_id_per_campaign"),
         ),
     ]

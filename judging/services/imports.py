@@ -11,7 +11,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from judging import formats
@@ -327,16 +327,13 @@ def _pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
         return 0
     # This process's cached pool size is stale once the import commits (other processes' expire in a minute).
     transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
-    existing = {}
-    taken = set()
-    for q, d, pid, pooled, public_id in (
-        Pair.objects.filter(campaign=campaign)
-        .values_list("query_id", "document_id", "id", "pooled", "public_id")
+    existing = {
+        (q, d): (pid, pooled)
+        for q, d, pid, pooled in Pair.objects.filter(campaign=campaign)
+        .values_list("query_id", "document_id", "id", "pooled")
         .iterator(chunk_size=20000)
-    ):
-        existing[(q, d)] = (pid, pooled)
-        taken.add(public_id)
-    added = _pairs_insert(campaign=campaign, keys=wanted - existing.keys(), pooled=True, taken=taken)
+    }
+    added = _pairs_insert(campaign=campaign, keys=wanted - existing.keys(), pooled=True)
     # Pairs that only imported qrels had created now enter the pool too.
     promote = [existing[k][0] for k in wanted if k in existing and not existing[k][1]]
     for start in range(0, len(promote), BATCH):
@@ -344,39 +341,55 @@ def _pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
     return added + len(promote)
 
 
-def _public_ids(count: int, *, taken: set[int], rng: np.random.Generator) -> np.ndarray:
-    """``count`` distinct random public ids that are not in ``taken`` (the campaign's)."""
+def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
+    """``count`` distinct random public ids (see models.pair_public_id)."""
     out = np.empty(0, dtype=np.int64)
     while len(out) < count:
         draw = rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)
-        draw = np.unique(draw[~np.isin(draw, np.fromiter(taken, dtype=np.int64, count=len(taken)))])
         out = np.unique(np.concatenate([out, draw]))
-    return rng.permutation(out)[:count]
+    return rng.permutation(out).tolist()
 
 
-def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool, taken: set[int]) -> int:
+def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool) -> int:
     """Insert new pairs (query id, document id) in a random order, each with a random public id.
 
     The pairs a run adds that no earlier run had are the ones only that system found: inserted in key order,
     one run after another, their row ids and creation order would single them out. Public ids hide the
     row ids from annotators; the shuffle keeps even the row order from following the systems within an import.
+    A public id already taken by another pair (odds about n / 10**15 per pair, with n pairs stored) fails the
+    insert: it is retried with fresh ids.
     """
     if not keys:
         return 0
     rng = np.random.default_rng(secrets.randbits(128))
     order = sorted(keys)
     shuffled = [order[i] for i in rng.permutation(len(order))]
-    public_ids = _public_ids(len(shuffled), taken=taken, rng=rng).tolist()
-    taken.update(public_ids)
     now = timezone.now()
-    return _insert_rows(
-        Pair,
-        ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "public_id", "created_at"],
-        (
-            (campaign.pk, q, d, pooled, False, 0, public_id, now)
-            for (q, d), public_id in zip(shuffled, public_ids, strict=True)
-        ),
-    )
+    for attempt in range(3):
+        public_ids = _public_ids(len(shuffled), rng=rng)
+        try:
+            with transaction.atomic():  # a savepoint: a clash undoes only this insert
+                return _insert_rows(
+                    Pair,
+                    [
+                        "campaign",
+                        "query",
+                        "document",
+                        "pooled",
+                        "adjudicated",
+                        "judgment_count",
+                        "public_id",
+                        "created_at",
+                    ],
+                    (
+                        (campaign.pk, q, d, pooled, False, 0, public_id, now)
+                        for (q, d), public_id in zip(shuffled, public_ids, strict=True)
+                    ),
+                )
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @transaction.atomic
@@ -474,9 +487,8 @@ def qrels_import(
     )
     keys = {(qmap[q.qid], dmap[q.docid]) for q in qrels}
     existing_pairs = _pair_ids(campaign)
-    taken = set(Pair.objects.filter(campaign=campaign).values_list("public_id", flat=True).iterator(chunk_size=20000))
     # qrels-only pairs are kept for scoring but are not pooled for judging
-    _pairs_insert(campaign=campaign, keys=keys - existing_pairs.keys(), pooled=False, taken=taken)
+    _pairs_insert(campaign=campaign, keys=keys - existing_pairs.keys(), pooled=False)
     summary.pairs_added = 0
     pair_ids = _pair_ids(campaign)
     mine = Judgment.objects.filter(pair__campaign=campaign, annotator=source)

@@ -306,10 +306,14 @@ def test_api_judgments_csv_error_is_json(world):  # noqa: F811
 
 
 def test_api_adjudication_sets_label(world):  # noqa: F811
-    response = client_for(world.lead).post(f"/api/pairs/{world.pair.id}/adjudicate/", {"grade": 0}, format="json")
+    response = client_for(world.lead).post(
+        f"/api/pairs/{world.pair.public_id}/adjudicate/", {"grade": 0}, format="json"
+    )
     assert response.status_code == 200
     assert (response.json()["label"], response.json()["adjudicated"]) == (0, True)
-    response = client_for(world.lead).post(f"/api/pairs/{world.pair.id}/adjudicate/", {"grade": 7}, format="json")
+    response = client_for(world.lead).post(
+        f"/api/pairs/{world.pair.public_id}/adjudicate/", {"grade": 7}, format="json"
+    )
     assert response.status_code == 400 and "grade" in response.json()
 
 
