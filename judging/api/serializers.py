@@ -411,7 +411,9 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
     )
     per_query = serializers.BooleanField(
-        required=False, default=True, help_text="Include per-query values (false: means only)."
+        required=False,
+        default=True,
+        help_text="Include per-query values (false: means only). Leads only: annotators get the means.",
     )
 
 

@@ -16,7 +16,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotAuthenticated, NotFound
+from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -302,16 +302,21 @@ class CampaignViewSet(
         responses=s.LeaderboardSerializer,
         description=(
             "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
-            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators."
+            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
+            "they get what the leaderboard page shows them, the means only (no `per_query`, 403 if asked for) "
+            "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
-        if not campaign.leaderboard_visible_to_annotators:
+        is_lead = access(request).is_lead(campaign.id)
+        if not is_lead and not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")
         params = s.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
+        if not is_lead:
+            self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
         # Imported here: the scorer is the heavy end of the app, and this module must import without it.
         from judging.scoring import leaderboard_data
 
@@ -320,6 +325,21 @@ class CampaignViewSet(
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(data)
+
+    @staticmethod
+    def _annotator_params(campaign: Campaign, params: dict, *, asked_per_query: bool) -> None:
+        """Hold an annotator to what the leaderboard page shows them: the per-query drill-down is the leads'
+        (the page answers 403 there), and the parameters are checked as the page checks them."""
+        if asked_per_query and params["per_query"]:
+            raise PermissionDenied(
+                f"Only a lead of campaign {campaign.slug!r} can see per-query values; annotators get the means."
+            )
+        params["per_query"] = False
+        top = max(campaign.grades.values_list("value", flat=True), default=0)
+        if params["threshold"] > top:
+            raise DRFValidationError(
+                {"threshold": [f"must be between 0 and {top}, the top grade of this campaign's scale"]}
+            )
 
     @extend_schema(
         responses={(200, "text/plain"): OpenApiTypes.STR},

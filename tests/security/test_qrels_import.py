@@ -16,7 +16,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from judging.models import Judgment, JudgmentRevision, LabelSource, Pair
+from judging.models import Judgment, JudgmentRevision, Pair
 from judging.services import campaign_create, judgment_record, membership_add, run_import
 from tests.conftest import RUN_BM25
 
@@ -70,9 +70,9 @@ def test_qrels_import_keeps_an_unsure_judgment_made_in_the_app(pooled, lead, ann
     judgment_record(pair=mine, annotator=annotator, unsure=True, tentative_grade=1, note="can't tell the fabric")
     response = api_upload(lead, pooled, "q1 0 d1 2\nq1 0 d3 1\n", annotator="ann")
     assert response.status_code == 200, response.content
-    assert (response.json()["added"], response.json()["kept"]) == (1, 1)
     j = Judgment.objects.get(pair=mine, annotator=annotator)
     assert (j.unsure, j.grade, j.tentative_grade.value, j.note) == (True, None, 1, "can't tell the fabric")
+    assert (response.json()["added"], response.json()["kept"]) == (1, 1)
     assert pair_of(pooled, "q1", "d1").label is None  # still unjudged for the scorer: nobody was confident
     assert Judgment.objects.get(pair=pair_of(pooled, "q1", "d3"), annotator=annotator).grade.value == 1
 
@@ -114,6 +114,8 @@ def test_qrels_import_creates_a_source_account_nobody_can_log_in_with(pooled, le
     response = web_upload(lead, pooled, "q1 0 d1 2\nq2 0 d4 1\n", "trec-2019")
     page = response.content.decode()
     assert response.status_code == 200 and "created the source account &#x27;trec-2019&#x27;" in page
+    from judging.models import LabelSource  # new with this rule
+
     source = get_user_model().objects.get(username="trec-2019")
     assert LabelSource.objects.get(user=source).created_by == lead
     assert not source.has_usable_password() and not source.is_active and not source.is_superuser
