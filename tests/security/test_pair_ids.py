@@ -105,3 +105,13 @@ def test_pool_rows_are_inserted_in_a_shuffled_order(late_system):
         Pair.objects.filter(document__docid__startswith="r").order_by("id").values_list("query__qid", "document__docid")
     )
     assert len(rows) == 40 and rows != sorted(rows)
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "-1", "1e5", str(2**63)])
+def test_out_of_range_pair_ids_are_404_or_400_never_500(late_system, annotator, value):
+    client = Client()
+    client.force_login(annotator)
+    assert client.get(reverse("judging:judge", args=["demo"]), {"pair": value}).status_code == 404
+    assert api(annotator).get(f"/api/pairs/{value}/").status_code == 404
+    response = api(annotator).post("/api/judgments/", {"pair": value, "grade": 1}, format="json")
+    assert response.status_code == 400 and "pair" in response.json()
