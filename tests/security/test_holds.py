@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from judging.models import Assignment, Campaign, Judgment, Pair
 from judging.services import membership_add, run_import
-from tests.browser.conftest import browser, new_page  # noqa: F401  (the Playwright fixtures)
 from tests.conftest import RUN_BM25
+from tests.security.test_headers import in_browser
 
 PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
 HOLD = re.compile(r'<span hidden data-hold hx-post="([^"]+)" hx-trigger="load" hx-target="#judge"></span>')
@@ -100,24 +100,31 @@ def test_hold_of_a_pair_taken_meanwhile_swaps_in_the_next(pooled, annotator, mak
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_browser_page_takes_its_hold_and_stays_keyboard_first(live_server, new_page, pooled, annotator):  # noqa: F811
-    page, watch = new_page()
-    page.goto(live_server.url + "/accounts/login/?next=" + judge_url())
-    page.keyboard.type("ann")
-    page.keyboard.press("Tab")
-    page.keyboard.type("pw-ann")  # tests.conftest.make_user's password
-    page.keyboard.press("Enter")
-    page.wait_for_selector("#judge .workspace[data-pair-id]")
-    shown = int(page.get_attribute("#judge .workspace", "data-pair-id"))
-    for _ in range(50):  # the panel's hx-trigger="load" POST, in the background
-        if Assignment.objects.filter(annotator=annotator).exists():
-            break
-        page.wait_for_timeout(100)
-    assert Assignment.objects.get(annotator=annotator).pair.public_id == shown
-    page.wait_for_timeout(350)  # the page ignores grade keys for 300 ms after a new document appears
-    page.keyboard.press("2")
-    page.wait_for_function(
-        "before => document.querySelector('#judge .workspace').dataset.pairId !== String(before)", arg=shown
-    )
-    assert Judgment.objects.get(annotator=annotator).pair.public_id == shown
-    assert watch.errors == [] and watch.dialogs == []
+def test_browser_page_takes_its_hold_and_stays_keyboard_first(live_server, pooled, annotator):
+    seen: dict = {}
+
+    def check(page):
+        page.goto(live_server.url + "/accounts/login/?next=" + judge_url())
+        page.keyboard.type("ann")
+        page.keyboard.press("Tab")
+        page.keyboard.type("pw-ann")  # tests.conftest.make_user's password
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#judge .workspace[data-pair-id]")
+        seen["shown"] = shown = int(page.get_attribute("#judge .workspace", "data-pair-id"))
+        # The panel's hx-trigger="load" POST runs in the background, as the page loads.
+        for _ in range(50):
+            seen["held"] = list(
+                Assignment.objects.filter(annotator=annotator).values_list("pair__public_id", flat=True)
+            )
+            if seen["held"]:
+                break
+            page.wait_for_timeout(100)
+        page.wait_for_timeout(350)  # the page ignores grade keys for 300 ms after a new document appears
+        page.keyboard.press("2")
+        page.wait_for_function(
+            "before => document.querySelector('#judge .workspace').dataset.pairId !== String(before)", arg=shown
+        )
+
+    assert in_browser(check) == []
+    assert seen["held"] == [seen["shown"]]
+    assert Judgment.objects.get(annotator=annotator).pair.public_id == seen["shown"]
