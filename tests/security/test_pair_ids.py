@@ -115,3 +115,15 @@ def test_out_of_range_pair_ids_are_404_or_400_never_500(late_system, annotator, 
     assert api(annotator).get(f"/api/pairs/{value}/").status_code == 404
     response = api(annotator).post("/api/judgments/", {"pair": value, "grade": 1}, format="json")
     assert response.status_code == 400 and "pair" in response.json()
+
+
+def test_the_database_keeps_public_ids_unique(late_system):
+    from django.db import IntegrityError, transaction
+
+    from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN
+
+    ids = list(Pair.objects.values_list("public_id", flat=True))
+    assert len(set(ids)) == len(ids) == 80 and all(PUBLIC_ID_MIN <= i < PUBLIC_ID_MAX for i in ids)
+    a, b = Pair.objects.all()[:2]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Pair.objects.filter(pk=b.pk).update(public_id=a.public_id)
