@@ -52,6 +52,7 @@ from judging.services import (  # noqa: E402
 )
 
 SLUG = "bench"
+HOLD_RE = re.compile(r'data-hold hx-post="([^"]+)"')
 PAIR_RE = re.compile(r'data-pair-id="(\d+)"')
 WORDS = (
     "wool",
@@ -180,6 +181,7 @@ def measure(*, judgments: int) -> None:
     assert page.status_code == 200, page.status_code
     pair_id = int(PAIR_RE.search(page.content.decode()).group(1))
     record_ms, record_cpu, record_q, get_ms, get_cpu, get_q = [], [], [], [], [], []
+    hold_ms, hold_cpu, hold_q = [], [], []
     for _ in range(judgments):
         data = {"grade": rng.choice([0, 1, 2]), "seconds": f"{rng.uniform(2, 30):.1f}", "version": ""}
         if rng.random() < 0.05:
@@ -198,10 +200,20 @@ def measure(*, judgments: int) -> None:
         if rng.random() < 0.1:  # now and then a full page load (a reload, a new tab)
             with CaptureQueriesContext(connection) as ctx:
                 t, c = time.perf_counter(), time.thread_time()
-                assert client.get(url).status_code == 200
+                page = client.get(url)
+                assert page.status_code == 200
                 get_ms.append((time.perf_counter() - t) * 1000)
                 get_cpu.append((time.thread_time() - c) * 1000)
             get_q.append(len(ctx.captured_queries))
+            # The GET holds nothing: the page's panel then takes the hold with an htmx POST.
+            hold = HOLD_RE.search(page.content.decode())
+            if hold:
+                with CaptureQueriesContext(connection) as ctx:
+                    t, c = time.perf_counter(), time.thread_time()
+                    assert client.post(hold.group(1), **htmx).status_code in (200, 204)
+                    hold_ms.append((time.perf_counter() - t) * 1000)
+                    hold_cpu.append((time.thread_time() - c) * 1000)
+                hold_q.append(len(ctx.captured_queries))
     campaign = Campaign.objects.get(slug=SLUG)
     print(
         f"database: {connection.vendor}, {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled "
@@ -210,6 +222,8 @@ def measure(*, judgments: int) -> None:
     report("record + next pair (htmx POST)", record_ms, record_cpu, record_q)
     if get_ms:
         report("judging page (full GET)", get_ms, get_cpu, get_q)
+    if hold_ms:
+        report("hold the pair shown (htmx POST)", hold_ms, hold_cpu, hold_q)
 
 
 def main() -> None:

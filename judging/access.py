@@ -112,14 +112,16 @@ def campaign_view(view=None, *, lead: bool = False):
     return decorate(view) if view is not None else decorate
 
 
-def campaign_pair(campaign: Campaign, pair_id, *, pooled_only: bool = True) -> Pair:
+def campaign_pair(campaign: Campaign, pair_id, *, pooled_only: bool = True, public: bool = False) -> Pair:
     """A pair of this campaign (pooled only, unless told otherwise), or 404: one query, its query and document
-    loaded. Ids of another campaign's pairs are answered exactly like ids that do not exist."""
+    loaded. Ids of another campaign's pairs are answered exactly like ids that do not exist. ``public``: the
+    id is the pair's public id (annotators' pages), not its row id."""
     try:
         pair_id = int(pair_id)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise Http404("No such pair.") from None
-    pair = pair_get(campaign=campaign, pair_id=pair_id, pooled_only=pooled_only)
+    key = {"public_id": pair_id} if public else {"pair_id": pair_id}
+    pair = pair_get(campaign=campaign, pooled_only=pooled_only, **key)
     if pair is None:
         raise Http404("No such pair in this campaign.")
     pair.campaign = campaign  # already loaded: spares the services a query

@@ -147,13 +147,17 @@ class UploadForm(forms.Form):
     annotator = forms.CharField(
         required=False,
         max_length=150,
-        label="judged by (username)",
-        help_text="Qrels only: whose judgments these labels become. Defaults to you.",
+        label="judged by (member or source name)",
+        help_text=(
+            "Qrels only: whose judgments these labels become — a member's username, or a source such as "
+            "trec-2019 (a source account nobody can log in with is created). Defaults to you. Pairs that "
+            "member already judged in the app keep their judgment."
+        ),
     )
 
     def clean_annotator(self):
-        name = self.cleaned_data.get("annotator", "").strip()
-        return user_get(username=name) if name else None
+        # A name, checked by the import itself: it may name a source account that does not exist yet.
+        return self.cleaned_data.get("annotator", "").strip()
 
 
 class MyJudgmentsFilter(forms.Form):

@@ -63,7 +63,7 @@ def job_needed(*, size: int) -> bool:
 
 def job_start(*, kind: str, campaign: Campaign, user, data: bytes, filename: str, options: dict | None = None) -> Job:
     """Store the upload and queue its import. ``options``: ``system_name``/``replace`` for runs,
-    ``annotator`` (a user id) for qrels."""
+    ``annotator`` (the source's name, see qrels_import) for qrels."""
     if kind not in KINDS:
         raise JobError(f"unknown kind of import {kind!r} (one of {', '.join(KINDS)})")
     total = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
@@ -192,12 +192,10 @@ def _import(job: Job, data: bytes, *, progress):
         return services.run_import(
             system_name=opts.get("system_name") or None, replace=bool(opts.get("replace")), progress=progress, **common
         )
-    from django.contrib.auth import get_user_model
-
-    annotator = get_user_model().objects.filter(pk=opts.get("annotator") or job.started_by_id).first()
-    if annotator is None:
-        raise FormatError("the annotator no longer exists", filename=job.filename, field="annotator")
-    return services.qrels_import(annotator=annotator, progress=progress, **common)
+    if job.started_by is None:
+        raise FormatError("the lead who started this import no longer exists", filename=job.filename)
+    annotator = opts.get("annotator") or job.started_by.get_username()
+    return services.qrels_import(annotator=annotator, imported_by=job.started_by, progress=progress, **common)
 
 
 class _Heartbeat:
@@ -337,5 +335,5 @@ def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
     if kind == Job.Kind.RUN:
         options = {"system_name": data.get("system") or None, "replace": bool(data.get("replace"))}
     elif kind == Job.Kind.QRELS:
-        options = {"annotator": (data.get("annotator") or user).pk}
+        options = {"annotator": data.get("annotator") or user.get_username()}
     return job_start(kind=kind, campaign=campaign, user=user, data=upload.read(), filename=upload.name, options=options)

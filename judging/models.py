@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import TypeAlias
 
 import numpy as np
@@ -245,8 +246,24 @@ class Ranking(models.Model):
         return np.frombuffer(bytes(self.scores), dtype=np.float64)
 
 
+# Public pair ids: random integers in [2**40, 2**53). Row ids follow the order runs were imported in, so a
+# pair added by the run imported last has a high row id: shown to annotators, ids would tell which system
+# found a pair. The range never meets row ids (a row id sent where a public id belongs is simply not found)
+# and stays within the integers JavaScript and JSON clients hold exactly.
+PUBLIC_ID_MIN = 2**40
+PUBLIC_ID_MAX = 2**53
+
+
+def pair_public_id() -> int:
+    """A fresh random public id for a pair (unique: a clash, about one in 10**9 per pair, fails the insert)."""
+    return PUBLIC_ID_MIN + secrets.randbelow(PUBLIC_ID_MAX - PUBLIC_ID_MIN)
+
+
 class Pair(models.Model):
-    """A (query, document) pair, judged once per annotator however many systems returned it."""
+    """A (query, document) pair, judged once per annotator however many systems returned it.
+
+    ``public_id`` is the id annotators, URLs, forms and the API see; the row id stays internal.
+    """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="pairs")
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pairs")
@@ -267,6 +284,14 @@ class Pair(models.Model):
         help_text="Set by a lead in advance to measure each annotator's accuracy; not shown to annotators.",
     )
     judgment_count = models.PositiveSmallIntegerField("judgments", default=0)
+    public_id = models.BigIntegerField(
+        "public id",
+        default=pair_public_id,
+        unique=True,
+        editable=False,
+        help_text="Random: what annotators, URLs and the API call the pair (the row id would reveal import order).",
+    )
+    # Shown to leads only: it says when the run that pooled the pair was imported.
     created_at = models.DateTimeField("added", auto_now_add=True)
 
     class Meta:
@@ -333,10 +358,32 @@ class Judgment(models.Model):
 
 
 class JudgmentRevision(models.Model):
-    """An immutable record of one change to a judgment: who, when, old and new values."""
+    """An immutable record of one change to a judgment: who, when, old and new values.
+
+    A change made in the app is made by the annotator themselves (``changed_by``; ``on_behalf_of`` empty).
+    Imported labels are recorded as made by the lead who imported them (``changed_by``; empty when the
+    command line imported them) on behalf of the named source (``on_behalf_of``), from ``imported_from``.
+    """
 
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="revisions")
-    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who made the change; empty for labels imported from the command line.",
+    )
+    on_behalf_of = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name="imported on behalf of",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Imported labels: the source (annotator or source account) they are recorded for.",
+    )
+    imported_from = models.CharField("imported from", max_length=255, blank=True)
     changed_at = models.DateTimeField("changed", auto_now_add=True, db_index=True)
     old_grade = models.SmallIntegerField("old grade", null=True, blank=True)
     new_grade = models.SmallIntegerField("new grade", null=True, blank=True)
@@ -355,6 +402,25 @@ class JudgmentRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judgment_id}: {self.old_grade}→{self.new_grade} at {self.changed_at:%Y-%m-%d %H:%M}"
+
+
+class LabelSource(models.Model):
+    """A source of imported labels that is not a person, e.g. ``trec-2019``: a user account nobody can log in
+    with (inactive, no usable password), created by the qrels import that first named it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="label_source")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "label source"
+        verbose_name_plural = "label sources"
+        ordering = ["user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} (imported labels)"
 
 
 class Adjudication(models.Model):

@@ -17,10 +17,12 @@ urlpatterns = [
     path("campaigns/<slug:slug>/jobs/<int:job_id>/", jobs.job_detail, name="job_detail"),
     # judging
     path("campaigns/<slug:slug>/judge/", judging.judge, name="judge"),
-    path("campaigns/<slug:slug>/judge/<int:pair_id>/", judging.judge_record, name="judge_record"),
-    path("campaigns/<slug:slug>/judge/<int:pair_id>/skip/", judging.judge_skip, name="judge_skip"),
+    # Annotators' pages name pairs by their public id (Pair.public_id), never the row id.
+    path("campaigns/<slug:slug>/judge/<int:public_id>/", judging.judge_record, name="judge_record"),
+    path("campaigns/<slug:slug>/judge/<int:public_id>/skip/", judging.judge_skip, name="judge_skip"),
+    path("campaigns/<slug:slug>/judge/<int:public_id>/hold/", judging.judge_hold, name="judge_hold"),
     path("campaigns/<slug:slug>/mine/", judging.my_judgments, name="my_judgments"),
-    path("campaigns/<slug:slug>/mine/<int:pair_id>/", judging.my_judgment_save, name="my_judgment_save"),
+    path("campaigns/<slug:slug>/mine/<int:public_id>/", judging.my_judgment_save, name="my_judgment_save"),
     # the leaderboard
     path("campaigns/<slug:slug>/leaderboard/", leaderboard.leaderboard, name="leaderboard"),
     path("campaigns/<slug:slug>/leaderboard/table/", leaderboard.leaderboard_table, name="leaderboard_table"),

@@ -132,8 +132,12 @@ class PairSerializer(serializers.ModelSerializer):
     """A pool pair. The label and judgment figures summarize everyone's judgments, so they are sent only
     to leads; for an annotator the fields are absent (hence optional in the schema)."""
 
-    LEAD_ONLY = ("label", "adjudicated", "judgment_count")
+    # created_at too: it says when the run that pooled the pair was imported, i.e. which system found it.
+    LEAD_ONLY = ("label", "adjudicated", "judgment_count", "created_at")
 
+    id = serializers.IntegerField(
+        source="public_id", read_only=True, help_text="The pair's public id (random; what `pair` means elsewhere)."
+    )
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
     qid = serializers.CharField(source="query.qid", read_only=True)
     docid = serializers.CharField(source="document.docid", read_only=True)
@@ -143,6 +147,7 @@ class PairSerializer(serializers.ModelSerializer):
     )
     adjudicated = serializers.BooleanField(required=False, help_text="Leads only: a lead decided the label.")
     judgment_count = serializers.IntegerField(required=False, help_text="Leads only: judgments of this pair.")
+    created_at = serializers.DateTimeField(required=False, help_text="Leads only: when the pair was pooled.")
 
     class Meta:
         model = Pair
@@ -166,6 +171,7 @@ class AdjudicationSerializer(serializers.Serializer):
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
+    pair = serializers.IntegerField(source="pair.public_id", read_only=True, help_text="The pair's public id.")
     campaign = serializers.CharField(source="pair.campaign.slug", read_only=True)
     qid = serializers.CharField(source="pair.query.qid", read_only=True)
     docid = serializers.CharField(source="pair.document.docid", read_only=True)
@@ -201,7 +207,12 @@ class JudgmentSerializer(serializers.ModelSerializer):
 class JudgmentRecordSerializer(serializers.Serializer):
     """Record or change the caller's own judgment of one pair, named by id or by campaign, qid and docid."""
 
-    pair = serializers.IntegerField(required=False, min_value=1, help_text="Pair id (or campaign + qid + docid).")
+    pair = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**53,
+        help_text="The pair's public id, as judgments and /api/pairs/ show it (or campaign + qid + docid).",
+    )
     campaign = serializers.SlugField(required=False, max_length=64)
     qid = serializers.CharField(required=False, max_length=QID_MAX_LENGTH)
     docid = serializers.CharField(required=False, max_length=DOCID_MAX_LENGTH)
@@ -230,13 +241,26 @@ class JudgmentRecordSerializer(serializers.Serializer):
 
 
 class JudgmentRevisionSerializer(serializers.ModelSerializer):
-    changed_by = serializers.CharField(source="changed_by.username", read_only=True)
+    changed_by = serializers.CharField(
+        source="changed_by.username",
+        read_only=True,
+        allow_null=True,
+        help_text="Who made the change (for imported labels, the lead who imported them; null: the command line).",
+    )
+    on_behalf_of = serializers.CharField(
+        source="on_behalf_of.username",
+        read_only=True,
+        allow_null=True,
+        help_text="Imported labels: the source they were imported for (null: a change made in the app).",
+    )
 
     class Meta:
         model = JudgmentRevision
         fields = [
             "id",
             "changed_by",
+            "on_behalf_of",
+            "imported_from",
             "changed_at",
             "old_grade",
             "new_grade",
@@ -299,7 +323,10 @@ class QrelsUploadSerializer(UploadSerializer):
     """Qrels: TREC `qid iteration docid label`, imported as one user's confident judgments."""
 
     annotator = serializers.CharField(
-        required=False, max_length=150, help_text="Username the judgments are recorded for (default: you)."
+        required=False,
+        max_length=150,
+        help_text="Whose judgments the labels become: a member's username, or a source name such as trec-2019 "
+        "(a source account nobody can log in with is created). Default: you.",
     )
 
 
@@ -313,6 +340,11 @@ class ImportSummarySerializer(serializers.Serializer):
     stub_documents = serializers.IntegerField(help_text="Documents created as stubs.")
     pairs_added = serializers.IntegerField(help_text="Pairs added to the judging pool.")
     systems = serializers.ListField(child=serializers.CharField(), help_text="Systems a run import touched.")
+    source = serializers.CharField(allow_blank=True, help_text="Qrels: whose judgments the labels became.")
+    source_created = serializers.BooleanField(help_text="Qrels: a source account was created for them.")
+    kept = serializers.IntegerField(
+        help_text="Qrels: labels not applied because the source had judged the pair in the app themselves."
+    )
 
 
 class UploadErrorSerializer(serializers.Serializer):
@@ -379,7 +411,9 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
     )
     per_query = serializers.BooleanField(
-        required=False, default=True, help_text="Include per-query values (false: means only)."
+        required=False,
+        default=True,
+        help_text="Include per-query values (false: means only). Leads only: annotators get the means.",
     )
 
 

@@ -16,7 +16,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotAuthenticated, NotFound
+from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -71,7 +71,6 @@ from judging.services import (
     queries_import,
     run_import,
     scale_from_values,
-    user_get,
 )
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
@@ -308,16 +307,21 @@ class CampaignViewSet(
         responses=s.LeaderboardSerializer,
         description=(
             "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
-            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators."
+            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
+            "they get what the leaderboard page shows them, the means only (no `per_query`, 403 if asked for) "
+            "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
-        if not campaign.leaderboard_visible_to_annotators:
+        is_lead = access(request).is_lead(campaign.id)
+        if not is_lead and not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")
         params = s.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
+        if not is_lead:
+            self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
         # Imported here: the scorer is the heavy end of the app, and this module must import without it.
         from judging.scoring import leaderboard_data
 
@@ -326,6 +330,21 @@ class CampaignViewSet(
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(data)
+
+    @staticmethod
+    def _annotator_params(campaign: Campaign, params: dict, *, asked_per_query: bool) -> None:
+        """Hold an annotator to what the leaderboard page shows them: the per-query drill-down is the leads'
+        (the page answers 403 there), and the parameters are checked as the page checks them."""
+        if asked_per_query and params["per_query"]:
+            raise PermissionDenied(
+                f"Only a lead of campaign {campaign.slug!r} can see per-query values; annotators get the means."
+            )
+        params["per_query"] = False
+        top = max(campaign.grades.values_list("value", flat=True), default=0)
+        if params["threshold"] > top:
+            raise DRFValidationError(
+                {"threshold": [f"must be between 0 and {top}, the top grade of this campaign's scale"]}
+            )
 
     @extend_schema(
         responses={(200, "text/plain"): OpenApiTypes.STR},
@@ -486,7 +505,11 @@ class CampaignViewSet(
     @extend_schema(
         request={"multipart/form-data": s.QrelsUploadSerializer},
         responses=UPLOAD_RESPONSES,
-        description="Import TREC qrels as one user's confident judgments (leads only).",
+        description=(
+            "Import TREC qrels as the confident judgments of `annotator` (leads only): a member, or a source "
+            "such as trec-2019 (a non-login source account is created). Pairs that member already judged in "
+            "the app keep their judgment (counted in `kept`); revisions name you, on behalf of the source."
+        ),
     )
     @action(
         detail=True,
@@ -501,12 +524,8 @@ class CampaignViewSet(
 
     @staticmethod
     def _qrels_import(*, user, annotator=None, **kwargs):
-        if annotator:
-            try:
-                user = user_get(username=annotator)
-            except DjangoValidationError as exc:
-                raise formats.FormatError(exc.messages[0], filename=kwargs["filename"], field="annotator") from None
-        return qrels_import(annotator=user, **kwargs)
+        # The import checks the name (a member, a source account, or a new source); see qrels_import.
+        return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
 
 
 # --------------------------------------------------------------------------- campaign contents
@@ -596,10 +615,15 @@ class SystemViewSet(CampaignContentViewSet):
     retrieve=extend_schema(description="One pair."),
 )
 class PairViewSet(CampaignContentViewSet):
+    """Pairs are named by their public id: row ids (and creation times) follow run-import order and would
+    tell annotators which system found a pair. The list is in public-id order, a random one."""
+
     serializer_class = s.PairSerializer
     filterset_class = PairFilter
-    ordering_fields = ["id", "created_at"]
-    ordering = ["id"]
+    ordering_fields = ["public_id"]
+    ordering = ["public_id"]
+    lookup_field = "public_id"
+    lookup_url_kwarg = "pk"
 
     def get_queryset(self):
         acc = access(self.request)
@@ -728,7 +752,9 @@ class JudgmentViewSet(
         acc = access(self.request)
         if "pair" in values:
             pair = (
-                Pair.objects.filter(id=values["pair"], campaign__in=acc.campaigns()).select_related("campaign").first()
+                Pair.objects.filter(public_id=values["pair"], campaign__in=acc.campaigns())
+                .select_related("campaign")
+                .first()
             )
             if pair is None or not (pair.pooled or acc.is_lead(pair.campaign_id)):
                 raise NotFound(f"No pair {values['pair']} in your campaigns.")
@@ -754,5 +780,5 @@ class JudgmentViewSet(
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def history(self, request, pk=None):
         judgment = self.get_object()
-        revisions = judgment.revisions.select_related("changed_by").order_by("changed_at", "id")
+        revisions = judgment.revisions.select_related("changed_by", "on_behalf_of").order_by("changed_at", "id")
         return Response(s.JudgmentRevisionSerializer(revisions, many=True).data)

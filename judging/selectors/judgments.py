@@ -12,7 +12,7 @@ from judging.selectors.campaigns import membership_roles
 # Columns of a judgments export, in file order: (name in the file, ORM path).
 JUDGMENT_EXPORT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "id"),
-    ("pair", "pair_id"),
+    ("pair", "pair__public_id"),  # the public id: row ids follow run-import order
     ("campaign", "pair__campaign__slug"),
     ("qid", "pair__query__qid"),
     ("docid", "pair__document__docid"),
@@ -47,22 +47,22 @@ def judgment_current(*, pair: Pair, annotator) -> Judgment | None:
 
 
 def judgment_neighbours(*, campaign: Campaign, annotator, judgment: Judgment | None) -> tuple[int | None, int | None]:
-    """(previous, next) pair ids in the order the annotator first judged them: the history that Back
+    """(previous, next) pairs' public ids in the order the annotator first judged them: the history that Back
     and Forward walk. For a pair not judged yet the previous one is the latest judgment."""
     mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
     if judgment is None:
-        return mine.order_by("-id").values_list("pair_id", flat=True).first(), None
-    prev_id = mine.filter(id__lt=judgment.id).order_by("-id").values_list("pair_id", flat=True).first()
-    next_id = mine.filter(id__gt=judgment.id).order_by("id").values_list("pair_id", flat=True).first()
+        return mine.order_by("-id").values_list("pair__public_id", flat=True).first(), None
+    prev_id = mine.filter(id__lt=judgment.id).order_by("-id").values_list("pair__public_id", flat=True).first()
+    next_id = mine.filter(id__gt=judgment.id).order_by("id").values_list("pair__public_id", flat=True).first()
     return prev_id, next_id
 
 
 def judgment_following(*, campaign: Campaign, annotator, judgment: Judgment) -> int | None:
-    """The pair judged right after this one (forward in the history), if any."""
+    """The public id of the pair judged right after this one (forward in the history), if any."""
     return (
         Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id, id__gt=judgment.id)
         .order_by("id")
-        .values_list("pair_id", flat=True)
+        .values_list("pair__public_id", flat=True)
         .first()
     )
 

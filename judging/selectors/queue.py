@@ -159,10 +159,14 @@ def _pair_next(
     return None
 
 
-def pair_get(*, campaign: Campaign, pair_id: int, pooled_only: bool = True) -> Pair | None:
-    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query."""
+def pair_get(
+    *, campaign: Campaign, pair_id: int | None = None, public_id: int | None = None, pooled_only: bool = True
+) -> Pair | None:
+    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query.
+    Named by its row id (leads' pages) or by its public id (what annotators see)."""
+    key = {"id": pair_id} if public_id is None else {"public_id": public_id}
     # order_by(): Pair's default ordering would join the campaign, query and document tables again.
-    qs = Pair.objects.filter(campaign_id=campaign.id, id=pair_id).select_related("query", "document").order_by()
+    qs = Pair.objects.filter(campaign_id=campaign.id, **key).select_related("query", "document").order_by()
     return (qs.filter(pooled=True) if pooled_only else qs).first()
 
 

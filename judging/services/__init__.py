@@ -37,4 +37,5 @@ from judging.services.judgments import (  # noqa: F401
 from judging.services.queue import (  # noqa: F401
     ASSIGNMENT_MINUTES,
     pair_assign,
+    pair_hold,
 )

@@ -5,21 +5,29 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection, transaction
+from django.contrib.auth import get_user_model
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from judging import formats
+from judging.access import lead_required, membership_role
 from judging.formats import ImportRefused  # noqa: F401  (re-exported: the base every interface catches)
 from judging.models import (
+    PUBLIC_ID_MAX,
+    PUBLIC_ID_MIN,
     Campaign,
     Document,
     Judgment,
     JudgmentRevision,
+    LabelSource,
     Pair,
     Query,
     Ranking,
@@ -55,9 +63,21 @@ class ImportSummary:
     stub_documents: int = 0
     pairs_added: int = 0
     systems: list[str] = field(default_factory=list)
+    # Qrels only: whose judgments the labels became, and how many labels were not applied because that
+    # person had judged the pair in the app (imports never rewrite a person's own judgment).
+    source: str = ""
+    source_created: bool = False
+    kept: int = 0
 
     def lines(self) -> list[str]:
         out = [f"{self.filename}: {self.added} {self.kind} added, {self.updated} updated, {self.unchanged} unchanged"]
+        if self.source_created:
+            out.append(f"created the source account {self.source!r} for these labels (nobody can log in with it)")
+        if self.kept:
+            out.append(
+                f"{self.kept} labels left alone: {self.source} had already judged those pairs in the app, "
+                "and imports never overwrite a person's own judgment"
+            )
         if self.systems:
             out.append("systems: " + ", ".join(self.systems))
         if self.stub_queries or self.stub_documents:
@@ -79,6 +99,9 @@ class ImportSummary:
             "stub_documents": self.stub_documents,
             "pairs_added": self.pairs_added,
             "systems": self.systems,
+            "source": self.source,
+            "source_created": self.source_created,
+            "kept": self.kept,
         }
 
 
@@ -354,17 +377,63 @@ def _pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
         .values_list("query_id", "document_id", "id", "pooled")
         .iterator(chunk_size=20000)
     }
-    now = timezone.now()
-    added = _insert_rows(
-        Pair,
-        ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
-        ((campaign.pk, q, d, True, False, 0, now) for (q, d) in sorted(wanted - existing.keys())),
-    )
+    added = _pairs_insert(campaign=campaign, keys=wanted - existing.keys(), pooled=True)
     # Pairs that only imported qrels had created now enter the pool too.
     promote = [existing[k][0] for k in wanted if k in existing and not existing[k][1]]
     for start in range(0, len(promote), BATCH):
         Pair.objects.filter(id__in=promote[start : start + BATCH]).update(pooled=True)
     return added + len(promote)
+
+
+def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
+    """``count`` distinct random public ids (see models.pair_public_id)."""
+    out = np.empty(0, dtype=np.int64)
+    while len(out) < count:
+        draw = rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)
+        out = np.unique(np.concatenate([out, draw]))
+    return rng.permutation(out).tolist()
+
+
+def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool) -> int:
+    """Insert new pairs (query id, document id) in a random order, each with a random public id.
+
+    The pairs a run adds that no earlier run had are the ones only that system found: inserted in key order,
+    one run after another, their row ids and creation order would single them out. Public ids hide the
+    row ids from annotators; the shuffle keeps even the row order from following the systems within an import.
+    A public id already taken by another pair (odds about n / 10**15 per pair, with n pairs stored) fails the
+    insert: it is retried with fresh ids.
+    """
+    if not keys:
+        return 0
+    rng = np.random.default_rng(secrets.randbits(128))
+    order = sorted(keys)
+    shuffled = [order[i] for i in rng.permutation(len(order))]
+    now = timezone.now()
+    for attempt in range(3):
+        public_ids = _public_ids(len(shuffled), rng=rng)
+        try:
+            with transaction.atomic():  # a savepoint: a clash undoes only this insert
+                return _insert_rows(
+                    Pair,
+                    [
+                        "campaign",
+                        "query",
+                        "document",
+                        "pooled",
+                        "adjudicated",
+                        "judgment_count",
+                        "public_id",
+                        "created_at",
+                    ],
+                    (
+                        (campaign.pk, q, d, pooled, False, 0, public_id, now)
+                        for (q, d), public_id in zip(shuffled, public_ids, strict=True)
+                    ),
+                )
+        except IntegrityError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @transaction.atomic
@@ -379,15 +448,73 @@ def pool_build(*, campaign: Campaign) -> int:
     return _pool_add(campaign=campaign, pairs=pairs)
 
 
+def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str):
+    """The account imported labels are recorded under, and whether it was created now (see qrels_import)."""
+
+    def refuse(message: str):
+        return formats.FormatError(message, filename=filename, field="annotator")
+
+    name = (name or "").strip()
+    if not name:
+        raise refuse("name the source of these labels: a member of the campaign, or a new source such as trec-2019")
+    if len(name) > 150:
+        raise refuse("a source name can be at most 150 characters")
+    try:
+        UnicodeUsernameValidator()(name)
+    except ValidationError:
+        raise refuse(f"{name!r} is not a valid source name: use letters, digits and @ . + - _ only") from None
+    User = get_user_model()
+    user = User.objects.filter(username=name).select_related("label_source").first()
+    if user is None:
+        user = User.objects.create_user(username=name, password=None)  # no usable password
+        user.is_active = False  # and no login of any kind, token included
+        user.save(update_fields=["is_active"])
+        LabelSource.objects.create(user=user, created_by=imported_by)
+        return user, True
+    if user.is_superuser:
+        raise refuse(
+            f"{name!r} is a superuser: imported labels cannot be recorded for a superuser; name a member of "
+            "the campaign, or a new source such as trec-2019"
+        )
+    if hasattr(user, "label_source") or membership_role(campaign=campaign, user=user) is not None:
+        return user, False
+    raise refuse(
+        f"{name!r} is not a member of campaign {campaign.slug!r}: add them first, or name a source that is "
+        "not a user (such as trec-2019) to record the labels under a source account"
+    )
+
+
 @_logged
 @transaction.atomic
 def qrels_import(
-    *, campaign: Campaign, data: bytes, filename: str, annotator, progress: Progress = None
+    *,
+    campaign: Campaign,
+    data: bytes,
+    filename: str,
+    annotator,
+    imported_by=None,
+    progress: Progress = None,
 ) -> ImportSummary:
-    """Import existing labels as one annotator's confident judgments (history kept, labels refreshed)."""
+    """Import existing labels (e.g. from an earlier campaign) as the confident judgments of a named source.
+
+    The rule: imported labels never rewrite what a person judged in the app.
+
+    - ``annotator`` names the source (a username; a user object is taken by its username). It is a member
+      of the campaign (annotator or lead), or a label source created by an earlier import, or a name no
+      account has yet: then a source account is created under it (``LabelSource``: inactive, no usable
+      password, nobody can log in with it). Superusers and users outside the campaign are refused.
+    - A pair the source already judged in the app keeps that judgment, however it differs (an unsure one
+      stays unsure); the summary counts these labels as ``kept``. Judgments an earlier import made for the
+      source are brought up to date.
+    - Every imported change is a revision made by ``imported_by`` (the lead who imported the file; None for
+      the command line) on behalf of the source, naming the file; the judgment's ``updated_at`` moves, so
+      ``?updated_since=`` exports see it.
+    """
     qrels = formats.parse_qrels(data, filename=filename)
     if not qrels:
         raise formats.FormatError("empty file: no labels", filename=filename)
+    if imported_by is not None:
+        lead_required(campaign=campaign, user=imported_by, what="import labels")
     grades = {g.value: g for g in campaign.grades.all()}
     bad = next((q for q in qrels if q.label not in grades), None)
     if bad is not None:
@@ -397,63 +524,72 @@ def qrels_import(
             line=_qrels_line(data, bad),
             field="label",
         )
-    summary = ImportSummary(kind="judgments", filename=filename)
+    name = annotator if isinstance(annotator, str) else annotator.get_username()
+    source, created = _source_account(campaign=campaign, name=name, imported_by=imported_by, filename=filename)
+    summary = ImportSummary(kind="judgments", filename=filename, source=source.get_username(), source_created=created)
     qmap, dmap, summary.stub_queries, summary.stub_documents = _stubs_create(
         campaign=campaign, qids={q.qid for q in qrels}, docids={q.docid for q in qrels}
     )
     keys = {(qmap[q.qid], dmap[q.docid]) for q in qrels}
     existing_pairs = _pair_ids(campaign)
-    now = timezone.now()
-    _insert_rows(
-        Pair,
-        ["campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "created_at"],
-        ((campaign.pk, q, d, False, False, 0, now) for q, d in sorted(keys - existing_pairs.keys())),
-    )
-    summary.pairs_added = 0  # qrels-only pairs are kept for scoring but are not pooled for judging
+    # qrels-only pairs are kept for scoring but are not pooled for judging
+    _pairs_insert(campaign=campaign, keys=keys - existing_pairs.keys(), pooled=False)
+    summary.pairs_added = 0
     pair_ids = _pair_ids(campaign)
-    current = {
-        j.pair_id: j
-        for j in Judgment.objects.filter(pair__campaign=campaign, annotator=annotator).select_related(
-            "grade", "tentative_grade"
+    mine = Judgment.objects.filter(pair__campaign=campaign, annotator=source)
+    current = {j.pair_id: j for j in mine.select_related("grade", "tentative_grade")}
+    # A judgment with any revision not made by an import was judged in the app: it is the person's own.
+    # (Judgments imported before revisions recorded imports look like that too, and are left alone as well.)
+    judged_in_app = set(
+        JudgmentRevision.objects.filter(judgment__in=mine, on_behalf_of__isnull=True)
+        .order_by()
+        .values_list("judgment__pair_id", flat=True)
+        .distinct()
+    )
+    now = timezone.now()
+    name = filename[:255]
+
+    def revision(j: Judgment, **values) -> JudgmentRevision:
+        return JudgmentRevision(
+            judgment=j, changed_by=imported_by, on_behalf_of=source, imported_from=name, new_unsure=False, **values
         )
-    }
+
     new, changed, revisions = [], [], []
     for q in qrels:
         pid = pair_ids[(qmap[q.qid], dmap[q.docid])]
         grade = grades[q.label]
         j = current.get(pid)
         if j is None:
-            new.append(Judgment(pair_id=pid, annotator=annotator, grade=grade, unsure=False))
-        elif j.unsure or j.grade_id != grade.id:
+            new.append(Judgment(pair_id=pid, annotator=source, grade=grade, unsure=False))
+        elif not j.unsure and j.grade_id == grade.id:
+            summary.unchanged += 1
+        elif pid in judged_in_app:
+            summary.kept += 1
+        else:
             revisions.append(
-                JudgmentRevision(
-                    judgment=j,
-                    changed_by=annotator,
+                revision(
+                    j,
                     old_grade=j.grade.value if j.grade else None,
                     new_grade=grade.value,
                     old_unsure=j.unsure,
-                    new_unsure=False,
                     old_tentative_grade=j.tentative_grade.value if j.tentative_grade else None,
                     old_note=j.note,
                     new_note=j.note,
                 )
             )
-            j.grade, j.unsure, j.tentative_grade = grade, False, None
+            j.grade, j.unsure, j.tentative_grade, j.updated_at = grade, False, None, now
             changed.append(j)
-        else:
-            summary.unchanged += 1
     for start in range(0, len(new), BATCH):
         chunk = new[start : start + BATCH]
         Judgment.objects.bulk_create(chunk)
         if progress:
             progress(len(chunk))
     if new and new[0].pk is None:  # backends that cannot return ids from bulk inserts
-        ids = dict(Judgment.objects.filter(pair__campaign=campaign, annotator=annotator).values_list("pair_id", "id"))
+        ids = dict(Judgment.objects.filter(pair__campaign=campaign, annotator=source).values_list("pair_id", "id"))
         for j in new:
             j.pk = ids[j.pair_id]
-    revisions.extend(
-        JudgmentRevision(judgment=j, changed_by=annotator, new_grade=j.grade.value, new_unsure=False) for j in new
-    )
+    revisions.extend(revision(j, new_grade=j.grade.value) for j in new)
+    # bulk_update skips auto_now: updated_at is set above, so ?updated_since= finds the change.
     Judgment.objects.bulk_update(changed, ["grade", "unsure", "tentative_grade", "updated_at"], batch_size=BATCH)
     JudgmentRevision.objects.bulk_create(revisions, batch_size=BATCH)
     touched = [j.pair_id for j in new] + [j.pair_id for j in changed]

@@ -16,6 +16,31 @@ from judging.models import (
 ASSIGNMENT_MINUTES = 15
 
 
+def _hold(*, campaign: Campaign, annotator, pair_id: int) -> bool:
+    """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
+    from judging import selectors
+
+    with transaction.atomic():
+        Pair.objects.select_for_update().filter(id=pair_id).order_by().values_list("id").get()
+        if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
+            return False
+        Assignment.objects.update_or_create(
+            campaign=campaign,
+            annotator=annotator,
+            defaults={"pair_id": pair_id, "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
+        )
+        return True
+
+
+def pair_hold(*, campaign: Campaign, annotator, pair: Pair) -> bool:
+    """Hold a pair the judging page showed (read-only, on a GET) for the annotator looking at it now.
+
+    Holds are taken only by POST: a page's plain GET never writes, so a foreign page cannot take or
+    refresh one. Returns False when the pair is no longer open to them (someone else took its last slot,
+    or they judged it meanwhile)."""
+    return _hold(campaign=campaign, annotator=annotator, pair_id=pair.id)
+
+
 def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None = None, exclude=()):
     """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
 
@@ -36,14 +61,7 @@ def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None =
         if found.pair is None:
             Assignment.objects.filter(campaign=campaign, annotator=annotator).delete()
             return found
-        with transaction.atomic():
-            Pair.objects.select_for_update().filter(id=found.pair.id).order_by().values_list("id").get()
-            if selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id):
-                Assignment.objects.update_or_create(
-                    campaign=campaign,
-                    annotator=annotator,
-                    defaults={"pair": found.pair, "expires_at": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)},
-                )
-                return found
+        if _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
+            return found
         passed.append(found.pair.id)
     return selectors.NextPair(None)

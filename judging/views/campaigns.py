@@ -200,7 +200,8 @@ def campaign_upload(request, member: Member):
             if kind == "run":
                 kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])
             elif kind == "qrels":
-                kwargs["annotator"] = form.cleaned_data["annotator"] or request.user
+                kwargs["annotator"] = form.cleaned_data["annotator"] or request.user.get_username()
+                kwargs["imported_by"] = request.user
             try:
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -18,7 +18,7 @@ from judging import selectors
 from judging.access import Member, campaign_pair, campaign_view
 from judging.forms import JudgmentForm, MyJudgmentsFilter
 from judging.models import Campaign, Judgment, Pair
-from judging.services import judgment_intent, judgment_record, pair_assign
+from judging.services import judgment_intent, judgment_record, pair_assign, pair_hold
 
 SKIPS_KEY = "reljudge_skips"
 SKIPS_KEPT = 500
@@ -170,12 +170,14 @@ def _render_workspace(request, ctx: dict, *, status: int = 200, url: str | None 
     return response
 
 
-def _next_pair(request, campaign: Campaign, *, after: Pair | None) -> tuple[Pair | None, bool]:
-    """The next pair of the queue: staying on ``after``'s query while it has open pairs."""
+def _next_pair(request, campaign: Campaign, *, after: Pair | None, hold: bool = True) -> tuple[Pair | None, bool]:
+    """The next pair of the queue: staying on ``after``'s query while it has open pairs. Held for the
+    annotator (a POST) or, with ``hold=False``, only looked up (a GET: see ``judge``)."""
     current_query = (
         after.query_id if after is not None else selectors.latest_query_id(campaign=campaign, annotator=request.user)
     )
-    found = pair_assign(
+    find = pair_assign if hold else selectors.pair_next
+    found = find(
         campaign=campaign, annotator=request.user, current_query_id=current_query, exclude=_skips(request, campaign)
     )
     if found.pair is not None:
@@ -190,7 +192,7 @@ def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -
     if judgment is not None:
         following = selectors.judgment_following(campaign=campaign, annotator=request.user, judgment=judgment)
         if following is not None:
-            return campaign_pair(campaign, following), {}, True
+            return campaign_pair(campaign, following, public=True), {}, True
     nxt, was_skipped = _next_pair(request, campaign, after=pair)
     return nxt, {"judgment": None, "was_skipped": was_skipped}, False
 
@@ -198,22 +200,48 @@ def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -
 @campaign_view
 @require_http_methods(["GET", "HEAD"])
 def judge(request, member: Member):
-    """The judging page: the next pair of the annotator's queue, or ?pair=ID (Back / Forward / Edit)."""
+    """The judging page: the next pair of the annotator's queue, or ?pair=ID (Back / Forward / Edit).
+
+    A GET writes nothing: the next pair is shown at once but not held. The panel then asks to hold it with
+    an htmx POST (``judge_hold``, hx-trigger="load", the CSRF token from the page), so no foreign page can
+    take or refresh a hold by linking here.
+    """
     campaign = member.campaign
     if request.GET.get("pair"):
-        pair, extra = campaign_pair(campaign, request.GET["pair"]), {}
+        pair, extra = campaign_pair(campaign, request.GET["pair"], public=True), {}
     else:
-        pair, was_skipped = _next_pair(request, campaign, after=None)
+        pair, was_skipped = _next_pair(request, campaign, after=None, hold=False)
         extra = {"judgment": None, "was_skipped": was_skipped}  # the queue holds only unjudged pairs
+        if pair is not None:
+            extra["hold_url"] = reverse("judging:judge_hold", args=[campaign.slug, pair.public_id])
     return _render_workspace(request, _workspace(request, member, pair, **extra))
 
 
 @campaign_view
 @require_POST
-def judge_record(request, member: Member, pair_id: int):
+def judge_hold(request, member: Member, public_id: int):
+    """Hold the pair a GET of the judging page showed. 204 when held (or already judged by this annotator:
+    a grade sent before this request arrived); when someone else took its last slot meanwhile, the panel
+    with the next pair of the queue (held), which htmx swaps in."""
+    campaign = member.campaign
+    pair = campaign_pair(campaign, public_id, public=True)
+    if pair_hold(campaign=campaign, annotator=request.user, pair=pair):
+        return HttpResponse(status=204)
+    if selectors.judgment_current(pair=pair, annotator=request.user) is not None:
+        return HttpResponse(status=204)
+    if not request.htmx:
+        return redirect("judging:judge", slug=campaign.slug)
+    nxt, was_skipped = _next_pair(request, campaign, after=pair)
+    ctx = _workspace(request, member, nxt, judgment=None, was_skipped=was_skipped, taken=True)
+    return _render_workspace(request, ctx)
+
+
+@campaign_view
+@require_POST
+def judge_record(request, member: Member, public_id: int):
     """Record (or change) the annotator's judgment of one pair, then show the next pair."""
     campaign = member.campaign
-    pair = campaign_pair(campaign, pair_id)
+    pair = campaign_pair(campaign, public_id, public=True)
     grades = selectors.grade_list(campaign=campaign)
     outcome = _record(request, campaign, pair)
     if outcome.status == "invalid":
@@ -241,29 +269,29 @@ def judge_record(request, member: Member, pair_id: int):
     saved = {
         "qid": pair.query.qid,
         "docid": pair.document.docid,
-        "pair_id": pair.id,
+        "pair_id": pair.public_id,
         "label": _grade_label(grades, outcome.values),
         "changed": outcome.changed,
         "note": bool(outcome.values["note"]),
     }
     nxt, extra, in_history = _after(request, campaign, pair, outcome.judgment if outcome.existed else None)
     target = reverse("judging:judge", args=[campaign.slug])
-    target = f"{target}?pair={nxt.id}" if in_history else target
+    target = f"{target}?pair={nxt.public_id}" if in_history else target
     if not request.htmx:
         messages.success(request, f"Saved {saved['qid']} / {saved['docid']}: {saved['label']}")
         return redirect(target)
     if not outcome.existed:
-        extra["latest_judged"] = pair.id
+        extra["latest_judged"] = pair.public_id
     ctx = _workspace(request, member, nxt, saved=saved, grades=grades, **extra)
     return _render_workspace(request, ctx, url=target)
 
 
 @campaign_view
 @require_POST
-def judge_skip(request, member: Member, pair_id: int):
+def judge_skip(request, member: Member, public_id: int):
     """Put a pair aside for now: it comes back once the rest of the queue is done."""
     campaign = member.campaign
-    pair = campaign_pair(campaign, pair_id)
+    pair = campaign_pair(campaign, public_id, public=True)
     judgment = selectors.judgment_current(pair=pair, annotator=request.user)
     if judgment is None:
         skips = [p for p in _skips(request, campaign) if p != pair.id] + [pair.id]
@@ -271,7 +299,7 @@ def judge_skip(request, member: Member, pair_id: int):
     # A pair already judged is not skipped but left as it is: Forward through the history.
     nxt, extra, in_history = _after(request, campaign, pair, judgment)
     target = reverse("judging:judge", args=[campaign.slug])
-    target = f"{target}?pair={nxt.id}" if in_history else target
+    target = f"{target}?pair={nxt.public_id}" if in_history else target
     if not request.htmx:
         return redirect(target)
     skipped = {"qid": pair.query.qid, "docid": pair.document.docid} if judgment is None else None
@@ -307,10 +335,10 @@ def my_judgments(request, member: Member):
 
 @campaign_view
 @require_POST
-def my_judgment_save(request, member: Member, pair_id: int):
+def my_judgment_save(request, member: Member, public_id: int):
     """Edit one row of "my judgments" in place."""
     campaign = member.campaign
-    pair = campaign_pair(campaign, pair_id, pooled_only=False)
+    pair = campaign_pair(campaign, public_id, pooled_only=False, public=True)
     if selectors.judgment_current(pair=pair, annotator=request.user) is None:
         raise Http404("You have not judged this pair.")
     outcome = _record(request, campaign, pair)

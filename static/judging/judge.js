@@ -42,8 +42,10 @@
   }, true);
 
   // ------------------------------------------------------------------ request state
-  document.addEventListener("htmx:beforeRequest", function () { busy = true; });
-  document.addEventListener("htmx:afterRequest", function () { busy = false; });
+  // The hold a freshly opened page asks for (data-hold) runs in the background: keys stay live meanwhile.
+  function isHold(evt) { return evt.detail && evt.detail.elt && evt.detail.elt.hasAttribute("data-hold"); }
+  document.addEventListener("htmx:beforeRequest", function (evt) { if (!isHold(evt)) busy = true; });
+  document.addEventListener("htmx:afterRequest", function (evt) { if (!isHold(evt)) busy = false; });
   document.addEventListener("htmx:afterSwap", function (evt) {
     if (!evt.detail.target || evt.detail.target.id !== "judge") return;
     var before = timer.pairId;

@@ -159,8 +159,8 @@ def test_annotator_judges_with_the_keyboard_alone(live_server, new_page, screens
     f = press_and_wait(page, "s", before=e)
     assert f not in (a, b, c, d, e)
 
-    judgments = Judgment.objects.filter(annotator=users["ann"]).select_related("grade", "tentative_grade")
-    mine = {j.pair_id: j for j in judgments}
+    judgments = Judgment.objects.filter(annotator=users["ann"]).select_related("pair", "grade", "tentative_grade")
+    mine = {j.pair.public_id: j for j in judgments}  # the page names pairs by their public id
     assert set(mine) == {a, b, c, d}
     assert (mine[a].grade.value, mine[a].unsure) == (2, False)
     assert (mine[b].grade, mine[b].unsure, mine[b].tentative_grade.value) == (None, True, 1)
@@ -169,7 +169,7 @@ def test_annotator_judges_with_the_keyboard_alone(live_server, new_page, screens
     assert list(mine[c].revisions.values_list("old_grade", "new_grade")) == [(None, 0), (0, 1)]
     assert mine[d].grade.value == 2 and mine[d].revisions.count() == 1
     assert all(j.seconds_spent > 0 for j in mine.values())
-    assert not Judgment.objects.filter(pair_id__in=[e, f]).exists()
+    assert not Judgment.objects.filter(pair__public_id__in=[e, f]).exists()
     assert watch.errors == [] and watch.dialogs == []
 
 
@@ -200,7 +200,7 @@ def test_failed_save_keeps_the_note_and_says_so(live_server, new_page, screensho
     press_and_wait(page, "2", before=first)
     assert page.is_hidden("#net-error")
     j = Judgment.objects.get()
-    assert (j.pair_id, j.grade.value, j.note) == (first, 2, "a careful note")
+    assert (j.pair.public_id, j.grade.value, j.note) == (first, 2, "a careful note")
 
     # A grade that is not on the scale is refused by the page itself.
     page.keyboard.press("7")
@@ -217,7 +217,7 @@ def test_script_payload_does_not_run(live_server, new_page, screenshot, setup):
     base = live_server.url
     xss_pair = Pair.objects.get(campaign=campaign, document__docid="x1")
     page, watch = new_page()
-    url = f"/campaigns/{campaign.slug}/judge/?pair={xss_pair.id}"
+    url = f"/campaigns/{campaign.slug}/judge/?pair={xss_pair.public_id}"
     log_in(page, base, "ann", "pw-ann-secret", then=url)
     page.wait_for_selector("#judge .workspace[data-pair-id]")
     page.wait_for_timeout(500)
@@ -232,7 +232,7 @@ def test_script_payload_does_not_run(live_server, new_page, screenshot, setup):
     screenshot(page, "06-script-payload-escaped")
     # Recording a grade for it (an htmx swap of new HTML) does not run anything either.
     page.wait_for_timeout(400)
-    press_and_wait(page, "1", before=xss_pair.id)
+    press_and_wait(page, "1", before=xss_pair.public_id)
     # ... and neither does the row in "my judgments".
     page.goto(base + f"/campaigns/{campaign.slug}/mine/")
     page.wait_for_selector("#my-judgments")
@@ -254,11 +254,11 @@ def test_second_annotator_sees_none_of_the_first_ones_work(live_server, new_page
 
     page.goto(base + f"/campaigns/{campaign.slug}/judge/")
     page.wait_for_selector("#judge .workspace[data-pair-id]")
-    assert shown(page) not in {p.id for p in judged}  # redundancy 1: those pairs are done
+    assert shown(page) not in {p.public_id for p in judged}  # redundancy 1: those pairs are done
     assert "Your judgment" not in page.inner_text("#judge")
     assert page.locator("#back-link").count() == 0  # no history of someone else's to go back to
     # Even opening one of ann's pairs directly shows no judgment.
-    page.goto(base + f"/campaigns/{campaign.slug}/judge/?pair={judged[0].id}")
+    page.goto(base + f"/campaigns/{campaign.slug}/judge/?pair={judged[0].public_id}")
     assert "Your judgment" not in page.inner_text("#judge")
     assert "ann-private-note" not in page.content()
     assert page.locator("button.grade.selected").count() == 0

@@ -48,10 +48,12 @@ def judged(make_user):
 
 
 def test_ratings_matrix_layout(judged):
-    campaign, *_ = judged
+    campaign, _, _, pairs = judged
     r = ratings_matrix(campaign=campaign)
     assert r.usernames == ["alice", "bob", "carol"]
-    expected = np.array([[np.nan if g is None else g for g in row] for row in GRADES], dtype=float)
+    # Rows in pair row-id order, which is not the run's order (pools are inserted shuffled).
+    by_id = sorted(range(len(GRADES)), key=lambda i: pairs[f"d{i}"].id)
+    expected = np.array([[np.nan if g is None else g for g in GRADES[i]] for i in by_id], dtype=float)
     np.testing.assert_array_equal(r.values, expected)
 
 

@@ -306,10 +306,14 @@ def test_api_judgments_csv_error_is_json(world):  # noqa: F811
 
 
 def test_api_adjudication_sets_label(world):  # noqa: F811
-    response = client_for(world.lead).post(f"/api/pairs/{world.pair.id}/adjudicate/", {"grade": 0}, format="json")
+    response = client_for(world.lead).post(
+        f"/api/pairs/{world.pair.public_id}/adjudicate/", {"grade": 0}, format="json"
+    )
     assert response.status_code == 200
     assert (response.json()["label"], response.json()["adjudicated"]) == (0, True)
-    response = client_for(world.lead).post(f"/api/pairs/{world.pair.id}/adjudicate/", {"grade": 7}, format="json")
+    response = client_for(world.lead).post(
+        f"/api/pairs/{world.pair.public_id}/adjudicate/", {"grade": 7}, format="json"
+    )
     assert response.status_code == 400 and "grade" in response.json()
 
 
@@ -334,6 +338,7 @@ def test_api_uploads_build_a_campaign_and_are_idempotent(world):  # noqa: F811
     response = upload(client, "fresh", "run", "bm25.run", RUN_DENSE, system="bm25-v2")
     assert response.status_code == 409 and response.json()["file"] == "bm25.run"
     assert upload(client, "fresh", "run", "bm25.run", RUN_DENSE, system="bm25-v2", replace="true").status_code == 200
+    membership_add(campaign=Campaign.objects.get(slug="fresh"), user=world.annotator, role="annotator")
     response = upload(client, "fresh", "qrels", "old.qrels", "q1 0 d1 2\nq1 0 d9 1\n", annotator="ann")
     assert response.status_code == 200 and response.json()["added"] == 2
     assert Judgment.objects.filter(pair__campaign__slug="fresh", annotator=world.annotator).count() == 2
@@ -374,8 +379,8 @@ def test_api_upload_without_file(world):  # noqa: F811
     assert response.json() == {"detail": "No file was submitted.", "file": "", "line": None, "field": "file"}
 
 
-def test_api_upload_qrels_for_unknown_annotator(world):  # noqa: F811
-    response = upload(client_for(world.lead), "demo", "qrels", "a.qrels", "q1 0 d1 1\n", annotator="ghost")
+def test_api_upload_qrels_for_a_user_outside_the_campaign(world):  # noqa: F811
+    response = upload(client_for(world.lead), "demo", "qrels", "a.qrels", "q1 0 d1 1\n", annotator="stranger")
     assert response.status_code == 400 and response.json()["field"] == "annotator"
 
 
@@ -438,7 +443,7 @@ def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):  # 
     membership_add(campaign=copy, user=world.lead, role="lead")
     for run in (RUN_BM25, RUN_DENSE):
         run_import(campaign=copy, data=run.encode(), filename="run.txt")
-    qrels_import(campaign=copy, data=text.encode(), filename="demo.qrels", annotator=make_user("trec"))
+    qrels_import(campaign=copy, data=text.encode(), filename="demo.qrels", annotator="trec")
 
     def labels(campaign):
         return sorted(

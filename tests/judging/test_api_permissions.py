@@ -106,7 +106,7 @@ def test_api_permission_matrix(world, method, path, body, caller, status):  # no
         "query": world.query.id,
         "document": world.document.id,
         "system": world.system.id,
-        "pair": world.pair.id,
+        "pair": world.pair.public_id,
         "judgment": world.judgment.id,
         "judgment2": world.judgment2.id,
     }
@@ -148,7 +148,7 @@ def test_api_lead_sees_labels_and_everyone(world):  # noqa: F811
     client = client_for(world.lead)
     rows = client.get("/api/judgments/", {"campaign": "demo"}).json()["results"]
     assert {r["annotator"] for r in rows} == {"ann", "ann2"}
-    pair = client.get(f"/api/pairs/{world.pair.id}/").json()
+    pair = client.get(f"/api/pairs/{world.pair.public_id}/").json()
     assert (pair["label"], pair["judgment_count"], pair["adjudicated"]) == (1, 2, False)
     assert client.get("/api/pairs/", {"campaign": "demo", "labelled": "true"}).json()["count"] == 4
     progress = client.get("/api/campaigns/demo/progress/").json()
@@ -174,9 +174,9 @@ def test_api_annotator_cannot_judge_unpooled_pair(world):  # noqa: F811
     qrels_import(campaign=world.campaign, data=b"q2 0 d1 2\n", filename="old.qrels", annotator=world.annotator2)
     pair = world.pair_of("q2", "d1")
     assert not pair.pooled
-    response = client_for(world.annotator).post("/api/judgments/", {"pair": pair.id, "grade": 1}, format="json")
+    response = client_for(world.annotator).post("/api/judgments/", {"pair": pair.public_id, "grade": 1}, format="json")
     assert response.status_code == 404
-    response = client_for(world.lead).post("/api/judgments/", {"pair": pair.id, "grade": 1}, format="json")
+    response = client_for(world.lead).post("/api/judgments/", {"pair": pair.public_id, "grade": 1}, format="json")
     assert response.status_code == 201
 
 

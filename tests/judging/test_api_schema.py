@@ -41,7 +41,7 @@ def _path_parameters(path: str, world) -> dict:  # noqa: F811
         "/api/queries/": world.query.id,
         "/api/documents/": world.document.id,
         "/api/systems/": world.system.id,
-        "/api/pairs/": world.pair.id,
+        "/api/pairs/": world.pair.public_id,
         "/api/judgments/": world.judgment2.id,
         "/api/jobs/": _finished_job(world).id,
     }

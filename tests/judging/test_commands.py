@@ -88,8 +88,11 @@ def test_missing_file_is_an_error(campaign):
         run("import_run", "demo", "/nonexistent/file.run")
 
 
-def test_import_qrels_unknown_annotator(campaign, write):
-    with pytest.raises(CommandError, match="no user named 'ghost'"):
+def test_import_qrels_user_outside_the_campaign_refused(campaign, write, make_user):
+    # An unknown name becomes a source account (tests/security/test_qrels_import.py); a real user
+    # who is not a member cannot have labels recorded for them.
+    make_user("ghost")
+    with pytest.raises(CommandError, match="'ghost' is not a member of campaign 'demo'"):
         run("import_qrels", "demo", write("q.qrels", "q1 0 d1 1\n"), "--annotator", "ghost")
 
 

@@ -465,7 +465,7 @@ def test_gold_from_the_review_row_swaps_the_row(judged):
 def test_gold_labels_are_not_shown_to_annotators(judged):
     campaign, users, lead, pairs = judged
     gold_label_set(pair=pairs["d1"], lead=lead, grade=0)
-    page = client_for(users[2]).get(reverse("judging:judge", args=[campaign.slug]), {"pair": pairs["d1"].id})
+    page = client_for(users[2]).get(reverse("judging:judge", args=[campaign.slug]), {"pair": pairs["d1"].public_id})
     assert page.status_code == 200
     assert "gold" not in page.content.decode().lower()
 

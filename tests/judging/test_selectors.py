@@ -156,8 +156,9 @@ def test_pool_size_is_cached_until_forgotten(pooled):
 
 
 def test_judgment_neighbours_walk_the_history(pooled, annotator):
-    order = drain(pooled, annotator)
-    judgments = {j.pair_id: j for j in annotator.judgments.all()}
+    public = dict(Pair.objects.values_list("id", "public_id"))  # the history names pairs by public id
+    order = [public[p] for p in drain(pooled, annotator)]
+    judgments = {j.pair.public_id: j for j in annotator.judgments.all()}
     assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=None) == (order[-1], None)
     middle = judgments[order[2]]
     assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=middle) == (order[1], order[3])

@@ -100,7 +100,7 @@ def test_home_requires_login(client, db):
 
 def test_htmx_post_after_session_expiry_gets_401_not_a_login_page(client, pooled):
     pair = pair_of(pooled, "q1", "d1")
-    response = client.post(record_url(pooled, pair.id), {"grade": 1}, **HTMX)
+    response = client.post(record_url(pooled, pair.public_id), {"grade": 1}, **HTMX)
     assert response.status_code == 401
     assert not Judgment.objects.exists()
 
@@ -149,10 +149,10 @@ def test_csrf_is_enforced(pooled, annotator):
     client = Client(enforce_csrf_checks=True)
     client.force_login(annotator)
     pair = pair_of(pooled, "q1", "d1")
-    assert client.post(record_url(pooled, pair.id), {"grade": 1}).status_code == 403
+    assert client.post(record_url(pooled, pair.public_id), {"grade": 1}).status_code == 403
     page = client.get(judge_url(pooled)).content.decode()
     token = re.search(r'"X-CSRFToken": "([^"]+)"', page).group(1)
-    response = client.post(record_url(pooled, pair.id), {"grade": 1}, HTTP_X_CSRFTOKEN=token, **HTMX)
+    response = client.post(record_url(pooled, pair.public_id), {"grade": 1}, HTTP_X_CSRFTOKEN=token, **HTMX)
     assert response.status_code == 200
     assert Judgment.objects.count() == 1
 
@@ -166,7 +166,7 @@ def test_non_member_gets_404(pooled, make_user, name):
 def test_non_member_cannot_record(pooled, make_user):
     outsider = login(make_user("outsider"))
     pair = pair_of(pooled, "q1", "d1")
-    assert outsider.post(record_url(pooled, pair.id), {"grade": 1}, **HTMX).status_code == 404
+    assert outsider.post(record_url(pooled, pair.public_id), {"grade": 1}, **HTMX).status_code == 404
     assert not Judgment.objects.exists()
 
 
@@ -175,8 +175,8 @@ def test_pair_of_another_campaign_is_404(pooled, annotator):
     membership_add(campaign=other, user=annotator, role="annotator")
     pair = pair_of(pooled, "q1", "d1")
     client = login(annotator)
-    assert client.get(judge_url(other, pair=pair.id)).status_code == 404
-    assert client.post(record_url(other, pair.id), {"grade": 1}).status_code == 404
+    assert client.get(judge_url(other, pair=pair.public_id)).status_code == 404
+    assert client.post(record_url(other, pair.public_id), {"grade": 1}).status_code == 404
 
 
 @pytest.mark.parametrize("name", ["campaign_settings", "campaign_members", "campaign_upload", "campaign_progress"])
@@ -233,7 +233,7 @@ def test_leaderboard_link_only_for_those_allowed(pooled, annotator, lead):
 def test_judge_page_shows_query_document_scale_and_guidelines(pooled, annotator):
     Campaign.objects.filter(id=pooled.id).update(guidelines="Judge the product, not the shop.")
     html = login(annotator).get(judge_url(pooled)).content.decode()
-    pair = Pair.objects.get(id=shown_pair_html(html))
+    pair = Pair.objects.get(public_id=shown_pair_html(html))
     assert pair.query.text in html and pair.query.description in html
     assert pair.document.title in html and pair.document.text in html
     assert "Judge the product, not the shop." in html
@@ -253,7 +253,7 @@ def test_record_grade_stores_it_with_time_and_shows_next_pair(pooled, annotator)
     response = client.post(record_url(pooled, first), {"grade": 2, "seconds": "12.5", "note": ""}, **HTMX)
     assert response.status_code == 200
     j = Judgment.objects.get()
-    assert (j.pair_id, j.grade.value, j.unsure, j.seconds_spent) == (first, 2, False, 12.5)
+    assert (j.pair.public_id, j.grade.value, j.unsure, j.seconds_spent) == (first, 2, False, 12.5)
     html = response.content.decode()
     assert shown_pair(response) not in (None, first)
     assert "Saved" in html and "2 – Highly relevant" in html
@@ -306,7 +306,7 @@ def test_back_then_change_keeps_history_and_moves_forward(pooled, annotator):
     assert response.status_code == 200
     assert shown_pair(response) == order[2]  # forward through the history, like a browser
     assert response["HX-Replace-Url"] == judge_url(pooled, pair=order[2])
-    j = Judgment.objects.get(pair_id=order[1])
+    j = Judgment.objects.get(pair__public_id=order[1])
     assert j.grade.value == 2
     assert list(j.revisions.values_list("old_grade", "new_grade")) == [(None, 1), (1, 2)]
     assert Judgment.objects.count() == 3
@@ -388,7 +388,7 @@ def test_judging_a_pair_outside_the_pool_is_404(pooled, annotator):
     pair = pair_of(pooled, "q1", "d1")
     Pair.objects.filter(id=pair.id).update(pooled=False)
     client = login(annotator)
-    assert client.get(judge_url(pooled, pair=pair.id)).status_code == 404
+    assert client.get(judge_url(pooled, pair=pair.public_id)).status_code == 404
     assert client.get(judge_url(pooled) + "?pair=abc").status_code == 404
 
 
@@ -404,7 +404,7 @@ def test_progress_for_query_and_campaign(pooled, annotator):
     client = login(annotator)
     first = shown_pair(client.get(judge_url(pooled)))
     html = client.post(record_url(pooled, first), {"grade": 1}, **HTMX).content.decode()
-    query_total = Pair.objects.filter(query_id=Pair.objects.get(id=shown_pair_html(html)).query_id).count()
+    query_total = Pair.objects.filter(query_id=Pair.objects.get(public_id=shown_pair_html(html)).query_id).count()
     assert f'<progress max="{query_total}" value="1">' in html
     assert '<progress max="5" value="1">' in html  # campaign: 1 of 5 pairs has its one judgment
 
@@ -440,7 +440,7 @@ def test_document_html_is_escaped(xss_campaign, annotator):
 def test_document_url_is_a_link_only_when_http(pooled, annotator):
     Document.objects.filter(docid="d1").update(url="https://shop.example/sweater?a=1&b=2")
     client = login(annotator)
-    html = client.get(judge_url(pooled, pair=pair_of(pooled, "q1", "d1").id)).content.decode()
+    html = client.get(judge_url(pooled, pair=pair_of(pooled, "q1", "d1").public_id)).content.decode()
     assert 'href="https://shop.example/sweater?a=1&amp;b=2"' in html and 'rel="noopener noreferrer nofollow"' in html
 
 
@@ -462,10 +462,10 @@ def test_my_judgments_shows_only_mine(pooled, annotator, make_user):
     judgment_record(pair=pair_of(pooled, "q1", "d3"), annotator=other, grade=0, note="secret-note-of-ann2")
     html = login(annotator).get(reverse("judging:my_judgments", args=[pooled.slug])).content.decode()
     assert "my-own-note" in html and "secret-note-of-ann2" not in html
-    assert f'id="j-{pair_of(pooled, "q1", "d3").id}"' not in html
+    assert f'id="j-{pair_of(pooled, "q1", "d3").public_id}"' not in html
     # Nor can the first annotator open the other's judgment through the row editor.
     response = login(annotator).post(
-        reverse("judging:my_judgment_save", args=[pooled.slug, pair_of(pooled, "q1", "d3").id]), {"grade": 2}
+        reverse("judging:my_judgment_save", args=[pooled.slug, pair_of(pooled, "q1", "d3").public_id]), {"grade": 2}
     )
     assert response.status_code == 404
     assert Judgment.objects.get(annotator=other).grade.value == 0
@@ -476,7 +476,7 @@ def test_judging_page_does_not_show_another_annotators_judgment(pooled, annotato
     membership_add(campaign=pooled, user=other, role="annotator")
     pair = pair_of(pooled, "q1", "d1")
     judgment_record(pair=pair, annotator=other, grade=2, note="secret-note-of-ann2")
-    html = login(annotator).get(judge_url(pooled, pair=pair.id)).content.decode()
+    html = login(annotator).get(judge_url(pooled, pair=pair.public_id)).content.decode()
     assert "secret-note-of-ann2" not in html and "Your judgment" not in html
     assert 'aria-pressed="true"' not in html
 
@@ -507,11 +507,11 @@ def test_my_judgments_filters(pooled, annotator, params, expected):
 def test_my_judgments_row_edit(pooled, annotator):
     pair = pair_of(pooled, "q1", "d1")
     j, _ = judgment_record(pair=pair, annotator=annotator, grade=2)
-    url = reverse("judging:my_judgment_save", args=[pooled.slug, pair.id])
+    url = reverse("judging:my_judgment_save", args=[pooled.slug, pair.public_id])
     client = login(annotator)
     response = client.post(url, {"grade": 0, "note": "on reflection", "version": j.updated_at.isoformat()}, **HTMX)
     assert response.status_code == 200
-    assert f'id="j-{pair.id}"' in response.content.decode()
+    assert f'id="j-{pair.public_id}"' in response.content.decode()
     j.refresh_from_db()
     assert (j.grade.value, j.note, j.revisions.count()) == (0, "on reflection", 2)
     stale = client.post(url, {"grade": 1, "version": "2000-01-01T00:00:00+00:00"}, **HTMX)
@@ -524,7 +524,7 @@ def test_my_judgments_row_edit(pooled, annotator):
 def test_my_judgments_row_edit_without_js_redirects_back_safely(pooled, annotator):
     pair = pair_of(pooled, "q1", "d1")
     j, _ = judgment_record(pair=pair, annotator=annotator, grade=2)
-    url = reverse("judging:my_judgment_save", args=[pooled.slug, pair.id])
+    url = reverse("judging:my_judgment_save", args=[pooled.slug, pair.public_id])
     response = login(annotator).post(
         url, {"grade": 1, "version": j.updated_at.isoformat(), "back": "https://evil.example/"}
     )
@@ -553,7 +553,9 @@ def ranked(db, make_user):
 
 def test_document_order_is_not_the_rank_order_and_is_stable(ranked):
     campaign, users = ranked
-    rank_order = list(Pair.objects.filter(campaign=campaign).order_by("document__docid").values_list("id", flat=True))
+    rank_order = list(
+        Pair.objects.filter(campaign=campaign).order_by("document__docid").values_list("public_id", flat=True)
+    )
     orders = []
     for user in users:
         client = login(user)
@@ -568,7 +570,7 @@ def test_document_order_is_not_the_rank_order_and_is_stable(ranked):
     # The same annotator gets the same order again (computed, not stored).
     query = Query.objects.get(campaign=campaign)
     again = selectors.document_order_ids(query=query, annotator=users[0])
-    docs = dict(Pair.objects.filter(campaign=campaign).values_list("id", "document_id"))
+    docs = dict(Pair.objects.filter(campaign=campaign).values_list("public_id", "document_id"))
     assert again == [docs[p] for p in orders[0]]
 
 
@@ -583,7 +585,7 @@ def test_queries_are_grouped_and_shuffled_per_annotator(db, make_user):
         user = make_user(f"j{n}")
         membership_add(campaign=c, user=user, role="annotator")
         order = walk(login(user), c)
-        queries = list(Pair.objects.filter(id__in=order).values_list("id", "query__qid"))
+        queries = list(Pair.objects.filter(public_id__in=order).values_list("public_id", "query__qid"))
         qid_of = dict(queries)
         seq = [qid_of[p] for p in order]
         # grouped: once a query is left it never comes back
@@ -609,9 +611,9 @@ def test_redundancy_two_gives_each_pair_to_two_annotators_least_judged_first(poo
     for u in others:
         membership_add(campaign=pooled, user=u, role="annotator")
     # The first annotator judges two pairs of q1; the second is offered unjudged pairs first.
-    q1_pairs = list(Pair.objects.filter(query__qid="q1").values_list("id", flat=True))
+    q1_pairs = list(Pair.objects.filter(query__qid="q1").values_list("public_id", flat=True))
     for pid in q1_pairs[:2]:
-        judgment_record(pair=Pair.objects.get(id=pid), annotator=annotator, grade=1)
+        judgment_record(pair=Pair.objects.get(public_id=pid), annotator=annotator, grade=1)
     second = walk(login(others[0]), pooled)
     assert len(second) == 5
     assert second[0] not in q1_pairs[:2]  # a pair nobody has judged comes first
@@ -699,9 +701,10 @@ def test_upload_qrels_off_scale_label_is_refused(campaign, lead):
     assert not Judgment.objects.exists()
 
 
-def test_upload_qrels_unknown_annotator(campaign, lead):
+def test_upload_qrels_for_a_user_outside_the_campaign(campaign, lead, make_user):
+    make_user("nobody")
     response = upload(login(lead), campaign, "qrels", "q.qrels", b"q1 0 d1 1\n", annotator="nobody")
-    assert response.status_code == 422 and "no user named" in response.content.decode()
+    assert response.status_code == 422 and "is not a member of campaign" in response.content.decode()
 
 
 def test_upload_different_run_for_same_system_needs_replace(pooled, lead):

@@ -70,7 +70,7 @@ def test_judgments_csv_neutralizes_formulas_in_notes_qids_and_docids(hostile, le
         pair = Pair.objects.filter(campaign=hostile).order_by("id").first()
         judgment_record(pair=pair, annotator=hostile.memberships.get(role="annotator").user, grade=1, note=note)
         rows = _csv_rows(client)
-        row = next(r for r in rows if r["pair"] == str(pair.pk))
+        row = next(r for r in rows if r["pair"] == str(pair.public_id))
         assert row["note"] == cell
     rows = _csv_rows(client)
     assert {r["qid"] for r in rows} == {"'=1+1", "q2"}

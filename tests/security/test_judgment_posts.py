@@ -40,7 +40,7 @@ def test_web_judgment_unsure_with_grade_and_tentative_grade_names_grade(client, 
     client.force_login(annotator)
     pair = Pair.objects.get(query__qid="q1", document__docid="d1")
     response = client.post(
-        reverse("judging:judge_record", args=[pooled.slug, pair.id]),
+        reverse("judging:judge_record", args=[pooled.slug, pair.public_id]),
         {"unsure": "on", "grade": "2", "tentative_grade": "1"},
     )
     assert response.status_code == 422

@@ -1,0 +1,78 @@
+"""Issue 11 #7: with the leaderboard shown to annotators, the API gives them what the web page shows them (the
+means at the page's parameters) and nothing more: no per-query drill-down, no threshold beyond the scale."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from judging.models import Campaign, Pair
+from judging.services import judgment_record, run_import
+from tests.conftest import RUN_BM25, RUN_DENSE
+
+pytestmark = pytest.mark.django_db
+URL = "/api/campaigns/demo/leaderboard/"
+
+
+@pytest.fixture
+def board(campaign, lead, annotator):
+    """Two systems, a few labels, and the leads letting annotators see the leaderboard."""
+    for run in (RUN_BM25, RUN_DENSE):
+        run_import(campaign=campaign, data=run.encode(), filename="run.txt")
+    for docid, grade in (("d1", 2), ("d3", 1), ("d2", 0)):
+        pair = Pair.objects.select_related("campaign").get(query__qid="q1", document__docid=docid)
+        judgment_record(pair=pair, annotator=annotator, grade=grade)
+    Campaign.objects.filter(pk=campaign.pk).update(leaderboard_visible_to_annotators=True)
+    return campaign
+
+
+def api(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return client
+
+
+def test_leaderboard_api_gives_annotators_no_per_query_values(board, annotator, lead):
+    data = api(annotator).get(URL, {"k": 2}).json()
+    assert [s["name"] for s in data["systems"]] and all("per_query" not in s for s in data["systems"])
+    # The means are the leads' means: what the page's main table shows.
+    led = api(lead).get(URL, {"k": 2}).json()
+    assert all("per_query" in s for s in led["systems"])
+    assert {s["name"]: s["measures"] for s in data["systems"]} == {s["name"]: s["measures"] for s in led["systems"]}
+
+
+@pytest.mark.parametrize("value", ["true", "1", "True"])
+def test_leaderboard_api_refuses_annotators_the_drill_down(board, annotator, value):
+    response = api(annotator).get(URL, {"per_query": value})
+    assert response.status_code == 403 and "per-query" in response.json()["detail"]
+    # The web page refuses them the same drill-down.
+    web = Client()
+    web.force_login(annotator)
+    assert web.get(reverse("judging:leaderboard_queries", args=["demo"])).status_code == 403
+
+
+@pytest.mark.parametrize("params", [{"threshold": 3}, {"threshold": 100, "policy": "max", "k": 1000}])
+def test_leaderboard_api_limits_annotators_parameters_as_the_page_does(board, annotator, lead, params):
+    response = api(annotator).get(URL, params)
+    assert response.status_code == 400
+    assert "top grade of this campaign's scale" in response.json()["threshold"][0]
+    web = Client()
+    web.force_login(annotator)
+    assert web.get(reverse("judging:leaderboard", args=["demo"]), params).status_code == 400
+    assert api(lead).get(URL, params).status_code == 200  # leads' scripts keep the full range
+
+
+def test_leaderboard_api_annotators_get_the_page_parameters(board, annotator):
+    response = api(annotator).get(URL, {"k": 3, "threshold": 2, "gain": "exponential", "policy": "max"})
+    assert response.status_code == 200
+    data = response.json()
+    assert (data["k"], data["threshold"], data["gain"]) == (3, 2, "exponential")
+    assert all(set(s) == {"name", "measures"} for s in data["systems"])
+
+
+def test_leaderboard_api_still_hidden_when_the_leads_say_so(board, annotator):
+    Campaign.objects.filter(pk=board.pk).update(leaderboard_visible_to_annotators=False)
+    assert api(annotator).get(URL, {"per_query": "false"}).status_code == 403
