@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import codecs
+import csv
 import functools
 import gc
 import json
+import math
 import operator
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PureWindowsPath
 
 import numpy as np
@@ -19,6 +21,7 @@ __all__ = [
     "Doc",
     "FormatError",
     "ImportRefused",
+    "OnlineFigure",
     "Qrel",
     "Ranking",
     "Topic",
@@ -30,6 +33,7 @@ __all__ = [
     "format_qrels",
     "format_run",
     "parse_docs",
+    "parse_online",
     "parse_qrels",
     "parse_run",
     "parse_topics",
@@ -949,6 +953,138 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
                 )
             first[pair] = i
     return list(map(Qrel, qids, docids, labels))
+
+
+# --------------------------------------------------------------------------- online metrics
+
+ONLINE_COLUMNS = "system,metric,value[,ci_low,ci_high][,qid]"
+ONLINE_METRIC_MAX_LENGTH = 100
+_ONLINE_FIELDS = ("system", "metric", "value", "ci_low", "ci_high", "qid")
+# Column layouts by count when there is no header: the CI comes before the qid, as the format names them.
+_ONLINE_LAYOUTS = {
+    3: ("system", "metric", "value"),
+    4: ("system", "metric", "value", "qid"),
+    5: ("system", "metric", "value", "ci_low", "ci_high"),
+    6: _ONLINE_FIELDS,
+}
+# Plain ASCII decimals only: float() also takes "nan", "inf", "1_000" and non-ASCII digits such as "١".
+_ASCII_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class OnlineFigure:
+    """One online figure of a system: campaign-wide when ``qid`` is empty."""
+
+    system: str
+    metric: str
+    value: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    qid: str = ""
+    line: int = field(default=0, compare=False)  # where it came from, for the importer's errors
+
+
+def _online_number(value: str, name: str, filename: str, line: int, *, required: bool) -> float | None:
+    value = value.strip()
+    if not value and not required:
+        return None
+    if not _ASCII_NUMBER.fullmatch(value):
+        raise FormatError(f"not a number: {_show(value)}", filename=filename, line=line, field=name)
+    number = float(value)
+    if not math.isfinite(number):
+        raise FormatError(f"not a finite number: {_show(value)}", filename=filename, line=line, field=name)
+    return number
+
+
+def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
+    """Parse online figures, CSV ``system,metric,value[,ci_low,ci_high][,qid]`` (an optional header row
+    naming these columns may reorder them).
+
+    Without a header, 3 columns are ``system,metric,value``, 4 add the ``qid``, 5 add the confidence
+    interval, 6 have both; empty ``ci_low``/``ci_high``/``qid`` cells mean "none". Numbers are plain ASCII
+    decimals. Which systems and queries exist is the caller's business.
+
+    Raises
+    ------
+    FormatError
+        A row with another number of columns, an empty system or metric, a value that is not a finite
+        number, half a confidence interval or one that does not bracket the value, a (system, metric, qid)
+        given twice, an empty file.
+    """
+    lines = decode_lines(data, filename=filename)
+    rows = list(csv.reader(lines))
+    numbered = [(i + 1, [cell.strip() for cell in row]) for i, row in enumerate(rows) if any(c.strip() for c in row)]
+    if not numbered:
+        raise _empty_file(filename)
+    layout: tuple[str, ...] | None = None
+    first_line, first = numbered[0]
+    if first and first[0].lower() == "system":
+        names = tuple(cell.lower() for cell in first)
+        unknown = next((n for n in names if n not in _ONLINE_FIELDS), None)
+        if unknown is not None:
+            raise FormatError(
+                f"unknown column {_show(unknown)} (expected {ONLINE_COLUMNS})", filename=filename, line=first_line
+            )
+        missing = next((n for n in ("system", "metric", "value") if n not in names), None)
+        if missing is not None:
+            raise FormatError(f"the header has no {missing!r} column", filename=filename, line=first_line)
+        if len(set(names)) != len(names):
+            raise FormatError("a column is named twice in the header", filename=filename, line=first_line)
+        if ("ci_low" in names) != ("ci_high" in names):
+            raise FormatError("ci_low and ci_high go together", filename=filename, line=first_line)
+        layout = names
+        numbered = numbered[1:]
+    figures: list[OnlineFigure] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for line, cells in numbered:
+        cols = layout or _ONLINE_LAYOUTS.get(len(cells))
+        if cols is None or len(cells) != len(cols):
+            expected = f"{len(cols)} (as the header says)" if layout else "3 to 6"
+            raise FormatError(
+                f"expected {expected} columns ({ONLINE_COLUMNS}), found {len(cells)}", filename=filename, line=line
+            )
+        row = dict(zip(cols, cells, strict=True))
+        system, metric, qid = row["system"], row["metric"], row.get("qid", "")
+        for name, value, limit in (
+            ("system", system, SYSTEM_NAME_MAX_LENGTH),
+            ("metric", metric, ONLINE_METRIC_MAX_LENGTH),
+            ("qid", qid, QID_MAX_LENGTH),
+        ):
+            if not value and name != "qid":
+                raise FormatError("empty", filename=filename, line=line, field=name)
+            if len(value) > limit:
+                raise FormatError(f"longer than {limit} characters", filename=filename, line=line, field=name)
+        value = _online_number(row["value"], "value", filename, line, required=True)
+        low = _online_number(row.get("ci_low", ""), "ci_low", filename, line, required=False)
+        high = _online_number(row.get("ci_high", ""), "ci_high", filename, line, required=False)
+        if (low is None) != (high is None):
+            raise FormatError(
+                "give both ends of the confidence interval or neither",
+                filename=filename,
+                line=line,
+                field="ci_high" if high is None else "ci_low",
+            )
+        if low is not None and not low <= value <= high:
+            raise FormatError(
+                f"the interval [{low:g}, {high:g}] does not contain the value {value:g}",
+                filename=filename,
+                line=line,
+                field="ci_low" if low > value else "ci_high",
+            )
+        key = (system, metric, qid)
+        if key in seen:
+            where = f" for qid {_show(qid)}" if qid else ""
+            raise FormatError(
+                f"{metric!r} of system {system!r}{where} given twice (first on line {seen[key]})",
+                filename=filename,
+                line=line,
+                field="metric",
+            )
+        seen[key] = line
+        figures.append(OnlineFigure(system, metric, value, low, high, qid, line))
+    if not figures:
+        raise FormatError("no figures, only a header", filename=filename)
+    return figures
 
 
 # --------------------------------------------------------------------------- writing

@@ -10,9 +10,15 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
-from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH, URL_MAX_LENGTH
+from judging.formats import (
+    DOCID_MAX_LENGTH,
+    ONLINE_METRIC_MAX_LENGTH,
+    QID_MAX_LENGTH,
+    SYSTEM_NAME_MAX_LENGTH,
+    URL_MAX_LENGTH,
+)
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
 User: TypeAlias = AbstractBaseUser | AnonymousUser
@@ -524,3 +530,87 @@ class Job(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class AnnotatorProfile(models.Model):
+    """What kind of annotator a user is: a person (the default, no row needed) or an automatic judge.
+
+    A model judge is a user-like annotator (its username is the judge's name, its password unusable, it
+    never logs in) so that every page, filter and export that lists judgments by annotator works for it.
+    Its judgments never count toward the human labels the leaderboard scores by default.
+    """
+
+    class Kind(models.TextChoices):
+        HUMAN = "human", "Human"
+        MODEL = "model", "Model"
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="annotator_profile"
+    )
+    kind = models.CharField("kind", max_length=8, choices=Kind.choices, default=Kind.HUMAN)
+    description = models.TextField(
+        "description", blank=True, help_text="For a model: which model, endpoint and prompt produced its labels."
+    )
+    created_at = models.DateTimeField("created", auto_now_add=True)
+
+    class Meta:
+        verbose_name = "annotator profile"
+        verbose_name_plural = "annotator profiles"
+        ordering = ["user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.kind})"
+
+    @classmethod
+    def model_user_ids(cls) -> list[int]:
+        """Ids of the users that are model judges: left out wherever labels aggregate human judgments.
+        A handful of rows at most, read once per call instead of joined into every judgment query."""
+        return list(cls.objects.filter(kind=cls.Kind.MODEL).order_by().values_list("user_id", flat=True))
+
+
+class OnlineMetric(models.Model):
+    """One online figure of a system (CTR, conversion, ...) from an A/B test or a log analysis.
+
+    Campaign-wide when ``query`` is empty, else for that one query. Compared with the offline measures on
+    the "Offline vs online" page.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="online_metrics")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="online_metrics")
+    metric = models.CharField("metric", max_length=ONLINE_METRIC_MAX_LENGTH)
+    value = models.FloatField("value")
+    ci_low = models.FloatField("confidence interval low", null=True, blank=True)
+    ci_high = models.FloatField("confidence interval high", null=True, blank=True)
+    query = models.ForeignKey(
+        Query,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="online_metrics",
+        help_text="Empty: all queries.",
+    )
+    imported_at = models.DateTimeField("imported", auto_now=True)
+
+    class Meta:
+        verbose_name = "online metric"
+        verbose_name_plural = "online metrics"
+        ordering = ["campaign", "metric", "system", "query"]
+        constraints = [
+            # Two partial constraints: NULLs are distinct in a plain unique constraint on PostgreSQL.
+            models.UniqueConstraint(
+                fields=["system", "metric"], condition=Q(query__isnull=True), name="online_metric_unique_overall"
+            ),
+            models.UniqueConstraint(
+                fields=["system", "metric", "query"],
+                condition=Q(query__isnull=False),
+                name="online_metric_unique_per_query",
+            ),
+            models.CheckConstraint(
+                condition=(Q(ci_low__isnull=True) & Q(ci_high__isnull=True))
+                | (Q(ci_low__lte=F("value")) & Q(ci_high__gte=F("value"))),
+                name="online_metric_ci_brackets_value",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.system} {self.metric}={self.value:g}"

@@ -42,9 +42,11 @@ from metrics.ranking import (
 )
 from metrics.significance import (
     bootstrap_ci,
+    discordant_pairs,
     holm,
     kendall_tau,
     paired_ttest,
+    pearson_r,
     permutation_test,
     permutation_test_matrix,
     tukey_hsd_randomized,
@@ -77,6 +79,7 @@ __all__ = [
     "hit",
     "holm",
     "judged",
+    "discordant_pairs",
     "kendall_tau",
     "labels_from_dicts",
     "mean",
@@ -84,6 +87,7 @@ __all__ = [
     "micro_recall",
     "ndcg",
     "paired_ttest",
+    "pearson_r",
     "permutation_test",
     "permutation_test_matrix",
     "precision",

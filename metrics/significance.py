@@ -8,7 +8,9 @@ from scipy import stats
 __all__ = [
     "bootstrap_ci",
     "holm",
+    "discordant_pairs",
     "kendall_tau",
+    "pearson_r",
     "paired_ttest",
     "permutation_test",
     "permutation_test_matrix",
@@ -419,3 +421,62 @@ def kendall_tau(a, b) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
     return float(stats.kendalltau(a, b).statistic)
+
+
+def pearson_r(a, b) -> float:
+    r"""Pearson's linear correlation coefficient between two score vectors of the same items.
+
+    .. math:: r = \frac{\sum_i (a_i - \bar a)(b_i - \bar b)}{\sqrt{\sum_i (a_i - \bar a)^2 \sum_i (b_i - \bar b)^2}}
+
+    Typical use beside :func:`kendall_tau`: whether an offline measure's differences between systems are
+    proportional to an online metric's (tau only asks whether the order is the same).
+
+    Parameters
+    ----------
+    a, b : array, shape (n,)
+        Scores of the same n >= 2 items.
+
+    Returns
+    -------
+    float
+        In [-1, 1]; NaN when either vector is constant.
+
+    References
+    ----------
+    Pearson, K. (1895). Notes on regression and inheritance in the case of two parents. Proc. R. Soc. 58.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape or a.size < 2:
+        raise ValueError(f"a and b must be 1-D of the same length >= 2, got shapes {a.shape} and {b.shape}")
+    da, db = a - a.mean(), b - b.mean()
+    denom = np.sqrt((da @ da) * (db @ db))
+    if denom == 0:
+        return float("nan")
+    return float(np.clip((da @ db) / denom, -1.0, 1.0))
+
+
+def discordant_pairs(a, b) -> np.ndarray:
+    """The pairs of items that two score vectors order in opposite directions.
+
+    Items i < j are discordant when ``(a[i] - a[j]) * (b[i] - b[j]) < 0``; a tie in either vector is not a
+    discordance. These are the pairs of systems whose order an offline measure gets wrong with respect
+    to an online metric (or one set of labels with respect to another).
+
+    Parameters
+    ----------
+    a, b : array, shape (n,)
+        Scores of the same n items.
+
+    Returns
+    -------
+    ndarray of shape (d, 2), int
+        Index pairs ``(i, j)`` with i < j, in lexicographic order.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(f"a and b must be 1-D of the same length, got shapes {a.shape} and {b.shape}")
+    i, j = np.triu_indices(a.size, k=1)
+    bad = (a[i] - a[j]) * (b[i] - b[j]) < 0
+    return np.column_stack([i[bad], j[bad]]).astype(np.intp)

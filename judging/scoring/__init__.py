@@ -25,7 +25,9 @@ from judging.scoring.cache import (  # noqa: F401
     score_queries,
 )
 from judging.scoring.cube import (  # noqa: F401
+    LABEL_SOURCES,
     RunCube,
+    label_source_judge,
     labels_for,
     run_cube,
 )

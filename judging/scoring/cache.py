@@ -17,7 +17,7 @@ from django.utils import timezone
 import metrics
 from judging.aggregation import POLICIES
 from judging.models import Campaign, Query
-from judging.scoring.cube import _CUBES, _LOCK, RunCube, _KeyIndex, _rows, labels_for, run_cube
+from judging.scoring.cube import _CUBES, _LOCK, RunCube, _KeyIndex, _rows, label_source_judge, labels_for, run_cube
 
 GAINS = ("linear", "exponential")
 
@@ -44,6 +44,7 @@ class Params:
     threshold: int = 1
     judged_only: bool = False
     policy: str | None = None  # None: the campaign's own policy (the stored labels)
+    labels: str = "humans"  # or "model:NAME" / "hybrid:NAME": which judgments the labels come from
 
     def validate(self) -> Params:
         if not isinstance(self.k, int) or not 1 <= self.k <= 1000:
@@ -54,6 +55,7 @@ class Params:
             raise ValueError("threshold must be a whole number from 0 to 100")
         if self.policy is not None and self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
+        label_source_judge(self.labels)
         return self
 
 
@@ -151,6 +153,7 @@ def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ..
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
     raw = repr(
         (cube.key, params.k, params.gain, params.threshold, params.judged_only, params.policy or campaign.aggregation)
+        + ((params.labels,) if params.labels != "humans" else ())
     )
     return f"reljudge:lb:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
 
@@ -192,7 +195,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             table.labelled[sl] = np.where(ok, bl, table.labelled[sl])
         dirty = np.flatnonzero(table.versions != versions)
     if dirty.size:
-        labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q)
+        labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
         scores, labelled = score_queries(cube, dirty, labels, params)
         table.scores[:, :, dirty] = scores
         table.labelled[dirty] = labelled
@@ -231,10 +234,14 @@ def leaderboard_data(
     threshold: int = 1,
     judged_only: bool = False,
     policy: str | None = None,
+    labels: str = "humans",
     per_query: bool = True,
 ) -> dict:
     """The SPEC §4 JSON shape shared by `scores --json` and the API."""
-    lb = leaderboard(campaign, Params(k=k, gain=gain, threshold=threshold, judged_only=judged_only, policy=policy))
+    lb = leaderboard(
+        campaign,
+        Params(k=k, gain=gain, threshold=threshold, judged_only=judged_only, policy=policy, labels=labels or "humans"),
+    )
     means = lb.means()
     names = lb.measures
     qids = lb.scored_qids()
@@ -252,6 +259,7 @@ def leaderboard_data(
         "threshold": threshold,
         "judged_only": judged_only,
         "policy": policy or campaign.aggregation,
+        "labels": lb.params.labels,
         "queries": len(qids),
         "systems": systems,
     }

@@ -11,7 +11,7 @@ from django.db import connections
 from django.db.models import Count, Max, QuerySet
 
 from judging.aggregation import aggregate_grades
-from judging.models import Adjudication, Campaign, Judgment, Pair, Query, Ranking, System
+from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, Ranking, System
 
 _LOCK = threading.Lock()
 
@@ -113,16 +113,65 @@ def _query_chunks(campaign: Campaign, query_ids: np.ndarray, total: int | None =
     return [ids[i : i + 5000] for i in range(0, len(ids), 5000)]
 
 
+LABEL_SOURCES = ("humans", "model:NAME", "hybrid:NAME")
+
+
+def label_source_judge(labels: str) -> tuple[str, str | None]:
+    """Split a label source into its kind and model judge name: "humans", "model:NAME" or "hybrid:NAME"
+    (human label where one exists, the model's otherwise). ValueError for anything else."""
+    if labels == "humans":
+        return "humans", None
+    kind, sep, name = (labels or "").partition(":")
+    if not sep or kind not in ("model", "hybrid") or not name.strip():
+        raise ValueError(f"labels must be one of {', '.join(LABEL_SOURCES)}, not {labels!r}")
+    return kind, name.strip()
+
+
 def labels_for(
-    campaign: Campaign, query_ids: np.ndarray, policy: str | None, *, total: int | None = None
+    campaign: Campaign,
+    query_ids: np.ndarray,
+    policy: str | None,
+    *,
+    total: int | None = None,
+    labels: str = "humans",
 ) -> tuple[np.ndarray, ...]:
     """(query_id, document_id, label) arrays of the labelled pairs of these queries, sorted by key.
 
     The campaign's own policy reads the stored labels; another policy aggregates the confident
     judgments afresh (an adjudication still wins). ``total`` (the campaign's number of queries) saves a
-    count when the caller knows it.
+    count when the caller knows it. Either way only human judgments count, unless ``labels`` names a
+    model judge: "model:NAME" scores its confident grades alone, "hybrid:NAME" the human label where
+    one exists and the model's elsewhere.
     """
+    kind, name = label_source_judge(labels)
     chunks = _query_chunks(campaign, query_ids, total)
+    if kind == "humans":
+        arr = _human_labels(campaign, chunks, policy)
+    else:
+        judge = (
+            AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__username=name)
+            .values_list("user_id", flat=True)
+            .first()
+        )
+        if judge is None:
+            raise ValueError(f"no model judge named {name!r}")
+        model_rows: list[tuple[int, int, int]] = []
+        for chunk in chunks:
+            js = Judgment.objects.filter(annotator_id=judge, unsure=False)
+            js = js.filter(pair__campaign=campaign) if chunk is None else js.filter(pair__query_id__in=chunk)
+            model_rows.extend(_rows(js.order_by().values_list("pair__query_id", "pair__document_id", "grade__value")))
+        arr = np.array(model_rows, dtype=np.int64).reshape(-1, 3)
+        if kind == "hybrid":
+            human = _human_labels(campaign, chunks, policy)
+            have = np.isin((arr[:, 0] << 32) | arr[:, 1], (human[:, 0] << 32) | human[:, 1])
+            arr = np.concatenate([human, arr[~have]])
+    q, d, lab = arr[:, 0], arr[:, 1], arr[:, 2]
+    order = np.lexsort((d, q))
+    return q[order], d[order], lab[order]
+
+
+def _human_labels(campaign: Campaign, chunks: list[list[int] | None], policy: str | None) -> np.ndarray:
+    """(n, 3) rows (query_id, document_id, label) aggregated from human judgments, unsorted."""
     # A chunk of query ids implies the campaign: filtering on the campaign as well can make the planner
     # (PostgreSQL before its first ANALYZE of a freshly imported table) scan the whole campaign's pairs.
     if policy is None or policy == campaign.aggregation:
@@ -135,6 +184,7 @@ def labels_for(
             rows.extend(_rows(qs.order_by().values_list("query_id", "document_id", "label")))
         arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
     else:
+        model_judges = AnnotatorProfile.model_user_ids()
         jrows: list[tuple[int, int]] = []
         adj: list[tuple[int, int]] = []
         pair_rows: list[tuple[int, int, int]] = []
@@ -147,6 +197,8 @@ def labels_for(
                 js = Judgment.objects.filter(pair__query_id__in=chunk, unsure=False)
                 ad = Adjudication.objects.filter(pair__query_id__in=chunk)
                 ps = Pair.objects.filter(query_id__in=chunk, judgment_count__gt=0)
+            if model_judges:
+                js = js.exclude(annotator_id__in=model_judges)
             jrows.extend(_rows(js.order_by().values_list("pair_id", "grade__value")))
             adj.extend(ad.order_by().values_list("pair_id", "grade__value"))
             pair_rows.extend(_rows(ps.order_by().values_list("id", "query_id", "document_id")))
@@ -163,9 +215,7 @@ def labels_for(
         pr = np.unique(np.array(pair_rows, dtype=np.int64).reshape(-1, 3), axis=0)
         idx = np.searchsorted(pr[:, 0], keys)
         arr = np.column_stack([pr[idx, 1], pr[idx, 2], labels]) if keys.size else np.empty((0, 3), np.int64)
-    q, d, lab = arr[:, 0], arr[:, 1], arr[:, 2]
-    order = np.lexsort((d, q))
-    return q[order], d[order], lab[order]
+    return arr
 
 
 class _KeyIndex:

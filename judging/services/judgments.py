@@ -13,6 +13,7 @@ from judging.access import lead_required, membership_role
 from judging.aggregation import aggregate_grades
 from judging.models import (
     Adjudication,
+    AnnotatorProfile,
     Assignment,
     Campaign,
     Grade,
@@ -25,7 +26,7 @@ from judging.models import (
 
 
 def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
-    """Recompute the stored label and judgment count of these pairs and bump the labels version of their
+    """Recompute the stored label and (human) judgment count of these pairs and bump the labels version of their
     queries. Callers pass only pairs whose judgments changed: any change can move a label under some
     aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
     Call inside the transaction that changed the judgments."""
@@ -36,13 +37,17 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     # Read the policy now, under the callers' pair locks, not from a campaign object loaded earlier:
     # a lead may just have switched it (campaign_policy_set).
     policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
+    # Model judges' judgments never count toward the human label nor the judgment count (which the queue
+    # reads to decide who still needs to see a pair): the leaderboard asks for model labels explicitly.
+    models_ = AnnotatorProfile.model_user_ids()
     for start in range(0, len(pair_ids), 5000):
         chunk = pair_ids[start : start + 5000]
-        rows = list(
-            Judgment.objects.filter(pair_id__in=chunk, unsure=False).order_by().values_list("pair_id", "grade__value")
-        )
+        humans = Judgment.objects.filter(pair_id__in=chunk).order_by()
+        if models_:
+            humans = humans.exclude(annotator_id__in=models_)
+        rows = list(humans.filter(unsure=False).values_list("pair_id", "grade__value"))
         counts: dict[int, int] = {}
-        for pid in Judgment.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True):
+        for pid in humans.values_list("pair_id", flat=True):
             counts[pid] = counts.get(pid, 0) + 1
         keys, labels = aggregate_grades(
             np.array([r[0] for r in rows], dtype=np.int64),

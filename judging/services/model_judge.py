@@ -1,0 +1,464 @@
+"""Automatic judges: model annotators, the chat-completions client that asks them, and storing their grades.
+
+A model judge is a user (username = the judge's name, unusable password, inactive: it never logs in) with an
+``AnnotatorProfile`` of kind "model" and an annotator membership, so every page, filter and export that lists
+judgments by annotator shows it. Its judgments never enter the human labels (``labels_refresh`` leaves them
+out); the leaderboard scores them only when asked (``labels=model:NAME`` or ``hybrid:NAME``).
+
+The client speaks the OpenAI chat-completions protocol (``POST .../chat/completions``) over the standard
+library's ``http.client``: one keep-alive connection per worker thread, ``concurrency`` requests in flight,
+retries with exponential backoff on 429, 5xx, timeouts and dropped connections. Nothing is called unless an
+endpoint is configured (``--endpoint`` or ``RELJUDGE_MODEL_ENDPOINT``); the key comes from
+``RELJUDGE_MODEL_API_KEY`` only, never from the command line (it would land in the shell history).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import transaction
+from django.utils import timezone
+
+from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Membership, Pair
+from judging.services.judgments import labels_refresh
+
+ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
+API_KEY_ENV = "RELJUDGE_MODEL_API_KEY"
+PAIR_MODES = ("unjudged", "all", "sample:N")
+DOC_CHARS = 6000  # of the document's text sent in the prompt: enough to judge, bounded cost per call
+NOTE_CHARS = 2000
+
+_username = RegexValidator(r"^[\w.@+-]{1,150}\Z", "a judge name is 1-150 letters, digits and @.+-_ characters")
+
+
+# --------------------------------------------------------------------------- the annotator
+
+
+@transaction.atomic
+def model_judge_get_or_create(*, name: str, description: str = "", campaign: Campaign | None = None):
+    """The model judge called ``name`` (created if new), made an annotator of ``campaign`` if given.
+
+    A person's account is never turned into a model judge: ValidationError if ``name`` is a human user's.
+    A non-empty ``description`` replaces the stored one (the model or prompt may have changed).
+    """
+    _username(name)
+    User = get_user_model()
+    user = User.objects.filter(username=name).first()
+    if user is None:
+        user = User(username=name, is_active=False)
+        user.set_unusable_password()
+        user.save()
+        AnnotatorProfile.objects.create(user=user, kind=AnnotatorProfile.Kind.MODEL, description=description)
+    else:
+        profile = AnnotatorProfile.objects.filter(user=user).first()
+        if profile is None or profile.kind != AnnotatorProfile.Kind.MODEL:
+            raise ValidationError(f"{name!r} is a person's account, not a model judge: choose another name")
+        if description and profile.description != description:
+            profile.description = description
+            profile.save(update_fields=["description"])
+    if campaign is not None:
+        Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": Membership.Role.ANNOTATOR})
+    return user
+
+
+def model_judges(*, campaign: Campaign) -> list[dict]:
+    """The model judges that judged this campaign: name, description and how many pairs each judged."""
+    ids = AnnotatorProfile.model_user_ids()
+    if not ids:
+        return []
+    counts: dict[int, int] = {}
+    for uid in (
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=ids).order_by().values_list("annotator_id")
+    ):
+        counts[uid[0]] = counts.get(uid[0], 0) + 1
+    profiles = AnnotatorProfile.objects.filter(user_id__in=counts).select_related("user").order_by("user__username")
+    return [{"name": p.user.username, "description": p.description, "judgments": counts[p.user_id]} for p in profiles]
+
+
+# --------------------------------------------------------------------------- prompt and answer
+
+
+@dataclass(frozen=True)
+class PairText:
+    """What the judge sees of one pair."""
+
+    pair_id: int
+    qid: str
+    query: str
+    description: str
+    docid: str
+    title: str
+    text: str
+
+
+def prompt_messages(*, guidelines: str, scale: Sequence[tuple[int, str, str]], pair: PairText) -> list[dict]:
+    """Chat messages asking for one grade: the campaign's guidelines and scale as the system message, the
+    query (with its description of what counts as relevant) and the document as the user message."""
+    steps = "\n".join(f"{v} = {name}" + (f": {desc}" if desc else "") for v, name, desc in scale)
+    system = (
+        "You judge how relevant a document is to a search query, as a careful human assessor would.\n"
+        f"Grades:\n{steps}\n"
+        + (f"Guidelines:\n{guidelines.strip()}\n" if guidelines.strip() else "")
+        + 'Answer with JSON only: {"grade": <one of the grades>, "reason": "<one short sentence>"}'
+    )
+    user = f"Query: {pair.query}\n"
+    if pair.description:
+        user += f"What counts as relevant: {pair.description}\n"
+    user += f"\nDocument {pair.docid}\n"
+    if pair.title:
+        user += f"Title: {pair.title}\n"
+    user += pair.text[:DOC_CHARS]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+_GRADE_WORD = re.compile(r"\bgrade\b\W{0,3}(-?\d+)", re.IGNORECASE)
+
+
+def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
+    """The grade and reason in a model's answer, or (None, note) when it cannot be read.
+
+    Accepted: a JSON object with "grade" (and an optional "reason"), possibly in a ```json fence; a bare
+    grade ("2"); or text with "grade: 2" in it. Anything else, or a grade off the scale, comes back as
+    None with the raw answer in the note, so that it is stored as an unsure judgment a lead can inspect.
+    """
+    allowed = set(grades)
+    raw = (answer or "").strip()
+    text = _FENCE.sub("", raw).strip()
+    grade: object = None
+    reason = ""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        grade, reason = parsed.get("grade"), parsed.get("reason") or ""
+    elif isinstance(parsed, int) and not isinstance(parsed, bool):
+        grade = parsed
+    else:
+        found = _GRADE_WORD.search(text)
+        if found:
+            grade = int(found.group(1))
+    if isinstance(grade, str) and grade.strip().lstrip("-").isdigit() and grade.strip().isascii():
+        grade = int(grade)
+    if isinstance(grade, bool) or not isinstance(grade, int) or grade not in allowed:
+        return None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}"
+    return grade, str(reason).strip()[:NOTE_CHARS]
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class ModelCallError(Exception):
+    """A call that failed for good (after the retries, or at once for a 4xx other than 429)."""
+
+
+@dataclass
+class Endpoint:
+    """An OpenAI-compatible chat-completions endpoint."""
+
+    url: str
+    model: str
+    api_key: str = ""
+    timeout: float = 60.0
+    retries: int = 4
+    backoff: float = 0.5  # seconds before the first retry, doubled each time (with jitter)
+    temperature: float = 0.0
+    max_tokens: int = 200
+
+    @classmethod
+    def configured(cls, *, url: str | None, model: str, **kw) -> Endpoint:
+        """The endpoint from ``url`` or the environment; ValueError when none is configured."""
+        url = (url or os.environ.get(ENDPOINT_ENV, "")).strip()
+        if not url:
+            raise ValueError(f"no model endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the endpoint must be an http(s) URL, not {url!r}")
+        if not parts.path.rstrip("/").endswith("/chat/completions"):
+            url = url.rstrip("/") + "/chat/completions"
+        return cls(url=url, model=model, api_key=os.environ.get(API_KEY_ENV, ""), **kw)
+
+
+class ChatClient:
+    """Calls one endpoint from many threads; each thread keeps its own keep-alive connection."""
+
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+        parts = urlsplit(endpoint.url)
+        self._https = parts.scheme == "https"
+        self._host, self._port = parts.hostname, parts.port
+        self._path = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._local = threading.local()
+        self._headers = {"Content-Type": "application/json"}
+        if endpoint.api_key:
+            self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=self.endpoint.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def complete(self, messages: list[dict]) -> str:
+        """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
+        body = json.dumps(
+            {
+                "model": self.endpoint.model,
+                "messages": messages,
+                "temperature": self.endpoint.temperature,
+                "max_tokens": self.endpoint.max_tokens,
+            }
+        ).encode()
+        problem = ""
+        for attempt in range(self.endpoint.retries + 1):
+            if attempt:
+                delay = self.endpoint.backoff * 2 ** (attempt - 1)
+                time.sleep(delay * (0.5 + random.random()))  # jitter: 8 workers must not retry in lockstep
+            try:
+                conn = self._connection()
+                conn.request("POST", self._path, body=body, headers=self._headers)
+                response = conn.getresponse()
+                payload = response.read()
+                status = response.status
+                retry_after = response.getheader("Retry-After")
+            except (OSError, http.client.HTTPException) as exc:  # TimeoutError is an OSError
+                self._drop()
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                continue
+            if status == 429 or status >= 500:
+                problem = f"HTTP {status}"
+                if retry_after and retry_after.isdigit() and attempt < self.endpoint.retries:
+                    time.sleep(min(float(retry_after), 30.0))
+                continue
+            if status >= 400:
+                raise ModelCallError(f"HTTP {status}: {payload[:300].decode('utf-8', 'replace')}")
+            try:
+                return json.loads(payload)["choices"][0]["message"]["content"] or ""
+            except (ValueError, KeyError, IndexError, TypeError):
+                # A reply that is not a chat completion at all: the model's fault, not the network's.
+                return payload.decode("utf-8", "replace")
+        raise ModelCallError(f"gave up after {self.endpoint.retries + 1} attempts ({problem})")
+
+    def close(self) -> None:
+        self._drop()
+
+
+# --------------------------------------------------------------------------- a run
+
+
+@dataclass
+class Verdict:
+    pair_id: int
+    grade: int | None  # None: unsure (the answer could not be read)
+    note: str
+
+
+@dataclass
+class RunSummary:
+    judge: str
+    pairs: int = 0
+    graded: int = 0
+    unsure: int = 0
+    failed: int = 0
+    unchanged: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)  # the first few, for the report
+
+    def lines(self) -> list[str]:
+        rate = self.pairs / self.seconds if self.seconds else 0.0
+        out = [
+            f"{self.judge}: {self.pairs} pairs in {self.seconds:.1f} s ({rate:.0f} pairs/s): "
+            f"{self.graded} graded, {self.unsure} unreadable answers stored as unsure, "
+            f"{self.unchanged} unchanged, {self.failed} failed"
+        ]
+        out += [f"  failed: {e}" for e in self.errors]
+        if self.failed:
+            out.append("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
+        return out
+
+
+def pairs_to_judge(*, campaign: Campaign, judge, mode: str = "unjudged", seed: int = 0) -> list[int]:
+    """Ids of the pooled pairs to send: ``unjudged`` (by this judge), ``all``, or ``sample:N`` (N pairs
+    drawn at random, reproducibly with ``seed``)."""
+    pooled = Pair.objects.filter(campaign=campaign, pooled=True).order_by("id")
+    if mode == "all":
+        return list(pooled.values_list("id", flat=True))
+    if mode == "unjudged":
+        done = set(Judgment.objects.filter(pair__campaign=campaign, annotator=judge).values_list("pair_id", flat=True))
+        return [pid for pid in pooled.values_list("id", flat=True) if pid not in done]
+    kind, _, n = mode.partition(":")
+    if kind != "sample" or not n.isdigit() or int(n) < 1:
+        raise ValueError(f"--pairs must be one of {', '.join(PAIR_MODES)}, not {mode!r}")
+    ids = list(pooled.values_list("id", flat=True))
+    return sorted(random.Random(seed).sample(ids, min(int(n), len(ids))))
+
+
+def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
+    rows = (
+        Pair.objects.filter(id__in=pair_ids)
+        .order_by("id")
+        .values_list(
+            "id",
+            "query__qid",
+            "query__text",
+            "query__description",
+            "document__docid",
+            "document__title",
+            "document__text",
+        )
+    )
+    return [PairText(*row) for row in rows]
+
+
+@transaction.atomic
+def model_judgments_write(*, campaign: Campaign, judge, verdicts: Sequence[Verdict]) -> tuple[int, int]:
+    """Store a model judge's verdicts as its judgments (history kept); returns (written, unchanged).
+
+    Bulk writes: a run stores hundreds of verdicts at a time. The touched pairs' labels are refreshed,
+    which leaves the human labels as they were but moves their queries' labels versions, so that the
+    leaderboards scored with this judge's labels are rescored there.
+    """
+    grades = {g.value: g for g in campaign.grades.all()}
+    current = {
+        j.pair_id: j
+        for j in Judgment.objects.filter(annotator=judge, pair_id__in=[v.pair_id for v in verdicts]).select_related(
+            "grade"
+        )
+    }
+    new, changed, revisions = [], [], []
+    for v in verdicts:
+        grade = grades.get(v.grade) if v.grade is not None else None
+        j = current.get(v.pair_id)
+        if j is None:
+            new.append(Judgment(pair_id=v.pair_id, annotator=judge, grade=grade, unsure=grade is None, note=v.note))
+            continue
+        if (j.grade_id, j.unsure, j.note) == (grade.id if grade else None, grade is None, v.note):
+            continue
+        revisions.append(
+            JudgmentRevision(
+                judgment=j,
+                changed_by=judge,
+                old_grade=j.grade.value if j.grade else None,
+                new_grade=grade.value if grade else None,
+                old_unsure=j.unsure,
+                new_unsure=grade is None,
+                old_note=j.note,
+                new_note=v.note,
+            )
+        )
+        j.grade, j.unsure, j.tentative_grade, j.note = grade, grade is None, None, v.note
+        j.updated_at = timezone.now()
+        changed.append(j)
+    Judgment.objects.bulk_create(new)
+    if new and new[0].pk is None:  # backends that cannot return ids from bulk inserts
+        ids = dict(
+            Judgment.objects.filter(annotator=judge, pair_id__in=[j.pair_id for j in new]).values_list("pair_id", "id")
+        )
+        for j in new:
+            j.pk = ids[j.pair_id]
+    revisions.extend(
+        JudgmentRevision(
+            judgment=j,
+            changed_by=judge,
+            new_grade=j.grade.value if j.grade else None,
+            new_unsure=j.unsure,
+            new_note=j.note,
+        )
+        for j in new
+    )
+    Judgment.objects.bulk_update(changed, ["grade", "unsure", "tentative_grade", "note", "updated_at"])
+    JudgmentRevision.objects.bulk_create(revisions)
+    labels_refresh(campaign=campaign, pair_ids=[j.pair_id for j in new] + [j.pair_id for j in changed])
+    return len(new) + len(changed), len(verdicts) - len(new) - len(changed)
+
+
+def model_judge_run(
+    *,
+    campaign: Campaign,
+    judge,
+    endpoint: Endpoint,
+    pair_ids: Sequence[int],
+    concurrency: int = 8,
+    batch: int = 256,
+    progress: Callable[[int], None] | None = None,
+    client: ChatClient | None = None,
+) -> RunSummary:
+    """Ask the endpoint to grade each pair, ``concurrency`` requests in flight, storing verdicts a batch at
+    a time (an interrupted run keeps what it stored; ``--pairs unjudged`` resumes it).
+
+    A failed call (after its retries) leaves the pair without a judgment and is counted; an answer that
+    cannot be read becomes an unsure judgment with the raw answer in the note.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    scale = list(campaign.grades.order_by("value").values_list("value", "name", "description"))
+    values = [v for v, _, _ in scale]
+    summary = RunSummary(judge=judge.username, pairs=len(pair_ids))
+    own_client = client is None
+    client = client or ChatClient(endpoint)
+    started = time.perf_counter()
+
+    def ask(pair: PairText) -> Verdict | str:
+        try:
+            answer = client.complete(prompt_messages(guidelines=campaign.guidelines, scale=scale, pair=pair))
+        except ModelCallError as exc:
+            return f"qid {pair.qid} docid {pair.docid}: {exc}"
+        grade, note = parse_answer(answer, values)
+        return Verdict(pair.pair_id, grade, note)
+
+    def finish(futures) -> None:
+        verdicts = []
+        for future in futures:
+            outcome = future.result()
+            if isinstance(outcome, str):
+                summary.failed += 1
+                if len(summary.errors) < 5:
+                    summary.errors.append(outcome)
+            else:
+                verdicts.append(outcome)
+                summary.graded += outcome.grade is not None
+                summary.unsure += outcome.grade is None
+        if verdicts:
+            _, unchanged = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
+            summary.unchanged += unchanged
+        if progress:
+            progress(len(futures))
+
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
+            # Two batches in flight: the workers call the next batch while this thread stores the last one.
+            pending: list = []
+            for start in range(0, len(pair_ids), batch):
+                futures = [pool.submit(ask, t) for t in _pair_texts(pair_ids[start : start + batch])]
+                if pending:
+                    finish(pending)
+                pending = futures
+            if pending:
+                finish(pending)
+    finally:
+        if own_client:
+            client.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
