@@ -328,6 +328,19 @@ class QrelsUploadSerializer(UploadSerializer):
         help_text="Whose judgments the labels become: a member's username, or a source name such as trec-2019 "
         "(a source account nobody can log in with is created). Default: you.",
     )
+    model = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="The labels come from an automatic judge: `annotator` names a model judge (created if new); "
+        "its labels never count as human labels.",
+    )
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=2000, help_text="With model: the model and prompt."
+    )
+
+
+class OnlineUploadSerializer(UploadSerializer):
+    """Online figures: CSV `system,metric,value[,ci_low,ci_high][,qid]`."""
 
 
 class ImportSummarySerializer(serializers.Serializer):
@@ -409,6 +422,13 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         allow_null=True,
         default=None,
         help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
+    )
+    labels = serializers.CharField(
+        required=False,
+        default="humans",
+        max_length=200,
+        help_text="Label source: humans (default), model:NAME (a model judge's labels alone) or hybrid:NAME "
+        "(the human label where one exists, the model judge's elsewhere).",
     )
     per_query = serializers.BooleanField(
         required=False,

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 import metrics
 from judging.aggregation import POLICIES
-from judging.models import Campaign, Judgment, Pair, Query
+from judging.models import AnnotatorProfile, Campaign, Judgment, Pair, Query
 from metrics.agreement import agreement_by_group, bootstrap_agreement, confusion_matrix, krippendorff_alpha
 
 
@@ -28,9 +28,11 @@ class Ratings:
 
 
 def ratings_matrix(*, campaign: Campaign) -> Ratings:
+    # Agreement among people: a model judge is compared with them on its own calibration page.
     rows = np.array(
         list(
             Judgment.objects.filter(pair__campaign=campaign, unsure=False)
+            .exclude(annotator_id__in=AnnotatorProfile.model_user_ids())
             .values_list("pair_id", "pair__query_id", "annotator_id", "grade__value")
             .iterator(chunk_size=20000)
         ),
@@ -193,12 +195,26 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
 
 def review_queue(*, campaign: Campaign, kind: str = "all"):
     """Pairs a lead should look at: any unsure judgment, or a dispute (grades two apart, or no majority
-    among three or more confident judgments). Adjudicated pairs drop out."""
+    among three or more confident judgments). Adjudicated pairs drop out.
+
+    Only people's judgments make a pair unsure or disputed (a model judge's unreadable answers would
+    flood the queue); ``kind="model"`` lists the pairs where a model judge's grade differs from the human
+    label, for a lead checking a model judge's calibration."""
+    models_ = AnnotatorProfile.model_user_ids()
+    human = ~Q(judgments__annotator_id__in=models_)
     pairs = Pair.objects.filter(campaign=campaign, adjudicated=False).annotate(
-        n_unsure=Count("judgments", filter=Q(judgments__unsure=True)),
-        n_confident=Count("judgments", filter=Q(judgments__unsure=False)),
+        n_unsure=Count("judgments", filter=Q(judgments__unsure=True) & human),
+        n_confident=Count("judgments", filter=Q(judgments__unsure=False) & human),
     )
     unsure = pairs.filter(n_unsure__gt=0)
+    if kind == "model":
+        differs = (
+            Judgment.objects.filter(pair=OuterRef("pk"), annotator_id__in=models_, unsure=False)
+            .exclude(grade__value=OuterRef("label"))
+            .order_by()
+        )
+        qs = pairs.filter(label__isnull=False).filter(Exists(differs))
+        return qs.select_related("query", "document").order_by("query__qid", "id")
     disputed_ids = disputed_pair_ids(campaign=campaign)
     if kind == "unsure":
         qs = unsure
@@ -212,9 +228,9 @@ def review_queue(*, campaign: Campaign, kind: str = "all"):
 def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
     rows = np.array(
         list(
-            Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False).values_list(
-                "pair_id", "grade__value"
-            )
+            Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False)
+            .exclude(annotator_id__in=AnnotatorProfile.model_user_ids())
+            .values_list("pair_id", "grade__value")
         ),
         dtype=np.int64,
     ).reshape(-1, 2)

@@ -65,7 +65,9 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
     else:
         profile = AnnotatorProfile.objects.filter(user=user).first()
         if profile is None or profile.kind != AnnotatorProfile.Kind.MODEL:
-            raise ValidationError(f"{name!r} is a person's account, not a model judge: choose another name")
+            raise ValidationError(
+                f"{name!r} is a person's account or a label source, not a model judge: choose another name"
+            )
         if description and profile.description != description:
             profile.description = description
             profile.save(update_fields=["description"])

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
-from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
+from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Membership, Pair
 from judging.scoring import measure_names
 from judging.selectors.agreement import (
     annotator_quality,
@@ -43,7 +43,13 @@ from judging.services import (
 
 LEAD = Membership.Role.LEAD
 PAGE_SIZE = 50
-KINDS = {"all": "Unsure or disputed", "unsure": "Unsure", "disputed": "Disputed", "decided": "Decided"}
+KINDS = {
+    "all": "Unsure or disputed",
+    "unsure": "Unsure",
+    "disputed": "Disputed",
+    "model": "Model judge disagrees",
+    "decided": "Decided",
+}
 AGREEMENT_RESAMPLES = 1000
 AGREEMENT_CACHE_SECONDS = 7 * 24 * 3600  # keys change with the judgments, so old entries only expire
 STABILITY_K = 10
@@ -151,6 +157,7 @@ def _queue_counts(campaign: Campaign) -> dict[str, int]:
     disputed = set(disputed_pair_ids(campaign=campaign))
     unsure = set(
         Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
+        .exclude(annotator_id__in=AnnotatorProfile.model_user_ids())
         .order_by()
         .values_list("pair_id", flat=True)
         .distinct()
@@ -159,6 +166,7 @@ def _queue_counts(campaign: Campaign) -> dict[str, int]:
         "all": len(disputed | unsure),
         "unsure": len(unsure),
         "disputed": len(disputed),
+        "model": review_queue(campaign=campaign, kind="model").count(),
         "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
     }
 

@@ -2,9 +2,11 @@
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from judging.management.commands._base import CampaignCommand
 from judging.services import qrels_import, user_get
+from judging.services.model_judge import model_judge_get_or_create
 
 
 class Command(CampaignCommand):
@@ -29,8 +31,15 @@ class Command(CampaignCommand):
             metavar="USERNAME",
             help="the lead recording this import (revisions name them; without it they say 'command line')",
         )
+        parser.add_argument(
+            "--model",
+            action="store_true",
+            help="the labels come from an automatic judge: NAME is a model judge (created if new), whose "
+            "labels never count as human labels unless the leaderboard asks for them (labels=model:NAME)",
+        )
+        parser.add_argument("--description", default="", help="with --model: which model and prompt made them")
 
-    def handle(self, *args, slug, file, annotator, by=None, **options):
+    def handle(self, *args, slug, file, annotator, by=None, model=False, description="", **options):
         campaign = self.campaign(slug)
         lead = None
         if by:
@@ -39,15 +48,22 @@ class Command(CampaignCommand):
             except ValidationError as exc:
                 raise CommandError(f"--by: {exc.messages[0]}") from None
         data, name = self.read(file)
-        try:
-            self.run_import(
-                qrels_import,
-                total=data.count(b"\n"),
-                campaign=campaign,
-                data=data,
-                filename=name,
-                annotator=annotator,
-                imported_by=lead,
-            )
-        except PermissionDenied as exc:
-            raise CommandError(f"--by: {exc}") from None
+        # one transaction: a model judge named for a file that turns out bad is not left behind
+        with transaction.atomic():
+            if model:
+                try:
+                    model_judge_get_or_create(name=annotator, description=description, campaign=campaign)
+                except ValidationError as exc:
+                    raise CommandError(exc.messages[0]) from None
+            try:
+                self.run_import(
+                    qrels_import,
+                    total=data.count(b"\n"),
+                    campaign=campaign,
+                    data=data,
+                    filename=name,
+                    annotator=annotator,
+                    imported_by=lead,
+                )
+            except PermissionDenied as exc:
+                raise CommandError(f"--by: {exc}") from None

@@ -21,9 +21,15 @@ class Command(CampaignCommand):
         parser.add_argument("--threshold", type=int, default=1, help="lowest label that counts as relevant")
         parser.add_argument("--judged-only", action="store_true", help="condensed scoring (trec_eval -J)")
         parser.add_argument("--policy", default=None, help="aggregation policy (default: the campaign's)")
+        parser.add_argument(
+            "--labels",
+            default="humans",
+            help="label source: humans (default), model:NAME (a model judge's labels) or hybrid:NAME "
+            "(the human label where one exists, the model's elsewhere)",
+        )
         parser.add_argument("--json", action="store_true", help="print the API's JSON shape")
 
-    def handle(self, *args, slug, k, gain, threshold, judged_only, policy, json: bool, **options):
+    def handle(self, *args, slug, k, gain, threshold, judged_only, policy, labels, json: bool, **options):
         campaign = self.campaign(slug)
         try:
             data = leaderboard_data(
@@ -33,6 +39,7 @@ class Command(CampaignCommand):
                 threshold=threshold,
                 judged_only=judged_only,
                 policy=policy,
+                labels=labels,
                 per_query=json,
             )
         except ValueError as exc:
@@ -45,6 +52,7 @@ class Command(CampaignCommand):
         self.stdout.write(
             f"{campaign.slug}: {data['queries']} queries with labels, k={k}, gain={gain}, threshold={threshold}"
             f"{', judged only' if judged_only else ''}, policy={data['policy']}"
+            f"{'' if labels == 'humans' else ', labels=' + labels}"
         )
         self.stdout.write("system".ljust(width) + "".join(n.rjust(11) for n in names))
         ranked = sorted(data["systems"], key=lambda s: -s["measures"].get(f"nDCG@{k}", 0))
