@@ -130,6 +130,7 @@ class UploadForm(forms.Form):
         ("docs", "Documents (JSONL docid, title, text, url — or TSV)"),
         ("run", "Run (TREC: qid Q0 docid rank score tag)"),
         ("qrels", "Qrels (TREC: qid iteration docid label)"),
+        ("online", "Online figures (CSV: system,metric,value[,ci_low,ci_high][,qid]), e.g. CTR from an A/B test"),
     ]
     kind = forms.ChoiceField(choices=KINDS, widget=forms.HiddenInput)
     file = forms.FileField()
@@ -155,9 +156,23 @@ class UploadForm(forms.Form):
         ),
     )
 
+    model = forms.BooleanField(
+        required=False,
+        label="labels from a model judge",
+        help_text="Qrels only: the annotator named above is an automatic judge (created if new); its labels "
+        "never count as human labels.",
+    )
+
     def clean_annotator(self):
-        # A name, checked by the import itself: it may name a source account that does not exist yet.
+        # A name, checked by the import itself: it may name a source account that does not exist yet (or,
+        # with ``model``, a model judge the view creates first).
         return self.cleaned_data.get("annotator", "").strip()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("model") and not data.get("annotator"):
+            self.add_error("annotator", "name the model judge whose labels these are")
+        return data
 
 
 class MyJudgmentsFilter(forms.Form):

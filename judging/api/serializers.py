@@ -458,8 +458,57 @@ class LeaderboardSerializer(serializers.Serializer):
     threshold = serializers.IntegerField()
     judged_only = serializers.BooleanField()
     policy = serializers.ChoiceField(choices=POLICIES, help_text="The aggregation policy the labels were made with.")
+    labels = serializers.CharField(help_text="The label source: humans, model:NAME or hybrid:NAME.")
     queries = serializers.IntegerField(help_text="Queries in the mean: those with at least one label.")
     systems = LeaderboardSystemSerializer(many=True)
+
+
+class OnlineAgreementSerializer(serializers.Serializer):
+    measure = serializers.CharField(help_text="Offline measure, e.g. nDCG@10.")
+    metric = serializers.CharField(help_text="Online metric, e.g. ctr.")
+    kendall_tau = serializers.FloatField(allow_null=True, help_text="Across systems; null when undefined.")
+    pearson_r = serializers.FloatField(allow_null=True)
+    n_systems = serializers.IntegerField()
+    discordant_pairs = serializers.ListField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="Pairs of systems the measure and the metric order differently.",
+    )
+
+
+class OnlineSerializer(serializers.Serializer):
+    """Offline vs online."""
+
+    campaign = serializers.CharField()
+    k = serializers.IntegerField()
+    gain = serializers.CharField()
+    threshold = serializers.IntegerField()
+    labels = serializers.CharField()
+    measures = serializers.ListField(child=serializers.CharField())
+    metrics = serializers.ListField(child=serializers.CharField())
+    per_query_metrics = serializers.ListField(child=serializers.CharField())
+    agreement = OnlineAgreementSerializer(many=True)
+    best = serializers.DictField(help_text="Online metric -> the offline measure that agrees with it most.")
+    per_query = serializers.ListField(child=serializers.DictField())
+    few_systems = serializers.BooleanField(help_text="Fewer than 5 systems: read the correlations with care.")
+    figures = serializers.ListField(child=serializers.DictField(), help_text="Every imported figure.")
+
+
+class CalibrationSerializer(serializers.Serializer):
+    """A model judge against the human labels."""
+
+    campaign = serializers.CharField()
+    judge = serializers.CharField()
+    description = serializers.CharField()
+    categories = serializers.ListField(child=serializers.IntegerField())
+    judged = serializers.IntegerField()
+    unsure = serializers.IntegerField()
+    compared = serializers.IntegerField(help_text="Pairs the model graded confidently that have a human label.")
+    agreement = serializers.DictField()
+    confusion = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
+    leniency = serializers.DictField()
+    per_query = serializers.ListField(child=serializers.DictField())
+    ranking = serializers.DictField()
+    disagreements = serializers.ListField(child=serializers.DictField())
 
 
 # --------------------------------------------------------------------------- auth

@@ -520,12 +520,128 @@ class CampaignViewSet(
         pagination_class=None,
     )
     def upload_qrels(self, request, slug=None):
+        form = s.QrelsUploadSerializer(data=request.data)
+        if form.is_valid() and form.validated_data.get("model"):
+            # The model judge exists (a member of kind "model") before the import, or its background job, names
+            # it: otherwise the import would record the labels under a new label source, counted as human.
+            campaign = self.get_object()
+            access(request).require_lead(campaign, "upload files")
+            from judging.services.model_judge import model_judge_upload_annotator
+
+            try:
+                model_judge_upload_annotator(
+                    name=form.validated_data.get("annotator", ""),
+                    campaign=campaign,
+                    filename=getattr(request.data.get("file"), "name", "") or "upload",
+                    description=form.validated_data.get("description", ""),
+                )
+            except ImportRefused as exc:
+                return Response(exc.as_dict(), status=exc.status)
         return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, kind="qrels", user=request.user)
 
     @staticmethod
-    def _qrels_import(*, user, annotator=None, **kwargs):
-        # The import checks the name (a member, a source account, or a new source); see qrels_import.
+    def _qrels_import(*, user, annotator=None, model=False, description="", **kwargs):
+        # The import checks the name (a member, a source account, or a new source); see qrels_import. A model
+        # judge was made a member by upload_qrels before this runs.
         return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
+
+    # ---- online figures and model judges (issue 15)
+
+    @extend_schema(
+        request={"multipart/form-data": s.OnlineUploadSerializer},
+        responses=UPLOAD_RESPONSES,
+        description="Import online figures, CSV `system,metric,value[,ci_low,ci_high][,qid]` (leads only); "
+        "a figure already stored for the same system, metric and qid is replaced.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="upload/online",
+        parser_classes=[MultiPartParser],
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def upload_online(self, request, slug=None):
+        from judging.services.online import online_import
+
+        return self._upload(request, s.OnlineUploadSerializer, online_import)
+
+    @extend_schema(
+        parameters=[s.LeaderboardQuerySerializer],
+        responses=s.OnlineSerializer,
+        description=(
+            "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
+            "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
+            "systems the two order differently; the same per query where per-query figures exist. Leads, or "
+            "annotators when the campaign shows them the leaderboard."
+        ),
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def online(self, request, slug=None):
+        campaign = self.get_object()
+        if not campaign.leaderboard_visible_to_annotators:
+            access(request).require_lead(campaign, "see its leaderboard")
+        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        from judging.scoring import Params
+        from judging.selectors.online import offline_vs_online, online_figures
+
+        v = params.validated_data
+        try:
+            data = offline_vs_online(
+                campaign=campaign,
+                params=Params(
+                    k=v["k"],
+                    gain=v["gain"],
+                    threshold=v["threshold"],
+                    judged_only=v["judged_only"],
+                    policy=v["policy"],
+                    labels=v["labels"],
+                ),
+            )
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        data.pop("_points")
+        data["figures"] = online_figures(campaign=campaign)
+        return Response(data)
+
+    @extend_schema(
+        parameters=[s.LeaderboardQuerySerializer],
+        responses=s.CalibrationSerializer,
+        description=(
+            "A model judge against the human labels on the pairs both judged: Cohen's kappa (plain and "
+            "quadratic) with 95% bootstrap intervals, the confusion matrix (rows humans, columns the model), "
+            "leniency, agreement per query, the system ranking under the model's labels against the humans' "
+            "and the biggest disagreements. Leads only."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=r"judges/(?P<name>[\w.@+-]+)/calibration",
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def calibration(self, request, slug=None, name=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "see its model judges' calibration")
+        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        from judging.scoring import Params
+        from judging.selectors.calibration import UnknownJudge, judge_calibration
+
+        v = params.validated_data
+        try:
+            data = judge_calibration(
+                campaign=campaign,
+                name=name,
+                params=Params(k=v["k"], gain=v["gain"], threshold=v["threshold"], judged_only=v["judged_only"]),
+            )
+        except UnknownJudge as exc:
+            raise NotFound(str(exc)) from None
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response(data)
 
 
 # --------------------------------------------------------------------------- campaign contents

@@ -34,8 +34,12 @@ from judging.services.judgments import (  # noqa: F401
     judgment_record,
     labels_refresh,
 )
+from judging.services.online import online_clear, online_import  # noqa: F401
 from judging.services.queue import (  # noqa: F401
     ASSIGNMENT_MINUTES,
     pair_assign,
     pair_hold,
 )
+
+# Online figures are uploaded like every other file (the upload page and the jobs look importers up here).
+IMPORTERS["online"] = online_import

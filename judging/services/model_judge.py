@@ -32,6 +32,7 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
+from judging.formats import FormatError
 from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Membership, Pair
 from judging.services.judgments import labels_refresh
 
@@ -76,18 +77,12 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
     return user
 
 
-def model_judges(*, campaign: Campaign) -> list[dict]:
-    """The model judges that judged this campaign: name, description and how many pairs each judged."""
-    ids = AnnotatorProfile.model_user_ids()
-    if not ids:
-        return []
-    counts: dict[int, int] = {}
-    for uid in (
-        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=ids).order_by().values_list("annotator_id")
-    ):
-        counts[uid[0]] = counts.get(uid[0], 0) + 1
-    profiles = AnnotatorProfile.objects.filter(user_id__in=counts).select_related("user").order_by("user__username")
-    return [{"name": p.user.username, "description": p.description, "judgments": counts[p.user_id]} for p in profiles]
+def model_judge_upload_annotator(*, name: str, campaign: Campaign, filename: str):
+    """The model judge a qrels upload names, as an import error (file, field) when the name is unusable."""
+    try:
+        return model_judge_get_or_create(name=name, campaign=campaign)
+    except ValidationError as exc:
+        raise FormatError(exc.messages[0], filename=filename, field="annotator") from None
 
 
 # --------------------------------------------------------------------------- prompt and answer

@@ -29,6 +29,7 @@ from judging.services import (
     membership_remove,
     scale_from_values,
 )
+from judging.services.model_judge import model_judge_upload_annotator
 
 LEAD = Membership.Role.LEAD
 
@@ -203,6 +204,10 @@ def campaign_upload(request, member: Member):
                 kwargs["annotator"] = form.cleaned_data["annotator"] or request.user.get_username()
                 kwargs["imported_by"] = request.user
             try:
+                if kind == "qrels" and form.cleaned_data["model"]:
+                    kwargs["annotator"] = model_judge_upload_annotator(
+                        name=form.cleaned_data["annotator"], campaign=campaign, filename=upload.name
+                    )
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:
                 error = f"{exc} — nothing was imported"

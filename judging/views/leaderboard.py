@@ -26,6 +26,7 @@ from judging.access import Member, campaign_view
 from judging.aggregation import POLICIES
 from judging.models import Campaign, Grade, Membership, Query
 from judging.selectors import grade_list
+from judging.selectors.calibration import label_source_choices
 
 LEAD = Membership.Role.LEAD
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "Judged")  # order of the ranking-measure menu
@@ -66,12 +67,17 @@ class LeaderboardParamsForm(forms.Form):
     judged_only = forms.CharField(label="Condensed (judged only)", required=False)
     policy = forms.ChoiceField(label="Aggregation", required=False)
     measure = forms.CharField(label="Rank by", required=False)
+    labels = forms.ChoiceField(label="Label source", required=False)
 
     def __init__(self, data, *, campaign: Campaign, max_grade: int):
         super().__init__(data)
         self.campaign = campaign
         self.max_grade = max_grade
         self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})")] + [(p, p) for p in POLICIES]
+        self.fields["labels"].choices = label_source_choices(campaign=campaign)
+
+    def clean_labels(self) -> str:
+        return self.cleaned_data["labels"] or "humans"
 
     def clean_k(self) -> int:
         return self.cleaned_data["k"] or 10
@@ -153,6 +159,8 @@ class BoardRequest:
             q["judged_only"] = "1"
         if p.policy:
             q["policy"] = p.policy
+        if p.labels != "humans":
+            q["labels"] = p.labels
         if self.measure_base != "nDCG":
             q["measure"] = self.measure_base
         return q
@@ -175,6 +183,7 @@ class BoardRequest:
             measure=self.measure,
             measure_choices=[(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
             policies=POLICIES,
+            label_sources=self.form.fields["labels"].choices,
             urls=self.urls,
             **{"keep": [], **extra},
         )
@@ -195,7 +204,9 @@ class BoardRequest:
             urls[f"chart_{kind}"] = self.url("leaderboard_chart", kind)
         api = reverse("api:campaign-leaderboard", args=[self.campaign.slug])
         api_query = {
-            k: v for k, v in self.changed_params.items() if k in ("k", "gain", "threshold", "judged_only", "policy")
+            k: v
+            for k, v in self.changed_params.items()
+            if k in ("k", "gain", "threshold", "judged_only", "policy", "labels")
         }
         urls["api"] = f"{api}?{urlencode(api_query)}" if api_query else api
         return urls
@@ -228,7 +239,12 @@ def leaderboard_page(*, drill: bool = False):
                 return _refuse(request, member, 400, "These leaderboard settings are not valid.", form=form)
             d = form.cleaned_data
             params = scoring.Params(
-                k=d["k"], gain=d["gain"], threshold=d["threshold"], judged_only=d["judged_only"], policy=d["policy"]
+                k=d["k"],
+                gain=d["gain"],
+                threshold=d["threshold"],
+                judged_only=d["judged_only"],
+                policy=d["policy"],
+                labels=d["labels"],
             )
             return view(request, BoardRequest(member, params, d["measure"], d["measure_base"], form), *args, **kwargs)
 

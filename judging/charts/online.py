@@ -1,0 +1,73 @@
+"""Server-rendered SVG for the offline-vs-online page: one scatter of systems per (offline measure, online metric).
+
+Takes plain numbers and names and returns markup safe to put in a template: every name drawn is escaped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from judging.charts.agreement import FONT, INK, LINE, MUTED
+
+POINT = "#2171b5"
+DISCORDANT = "#d94801"
+W, H = 300, 220
+LEFT, RIGHT, TOP, BOTTOM = 46, 14, 14, 38
+
+
+def _scale(values: Sequence[float], low: float, high: float):
+    lo, hi = min(values), max(values)
+    if hi == lo:  # every system the same: centre them rather than divide by zero
+        lo, hi = lo - 0.5, hi + 0.5
+    pad = (hi - lo) * 0.08
+    lo, hi = lo - pad, hi + pad
+    return (lambda v: low + (v - lo) / (hi - lo) * (high - low)), lo, hi
+
+
+def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, x_name: str, y_name: str) -> SafeString:
+    """Systems as dots at (offline measure, online metric); each pair of systems the two order differently
+    is joined by a dashed orange line, so the eye finds the disagreements first."""
+    if not points:
+        return mark_safe("")
+    xs = [p["offline"] for p in points]
+    ys = [p["online"] for p in points]
+    sx, x_lo, x_hi = _scale(xs, LEFT, W - RIGHT)
+    sy, y_lo, y_hi = _scale(ys, H - BOTTOM, TOP)
+    at = {p["system"]: (sx(p["offline"]), sy(p["online"])) for p in points}
+    title = f"{x_name} (across) against {y_name} (up), one dot per system"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
+        f'class="scatter" font-family="{FONT}" font-size="11"><title>{escape(title)}</title>',
+        f'<rect x="{LEFT}" y="{TOP}" width="{W - LEFT - RIGHT}" height="{H - TOP - BOTTOM}" fill="#fff" '
+        f'stroke="{LINE}"/>',
+        f'<text x="{LEFT}" y="{H - 22}" fill="{MUTED}">{x_lo:.3g}</text>',
+        f'<text x="{W - RIGHT}" y="{H - 22}" fill="{MUTED}" text-anchor="end">{x_hi:.3g}</text>',
+        f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" fill="{INK}" text-anchor="middle">{escape(x_name)}</text>',
+        f'<text x="{LEFT - 4}" y="{H - BOTTOM}" fill="{MUTED}" text-anchor="end">{y_lo:.3g}</text>',
+        f'<text x="{LEFT - 4}" y="{TOP + 9}" fill="{MUTED}" text-anchor="end">{y_hi:.3g}</text>',
+        f'<text transform="translate(12 {(TOP + H - BOTTOM) / 2}) rotate(-90)" fill="{INK}" '
+        f'text-anchor="middle">{escape(y_name)}</text>',
+    ]
+    for a, b in discordant:
+        (x1, y1), (x2, y2) = at[a], at[b]
+        out.append(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{DISCORDANT}" '
+            f'stroke-width="2" stroke-dasharray="4 3"><title>{escape(a)} and {escape(b)} are ordered '
+            f"differently</title></line>"
+        )
+    flagged = {name for pair in discordant for name in pair}
+    for p in points:
+        x, y = at[p["system"]]
+        colour = DISCORDANT if p["system"] in flagged else POINT
+        anchor = "end" if x > (LEFT + W - RIGHT) / 2 else "start"
+        dx = -7 if anchor == "end" else 7
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{escape(p["system"])}: '
+            f"{escape(x_name)} {p['offline']:.4f}, {escape(y_name)} {p['online']:.4g}</title></circle>"
+            f'<text x="{x + dx:.1f}" y="{y - 7:.1f}" fill="{INK}" text-anchor="{anchor}">{escape(p["system"])}</text>'
+        )
+    out.append("</svg>")
+    return mark_safe("".join(out))

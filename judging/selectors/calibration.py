@@ -1,0 +1,176 @@
+"""A model judge against the people: agreement, leniency, per-query agreement and the system ranking it gives."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import numpy as np
+
+import metrics
+from judging.models import AnnotatorProfile, Campaign, Judgment
+from judging.scoring import Params, leaderboard
+
+DISAGREEMENTS = 50  # rows of the "biggest disagreements" table
+
+
+class UnknownJudge(LookupError):
+    """No model judge of that name."""
+
+
+def model_judges(*, campaign: Campaign) -> list[dict]:
+    """The model judges that judged this campaign: name, description and how many pairs each judged."""
+    ids = AnnotatorProfile.model_user_ids()
+    if not ids:
+        return []
+    counts: dict[int, int] = {}
+    for uid in (
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=ids).order_by().values_list("annotator_id")
+    ):
+        counts[uid[0]] = counts.get(uid[0], 0) + 1
+    profiles = AnnotatorProfile.objects.filter(user_id__in=counts).select_related("user").order_by("user__username")
+    return [{"name": p.user.username, "description": p.description, "judgments": counts[p.user_id]} for p in profiles]
+
+
+def label_source_choices(*, campaign: Campaign) -> list[tuple[str, str]]:
+    """The leaderboard's label sources: the humans, and each model judge alone or filling the humans' gaps."""
+    choices = [("humans", "human judgments")]
+    for judge in model_judges(campaign=campaign):
+        name = judge["name"]
+        choices += [(f"model:{name}", f"model {name} only"), (f"hybrid:{name}", f"humans, else model {name}")]
+    return choices
+
+
+def model_judge_profile(*, name: str) -> AnnotatorProfile:
+    profile = (
+        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__username=name)
+        .select_related("user")
+        .first()
+    )
+    if profile is None:
+        raise UnknownJudge(f"no model judge named {name!r}")
+    return profile
+
+
+def judge_calibration(
+    *, campaign: Campaign, name: str, params: Params | None = None, n_resamples: int = 1000, seed: int = 0
+) -> dict:
+    """How far a model judge's grades can stand in for the human labels of this campaign.
+
+    Compared on the pairs both judged: the model graded them confidently and they have a human label
+    (aggregated, or a lead's adjudication). Cohen's kappa plain and quadratic-weighted with percentile
+    bootstrap intervals over pairs; the confusion matrix (rows humans, columns the model); leniency (mean
+    of model minus human grade, and the shares graded above and below); agreement per query; and the
+    system ranking under the model's labels against the humans' (Kendall's tau per measure, and the pairs
+    of systems that swap on the main measure, nDCG@k).
+    """
+    profile = model_judge_profile(name=name)
+    params = params or Params()
+    categories = list(campaign.grades.order_by("value").values_list("value", flat=True))
+    grade_names = dict(campaign.grades.values_list("value", "name"))
+    rows = list(
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id=profile.user_id)
+        .order_by("pair__query__qid", "pair__document__docid")
+        .values_list(
+            "pair_id", "pair__query__qid", "pair__document__docid", "unsure", "grade__value", "pair__label", "note"
+        )
+    )
+    judged = len(rows)
+    unsure = sum(1 for r in rows if r[3])
+    both = [r for r in rows if not r[3] and r[5] is not None]
+    human = np.array([r[5] for r in both], dtype=np.int64)
+    model = np.array([r[4] for r in both], dtype=np.int64)
+    n = len(both)
+    out: dict = {
+        "campaign": campaign.slug,
+        "judge": profile.user.username,
+        "description": profile.description,
+        "categories": categories,
+        "grade_names": {str(k): v for k, v in grade_names.items()},
+        "judged": judged,
+        "unsure": unsure,
+        "compared": n,
+    }
+    ratings = np.column_stack([human, model]) if n else np.empty((0, 2), np.int64)
+    agreement = {}
+    for key, weights in (("kappa", None), ("kappa_quadratic", "quadratic")):
+        if n >= 2:
+            value = metrics.cohen_kappa(human, model, categories, weights=weights)
+            low, high = metrics.bootstrap_agreement(
+                functools.partial(metrics.cohen_kappa, categories=categories, weights=weights),
+                ratings,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        else:
+            value, low, high = float("nan"), float("nan"), float("nan")
+        agreement[key] = {"value": _num(value), "ci": [_num(low), _num(high)]}
+    agreement["raw"] = _num(float(np.mean(human == model))) if n else None
+    out["agreement"] = agreement
+    out["confusion"] = (
+        metrics.confusion_matrix(human, model, categories).tolist()
+        if n
+        else [[0] * len(categories) for _ in categories]
+    )
+    diff = model - human
+    out["leniency"] = {
+        "mean_difference": _num(float(diff.mean())) if n else None,
+        "share_over": _num(float(np.mean(diff > 0))) if n else None,
+        "share_under": _num(float(np.mean(diff < 0))) if n else None,
+    }
+    # per query: how many pairs, exact agreement, mean difference (kappa is rarely defined on one query)
+    per_query: dict[str, list[int]] = {}
+    for (_, qid, *_rest), d in zip(both, diff.tolist(), strict=True):
+        per_query.setdefault(qid, []).append(d)
+    out["per_query"] = sorted(
+        (
+            {
+                "qid": qid,
+                "pairs": len(ds),
+                "agreement": sum(1 for d in ds if d == 0) / len(ds),
+                "mean_difference": sum(ds) / len(ds),
+            }
+            for qid, ds in per_query.items()
+        ),
+        key=lambda r: (r["agreement"], r["qid"]),
+    )
+    out["ranking"] = _ranking(campaign, params, profile.user.username)
+    order = np.lexsort((np.arange(n), -np.abs(diff))) if n else np.empty(0, np.int64)
+    out["disagreements"] = [
+        {
+            "pair": both[i][0],
+            "qid": both[i][1],
+            "docid": both[i][2],
+            "human": int(human[i]),
+            "model": int(model[i]),
+            "difference": int(diff[i]),
+            "note": both[i][6],
+        }
+        for i in order[:DISAGREEMENTS].tolist()
+        if diff[i] != 0
+    ]
+    return out
+
+
+def _ranking(campaign: Campaign, params: Params, name: str) -> dict:
+    humans = leaderboard(campaign, replace(params, labels="humans"))
+    model = leaderboard(campaign, replace(params, labels=f"model:{name}"))
+    names = humans.cube.system_names
+    h, m = humans.means(), model.means()
+    per_measure = []
+    for i, measure in enumerate(humans.measures):
+        tau = metrics.kendall_tau(h[i], m[i]) if len(names) >= 2 else float("nan")
+        per_measure.append({"measure": measure, "kendall_tau": _num(tau)})
+    main = humans.measures.index(f"nDCG@{params.k}")
+    swaps = metrics.discordant_pairs(h[main], m[main]).tolist()
+    return {
+        "measure": f"nDCG@{params.k}",
+        "systems": [{"name": s, "humans": float(h[main, i]), "model": float(m[main, i])} for i, s in enumerate(names)],
+        "kendall_tau": per_measure[main]["kendall_tau"],
+        "swapped_pairs": [[names[i], names[j]] for i, j in swaps],
+        "per_measure": per_measure,
+    }
+
+
+def _num(x) -> float | None:
+    return None if x is None or np.isnan(x) else float(x)

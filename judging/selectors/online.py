@@ -1,0 +1,159 @@
+"""Offline vs online: how well each leaderboard measure predicts each imported online metric across systems."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+import metrics
+from judging.models import Campaign, OnlineMetric
+from judging.scoring import Leaderboard, Params, leaderboard
+
+# Below this many systems a correlation is anecdote: with 3 systems tau can only be -1, -1/3, 1/3 or 1.
+FEW_SYSTEMS = 5
+
+
+def online_figures(*, campaign: Campaign) -> list[dict]:
+    """Every imported online figure, for the API and the page's table."""
+    rows = (
+        OnlineMetric.objects.filter(campaign=campaign)
+        .order_by("metric", "query__qid", "system__name")
+        .values_list("system__name", "metric", "value", "ci_low", "ci_high", "query__qid")
+    )
+    return [
+        {"system": s, "metric": m, "value": v, "ci_low": lo, "ci_high": hi, "qid": q} for s, m, v, lo, hi, q in rows
+    ]
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict:
+    n = len(x)
+    tau = metrics.kendall_tau(x, y) if n >= 2 else float("nan")
+    r = metrics.pearson_r(x, y) if n >= 2 else float("nan")
+    bad = metrics.discordant_pairs(x, y)
+    return {
+        "kendall_tau": _nan_to_none(tau),
+        "pearson_r": _nan_to_none(r),
+        "n_systems": n,
+        "discordant_pairs": [[names[i], names[j]] for i, j in bad.tolist()],
+    }
+
+
+def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: Leaderboard | None = None) -> dict:
+    """For each offline measure (every leaderboard measure under ``params``) and each online metric: Kendall's
+    tau and Pearson's r across the systems that have both, with how many systems and which pairs of systems
+    the two order differently; the same per query where per-query online figures exist.
+
+    ``best`` names, per online metric, the offline measure whose system ranking agrees with it most (tau,
+    then r); Judged@k is left out of that choice (it measures the labels, not the systems).
+    """
+    lb = lb or leaderboard(campaign, params or Params())
+    means = lb.means()  # (M, S)
+    names = lb.cube.system_names
+    index = {sid: i for i, sid in enumerate(lb.cube.system_ids.tolist())}
+    q_index = {qid: i for i, qid in enumerate(lb.cube.query_ids.tolist())}
+    overall: dict[str, dict[int, float]] = defaultdict(dict)
+    per_query: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for system_id, metric, value, query_id in OnlineMetric.objects.filter(campaign=campaign).values_list(
+        "system_id", "metric", "value", "query_id"
+    ):
+        if system_id not in index:
+            continue
+        if query_id is None:
+            overall[metric][index[system_id]] = value
+        elif query_id in q_index:
+            per_query[metric][q_index[query_id]][index[system_id]] = value
+    measures = lb.measures
+    rows = []
+    points = {}
+    for metric in sorted(overall):
+        systems = sorted(overall[metric])
+        y = np.array([overall[metric][s] for s in systems])
+        sys_names = [names[s] for s in systems]
+        for mi, measure in enumerate(measures):
+            x = means[mi, systems]
+            row = {"measure": measure, "metric": metric, **_agreement(x, y, sys_names)}
+            rows.append(row)
+            points[(measure, metric)] = [
+                {"system": n, "offline": float(a), "online": float(b)} for n, a, b in zip(sys_names, x, y, strict=True)
+            ]
+    best = {}
+    for metric in sorted(overall):
+        candidates = [
+            r for r in rows if r["metric"] == metric and not r["measure"].startswith("Judged") and r["n_systems"] >= 2
+        ]
+        candidates = [r for r in candidates if r["kendall_tau"] is not None]
+        if candidates:
+            top = max(
+                candidates, key=lambda r: (r["kendall_tau"], r["pearson_r"] if r["pearson_r"] is not None else -2)
+            )
+            best[metric] = top
+    labelled = lb.table.labelled
+    query_rows = []
+    for metric in sorted(per_query):
+        by_query = per_query[metric]
+        for mi, measure in enumerate(measures):
+            taus, rs, details = [], [], []
+            for qi in sorted(by_query):
+                if not labelled[qi] or len(by_query[qi]) < 2:
+                    continue
+                systems = sorted(by_query[qi])
+                x = lb.table.scores[mi, systems, qi]
+                y = np.array([by_query[qi][s] for s in systems])
+                a = _agreement(x, y, [names[s] for s in systems])
+                details.append({"qid": lb.cube.qids[qi], **a})
+                if a["kendall_tau"] is not None:
+                    taus.append(a["kendall_tau"])
+                if a["pearson_r"] is not None:
+                    rs.append(a["pearson_r"])
+            if details:
+                query_rows.append(
+                    {
+                        "measure": measure,
+                        "metric": metric,
+                        "queries": len(details),
+                        "mean_kendall_tau": float(np.mean(taus)) if taus else None,
+                        "mean_pearson_r": float(np.mean(rs)) if rs else None,
+                        "per_query": details,
+                    }
+                )
+    n_systems = max((r["n_systems"] for r in rows), default=0)
+    return {
+        "campaign": campaign.slug,
+        "k": lb.params.k,
+        "gain": lb.params.gain,
+        "threshold": lb.params.threshold,
+        "labels": lb.params.labels,
+        "measures": measures,
+        "metrics": sorted(overall),
+        "per_query_metrics": sorted(per_query),
+        "agreement": rows,
+        "best": {
+            m: {"measure": r["measure"], "kendall_tau": r["kendall_tau"], "pearson_r": r["pearson_r"]}
+            for m, r in best.items()
+        },
+        "per_query": query_rows,
+        "few_systems": 0 < n_systems < FEW_SYSTEMS,
+        "_points": points,  # for the page's scatter plots; dropped from the API
+    }
+
+
+def best_sentence(result: dict) -> list[str]:
+    """The plain statements the page leads with: which offline measure best predicts which online metric."""
+    out = []
+    for metric, b in result["best"].items():
+        n = next(r["n_systems"] for r in result["agreement"] if r["metric"] == metric)
+        tau = b["kendall_tau"]
+        r = b["pearson_r"]
+        verdict = "orders the systems exactly as" if tau == 1 else "agrees best with"
+        out.append(
+            f"{b['measure']} {verdict} {metric} (Kendall's tau {tau:+.2f}"
+            + (f", Pearson r {r:+.2f}" if r is not None else "")
+            + f", {n} systems)."
+        )
+    return out
