@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from judging.views import campaigns, jobs, judging, leaderboard, review
+from judging.views import campaigns, jobs, judging, leaderboard, online, review
 
 app_name = "judging"
 
@@ -51,4 +51,8 @@ urlpatterns = [
     path("campaigns/<slug:slug>/agreement/policy/", review.agreement_policy, name="agreement_policy"),
     path("campaigns/<slug:slug>/quality/", review.quality, name="quality"),
     path("campaigns/<slug:slug>/quality/gold/<int:pair_id>/", review.quality_gold, name="quality_gold"),
+    # offline vs online, and model judges (issue 15)
+    path("campaigns/<slug:slug>/online/", online.online, name="online"),
+    path("campaigns/<slug:slug>/judges/", online.judges, name="judges"),
+    path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
 ]

@@ -77,10 +77,10 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
     return user
 
 
-def model_judge_upload_annotator(*, name: str, campaign: Campaign, filename: str):
+def model_judge_upload_annotator(*, name: str, campaign: Campaign, filename: str, description: str = ""):
     """The model judge a qrels upload names, as an import error (file, field) when the name is unusable."""
     try:
-        return model_judge_get_or_create(name=name, campaign=campaign)
+        return model_judge_get_or_create(name=name, description=description, campaign=campaign)
     except ValidationError as exc:
         raise FormatError(exc.messages[0], filename=filename, field="annotator") from None
 

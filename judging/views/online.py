@@ -1,0 +1,96 @@
+"""Pages: offline measures against online metrics, and model judges calibrated against the people."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from judging import charts
+from judging.charts.online import scatter_svg
+from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judges
+from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures
+from judging.views.leaderboard import BoardRequest, leaderboard_page
+
+
+@require_http_methods(["GET", "HEAD"])
+@leaderboard_page()
+def online(request, ctx: BoardRequest):
+    """For each offline measure and online metric: tau, r, n, a scatter, and the pairs of systems ordered
+    differently; which measure predicts which metric best; the same per query where figures exist."""
+    campaign = ctx.campaign
+    data = offline_vs_online(campaign=campaign, params=ctx.params)
+    points = data["_points"]
+    by_metric = []
+    for metric in data["metrics"]:
+        rows = [r for r in data["agreement"] if r["metric"] == metric]
+        for r in rows:
+            r["svg"] = scatter_svg(
+                points[(r["measure"], metric)], r["discordant_pairs"], x_name=r["measure"], y_name=metric
+            )
+            r["best"] = data["best"].get(metric, {}).get("measure") == r["measure"]
+        by_metric.append({"metric": metric, "rows": rows, "n": rows[0]["n_systems"] if rows else 0})
+    # per query: the best measure of each metric (the full table is in the API)
+    per_query = [
+        q
+        for q in data["per_query"]
+        if data["best"].get(q["metric"], {}).get("measure", f"nDCG@{ctx.params.k}") == q["measure"]
+    ]
+    return render(
+        request,
+        "judging/online.html",
+        ctx.base(
+            tab="online",
+            data=data,
+            by_metric=by_metric,
+            statements=best_sentence(data),
+            few=FEW_SYSTEMS,
+            per_query=per_query,
+            figures=online_figures(campaign=campaign),
+            keep=[],
+            api_url=reverse("api:campaign-online", args=[campaign.slug]) + (f"?{ctx.qs}" if ctx.qs else ""),
+        ),
+    )
+
+
+@require_http_methods(["GET", "HEAD"])
+@leaderboard_page(drill=True)
+def judges(request, ctx: BoardRequest):
+    """The campaign's model judges, with a link to each one's calibration."""
+    return render(
+        request,
+        "judging/calibration_list.html",
+        ctx.base(tab="judges", judges=model_judges(campaign=ctx.campaign)),
+    )
+
+
+@require_http_methods(["GET", "HEAD"])
+@leaderboard_page(drill=True)
+def calibration(request, ctx: BoardRequest, name: str):
+    """One model judge against the human labels (leads only)."""
+    campaign = ctx.campaign
+    try:
+        data = judge_calibration(campaign=campaign, name=name, params=ctx.params)
+    except UnknownJudge as exc:
+        raise Http404(str(exc)) from None
+    names = {int(k): v for k, v in data["grade_names"].items()}
+    matrix = charts.confusion_svg(
+        data["confusion"], data["categories"], row_name="humans", col_name=data["judge"], grade_names=names
+    )
+    review = reverse("judging:review", args=[campaign.slug])
+    for d in data["disagreements"]:
+        d["review_url"] = f"{review}?kind=model&q={d['qid']}"
+    return render(
+        request,
+        "judging/calibration.html",
+        ctx.base(
+            tab="judges",
+            data=data,
+            matrix=matrix,
+            keep=[],
+            api_url=reverse("api:campaign-calibration", args=[campaign.slug, data["judge"]]),
+            hybrid_url=ctx.url("leaderboard", labels=f"hybrid:{data['judge']}"),
+            model_url=ctx.url("leaderboard", labels=f"model:{data['judge']}"),
+        ),
+    )
