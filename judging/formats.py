@@ -1018,7 +1018,8 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
         raise _empty_file(filename)
     layout: tuple[str, ...] | None = None
     first_line, first = numbered[0]
-    if first and first[0].lower() == "system":
+    # A header names at least one of the columns and holds no number (a data row always has its value).
+    if {c.lower() for c in first} & {"system", "metric", "value"} and not any(map(_ASCII_NUMBER.fullmatch, first)):
         names = tuple(cell.lower() for cell in first)
         unknown = next((n for n in names if n not in _ONLINE_FIELDS), None)
         if unknown is not None:
