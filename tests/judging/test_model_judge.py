@@ -1,0 +1,421 @@
+"""Model judges: the chat-completions client against a local server, storing their grades apart from the
+humans', label sources on the leaderboard, and calibration against the people."""
+
+import io
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.core.management import CommandError, call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from sklearn.metrics import cohen_kappa_score
+
+from judging.models import AnnotatorProfile, Judgment, Pair
+from judging.scoring import leaderboard_data
+from judging.selectors.agreement import review_queue
+from judging.selectors.calibration import judge_calibration
+from judging.services import judgment_record, membership_add, qrels_import, run_import
+from judging.services.model_judge import (
+    ChatClient,
+    Endpoint,
+    ModelCallError,
+    model_judge_get_or_create,
+    parse_answer,
+)
+
+PORTS = range(8210, 8230)
+
+
+class FakeModel:
+    """A local OpenAI-compatible chat-completions server. ``script[docid]`` is a list of replies used in turn
+    for that document (the last one repeats): ``(status, content, delay_seconds)``; others get ``default``."""
+
+    def __init__(self, default=(200, '{"grade": 1, "reason": "on topic"}', 0.0)):
+        self.default = default
+        self.script: dict[str, list] = {}
+        self.calls: list[dict] = []
+        self.headers: list[dict] = []
+        self.lock = threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                user = body["messages"][-1]["content"]
+                docid = re.search(r"^Document (\S+)$", user, re.M).group(1)
+                with fake.lock:
+                    fake.calls.append(body)
+                    fake.headers.append(dict(self.headers))
+                    replies = fake.script.get(docid)
+                    reply = (replies.pop(0) if len(replies) > 1 else replies[0]) if replies else fake.default
+                status, content, delay = reply
+                if delay:
+                    time.sleep(delay)
+                if status == 200:
+                    payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]})
+                else:
+                    payload = json.dumps({"error": {"message": content}})
+                data = payload.encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except OSError:
+                    pass  # the client timed out and hung up
+
+        for port in PORTS:
+            try:
+                self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+                break
+            except OSError:
+                continue
+        else:
+            raise RuntimeError("no free port in 8210-8229")
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_model():
+    fake = FakeModel()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def judged(campaign, annotator):
+    """The conftest campaign with two systems pooled to depth 2 and human labels on every pooled pair."""
+    from judging.services import documents_import, queries_import
+    from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=(RUN_BM25 + RUN_DENSE).encode(), filename="r.trec")
+    campaign.guidelines = "Judge the product, not the brand."
+    campaign.save()
+    qrels = "q1 0 d1 2\nq1 0 d3 1\nq1 0 d2 0\nq2 0 d4 2\nq2 0 d2 0\n"
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="h.qrels", annotator=annotator)
+    return campaign
+
+
+def _endpoint(fake, **kw):
+    return Endpoint.configured(url=fake.url, model="tiny", **{"timeout": 2.0, "retries": 2, **kw})
+
+
+# --------------------------------------------------------------------------- the answer parser
+
+
+@pytest.mark.parametrize(
+    ("answer", "grade", "note"),
+    [
+        ('{"grade": 2, "reason": "exactly the item"}', 2, "exactly the item"),
+        ('```json\n{"grade": "1"}\n```', 1, ""),
+        ("0", 0, ""),
+        ("Grade: 2 — it matches", 2, ""),
+        ('{"grade": 7}', None, 'model answer could not be read as a grade: {"grade": 7}'),
+        ("I cannot decide", None, "model answer could not be read as a grade: I cannot decide"),
+        ('{"grade": true}', None, 'model answer could not be read as a grade: {"grade": true}'),
+        ("", None, "model answer could not be read as a grade: "),
+    ],
+)
+def test_parse_answer(answer, grade, note):
+    assert parse_answer(answer, [0, 1, 2]) == (grade, note)
+
+
+# --------------------------------------------------------------------------- the client
+
+
+def test_client_sends_prompt_with_guidelines_query_and_document(judged, fake_model, monkeypatch):
+    monkeypatch.setenv("RELJUDGE_MODEL_API_KEY", "sk-test")
+    fake_model.script["d1"] = [(200, '{"grade": 2, "reason": "merino wool sweater"}', 0)]
+    out = io.StringIO()
+    call_command(
+        "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "all", stdout=out
+    )
+    assert "tiny: 5 pairs" in out.getvalue() and "5 graded" in out.getvalue()
+    assert fake_model.url.endswith("/v1")
+    call = next(c for c in fake_model.calls if "Document d1\n" in c["messages"][1]["content"])
+    assert call["model"] == "tiny" and call["temperature"] == 0
+    assert "Judge the product, not the brand." in call["messages"][0]["content"]
+    assert "2 = Highly relevant" in call["messages"][0]["content"]
+    user = call["messages"][1]["content"]
+    assert "Query: wool knit sweater" in user and "A warm sweater knitted from wool." in user
+    assert "Merino wool sweater" in user and "Soft merino knit." in user
+    assert all(h["Authorization"] == "Bearer sk-test" for h in fake_model.headers)
+    j = Judgment.objects.get(annotator__username="tiny", pair__document__docid="d1")
+    assert (j.grade.value, j.unsure, j.note) == (2, False, "merino wool sweater")
+    # the model is a user-like annotator that cannot log in
+    user = j.annotator
+    assert user.annotator_profile.kind == "model" and not user.has_usable_password() and not user.is_active
+    assert user.memberships.get(campaign=judged).role == "annotator"
+
+
+def test_client_retries_429_and_5xx_then_succeeds(judged, fake_model):
+    fake_model.script["d1"] = [(429, "slow down", 0), (503, "busy", 0), (200, '{"grade": 0}', 0)]
+    client = ChatClient(_endpoint(fake_model, backoff=0.01))
+    assert client.complete([{"role": "user", "content": "x\nDocument d1\ny"}]) == '{"grade": 0}'
+    assert len(fake_model.calls) == 3
+    fake_model.script["d9"] = [(500, "down", 0)]
+    with pytest.raises(ModelCallError, match=r"gave up after 3 attempts \(HTTP 500\)"):
+        client.complete([{"role": "user", "content": "Document d9\n"}])
+    fake_model.script["d8"] = [(400, "bad request: no such model", 0)]
+    with pytest.raises(ModelCallError, match="HTTP 400"):
+        client.complete([{"role": "user", "content": "Document d8\n"}])
+
+
+def test_client_times_out_then_retries(judged, fake_model):
+    fake_model.script["d1"] = [(200, '{"grade": 2}', 1.5), (200, '{"grade": 1}', 0)]
+    client = ChatClient(_endpoint(fake_model, timeout=0.5, backoff=0.01))
+    started = time.perf_counter()
+    assert client.complete([{"role": "user", "content": "Document d1\n"}]) == '{"grade": 1}'
+    assert time.perf_counter() - started < 1.5
+
+
+def test_run_records_unsure_for_malformed_and_skips_failures(judged, fake_model):
+    fake_model.script["d2"] = [(200, "It is hard to say, maybe relevant?", 0)]
+    fake_model.script["d4"] = [(503, "overloaded", 0)]
+    out = io.StringIO()
+    call_command(
+        "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--retries", "1", stdout=out
+    )
+    text = out.getvalue()
+    assert "unreadable answers stored as unsure" in text and "1 failed" in text
+    assert "qid q2 docid d4: gave up after 2 attempts (HTTP 503)" in text
+    unsure = Judgment.objects.filter(annotator__username="tiny", unsure=True)
+    assert [(j.pair.document.docid, j.note) for j in unsure] == [
+        ("d2", "model answer could not be read as a grade: It is hard to say, maybe relevant?"),
+        ("d2", "model answer could not be read as a grade: It is hard to say, maybe relevant?"),
+    ]
+    assert not Judgment.objects.filter(annotator__username="tiny", pair__document__docid="d4").exists()
+    # unjudged (the default) retries only the failed pair
+    fake_model.calls.clear()
+    fake_model.script["d4"] = [(200, '{"grade": 2}', 0)]
+    call_command("judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", stdout=io.StringIO())
+    assert len(fake_model.calls) == 1
+    # a model's unreadable answer does not put the pair into the people's review queue
+    assert not review_queue(campaign=judged, kind="unsure").exists()
+
+
+def test_command_calls_nothing_unless_configured(judged, monkeypatch):
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
+    with pytest.raises(CommandError, match="no model endpoint: pass --endpoint URL or set RELJUDGE_MODEL_ENDPOINT"):
+        call_command("judge_with_model", "demo", "--model", "tiny")
+    with pytest.raises(CommandError, match="--pairs must be one of unjudged, all, sample:N"):
+        call_command("judge_with_model", "demo", "--endpoint", "http://127.0.0.1:8211", "--model", "m", "--pairs", "x")
+    with pytest.raises(CommandError, match="is a person's account, not a model judge"):
+        call_command("judge_with_model", "demo", "--endpoint", "http://127.0.0.1:8211", "--model", "ann")
+
+
+def test_sample_pairs_and_env_endpoint(judged, fake_model, monkeypatch):
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url + "/chat/completions")
+    call_command("judge_with_model", "demo", "--model", "tiny", "--pairs", "sample:3", stdout=io.StringIO())
+    assert Judgment.objects.filter(annotator__username="tiny").count() == 3 == len(fake_model.calls)
+
+
+# --------------------------------------------------------------------------- labels stay human
+
+
+def test_model_judgments_never_change_human_labels(judged, annotator, lead, write):
+    before = dict(Pair.objects.filter(campaign=judged).values_list("id", "label"))
+    counts = dict(Pair.objects.filter(campaign=judged).values_list("id", "judgment_count"))
+    path = write("m.qrels", "q1 0 d1 0\nq1 0 d3 2\nq1 0 d2 2\nq2 0 d4 0\nq2 0 d2 2\n")
+    out = io.StringIO()
+    call_command("import_qrels", "demo", path, "--annotator", "overlap", "--model", stdout=out)
+    assert "5 judgments added" in out.getvalue()
+    assert dict(Pair.objects.filter(campaign=judged).values_list("id", "label")) == before
+    assert dict(Pair.objects.filter(campaign=judged).values_list("id", "judgment_count")) == counts
+    humans = leaderboard_data(campaign=judged, k=2)
+    assert humans["labels"] == "humans"
+    model = leaderboard_data(campaign=judged, k=2, labels="model:overlap")
+    assert model["labels"] == "model:overlap"
+    assert humans["systems"] != model["systems"]
+    # another policy aggregates the judgments afresh: still without the model
+    assert leaderboard_data(campaign=judged, k=2, policy="max")["systems"] == humans["systems"]
+    # a person grading afterwards moves the human label, never the model's
+    pair = Pair.objects.get(campaign=judged, query__qid="q1", document__docid="d2")
+    judgment_record(pair=pair, annotator=annotator, grade=1)
+    pair.refresh_from_db()
+    assert pair.label == 1
+    with pytest.raises(CommandError, match="no user named 'ghost'"):
+        call_command("import_qrels", "demo", path, "--annotator", "ghost")
+    with pytest.raises(ValueError, match="no model judge named 'ghost'"):
+        leaderboard_data(campaign=judged, labels="model:ghost")
+    with pytest.raises(ValueError, match="labels must be one of humans, model:NAME, hybrid:NAME"):
+        leaderboard_data(campaign=judged, labels="robots")
+
+
+def test_hybrid_leaderboard_equals_pytrec_eval_on_hybrid_qrels(make_user):
+    """Random runs; humans label some pairs, a model others (and some of the same): the hybrid leaderboard is
+    exactly trec_eval on the human label where there is one and the model's elsewhere."""
+    import random
+
+    from tests.judging.test_scoring import oracle, random_campaign
+
+    campaign, runs, human_qrels = random_campaign(make_user, seed=5)
+    rng = random.Random(9)
+    model_qrels: dict[str, dict[str, int]] = {}
+    lines = []
+    for q in [f"q{i}" for i in range(8)]:
+        docs = {d for run in runs.values() for d in run.get(q, {})}
+        for d in sorted(docs):
+            if rng.random() < 0.6:
+                label = rng.choice([0, 1, 2])
+                model_qrels.setdefault(q, {})[d] = label
+                lines.append(f"{q} 0 {d} {label}\n")
+    judge = model_judge_get_or_create(name="bot", campaign=campaign)
+    qrels_import(campaign=campaign, data="".join(lines).encode(), filename="m.qrels", annotator=judge)
+    hybrid = {q: dict(ds) for q, ds in model_qrels.items()}
+    for q, ds in human_qrels.items():
+        hybrid.setdefault(q, {}).update(ds)
+    for k, threshold in ((10, 1), (5, 2)):
+        for source, qrels in (("hybrid:bot", hybrid), ("model:bot", model_qrels), ("humans", human_qrels)):
+            data = leaderboard_data(campaign=campaign, k=k, threshold=threshold, labels=source)
+            expected = oracle(runs, qrels, k, threshold)
+            assert data["queries"] == len(qrels), source
+            for system in data["systems"]:
+                for q, values in expected[system["name"]].items():
+                    for m, v in values.items():
+                        assert system["per_query"][q][m] == pytest.approx(v, abs=1e-9), (source, system["name"], q, m)
+
+
+def test_label_source_cache_follows_new_model_judgments(judged):
+    judge = model_judge_get_or_create(name="bot", campaign=judged)
+    qrels_import(campaign=judged, data=b"q1 0 d1 0\n", filename="m.qrels", annotator=judge)
+    first = leaderboard_data(campaign=judged, k=2, labels="model:bot")
+    qrels_import(campaign=judged, data=b"q1 0 d1 2\nq1 0 d3 2\n", filename="m.qrels", annotator=judge)
+    second = leaderboard_data(campaign=judged, k=2, labels="model:bot")
+    assert first["systems"] != second["systems"]
+
+
+def test_leaderboard_page_and_api_name_the_label_source(client, judged, lead):
+    judge = model_judge_get_or_create(name="bot", campaign=judged)
+    qrels_import(campaign=judged, data=b"q1 0 d1 0\nq2 0 d2 2\n", filename="m.qrels", annotator=judge)
+    client.force_login(lead)
+    html = client.get("/campaigns/demo/leaderboard/?labels=hybrid:bot").content.decode()
+    assert "Label source: humans, else model bot." in html
+    html = client.get("/campaigns/demo/leaderboard/").content.decode()
+    assert "Label source: human judgments only" in html
+    assert client.get("/campaigns/demo/leaderboard/?labels=model:nobody").status_code == 400
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=lead).key)
+    data = api.get("/api/campaigns/demo/leaderboard/?labels=model:bot").json()
+    assert data["labels"] == "model:bot"
+    bad = api.get("/api/campaigns/demo/leaderboard/?labels=model:nobody")
+    assert bad.status_code == 400 and "no model judge named 'nobody'" in json.dumps(bad.json())
+
+
+def test_api_qrels_upload_as_model_judge(judged, lead):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=lead).key)
+    f = io.BytesIO(b"q1 0 d1 1\n")
+    f.name = "m.qrels"
+    r = api.post(
+        "/api/campaigns/demo/upload/qrels/",
+        {"file": f, "annotator": "gpt-x", "model": "true", "description": "gpt-x, zero-shot"},
+        format="multipart",
+    )
+    assert r.status_code == 200, r.content
+    profile = AnnotatorProfile.objects.get(user__username="gpt-x")
+    assert (profile.kind, profile.description) == ("model", "gpt-x, zero-shot")
+    f = io.BytesIO(b"q1 0 d1 1\n")
+    r = api.post(
+        "/api/campaigns/demo/upload/qrels/", {"file": f, "annotator": "ann", "model": "true"}, format="multipart"
+    )
+    assert r.status_code == 400
+    assert r.json()["field"] == "annotator" and "is a person's account" in r.json()["detail"]
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def test_calibration_kappa_matches_sklearn_and_page_links_review(client, make_user):
+    import random
+
+    from tests.judging.test_scoring import random_campaign
+
+    campaign, runs, human_qrels = random_campaign(make_user, seed=3)
+    rng = random.Random(4)
+    lines, human, model = [], [], []
+    for q, ds in sorted(human_qrels.items()):
+        for d, label in sorted(ds.items()):
+            # a lenient model: mostly the human grade, sometimes one up
+            grade = min(2, label + (rng.random() < 0.3)) if rng.random() < 0.9 else rng.choice([0, 1, 2])
+            lines.append(f"{q} 0 {d} {grade}\n")
+            human.append(label)
+            model.append(grade)
+    judge = model_judge_get_or_create(name="bot", campaign=campaign)
+    qrels_import(campaign=campaign, data="".join(lines).encode(), filename="m.qrels", annotator=judge)
+    data = judge_calibration(campaign=campaign, name="bot", n_resamples=200)
+    assert data["compared"] == len(human)
+    assert data["agreement"]["kappa"]["value"] == pytest.approx(cohen_kappa_score(human, model), abs=1e-12)
+    assert data["agreement"]["kappa_quadratic"]["value"] == pytest.approx(
+        cohen_kappa_score(human, model, weights="quadratic"), abs=1e-12
+    )
+    low, high = data["agreement"]["kappa"]["ci"]
+    assert low < data["agreement"]["kappa"]["value"] < high
+    diffs = [m - h for h, m in zip(human, model, strict=True)]
+    assert data["leniency"]["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
+    assert data["leniency"]["share_over"] == pytest.approx(sum(d > 0 for d in diffs) / len(diffs))
+    assert data["leniency"]["mean_difference"] > 0
+    assert sum(map(sum, data["confusion"])) == len(human)
+    assert data["disagreements"][0]["difference"] != 0
+    assert abs(data["disagreements"][0]["difference"]) == max(abs(d) for d in diffs)
+    assert data["ranking"]["measure"] == "nDCG@10" and len(data["ranking"]["systems"]) == 3
+    # the page, and its review links, which list exactly these pairs
+    lead = make_user("boss", is_superuser=True)
+    client.force_login(lead)
+    page = client.get(f"/campaigns/{campaign.slug}/judges/bot/calibration/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Quadratic-weighted κ" in html and "Biggest disagreements" in html and "<svg" in html
+    first = data["disagreements"][0]
+    assert f"/campaigns/{campaign.slug}/review/?kind=model&amp;q={first['qid']}" in html
+    queue = review_queue(campaign=campaign, kind="model")
+    assert first["pair"] in set(queue.values_list("id", flat=True))
+    assert queue.count() == sum(d != 0 for d in diffs)
+    review = client.get(f"/campaigns/{campaign.slug}/review/?kind=model&q={first['qid']}")
+    assert review.status_code == 200 and "Model judge disagrees" in review.content.decode()
+    assert client.get(f"/campaigns/{campaign.slug}/judges/nobody/calibration/").status_code == 404
+    listing = client.get(f"/campaigns/{campaign.slug}/judges/").content.decode()
+    assert "bot" in listing and "Calibration" in listing
+    api = APIClient()
+    api.force_authenticate(lead)
+    r = api.get(f"/api/campaigns/{campaign.slug}/judges/bot/calibration/")
+    assert r.status_code == 200 and r.json()["compared"] == len(human)
+    assert api.get(f"/api/campaigns/{campaign.slug}/judges/nobody/calibration/").status_code == 404
+
+
+def test_calibration_is_for_leads_only(client, judged, annotator):
+    model_judge_get_or_create(name="bot", campaign=judged)
+    client.force_login(annotator)
+    assert client.get("/campaigns/demo/judges/bot/calibration/").status_code == 403
+    api = APIClient()
+    api.force_authenticate(annotator)
+    assert api.get("/api/campaigns/demo/judges/bot/calibration/").status_code == 403
+
+
+def test_model_judge_not_in_human_agreement(judged, annotator, make_user):
+    from judging.selectors.agreement import ratings_matrix
+
+    judge = model_judge_get_or_create(name="bot", campaign=judged)
+    qrels_import(campaign=judged, data=b"q1 0 d1 0\n", filename="m.qrels", annotator=judge)
+    other = make_user("ann2")
+    membership_add(campaign=judged, user=other, role="annotator")
+    assert ratings_matrix(campaign=judged).usernames == ["ann"]
