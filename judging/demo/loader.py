@@ -224,6 +224,24 @@ def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjud
         Adjudication.objects.filter(pair_id=pair_id).update(decided_at=last + timedelta(minutes=15 + 4 * minutes))
 
 
+def _model_judge_and_online(campaign: Campaign, data: DemoData) -> list[str]:
+    """The demo's automatic judge grades every pooled pair (stored the way judge_with_model stores a model's
+    answers), and the systems' online figures are imported like a lead's CSV."""
+    from judging.demo.online import JUDGE, JUDGE_DESCRIPTION, online_csv, overlap_grade
+    from judging.services.model_judge import Verdict as ModelVerdict
+    from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
+    from judging.services.online import online_import
+
+    judge = model_judge_get_or_create(name=JUDGE, description=JUDGE_DESCRIPTION, campaign=campaign)
+    rows = Pair.objects.filter(campaign=campaign, pooled=True).values_list(
+        "id", "query__text", "document__title", "document__text"
+    )
+    verdicts = [ModelVerdict(pid, *overlap_grade(q, title, text)) for pid, q, title, text in rows.order_by("id")]
+    written, _ = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
+    online = online_import(campaign=campaign, data=online_csv(data.runs, data.truth, SEED), filename="shop-online.csv")
+    return [f"model judge {JUDGE}: {written} pairs graded", *online.lines()[:1]]
+
+
 def _count(summary: DemoSummary, campaign: Campaign) -> DemoSummary:
     summary.queries = campaign.queries.count()
     summary.documents = campaign.documents.count()
@@ -288,6 +306,7 @@ def demo_load(*, reset: bool = False) -> DemoSummary:
         events = _judge(campaign, users, data, start)
         adjudicated = _adjudicate(campaign, users["lead"], data)
         _backdate(campaign, users, created_users, events, adjudicated, start)
+        summary.log.extend(_model_judge_and_online(campaign, data))
         _count(summary, campaign)
     summary.seconds = (timezone.now() - began).total_seconds()
     return summary

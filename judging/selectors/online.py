@@ -36,11 +36,16 @@ def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict:
     tau = metrics.kendall_tau(x, y) if n >= 2 else float("nan")
     r = metrics.pearson_r(x, y) if n >= 2 else float("nan")
     bad = metrics.discordant_pairs(x, y)
+    i, j = np.triu_indices(n, k=1)
+    tied = (x[i] == x[j]) & (y[i] != y[j])
     return {
         "kendall_tau": _nan_to_none(tau),
         "pearson_r": _nan_to_none(r),
         "n_systems": n,
-        "discordant_pairs": [[names[i], names[j]] for i, j in bad.tolist()],
+        "discordant_pairs": [[names[a], names[b]] for a, b in bad.tolist()],
+        # pairs the offline measure cannot tell apart although the online metric does: not a discordance,
+        # but no evidence either
+        "offline_ties": [[names[a], names[b]] for a, b in zip(i[tied].tolist(), j[tied].tolist(), strict=True)],
     }
 
 
@@ -84,13 +89,20 @@ def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: L
             ]
     best = {}
     for metric in sorted(overall):
+        # Best: the highest tau, then fewer pairs left tied (a measure that ties two systems is not
+        # shown right about them), then the highest r.
         candidates = [
             r for r in rows if r["metric"] == metric and not r["measure"].startswith("Judged") and r["n_systems"] >= 2
         ]
         candidates = [r for r in candidates if r["kendall_tau"] is not None]
         if candidates:
             top = max(
-                candidates, key=lambda r: (r["kendall_tau"], r["pearson_r"] if r["pearson_r"] is not None else -2)
+                candidates,
+                key=lambda r: (
+                    r["kendall_tau"],
+                    -len(r["offline_ties"]),
+                    r["pearson_r"] if r["pearson_r"] is not None else -2,
+                ),
             )
             best[metric] = top
     labelled = lb.table.labelled
@@ -134,7 +146,13 @@ def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: L
         "per_query_metrics": sorted(per_query),
         "agreement": rows,
         "best": {
-            m: {"measure": r["measure"], "kendall_tau": r["kendall_tau"], "pearson_r": r["pearson_r"]}
+            m: {
+                "measure": r["measure"],
+                "kendall_tau": r["kendall_tau"],
+                "pearson_r": r["pearson_r"],
+                "offline_ties": r["offline_ties"],
+                "discordant_pairs": r["discordant_pairs"],
+            }
             for m, r in best.items()
         },
         "per_query": query_rows,
@@ -154,6 +172,9 @@ def best_sentence(result: dict) -> list[str]:
         out.append(
             f"{b['measure']} {verdict} {metric} (Kendall's tau {tau:+.2f}"
             + (f", Pearson r {r:+.2f}" if r is not None else "")
-            + f", {n} systems)."
+            + f", {n} systems)"
+            + "".join(f"; it orders {a} and {b_} the other way round" for a, b_ in b["discordant_pairs"])
+            + "".join(f"; it cannot tell {a} from {b_}" for a, b_ in b["offline_ties"])
+            + "."
         )
     return out

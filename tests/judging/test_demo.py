@@ -12,6 +12,7 @@ from django.db import transaction
 from judging import demo
 from judging.models import (
     Adjudication,
+    AnnotatorProfile,
     Campaign,
     Document,
     Judgment,
@@ -94,7 +95,13 @@ def test_load_demo_creates_the_campaign_with_scale_and_guidelines(shop):
     assert all(g.name and g.description and g.examples for g in grades)
     assert shop.guidelines.count("\n\n") >= 3 and "unsure" in shop.guidelines.lower()
     roles = dict(Membership.objects.filter(campaign=shop).values_list("user__username", "role"))
-    assert roles == {"lead": "lead", "alice": "annotator", "bob": "annotator", "carol": "annotator"}
+    assert roles == {
+        "lead": "lead",
+        "alice": "annotator",
+        "bob": "annotator",
+        "carol": "annotator",
+        "term-overlap": "annotator",  # the demo's model judge (issue 15)
+    }
 
 
 def test_load_demo_queries_have_descriptions(shop):
@@ -147,8 +154,10 @@ def test_load_demo_judgments_by_three_annotators_with_unsure_and_history(shop):
     assert unsure.count() >= 3
     assert not unsure.filter(note="").exists()
     assert unsure.filter(tentative_grade__isnull=False).exists()
-    revisions = JudgmentRevision.objects.filter(judgment__pair__campaign=shop)
-    assert revisions.count() > judgments.count()  # some judgments were changed later
+    # people's judgments (the model judge answers at once and never changes its mind)
+    models_ = AnnotatorProfile.model_user_ids()
+    revisions = JudgmentRevision.objects.filter(judgment__pair__campaign=shop).exclude(changed_by__in=models_)
+    assert revisions.count() > judgments.exclude(annotator__in=models_).count()  # some judgments were changed later
     seconds = list(revisions.values_list("seconds_spent", flat=True))
     assert min(seconds) >= 3 and max(seconds) <= 40
     adjudications = Adjudication.objects.filter(pair__campaign=shop)
@@ -160,9 +169,12 @@ def test_load_demo_judgments_by_three_annotators_with_unsure_and_history(shop):
 
 
 def test_load_demo_labels_follow_the_judgments(shop):
+    models_ = set(AnnotatorProfile.model_user_ids())
     for pair in Pair.objects.filter(campaign=shop, judgment_count__gt=0).prefetch_related("judgments__grade")[:100]:
-        assert pair.judgment_count == pair.judgments.count()
-        confident = [j.grade.value for j in pair.judgments.all() if not j.unsure]
+        # the model judge's judgments never count toward the human label (issue 15)
+        human = [j for j in pair.judgments.all() if j.annotator_id not in models_]
+        assert pair.judgment_count == len(human)
+        confident = [j.grade.value for j in human if not j.unsure]
         if not pair.adjudicated:
             assert (pair.label is None) == (not confident)
 
@@ -245,3 +257,31 @@ def test_demo_logins_work_and_pass_the_password_validators(shop):
     assert not users.get(username="lead").is_staff
     assert users.get(username="admin").is_superuser
     assert not users.filter(username__in=demo.ANNOTATORS, is_staff=True).exists()
+
+
+def test_load_demo_has_online_figures_and_a_model_judge(shop):
+    """Issue 15: online figures for the three systems (one discordance) and the term-overlap judge's labels."""
+    from judging.demo.online import JUDGE, overlap_grade
+    from judging.models import OnlineMetric
+    from judging.selectors.calibration import judge_calibration
+    from judging.selectors.online import offline_vs_online
+
+    overall = OnlineMetric.objects.filter(campaign=shop, query__isnull=True)
+    assert set(overall.values_list("system__name", "metric")) == {
+        (s, m) for s in demo.SYSTEMS for m in ("ctr", "conversion")
+    }
+    assert (
+        OnlineMetric.objects.filter(campaign=shop, query__isnull=False).count()
+        == 3 * Query.objects.filter(campaign=shop).count()
+    )
+    data = offline_vs_online(campaign=shop)
+    ndcg = {r["metric"]: r for r in data["agreement"] if r["measure"] == "nDCG@10"}
+    assert ndcg["ctr"]["kendall_tau"] == 1 and ndcg["ctr"]["discordant_pairs"] == []
+    assert ndcg["conversion"]["discordant_pairs"] == [["bm25", "dense-v2"]]
+    model = Judgment.objects.filter(pair__campaign=shop, annotator__username=JUDGE)
+    assert model.count() == Pair.objects.filter(campaign=shop, pooled=True).count()
+    assert not model.filter(note="").exists()
+    cal = judge_calibration(campaign=shop, name=JUDGE, n_resamples=100)
+    assert 0.3 < cal["agreement"]["kappa"]["value"] < 0.9  # useful, not interchangeable with people
+    assert overlap_grade("wool sweater", "Merino wool sweater", "warm") == (2, "2 of 2 query words in the listing")
+    assert overlap_grade("rain jacket men", "Rain shell", "a waterproof layer")[0] == 0
