@@ -15,7 +15,7 @@ from judging.charts.agreement import FONT, INK, LINE, MUTED
 POINT = "#2171b5"
 DISCORDANT = "#d94801"
 W, H = 300, 220
-LEFT, RIGHT, TOP, BOTTOM = 46, 14, 14, 38
+LEFT, RIGHT, TOP, BOTTOM = 58, 14, 14, 38
 
 
 def _scale(values: Sequence[float], low: float, high: float):
@@ -24,7 +24,7 @@ def _scale(values: Sequence[float], low: float, high: float):
         lo, hi = lo - 0.5, hi + 0.5
     pad = (hi - lo) * 0.08
     lo, hi = lo - pad, hi + pad
-    return (lambda v: low + (v - lo) / (hi - lo) * (high - low)), lo, hi
+    return lambda v: low + (v - lo) / (hi - lo) * (high - low)
 
 
 def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, x_name: str, y_name: str) -> SafeString:
@@ -34,8 +34,8 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
         return mark_safe("")
     xs = [p["offline"] for p in points]
     ys = [p["online"] for p in points]
-    sx, x_lo, x_hi = _scale(xs, LEFT, W - RIGHT)
-    sy, y_lo, y_hi = _scale(ys, H - BOTTOM, TOP)
+    sx = _scale(xs, LEFT, W - RIGHT)
+    sy = _scale(ys, H - BOTTOM, TOP)
     at = {p["system"]: (sx(p["offline"]), sy(p["online"])) for p in points}
     title = f"{x_name} (across) against {y_name} (up), one dot per system"
     out = [
@@ -43,11 +43,16 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
         f'class="scatter" font-family="{FONT}" font-size="11"><title>{escape(title)}</title>',
         f'<rect x="{LEFT}" y="{TOP}" width="{W - LEFT - RIGHT}" height="{H - TOP - BOTTOM}" fill="#fff" '
         f'stroke="{LINE}"/>',
-        f'<text x="{LEFT}" y="{H - 22}" fill="{MUTED}">{x_lo:.3g}</text>',
-        f'<text x="{W - RIGHT}" y="{H - 22}" fill="{MUTED}" text-anchor="end">{x_hi:.3g}</text>',
+        # ticks at the smallest and largest value actually seen (the frame is padded beyond them)
+        f'<text x="{sx(min(xs)):.1f}" y="{H - 24}" fill="{MUTED}" text-anchor="middle">{min(xs):.3g}</text>',
+        f'<text x="{sx(max(xs)):.1f}" y="{H - 24}" fill="{MUTED}" text-anchor="middle">{max(xs):.3g}</text>'
+        if max(xs) != min(xs)
+        else "",
         f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" fill="{INK}" text-anchor="middle">{escape(x_name)}</text>',
-        f'<text x="{LEFT - 4}" y="{H - BOTTOM}" fill="{MUTED}" text-anchor="end">{y_lo:.3g}</text>',
-        f'<text x="{LEFT - 4}" y="{TOP + 9}" fill="{MUTED}" text-anchor="end">{y_hi:.3g}</text>',
+        f'<text x="{LEFT - 4}" y="{sy(min(ys)) + 4:.1f}" fill="{MUTED}" text-anchor="end">{min(ys):.3g}</text>',
+        f'<text x="{LEFT - 4}" y="{sy(max(ys)) + 4:.1f}" fill="{MUTED}" text-anchor="end">{max(ys):.3g}</text>'
+        if max(ys) != min(ys)
+        else "",
         f'<text transform="translate(12 {(TOP + H - BOTTOM) / 2}) rotate(-90)" fill="{INK}" '
         f'text-anchor="middle">{escape(y_name)}</text>',
     ]
@@ -59,15 +64,21 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
             f"differently</title></line>"
         )
     flagged = {name for pair in discordant for name in pair}
-    for p in points:
+    placed: list[tuple[float, float]] = []
+    for p in sorted(points, key=lambda p: at[p["system"]]):
         x, y = at[p["system"]]
         colour = DISCORDANT if p["system"] in flagged else POINT
         anchor = "end" if x > (LEFT + W - RIGHT) / 2 else "start"
         dx = -7 if anchor == "end" else 7
+        # a label that would sit on an earlier one goes further down, below its dot
+        label_y = y - 7
+        while any(abs(label_y - py) < 12 and abs(x - px) < 70 for px, py in placed):
+            label_y += 13
+        placed.append((x, label_y))
         out.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{escape(p["system"])}: '
             f"{escape(x_name)} {p['offline']:.4f}, {escape(y_name)} {p['online']:.4g}</title></circle>"
-            f'<text x="{x + dx:.1f}" y="{y - 7:.1f}" fill="{INK}" text-anchor="{anchor}">{escape(p["system"])}</text>'
+            f'<text x="{x + dx:.1f}" y="{label_y:.1f}" fill="{INK}" text-anchor="{anchor}">{escape(p["system"])}</text>'
         )
     out.append("</svg>")
     return mark_safe("".join(out))

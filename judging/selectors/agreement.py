@@ -193,14 +193,14 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
     ]
 
 
-def review_queue(*, campaign: Campaign, kind: str = "all"):
+def review_queue(*, campaign: Campaign, kind: str = "all", model_ids: list[int] | None = None):
     """Pairs a lead should look at: any unsure judgment, or a dispute (grades two apart, or no majority
     among three or more confident judgments). Adjudicated pairs drop out.
 
     Only people's judgments make a pair unsure or disputed (a model judge's unreadable answers would
     flood the queue); ``kind="model"`` lists the pairs where a model judge's grade differs from the human
     label, for a lead checking a model judge's calibration."""
-    models_ = AnnotatorProfile.model_user_ids()
+    models_ = AnnotatorProfile.model_user_ids() if model_ids is None else model_ids
     human = ~Q(judgments__annotator_id__in=models_)
     pairs = Pair.objects.filter(campaign=campaign, adjudicated=False).annotate(
         n_unsure=Count("judgments", filter=Q(judgments__unsure=True) & human),
@@ -215,7 +215,7 @@ def review_queue(*, campaign: Campaign, kind: str = "all"):
         )
         qs = pairs.filter(label__isnull=False).filter(Exists(differs))
         return qs.select_related("query", "document").order_by("query__qid", "id")
-    disputed_ids = disputed_pair_ids(campaign=campaign)
+    disputed_ids = disputed_pair_ids(campaign=campaign, model_ids=models_)
     if kind == "unsure":
         qs = unsure
     elif kind == "disputed":
@@ -225,11 +225,11 @@ def review_queue(*, campaign: Campaign, kind: str = "all"):
     return qs.select_related("query", "document").order_by("query__qid", "id")
 
 
-def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
+def disputed_pair_ids(*, campaign: Campaign, model_ids: list[int] | None = None) -> list[int]:
     rows = np.array(
         list(
             Judgment.objects.filter(pair__campaign=campaign, unsure=False, pair__adjudicated=False)
-            .exclude(annotator_id__in=AnnotatorProfile.model_user_ids())
+            .exclude(annotator_id__in=AnnotatorProfile.model_user_ids() if model_ids is None else model_ids)
             .values_list("pair_id", "grade__value")
         ),
         dtype=np.int64,

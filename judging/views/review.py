@@ -125,6 +125,8 @@ class ReviewRow:
 def _reasons(judgments: list[Judgment]) -> list[str]:
     """Why a pair needs a lead, in words (the queue's own rule is selectors.agreement.review_queue's)."""
     out = []
+    models_ = [j for j in judgments if _by_model(j)]
+    judgments = [j for j in judgments if not _by_model(j)]  # a model judge never makes a pair disputed
     unsure = sum(j.unsure for j in judgments)
     if unsure:
         out.append(f"{unsure} unsure")
@@ -133,13 +135,22 @@ def _reasons(judgments: list[Judgment]) -> list[str]:
         out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
     elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
         out.append(f"no majority among {len(grades)} grades")
+    label = judgments[0].pair.label if judgments else None
+    for j in models_:
+        if not j.unsure and label is not None and j.grade.value != label:
+            out.append(f"model {j.annotator.get_username()} says {j.grade.value}")
     return out
 
 
+def _by_model(judgment: Judgment) -> bool:
+    profile = getattr(judgment.annotator, "annotator_profile", None)
+    return profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL
+
+
 def _with_judgments(qs):
-    judgments = Judgment.objects.select_related("annotator", "grade", "tentative_grade").order_by(
-        "annotator__username", "id"
-    )
+    judgments = Judgment.objects.select_related(
+        "annotator__annotator_profile", "pair", "grade", "tentative_grade"
+    ).order_by("annotator__username", "id")
     return qs.select_related("query", "document", "adjudication__grade", "adjudication__decided_by").prefetch_related(
         Prefetch("judgments", queryset=judgments, to_attr="judgment_list")
     )
@@ -153,11 +164,11 @@ def _row(pair: Pair) -> ReviewRow:
     return ReviewRow(pair, pair.judgment_list, adjudication, _reasons(pair.judgment_list))
 
 
-def _queue_counts(campaign: Campaign) -> dict[str, int]:
-    disputed = set(disputed_pair_ids(campaign=campaign))
+def _queue_counts(campaign: Campaign, model_ids: list[int]) -> dict[str, int]:
+    disputed = set(disputed_pair_ids(campaign=campaign, model_ids=model_ids))
     unsure = set(
         Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
-        .exclude(annotator_id__in=AnnotatorProfile.model_user_ids())
+        .exclude(annotator_id__in=model_ids)
         .order_by()
         .values_list("pair_id", flat=True)
         .distinct()
@@ -166,7 +177,8 @@ def _queue_counts(campaign: Campaign) -> dict[str, int]:
         "all": len(disputed | unsure),
         "unsure": len(unsure),
         "disputed": len(disputed),
-        "model": review_queue(campaign=campaign, kind="model").count(),
+        # the model judges' tab only where there are model judges
+        **({"model": review_queue(campaign=campaign, kind="model", model_ids=model_ids).count()} if model_ids else {}),
         "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
     }
 
@@ -178,11 +190,12 @@ def review(request, member: Member):
     campaign = member.campaign
     filters = ReviewFilter(request.GET or None)
     kind, q = filters.values()
-    counts = _queue_counts(campaign)
+    model_ids = AnnotatorProfile.model_user_ids()
+    counts = _queue_counts(campaign, model_ids)
     if kind == "decided":
         qs = Pair.objects.filter(campaign=campaign, adjudicated=True).order_by("-adjudication__decided_at", "id")
     else:
-        qs = review_queue(campaign=campaign, kind=kind)
+        qs = review_queue(campaign=campaign, kind=kind, model_ids=model_ids)
     if q:
         qs = qs.filter(Q(query__qid=q) | Q(query__text__icontains=q))
     page = Paginator(_with_judgments(qs), PAGE_SIZE).get_page(request.GET.get("page"))
@@ -197,7 +210,7 @@ def review(request, member: Member):
             kind=kind,
             q=q,
             kind_label=KINDS[kind],
-            tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items()],
+            tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items() if key in counts],
             page=page,
             rows=[_row(p) for p in page],
             grades=list(campaign.grades.all()),
