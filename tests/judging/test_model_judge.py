@@ -44,6 +44,7 @@ class FakeModel:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as real servers do: headers and body go out without waiting
 
             def log_message(self, *args):
                 pass
