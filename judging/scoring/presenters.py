@@ -37,7 +37,9 @@ def query_rankings(lb: Leaderboard, q: int, *, depth: int, systems: np.ndarray |
     sel = np.arange(len(cube.system_ids)) if systems is None else np.asarray(systems, dtype=np.intp)
     docs = cube.doc_ids[sel, q, :depth]
     query_id = int(cube.query_ids[q])
-    lq, ld, lab = labels_for(lb.campaign, np.array([query_id]), lb.params.policy, total=len(cube.query_ids))
+    lq, ld, lab = labels_for(
+        lb.campaign, np.array([query_id]), lb.params.policy, total=len(cube.query_ids), labels=lb.params.labels
+    )
     order = np.argsort(ld)
     ld, lab = ld[order], lab[order]
     if ld.size:

@@ -6,6 +6,7 @@ import functools
 from dataclasses import replace
 
 import numpy as np
+from django.db.models import Count
 
 import metrics
 from judging.models import AnnotatorProfile, Campaign, Judgment
@@ -19,24 +20,36 @@ class UnknownJudge(LookupError):
 
 
 def model_judges(*, campaign: Campaign) -> list[dict]:
-    """The model judges that judged this campaign: name, description and how many pairs each judged."""
-    ids = AnnotatorProfile.model_user_ids()
-    if not ids:
+    """The model judges of this campaign (its members of kind "model"): name, description, judgments."""
+    profiles = list(
+        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__memberships__campaign=campaign)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    if not profiles:
         return []
-    counts: dict[int, int] = {}
-    for uid in (
-        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=ids).order_by().values_list("annotator_id")
-    ):
-        counts[uid[0]] = counts.get(uid[0], 0) + 1
-    profiles = AnnotatorProfile.objects.filter(user_id__in=counts).select_related("user").order_by("user__username")
-    return [{"name": p.user.username, "description": p.description, "judgments": counts[p.user_id]} for p in profiles]
+    counts = dict(
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=[p.user_id for p in profiles])
+        .order_by()
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+        .values_list("annotator_id", "n")
+    )
+    return [
+        {"name": p.user.username, "description": p.description, "judgments": counts.get(p.user_id, 0)} for p in profiles
+    ]
 
 
 def label_source_choices(*, campaign: Campaign) -> list[tuple[str, str]]:
-    """The leaderboard's label sources: the humans, and each model judge alone or filling the humans' gaps."""
+    """The leaderboard's label sources: the humans, and each model judge alone or filling the humans' gaps.
+    One small query (the campaign's model members): the leaderboard asks on every request."""
     choices = [("humans", "human judgments")]
-    for judge in model_judges(campaign=campaign):
-        name = judge["name"]
+    names = (
+        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__memberships__campaign=campaign)
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
+    for name in names:
         choices += [(f"model:{name}", f"model {name} only"), (f"hybrid:{name}", f"humans, else model {name}")]
     return choices
 
