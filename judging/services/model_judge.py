@@ -218,6 +218,8 @@ class ChatClient:
         self._host, self._port = parts.hostname, parts.port
         self._path = parts.path + (f"?{parts.query}" if parts.query else "")
         self._local = threading.local()
+        self._open: set[http.client.HTTPConnection] = set()  # every thread's, for close()
+        self._open_lock = threading.Lock()
         self._headers = {"Content-Type": "application/json"}
         if endpoint.api_key:
             self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
@@ -228,6 +230,8 @@ class ChatClient:
             cls = _HTTPS if self._https else _HTTP
             conn = cls(self._host, self._port, timeout=self.endpoint.timeout)
             self._local.conn = conn
+            with self._open_lock:
+                self._open.add(conn)
         return conn
 
     def _drop(self) -> None:
@@ -235,6 +239,8 @@ class ChatClient:
         if conn is not None:
             conn.close()
             self._local.conn = None
+            with self._open_lock:
+                self._open.discard(conn)
 
     def complete(self, messages: list[dict]) -> str:
         """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
@@ -277,7 +283,11 @@ class ChatClient:
         raise ModelCallError(f"gave up after {self.endpoint.retries + 1} attempts ({problem})")
 
     def close(self) -> None:
-        self._drop()
+        """Close every thread's connection (call once the workers are done)."""
+        with self._open_lock:
+            for conn in self._open:
+                conn.close()
+            self._open.clear()
 
 
 # --------------------------------------------------------------------------- a run
