@@ -47,6 +47,7 @@ from judging.api.renderers import (
     judgments_jsonl,
 )
 from judging.api.schema import ApiAutoSchema
+from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import job_needed
 from judging.models import Campaign, Document, Membership, Pair, Query, System
 from judging.selectors import (
@@ -439,7 +440,8 @@ class CampaignViewSet(
             )
         upload = form.validated_data.pop("file")
         filename = upload.name or "upload"
-        if job_needed(size=upload.size):  # large files are imported by the task worker: 202 + Location
+        # large files are imported by the task worker: 202 + Location (online figures are always small)
+        if kind in JOB_KINDS and job_needed(size=upload.size):
             return upload_as_job(request, campaign=campaign, kind=kind, upload=upload, fields=form.validated_data)
         try:
             summary = importer(
@@ -564,7 +566,7 @@ class CampaignViewSet(
     def upload_online(self, request, slug=None):
         from judging.services.online import online_import
 
-        return self._upload(request, s.OnlineUploadSerializer, online_import)
+        return self._upload(request, s.OnlineUploadSerializer, online_import, kind="online")
 
     @extend_schema(
         parameters=[s.LeaderboardQuerySerializer],

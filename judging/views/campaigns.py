@@ -194,20 +194,21 @@ def campaign_upload(request, member: Member):
         form = forms[kind] = UploadForm(request.POST, request.FILES, prefix=kind)
         if form.is_valid():
             upload = form.cleaned_data["file"]
-            if jobs.job_needed(size=upload.size):  # large files are imported by the task worker
-                job = jobs.job_start_from_form(kind=kind, campaign=campaign, user=request.user, form=form)
-                return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
-            kwargs = {"campaign": campaign, "data": upload.read(), "filename": upload.name}
-            if kind == "run":
-                kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])
-            elif kind == "qrels":
-                kwargs["annotator"] = form.cleaned_data["annotator"] or request.user.get_username()
-                kwargs["imported_by"] = request.user
             try:
                 if kind == "qrels" and form.cleaned_data["model"]:
-                    kwargs["annotator"] = model_judge_upload_annotator(
+                    # the model judge exists (a member of kind "model") before the import or its job names it
+                    model_judge_upload_annotator(
                         name=form.cleaned_data["annotator"], campaign=campaign, filename=upload.name
                     )
+                if kind in jobs.KINDS and jobs.job_needed(size=upload.size):  # large files: the task worker
+                    job = jobs.job_start_from_form(kind=kind, campaign=campaign, user=request.user, form=form)
+                    return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
+                kwargs = {"campaign": campaign, "data": upload.read(), "filename": upload.name}
+                if kind == "run":
+                    kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])
+                elif kind == "qrels":
+                    kwargs["annotator"] = form.cleaned_data["annotator"] or request.user.get_username()
+                    kwargs["imported_by"] = request.user
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:
                 error = f"{exc} — nothing was imported"

@@ -220,7 +220,7 @@ def test_command_calls_nothing_unless_configured(judged, monkeypatch):
         call_command("judge_with_model", "demo", "--model", "tiny")
     with pytest.raises(CommandError, match="--pairs must be one of unjudged, all, sample:N"):
         call_command("judge_with_model", "demo", "--endpoint", "http://127.0.0.1:8211", "--model", "m", "--pairs", "x")
-    with pytest.raises(CommandError, match="is a person's account, not a model judge"):
+    with pytest.raises(CommandError, match="is a person's account or a label source, not a model judge"):
         call_command("judge_with_model", "demo", "--endpoint", "http://127.0.0.1:8211", "--model", "ann")
 
 
@@ -254,8 +254,12 @@ def test_model_judgments_never_change_human_labels(judged, annotator, lead, writ
     judgment_record(pair=pair, annotator=annotator, grade=1)
     pair.refresh_from_db()
     assert pair.label == 1
-    with pytest.raises(CommandError, match="no user named 'ghost'"):
-        call_command("import_qrels", "demo", path, "--annotator", "ghost")
+    with pytest.raises(CommandError, match="'ann' is a person's account or a label source, not a model judge"):
+        call_command("import_qrels", "demo", path, "--annotator", "ann", "--model")
+    # a bad file names no model judge into existence
+    with pytest.raises(CommandError, match="nothing was imported"):
+        call_command("import_qrels", "demo", write("bad.qrels", "q1 0 d1 x\n"), "--annotator", "newbot", "--model")
+    assert not AnnotatorProfile.objects.filter(user__username="newbot").exists()
     with pytest.raises(ValueError, match="no model judge named 'ghost'"):
         leaderboard_data(campaign=judged, labels="model:ghost")
     with pytest.raises(ValueError, match="labels must be one of humans, model:NAME, hybrid:NAME"):
