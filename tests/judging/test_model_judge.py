@@ -424,3 +424,20 @@ def test_model_judge_not_in_human_agreement(judged, annotator, make_user):
     other = make_user("ann2")
     membership_add(campaign=judged, user=other, role="annotator")
     assert ratings_matrix(campaign=judged).usernames == ["ann"]
+
+
+def test_web_upload_of_model_qrels_keeps_human_labels(client, judged, lead):
+    before = dict(Pair.objects.filter(campaign=judged).values_list("id", "label"))
+    client.force_login(lead)
+    f = io.BytesIO(b"q1 0 d1 0\nq1 0 d3 2\n")
+    f.name = "m.qrels"
+    form = {"kind": "qrels", "qrels-kind": "qrels", "qrels-file": f, "qrels-annotator": "webbot", "qrels-model": "on"}
+    assert client.post("/campaigns/demo/upload/", form).status_code == 302
+    assert AnnotatorProfile.objects.get(user__username="webbot").kind == "model"
+    assert Judgment.objects.filter(annotator__username="webbot").count() == 2
+    assert dict(Pair.objects.filter(campaign=judged).values_list("id", "label")) == before
+    f = io.BytesIO(b"q1 0 d1 0\n")
+    f.name = "m.qrels"
+    form = {"kind": "qrels", "qrels-kind": "qrels", "qrels-file": f, "qrels-annotator": "ann", "qrels-model": "on"}
+    page = client.post("/campaigns/demo/upload/", form)
+    assert page.status_code == 422 and "not a model judge" in page.content.decode()
