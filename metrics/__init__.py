@@ -11,6 +11,7 @@ from metrics.agreement import (
     confusion_matrix,
     fleiss_kappa,
     krippendorff_alpha,
+    observed_agreement,
     pairwise_agreement,
     raw_agreement,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "confusion_matrix",
     "fleiss_kappa",
     "krippendorff_alpha",
+    "observed_agreement",
     "pairwise_agreement",
     "raw_agreement",
 ]

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Prefetch, Q, QuerySet
 
 import metrics
 from judging.aggregation import POLICIES
-from judging.models import Campaign, Judgment, Pair, Query
-from metrics.agreement import agreement_by_group, bootstrap_agreement, confusion_matrix, krippendorff_alpha
+from judging.models import Adjudication, Campaign, Judgment, Pair, Query
+from metrics.agreement import (
+    agreement_by_group,
+    bootstrap_agreement,
+    confusion_matrix,
+    krippendorff_alpha,
+    observed_agreement,
+)
+
+AGREEMENT_RESAMPLES = 1000
+AGREEMENT_CACHE_SECONDS = 7 * 24 * 3600  # keys change with the judgments, so old entries only expire
 
 
 @dataclass
@@ -74,13 +85,13 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
     fleiss_ci = bootstrap_agreement(
         _partial(metrics.agreement.fleiss_kappa, cats), values, n_resamples=n_resamples, seed=0
     )
-    _, raw, _ = agreement_by_group(values, np.zeros(values.shape[0], np.int64), cats, level="nominal")
     result["overall"] = {
         "alpha": alpha,
         "alpha_ci": tuple(map(float, alpha_ci)),
         "fleiss": fleiss,
         "fleiss_ci": tuple(map(float, fleiss_ci)),
-        "raw": float(raw[0]),
+        "raw": observed_agreement(values),
+        "raw_ci": tuple(map(float, bootstrap_agreement(observed_agreement, values, n_resamples=n_resamples, seed=0))),
     }
     pw = metrics.agreement.pairwise_agreement(r.values, cats)
     pairs = []
@@ -133,6 +144,25 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
         key=lambda d: (np.nan_to_num(d["alpha"], nan=2.0), d["qid"]),
     )
     return result
+
+
+def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPLES) -> dict:
+    """campaign_agreement, cached until a judgment of the campaign changes.
+
+    The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
+    writes (a qrels re-import) change grades without touching updated_at, but always add a revision."""
+    stamp = Judgment.objects.filter(pair__campaign=campaign).aggregate(
+        n=Count("id", distinct=True),
+        last=Max("updated_at"),
+        rev=Max("revisions__id"),
+    )
+    raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], n_resamples))
+    key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
+    data = cache.get(key)
+    if data is None:
+        data = campaign_agreement(campaign=campaign, n_resamples=n_resamples)
+        cache.set(key, data, AGREEMENT_CACHE_SECONDS)
+    return data
 
 
 def annotator_quality(*, campaign: Campaign) -> list[dict]:
@@ -207,6 +237,72 @@ def review_queue(*, campaign: Campaign, kind: str = "all"):
     else:
         qs = pairs.filter(Q(n_unsure__gt=0) | Q(id__in=disputed_ids))
     return qs.select_related("query", "document").order_by("query__qid", "id")
+
+
+def _with_judgments(pairs: QuerySet) -> QuerySet:
+    """Pairs with what a review card shows: query, document, decision, and every judgment by annotator."""
+    judgments = Judgment.objects.select_related("annotator", "grade", "tentative_grade").order_by(
+        "annotator__username", "id"
+    )
+    return pairs.select_related(
+        "query", "document", "adjudication__grade", "adjudication__decided_by"
+    ).prefetch_related(Prefetch("judgments", queryset=judgments, to_attr="judgment_list"))
+
+
+def review_pair_list(*, campaign: Campaign, kind: str = "all", search: str = "") -> QuerySet:
+    """The pairs of one review tab (``kind``: all, unsure, disputed, or decided, latest decision first),
+    narrowed to a query id or words of the query text, each with ``judgment_list``."""
+    if kind == "decided":
+        pairs = Pair.objects.filter(campaign=campaign, adjudicated=True).order_by("-adjudication__decided_at", "id")
+    else:
+        pairs = review_queue(campaign=campaign, kind=kind)
+    if search:
+        pairs = pairs.filter(Q(query__qid=search) | Q(query__text__icontains=search))
+    return _with_judgments(pairs)
+
+
+def review_pair_get(*, pair_id: int) -> Pair:
+    """One pair freshly read with its judgments, for redrawing its review card after a decision."""
+    return _with_judgments(Pair.objects.filter(id=pair_id)).get()
+
+
+def review_counts(*, campaign: Campaign) -> dict[str, int]:
+    """How many pairs each review tab holds."""
+    disputed = set(disputed_pair_ids(campaign=campaign))
+    unsure = set(
+        Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
+        .order_by()
+        .values_list("pair_id", flat=True)
+        .distinct()
+    )
+    return {
+        "all": len(disputed | unsure),
+        "unsure": len(unsure),
+        "disputed": len(disputed),
+        "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
+    }
+
+
+def gold_pair_search(*, campaign: Campaign, qid: str = "", docid: str = "", limit: int = 50) -> list[Pair]:
+    """Pairs a lead may make gold: an exact qid and/or a docid prefix, at most ``limit`` + 1 (so that the
+    page can tell there are more), each with ``n_judgments``."""
+    pairs = Pair.objects.filter(campaign=campaign)
+    if qid:
+        pairs = pairs.filter(query__qid=qid)
+    if docid:
+        pairs = pairs.filter(document__docid__startswith=docid)
+    pairs = pairs.select_related("query", "document").annotate(n_judgments=Count("judgments"))
+    return list(pairs.order_by("query__qid", "document__docid")[: limit + 1])
+
+
+def gold_pair_list(*, campaign: Campaign) -> QuerySet:
+    """The campaign's gold pairs with ``n_judgments``, by qid and docid."""
+    return (
+        Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
+        .select_related("query", "document")
+        .annotate(n_judgments=Count("judgments"))
+        .order_by("query__qid", "document__docid")
+    )
 
 
 def disputed_pair_ids(*, campaign: Campaign) -> list[int]:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-import numpy as np
 from django import forms
 from django.contrib import messages
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Prefetch, Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -27,12 +23,14 @@ from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
 from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
 from judging.scoring import measure_names
 from judging.selectors.agreement import (
+    agreement_cached,
     annotator_quality,
-    campaign_agreement,
-    disputed_pair_ids,
+    gold_pair_list,
+    gold_pair_search,
     policy_stability,
-    ratings_matrix,
-    review_queue,
+    review_counts,
+    review_pair_get,
+    review_pair_list,
 )
 from judging.services import (
     adjudication_remove,
@@ -44,8 +42,6 @@ from judging.services import (
 LEAD = Membership.Role.LEAD
 PAGE_SIZE = 50
 KINDS = {"all": "Unsure or disputed", "unsure": "Unsure", "disputed": "Disputed", "decided": "Decided"}
-AGREEMENT_RESAMPLES = 1000
-AGREEMENT_CACHE_SECONDS = 7 * 24 * 3600  # keys change with the judgments, so old entries only expire
 STABILITY_K = 10
 GOLD_SEARCH_LIMIT = 50
 
@@ -130,37 +126,12 @@ def _reasons(judgments: list[Judgment]) -> list[str]:
     return out
 
 
-def _with_judgments(qs):
-    judgments = Judgment.objects.select_related("annotator", "grade", "tentative_grade").order_by(
-        "annotator__username", "id"
-    )
-    return qs.select_related("query", "document", "adjudication__grade", "adjudication__decided_by").prefetch_related(
-        Prefetch("judgments", queryset=judgments, to_attr="judgment_list")
-    )
-
-
 def _row(pair: Pair) -> ReviewRow:
     try:
         adjudication = pair.adjudication
     except Adjudication.DoesNotExist:
         adjudication = None
     return ReviewRow(pair, pair.judgment_list, adjudication, _reasons(pair.judgment_list))
-
-
-def _queue_counts(campaign: Campaign) -> dict[str, int]:
-    disputed = set(disputed_pair_ids(campaign=campaign))
-    unsure = set(
-        Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
-        .order_by()
-        .values_list("pair_id", flat=True)
-        .distinct()
-    )
-    return {
-        "all": len(disputed | unsure),
-        "unsure": len(unsure),
-        "disputed": len(disputed),
-        "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
-    }
 
 
 @campaign_view(lead=True)
@@ -170,14 +141,10 @@ def review(request, member: Member):
     campaign = member.campaign
     filters = ReviewFilter(request.GET or None)
     kind, q = filters.values()
-    counts = _queue_counts(campaign)
-    if kind == "decided":
-        qs = Pair.objects.filter(campaign=campaign, adjudicated=True).order_by("-adjudication__decided_at", "id")
-    else:
-        qs = review_queue(campaign=campaign, kind=kind)
-    if q:
-        qs = qs.filter(Q(query__qid=q) | Q(query__text__icontains=q))
-    page = Paginator(_with_judgments(qs), PAGE_SIZE).get_page(request.GET.get("page"))
+    counts = review_counts(campaign=campaign)
+    page = Paginator(review_pair_list(campaign=campaign, kind=kind, search=q), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     query_string = request.GET.copy()
     query_string.pop("page", None)
     return render(
@@ -201,7 +168,7 @@ def review(request, member: Member):
 
 def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **extra):
     campaign = member.campaign
-    fresh = _with_judgments(Pair.objects.filter(id=pair.id)).get()
+    fresh = review_pair_get(pair_id=pair.id)
     response = render(
         request,
         "judging/_review_row.html",
@@ -268,62 +235,6 @@ def review_withdraw(request, member: Member, pair_id: int):
 # --------------------------------------------------------------------------- agreement
 
 
-def _raw_agreement_ci(
-    values: np.ndarray, categories: list[int], *, n_resamples: int, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of the overall raw agreement, resampling items.
-
-    Raw agreement is the share of pairable rating pairs that agree, tr(o) / sum(o) of Krippendorff's
-    coincidence matrix o (what campaign_agreement reports as "raw"). Per item u with n_uc ratings of grade
-    c out of m_u, o contributes sum_c n_uc (n_uc - 1) / (m_u - 1) to the trace and m_u to the total, so
-    every resample is one product of the (resamples x items) draw counts with these two columns.
-    """
-    n_items = values.shape[0]
-    if n_items == 0:
-        return (math.nan, math.nan)
-    counts = np.stack([(values == c).sum(axis=1) for c in categories], axis=1).astype(np.float64)
-    m = counts.sum(axis=1)
-    parts = np.column_stack([(counts * (counts - 1)).sum(axis=1) / (m - 1), m])
-    rng = np.random.default_rng(seed)
-    block = max(1, min(n_resamples, (1 << 22) // n_items))
-    stats = np.empty(n_resamples)
-    for start in range(0, n_resamples, block):
-        size = min(block, n_resamples - start)
-        drawn = rng.integers(0, n_items, size=(size, n_items))
-        times = np.bincount((drawn + (np.arange(size) * n_items)[:, None]).ravel(), minlength=size * n_items).reshape(
-            size, n_items
-        )
-        sums = times.astype(np.float64) @ parts
-        stats[start : start + size] = sums[:, 0] / sums[:, 1]
-    low, high = np.quantile(stats, [0.025, 0.975])
-    return (float(low), float(high))
-
-
-def agreement_cached(campaign: Campaign) -> dict:
-    """campaign_agreement (plus the raw agreement's CI), cached until a judgment of the campaign changes.
-
-    The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
-    writes (a qrels re-import) change grades without touching updated_at, but always add a revision."""
-    stamp = Judgment.objects.filter(pair__campaign=campaign).aggregate(
-        n=Count("id", distinct=True),
-        last=Max("updated_at"),
-        rev=Max("revisions__id"),
-    )
-    raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], AGREEMENT_RESAMPLES))
-    key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
-    data = cache.get(key)
-    if data is None:
-        data = campaign_agreement(campaign=campaign, n_resamples=AGREEMENT_RESAMPLES)
-        if data["overall"] is not None:
-            r = ratings_matrix(campaign=campaign)
-            rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2
-            data["overall"]["raw_ci"] = _raw_agreement_ci(
-                r.values[rated_twice], r.categories, n_resamples=AGREEMENT_RESAMPLES
-            )
-        cache.set(key, data, AGREEMENT_CACHE_SECONDS)
-    return data
-
-
 def _alpha_reading(alpha: float) -> str:
     """Krippendorff's (2004) advice on how far an alpha can be relied on."""
     if not math.isfinite(alpha):
@@ -370,7 +281,7 @@ class PolicyForm(forms.Form):
 def agreement(request, member: Member):
     """Agreement overall, per annotator pair (with confusion matrices) and per query; aggregation policy."""
     campaign = member.campaign
-    data = agreement_cached(campaign)
+    data = agreement_cached(campaign=campaign)
     grades = list(campaign.grades.all())
     names = {g.value: g.name for g in grades}
     overall = None
@@ -383,7 +294,7 @@ def agreement(request, member: Member):
             "fleiss": _fmt(o["fleiss"]),
             "fleiss_ci": _ci(o["fleiss_ci"]),
             "raw": _fmt(o["raw"]),
-            "raw_ci": _ci(o.get("raw_ci", (math.nan, math.nan))),
+            "raw_ci": _ci(o["raw_ci"]),
         }
     pairs = [
         {
@@ -493,24 +404,14 @@ def quality(request, member: Member):
     ]
     search = GoldSearch(request.GET or None)
     results = None
-    if search.is_valid() and (search.cleaned_data["qid"].strip() or search.cleaned_data["docid"].strip()):
-        qs = (
-            Pair.objects.filter(campaign=campaign)
-            .select_related("query", "document")
-            .annotate(n_judgments=Count("judgments"))
+    if search.is_valid() and (search.cleaned_data["qid"] or search.cleaned_data["docid"]):
+        results = gold_pair_search(
+            campaign=campaign,
+            qid=search.cleaned_data["qid"],
+            docid=search.cleaned_data["docid"],
+            limit=GOLD_SEARCH_LIMIT,
         )
-        if qid := search.cleaned_data["qid"].strip():
-            qs = qs.filter(query__qid=qid)
-        if docid := search.cleaned_data["docid"].strip():
-            qs = qs.filter(document__docid__startswith=docid)
-        results = list(qs.order_by("query__qid", "document__docid")[: GOLD_SEARCH_LIMIT + 1])
-    gold = Paginator(
-        Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
-        .select_related("query", "document")
-        .annotate(n_judgments=Count("judgments"))
-        .order_by("query__qid", "document__docid"),
-        PAGE_SIZE,
-    ).get_page(request.GET.get("page"))
+    gold = Paginator(gold_pair_list(campaign=campaign), PAGE_SIZE).get_page(request.GET.get("page"))
     query_string = request.GET.copy()
     query_string.pop("page", None)
     return render(
