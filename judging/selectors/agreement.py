@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +15,7 @@ from django.db.models import Count, Max, Prefetch, Q, QuerySet
 import metrics
 from judging.aggregation import POLICIES
 from judging.models import Adjudication, Campaign, Judgment, Pair, Query
+from judging.scoring import Params, leaderboard
 from metrics.agreement import (
     agreement_by_group,
     bootstrap_agreement,
@@ -305,6 +307,20 @@ def gold_pair_list(*, campaign: Campaign) -> QuerySet:
     )
 
 
+def review_reasons(judgments: list[Judgment]) -> list[str]:
+    """Why a pair with these judgments needs a lead, in words: the rule of review_queue / disputed_pair_ids."""
+    out = []
+    unsure = sum(j.unsure for j in judgments)
+    if unsure:
+        out.append(f"{unsure} unsure")
+    grades = [j.grade.value for j in judgments if not j.unsure]
+    if grades and max(grades) - min(grades) >= 2:
+        out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
+    elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
+        out.append(f"no majority among {len(grades)} grades")
+    return out
+
+
 def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
     rows = np.array(
         list(
@@ -331,9 +347,10 @@ def disputed_pair_ids(*, campaign: Campaign) -> list[int]:
 
 
 def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = None) -> list[dict]:
-    """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's."""
-    from judging.scoring import Params, leaderboard
-
+    """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's
+    (nothing without systems)."""
+    if not campaign.systems.exists():
+        return []
     measure = measure or f"nDCG@{k}"
     base = leaderboard(campaign, Params(k=k))
     names = base.measures

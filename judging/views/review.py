@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
@@ -20,7 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
-from judging.models import Adjudication, Campaign, Judgment, Membership, Pair
+from judging.models import Adjudication, Campaign, Judgment, Pair
 from judging.scoring import measure_names
 from judging.selectors.agreement import (
     agreement_cached,
@@ -31,7 +30,9 @@ from judging.selectors.agreement import (
     review_counts,
     review_pair_get,
     review_pair_list,
+    review_reasons,
 )
+from judging.selectors.campaigns import grade_list
 from judging.services import (
     adjudication_remove,
     adjudication_set,
@@ -39,7 +40,6 @@ from judging.services import (
     gold_label_set,
 )
 
-LEAD = Membership.Role.LEAD
 PAGE_SIZE = 50
 KINDS = {"all": "Unsure or disputed", "unsure": "Unsure", "disputed": "Disputed", "decided": "Decided"}
 STABILITY_K = 10
@@ -112,26 +112,12 @@ class ReviewRow:
         return "<" in self.pair.document.text
 
 
-def _reasons(judgments: list[Judgment]) -> list[str]:
-    """Why a pair needs a lead, in words (the queue's own rule is selectors.agreement.review_queue's)."""
-    out = []
-    unsure = sum(j.unsure for j in judgments)
-    if unsure:
-        out.append(f"{unsure} unsure")
-    grades = [j.grade.value for j in judgments if not j.unsure]
-    if grades and max(grades) - min(grades) >= 2:
-        out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
-    elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
-        out.append(f"no majority among {len(grades)} grades")
-    return out
-
-
 def _row(pair: Pair) -> ReviewRow:
     try:
         adjudication = pair.adjudication
     except Adjudication.DoesNotExist:
         adjudication = None
-    return ReviewRow(pair, pair.judgment_list, adjudication, _reasons(pair.judgment_list))
+    return ReviewRow(pair, pair.judgment_list, adjudication, review_reasons(pair.judgment_list))
 
 
 @campaign_view(lead=True)
@@ -159,7 +145,7 @@ def review(request, member: Member):
             tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items()],
             page=page,
             rows=[_row(p) for p in page],
-            grades=list(campaign.grades.all()),
+            grades=grade_list(campaign=campaign),
             query_string=query_string.urlencode(),
             back=request.get_full_path(),
         ),
@@ -175,7 +161,7 @@ def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **e
         member.context(
             nav="review",
             row=_row(fresh),
-            grades=list(campaign.grades.all()),
+            grades=grade_list(campaign=campaign),
             swapped=True,
             back=_back(request, reverse("judging:review", args=[campaign.slug])),
             **extra,
@@ -282,7 +268,7 @@ def agreement(request, member: Member):
     """Agreement overall, per annotator pair (with confusion matrices) and per query; aggregation policy."""
     campaign = member.campaign
     data = agreement_cached(campaign=campaign)
-    grades = list(campaign.grades.all())
+    grades = grade_list(campaign=campaign)
     names = {g.value: g.name for g in grades}
     overall = None
     if data["overall"] is not None:
@@ -328,7 +314,7 @@ def agreement(request, member: Member):
 
     measures = [m for m in measure_names(STABILITY_K) if not m.startswith("Judged")]
     measure = request.GET.get("measure") if request.GET.get("measure") in measures else f"nDCG@{STABILITY_K}"
-    stability = _stability_rows(campaign, measure) if campaign.systems.exists() else []
+    stability = _stability_rows(campaign, measure)
     query_string = request.GET.copy()
     query_string.pop("page", None)
     return render(
@@ -425,7 +411,7 @@ def quality(request, member: Member):
             searched=results is not None,
             more=results is not None and len(results) > GOLD_SEARCH_LIMIT,
             gold=gold,
-            grades=list(campaign.grades.all()),
+            grades=grade_list(campaign=campaign),
             query_string=query_string.urlencode(),
         ),
     )
