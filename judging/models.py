@@ -12,6 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from judging.aggregation import Policy
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH, URL_MAX_LENGTH
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
@@ -39,12 +40,7 @@ DEFAULT_SCALE = [
 class Campaign(models.Model):
     """One judging project: its queries, documents, systems, grading scale, guidelines and pool depth."""
 
-    class Aggregation(models.TextChoices):
-        MEDIAN = "median", "Median (ties to the lower grade)"
-        MAJORITY = "majority", "Majority vote"
-        MEAN = "mean", "Rounded mean"
-        MAX = "max", "Maximum"
-        MIN = "min", "Minimum"
+    Aggregation = Policy  # the policies live with the code that applies them
 
     slug = models.SlugField("slug", max_length=64, unique=True)
     name = models.CharField("name", max_length=200)

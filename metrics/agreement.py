@@ -682,10 +682,11 @@ def bootstrap_agreement(
     items, so with the (resamples x items) matrix :math:`W` of how often each item was drawn, the sums of
     every resample are one product :math:`W P` with the per-item parts :math:`P`. This fast path covers
     ``fleiss_kappa``, ``krippendorff_alpha`` and ``observed_agreement`` (on ``ratings``) and
-    ``raw_agreement`` and ``cohen_kappa`` (on the two columns of a (n_items, 2) ``ratings``), given bare or as ``functools.partial`` with keyword
-    arguments, e.g. ``partial(krippendorff_alpha, categories=[0, 1, 2], level="ordinal")``. Any other
-    callable is called once per resample as ``stat_fn(ratings[drawn])`` on the same draws, so for one seed
-    both paths give the same interval.
+    ``raw_agreement`` and ``cohen_kappa`` (on the two columns of a (n_items, 2) ``ratings``), given bare
+    or as ``functools.partial`` with keyword arguments, e.g.
+    ``partial(krippendorff_alpha, categories=[0, 1, 2], level="ordinal")``. Any other callable is called
+    once per resample as ``stat_fn(ratings[drawn])`` on the same draws, so for one seed both paths give
+    the same interval.
 
     Resamples on which the statistic is undefined (NaN, e.g. every drawn rating the same grade) are left
     out of the quantiles.

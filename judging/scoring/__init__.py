@@ -15,7 +15,7 @@ the pages: ranking rows, significance cells, the queries heatmap, head-to-head, 
 from judging.scoring.cache import (  # noqa: F401
     BLOCK,
     CACHE_SECONDS,
-    GAINS,
+    LEADERBOARD_MEASURES,
     Leaderboard,
     Params,
     ScoreTable,

@@ -351,7 +351,7 @@ def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = N
     (nothing without systems)."""
     if not campaign.systems.exists():
         return []
-    measure = measure or f"nDCG@{k}"
+    measure = measure or str(metrics.Measure("nDCG", k))
     base = leaderboard(campaign, Params(k=k))
     names = base.measures
     base_means = base.means()[names.index(measure)]

@@ -17,14 +17,17 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+import metrics
 from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import POLICIES
 from judging.models import Campaign
 from judging.selectors import grade_list
+from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "Judged")  # order of the ranking-measure menu
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
+GAIN_LABELS = {"linear": "linear (label)", "exponential": "exponential (2^label − 1)"}  # metrics.GAINS in words
 BOOLEAN_VALUES = {
     "": False,
     "0": False,
@@ -50,7 +53,7 @@ class LeaderboardParamsForm(forms.Form):
     gain = forms.ChoiceField(
         label="nDCG gain",
         required=False,
-        choices=[("linear", "linear (label)"), ("exponential", "exponential (2^label − 1)")],
+        choices=[(g, GAIN_LABELS[g]) for g in metrics.GAINS],
     )
     threshold = forms.IntegerField(label="Relevant from grade", min_value=0, max_value=100, required=False)
     judged_only = forms.CharField(label="Condensed (judged only)", required=False)
@@ -61,7 +64,7 @@ class LeaderboardParamsForm(forms.Form):
         super().__init__(data)
         self.campaign = campaign
         self.max_grade = max_grade
-        self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})")] + [(p, p) for p in POLICIES]
+        self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})"), *Campaign.Aggregation.choices]
 
     def clean_k(self) -> int:
         return self.cleaned_data["k"] or 10
@@ -93,16 +96,15 @@ class LeaderboardParamsForm(forms.Form):
         if self.errors:
             return data
         raw = (data.get("measure") or "nDCG").strip()
-        base, _, cut = raw.partition("@")
-        if base not in MEASURES:
-            self.add_error("measure", f"unknown measure {raw!r}; expected one of {', '.join(MEASURES)}")
-        elif cut and cut != str(data["k"]):
+        try:
+            measure = Measure.parse(raw)
+        except ValueError as exc:
+            self.add_error("measure", str(exc))
+            return data
+        if measure.cutoff is not None and measure.cutoff != data["k"]:
             self.add_error("measure", f"{raw} does not match k={data['k']}")
-        elif cut and base in ("MRR", "MAP"):
-            self.add_error("measure", f"{base} has no cutoff")
         else:
-            data["measure_base"] = base
-            data["measure"] = base if base in ("MRR", "MAP") else f"{base}@{data['k']}"
+            data["measure"] = measure.at(data["k"])
         return data
 
 
@@ -112,9 +114,17 @@ class BoardRequest:
 
     member: Member
     params: scoring.Params
-    measure: str  # full measure name, e.g. "nDCG@10"
-    measure_base: str
+    ranked_by: Measure  # with the cutoff k, e.g. nDCG@10
     form: LeaderboardParamsForm
+
+    @property
+    def measure(self) -> str:
+        """The ranking measure's name, e.g. "nDCG@10" (how the score table names it)."""
+        return str(self.ranked_by)
+
+    @property
+    def measure_base(self) -> str:
+        return self.ranked_by.base
 
     @property
     def campaign(self) -> Campaign:
@@ -131,7 +141,7 @@ class BoardRequest:
     @property
     def judged(self) -> str:
         """The coverage measure shown beside the scores, e.g. "Judged@10"."""
-        return f"Judged@{self.params.k}"
+        return str(Measure("Judged", self.params.k))
 
     @property
     def changed_params(self) -> dict[str, str]:
@@ -168,7 +178,7 @@ class BoardRequest:
             ctx=self,
             form=self.form,
             measure=self.measure,
-            measure_choices=[(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
+            measure_choices=[(m, str(Measure(m).at(self.params.k))) for m in MEASURES],
             policies=POLICIES,
             urls=self.urls,
             **{"keep": [], **extra},
@@ -225,7 +235,7 @@ def leaderboard_page(*, drill: bool = False):
             params = scoring.Params(
                 k=d["k"], gain=d["gain"], threshold=d["threshold"], judged_only=d["judged_only"], policy=d["policy"]
             )
-            return view(request, BoardRequest(member, params, d["measure"], d["measure_base"], form), *args, **kwargs)
+            return view(request, BoardRequest(member, params, d["measure"], form), *args, **kwargs)
 
         return wrapped
 

@@ -20,7 +20,7 @@ from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
 from judging.models import Adjudication, Campaign, Judgment, Pair
-from judging.scoring import measure_names
+from judging.scoring import LEADERBOARD_MEASURES, measure_names
 from judging.selectors.agreement import (
     agreement_cached,
     annotator_quality,
@@ -39,10 +39,12 @@ from judging.services import (
     campaign_policy_set,
     gold_label_set,
 )
+from metrics import Measure
 
 PAGE_SIZE = 50
 KINDS = {"all": "Unsure or disputed", "unsure": "Unsure", "disputed": "Disputed", "decided": "Decided"}
 STABILITY_K = 10
+STABILITY_MEASURE = Measure("nDCG", STABILITY_K)
 GOLD_SEARCH_LIMIT = 50
 
 
@@ -312,8 +314,8 @@ def agreement(request, member: Member):
         for q in queries
     ]
 
-    measures = [m for m in measure_names(STABILITY_K) if not m.startswith("Judged")]
-    measure = request.GET.get("measure") if request.GET.get("measure") in measures else f"nDCG@{STABILITY_K}"
+    measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != "Judged"]
+    measure = request.GET.get("measure") if request.GET.get("measure") in measures else str(STABILITY_MEASURE)
     stability = _stability_rows(campaign, measure)
     query_string = request.GET.copy()
     query_string.pop("page", None)
