@@ -9,6 +9,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -263,7 +264,8 @@ class CampaignViewSet(
         scale = self._scale(data)
         campaign = campaign_create(lead=request.user, scale=scale, **data)
         body = self.get_serializer(self._reloaded(campaign)).data
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/api/campaigns/{campaign.slug}/"})
+        location = reverse("api:campaign-detail", args=[campaign.slug])
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
     def update(self, request, *args, **kwargs):
         campaign = self.get_object()
