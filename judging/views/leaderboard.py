@@ -529,6 +529,6 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
             a, b = _two_systems(request, lb, order)
             h2h = scoring.head_to_head(lb, ctx.measure, a, b)
             svg = charts.difference_chart(h2h.diff, a=h2h.summary["a"], b=h2h.summary["b"], measure=ctx.measure)
-    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
+    response = HttpResponse(charts.standalone(svg), content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, no-cache"
     return response

@@ -395,6 +395,13 @@ def test_charts_are_svg(as_lead, tiny):
         assert response.status_code == 200 and response["Content-Type"].startswith("image/svg+xml")
         body = response.content.decode()
         assert body.startswith("<svg") and "<em>gamma" not in body
+        # a file has no page around it: it carries app.css's colours, which the marks use by class
+        style = re.search(r"<style>(.*?)</style>", body, re.S).group(1)
+        assert "--ch-best: #1d4ed8" in style and ".ch-grid { stroke: var(--ch-grid); }" in style
+        assert 'class="ch-grid"' in body
+        assert not re.search(r'(fill|stroke)="#', body)
+        used = {c for cls in re.findall(r'class="([^"]+)"', body) for c in cls.split() if c.startswith("ch-")}
+        assert used and all(f".{c} {{" in style for c in used), used
     assert as_lead.get(url("leaderboard_chart", "pie")).status_code == 404
 
 

@@ -403,6 +403,10 @@ def test_confusion_svg_escapes_names_and_draws_every_cell():
     assert "<b>" not in svg and "<i>" not in svg
     assert "&lt;b&gt;a&amp;b&lt;/b&gt;" in svg and "x&quot;y" in svg
     assert svg.count("<rect") == 4
+    # colours by class from app.css: the diagonal in blues, disagreement in oranges, an empty cell blank
+    cells = re.findall(r'<rect [^>]*class="ch-cell ([a-z0-9-]+)"', svg)
+    assert cells == ["ch-b8", "ch-o3", "ch-empty", "ch-b6"]
+    assert "#" not in re.sub(r"<title>.*?</title>", "", svg)
     assert "over 6 pairs both graded; they gave the same grade to 5" in svg
 
 
