@@ -235,9 +235,6 @@ class Ranking(models.Model):
     def __str__(self) -> str:
         return f"{self.system_id}/{self.query_id} ({self.length})"
 
-    def doc_id_array(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.doc_ids), dtype=np.int64)
-
     def score_array(self) -> np.ndarray:
         return np.frombuffer(bytes(self.scores), dtype=np.float64)
 

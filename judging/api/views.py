@@ -46,6 +46,7 @@ from judging.api.renderers import (
 )
 from judging.jobs import job_needed
 from judging.models import Campaign, Document, Membership, Pair, Query, System
+from judging.scoring import leaderboard_data
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
@@ -316,9 +317,6 @@ class CampaignViewSet(
         params.is_valid(raise_exception=True)
         if not is_lead:
             self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
-        # Imported here: the scorer is the heavy end of the app, and this module must import without it.
-        from judging.scoring import leaderboard_data
-
         try:
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:

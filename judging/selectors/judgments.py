@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import F, Q, QuerySet
+from django.db import connection
+from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models.lookups import In
 
 from judging.models import Campaign, Judgment, Membership, Pair
 from judging.selectors.campaigns import membership_roles
@@ -117,11 +119,6 @@ def judgments_in_campaigns(*, judgments: QuerySet[Judgment], campaigns: QuerySet
 
 
 def _pair_in(pairs: QuerySet[Pair]) -> Q:
-    # Imported here so that this section, appended for the API, leaves the module's header alone.
-    from django.db import connection
-    from django.db.models import BigIntegerField, ExpressionWrapper
-    from django.db.models.lookups import In
-
     ids = pairs.order_by().values("id")
     if connection.vendor == "sqlite":
         return Q(In(ExpressionWrapper(F("pair_id") + 0, output_field=BigIntegerField()), ids))

@@ -97,10 +97,6 @@ class NextPair:
     pair: Pair | None  # with its query and document loaded
     was_skipped: bool = False  # the pool holds nothing else: a pair skipped earlier comes back
 
-    @property
-    def pair_id(self) -> int | None:
-        return self.pair.id if self.pair is not None else None
-
 
 def pair_next(
     *,
@@ -168,22 +164,6 @@ def pair_get(
     # order_by(): Pair's default ordering would join the campaign, query and document tables again.
     qs = Pair.objects.filter(campaign_id=campaign.id, **key).select_related("query", "document").order_by()
     return (qs.filter(pooled=True) if pooled_only else qs).first()
-
-
-def query_order_ids(*, campaign: Campaign, annotator) -> list[int]:
-    """The annotator's query order (for tests and the lead's diagnostics, not the request path)."""
-    return list(
-        Query.objects.filter(campaign_id=campaign.id).order_by(*_query_order(annotator.id)).values_list("id", flat=True)
-    )
-
-
-def document_order_ids(*, query: Query, annotator) -> list[int]:
-    """The order in which ``annotator`` sees the pooled documents of ``query`` (ignoring judgments)."""
-    return list(
-        Pair.objects.filter(query=query, pooled=True)
-        .order_by(*_doc_order(annotator.id))
-        .values_list("document_id", flat=True)
-    )
 
 
 def latest_query_id(*, campaign: Campaign, annotator) -> int | None:

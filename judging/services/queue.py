@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from judging import selectors
 from judging.models import (
     Assignment,
     Campaign,
@@ -48,8 +49,6 @@ def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None =
     so two annotators asking at the same moment are never both given the last open slot of a pair
     (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
     """
-    from judging import selectors
-
     passed: list[int] = []
     for _ in range(10):
         found = selectors.pair_next(

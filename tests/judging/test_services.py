@@ -6,6 +6,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from judging.formats import FormatError
 from judging.models import Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
+from judging.selectors import system_rankings
 from judging.services import (
     ImportConflict,
     adjudication_set,
@@ -60,10 +61,9 @@ def test_run_import_pools_top_depth_union_and_creates_stubs(campaign):
 def test_run_import_stores_trec_order(campaign):
     run = "q1 Q0 a 3 1.0 t\nq1 Q0 b 1 2.0 t\nq1 Q0 c 2 1.0 t\n"
     run_import(campaign=campaign, data=run.encode(), filename="r")
-    r = Ranking.objects.get()
-    ids = dict(Document.objects.values_list("id", "docid"))
-    assert [ids[i] for i in r.doc_id_array()] == ["b", "c", "a"]  # score desc, ties docid desc
-    np.testing.assert_array_equal(r.score_array(), [2.0, 1.0, 1.0])
+    (stored,) = system_rankings(system=System.objects.get())  # as the run download reads it back
+    assert stored.docids == ["b", "c", "a"]  # score desc, ties docid desc
+    np.testing.assert_array_equal(stored.scores, [2.0, 1.0, 1.0])
 
 
 def test_run_import_same_file_twice_changes_nothing(campaign):
@@ -80,9 +80,8 @@ def test_run_import_different_run_same_system_needs_replace(campaign):
     with pytest.raises(ImportConflict, match="already has a different run"):
         run_import(campaign=campaign, data=changed.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=changed.encode(), filename="bm25.run", replace=True)
-    ids = dict(Document.objects.values_list("id", "docid"))
-    r = Ranking.objects.get(system__name="bm25", query__qid="q1")
-    assert [ids[i] for i in r.doc_id_array()] == ["d3", "d2", "d1"]
+    stored = next(r for r in system_rankings(system=System.objects.get(name="bm25")) if r.qid == "q1")
+    assert stored.docids == ["d3", "d2", "d1"]
 
 
 def test_run_import_system_option_names_system(campaign):
