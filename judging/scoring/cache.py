@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from judging.scoring.cube import _CUBES, _LOCK, RunCube, _KeyIndex, _rows, label
 # Queries per shared-cache entry: a new label rewrites one block (64 queries x 20 systems x 8 measures is
 # 80 kB), not the whole table.
 BLOCK = 64
+
+logger = logging.getLogger(__name__)
 
 
 CACHE_SECONDS = 7 * 24 * 3600
@@ -212,6 +215,25 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             cache.set_many(blocks, timeout=CACHE_SECONDS)
     with _LOCK:
         _SCORES[key] = table
+    seconds = time.perf_counter() - started
+    if dirty.size:
+        # every query rescored is a cold computation (a new parameter set, new runs, a restarted process
+        # with an empty shared cache); a few queries are the everyday case of new labels
+        logger.log(
+            logging.INFO if dirty.size == n_q else logging.DEBUG,
+            "leaderboard of %s (k=%d, gain=%s, threshold=%d, condensed=%s, policy=%s): rescored %d of %d "
+            "queries for %d systems in %.2f s",
+            campaign.slug,
+            params.k,
+            params.gain,
+            params.threshold,
+            params.judged_only,
+            params.policy or campaign.aggregation,
+            dirty.size,
+            n_q,
+            len(cube.system_ids),
+            seconds,
+        )
     return Leaderboard(
         campaign,
         params,
@@ -220,7 +242,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         measure_names(params.k),
         rescored=int(dirty.size),
         key=key,
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,8 @@ import metrics
 from judging.scoring.cache import CACHE_SECONDS, Leaderboard
 
 ALPHA = 0.05
+
+logger = logging.getLogger(__name__)
 
 
 TESTS = {
@@ -139,6 +142,14 @@ def stats_refresh(lb: Leaderboard, measure: str) -> RankingStats:
     """Compute the ranking statistics of the current scores and share them with every process."""
     stats = ranking_stats(lb, measure)
     cache.set(_stats_key(lb, f"rank:{measure}"), stats, timeout=CACHE_SECONDS)
+    logger.info(
+        "ranking statistics of %s on %s: %d systems x %d queries in %.2f s",
+        lb.campaign.slug,
+        measure,
+        len(stats.means),
+        stats.n_queries,
+        stats.seconds,
+    )
     return stats
 
 

@@ -206,7 +206,10 @@ def campaign_settings_update(*, campaign: Campaign, **values) -> int:
             .order_by("id")
             .values_list("id", flat=True)
         )
-        labels_refresh(campaign=campaign, pair_ids=judged)
+        changed = labels_refresh(campaign=campaign, pair_ids=judged)
+        logger.info(
+            "campaign %s: policy %s -> %s, %d labels changed", campaign.slug, old_policy, campaign.aggregation, changed
+        )
     return added
 
 
@@ -247,6 +250,7 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
     if locked.aggregation == policy:
         return 0
     Campaign.objects.filter(id=campaign.id).update(aggregation=policy)
+    old_policy = locked.aggregation
     # Take every judged pair's lock, as judgment_record does, before reading any judgment: a judgment
     # being recorded now finishes first and is aggregated here, and one recorded later waits and then
     # reads the new policy (labels_refresh reads it from the database).
@@ -256,4 +260,13 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
         .order_by("id")
         .values_list("id", flat=True)
     )
-    return labels_refresh(campaign=campaign, pair_ids=judged)
+    changed = labels_refresh(campaign=campaign, pair_ids=judged)
+    logger.info(
+        "campaign %s: policy %s -> %s by %s, %d labels changed",
+        campaign.slug,
+        old_policy,
+        policy,
+        getattr(lead, "username", "a script"),
+        changed,
+    )
+    return changed

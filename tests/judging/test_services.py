@@ -1,5 +1,8 @@
 """Imports, pooling, judgments, revisions and labels through the service layer."""
 
+import logging
+import re
+
 import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,6 +13,7 @@ from judging.selectors import system_rankings
 from judging.services import (
     ImportConflict,
     adjudication_set,
+    campaign_policy_set,
     documents_import,
     judgment_record,
     labels_refresh,
@@ -225,3 +229,19 @@ def test_qrels_import_change_is_a_revision(campaign, annotator):
 def test_labels_refresh_no_change_is_noop(campaign, annotator):
     qrels_import(campaign=campaign, data=b"q1 0 d1 2\n", filename="a", annotator=annotator)
     assert labels_refresh(campaign=campaign, pair_ids=list(Pair.objects.values_list("id", flat=True))) == 0
+
+
+def test_imports_and_policy_switches_are_logged(campaign, lead, caplog):
+    caplog.set_level(logging.INFO, logger="judging")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    with pytest.raises(FormatError):
+        run_import(campaign=campaign, data=b"q1 Q0 d1 1 abc bm25\n", filename="bad.run")
+    campaign_policy_set(campaign=campaign, lead=lead, policy="max")
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("judging.services")]
+    imported = (
+        r"run_import bm25\.run -> demo: 100 bytes, 2 rankings added, 0 updated, 0 unchanged, 6 stubs, "
+        r"4 pairs added in \d+\.\d\d s"
+    )
+    refused = r"run_import bad\.run -> demo refused after \d+\.\d\d s: bad\.run, line 1, field 'score': .*"
+    assert re.fullmatch(imported, messages[0]) and re.fullmatch(refused, messages[1])
+    assert messages[2] == "campaign demo: policy median -> max by lead, 0 labels changed"
