@@ -13,7 +13,7 @@ from judging.formats import Ranking as RankedList
 from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, Ranking, User
 
 
-def campaign_list(*, user) -> QuerySet[Campaign]:
+def campaign_list(*, user: User) -> QuerySet[Campaign]:
     """The campaigns a user may open: every one for a superuser, else those they are a member of."""
     if user.is_superuser:
         return Campaign.objects.all()

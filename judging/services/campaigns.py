@@ -233,7 +233,7 @@ def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, 
 
 
 @transaction.atomic
-def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
+def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str) -> int:
     """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
     transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
     lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
