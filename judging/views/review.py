@@ -60,6 +60,13 @@ def _back(request, default: str) -> str:
     return default
 
 
+def _without_page(request) -> str:
+    """The request's query string without ``page``, for the links of a paginator."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
 def _fmt(value, digits: int = 3) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
@@ -133,8 +140,6 @@ def review(request, member: Member):
     page = Paginator(review_pair_list(campaign=campaign, kind=kind, search=q), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
     return render(
         request,
         "judging/review.html",
@@ -148,7 +153,7 @@ def review(request, member: Member):
             page=page,
             rows=[_row(p) for p in page],
             grades=grade_list(campaign=campaign),
-            query_string=query_string.urlencode(),
+            query_string=_without_page(request),
             back=request.get_full_path(),
         ),
     )
@@ -317,8 +322,6 @@ def agreement(request, member: Member):
     measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != "Judged"]
     measure = request.GET.get("measure") if request.GET.get("measure") in measures else str(STABILITY_MEASURE)
     stability = _stability_rows(campaign, measure)
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
     return render(
         request,
         "judging/agreement.html",
@@ -334,7 +337,7 @@ def agreement(request, member: Member):
             measures=measures,
             policy_form=PolicyForm(initial={"policy": campaign.aggregation}),
             policy_label=campaign.get_aggregation_display(),
-            query_string=query_string.urlencode(),
+            query_string=_without_page(request),
         ),
     )
 
@@ -400,8 +403,6 @@ def quality(request, member: Member):
             limit=GOLD_SEARCH_LIMIT,
         )
     gold = Paginator(gold_pair_list(campaign=campaign), PAGE_SIZE).get_page(request.GET.get("page"))
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
     return render(
         request,
         "judging/quality.html",
@@ -414,7 +415,7 @@ def quality(request, member: Member):
             more=results is not None and len(results) > GOLD_SEARCH_LIMIT,
             gold=gold,
             grades=grade_list(campaign=campaign),
-            query_string=query_string.urlencode(),
+            query_string=_without_page(request),
         ),
     )
 
