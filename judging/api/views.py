@@ -561,7 +561,7 @@ class DocumentViewSet(CampaignContentViewSet):
 class SystemViewSet(CampaignContentViewSet):
     serializer_class = s.SystemSerializer
     filterset_class = SystemFilter
-    permission_classes = [IsAuthenticated, IsCampaignLead]
+    permission_classes = [IsAuthenticated, IsCampaignLead]  # differs: annotators never see systems
     ordering_fields = ["id", "name", "imported_at"]
     ordering = ["name", "id"]
 
