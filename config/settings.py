@@ -237,8 +237,9 @@ if PASSWORD_RESET_ENABLED:
 PASSWORD_RESET_RATE = 5
 
 # Content Security Policy (django-csp): scripts, styles, images and fetches from this origin only. The
-# templates carry no inline script, style or event handler; SVG charts are inline markup coloured by app.css
-# attributes, not style attributes. Only /api/docs/ (Swagger UI) adds inline styles and data: images (config/urls.py).
+# templates carry no inline script, style or event handler; SVG charts are inline markup coloured by the classes
+# of app.css. Only /api/docs/ (Swagger UI) adds inline styles and data: images (config/urls.py), and a chart
+# downloaded as a file its embedded <style> (judging/views/leaderboard.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
