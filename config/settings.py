@@ -270,7 +270,6 @@ REST_FRAMEWORK = {
         "judging.api.parsers.BoundedFormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"],
     # "login" only damps floods of POST /api/auth/token/: wrong passwords are counted by axes, and a room of
     # annotators behind one address must be able to fetch their tokens at once.
     "DEFAULT_THROTTLE_RATES": {"anon": "60/minute", "login": "60/minute"},

@@ -21,7 +21,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 from rest_framework.views import APIView, exception_handler
 
 from judging import formats
@@ -105,9 +105,13 @@ def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpRespo
 
 
 class ApiMixin:
-    """What every API view shares beyond settings.REST_FRAMEWORK (authentication, throttle, filters,
-    pagination, schema and exception handler come from there): throttling before permissions, the
-    caller's access in the serializer context, JSON errors for streamed formats, role lookups."""
+    """What every API view shares beyond settings.REST_FRAMEWORK (authentication, filters, pagination,
+    schema and exception handler come from there): the anonymous throttle, checked before permissions,
+    the caller's access in the serializer context, JSON errors for streamed formats, role lookups."""
+
+    # Not in settings: the schema and its docs (drf-spectacular's views) stay unthrottled and need no
+    # database, while every API endpoint counts anonymous requests.
+    throttle_classes = [AnonRateThrottle]
 
     def check_permissions(self, request):
         # Throttle first: DRF checks permissions before throttles, so a refused anonymous request
