@@ -237,8 +237,9 @@ if PASSWORD_RESET_ENABLED:
 PASSWORD_RESET_RATE = 5
 
 # Content Security Policy (django-csp): scripts, styles, images and fetches from this origin only. The
-# templates carry no inline script, style or event handler; SVG charts are inline markup with presentation
-# attributes, not style attributes. Only /api/docs/ (Swagger UI) adds inline styles and data: images (config/urls.py).
+# templates carry no inline script, style or event handler; SVG charts are inline markup coloured by the classes
+# of app.css. Only /api/docs/ (Swagger UI) adds inline styles and data: images (config/urls.py), and a chart
+# downloaded as a file its embedded <style> (judging/views/leaderboard.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -254,10 +255,13 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# Every API view takes these; a view that differs says why where it overrides one.
 REST_FRAMEWORK = {
+    # Token first: DRF answers a request without credentials with the first class's challenge, so a
+    # script that forgot its token gets 401 + WWW-Authenticate: Token rather than a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # JSON and form bodies are refused over a size before parsing (413); uploads name MultiPartParser.
@@ -266,16 +270,17 @@ REST_FRAMEWORK = {
         "judging.api.parsers.BoundedFormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_FILTER_BACKENDS": [
-        "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
-    ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
-    "PAGE_SIZE": 100,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # "login" only damps floods of POST /api/auth/token/: wrong passwords are counted by axes, and a room of
     # annotators behind one address must be able to fetch their tokens at once.
     "DEFAULT_THROTTLE_RATES": {"anon": "60/minute", "login": "60/minute"},
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "judging.api.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "judging.api.pagination.PagePagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "judging.api.schema.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "judging.api.views.api_exception_handler",
     # Throttles key on the client address: X-Forwarded-For is read only behind this many trusted proxies.
     "NUM_PROXIES": TRUSTED_PROXIES,
 }

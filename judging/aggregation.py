@@ -1,10 +1,26 @@
-"""Aggregate several annotators' grades of a pair into the one label the scorer uses (pure numpy)."""
+"""Aggregate several annotators' grades of a pair into the one label the scorer uses (numpy, no ORM).
+
+``Policy`` is the one list of aggregation policies: ``Campaign.Aggregation`` is this enum, forms and
+serializers take its choices, and ``POLICIES`` (the values) is derived from it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from django.db.models.enums import TextChoices
 
-POLICIES = ("median", "majority", "mean", "max", "min")
+
+class Policy(TextChoices):
+    """How a pair's confident grades become its label (labels say how ties go)."""
+
+    MEDIAN = "median", "Median (ties to the lower grade)"
+    MAJORITY = "majority", "Majority vote"
+    MEAN = "mean", "Rounded mean"
+    MAX = "max", "Maximum"
+    MIN = "min", "Minimum"
+
+
+POLICIES: tuple[str, ...] = tuple(Policy.values)
 
 
 def aggregate_grades(group: np.ndarray, grades: np.ndarray, *, policy: str = "median") -> tuple[np.ndarray, np.ndarray]:

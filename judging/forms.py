@@ -8,7 +8,7 @@ from django.core.validators import RegexValidator
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
-from judging.services import user_get
+from judging.services import CAMPAIGN_SETTINGS, user_get
 
 
 class JudgmentForm(forms.Form):
@@ -51,15 +51,7 @@ class CampaignCreateForm(forms.ModelForm):
 class CampaignSettingsForm(forms.ModelForm):
     class Meta:
         model = Campaign
-        fields = [
-            "name",
-            "description",
-            "guidelines",
-            "pool_depth",
-            "redundancy",
-            "aggregation",
-            "leaderboard_visible_to_annotators",
-        ]
+        fields = list(CAMPAIGN_SETTINGS)  # the service's list: what it accepts is what the form shows
         widgets = {
             "description": forms.Textarea(attrs={"rows": 3}),
             "guidelines": forms.Textarea(attrs={"rows": 10}),

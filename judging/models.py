@@ -12,6 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from judging.aggregation import Policy
 from judging.formats import (
     DOCID_MAX_LENGTH,
     ONLINE_METRIC_MAX_LENGTH,
@@ -45,12 +46,7 @@ DEFAULT_SCALE = [
 class Campaign(models.Model):
     """One judging project: its queries, documents, systems, grading scale, guidelines and pool depth."""
 
-    class Aggregation(models.TextChoices):
-        MEDIAN = "median", "Median (ties to the lower grade)"
-        MAJORITY = "majority", "Majority vote"
-        MEAN = "mean", "Rounded mean"
-        MAX = "max", "Maximum"
-        MIN = "min", "Minimum"
+    Aggregation = Policy  # the policies live with the code that applies them
 
     slug = models.SlugField("slug", max_length=64, unique=True)
     name = models.CharField("name", max_length=200)
@@ -244,9 +240,6 @@ class Ranking(models.Model):
 
     def __str__(self) -> str:
         return f"{self.system_id}/{self.query_id} ({self.length})"
-
-    def doc_id_array(self) -> np.ndarray:
-        return np.frombuffer(bytes(self.doc_ids), dtype=np.int64)
 
     def score_array(self) -> np.ndarray:
         return np.frombuffer(bytes(self.scores), dtype=np.float64)

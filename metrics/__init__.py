@@ -11,12 +11,14 @@ from metrics.agreement import (
     confusion_matrix,
     fleiss_kappa,
     krippendorff_alpha,
+    observed_agreement,
     pairwise_agreement,
     raw_agreement,
 )
 from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
+from metrics.measures import Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
     GAINS,
@@ -68,6 +70,8 @@ __all__ = [
     "score_bounds",
     "settled",
     "GAINS",
+    "Measure",
+    "measure_names",
     "PAD",
     "UNJUDGED",
     "average_precision",
@@ -106,6 +110,7 @@ __all__ = [
     "confusion_matrix",
     "fleiss_kappa",
     "krippendorff_alpha",
+    "observed_agreement",
     "pairwise_agreement",
     "raw_agreement",
 ]

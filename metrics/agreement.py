@@ -32,6 +32,7 @@ __all__ = [
     "confusion_matrix",
     "fleiss_kappa",
     "krippendorff_alpha",
+    "observed_agreement",
     "pairwise_agreement",
     "raw_agreement",
 ]
@@ -186,6 +187,24 @@ def _fleiss_parts(counts: np.ndarray) -> np.ndarray:
     return parts
 
 
+def _observed_parts(ratings) -> np.ndarray:
+    """(n_items, 2) per item: [rated >= 2 times, share of its ordered rater pairs that agree]; 0 rows otherwise.
+
+    Only equality matters, so the distinct grades present stand in for the categories."""
+    ratings = np.asarray(ratings)
+    if ratings.ndim != 2:
+        raise ValueError(f"ratings must be a 2-D array of shape (n_items, n_raters), got shape {ratings.shape}")
+    rated = ~_missing(ratings, "ratings")
+    items = np.broadcast_to(np.arange(ratings.shape[0])[:, None], ratings.shape)[rated]
+    grades, codes = np.unique(ratings[rated], return_inverse=True)
+    flat = np.bincount(items * grades.size + codes, minlength=ratings.shape[0] * grades.size)
+    return _fleiss_parts(flat.reshape(ratings.shape[0], grades.size))[:, :2]
+
+
+def _observed_finish(sums: np.ndarray) -> np.ndarray:
+    return _divide(sums[..., 1], sums[..., 0])
+
+
 def _fleiss_finish(sums: np.ndarray) -> np.ndarray:
     n_items = sums[..., 0]
     observed = _divide(sums[..., 1], n_items)
@@ -296,6 +315,42 @@ def raw_agreement(a, b) -> float:
         raise ValueError(f"a and b must be 1-D arrays of equal length, got shapes {a.shape} and {b.shape}")
     both = ~_missing(a, "a") & ~_missing(b, "b")
     return _scalar(_divide(np.count_nonzero(both & (a == b)), np.count_nonzero(both)))
+
+
+def observed_agreement(ratings) -> float:
+    r"""Raw agreement of any number of raters: the share of agreeing rater pairs of an item, averaged over items.
+
+    Over the :math:`N` items rated by at least two raters (the others are skipped), with :math:`n_i` the
+    number of ratings of item :math:`i` and :math:`n_{ij}` how many of them are grade :math:`j`,
+
+    .. math:: P_i = rac{\sum_j n_{ij}(n_{ij} - 1)}{n_i (n_i - 1)}, \quad ar P = rac{1}{N} \sum_i P_i
+
+    :math:`P_i` is the share of the :math:`n_i (n_i - 1)` ordered pairs of item :math:`i`'s raters that gave
+    the same grade, and :math:`ar P` is the observed agreement of Fleiss' kappa (Fleiss 1971). Every item
+    weighs the same whatever its number of ratings. With two raters it equals :func:`raw_agreement`.
+
+    Parameters
+    ----------
+    ratings : array, shape (n_items, n_raters)
+        Grades; NaN (float) or ``MISSING`` (int) where a rater did not rate the item. No ``categories``
+        are needed: only equality of grades matters.
+
+    Returns
+    -------
+    float
+        In [0, 1]; NaN when no item has two ratings.
+
+    Raises
+    ------
+    ValueError
+        If ratings is not a 2-D integer or float array.
+
+    References
+    ----------
+    .. [1] J. L. Fleiss (1971). Measuring nominal scale agreement among many raters. Psychological
+       Bulletin 76(5):378-382.
+    """
+    return _scalar(_observed_finish(_observed_parts(ratings).sum(axis=0)))
 
 
 def cohen_kappa(a, b, categories, weights=None) -> float:
@@ -583,6 +638,9 @@ def _batched(stat_fn) -> Callable[[np.ndarray], tuple[np.ndarray, Callable]] | N
         shape = (cats.size, cats.size)
         return parts, lambda sums: _kappa_from_confusion(sums.reshape(sums.shape[:-1] + shape), weight)
 
+    def observed_prepare(ratings):
+        return _observed_parts(ratings), _observed_finish
+
     def fleiss_prepare(ratings, categories):
         cats = _check_categories(categories)
         counts = _value_counts(_codes(ratings, cats, "ratings", 2), cats.size)
@@ -601,6 +659,7 @@ def _batched(stat_fn) -> Callable[[np.ndarray], tuple[np.ndarray, Callable]] | N
 
     prepare = {
         raw_agreement: raw_prepare,
+        observed_agreement: observed_prepare,
         cohen_kappa: cohen_prepare,
         fleiss_kappa: fleiss_prepare,
         krippendorff_alpha: alpha_prepare,
@@ -622,11 +681,12 @@ def bootstrap_agreement(
     The statistics of this module are evaluated on all resamples at once: each is a function of sums over
     items, so with the (resamples x items) matrix :math:`W` of how often each item was drawn, the sums of
     every resample are one product :math:`W P` with the per-item parts :math:`P`. This fast path covers
-    ``fleiss_kappa`` and ``krippendorff_alpha`` (on ``ratings``) and ``raw_agreement`` and ``cohen_kappa``
-    (on the two columns of a (n_items, 2) ``ratings``), given bare or as ``functools.partial`` with keyword
-    arguments, e.g. ``partial(krippendorff_alpha, categories=[0, 1, 2], level="ordinal")``. Any other
-    callable is called once per resample as ``stat_fn(ratings[drawn])`` on the same draws, so for one seed
-    both paths give the same interval.
+    ``fleiss_kappa``, ``krippendorff_alpha`` and ``observed_agreement`` (on ``ratings``) and
+    ``raw_agreement`` and ``cohen_kappa`` (on the two columns of a (n_items, 2) ``ratings``), given bare
+    or as ``functools.partial`` with keyword arguments, e.g.
+    ``partial(krippendorff_alpha, categories=[0, 1, 2], level="ordinal")``. Any other callable is called
+    once per resample as ``stat_fn(ratings[drawn])`` on the same draws, so for one seed both paths give
+    the same interval.
 
     Resamples on which the statistic is undefined (NaN, e.g. every drawn rating the same grade) are left
     out of the quantiles.

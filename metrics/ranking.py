@@ -241,7 +241,7 @@ def _idcg(qrels: np.ndarray, k: int, gain: str) -> np.ndarray:
 # Measures
 
 
-def precision(labels, k: int, threshold=1) -> np.ndarray:
+def precision(labels, *, k: int, threshold=1) -> np.ndarray:
     r"""Precision at cutoff k (trec_eval ``P.k``).
 
     .. math:: P@k = \frac{|\{i \le k : \mathrm{label}_i \ge \mathrm{threshold}\}|}{k}
@@ -272,7 +272,7 @@ def precision(labels, k: int, threshold=1) -> np.ndarray:
     return _rel_in_top(labels, k, threshold) / k
 
 
-def recall(labels, qrels, k: int, threshold=1) -> np.ndarray:
+def recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
     r"""Recall at cutoff k (trec_eval ``recall.k``).
 
     .. math:: R@k = \frac{|\{i \le k : \mathrm{label}_i \ge \mathrm{threshold}\}|}{\mathrm{num\_rel}}
@@ -306,7 +306,7 @@ def recall(labels, qrels, k: int, threshold=1) -> np.ndarray:
     return _safe_divide(_rel_in_top(labels, k, threshold), _num_rel(qrels, threshold))
 
 
-def f1(labels, qrels, k: int, threshold=1) -> np.ndarray:
+def f1(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
     r"""F1 at cutoff k: the per-query harmonic mean of P@k and R@k.
 
     .. math:: F_1@k = \frac{2 \, P@k \, R@k}{P@k + R@k} = \frac{2 \, \mathrm{rel}@k}{k + \mathrm{num\_rel}}
@@ -345,7 +345,7 @@ def _f1(rel_at_k: np.ndarray, k: int, num_rel: np.ndarray) -> np.ndarray:
     return _safe_divide(2.0 * rel_at_k, np.where(num_rel > 0, k + num_rel, 0))
 
 
-def hit(labels, k: int, threshold=1) -> np.ndarray:
+def hit(labels, *, k: int, threshold=1) -> np.ndarray:
     r"""Hit at cutoff k (trec_eval ``success.k``): 1 if a relevant document is in the top k, else 0.
 
     .. math:: \mathrm{Hit}@k = [\exists\, i \le k : \mathrm{label}_i \ge \mathrm{threshold}]
@@ -373,7 +373,7 @@ def hit(labels, k: int, threshold=1) -> np.ndarray:
     return (_rel_in_top(labels, k, threshold) > 0).astype(np.float64)
 
 
-def reciprocal_rank(labels, threshold=1) -> np.ndarray:
+def reciprocal_rank(labels, *, threshold=1) -> np.ndarray:
     r"""Reciprocal rank of the first relevant document over the whole run (trec_eval ``recip_rank``).
 
     .. math:: RR = \frac{1}{\min\{i : \mathrm{label}_i \ge \mathrm{threshold}\}}
@@ -402,7 +402,7 @@ def reciprocal_rank(labels, threshold=1) -> np.ndarray:
     return np.where(found, 1.0 / (first + 1.0), 0.0)
 
 
-def average_precision(labels, qrels, threshold=1) -> np.ndarray:
+def average_precision(labels, qrels, *, threshold=1) -> np.ndarray:
     r"""Average precision over the whole run (trec_eval ``map`` per query).
 
     .. math:: AP = \frac{1}{\mathrm{num\_rel}} \sum_{i : \mathrm{label}_i \ge \mathrm{threshold}} P@i
@@ -435,7 +435,7 @@ def average_precision(labels, qrels, threshold=1) -> np.ndarray:
     return _ap_from_ranks(labels.shape, ranks, _num_rel(qrels, threshold))
 
 
-def bpref(labels, qrels, threshold=1) -> np.ndarray:
+def bpref(labels, qrels, *, threshold=1) -> np.ndarray:
     r"""Binary preference over the whole run (trec_eval ``bpref``).
 
     .. math::
@@ -477,7 +477,7 @@ def bpref(labels, qrels, threshold=1) -> np.ndarray:
     return _bpref(labels, threshold, _num_rel(qrels, threshold), _num_nonrel(qrels, threshold))
 
 
-def ndcg(labels, qrels, k: int, gain: str = "linear") -> np.ndarray:
+def ndcg(labels, qrels, *, k: int, gain: str = "linear") -> np.ndarray:
     r"""Normalised discounted cumulative gain at cutoff k (trec_eval ``ndcg_cut.k``).
 
     .. math::
@@ -518,7 +518,7 @@ def ndcg(labels, qrels, k: int, gain: str = "linear") -> np.ndarray:
     return _safe_divide(_dcg(labels, k, gain), _idcg(qrels, k, gain))
 
 
-def judged(labels, k: int) -> np.ndarray:
+def judged(labels, *, k: int) -> np.ndarray:
     r"""Share of the top k that has a label (ir_measures ``Judged@k``).
 
     .. math:: \mathrm{Judged}@k = \frac{|\{i \le \min(k, n) : \mathrm{label}_i \ne \mathrm{UNJUDGED}\}|}{\min(k, n)}
@@ -705,7 +705,7 @@ def mean(per_query, axis: int = -1):
     return values.mean(axis=axis)
 
 
-def micro_precision(labels, k: int, threshold=1) -> np.ndarray:
+def micro_precision(labels, *, k: int, threshold=1) -> np.ndarray:
     r"""Micro-averaged precision at k: relevant documents over retrieved documents, pooled over queries.
 
     .. math:: \mathrm{micro\,P}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \min(k, n_q)}
@@ -743,7 +743,7 @@ def micro_precision(labels, k: int, threshold=1) -> np.ndarray:
     return _safe_divide(relevant, retrieved)
 
 
-def micro_recall(labels, qrels, k: int, threshold=1) -> np.ndarray:
+def micro_recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
     r"""Micro-averaged recall at k: relevant retrieved over relevant, pooled over queries.
 
     .. math:: \mathrm{micro\,R}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \mathrm{num\_rel}_q}

@@ -18,6 +18,7 @@ from django.core.cache import cache
 from django.db.models import Max, Q, Sum
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
@@ -48,7 +49,7 @@ def token_page(request):
         "account/token.html",
         {
             "token": token,
-            "api_root": request.build_absolute_uri("/api/"),
+            "api_root": request.build_absolute_uri(reverse("api:api-root")),
         },
     )
 

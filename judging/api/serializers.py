@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+import metrics
 from judging.aggregation import POLICIES
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import (
@@ -18,9 +19,9 @@ from judging.models import (
     Query,
     System,
 )
+from judging.services import CAMPAIGN_SETTINGS
 
 GRADE_RANGE = {"min_value": 0, "max_value": 100}
-GAINS = ["linear", "exponential"]
 
 
 # --------------------------------------------------------------------------- campaigns
@@ -62,20 +63,7 @@ class CampaignSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Campaign
-        fields = [
-            "slug",
-            "name",
-            "description",
-            "guidelines",
-            "pool_depth",
-            "redundancy",
-            "aggregation",
-            "leaderboard_visible_to_annotators",
-            "grades",
-            "scale",
-            "role",
-            "created_at",
-        ]
+        fields = ["slug", *CAMPAIGN_SETTINGS, "grades", "scale", "role", "created_at"]
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"required": False}}
 
@@ -401,7 +389,7 @@ class ProgressSerializer(serializers.Serializer):
 class LeaderboardQuerySerializer(serializers.Serializer):
     k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
     gain = serializers.ChoiceField(
-        choices=GAINS,
+        choices=metrics.GAINS,
         required=False,
         default="linear",
         help_text="nDCG gain: the label (linear) or 2^label - 1 (exponential).",
@@ -454,7 +442,7 @@ class LeaderboardSerializer(serializers.Serializer):
 
     campaign = serializers.CharField()
     k = serializers.IntegerField()
-    gain = serializers.ChoiceField(choices=GAINS)
+    gain = serializers.ChoiceField(choices=metrics.GAINS)
     threshold = serializers.IntegerField()
     judged_only = serializers.BooleanField()
     policy = serializers.ChoiceField(choices=POLICIES, help_text="The aggregation policy the labels were made with.")

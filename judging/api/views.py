@@ -9,11 +9,10 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
 from django.http import StreamingHttpResponse
-from django_filters.rest_framework import DjangoFilterBackend
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied
@@ -30,13 +29,12 @@ from judging.api import serializers as s
 from judging.api.filters import (
     DocumentFilter,
     JudgmentFilter,
-    OrderingFilter,
     PairFilter,
     QueryFilter,
     SystemFilter,
 )
 from judging.api.jobs import JobStartedSerializer, upload_as_job
-from judging.api.pagination import JudgmentCursorPagination, PagePagination
+from judging.api.pagination import JudgmentCursorPagination
 from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
     CSVRenderer,
@@ -46,10 +44,10 @@ from judging.api.renderers import (
     judgments_csv,
     judgments_jsonl,
 )
-from judging.api.schema import ApiAutoSchema
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import job_needed
 from judging.models import Campaign, Document, Membership, Pair, Query, System
+from judging.scoring import leaderboard_data
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
@@ -77,6 +75,9 @@ from judging.services import (
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
 ID_PATH = r"[0-9]+"
 JSON_ONLY = ("application/json",)
+# Actions on one object differ from the list defaults: their own query parameters (k, gain, format...)
+# must not reach the list filters while get_object() looks the object up, and there is no page to cut.
+ONE_OBJECT = {"filter_backends": [], "pagination_class": None}
 
 
 def api_exception_handler(exc, context):
@@ -105,16 +106,13 @@ def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpRespo
 
 
 class ApiMixin:
-    """What every API view shares: token before session auth (so a missing login is a 401 with a
-    WWW-Authenticate header, not a 403), the anonymous throttle, typed errors, role lookups."""
+    """What every API view shares beyond settings.REST_FRAMEWORK (authentication, filters, pagination,
+    schema and exception handler come from there): the anonymous throttle, checked before permissions,
+    the caller's access in the serializer context, JSON errors for streamed formats, role lookups."""
 
-    authentication_classes = [TokenAuthentication, SessionAuthentication]
+    # Not in settings: the schema and its docs (drf-spectacular's views) stay unthrottled and need no
+    # database, while every API endpoint counts anonymous requests.
     throttle_classes = [AnonRateThrottle]
-    filter_backends = [DjangoFilterBackend, OrderingFilter]
-    schema = ApiAutoSchema()
-
-    def get_exception_handler(self):
-        return api_exception_handler
 
     def check_permissions(self, request):
         # Throttle first: DRF checks permissions before throttles, so a refused anonymous request
@@ -157,6 +155,7 @@ class ApiMixin:
 class AuthTokenView(ApiMixin, APIView):
     """Trade a username and password for the API token a script sends as `Authorization: Token ...`."""
 
+    # Differs: anyone may ask for a token (it is how one logs in), under the stricter login rate.
     permission_classes = [AllowAny]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "login"
@@ -227,8 +226,7 @@ class CampaignViewSet(
     viewsets.GenericViewSet,
 ):
     serializer_class = s.CampaignSerializer
-    permission_classes = [IsAuthenticated, CanCreateCampaign]
-    pagination_class = PagePagination
+    permission_classes = [IsAuthenticated, CanCreateCampaign]  # differs: only some users may create
     lookup_field = "slug"
     lookup_value_regex = SLUG_PATH
     ordering_fields = ["slug", "name", "created_at"]
@@ -272,7 +270,8 @@ class CampaignViewSet(
         scale = self._scale(data)
         campaign = campaign_create(lead=request.user, scale=scale, **data)
         body = self.get_serializer(self._reloaded(campaign)).data
-        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": f"/api/campaigns/{campaign.slug}/"})
+        location = reverse("api:campaign-detail", args=[campaign.slug])
+        return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
     def update(self, request, *args, **kwargs):
         campaign = self.get_object()
@@ -293,7 +292,7 @@ class CampaignViewSet(
             "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
         ),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], **ONE_OBJECT)
     def progress(self, request, slug=None):
         campaign = self.get_object()
         data = dict(campaign_progress(campaign=campaign), campaign=campaign.slug)
@@ -313,7 +312,7 @@ class CampaignViewSet(
             "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], **ONE_OBJECT)
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
         is_lead = access(request).is_lead(campaign.id)
@@ -323,9 +322,6 @@ class CampaignViewSet(
         params.is_valid(raise_exception=True)
         if not is_lead:
             self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
-        # Imported here: the scorer is the heavy end of the app, and this module must import without it.
-        from judging.scoring import leaderboard_data
-
         try:
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:
@@ -354,9 +350,7 @@ class CampaignViewSet(
             "Streamed. Leads only."
         ),
     )
-    @action(
-        detail=True, methods=["get"], filter_backends=[], pagination_class=None, renderer_classes=[PlainTextRenderer]
-    )
+    @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
     def qrels(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "export its labels")
@@ -380,7 +374,7 @@ class CampaignViewSet(
         responses={200: s.MemberSerializer},
         description="Add a user (who must exist) as annotator or lead, or change their role.",
     )
-    @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get", "post"], **ONE_OBJECT)
     def members(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "manage its members")
@@ -406,8 +400,7 @@ class CampaignViewSet(
         detail=True,
         methods=["delete"],
         url_path=r"members/(?P<username>[^/]+)",
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def member_remove(self, request, slug=None, username=None):
         campaign = self.get_object()
@@ -461,8 +454,7 @@ class CampaignViewSet(
         methods=["post"],
         url_path="upload/topics",
         parser_classes=[MultiPartParser],
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def upload_topics(self, request, slug=None):
         return self._upload(request, s.TopicsUploadSerializer, queries_import, kind="topics")
@@ -477,8 +469,7 @@ class CampaignViewSet(
         methods=["post"],
         url_path="upload/documents",
         parser_classes=[MultiPartParser],
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def upload_documents(self, request, slug=None):
         return self._upload(request, s.DocumentsUploadSerializer, documents_import, kind="docs")
@@ -494,8 +485,7 @@ class CampaignViewSet(
         methods=["post"],
         url_path="upload/run",
         parser_classes=[MultiPartParser],
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def upload_run(self, request, slug=None):
         return self._upload(request, s.RunUploadSerializer, self._run_import, kind="run")
@@ -518,8 +508,7 @@ class CampaignViewSet(
         methods=["post"],
         url_path="upload/qrels",
         parser_classes=[MultiPartParser],
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def upload_qrels(self, request, slug=None):
         form = s.QrelsUploadSerializer(data=request.data)
@@ -652,7 +641,6 @@ class CampaignViewSet(
 class CampaignContentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     """Read-only objects of the caller's campaigns; ``?campaign=`` names one (404 for non-members)."""
 
-    pagination_class = PagePagination
     lookup_value_regex = ID_PATH
 
     def list(self, request, *args, **kwargs):
@@ -695,7 +683,7 @@ class DocumentViewSet(CampaignContentViewSet):
 class SystemViewSet(CampaignContentViewSet):
     serializer_class = s.SystemSerializer
     filterset_class = SystemFilter
-    permission_classes = [IsAuthenticated, IsCampaignLead]
+    permission_classes = [IsAuthenticated, IsCampaignLead]  # differs: annotators never see systems
     ordering_fields = ["id", "name", "imported_at"]
     ordering = ["name", "id"]
 
@@ -714,9 +702,7 @@ class SystemViewSet(CampaignContentViewSet):
         responses={(200, "text/plain"): OpenApiTypes.STR},
         description="The system's run as TREC run text (`qid Q0 docid rank score tag`), streamed.",
     )
-    @action(
-        detail=True, methods=["get"], filter_backends=[], pagination_class=None, renderer_classes=[PlainTextRenderer]
-    )
+    @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
     def run(self, request, pk=None):
         system = self.get_object()
         tag = _download_name(system.name) or "run"
@@ -756,7 +742,7 @@ class PairViewSet(CampaignContentViewSet):
         responses=s.PairSerializer,
         description="Decide the pair's label as a lead; it wins over the judgments.",
     )
-    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["post"], **ONE_OBJECT)
     def adjudicate(self, request, pk=None):
         pair = self.get_object()
         access(request).require_lead(pair.campaign, "adjudicate its pairs")
@@ -805,6 +791,7 @@ class JudgmentViewSet(
 ):
     serializer_class = s.JudgmentSerializer
     filterset_class = JudgmentFilter
+    # Differs: judgments run into the millions; cursor pages seek by key where page numbers would OFFSET.
     pagination_class = JudgmentCursorPagination
     ordering_fields = ["id", "updated_at", "created_at"]
     ordering = ["id"]
@@ -895,7 +882,7 @@ class JudgmentViewSet(
         responses=s.JudgmentRevisionSerializer(many=True),
         description="Every change to this judgment, oldest first: who, when, old and new values.",
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], **ONE_OBJECT)
     def history(self, request, pk=None):
         judgment = self.get_object()
         revisions = judgment.revisions.select_related("changed_by", "on_behalf_of").order_by("changed_at", "id")

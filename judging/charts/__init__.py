@@ -10,3 +10,4 @@ from judging.charts.leaderboard import (  # noqa: F401
     nice_ticks,
     progress_chart,
 )
+from judging.charts.svg import standalone  # noqa: F401

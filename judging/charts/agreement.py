@@ -9,31 +9,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
-INK = "#1f2328"
-MUTED = "#6b7280"
-LINE = "#e3e1da"
-# Agreement (the diagonal) in blues, disagreement in oranges: the eye finds the off-diagonal hot spots,
-# which are what a lead reads a confusion matrix for. ColorBrewer "Blues" and "Oranges", light to dark.
-BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
-ORANGES = ("#fff5eb", "#fee6ce", "#fdd0a2", "#fdae6b", "#fd8d3c", "#f16913", "#d94801", "#a63603", "#7f2704")
+from judging.charts.svg import clip, svg
+
 CELL = 46
 NAME_CHARS = 18
 
 
 def _short(name: str) -> str:
-    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+    return clip(name, NAME_CHARS)
 
 
 def _shade(count: int, top: int, diagonal: bool) -> tuple[str, str]:
-    """Fill and text colour of a cell: 9 steps of the count relative to the largest cell."""
-    palette = BLUES if diagonal else ORANGES
+    """CSS classes of a cell and of its count: 9 steps of the count relative to the largest cell.
+
+    Agreement (the diagonal) in blues, disagreement in oranges (``ch-b1`` .. ``ch-b8``, ``ch-o1`` ..
+    ``ch-o8``): the eye finds the off-diagonal hot spots, which are what a lead reads a confusion matrix for.
+    """
     if count <= 0 or top <= 0:
-        return "#ffffff", MUTED
+        return "ch-empty", "ch-muted"
     step = 1 + min(7, int(count / top * 8))  # 1..8: a non-empty cell is never white
-    return palette[step], "#ffffff" if step >= 5 else INK
+    return f"ch-{'b' if diagonal else 'o'}{step}", "ch-on-dark" if step >= 5 else ""
 
 
 def confusion_svg(
@@ -60,20 +57,19 @@ def confusion_svg(
     a, b = escape(_short(row_name)), escape(_short(col_name))
     body = [
         # column axis: the second annotator's grades, across the top
-        f'<text x="{left + n_cat * CELL / 2:.0f}" y="14" text-anchor="middle" fill="{INK}" font-weight="600">'
-        f"{b} →</text>",
+        f'<text x="{left + n_cat * CELL / 2:.0f}" y="14" text-anchor="middle" font-weight="600">{b} →</text>',
         # row axis: the first annotator's grades, down the side
         f'<text transform="translate(14 {top_margin + n_cat * CELL / 2:.0f}) rotate(-90)" text-anchor="middle" '
-        f'fill="{INK}" font-weight="600">{a} →</text>',
+        f'font-weight="600">{a} →</text>',
     ]
     for j, c in enumerate(cats):
         body.append(
             f'<text x="{left + j * CELL + CELL / 2:.0f}" y="{top_margin - 8}" text-anchor="middle" '
-            f'fill="{MUTED}">{c}</text>'
+            f'class="ch-muted">{c}</text>'
         )
     for i, r in enumerate(cats):
         y = top_margin + i * CELL
-        body.append(f'<text x="{left - 8}" y="{y + CELL / 2 + 4:.0f}" text-anchor="end" fill="{MUTED}">{r}</text>')
+        body.append(f'<text x="{left - 8}" y="{y + CELL / 2 + 4:.0f}" text-anchor="end" class="ch-muted">{r}</text>')
         for j, c in enumerate(cats):
             x = left + j * CELL
             count = counts[i][j] if i < len(counts) and j < len(counts[i]) else 0
@@ -86,20 +82,16 @@ def confusion_svg(
             )
             body.append(
                 f"<g><title>{escape(tip)}</title>"
-                f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{fill}" stroke="{LINE}"/>'
-                f'<text x="{x + CELL / 2:.0f}" y="{y + CELL / 2 + 5:.0f}" text-anchor="middle" fill="{ink}" '
+                f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" class="ch-cell {fill}"/>'
+                f'<text x="{x + CELL / 2:.0f}" y="{y + CELL / 2 + 5:.0f}" text-anchor="middle" class="{ink}" '
                 f'font-size="14" font-weight="{600 if count else 400}">{count}</text></g>'
             )
     # the diagonal's outline, so agreement reads as one stripe whatever the shades
     outline = " ".join(f"M{left + k * CELL} {top_margin + k * CELL}h{CELL}v{CELL}h-{CELL}z" for k in range(n_cat))
-    body.append(f'<path d="{outline}" fill="none" stroke="#2f5d8a" stroke-width="1.5"/>')
+    body.append(f'<path d="{outline}" class="ch-diagonal"/>')
     diagonal = sum(counts[k][k] for k in range(min(n_cat, len(counts))))
     label = (
         f"Confusion matrix of {row_name} (rows) against {col_name} (columns) over {total} pairs both graded; "
         f"they gave the same grade to {diagonal}."
     )
-    return mark_safe(
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(label)}" class="rv-confusion" font-family="{FONT}" font-size="12">'
-        f"<title>{escape(label)}</title>" + "".join(body) + "</svg>"
-    )
+    return svg(width, height, body, title=label, label=label, cls="rv-confusion")

@@ -12,31 +12,18 @@ from datetime import datetime
 
 import numpy as np
 from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
-INK = "#1f2937"
-MUTED = "#6b7280"
-GRID = "#e5e7eb"
-BEST = "#1d4ed8"
-TIED = "#60a5fa"
-WORSE = "#cbd5e1"
-ACCENT = "#0f766e"
-# ColorBrewer "Blues", 9 classes (light to dark), for values in [0, 1].
-BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+from judging.charts.svg import clip as _clip
+from judging.charts.svg import fmt as _fmt
+from judging.charts.svg import svg
+
+# the mark of each system's bar by its test against the best (colours: the ch-* classes of app.css)
+STATUS_CLASS = {"best": "ch-best", "tied": "ch-tied", "worse": "ch-worse", "": "ch-plain"}
 
 
 def _svg(width: float, height: float, body: list[str], *, title: str, label: str) -> SafeString:
-    return mark_safe(
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'width="{width:.0f}" height="{height:.0f}" role="img" aria-label="{escape(label)}" '
-        f'class="lb-chart" font-family="{FONT}" font-size="12">'
-        f"<title>{escape(title)}</title>" + "".join(body) + "</svg>"
-    )
-
-
-def _fmt(v: float, digits: int = 3) -> str:
-    return "–" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
+    return svg(width, height, body, title=title, label=label, cls="lb-chart")
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -67,6 +54,15 @@ def heat_classes(values: np.ndarray) -> np.ndarray:
     idx = np.clip((np.nan_to_num(v, nan=0.0) * 9).astype(int), 0, 8)
     out = np.char.add("h", idx.astype(str))
     return np.where(np.isfinite(v), out, "hna")
+
+
+def _vertical_grid(ticks: list[float], x, top: float, bottom: float) -> list[str]:
+    """A vertical grid line and a value label under the plot for each tick of a horizontal value axis."""
+    out = []
+    for t in ticks:
+        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{bottom + 4}" class="ch-grid"/>')
+        out.append(f'<text x="{x(t):.1f}" y="{bottom + 18}" text-anchor="middle" class="ch-muted">{t:g}</text>')
+    return out
 
 
 # --------------------------------------------------------------------------- bar chart with CI whiskers
@@ -100,47 +96,37 @@ def bar_chart(
         return label_w + plot_w * max(0.0, v) / x_max
 
     body = [
-        f'<text x="{label_w}" y="15" fill="{MUTED}">{escape(measure)} (mean over queries)'
+        f'<text x="{label_w}" y="15" class="ch-muted">{escape(measure)} (mean over queries)'
         f"{', whiskers: 95% bootstrap CI' if low is not None else ''}</text>"
     ]
-    for t in ticks:
-        body.append(
-            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" stroke="{GRID}"/>'
-        )
-        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" fill="{MUTED}">{t:g}</text>')
+    body += _vertical_grid(ticks, x, top, height - bottom)
     for i, name in enumerate(names):
         y = top + i * row
         m = float(means[i])
         kind = status[i] if status else ""
-        colour = {"best": BEST, "worse": WORSE}.get(kind, TIED if kind else "#3b82f6")
+        colour = STATUS_CLASS.get(kind, "ch-tied")
         tip = f"{name}: {measure} = {_fmt(m, 4)}"
         if low is not None and high is not None and math.isfinite(low[i]):
             tip += f" (95% CI {_fmt(low[i], 4)} – {_fmt(high[i], 4)})"
         if kind == "worse":
             tip += ", significantly worse than the best"
         body.append(f"<g><title>{escape(tip)}</title>")
-        body.append(
-            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" fill="{INK}">{escape(_clip(name, 28))}</text>'
-        )
+        body.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{escape(_clip(name, 28))}</text>')
         body.append(
             f'<rect x="{label_w}" y="{y + 4}" width="{max(0.0, x(m) - label_w):.1f}" height="{row - 8}" '
-            f'fill="{colour}" rx="2"/>'
+            f'class="{colour}" rx="2"/>'
         )
         if low is not None and high is not None and math.isfinite(low[i]) and math.isfinite(high[i]):
             a, b, cy = x(float(low[i])), x(float(high[i])), y + row / 2
             body.append(
                 f'<path d="M{a:.1f} {cy:.1f}H{b:.1f}M{a:.1f} {cy - 5:.1f}V{cy + 5:.1f}'
-                f'M{b:.1f} {cy - 5:.1f}V{cy + 5:.1f}" stroke="{INK}" stroke-width="1.3" fill="none"/>'
+                f'M{b:.1f} {cy - 5:.1f}V{cy + 5:.1f}" class="ch-whisker" stroke-width="1.3"/>'
             )
             end = max(b, x(m))
         else:
             end = x(m)
-        body.append(f'<text x="{end + 5:.1f}" y="{y + 15}" fill="{INK}">{_fmt(m)}</text></g>')
+        body.append(f'<text x="{end + 5:.1f}" y="{y + 15}">{_fmt(m)}</text></g>')
     return _svg(width, height, body, title=f"{measure} per system", label=f"Bar chart of {measure} per system")
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 # --------------------------------------------------------------------------- per-query distributions
@@ -163,17 +149,13 @@ def distribution_chart(
         return label_w + plot_w * v / x_max
 
     body = [
-        f'<text x="{label_w}" y="15" fill="{MUTED}">Per-query {escape(measure)}: box = quartiles, '
+        f'<text x="{label_w}" y="15" class="ch-muted">Per-query {escape(measure)}: box = quartiles, '
         f"whiskers = 5th–95th percentile, ◆ = mean</text>"
     ]
-    for t in nice_ticks(0.0, x_max, 5):
-        body.append(
-            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top - 4}" y2="{height - bottom + 4}" stroke="{GRID}"/>'
-        )
-        body.append(f'<text x="{x(t):.1f}" y="{height - bottom + 18}" text-anchor="middle" fill="{MUTED}">{t:g}</text>')
+    body += _vertical_grid(nice_ticks(0.0, x_max, 5), x, top, height - bottom)
     if values.shape[-1] == 0:
         body.append(
-            f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" fill="{MUTED}">'
+            f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" class="ch-muted">'
             "No query has a label yet</text>"
         )
         return _svg(width, height, body, title="Per-query distribution", label="No data yet")
@@ -189,29 +171,27 @@ def distribution_chart(
             f"5th–95th percentile {_fmt(p5)}–{_fmt(p95)} over {values.shape[1]} queries"
         )
         body.append(f"<g><title>{escape(tip)}</title>")
-        body.append(
-            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end" fill="{INK}">{escape(_clip(name, 28))}</text>'
-        )
+        body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(_clip(name, 28))}</text>')
         if values.shape[1] <= points_up_to:
             jitter = rng.uniform(-6, 6, values.shape[1])
             dots = "".join(
                 f'<circle cx="{x(v):.1f}" cy="{cy + j:.1f}" r="1.8"/>'
                 for v, j in zip(values[i].tolist(), jitter.tolist(), strict=True)
             )
-            body.append(f'<g fill="{MUTED}" fill-opacity="0.45">{dots}</g>')
+            body.append(f'<g class="ch-dots">{dots}</g>')
         body.append(
             f'<path d="M{x(p5):.1f} {cy}H{x(p25):.1f}M{x(p75):.1f} {cy}H{x(p95):.1f}'
-            f'M{x(p5):.1f} {cy - 4}V{cy + 4}M{x(p95):.1f} {cy - 4}V{cy + 4}" stroke="{INK}" fill="none"/>'
+            f'M{x(p5):.1f} {cy - 4}V{cy + 4}M{x(p95):.1f} {cy - 4}V{cy + 4}" class="ch-whisker"/>'
         )
         body.append(
             f'<rect x="{x(p25):.1f}" y="{y + 5}" width="{max(1.0, x(p75) - x(p25)):.1f}" '
-            f'height="{row - 10}" fill="#bfdbfe" fill-opacity="0.8" stroke="{BEST}"/>'
+            f'height="{row - 10}" class="ch-box"/>'
         )
-        body.append(f'<path d="M{x(p50):.1f} {y + 5}V{y + row - 5}" stroke="{BEST}" stroke-width="2"/>')
+        body.append(f'<path d="M{x(p50):.1f} {y + 5}V{y + row - 5}" class="ch-median"/>')
         mx = x(float(mean[i]))
         body.append(
             f'<path d="M{mx:.1f} {cy - 4.5}L{mx + 4.5:.1f} {cy}L{mx:.1f} {cy + 4.5}L{mx - 4.5:.1f} {cy}Z" '
-            f'fill="{ACCENT}"/></g>'
+            f'class="ch-mean"/></g>'
         )
     return _svg(
         width,
@@ -238,12 +218,12 @@ def progress_chart(
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     body = [
-        f'<text x="{left}" y="15" fill="{MUTED}">Judgments made, cumulative per {escape(bucket)}'
+        f'<text x="{left}" y="15" class="ch-muted">Judgments made, cumulative per {escape(bucket)}'
         f"{' (dashed: pooled pairs × annotators per pair)' if goal else ''}</text>"
     ]
     if not times:
         body.append(
-            f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" fill="{MUTED}">'
+            f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="ch-muted">'
             "No judgments yet</text>"
         )
         return _svg(width, height, body, title="Judging progress", label="No judgments yet")
@@ -263,8 +243,8 @@ def progress_chart(
     for t in ticks:
         if t > y_max:
             continue
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="{GRID}"/>')
-        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" fill="{MUTED}">{t:,.0f}</text>')
+        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="ch-grid"/>')
+        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="ch-muted">{t:,.0f}</text>')
     # x labels: up to 5, evenly spaced in time (judging comes in bursts, so bucket positions would crowd)
     tz = times[0].tzinfo
     fmt = "%d %b %H:%M" if bucket == "hour" else "%d %b %Y"
@@ -272,7 +252,7 @@ def progress_chart(
     for i, t in enumerate(np.linspace(t0, t1, n_labels).tolist()):
         anchor = "start" if i == 0 else "end" if i == n_labels - 1 else "middle"
         body.append(
-            f'<text x="{x(t):.1f}" y="{height - 12}" text-anchor="{anchor}" fill="{MUTED}">'
+            f'<text x="{x(t):.1f}" y="{height - 12}" text-anchor="{anchor}" class="ch-muted">'
             f"{escape(datetime.fromtimestamp(t, tz).strftime(fmt))}</text>"
         )
     # step line: each bucket's count holds until the next bucket begins
@@ -280,16 +260,16 @@ def progress_chart(
     for s, c in zip(stamps.tolist(), counts.tolist(), strict=True):
         pts.append(f"V{y(c):.1f}H{x(s + span):.1f}")
     line = "".join(pts)
-    body.append(f'<path d="{line}V{y(0):.1f}Z" fill="{TIED}" fill-opacity="0.18" stroke="none"/>')
-    body.append(f'<path d="{line}" fill="none" stroke="{BEST}" stroke-width="2"/>')
+    body.append(f'<path d="{line}V{y(0):.1f}Z" class="ch-area"/>')
+    body.append(f'<path d="{line}" class="ch-line"/>')
     if goal:
-        body.append(f'<path d="M{left} {y(goal):.1f}H{left + plot_w}" stroke="{ACCENT}" stroke-dasharray="5 4"/>')
+        body.append(f'<path d="M{left} {y(goal):.1f}H{left + plot_w}" class="ch-goal"/>')
         body.append(
-            f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" fill="{ACCENT}">'
+            f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" class="ch-goal-text">'
             f"target {goal:,}</text>"
         )
     body.append(
-        f'<text x="{x(t1) - 4:.1f}" y="{y(counts[-1]) - 6:.1f}" text-anchor="end" fill="{INK}" '
+        f'<text x="{x(t1) - 4:.1f}" y="{y(counts[-1]) - 6:.1f}" text-anchor="end" '
         f'font-weight="600">{int(counts[-1]):,} judgments</text>'
     )
     return _svg(width, height, body, title="Judging progress", label="Cumulative judgments over time")
@@ -309,7 +289,7 @@ def difference_chart(
     plot_w, plot_h = width - left - right, height - top - bottom
     d = np.sort(np.asarray(diffs, dtype=np.float64))[::-1]
     body = [
-        f'<text x="{left}" y="15" fill="{MUTED}">{escape(measure)}: {escape(_clip(a, 24))} − '
+        f'<text x="{left}" y="15" class="ch-muted">{escape(measure)}: {escape(_clip(a, 24))} − '
         f"{escape(_clip(b, 24))} per query, sorted ({d.size:,} queries)</text>"
     ]
     if d.size == 0:
@@ -324,9 +304,10 @@ def difference_chart(
 
     for t in (-lim, 0.0, lim):
         body.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="{GRID if t else MUTED}"/>'
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" '
+            f'class="{"ch-grid" if t else "ch-axis"}"/>'
         )
-        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" fill="{MUTED}">{t:+.2f}</text>')
+        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="ch-muted">{t:+.2f}</text>')
     col = plot_w / n
     pos = "".join(
         f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z" for i, v in enumerate(d.tolist()) if v > 0
@@ -334,14 +315,14 @@ def difference_chart(
     neg = "".join(
         f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z" for i, v in enumerate(d.tolist()) if v < 0
     )
-    body.append(f'<path d="{pos}" fill="{BEST}"><title>{escape(a)} better</title></path>')
-    body.append(f'<path d="{neg}" fill="#dc2626"><title>{escape(b)} better</title></path>')
+    body.append(f'<path d="{pos}" class="ch-win"><title>{escape(a)} better</title></path>')
+    body.append(f'<path d="{neg}" class="ch-loss"><title>{escape(b)} better</title></path>')
     # the wins are drawn on the left going up, the losses on the right going down: label the empty corners
     body.append(
-        f'<text x="{left + plot_w - 4}" y="{top + 12}" text-anchor="end" fill="{BEST}">▲ '
+        f'<text x="{left + plot_w - 4}" y="{top + 12}" text-anchor="end" class="ch-win">▲ '
         f"{escape(_clip(a, 30))} better</text>"
     )
-    body.append(f'<text x="{left + 4}" y="{top + plot_h - 4}" fill="#dc2626">▼ {escape(_clip(b, 30))} better</text>')
+    body.append(f'<text x="{left + 4}" y="{top + plot_h - 4}" class="ch-loss">▼ {escape(_clip(b, 30))} better</text>')
     return _svg(
         width,
         height,

@@ -10,10 +10,6 @@ from collections.abc import Sequence
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from judging.charts.agreement import FONT, INK, LINE, MUTED
-
-POINT = "#2171b5"
-DISCORDANT = "#d94801"
 W, H = 300, 220
 LEFT, RIGHT, TOP, BOTTOM = 58, 14, 14, 38
 
@@ -40,26 +36,25 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
     title = f"{x_name} (across) against {y_name} (up), one dot per system"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
-        f'class="scatter" font-family="{FONT}" font-size="11"><title>{escape(title)}</title>',
-        f'<rect x="{LEFT}" y="{TOP}" width="{W - LEFT - RIGHT}" height="{H - TOP - BOTTOM}" fill="#fff" '
-        f'stroke="{LINE}"/>',
+        f'class="chart scatter" font-size="11"><title>{escape(title)}</title>',
+        f'<rect x="{LEFT}" y="{TOP}" width="{W - LEFT - RIGHT}" height="{H - TOP - BOTTOM}" class="ch-frame"/>',
         # ticks at the smallest and largest value actually seen (the frame is padded beyond them)
-        f'<text x="{sx(min(xs)):.1f}" y="{H - 24}" fill="{MUTED}" text-anchor="middle">{min(xs):.3g}</text>',
-        f'<text x="{sx(max(xs)):.1f}" y="{H - 24}" fill="{MUTED}" text-anchor="middle">{max(xs):.3g}</text>'
+        f'<text x="{sx(min(xs)):.1f}" y="{H - 24}" class="ch-muted" text-anchor="middle">{min(xs):.3g}</text>',
+        f'<text x="{sx(max(xs)):.1f}" y="{H - 24}" class="ch-muted" text-anchor="middle">{max(xs):.3g}</text>'
         if max(xs) != min(xs)
         else "",
-        f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" fill="{INK}" text-anchor="middle">{escape(x_name)}</text>',
-        f'<text x="{LEFT - 4}" y="{sy(min(ys)) + 4:.1f}" fill="{MUTED}" text-anchor="end">{min(ys):.3g}</text>',
-        f'<text x="{LEFT - 4}" y="{sy(max(ys)) + 4:.1f}" fill="{MUTED}" text-anchor="end">{max(ys):.3g}</text>'
+        f'<text x="{(LEFT + W - RIGHT) / 2}" y="{H - 6}" class="ch-ink" text-anchor="middle">{escape(x_name)}</text>',
+        f'<text x="{LEFT - 4}" y="{sy(min(ys)) + 4:.1f}" class="ch-muted" text-anchor="end">{min(ys):.3g}</text>',
+        f'<text x="{LEFT - 4}" y="{sy(max(ys)) + 4:.1f}" class="ch-muted" text-anchor="end">{max(ys):.3g}</text>'
         if max(ys) != min(ys)
         else "",
-        f'<text transform="translate(12 {(TOP + H - BOTTOM) / 2}) rotate(-90)" fill="{INK}" '
+        f'<text transform="translate(12 {(TOP + H - BOTTOM) / 2}) rotate(-90)" class="ch-ink" '
         f'text-anchor="middle">{escape(y_name)}</text>',
     ]
     for a, b in discordant:
         (x1, y1), (x2, y2) = at[a], at[b]
         out.append(
-            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{DISCORDANT}" '
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" class="ch-discordant-line" '
             f'stroke-width="2" stroke-dasharray="4 3"><title>{escape(a)} and {escape(b)} are ordered '
             f"differently</title></line>"
         )
@@ -67,7 +62,7 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
     placed: list[tuple[float, float]] = []
     for p in sorted(points, key=lambda p: at[p["system"]]):
         x, y = at[p["system"]]
-        colour = DISCORDANT if p["system"] in flagged else POINT
+        point = "ch-point ch-discordant" if p["system"] in flagged else "ch-point"
         anchor = "end" if x > (LEFT + W - RIGHT) / 2 else "start"
         dx = -7 if anchor == "end" else 7
         # a label that would sit on an earlier one goes further down, below its dot
@@ -76,9 +71,10 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
             label_y += 13
         placed.append((x, label_y))
         out.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{escape(p["system"])}: '
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" class="{point}"><title>{escape(p["system"])}: '
             f"{escape(x_name)} {p['offline']:.4f}, {escape(y_name)} {p['online']:.4g}</title></circle>"
-            f'<text x="{x + dx:.1f}" y="{label_y:.1f}" fill="{INK}" text-anchor="{anchor}">{escape(p["system"])}</text>'
+            f'<text x="{x + dx:.1f}" y="{label_y:.1f}" class="ch-ink" text-anchor="{anchor}">'
+            f"{escape(p['system'])}</text>"
         )
     out.append("</svg>")
     return mark_safe("".join(out))

@@ -7,14 +7,15 @@ cache (shared by every server process) and in process memory. A request reads th
 query), rescores only the queries whose version moved, and averages.
 
 Derived results are cached under the same fingerprint (``Leaderboard.state``): bootstrap confidence
-intervals and significance tests (``stats_refresh``, ``pairwise_cached``). The drill-down pages read one
-query's ranked lists and labels with ``query_rankings`` and the judging timeline with ``judging_timeline``.
+intervals and significance tests (``stats_refresh``, ``pairwise_cached``). ``presenters`` shapes scores for
+the pages: ranking rows, significance cells, the queries heatmap, head-to-head, one query's ranked lists
+(``query_rankings``) and the judging timeline (``judging_timeline``).
 """
 
 from judging.scoring.cache import (  # noqa: F401
     BLOCK,
     CACHE_SECONDS,
-    GAINS,
+    LEADERBOARD_MEASURES,
     Leaderboard,
     Params,
     ScoreTable,
@@ -32,10 +33,22 @@ from judging.scoring.cube import (  # noqa: F401
     run_cube,
 )
 from judging.scoring.presenters import (  # noqa: F401
+    JUDGED_WARNING,
+    SORTS,
+    HeadToHead,
+    Heatmap,
     QueryRankings,
     Timeline,
+    bar_chart_of,
+    head_to_head,
+    heatmap,
     judging_timeline,
+    query_page,
     query_rankings,
+    query_texts,
+    ranking_rows,
+    significance_rows,
+    system_order,
 )
 from judging.scoring.stats import (  # noqa: F401
     ALPHA,
@@ -46,5 +59,7 @@ from judging.scoring.stats import (  # noqa: F401
     pairwise_stats,
     ranking_stats,
     stats_cached,
+    stats_for_page,
     stats_refresh,
+    stats_refresh_once,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -19,22 +20,25 @@ from judging.aggregation import POLICIES
 from judging.models import Campaign, Query
 from judging.scoring.cube import _CUBES, _LOCK, RunCube, _KeyIndex, _rows, label_source_judge, labels_for, run_cube
 
-GAINS = ("linear", "exponential")
-
-
 # Queries per shared-cache entry: a new label rewrites one block (64 queries x 20 systems x 8 measures is
 # 80 kB), not the whole table.
 BLOCK = 64
 
+logger = logging.getLogger(__name__)
+
 
 CACHE_SECONDS = 7 * 24 * 3600
 
-
-_SCORES: dict[str, ScoreTable] = {}
+# The leaderboard's measures in its column order (metrics.evaluate computes more, e.g. bpref).
+LEADERBOARD_MEASURES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "Judged")
 
 
 def measure_names(k: int) -> list[str]:
-    return [f"P@{k}", f"R@{k}", f"F1@{k}", f"Hit@{k}", "MRR", "MAP", f"nDCG@{k}", f"Judged@{k}"]
+    """The leaderboard's measure names with cutoff ``k``: ``["P@10", ..., "Judged@10"]``."""
+    return [str(metrics.Measure(base).at(k)) for base in LEADERBOARD_MEASURES]
+
+
+_SCORES: dict[str, ScoreTable] = {}
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,8 @@ class Params:
     def validate(self) -> Params:
         if not isinstance(self.k, int) or not 1 <= self.k <= 1000:
             raise ValueError("k must be a whole number from 1 to 1000")
-        if self.gain not in GAINS:
-            raise ValueError(f"gain must be one of {', '.join(GAINS)}")
+        if self.gain not in metrics.GAINS:
+            raise ValueError(f"gain must be one of {', '.join(metrics.GAINS)}")
         if not isinstance(self.threshold, int) or not 0 <= self.threshold <= 100:
             raise ValueError("threshold must be a whole number from 0 to 100")
         if self.policy is not None and self.policy not in POLICIES:
@@ -93,12 +97,12 @@ class Leaderboard:
     def n_scored(self) -> int:
         return int(self.table.labelled.sum())
 
-    def measure_index(self, measure: str) -> int:
-        return self.measures.index(measure)
+    def measure_index(self, measure: str | metrics.Measure) -> int:
+        return self.measures.index(str(measure))
 
-    def per_query(self, measure: str) -> np.ndarray:
+    def per_query(self, measure: str | metrics.Measure) -> np.ndarray:
         """(S, Q_scored) per-query values of one measure over the mean's query set."""
-        return self.table.scores[self.measures.index(measure)][:, self.table.labelled]
+        return self.table.scores[self.measure_index(measure)][:, self.table.labelled]
 
     def means(self) -> np.ndarray:
         """(M, S) macro means over the queries that have a label (trec_eval -c)."""
@@ -214,6 +218,25 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             cache.set_many(blocks, timeout=CACHE_SECONDS)
     with _LOCK:
         _SCORES[key] = table
+    seconds = time.perf_counter() - started
+    if dirty.size:
+        # every query rescored is a cold computation (a new parameter set, new runs, a restarted process
+        # with an empty shared cache); a few queries are the everyday case of new labels
+        logger.log(
+            logging.INFO if dirty.size == n_q else logging.DEBUG,
+            "leaderboard of %s (k=%d, gain=%s, threshold=%d, condensed=%s, policy=%s): rescored %d of %d "
+            "queries for %d systems in %.2f s",
+            campaign.slug,
+            params.k,
+            params.gain,
+            params.threshold,
+            params.judged_only,
+            params.policy or campaign.aggregation,
+            dirty.size,
+            n_q,
+            len(cube.system_ids),
+            seconds,
+        )
     return Leaderboard(
         campaign,
         params,
@@ -222,7 +245,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         measure_names(params.k),
         rescored=int(dirty.size),
         key=key,
-        seconds=time.perf_counter() - started,
+        seconds=seconds,
     )
 
 

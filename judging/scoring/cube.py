@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -12,6 +14,8 @@ from django.db.models import Count, Max, QuerySet
 
 from judging.aggregation import aggregate_grades
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, Ranking, System
+
+logger = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
 
@@ -65,6 +69,7 @@ def run_cube(campaign: Campaign) -> RunCube:
         cube = _CUBES.get(key)
     if cube is not None:
         return cube
+    started = time.perf_counter()
     systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "name"))
     query_rows = list(Query.objects.filter(campaign=campaign).order_by("id").values_list("id", "qid"))
     system_ids = np.array([s[0] for s in systems], dtype=np.int64)
@@ -100,6 +105,12 @@ def run_cube(campaign: Campaign) -> RunCube:
         for old in [k for k in _CUBES if k[0] == campaign.pk]:
             del _CUBES[old]
         _CUBES[key] = cube
+    logger.info(
+        "run cube of %s read: %d systems x %d queries x %d ranks in %.2f s",
+        campaign.slug,
+        *doc_ids.shape,
+        time.perf_counter() - started,
+    )
     return cube
 
 

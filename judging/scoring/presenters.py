@@ -1,7 +1,11 @@
-"""Shapes of scores for pages: per-query ranked lists and the judging timeline."""
+"""Shapes of scores for pages: ranking rows, significance cells, the heatmap, head-to-head, ranked lists, timeline.
+
+Views parse the request and render; everything they show that is computed from scores is computed here.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,9 +14,11 @@ from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDay, TruncHour
 
 import metrics
-from judging.models import Campaign, Document, Judgment, Pair
+from judging import charts
+from judging.models import Campaign, Document, Judgment, Pair, Query
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import labels_for
+from judging.scoring.stats import PairwiseStats, RankingStats
 
 
 @dataclass
@@ -94,3 +100,320 @@ def judging_timeline(campaign: Campaign) -> Timeline:
     times = [t for t, _ in rows]
     cumulative = np.cumsum([n for _, n in rows]).tolist()
     return Timeline(times, cumulative, bucket, goal)
+
+
+# --------------------------------------------------------------------------- leaderboard rows
+
+JUDGED_WARNING = 0.9  # Judged@k below this: scores of unjudged documents are guesses, say so
+TIE = 1e-9  # per-query differences smaller than this are ties (float noise of equal rankings)
+
+
+def system_order(lb: Leaderboard, measure: str) -> np.ndarray:
+    """System indices by the mean of ``measure``, best first; ties by name."""
+    means = lb.means()[lb.measure_index(measure)]
+    names = np.array(lb.cube.system_names, dtype=str)
+    return np.lexsort((names, -np.round(means, 12))) if len(names) else np.zeros(0, np.intp)
+
+
+def _status(stats: RankingStats, s: int) -> str:
+    """best, worse (significantly worse than the best) or tied; "" without a test against the best."""
+    if s == stats.best:
+        return "best"
+    if not math.isfinite(stats.p_vs_best[s]):
+        return ""
+    return "worse" if stats.worse[s] else "tied"
+
+
+def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats | None) -> list[dict]:
+    """One row per system in leaderboard order: rank, the ranking measure, the others, coverage, CI, status."""
+    mi, ji = lb.measure_index(measure), lb.measure_index(judged)
+    means = lb.means()
+    answered = (lb.cube.answered & lb.table.labelled).sum(axis=1)
+    rows = []
+    for rank, s in enumerate(system_order(lb, measure).tolist(), start=1):
+        coverage = float(means[ji, s])
+        row = {
+            "rank": rank,
+            "name": lb.cube.system_names[s],
+            "index": s,
+            "ranked": float(means[mi, s]),
+            "values": [
+                {"name": m, "value": float(means[i, s])} for i, m in enumerate(lb.measures) if i not in (mi, ji)
+            ],
+            "judged": coverage,
+            "judged_low": coverage < JUDGED_WARNING,
+            "answered": int(answered[s]),
+            "ci": None,
+            "status": "",
+        }
+        if stats is not None:
+            row["ci"] = (float(stats.ci_low[s]), float(stats.ci_high[s])) if math.isfinite(stats.ci_low[s]) else None
+            row["status"] = _status(stats, s)
+            if row["status"] in ("worse", "tied"):
+                row["p"] = float(stats.p_vs_best[s])
+        rows.append(row)
+    return rows
+
+
+def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None):
+    """The bar chart of ``ranking_rows``: means, CIs where known, best/tied/worse colours."""
+    if not rows:
+        return None
+    return charts.bar_chart(
+        [r["name"] for r in rows],
+        [r["ranked"] for r in rows],
+        measure=measure,
+        low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
+        high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
+        status=[r["status"] for r in rows],
+    )
+
+
+def significance_rows(lb: Leaderboard, pw: PairwiseStats) -> tuple[list[dict], int, int]:
+    """The pairwise matrix in leaderboard order: (rows of cells, number of system pairs, significant ones)."""
+    order = system_order(lb, pw.measure).tolist()
+    names = lb.cube.system_names
+    rows = []
+    for i in order:
+        cells = []
+        for j in order:
+            if i == j:
+                cells.append({"self": True})
+                continue
+            p, d = float(pw.p[i, j]), float(pw.diff[i, j])
+            sig = math.isfinite(p) and p < pw.alpha
+            cells.append(
+                {
+                    "p": p,
+                    "diff": d,
+                    "sig": sig,
+                    "cls": ("sig-better" if d > 0 else "sig-worse") if sig else "ns",
+                    "title": f"{names[i]} − {names[j]} = {d:+.4f}, adjusted p = {p:.4f}",
+                }
+            )
+        rows.append({"name": names[i], "cells": cells})
+    n_pairs = len(order) * (len(order) - 1) // 2
+    n_sig = int(np.nansum(np.triu(pw.p < pw.alpha, 1))) if len(order) > 1 else 0
+    return rows, n_pairs, n_sig
+
+
+def query_texts(query_ids: np.ndarray) -> dict[int, str]:
+    """Text of the queries on one page (one small query)."""
+    return dict(Query.objects.filter(id__in=np.asarray(query_ids).tolist()).order_by().values_list("id", "text"))
+
+
+# --------------------------------------------------------------------------- queries x systems heatmap
+
+SORTS = {
+    "qid": "query id",
+    "hardest": "hardest first (lowest mean over systems)",
+    "easiest": "easiest first",
+    "spread": "most disagreement between systems first",
+    "judged": "least judged first",
+}
+
+
+@dataclass
+class Heatmap:
+    """The scored queries x systems of one measure, filtered and sorted; ``matching`` is what to page over."""
+
+    order: np.ndarray  # (S,) systems in leaderboard order
+    scored: np.ndarray  # (Qs,) cube positions of the queries in the means
+    values: np.ndarray  # (S, Qs) the measure, systems in leaderboard order
+    mean: np.ndarray  # (Qs,) over systems
+    judged: np.ndarray  # (Qs,) mean Judged@k over systems
+    qids: np.ndarray  # (Qs,) object
+    matching: np.ndarray  # positions into scored, in the chosen order
+
+    def rows(self, lb: Leaderboard, shown: np.ndarray) -> list[dict]:
+        """The heatmap rows of the positions ``shown`` (one page), with colour classes and query texts."""
+        shown = np.asarray(shown, dtype=np.intp)
+        texts = query_texts(lb.cube.query_ids[self.scored[shown]])
+        classes = (
+            charts.heat_classes(self.values[:, shown]) if shown.size else np.zeros((len(self.order), 0), dtype=str)
+        )
+        return [
+            {
+                "qid": self.qids[i],
+                "text": texts.get(int(lb.cube.query_ids[self.scored[i]]), ""),
+                "cells": [{"value": float(self.values[s, i]), "cls": classes[s, col]} for s in range(len(self.order))],
+                "mean": float(self.mean[i]),
+                "mean_cls": charts.heat_class(float(self.mean[i])),
+                "judged": float(self.judged[i]),
+                "judged_low": self.judged[i] < JUDGED_WARNING,
+            }
+            for col, i in enumerate(shown.tolist())
+        ]
+
+
+def heatmap(lb: Leaderboard, measure: str, judged: str, *, sort: str = "qid", search: str = "") -> Heatmap:
+    """Scored queries whose qid contains ``search`` (case-insensitive), sorted by ``sort`` (see SORTS);
+    ties and the qid sort by qid."""
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {', '.join(SORTS)}")
+    order = system_order(lb, measure)
+    scored = np.flatnonzero(lb.table.labelled)
+    values = lb.table.scores[lb.measure_index(measure)][np.ix_(order, scored)]
+    coverage = lb.table.scores[lb.measure_index(judged)][:, scored].mean(axis=0)
+    qids = np.array(lb.cube.qids, dtype=object)[scored]
+    matching = np.arange(scored.size)
+    if search:
+        matching = np.flatnonzero(np.char.find(np.char.lower(qids.astype(str)), search.lower()) >= 0)
+    mean = values.mean(axis=0) if values.size else np.zeros(scored.size)
+    key = {
+        "qid": None,
+        "hardest": mean,
+        "easiest": -mean,
+        "spread": -values.std(axis=0) if values.size else mean,
+        "judged": coverage,
+    }[sort]
+    if key is None:
+        matching = matching[np.argsort(qids[matching].astype(str), kind="stable")]
+    else:
+        matching = matching[np.lexsort((qids[matching].astype(str), key[matching]))]
+    return Heatmap(order, scored, values, mean, coverage, qids, matching)
+
+
+# --------------------------------------------------------------------------- head-to-head
+
+
+@dataclass
+class HeadToHead:
+    """Two systems on one measure, query by query; ``ranked`` (biggest win of ``a`` first) is what to page."""
+
+    a: int
+    b: int
+    summary: dict  # names, n, wins / ties / losses, means, and with 2+ queries p-values and the CI of the mean
+    diff: np.ndarray  # (Qs,) a minus b
+    x: np.ndarray  # (S, Qs) the measure
+    scored: np.ndarray  # (Qs,) cube positions
+    qids: np.ndarray  # (Qs,) object
+    ranked: np.ndarray  # positions into scored
+
+    def rows(self, lb: Leaderboard, judged: str, shown: np.ndarray) -> list[dict]:
+        """The per-query rows of the positions ``shown`` (one page)."""
+        shown = np.asarray(shown, dtype=np.intp)
+        ji = lb.measure_index(judged)
+        texts = query_texts(lb.cube.query_ids[self.scored[shown]])
+        a, b, diff = self.a, self.b, self.diff
+        return [
+            {
+                "qid": self.qids[i],
+                "text": texts.get(int(lb.cube.query_ids[self.scored[i]]), ""),
+                "a": float(self.x[a, i]),
+                "b": float(self.x[b, i]),
+                "diff": float(diff[i]),
+                "outcome": "win" if diff[i] > TIE else "loss" if diff[i] < -TIE else "tie",
+                "judged_a": float(lb.table.scores[ji, a, self.scored[i]]),
+                "judged_b": float(lb.table.scores[ji, b, self.scored[i]]),
+            }
+            for i in shown.tolist()
+        ]
+
+
+def head_to_head(lb: Leaderboard, measure: str, a: int, b: int) -> HeadToHead:
+    """Per-query wins, ties and losses of system ``a`` against ``b``, a randomization test, a paired t-test
+    and a bootstrap CI of the mean difference (fixed seeds: the same labels give the same numbers)."""
+    x = lb.per_query(measure)
+    scored = np.flatnonzero(lb.table.labelled)
+    diff = x[a] - x[b] if x.size else np.zeros(0)
+    wins, losses = int((diff > TIE).sum()), int((diff < -TIE).sum())
+    summary = {
+        "a": lb.cube.system_names[a],
+        "b": lb.cube.system_names[b],
+        "n": int(diff.size),
+        "wins": wins,
+        "losses": losses,
+        "ties": int(diff.size) - wins - losses,
+        "mean_a": float(x[a].mean()) if diff.size else 0.0,
+        "mean_b": float(x[b].mean()) if diff.size else 0.0,
+        "mean_diff": float(diff.mean()) if diff.size else 0.0,
+    }
+    if diff.size >= 2:
+        summary["p_perm"] = metrics.permutation_test(x[a], x[b], n_permutations=10000, seed=0)
+        summary["p_t"] = float(metrics.paired_ttest(x[a], x[b])[1])
+        low, high = metrics.bootstrap_ci(diff, n_resamples=2000, seed=0)
+        summary["ci"] = (float(low), float(high))
+    qids = np.array(lb.cube.qids, dtype=object)[scored]
+    ranked = np.lexsort((qids.astype(str), -diff)) if diff.size else np.zeros(0, np.intp)
+    return HeadToHead(a, b, summary, diff, x, scored, qids, ranked)
+
+
+# --------------------------------------------------------------------------- one query's ranked lists
+
+
+def query_page(
+    lb: Leaderboard, qid: str, *, depth: int, systems: np.ndarray, judged: str, grades: dict[int, str]
+) -> dict:
+    """Everything the one-query page shows: the query, a rank x system grid of labelled documents, each
+    system's scores, the labelled documents, the relevant ones no shown system retrieved, and the
+    neighbouring scored queries in qid order for stepping through.
+
+    Raises LookupError when the campaign has no query ``qid``.
+    """
+    query = Query.objects.filter(campaign=lb.campaign, qid=qid).first()
+    if query is None:
+        raise LookupError(f"no query {qid!r} in this campaign")
+    q = int(np.searchsorted(lb.cube.query_ids, query.id))
+    detail = query_rankings(lb, q, depth=depth, systems=systems)
+    threshold = lb.params.threshold
+
+    def document(d: int) -> tuple[str, str, str]:
+        return detail.documents.get(d, ("?", "", ""))
+
+    def cell(doc: int, label: int) -> dict | None:
+        if doc < 0:
+            return None
+        docid, title, url = document(doc)
+        if label >= 0:
+            kind, text = ("rel" if label >= threshold else "nonrel"), str(label)
+        elif doc in detail.unsure:
+            kind, text = "unsure", "?"
+        else:
+            kind, text = "unjudged", "–"
+        return {
+            "docid": docid,
+            "title": title,
+            "url": url,
+            "label": label,
+            "kind": kind,
+            "text": text,
+            "grade": grades.get(label, ""),
+        }
+
+    labels, docs = detail.labels.tolist(), detail.doc_ids.tolist()
+    scores = lb.table.scores[:, systems, q]  # (M, S)
+    ji = lb.measure_index(judged)
+    scored_qids = np.sort(np.array(lb.cube.qids, dtype=str)[lb.table.labelled])
+    before, after = np.searchsorted(scored_qids, qid, "left"), np.searchsorted(scored_qids, qid, "right")
+    return {
+        "query": query,
+        "ranks": [
+            {"rank": r + 1, "cells": [cell(docs[s][r], labels[s][r]) for s in range(len(systems))]}
+            for r in range(depth)
+        ],
+        "columns": [
+            {
+                "name": lb.cube.system_names[s],
+                "scores": [(m, float(scores[i, c])) for i, m in enumerate(lb.measures)],
+                "length": int((lb.cube.doc_ids[s, q] >= 0).sum()),
+                "judged": float(scores[ji, c]),
+            }
+            for c, s in enumerate(np.asarray(systems).tolist())
+        ],
+        "qrels": [
+            {
+                "docid": document(d)[0],
+                "title": document(d)[1],
+                "label": g,
+                "grade": grades.get(g, ""),
+                "rel": g >= threshold,
+            }
+            for d, g in detail.qrels
+        ],
+        "unretrieved": [{"docid": document(d)[0], "title": document(d)[1], "label": g} for d, g in detail.unretrieved],
+        "labelled": bool(lb.table.labelled[q]),
+        "prev_qid": str(scored_qids[before - 1]) if before > 0 else None,
+        "next_qid": str(scored_qids[after]) if after < scored_qids.size else None,
+        "n_unsure": len(detail.unsure),
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,8 @@ import metrics
 from judging.scoring.cache import CACHE_SECONDS, Leaderboard
 
 ALPHA = 0.05
+
+logger = logging.getLogger(__name__)
 
 
 TESTS = {
@@ -139,7 +142,33 @@ def stats_refresh(lb: Leaderboard, measure: str) -> RankingStats:
     """Compute the ranking statistics of the current scores and share them with every process."""
     stats = ranking_stats(lb, measure)
     cache.set(_stats_key(lb, f"rank:{measure}"), stats, timeout=CACHE_SECONDS)
+    logger.info(
+        "ranking statistics of %s on %s: %d systems x %d queries in %.2f s",
+        lb.campaign.slug,
+        measure,
+        len(stats.means),
+        stats.n_queries,
+        stats.seconds,
+    )
     return stats
+
+
+def stats_refresh_once(lb: Leaderboard, measure: str) -> bool:
+    """Bring the ranking statistics up to date unless another request is already at it (then False).
+
+    One computation at a time per parameter set and measure: the cache's atomic add is the lock, so
+    a table polled by many browsers does not start the bootstrap many times over."""
+    stats = stats_cached(lb, measure)
+    if stats is not None and stats.state == lb.state:
+        return True
+    lock = f"{lb.key}:stats-lock:{measure}"
+    if not cache.add(lock, 1, timeout=300):
+        return False
+    try:
+        stats_refresh(lb, measure)
+    finally:
+        cache.delete(lock)
+    return True
 
 
 def pairwise_cached(lb: Leaderboard, measure: str, test: str) -> PairwiseStats:
@@ -151,3 +180,28 @@ def pairwise_cached(lb: Leaderboard, measure: str, test: str) -> PairwiseStats:
     stats = pairwise_stats(lb, measure, test=test)
     cache.set(key, stats, timeout=CACHE_SECONDS)
     return stats
+
+
+INLINE_STATS_CELLS = 10_000  # systems x queries up to which CIs and tests are computed within the request
+STATS_MIN_AGE = 5.0  # seconds: stale statistics are recomputed at most this often...
+STATS_DUTY = 10  # ...and after at least this many times as long as they took: at most 10% of the time
+
+
+def stats_for_page(lb: Leaderboard, measure: str) -> tuple[RankingStats | None, bool, bool]:
+    """(statistics to show, whether they are current, whether a background refresh should be asked for).
+
+    Small campaigns get current statistics within the request. Large ones show the last statistics
+    (marked as older than the scores) and let a separate request recompute them, so the polled table
+    stays fast; that refresh runs at most every STATS_MIN_AGE seconds and at most 10% of the time.
+    """
+    stats = stats_cached(lb, measure)
+    if stats is not None and len(stats.means) != len(lb.cube.system_ids):
+        stats = None
+    if stats is not None and stats.state == lb.state:
+        return stats, True, False
+    if len(lb.cube.system_ids) * max(lb.n_scored, 1) <= INLINE_STATS_CELLS:
+        return stats_refresh(lb, measure), True, False
+    if stats is None:
+        return None, False, True
+    age = (timezone.now() - stats.computed_at).total_seconds()
+    return stats, False, age >= max(STATS_MIN_AGE, STATS_DUTY * stats.seconds)

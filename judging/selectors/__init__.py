@@ -28,12 +28,10 @@ from judging.selectors.judgments import (  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     JudgeProgress,
     NextPair,
-    document_order_ids,
     judge_progress,
     latest_query_id,
     overlap_q,
     pair_get,
     pair_is_open,
     pair_next,
-    query_order_ids,
 )

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 import functools
+import hashlib
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Q
+from django.core.cache import cache
+from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet
 
 import metrics
 from judging.aggregation import POLICIES
-from judging.models import AnnotatorProfile, Campaign, Judgment, Pair, Query
-from metrics.agreement import agreement_by_group, bootstrap_agreement, confusion_matrix, krippendorff_alpha
+from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query
+from judging.scoring import Params, leaderboard
+from metrics.agreement import (
+    agreement_by_group,
+    bootstrap_agreement,
+    confusion_matrix,
+    krippendorff_alpha,
+    observed_agreement,
+)
+
+AGREEMENT_RESAMPLES = 1000
+AGREEMENT_CACHE_SECONDS = 7 * 24 * 3600  # keys change with the judgments, so old entries only expire
 
 
 @dataclass
@@ -76,13 +89,13 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
     fleiss_ci = bootstrap_agreement(
         _partial(metrics.agreement.fleiss_kappa, cats), values, n_resamples=n_resamples, seed=0
     )
-    _, raw, _ = agreement_by_group(values, np.zeros(values.shape[0], np.int64), cats, level="nominal")
     result["overall"] = {
         "alpha": alpha,
         "alpha_ci": tuple(map(float, alpha_ci)),
         "fleiss": fleiss,
         "fleiss_ci": tuple(map(float, fleiss_ci)),
-        "raw": float(raw[0]),
+        "raw": observed_agreement(values),
+        "raw_ci": tuple(map(float, bootstrap_agreement(observed_agreement, values, n_resamples=n_resamples, seed=0))),
     }
     pw = metrics.agreement.pairwise_agreement(r.values, cats)
     pairs = []
@@ -135,6 +148,25 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
         key=lambda d: (np.nan_to_num(d["alpha"], nan=2.0), d["qid"]),
     )
     return result
+
+
+def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPLES) -> dict:
+    """campaign_agreement, cached until a judgment of the campaign changes.
+
+    The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
+    writes (a qrels re-import) change grades without touching updated_at, but always add a revision."""
+    stamp = Judgment.objects.filter(pair__campaign=campaign).aggregate(
+        n=Count("id", distinct=True),
+        last=Max("updated_at"),
+        rev=Max("revisions__id"),
+    )
+    raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], n_resamples))
+    key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
+    data = cache.get(key)
+    if data is None:
+        data = campaign_agreement(campaign=campaign, n_resamples=n_resamples)
+        cache.set(key, data, AGREEMENT_CACHE_SECONDS)
+    return data
 
 
 def annotator_quality(*, campaign: Campaign) -> list[dict]:
@@ -225,6 +257,102 @@ def review_queue(*, campaign: Campaign, kind: str = "all", model_ids: list[int] 
     return qs.select_related("query", "document").order_by("query__qid", "id")
 
 
+def _with_judgments(pairs: QuerySet) -> QuerySet:
+    """Pairs with what a review card shows: query, document, decision, and every judgment by annotator."""
+    judgments = Judgment.objects.select_related(
+        "annotator__annotator_profile", "pair", "grade", "tentative_grade"
+    ).order_by("annotator__username", "id")
+    return pairs.select_related(
+        "query", "document", "adjudication__grade", "adjudication__decided_by"
+    ).prefetch_related(Prefetch("judgments", queryset=judgments, to_attr="judgment_list"))
+
+
+def review_pair_list(
+    *, campaign: Campaign, kind: str = "all", search: str = "", model_ids: list[int] | None = None
+) -> QuerySet:
+    """The pairs of one review tab (``kind``: all, unsure, disputed, or decided, latest decision first),
+    narrowed to a query id or words of the query text, each with ``judgment_list``."""
+    if kind == "decided":
+        pairs = Pair.objects.filter(campaign=campaign, adjudicated=True).order_by("-adjudication__decided_at", "id")
+    else:
+        pairs = review_queue(campaign=campaign, kind=kind, model_ids=model_ids)
+    if search:
+        pairs = pairs.filter(Q(query__qid=search) | Q(query__text__icontains=search))
+    return _with_judgments(pairs)
+
+
+def review_pair_get(*, pair_id: int) -> Pair:
+    """One pair freshly read with its judgments, for redrawing its review card after a decision."""
+    return _with_judgments(Pair.objects.filter(id=pair_id)).get()
+
+
+def review_counts(*, campaign: Campaign, model_ids: list[int] | None = None) -> dict[str, int]:
+    """How many pairs each review tab holds (the model judges' tab only where there are model judges)."""
+    model_ids = AnnotatorProfile.model_user_ids() if model_ids is None else model_ids
+    disputed = set(disputed_pair_ids(campaign=campaign, model_ids=model_ids))
+    unsure = set(
+        Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
+        .exclude(annotator_id__in=model_ids)
+        .order_by()
+        .values_list("pair_id", flat=True)
+        .distinct()
+    )
+    return {
+        "all": len(disputed | unsure),
+        "unsure": len(unsure),
+        "disputed": len(disputed),
+        **({"model": review_queue(campaign=campaign, kind="model", model_ids=model_ids).count()} if model_ids else {}),
+        "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
+    }
+
+
+def gold_pair_search(*, campaign: Campaign, qid: str = "", docid: str = "", limit: int = 50) -> list[Pair]:
+    """Pairs a lead may make gold: an exact qid and/or a docid prefix, at most ``limit`` + 1 (so that the
+    page can tell there are more), each with ``n_judgments``."""
+    pairs = Pair.objects.filter(campaign=campaign)
+    if qid:
+        pairs = pairs.filter(query__qid=qid)
+    if docid:
+        pairs = pairs.filter(document__docid__startswith=docid)
+    pairs = pairs.select_related("query", "document").annotate(n_judgments=Count("judgments"))
+    return list(pairs.order_by("query__qid", "document__docid")[: limit + 1])
+
+
+def gold_pair_list(*, campaign: Campaign) -> QuerySet:
+    """The campaign's gold pairs with ``n_judgments``, by qid and docid."""
+    return (
+        Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
+        .select_related("query", "document")
+        .annotate(n_judgments=Count("judgments"))
+        .order_by("query__qid", "document__docid")
+    )
+
+
+def review_reasons(judgments: list[Judgment]) -> list[str]:
+    """Why a pair with these judgments needs a lead, in words: the rule of review_queue / disputed_pair_ids."""
+    out = []
+    models_ = [j for j in judgments if _by_model(j)]
+    judgments = [j for j in judgments if not _by_model(j)]  # a model judge never makes a pair disputed
+    unsure = sum(j.unsure for j in judgments)
+    if unsure:
+        out.append(f"{unsure} unsure")
+    grades = [j.grade.value for j in judgments if not j.unsure]
+    if grades and max(grades) - min(grades) >= 2:
+        out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
+    elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
+        out.append(f"no majority among {len(grades)} grades")
+    label = judgments[0].pair.label if judgments else None
+    for j in models_:
+        if not j.unsure and label is not None and j.grade.value != label:
+            out.append(f"model {j.annotator.get_username()} says {j.grade.value}")
+    return out
+
+
+def _by_model(judgment: Judgment) -> bool:
+    profile = getattr(judgment.annotator, "annotator_profile", None)
+    return profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL
+
+
 def disputed_pair_ids(*, campaign: Campaign, model_ids: list[int] | None = None) -> list[int]:
     rows = np.array(
         list(
@@ -251,10 +379,11 @@ def disputed_pair_ids(*, campaign: Campaign, model_ids: list[int] | None = None)
 
 
 def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = None) -> list[dict]:
-    """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's."""
-    from judging.scoring import Params, leaderboard
-
-    measure = measure or f"nDCG@{k}"
+    """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's
+    (nothing without systems)."""
+    if not campaign.systems.exists():
+        return []
+    measure = measure or str(metrics.Measure("nDCG", k))
     base = leaderboard(campaign, Params(k=k))
     names = base.measures
     base_means = base.means()[names.index(measure)]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from judging.models import Campaign, Grade, Judgment, Membership, Pair, Query, User
+from judging.formats import Ranking as RankedList
+from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, Ranking, User
 
 
-def campaign_list(*, user) -> QuerySet[Campaign]:
+def campaign_list(*, user: User) -> QuerySet[Campaign]:
     """The campaigns a user may open: every one for a superuser, else those they are a member of."""
     if user.is_superuser:
         return Campaign.objects.all()
@@ -119,12 +121,6 @@ def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
 
     Read a chunk of queries at a time, resolving only that chunk's document ids, so memory stays bounded
     by the chunk however large the run."""
-    # Imported here so that this section, appended for the API, leaves the module's header alone.
-    import numpy as np
-
-    from judging.formats import Ranking as RankedList
-    from judging.models import Document, Ranking
-
     rows = (
         Ranking.objects.filter(system=system)
         .order_by("query__qid")

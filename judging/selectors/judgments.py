@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import F, Q, QuerySet
+from django.db import connection
+from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models.lookups import In
 
-from judging.models import Campaign, Judgment, Membership, Pair
+from judging.models import Campaign, Judgment, Membership, Pair, User
 from judging.selectors.campaigns import membership_roles
 
 # Columns of a judgments export, in file order: (name in the file, ORM path).
@@ -37,7 +39,7 @@ def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
     )
 
 
-def judgment_current(*, pair: Pair, annotator) -> Judgment | None:
+def judgment_current(*, pair: Pair, annotator: User) -> Judgment | None:
     return (
         Judgment.objects.filter(pair_id=pair.id, annotator_id=annotator.id)
         .select_related("grade", "tentative_grade")
@@ -46,7 +48,9 @@ def judgment_current(*, pair: Pair, annotator) -> Judgment | None:
     )
 
 
-def judgment_neighbours(*, campaign: Campaign, annotator, judgment: Judgment | None) -> tuple[int | None, int | None]:
+def judgment_neighbours(
+    *, campaign: Campaign, annotator: User, judgment: Judgment | None
+) -> tuple[int | None, int | None]:
     """(previous, next) pairs' public ids in the order the annotator first judged them: the history that Back
     and Forward walk. For a pair not judged yet the previous one is the latest judgment."""
     mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
@@ -57,7 +61,7 @@ def judgment_neighbours(*, campaign: Campaign, annotator, judgment: Judgment | N
     return prev_id, next_id
 
 
-def judgment_following(*, campaign: Campaign, annotator, judgment: Judgment) -> int | None:
+def judgment_following(*, campaign: Campaign, annotator: User, judgment: Judgment) -> int | None:
     """The public id of the pair judged right after this one (forward in the history), if any."""
     return (
         Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id, id__gt=judgment.id)
@@ -70,7 +74,7 @@ def judgment_following(*, campaign: Campaign, annotator, judgment: Judgment) -> 
 def judgment_list(
     *,
     campaign: Campaign,
-    annotator,
+    annotator: User,
     qid: str = "",
     grade: int | None = None,
     unsure: bool | None = None,
@@ -99,7 +103,7 @@ def judgment_list(
     return qs
 
 
-def judgments_count(*, campaign: Campaign, annotator) -> int:
+def judgments_count(*, campaign: Campaign, annotator: User) -> int:
     """How many pairs of the campaign the annotator has judged (pages off the judging path)."""
     return Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id).count()
 
@@ -117,18 +121,13 @@ def judgments_in_campaigns(*, judgments: QuerySet[Judgment], campaigns: QuerySet
 
 
 def _pair_in(pairs: QuerySet[Pair]) -> Q:
-    # Imported here so that this section, appended for the API, leaves the module's header alone.
-    from django.db import connection
-    from django.db.models import BigIntegerField, ExpressionWrapper
-    from django.db.models.lookups import In
-
     ids = pairs.order_by().values("id")
     if connection.vendor == "sqlite":
         return Q(In(ExpressionWrapper(F("pair_id") + 0, output_field=BigIntegerField()), ids))
     return Q(pair_id__in=ids)
 
 
-def judgments_visible(*, user) -> QuerySet[Judgment]:
+def judgments_visible(*, user: User) -> QuerySet[Judgment]:
     """Judgments a user may read: everything in the campaigns they lead, their own in the others."""
     if not user.is_authenticated:
         return Judgment.objects.none()

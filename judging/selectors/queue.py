@@ -9,7 +9,7 @@ from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, Q
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
-from judging.models import Assignment, Campaign, Judgment, Membership, Pair, Query
+from judging.models import Assignment, Campaign, Judgment, Membership, Pair, Query, User
 from judging.selectors.campaigns import _pooled, pool_size
 
 _P = 100_003  # prime
@@ -97,15 +97,11 @@ class NextPair:
     pair: Pair | None  # with its query and document loaded
     was_skipped: bool = False  # the pool holds nothing else: a pair skipped earlier comes back
 
-    @property
-    def pair_id(self) -> int | None:
-        return self.pair.id if self.pair is not None else None
-
 
 def pair_next(
     *,
     campaign: Campaign,
-    annotator,
+    annotator: User,
     current_query_id: int | None = None,
     exclude: Sequence[int] = (),
 ) -> NextPair:
@@ -170,23 +166,7 @@ def pair_get(
     return (qs.filter(pooled=True) if pooled_only else qs).first()
 
 
-def query_order_ids(*, campaign: Campaign, annotator) -> list[int]:
-    """The annotator's query order (for tests and the lead's diagnostics, not the request path)."""
-    return list(
-        Query.objects.filter(campaign_id=campaign.id).order_by(*_query_order(annotator.id)).values_list("id", flat=True)
-    )
-
-
-def document_order_ids(*, query: Query, annotator) -> list[int]:
-    """The order in which ``annotator`` sees the pooled documents of ``query`` (ignoring judgments)."""
-    return list(
-        Pair.objects.filter(query=query, pooled=True)
-        .order_by(*_doc_order(annotator.id))
-        .values_list("document_id", flat=True)
-    )
-
-
-def latest_query_id(*, campaign: Campaign, annotator) -> int | None:
+def latest_query_id(*, campaign: Campaign, annotator: User) -> int | None:
     """The query of the annotator's latest judgment: where the queue resumes."""
     return (
         Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
@@ -208,7 +188,7 @@ class JudgeProgress:
         return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 100.0
 
 
-def judge_progress(*, campaign: Campaign, annotator, query_id: int | None) -> JudgeProgress:
+def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
     """The figures on the judging page in one round trip: each one an index range that does not grow
     with the pool (the pool's size itself is cached, see ``pool_size``)."""
     campaign_done = Subquery(

@@ -198,16 +198,34 @@ def campaign_settings_update(*, campaign: Campaign, **values) -> int:
     campaign.save()
     added = pool_build(campaign=campaign) if campaign.pool_depth > old_depth else 0
     if campaign.aggregation != old_policy:
-        # The pair locks first, as judgment_record and campaign_policy_set take them: a judgment being
-        # recorded now is aggregated under the new policy, never under a mix of the two.
-        judged = list(
-            Pair.objects.select_for_update()
-            .filter(campaign=campaign, judgment_count__gt=0)
-            .order_by("id")
-            .values_list("id", flat=True)
-        )
-        labels_refresh(campaign=campaign, pair_ids=judged)
+        _labels_reaggregate(campaign=campaign, old_policy=old_policy, by=None)
     return added
+
+
+def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None) -> int:
+    """Recompute every judged pair's label under the campaign's new policy; how many labels changed.
+
+    Every judged pair's lock is taken first, as judgment_record takes it, before any judgment is read: a
+    judgment being recorded now finishes first and is aggregated here, and one recorded later waits and
+    then reads the new policy (labels_refresh reads it from the database). So the leaderboard never
+    scores a mix of two policies."""
+    judged = list(
+        Pair.objects.select_for_update()
+        .filter(campaign=campaign, judgment_count__gt=0)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    changed = labels_refresh(campaign=campaign, pair_ids=judged)
+    who = f" by {by.username}" if by is not None else ""
+    logger.info(
+        "campaign %s: policy %s -> %s%s, %d labels changed",
+        campaign.slug,
+        old_policy,
+        campaign.aggregation,
+        who,
+        changed,
+    )
+    return changed
 
 
 @transaction.atomic
@@ -230,7 +248,7 @@ def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, 
 
 
 @transaction.atomic
-def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
+def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str) -> int:
     """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
     transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
     lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
@@ -247,13 +265,4 @@ def campaign_policy_set(*, campaign: Campaign, lead, policy: str) -> int:
     if locked.aggregation == policy:
         return 0
     Campaign.objects.filter(id=campaign.id).update(aggregation=policy)
-    # Take every judged pair's lock, as judgment_record does, before reading any judgment: a judgment
-    # being recorded now finishes first and is aggregated here, and one recorded later waits and then
-    # reads the new policy (labels_refresh reads it from the database).
-    judged = list(
-        Pair.objects.select_for_update()
-        .filter(campaign=campaign, judgment_count__gt=0)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
-    return labels_refresh(campaign=campaign, pair_ids=judged)
+    return _labels_reaggregate(campaign=campaign, old_policy=locked.aggregation, by=lead)

@@ -32,6 +32,7 @@ from judging.models import (
     Query,
     Ranking,
     System,
+    User,
 )
 from judging.selectors.campaigns import pool_size_forget
 from judging.services.judgments import labels_refresh
@@ -491,7 +492,7 @@ def qrels_import(
     campaign: Campaign,
     data: bytes,
     filename: str,
-    annotator,
+    annotator: User,
     imported_by=None,
     progress: Progress = None,
 ) -> ImportSummary:

@@ -22,6 +22,7 @@ from judging.models import (
     Membership,
     Pair,
     Query,
+    User,
 )
 
 
@@ -147,7 +148,7 @@ class JudgmentRecorded(tuple):
 def judgment_record(
     *,
     pair: Pair,
-    annotator,
+    annotator: User,
     grade: int | None = None,
     unsure: bool = False,
     tentative_grade: int | None = None,
@@ -247,7 +248,7 @@ def judgment_record(
 
 
 @transaction.atomic
-def adjudication_set(*, pair: Pair, lead, grade: int, note: str = "") -> Adjudication:
+def adjudication_set(*, pair: Pair, lead: User, grade: int, note: str = "") -> Adjudication:
     """A lead decides a pair's label; it wins over the annotators' judgments until removed."""
     if membership_role(campaign=pair.campaign, user=lead) != Membership.Role.LEAD:
         raise PermissionDenied("only a lead of this campaign can adjudicate")
@@ -260,7 +261,7 @@ def adjudication_set(*, pair: Pair, lead, grade: int, note: str = "") -> Adjudic
 
 
 @transaction.atomic
-def adjudication_remove(*, pair: Pair, lead) -> bool:
+def adjudication_remove(*, pair: Pair, lead: User) -> bool:
     """Withdraw a lead's decision on a pair: its label goes back to the aggregated judgments (and the pair
     back to the review queue if it is still unsure or disputed). Returns whether there was a decision."""
     lead_required(campaign=pair.campaign, user=lead, what="withdraw an adjudication")
@@ -272,7 +273,7 @@ def adjudication_remove(*, pair: Pair, lead) -> bool:
     return bool(deleted)
 
 
-def gold_label_set(*, pair: Pair, lead, grade: int | None) -> Pair:
+def gold_label_set(*, pair: Pair, lead: User, grade: int | None) -> Pair:
     """Give a pair a gold label (a grade on the campaign's scale), or take it away with ``grade=None``.
 
     Gold labels measure each annotator's accuracy; they are not labels the scorer uses and never change

@@ -7,19 +7,19 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from judging import selectors
 from judging.models import (
     Assignment,
     Campaign,
     Pair,
+    User,
 )
 
 ASSIGNMENT_MINUTES = 15
 
 
-def _hold(*, campaign: Campaign, annotator, pair_id: int) -> bool:
+def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
     """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
-    from judging import selectors
-
     with transaction.atomic():
         Pair.objects.select_for_update().filter(id=pair_id).order_by().values_list("id").get()
         if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
@@ -32,7 +32,7 @@ def _hold(*, campaign: Campaign, annotator, pair_id: int) -> bool:
         return True
 
 
-def pair_hold(*, campaign: Campaign, annotator, pair: Pair) -> bool:
+def pair_hold(*, campaign: Campaign, annotator: User, pair: Pair) -> bool:
     """Hold a pair the judging page showed (read-only, on a GET) for the annotator looking at it now.
 
     Holds are taken only by POST: a page's plain GET never writes, so a foreign page cannot take or
@@ -41,15 +41,13 @@ def pair_hold(*, campaign: Campaign, annotator, pair: Pair) -> bool:
     return _hold(campaign=campaign, annotator=annotator, pair_id=pair.id)
 
 
-def pair_assign(*, campaign: Campaign, annotator, current_query_id: int | None = None, exclude=()):
+def pair_assign(*, campaign: Campaign, annotator: User, current_query_id: int | None = None, exclude=()):
     """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
 
     The choice (selectors.pair_next) is re-checked under the pair's row lock before the pair is held,
     so two annotators asking at the same moment are never both given the last open slot of a pair
     (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
     """
-    from judging import selectors
-
     passed: list[int] = []
     for _ in range(10):
         found = selectors.pair_next(

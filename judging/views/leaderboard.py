@@ -6,36 +6,30 @@ queries whose labels moved; numpy does the per-query work, and Python only build
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import wraps
 from urllib.parse import urlencode
 
 import numpy as np
+from csp.decorators import csp_update
 from django import forms
-from django.core.cache import cache
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 
 import metrics
 from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import POLICIES
-from judging.models import Campaign, Grade, Membership, Query
+from judging.models import Campaign
 from judging.selectors import grade_list
 from judging.selectors.calibration import label_source_choices
+from metrics import Measure
 
-LEAD = Membership.Role.LEAD
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "Judged")  # order of the ranking-measure menu
-JUDGED_WARNING = 0.9  # Judged@k below this: scores of unjudged documents are guesses, say so
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
-INLINE_STATS_CELLS = 10_000  # systems x queries up to which CIs and tests are computed within the request
-STATS_MIN_AGE = 5.0  # seconds: stale statistics are recomputed at most this often...
-STATS_DUTY = 10  # ...and after at least this many times as long as they took: at most 10% of the time
-TIE = 1e-9
+GAIN_LABELS = {"linear": "linear (label)", "exponential": "exponential (2^label − 1)"}  # metrics.GAINS in words
 BOOLEAN_VALUES = {
     "": False,
     "0": False,
@@ -61,7 +55,7 @@ class LeaderboardParamsForm(forms.Form):
     gain = forms.ChoiceField(
         label="nDCG gain",
         required=False,
-        choices=[("linear", "linear (label)"), ("exponential", "exponential (2^label − 1)")],
+        choices=[(g, GAIN_LABELS[g]) for g in metrics.GAINS],
     )
     threshold = forms.IntegerField(label="Relevant from grade", min_value=0, max_value=100, required=False)
     judged_only = forms.CharField(label="Condensed (judged only)", required=False)
@@ -73,7 +67,7 @@ class LeaderboardParamsForm(forms.Form):
         super().__init__(data)
         self.campaign = campaign
         self.max_grade = max_grade
-        self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})")] + [(p, p) for p in POLICIES]
+        self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})"), *Campaign.Aggregation.choices]
         self.fields["labels"].choices = label_source_choices(campaign=campaign)
 
     def clean_labels(self) -> str:
@@ -109,16 +103,15 @@ class LeaderboardParamsForm(forms.Form):
         if self.errors:
             return data
         raw = (data.get("measure") or "nDCG").strip()
-        base, _, cut = raw.partition("@")
-        if base not in MEASURES:
-            self.add_error("measure", f"unknown measure {raw!r}; expected one of {', '.join(MEASURES)}")
-        elif cut and cut != str(data["k"]):
+        try:
+            measure = Measure.parse(raw)
+        except ValueError as exc:
+            self.add_error("measure", str(exc))
+            return data
+        if measure.cutoff is not None and measure.cutoff != data["k"]:
             self.add_error("measure", f"{raw} does not match k={data['k']}")
-        elif cut and base in ("MRR", "MAP"):
-            self.add_error("measure", f"{base} has no cutoff")
         else:
-            data["measure_base"] = base
-            data["measure"] = base if base in ("MRR", "MAP") else f"{base}@{data['k']}"
+            data["measure"] = measure.at(data["k"])
         return data
 
 
@@ -128,9 +121,17 @@ class BoardRequest:
 
     member: Member
     params: scoring.Params
-    measure: str  # full measure name, e.g. "nDCG@10"
-    measure_base: str
+    ranked_by: Measure  # with the cutoff k, e.g. nDCG@10
     form: LeaderboardParamsForm
+
+    @property
+    def measure(self) -> str:
+        """The ranking measure's name, e.g. "nDCG@10" (how the score table names it)."""
+        return str(self.ranked_by)
+
+    @property
+    def measure_base(self) -> str:
+        return self.ranked_by.base
 
     @property
     def campaign(self) -> Campaign:
@@ -143,6 +144,11 @@ class BoardRequest:
     @property
     def is_lead(self) -> bool:
         return self.member.is_lead
+
+    @property
+    def judged(self) -> str:
+        """The coverage measure shown beside the scores, e.g. "Judged@10"."""
+        return str(Measure("Judged", self.params.k))
 
     @property
     def changed_params(self) -> dict[str, str]:
@@ -181,7 +187,7 @@ class BoardRequest:
             ctx=self,
             form=self.form,
             measure=self.measure,
-            measure_choices=[(m, m if m in ("MRR", "MAP") else f"{m}@{self.params.k}") for m in MEASURES],
+            measure_choices=[(m, str(Measure(m).at(self.params.k))) for m in MEASURES],
             policies=POLICIES,
             label_sources=self.form.fields["labels"].choices,
             urls=self.urls,
@@ -246,7 +252,7 @@ def leaderboard_page(*, drill: bool = False):
                 policy=d["policy"],
                 labels=d["labels"],
             )
-            return view(request, BoardRequest(member, params, d["measure"], d["measure_base"], form), *args, **kwargs)
+            return view(request, BoardRequest(member, params, d["measure"], form), *args, **kwargs)
 
         return wrapped
 
@@ -302,91 +308,22 @@ def _handles_bad_args(view):
 # --------------------------------------------------------------------------- the leaderboard
 
 
-def _order(lb: scoring.Leaderboard, mi: int) -> np.ndarray:
-    """Systems by the ranking measure, best first; ties by name."""
-    means = lb.means()[mi]
-    names = np.array(lb.cube.system_names, dtype=str)
-    return np.lexsort((names, -np.round(means, 12))) if len(names) else np.zeros(0, np.intp)
-
-
-def _stats_for(lb: scoring.Leaderboard, measure: str) -> tuple[scoring.RankingStats | None, bool, bool]:
-    """(statistics to show, whether they are current, whether a background refresh should be asked for).
-
-    Small campaigns get current statistics within the request. Large ones show the last statistics
-    (marked as older than the scores) and let a separate request recompute them, so the polled table
-    stays fast; that refresh runs at most every STATS_MIN_AGE seconds and at most 10% of the time.
-    """
-    stats = scoring.stats_cached(lb, measure)
-    if stats is not None and len(stats.means) != len(lb.cube.system_ids):
-        stats = None
-    if stats is not None and stats.state == lb.state:
-        return stats, True, False
-    if len(lb.cube.system_ids) * max(lb.n_scored, 1) <= INLINE_STATS_CELLS:
-        return scoring.stats_refresh(lb, measure), True, False
-    if stats is None:
-        return None, False, True
-    age = (timezone.now() - stats.computed_at).total_seconds()
-    return stats, False, age >= max(STATS_MIN_AGE, STATS_DUTY * stats.seconds)
-
-
 def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
-    mi = lb.measure_index(ctx.measure)
-    ji = lb.measure_index(f"Judged@{ctx.params.k}")
-    means = lb.means()
-    order = _order(lb, mi)
-    stats, current, refresh = _stats_for(lb, ctx.measure)
-    answered = (lb.cube.answered & lb.table.labelled).sum(axis=1)
-    names = lb.cube.system_names
-    rows = []
-    for rank, s in enumerate(order.tolist(), start=1):
-        judged = float(means[ji, s])
-        row = {
-            "rank": rank,
-            "name": names[s],
-            "index": s,
-            "ranked": float(means[mi, s]),
-            "values": [
-                {"name": m, "value": float(means[i, s])} for i, m in enumerate(lb.measures) if i not in (mi, ji)
-            ],
-            "judged": judged,
-            "judged_low": judged < JUDGED_WARNING,
-            "answered": int(answered[s]),
-            "ci": None,
-            "status": "",
-        }
-        if stats is not None:
-            row["ci"] = (float(stats.ci_low[s]), float(stats.ci_high[s])) if math.isfinite(stats.ci_low[s]) else None
-            if s == stats.best:
-                row["status"] = "best"
-            elif math.isfinite(stats.p_vs_best[s]):
-                row["status"] = "worse" if stats.worse[s] else "tied"
-                row["p"] = float(stats.p_vs_best[s])
-        rows.append(row)
-    chart = (
-        charts.bar_chart(
-            [r["name"] for r in rows],
-            [float(means[mi, r["index"]]) for r in rows],
-            measure=ctx.measure,
-            low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
-            high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
-            status=[r["status"] for r in rows],
-        )
-        if rows
-        else None
-    )
+    stats, current, refresh = scoring.stats_for_page(lb, ctx.measure)
+    rows = scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats)
     return {
         "lb": lb,
         "rows": rows,
-        "measures": [m for m in lb.measures if m not in (ctx.measure, f"Judged@{ctx.params.k}")],
-        "judged_name": f"Judged@{ctx.params.k}",
+        "measures": [m for m in lb.measures if m not in (ctx.measure, ctx.judged)],
+        "judged_name": ctx.judged,
         "n_scored": lb.n_scored,
         "n_queries": len(lb.cube.query_ids),
         "stats": stats,
         "stats_current": current,
         "stats_refresh": refresh,
-        "chart": chart,
+        "chart": scoring.bar_chart_of(rows, ctx.measure, stats),
         "any_judged_low": any(r["judged_low"] for r in rows),
-        "judged_warning": JUDGED_WARNING,
+        "judged_warning": scoring.JUDGED_WARNING,
         "alpha": scoring.ALPHA,
         "server_ms": lb.seconds * 1000,
     }
@@ -413,15 +350,8 @@ def leaderboard_stats(request, ctx: BoardRequest):
     its statistics are out of date), then tell the table to refresh. One computation at a time per
     parameter set; other requests meanwhile get 204 and the table keeps polling."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
-    stats = scoring.stats_cached(lb, ctx.measure)
-    if stats is None or stats.state != lb.state:
-        lock = f"{lb.key}:stats-lock:{ctx.measure}"
-        if not cache.add(lock, 1, timeout=300):
-            return HttpResponse(status=204)
-        try:
-            scoring.stats_refresh(lb, ctx.measure)
-        finally:
-            cache.delete(lock)
+    if not scoring.stats_refresh_once(lb, ctx.measure):
+        return HttpResponse(status=204)
     response = HttpResponse(status=204)
     response["HX-Trigger"] = "lb-stats-ready"
     return response
@@ -436,32 +366,10 @@ def leaderboard_significance(request, ctx: BoardRequest):
         raise _BadArg(f"test must be one of {', '.join(scoring.TESTS)}")
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     pw = scoring.pairwise_cached(lb, ctx.measure, test)
-    order = _order(lb, lb.measure_index(ctx.measure)).tolist()
-    names = lb.cube.system_names
-    rows = []
-    for i in order:
-        cells = []
-        for j in order:
-            if i == j:
-                cells.append({"self": True})
-                continue
-            p, d = float(pw.p[i, j]), float(pw.diff[i, j])
-            sig = math.isfinite(p) and p < pw.alpha
-            cells.append(
-                {
-                    "p": p,
-                    "diff": d,
-                    "sig": sig,
-                    "cls": ("sig-better" if d > 0 else "sig-worse") if sig else "ns",
-                    "title": f"{names[i]} − {names[j]} = {d:+.4f}, adjusted p = {p:.4f}",
-                }
-            )
-        rows.append({"name": names[i], "cells": cells})
-    n_pairs = len(order) * (len(order) - 1) // 2
-    n_sig = int(np.nansum(np.triu(pw.p < pw.alpha, 1))) if len(order) > 1 else 0
+    rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
     context = ctx.base(
         rows=rows,
-        names=[names[i] for i in order],
+        names=[r["name"] for r in rows],
         pw=pw,
         test=test,
         tests=scoring.TESTS,
@@ -475,7 +383,7 @@ def leaderboard_significance(request, ctx: BoardRequest):
 
 
 def _pictures_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
-    order = _order(lb, lb.measure_index(ctx.measure))
+    order = scoring.system_order(lb, ctx.measure)
     timeline = scoring.judging_timeline(ctx.campaign)
     return {
         "distribution": charts.distribution_chart(
@@ -497,84 +405,34 @@ def leaderboard_pictures(request, ctx: BoardRequest):
 # --------------------------------------------------------------------------- drill-down (leads only)
 
 
-def _query_texts(query_ids: np.ndarray) -> dict[int, str]:
-    """Text of the queries on one page (one small query)."""
-    return dict(Query.objects.filter(id__in=query_ids.tolist()).order_by().values_list("id", "text"))
-
-
-SORTS = {
-    "qid": "query id",
-    "hardest": "hardest first (lowest mean over systems)",
-    "easiest": "easiest first",
-    "spread": "most disagreement between systems first",
-    "judged": "least judged first",
-}
-
-
 @leaderboard_page(drill=True)
 @_handles_bad_args
 def leaderboard_queries(request, ctx: BoardRequest):
     """Queries x systems heatmap of the ranking measure, a page of PAGE_SIZE queries at a time."""
     sort = request.GET.get("sort") or "qid"
-    if sort not in SORTS:
-        raise _BadArg(f"sort must be one of {', '.join(SORTS)}")
+    if sort not in scoring.SORTS:
+        raise _BadArg(f"sort must be one of {', '.join(scoring.SORTS)}")
     search = request.GET.get("q", "").strip()[:100]
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
-    mi = lb.measure_index(ctx.measure)
-    order = _order(lb, mi)
-    scored = np.flatnonzero(lb.table.labelled)  # cube positions of the queries in the means
-    values = lb.table.scores[mi][np.ix_(order, scored)]  # (S, Qs), systems in leaderboard order
-    judged = lb.table.scores[lb.measure_index(f"Judged@{ctx.params.k}")][:, scored].mean(axis=0)
-    qids = np.array(lb.cube.qids, dtype=object)[scored]
-    matching = np.arange(scored.size)
-    if search:
-        matching = np.flatnonzero(np.char.find(np.char.lower(qids.astype(str)), search.lower()) >= 0)
-    mean = values.mean(axis=0) if values.size else np.zeros(scored.size)
-    key = {
-        "qid": None,
-        "hardest": mean,
-        "easiest": -mean,
-        "spread": -values.std(axis=0) if values.size else mean,
-        "judged": judged,
-    }[sort]
-    if key is None:
-        matching = matching[np.argsort(qids[matching].astype(str), kind="stable")]
-    else:
-        matching = matching[np.lexsort((qids[matching].astype(str), key[matching]))]
-    page = Paginator(matching, PAGE_SIZE).get_page(request.GET.get("page"))
-    shown = np.asarray(page.object_list, dtype=np.intp)
-    texts = _query_texts(lb.cube.query_ids[scored[shown]])
-    classes = charts.heat_classes(values[:, shown]) if shown.size else np.zeros((len(order), 0), dtype=str)
-    rows = []
-    for col, i in enumerate(shown.tolist()):
-        cells = [{"value": float(values[s, i]), "cls": classes[s, col]} for s in range(len(order))]
-        rows.append(
-            {
-                "qid": qids[i],
-                "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""),
-                "cells": cells,
-                "mean": float(mean[i]),
-                "mean_cls": charts.heat_class(float(mean[i])),
-                "judged": float(judged[i]),
-                "judged_low": judged[i] < JUDGED_WARNING,
-            }
-        )
+    heat = scoring.heatmap(lb, ctx.measure, ctx.judged, sort=sort, search=search)
+    page = Paginator(heat.matching, PAGE_SIZE).get_page(request.GET.get("page"))
+    means = lb.means()[lb.measure_index(ctx.measure)]
     context = ctx.base(
-        rows=rows,
-        systems=[lb.cube.system_names[s] for s in order.tolist()],
-        system_means=[float(lb.means()[mi, s]) for s in order.tolist()],
+        rows=heat.rows(lb, page.object_list),
+        systems=[lb.cube.system_names[s] for s in heat.order.tolist()],
+        system_means=[float(means[s]) for s in heat.order.tolist()],
         page=page,
         sort=sort,
-        sorts=SORTS,
+        sorts=scoring.SORTS,
         search=search,
-        n_scored=scored.size,
-        n_matching=matching.size,
+        n_scored=heat.scored.size,
+        n_matching=heat.matching.size,
         n_queries=len(lb.cube.query_ids),
         page_query=urlencode(
             {**ctx.changed_params, **({"sort": sort} if sort != "qid" else {}), **({"q": search} if search else {})}
         ),
-        judged_warning=JUDGED_WARNING,
-        judged_name=f"Judged@{ctx.params.k}",
+        judged_warning=scoring.JUDGED_WARNING,
+        judged_name=ctx.judged,
         tab="queries",
         keep=[(k, v) for k, v in (("sort", sort), ("q", search)) if v and v != "qid"],
     )
@@ -585,98 +443,30 @@ def leaderboard_queries(request, ctx: BoardRequest):
 @_handles_bad_args
 def leaderboard_query(request, ctx: BoardRequest, qid: str):
     """One query: each system's ranked list with labels, unjudged and unsure documents marked."""
-    query = Query.objects.filter(campaign=ctx.campaign, qid=qid).first()
-    if query is None:
-        raise Http404("No such query in this campaign.")
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
-    q = int(np.searchsorted(lb.cube.query_ids, query.id))
-    order = _order(lb, lb.measure_index(ctx.measure))
+    order = scoring.system_order(lb, ctx.measure)
     wanted = request.GET.getlist("s")
     if wanted:
-        index = {n: i for i, n in enumerate(lb.cube.system_names)}
-        unknown = [w for w in wanted if w not in index]
+        unknown = [w for w in wanted if w not in lb.cube.system_names]
         if unknown:
             raise _BadArg(f"unknown system {unknown[0][:100]!r}")
         systems = np.array([s for s in order.tolist() if lb.cube.system_names[s] in set(wanted)], dtype=np.intp)
     else:
         systems = order
     depth_max = lb.cube.doc_ids.shape[2]
-    depth = _int_arg(request, "depth", min(max(ctx.params.k, 10), depth_max), 1, 1000)
-    depth = min(depth, depth_max)
-    detail = scoring.query_rankings(lb, q, depth=depth, systems=systems)
-    grades = dict(Grade.objects.filter(campaign=ctx.campaign).order_by().values_list("value", "name"))
-    threshold = ctx.params.threshold
-
-    def cell(doc: int, label: int) -> dict | None:
-        if doc < 0:
-            return None
-        docid, title, url = detail.documents.get(doc, ("?", "", ""))
-        if label >= 0:
-            kind, text = ("rel" if label >= threshold else "nonrel"), str(label)
-        elif doc in detail.unsure:
-            kind, text = "unsure", "?"
-        else:
-            kind, text = "unjudged", "–"
-        return {
-            "docid": docid,
-            "title": title,
-            "url": url,
-            "label": label,
-            "kind": kind,
-            "text": text,
-            "grade": grades.get(label, ""),
-        }
-
-    labels, docs = detail.labels.tolist(), detail.doc_ids.tolist()
-    ranks = [
-        {"rank": r + 1, "cells": [cell(docs[s][r], labels[s][r]) for s in range(len(systems))]} for r in range(depth)
-    ]
-    scores = lb.table.scores[:, systems, q]  # (M, S)
-    columns = [
-        {
-            "name": lb.cube.system_names[s],
-            "scores": [(m, float(scores[i, c])) for i, m in enumerate(lb.measures)],
-            "length": int((lb.cube.doc_ids[s, q] >= 0).sum()),
-            "judged": float(scores[lb.measure_index(f"Judged@{ctx.params.k}"), c]),
-        }
-        for c, s in enumerate(systems.tolist())
-    ]
-    # neighbours in qid order among the scored queries, for stepping through
-    scored_qids = np.sort(np.array(lb.cube.qids, dtype=str)[lb.table.labelled])
-    before, after = np.searchsorted(scored_qids, qid, "left"), np.searchsorted(scored_qids, qid, "right")
-    prev_qid = str(scored_qids[before - 1]) if before > 0 else None
-    next_qid = str(scored_qids[after]) if after < scored_qids.size else None
+    depth = min(_int_arg(request, "depth", min(max(ctx.params.k, 10), depth_max), 1, 1000), depth_max)
+    grades = {g.value: g.name for g in grade_list(campaign=ctx.campaign)}
+    try:
+        shown = scoring.query_page(lb, qid, depth=depth, systems=systems, judged=ctx.judged, grades=grades)
+    except LookupError:
+        raise Http404("No such query in this campaign.") from None
     context = ctx.base(
-        query=query,
-        columns=columns,
-        ranks=ranks,
+        **shown,
         depth=depth,
         depth_max=depth_max,
-        threshold=threshold,
-        qrels=[
-            {
-                "docid": detail.documents.get(d, ("?", "", ""))[0],
-                "title": detail.documents.get(d, ("", "", ""))[1],
-                "label": g,
-                "grade": grades.get(g, ""),
-                "rel": g >= threshold,
-            }
-            for d, g in detail.qrels
-        ],
-        unretrieved=[
-            {
-                "docid": detail.documents.get(d, ("?", "", ""))[0],
-                "title": detail.documents.get(d, ("", "", ""))[1],
-                "label": g,
-            }
-            for d, g in detail.unretrieved
-        ],
-        labelled=bool(lb.table.labelled[q]),
+        threshold=ctx.params.threshold,
         selected=wanted,
         all_systems=[lb.cube.system_names[s] for s in order],
-        prev_qid=prev_qid,
-        next_qid=next_qid,
-        n_unsure=len(detail.unsure),
         tab="queries",
         depth_choices=sorted({10, 20, 50, 100, depth_max, depth}),
         step_query=urlencode(
@@ -706,56 +496,19 @@ def _two_systems(request, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[i
 def leaderboard_compare(request, ctx: BoardRequest):
     """Head-to-head of two systems: per-query wins, ties and losses, sorted by the difference."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
-    mi = lb.measure_index(ctx.measure)
-    order = _order(lb, mi)
+    order = scoring.system_order(lb, ctx.measure)
     a, b = _two_systems(request, lb, order)
-    x = lb.per_query(ctx.measure)
-    scored = np.flatnonzero(lb.table.labelled)
-    diff = x[a] - x[b] if x.size else np.zeros(0)
-    wins, losses = int((diff > TIE).sum()), int((diff < -TIE).sum())
-    summary = {
-        "a": lb.cube.system_names[a],
-        "b": lb.cube.system_names[b],
-        "n": int(diff.size),
-        "wins": wins,
-        "losses": losses,
-        "ties": int(diff.size) - wins - losses,
-        "mean_a": float(x[a].mean()) if diff.size else 0.0,
-        "mean_b": float(x[b].mean()) if diff.size else 0.0,
-        "mean_diff": float(diff.mean()) if diff.size else 0.0,
-    }
-    if diff.size >= 2:
-        summary["p_perm"] = metrics.permutation_test(x[a], x[b], n_permutations=10000, seed=0)
-        summary["p_t"] = float(metrics.paired_ttest(x[a], x[b])[1])
-        low, high = metrics.bootstrap_ci(diff, n_resamples=2000, seed=0)
-        summary["ci"] = (float(low), float(high))
-    ji = lb.measure_index(f"Judged@{ctx.params.k}")
-    qids = np.array(lb.cube.qids, dtype=object)[scored]
-    ranked = np.lexsort((qids.astype(str), -diff)) if diff.size else np.zeros(0, np.intp)
-    page = Paginator(ranked, PAGE_SIZE).get_page(request.GET.get("page"))
-    shown = np.asarray(page.object_list, dtype=np.intp)
-    texts = _query_texts(lb.cube.query_ids[scored[shown]])
-    rows = [
-        {
-            "qid": qids[i],
-            "text": texts.get(int(lb.cube.query_ids[scored[i]]), ""),
-            "a": float(x[a, i]),
-            "b": float(x[b, i]),
-            "diff": float(diff[i]),
-            "outcome": "win" if diff[i] > TIE else "loss" if diff[i] < -TIE else "tie",
-            "judged_a": float(lb.table.scores[ji, a, scored[i]]),
-            "judged_b": float(lb.table.scores[ji, b, scored[i]]),
-        }
-        for i in shown.tolist()
-    ]
+    h2h = scoring.head_to_head(lb, ctx.measure, a, b)
+    summary = h2h.summary
+    page = Paginator(h2h.ranked, PAGE_SIZE).get_page(request.GET.get("page"))
     context = ctx.base(
         s=summary,
-        rows=rows,
+        rows=h2h.rows(lb, ctx.judged, page.object_list),
         page=page,
         systems=[lb.cube.system_names[s] for s in order.tolist()],
-        chart=charts.difference_chart(diff, a=summary["a"], b=summary["b"], measure=ctx.measure),
+        chart=charts.difference_chart(h2h.diff, a=summary["a"], b=summary["b"], measure=ctx.measure),
         page_query=urlencode({**ctx.changed_params, "a": summary["a"], "b": summary["b"]}),
-        judged_warning=JUDGED_WARNING,
+        judged_warning=scoring.JUDGED_WARNING,
         tab="compare",
         keep=[("a", summary["a"]), ("b", summary["b"])],
         chart_url=ctx.url("leaderboard_chart", "differences", a=summary["a"], b=summary["b"]),
@@ -769,6 +522,9 @@ def leaderboard_compare(request, ctx: BoardRequest):
 CHARTS = ("bars", "distribution", "progress", "differences")
 
 
+# A chart file carries its colours in an embedded <style> (it is opened or pasted without the page's
+# stylesheet): that one response allows inline styles; it holds no script, and script-src stays 'self'.
+@csp_update({"style-src": ["'unsafe-inline'"]})
 @leaderboard_page()
 @_handles_bad_args
 def leaderboard_chart(request, ctx: BoardRequest, kind: str):
@@ -780,35 +536,19 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
         svg = charts.progress_chart(t.times, t.cumulative, goal=t.goal, bucket=t.bucket)
     else:
         lb = scoring.leaderboard(ctx.campaign, ctx.params)
-        mi = lb.measure_index(ctx.measure)
-        order = _order(lb, mi)
-        names = [lb.cube.system_names[s] for s in order.tolist()]
+        order = scoring.system_order(lb, ctx.measure)
         if kind == "bars":
-            stats, _, _ = _stats_for(lb, ctx.measure)
-            means = lb.means()[mi][order]
-            status = None
-            if stats is not None:
-                status = [
-                    "best" if s == stats.best else ("worse" if stats.worse[s] else "tied") for s in order.tolist()
-                ]
-            svg = charts.bar_chart(
-                names,
-                means.tolist(),
-                measure=ctx.measure,
-                low=stats.ci_low[order].tolist() if stats else None,
-                high=stats.ci_high[order].tolist() if stats else None,
-                status=status,
-            )
+            stats, _, _ = scoring.stats_for_page(lb, ctx.measure)
+            svg = scoring.bar_chart_of(scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats), ctx.measure, stats)
         elif kind == "distribution":
+            names = [lb.cube.system_names[s] for s in order.tolist()]
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)
         else:
-            if ctx.role != LEAD:
+            if not ctx.is_lead:
                 return _refuse(request, ctx.member, 403, "Head-to-head charts are for leads only.")
             a, b = _two_systems(request, lb, order)
-            x = lb.per_query(ctx.measure)
-            svg = charts.difference_chart(
-                x[a] - x[b], a=lb.cube.system_names[a], b=lb.cube.system_names[b], measure=ctx.measure
-            )
-    response = HttpResponse(svg, content_type="image/svg+xml; charset=utf-8")
+            h2h = scoring.head_to_head(lb, ctx.measure, a, b)
+            svg = charts.difference_chart(h2h.diff, a=h2h.summary["a"], b=h2h.summary["b"], measure=ctx.measure)
+    response = HttpResponse(charts.standalone(svg), content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, no-cache"
     return response

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-import numpy as np
 from django import forms
 from django.contrib import messages
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, Max, Prefetch, Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -24,24 +19,28 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
-from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Membership, Pair
-from judging.scoring import measure_names
+from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair
+from judging.scoring import LEADERBOARD_MEASURES, measure_names
 from judging.selectors.agreement import (
+    agreement_cached,
     annotator_quality,
-    campaign_agreement,
-    disputed_pair_ids,
+    gold_pair_list,
+    gold_pair_search,
     policy_stability,
-    ratings_matrix,
-    review_queue,
+    review_counts,
+    review_pair_get,
+    review_pair_list,
+    review_reasons,
 )
+from judging.selectors.campaigns import grade_list
 from judging.services import (
     adjudication_remove,
     adjudication_set,
     campaign_policy_set,
     gold_label_set,
 )
+from metrics import Measure
 
-LEAD = Membership.Role.LEAD
 PAGE_SIZE = 50
 KINDS = {
     "all": "Unsure or disputed",
@@ -50,9 +49,8 @@ KINDS = {
     "model": "Model judge disagrees",
     "decided": "Decided",
 }
-AGREEMENT_RESAMPLES = 1000
-AGREEMENT_CACHE_SECONDS = 7 * 24 * 3600  # keys change with the judgments, so old entries only expire
 STABILITY_K = 10
+STABILITY_MEASURE = Measure("nDCG", STABILITY_K)
 GOLD_SEARCH_LIMIT = 50
 
 
@@ -66,6 +64,13 @@ def _back(request, default: str) -> str:
     ):
         return back
     return default
+
+
+def _without_page(request) -> str:
+    """The request's query string without ``page``, for the links of a paginator."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
 
 
 def _fmt(value, digits: int = 3) -> str:
@@ -122,65 +127,12 @@ class ReviewRow:
         return "<" in self.pair.document.text
 
 
-def _reasons(judgments: list[Judgment]) -> list[str]:
-    """Why a pair needs a lead, in words (the queue's own rule is selectors.agreement.review_queue's)."""
-    out = []
-    models_ = [j for j in judgments if _by_model(j)]
-    judgments = [j for j in judgments if not _by_model(j)]  # a model judge never makes a pair disputed
-    unsure = sum(j.unsure for j in judgments)
-    if unsure:
-        out.append(f"{unsure} unsure")
-    grades = [j.grade.value for j in judgments if not j.unsure]
-    if grades and max(grades) - min(grades) >= 2:
-        out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
-    elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
-        out.append(f"no majority among {len(grades)} grades")
-    label = judgments[0].pair.label if judgments else None
-    for j in models_:
-        if not j.unsure and label is not None and j.grade.value != label:
-            out.append(f"model {j.annotator.get_username()} says {j.grade.value}")
-    return out
-
-
-def _by_model(judgment: Judgment) -> bool:
-    profile = getattr(judgment.annotator, "annotator_profile", None)
-    return profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL
-
-
-def _with_judgments(qs):
-    judgments = Judgment.objects.select_related(
-        "annotator__annotator_profile", "pair", "grade", "tentative_grade"
-    ).order_by("annotator__username", "id")
-    return qs.select_related("query", "document", "adjudication__grade", "adjudication__decided_by").prefetch_related(
-        Prefetch("judgments", queryset=judgments, to_attr="judgment_list")
-    )
-
-
 def _row(pair: Pair) -> ReviewRow:
     try:
         adjudication = pair.adjudication
     except Adjudication.DoesNotExist:
         adjudication = None
-    return ReviewRow(pair, pair.judgment_list, adjudication, _reasons(pair.judgment_list))
-
-
-def _queue_counts(campaign: Campaign, model_ids: list[int]) -> dict[str, int]:
-    disputed = set(disputed_pair_ids(campaign=campaign, model_ids=model_ids))
-    unsure = set(
-        Judgment.objects.filter(pair__campaign=campaign, unsure=True, pair__adjudicated=False)
-        .exclude(annotator_id__in=model_ids)
-        .order_by()
-        .values_list("pair_id", flat=True)
-        .distinct()
-    )
-    return {
-        "all": len(disputed | unsure),
-        "unsure": len(unsure),
-        "disputed": len(disputed),
-        # the model judges' tab only where there are model judges
-        **({"model": review_queue(campaign=campaign, kind="model", model_ids=model_ids).count()} if model_ids else {}),
-        "decided": Adjudication.objects.filter(pair__campaign=campaign).count(),
-    }
+    return ReviewRow(pair, pair.judgment_list, adjudication, review_reasons(pair.judgment_list))
 
 
 @campaign_view(lead=True)
@@ -191,16 +143,10 @@ def review(request, member: Member):
     filters = ReviewFilter(request.GET or None)
     kind, q = filters.values()
     model_ids = AnnotatorProfile.model_user_ids()
-    counts = _queue_counts(campaign, model_ids)
-    if kind == "decided":
-        qs = Pair.objects.filter(campaign=campaign, adjudicated=True).order_by("-adjudication__decided_at", "id")
-    else:
-        qs = review_queue(campaign=campaign, kind=kind, model_ids=model_ids)
-    if q:
-        qs = qs.filter(Q(query__qid=q) | Q(query__text__icontains=q))
-    page = Paginator(_with_judgments(qs), PAGE_SIZE).get_page(request.GET.get("page"))
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
+    counts = review_counts(campaign=campaign, model_ids=model_ids)
+    page = Paginator(review_pair_list(campaign=campaign, kind=kind, search=q, model_ids=model_ids), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     return render(
         request,
         "judging/review.html",
@@ -213,8 +159,8 @@ def review(request, member: Member):
             tabs=[{"key": key, "label": label, "count": counts[key]} for key, label in KINDS.items() if key in counts],
             page=page,
             rows=[_row(p) for p in page],
-            grades=list(campaign.grades.all()),
-            query_string=query_string.urlencode(),
+            grades=grade_list(campaign=campaign),
+            query_string=_without_page(request),
             back=request.get_full_path(),
         ),
     )
@@ -222,14 +168,14 @@ def review(request, member: Member):
 
 def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **extra):
     campaign = member.campaign
-    fresh = _with_judgments(Pair.objects.filter(id=pair.id)).get()
+    fresh = review_pair_get(pair_id=pair.id)
     response = render(
         request,
         "judging/_review_row.html",
         member.context(
             nav="review",
             row=_row(fresh),
-            grades=list(campaign.grades.all()),
+            grades=grade_list(campaign=campaign),
             swapped=True,
             back=_back(request, reverse("judging:review", args=[campaign.slug])),
             **extra,
@@ -289,62 +235,6 @@ def review_withdraw(request, member: Member, pair_id: int):
 # --------------------------------------------------------------------------- agreement
 
 
-def _raw_agreement_ci(
-    values: np.ndarray, categories: list[int], *, n_resamples: int, seed: int = 0
-) -> tuple[float, float]:
-    """Percentile bootstrap 95% interval of the overall raw agreement, resampling items.
-
-    Raw agreement is the share of pairable rating pairs that agree, tr(o) / sum(o) of Krippendorff's
-    coincidence matrix o (what campaign_agreement reports as "raw"). Per item u with n_uc ratings of grade
-    c out of m_u, o contributes sum_c n_uc (n_uc - 1) / (m_u - 1) to the trace and m_u to the total, so
-    every resample is one product of the (resamples x items) draw counts with these two columns.
-    """
-    n_items = values.shape[0]
-    if n_items == 0:
-        return (math.nan, math.nan)
-    counts = np.stack([(values == c).sum(axis=1) for c in categories], axis=1).astype(np.float64)
-    m = counts.sum(axis=1)
-    parts = np.column_stack([(counts * (counts - 1)).sum(axis=1) / (m - 1), m])
-    rng = np.random.default_rng(seed)
-    block = max(1, min(n_resamples, (1 << 22) // n_items))
-    stats = np.empty(n_resamples)
-    for start in range(0, n_resamples, block):
-        size = min(block, n_resamples - start)
-        drawn = rng.integers(0, n_items, size=(size, n_items))
-        times = np.bincount((drawn + (np.arange(size) * n_items)[:, None]).ravel(), minlength=size * n_items).reshape(
-            size, n_items
-        )
-        sums = times.astype(np.float64) @ parts
-        stats[start : start + size] = sums[:, 0] / sums[:, 1]
-    low, high = np.quantile(stats, [0.025, 0.975])
-    return (float(low), float(high))
-
-
-def agreement_cached(campaign: Campaign) -> dict:
-    """campaign_agreement (plus the raw agreement's CI), cached until a judgment of the campaign changes.
-
-    The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
-    writes (a qrels re-import) change grades without touching updated_at, but always add a revision."""
-    stamp = Judgment.objects.filter(pair__campaign=campaign).aggregate(
-        n=Count("id", distinct=True),
-        last=Max("updated_at"),
-        rev=Max("revisions__id"),
-    )
-    raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], AGREEMENT_RESAMPLES))
-    key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
-    data = cache.get(key)
-    if data is None:
-        data = campaign_agreement(campaign=campaign, n_resamples=AGREEMENT_RESAMPLES)
-        if data["overall"] is not None:
-            r = ratings_matrix(campaign=campaign)
-            rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2
-            data["overall"]["raw_ci"] = _raw_agreement_ci(
-                r.values[rated_twice], r.categories, n_resamples=AGREEMENT_RESAMPLES
-            )
-        cache.set(key, data, AGREEMENT_CACHE_SECONDS)
-    return data
-
-
 def _alpha_reading(alpha: float) -> str:
     """Krippendorff's (2004) advice on how far an alpha can be relied on."""
     if not math.isfinite(alpha):
@@ -391,8 +281,8 @@ class PolicyForm(forms.Form):
 def agreement(request, member: Member):
     """Agreement overall, per annotator pair (with confusion matrices) and per query; aggregation policy."""
     campaign = member.campaign
-    data = agreement_cached(campaign)
-    grades = list(campaign.grades.all())
+    data = agreement_cached(campaign=campaign)
+    grades = grade_list(campaign=campaign)
     names = {g.value: g.name for g in grades}
     overall = None
     if data["overall"] is not None:
@@ -404,7 +294,7 @@ def agreement(request, member: Member):
             "fleiss": _fmt(o["fleiss"]),
             "fleiss_ci": _ci(o["fleiss_ci"]),
             "raw": _fmt(o["raw"]),
-            "raw_ci": _ci(o.get("raw_ci", (math.nan, math.nan))),
+            "raw_ci": _ci(o["raw_ci"]),
         }
     pairs = [
         {
@@ -436,11 +326,9 @@ def agreement(request, member: Member):
         for q in queries
     ]
 
-    measures = [m for m in measure_names(STABILITY_K) if not m.startswith("Judged")]
-    measure = request.GET.get("measure") if request.GET.get("measure") in measures else f"nDCG@{STABILITY_K}"
-    stability = _stability_rows(campaign, measure) if campaign.systems.exists() else []
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
+    measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != "Judged"]
+    measure = request.GET.get("measure") if request.GET.get("measure") in measures else str(STABILITY_MEASURE)
+    stability = _stability_rows(campaign, measure)
     return render(
         request,
         "judging/agreement.html",
@@ -456,7 +344,7 @@ def agreement(request, member: Member):
             measures=measures,
             policy_form=PolicyForm(initial={"policy": campaign.aggregation}),
             policy_label=campaign.get_aggregation_display(),
-            query_string=query_string.urlencode(),
+            query_string=_without_page(request),
         ),
     )
 
@@ -514,26 +402,14 @@ def quality(request, member: Member):
     ]
     search = GoldSearch(request.GET or None)
     results = None
-    if search.is_valid() and (search.cleaned_data["qid"].strip() or search.cleaned_data["docid"].strip()):
-        qs = (
-            Pair.objects.filter(campaign=campaign)
-            .select_related("query", "document")
-            .annotate(n_judgments=Count("judgments"))
+    if search.is_valid() and (search.cleaned_data["qid"] or search.cleaned_data["docid"]):
+        results = gold_pair_search(
+            campaign=campaign,
+            qid=search.cleaned_data["qid"],
+            docid=search.cleaned_data["docid"],
+            limit=GOLD_SEARCH_LIMIT,
         )
-        if qid := search.cleaned_data["qid"].strip():
-            qs = qs.filter(query__qid=qid)
-        if docid := search.cleaned_data["docid"].strip():
-            qs = qs.filter(document__docid__startswith=docid)
-        results = list(qs.order_by("query__qid", "document__docid")[: GOLD_SEARCH_LIMIT + 1])
-    gold = Paginator(
-        Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
-        .select_related("query", "document")
-        .annotate(n_judgments=Count("judgments"))
-        .order_by("query__qid", "document__docid"),
-        PAGE_SIZE,
-    ).get_page(request.GET.get("page"))
-    query_string = request.GET.copy()
-    query_string.pop("page", None)
+    gold = Paginator(gold_pair_list(campaign=campaign), PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,
         "judging/quality.html",
@@ -545,8 +421,8 @@ def quality(request, member: Member):
             searched=results is not None,
             more=results is not None and len(results) > GOLD_SEARCH_LIMIT,
             gold=gold,
-            grades=list(campaign.grades.all()),
-            query_string=query_string.urlencode(),
+            grades=grade_list(campaign=campaign),
+            query_string=_without_page(request),
         ),
     )
 

@@ -17,7 +17,9 @@
 
   function explain(status) {
     if (status === 401) {
-      return '<strong>Your session has expired.</strong> <a href="/accounts/login/" target="_blank" rel="noopener">Log in again</a> ' +
+      // the login URL comes from {% url 'login' %} in base.html, so it follows the URL configuration
+      return '<strong>Your session has expired.</strong> <a href="' + document.body.dataset.loginUrl +
+        '" target="_blank" rel="noopener">Log in again</a> ' +
         "in another tab, then come back and repeat your last action. Nothing on this page was lost.";
     }
     if (status === 403) {

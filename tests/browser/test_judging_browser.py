@@ -6,6 +6,7 @@ import json
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 
 from judging.models import Judgment, Pair
 from judging.services import (
@@ -206,9 +207,17 @@ def test_failed_save_keeps_the_note_and_says_so(live_server, new_page, screensho
     page.keyboard.press("7")
     assert "no grade 7" in page.inner_text("#judge .notices")
     assert Judgment.objects.count() == 1
-    # htmx reports the dropped request on the console (htmx:sendError, htmx:afterRequest); nothing else
-    # may go wrong.
-    assert [e for e in watch.errors if not e.startswith("console: htmx:")] == [], watch.errors
+
+    # The session expired meanwhile: the message links to the login page the URL configuration names.
+    page.route("**/judge/*/", lambda route: route.fulfill(status=401, body=""))
+    page.keyboard.press("1")
+    page.wait_for_selector("#net-error:not([hidden])")
+    assert page.get_attribute("#net-error a", "href") == reverse("login")
+    page.unroute("**/judge/*/")
+    assert Judgment.objects.count() == 1
+    # htmx reports the dropped request and the 401 on the console; nothing else may go wrong.
+    expected = ("console: htmx:", "console: Response Status Error Code 401 ")
+    assert [e for e in watch.errors if not e.startswith(expected)] == [], watch.errors
     assert watch.dialogs == []
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from judging import scoring
 from judging.models import Pair
 from judging.scoring import leaderboard_data
+from judging.scoring import stats as scoring_stats
 from judging.services import (
     campaign_create,
     documents_import,
@@ -21,7 +22,6 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from judging.views import leaderboard as leaderboard_views
 
 # Three systems, three queries with labels and one without. P@1 per query (q1, q2, q3):
 # alpha (1, 0, 1), beta (0, 1, 1), gamma (1, 0, 0) - gamma returned nothing for q2 and q3.
@@ -289,7 +289,7 @@ def test_changed_judgment_changes_numbers_everywhere(as_lead, tiny, make_user):
 
 
 def test_large_campaign_statistics_arrive_by_a_second_request(as_lead, tiny, monkeypatch):
-    monkeypatch.setattr(leaderboard_views, "INLINE_STATS_CELLS", 0)
+    monkeypatch.setattr(scoring_stats, "INLINE_STATS_CELLS", 0)
     html = as_lead.get(url("leaderboard_table"), HTTP_HX_REQUEST="true").content.decode()
     assert "computing…" in html and url("leaderboard_stats") in html
     response = as_lead.get(url("leaderboard_stats"), HTTP_HX_REQUEST="true")
@@ -302,8 +302,8 @@ def test_large_campaign_statistics_arrive_by_a_second_request(as_lead, tiny, mon
     judgment_record(pair=pair, annotator=tiny.memberships.get(user__username="assessor").user, grade=2)
     html = as_lead.get(url("leaderboard_table"), HTTP_HX_REQUEST="true").content.decode()
     assert "From the labels as of" in html and url("leaderboard_stats") not in html  # too soon to recompute
-    monkeypatch.setattr(leaderboard_views, "STATS_MIN_AGE", 0.0)
-    monkeypatch.setattr(leaderboard_views, "STATS_DUTY", 0)
+    monkeypatch.setattr(scoring_stats, "STATS_MIN_AGE", 0.0)
+    monkeypatch.setattr(scoring_stats, "STATS_DUTY", 0)
     html = as_lead.get(url("leaderboard_table"), HTTP_HX_REQUEST="true").content.decode()
     assert "From the labels as of" in html and url("leaderboard_stats") in html
 
@@ -395,6 +395,15 @@ def test_charts_are_svg(as_lead, tiny):
         assert response.status_code == 200 and response["Content-Type"].startswith("image/svg+xml")
         body = response.content.decode()
         assert body.startswith("<svg") and "<em>gamma" not in body
+        # a file has no page around it: it carries app.css's colours, which the marks use by class
+        style = re.search(r"<style>(.*?)</style>", body, re.S).group(1)
+        assert "--ch-best: #1d4ed8" in style and ".ch-grid { stroke: var(--ch-grid); }" in style
+        assert 'class="ch-grid"' in body
+        assert not re.search(r'(fill|stroke)="#', body)
+        used = {c for cls in re.findall(r'class="([^"]+)"', body) for c in cls.split() if c.startswith("ch-")}
+        assert used and all(f".{c} {{" in style for c in used), used
+        csp = response["Content-Security-Policy"]
+        assert "style-src 'self' 'unsafe-inline'" in csp and "script-src 'self';" in csp
     assert as_lead.get(url("leaderboard_chart", "pie")).status_code == 404
 
 

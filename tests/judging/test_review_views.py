@@ -14,6 +14,7 @@ from judging import charts
 from judging.aggregation import aggregate_grades
 from judging.models import Adjudication, Campaign, Judgment, Pair
 from judging.scoring import leaderboard_data
+from judging.selectors import agreement as agreement_selectors
 from judging.selectors.agreement import review_queue
 from judging.services import (
     adjudication_set,
@@ -294,8 +295,11 @@ def test_agreement_page_alpha_equals_krippendorff(judged):
     data = response.context["data"]
     assert data["overall"]["alpha"] == pytest.approx(expected, abs=1e-9)
     assert ALPHA.findall(html)[0] == f"{expected:.3f}"
+    # shares of agreeing annotator pairs per pair: 1, 0, 1, 0, 1, 0, 1, 1/3 (d7: 1-0-1) -> mean 13/24
+    assert data["overall"]["raw"] == pytest.approx(13 / 24, abs=1e-12)
     low, high = data["overall"]["raw_ci"]
-    assert low <= data["overall"]["raw"] <= high
+    assert low <= 13 / 24 <= high
+    assert "0.542" in html and f"[{low:.2f}, {high:.2f}]" in html
     assert {(p["a"], p["b"]) for p in response.context["pairs"]} == {
         ("alice", "bob"),
         ("alice", "carol"),
@@ -308,13 +312,13 @@ def test_agreement_page_alpha_equals_krippendorff(judged):
 def test_agreement_is_cached_until_a_judgment_changes(judged, monkeypatch):
     campaign, users, lead, pairs = judged
     calls = []
-    real = review_views.campaign_agreement
+    real = agreement_selectors.campaign_agreement
 
     def counting(**kwargs):
         calls.append(1)
         return real(**kwargs)
 
-    monkeypatch.setattr(review_views, "campaign_agreement", counting)
+    monkeypatch.setattr(agreement_selectors, "campaign_agreement", counting)
     client = client_for(lead)
     first = client.get(url("agreement", campaign)).context["data"]["overall"]["alpha"]
     client.get(url("agreement", campaign))
@@ -323,15 +327,6 @@ def test_agreement_is_cached_until_a_judgment_changes(judged, monkeypatch):
     changed = client.get(url("agreement", campaign)).context["data"]["overall"]["alpha"]
     assert len(calls) == 2
     assert changed != pytest.approx(first)
-
-
-def test_raw_agreement_ci_brackets_the_estimate_and_is_reproducible():
-    values = _values()
-    first = review_views._raw_agreement_ci(values, [0, 1, 2], n_resamples=500)
-    assert first == review_views._raw_agreement_ci(values, [0, 1, 2], n_resamples=500)
-    assert 0 <= first[0] <= first[1] <= 1
-    # every grade equal: the interval collapses on 1
-    assert review_views._raw_agreement_ci(np.full((4, 2), 1.0), [0, 1, 2], n_resamples=50) == (1.0, 1.0)
 
 
 def test_agreement_page_without_enough_judgments(make_user):
@@ -408,6 +403,10 @@ def test_confusion_svg_escapes_names_and_draws_every_cell():
     assert "<b>" not in svg and "<i>" not in svg
     assert "&lt;b&gt;a&amp;b&lt;/b&gt;" in svg and "x&quot;y" in svg
     assert svg.count("<rect") == 4
+    # colours by class from app.css: the diagonal in blues, disagreement in oranges, an empty cell blank
+    cells = re.findall(r'<rect [^>]*class="ch-cell ([a-z0-9-]+)"', svg)
+    assert cells == ["ch-b8", "ch-o3", "ch-empty", "ch-b6"]
+    assert "#" not in re.sub(r"<title>.*?</title>", "", svg)
     assert "over 6 pairs both graded; they gave the same grade to 5" in svg
 
 

@@ -2,7 +2,9 @@
 
 import io
 import json
+import logging
 import random
+import re
 
 import numpy as np
 import pytest
@@ -167,6 +169,20 @@ def test_cache_rescores_only_the_query_whose_label_changed(make_user):
     cache.clear()
     cold = leaderboard(campaign)
     np.testing.assert_allclose(cold.table.scores, lb2.table.scores, atol=1e-12)
+
+
+def test_cold_leaderboard_computations_are_logged(make_user, caplog):
+    campaign, _, _ = random_campaign(make_user)
+    caplog.set_level(logging.DEBUG, logger="judging.scoring")
+    leaderboard(campaign)
+    leaderboard(campaign)  # warm: nothing rescored, nothing logged
+    cold = [r for r in caplog.records if r.name == "judging.scoring.cache"]
+    assert len(cold) == 1 and cold[0].levelno == logging.INFO
+    assert re.fullmatch(
+        r"leaderboard of \S+ \(k=10, gain=linear, threshold=1, condensed=False, policy=median\): "
+        r"rescored 8 of 8 queries for \d+ systems in \d+\.\d\d s",
+        cold[0].getMessage(),
+    )
 
 
 def test_unsure_judgment_leaves_scores_unchanged(make_user):

@@ -1,14 +1,19 @@
 """Imports, pooling, judgments, revisions and labels through the service layer."""
 
+import logging
+import re
+
 import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from judging.formats import FormatError
 from judging.models import Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
+from judging.selectors import system_rankings
 from judging.services import (
     ImportConflict,
     adjudication_set,
+    campaign_policy_set,
     documents_import,
     judgment_record,
     labels_refresh,
@@ -60,10 +65,9 @@ def test_run_import_pools_top_depth_union_and_creates_stubs(campaign):
 def test_run_import_stores_trec_order(campaign):
     run = "q1 Q0 a 3 1.0 t\nq1 Q0 b 1 2.0 t\nq1 Q0 c 2 1.0 t\n"
     run_import(campaign=campaign, data=run.encode(), filename="r")
-    r = Ranking.objects.get()
-    ids = dict(Document.objects.values_list("id", "docid"))
-    assert [ids[i] for i in r.doc_id_array()] == ["b", "c", "a"]  # score desc, ties docid desc
-    np.testing.assert_array_equal(r.score_array(), [2.0, 1.0, 1.0])
+    (stored,) = system_rankings(system=System.objects.get())  # as the run download reads it back
+    assert stored.docids == ["b", "c", "a"]  # score desc, ties docid desc
+    np.testing.assert_array_equal(stored.scores, [2.0, 1.0, 1.0])
 
 
 def test_run_import_same_file_twice_changes_nothing(campaign):
@@ -80,9 +84,8 @@ def test_run_import_different_run_same_system_needs_replace(campaign):
     with pytest.raises(ImportConflict, match="already has a different run"):
         run_import(campaign=campaign, data=changed.encode(), filename="bm25.run")
     run_import(campaign=campaign, data=changed.encode(), filename="bm25.run", replace=True)
-    ids = dict(Document.objects.values_list("id", "docid"))
-    r = Ranking.objects.get(system__name="bm25", query__qid="q1")
-    assert [ids[i] for i in r.doc_id_array()] == ["d3", "d2", "d1"]
+    stored = next(r for r in system_rankings(system=System.objects.get(name="bm25")) if r.qid == "q1")
+    assert stored.docids == ["d3", "d2", "d1"]
 
 
 def test_run_import_system_option_names_system(campaign):
@@ -226,3 +229,19 @@ def test_qrels_import_change_is_a_revision(campaign, annotator):
 def test_labels_refresh_no_change_is_noop(campaign, annotator):
     qrels_import(campaign=campaign, data=b"q1 0 d1 2\n", filename="a", annotator=annotator)
     assert labels_refresh(campaign=campaign, pair_ids=list(Pair.objects.values_list("id", flat=True))) == 0
+
+
+def test_imports_and_policy_switches_are_logged(campaign, lead, caplog):
+    caplog.set_level(logging.INFO, logger="judging")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    with pytest.raises(FormatError):
+        run_import(campaign=campaign, data=b"q1 Q0 d1 1 abc bm25\n", filename="bad.run")
+    campaign_policy_set(campaign=campaign, lead=lead, policy="max")
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("judging.services")]
+    imported = (
+        r"run_import bm25\.run -> demo: 100 bytes, 2 rankings added, 0 updated, 0 unchanged, 6 stubs, "
+        r"4 pairs added in \d+\.\d\d s"
+    )
+    refused = r"run_import bad\.run -> demo refused after \d+\.\d\d s: bad\.run, line 1, field 'score': .*"
+    assert re.fullmatch(imported, messages[0]) and re.fullmatch(refused, messages[1])
+    assert messages[2] == "campaign demo: policy median -> max by lead, 0 labels changed"

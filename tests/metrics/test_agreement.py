@@ -24,6 +24,7 @@ from metrics.agreement import (
     confusion_matrix,
     fleiss_kappa,
     krippendorff_alpha,
+    observed_agreement,
     pairwise_agreement,
     raw_agreement,
 )
@@ -226,6 +227,55 @@ def test_fleiss_kappa_skips_items_rated_fewer_than_twice():
     assert fleiss_kappa(np.vstack([ratings, extra]), GRADES) == pytest.approx(
         fleiss_kappa(ratings[(~np.isnan(ratings)).sum(axis=1) >= 2], GRADES), abs=1e-12
     )
+
+
+# --------------------------------------------------------------------------------------------------------
+# observed_agreement
+
+
+def test_observed_agreement_hand_table_complete():
+    # The shares of agreeing ordered rater pairs are 1, 1/3, 1/3, 1 (see the Fleiss table above): 2/3.
+    ratings = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 1, 1]])
+    assert observed_agreement(ratings) == pytest.approx(2 / 3, abs=1e-12)
+
+
+def test_observed_agreement_weighs_every_item_the_same():
+    # Item 1: four raters agree (12 of 12 ordered pairs), item 2: two disagree (0 of 2), item 3 is rated once
+    # and skipped. Items average to (1 + 0) / 2 = 1/2; pooling the pairs would give 12 / 14 instead.
+    ratings = np.array([[2, 2, 2, 2], [0, 1, NAN, NAN], [1, NAN, NAN, NAN]], dtype=np.float64)
+    assert observed_agreement(ratings) == pytest.approx(1 / 2, abs=1e-12)
+    assert observed_agreement(np.nan_to_num(ratings, nan=MISSING).astype(int)) == pytest.approx(1 / 2, abs=1e-12)
+
+
+def test_observed_agreement_unequal_raters_and_fleiss_example():
+    # The unequal-raters table of the Fleiss test: P_bar = (1 + 1/3 + 1/3 + 1 + 0) / 5 = 8/15.
+    ratings = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 1, 1], [0, 1, NAN], [1, NAN, NAN]], dtype=np.float64)
+    assert observed_agreement(ratings) == pytest.approx(8 / 15, abs=1e-12)
+    # Fleiss (1971) as worked on Wikipedia: P_bar = 172/455.
+    wiki = ratings_from_counts(FLEISS_COUNTS, [1, 2, 3, 4, 5])
+    assert observed_agreement(wiki) == pytest.approx(172 / 455, abs=1e-12)
+
+
+def test_observed_agreement_of_two_raters_is_raw_agreement():
+    assert observed_agreement(np.array([HAND_A, HAND_B]).T) == pytest.approx(0.7, abs=1e-12)
+    ratings = random_ratings(4, n_items=50, n_raters=2)
+    assert observed_agreement(ratings) == pytest.approx(raw_agreement(ratings[:, 0], ratings[:, 1]), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    "ratings", [np.empty((0, 3)), np.array([[1.0, NAN], [NAN, 2.0]]), np.full((3, 1), 1.0)], ids=["empty", "apart", "1"]
+)
+def test_observed_agreement_without_pairable_items_is_nan(ratings):
+    assert np.isnan(observed_agreement(ratings))
+
+
+@pytest.mark.parametrize(
+    ("ratings", "match"),
+    [(np.zeros(3), "shape"), (np.zeros((2, 2, 2)), "shape"), (np.array([["0", "1"], ["1", "1"]]), "dtype")],
+)
+def test_observed_agreement_bad_ratings_raise(ratings, match):
+    with pytest.raises(ValueError, match=match):
+        observed_agreement(ratings)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -471,6 +521,7 @@ BOOTSTRAPPED = [
     pytest.param(functools.partial(cohen_kappa, categories=GRADES), 2, id="kappa"),
     pytest.param(functools.partial(cohen_kappa, categories=GRADES, weights="quadratic"), 2, id="qwk"),
     pytest.param(raw_agreement, 2, id="raw"),
+    pytest.param(observed_agreement, 3, id="observed"),
 ]
 
 

@@ -182,7 +182,7 @@ def test_settled_on_score_bounds_flips_only_when_open():
     rng = np.random.default_rng(0)
     for _ in range(20):
         graded = np.where(labels == U, rng.integers(0, 3, labels.shape), labels)
-        means = metrics.precision(graded, 5).mean(axis=1)
+        means = metrics.precision(graded, k=5).mean(axis=1)
         diff = means[:, None] - means[None, :]
         assert (diff[order == 1] > 0).all() and (diff[order == -1] < 0).all()
 

@@ -26,7 +26,7 @@ def test_bpref_matches_trec_eval_every_query(seed, max_grade, scores, threshold)
     qids = sorted(qrels)
     labels = arrays_via_trec_order(qrels, runs, qids)
     _, qrels_array, _ = metrics.labels_from_dicts(qrels, runs)
-    ours = metrics.bpref(labels, qrels_array, threshold)
+    ours = metrics.bpref(labels, qrels_array, threshold=threshold)
     via_evaluate = metrics.evaluate(labels, qrels_array, k=5, threshold=threshold)["bpref"]
     np.testing.assert_array_equal(ours, via_evaluate)
     checked = nonzero = 0
@@ -93,7 +93,7 @@ def test_bpref_zero_without_relevant_documents():
 @pytest.mark.parametrize("threshold", [-1, 1.5j, "1", True])
 def test_bpref_rejects_bad_threshold(threshold):
     with pytest.raises(ValueError, match="threshold"):
-        metrics.bpref(np.zeros((1, 1, 1), dtype=int), np.zeros((1, 1), dtype=int), threshold)
+        metrics.bpref(np.zeros((1, 1, 1), dtype=int), np.zeros((1, 1), dtype=int), threshold=threshold)
 
 
 def test_bpref_rejects_mismatched_qrels():

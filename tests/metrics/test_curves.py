@@ -22,11 +22,11 @@ def test_curves_equal_single_cutoff_measures_at_every_k(seed, max_grade, thresho
     means = metrics.curves(labels, qrels_array, K_MAX, threshold=threshold, gain=gain)
     for k in range(1, K_MAX + 1):
         single = {
-            "P": metrics.precision(labels, k, threshold),
-            "R": metrics.recall(labels, qrels_array, k, threshold),
-            "F1": metrics.f1(labels, qrels_array, k, threshold),
-            "Hit": metrics.hit(labels, k, threshold),
-            "nDCG": metrics.ndcg(labels, qrels_array, k, gain),
+            "P": metrics.precision(labels, k=k, threshold=threshold),
+            "R": metrics.recall(labels, qrels_array, k=k, threshold=threshold),
+            "F1": metrics.f1(labels, qrels_array, k=k, threshold=threshold),
+            "Hit": metrics.hit(labels, k=k, threshold=threshold),
+            "nDCG": metrics.ndcg(labels, qrels_array, k=k, gain=gain),
         }
         for name, values in single.items():
             np.testing.assert_allclose(per_query[name][..., k - 1], values, rtol=0, atol=1e-12, err_msg=(name, k))

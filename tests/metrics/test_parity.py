@@ -164,7 +164,7 @@ def test_judged_matches_a_reference_from_the_sorted_run():
     qrels, runs = random_campaign(8, scores="float32-ties")
     labels, qrels_array, qids = metrics.labels_from_dicts(qrels, runs)
     for k in CUTOFFS:
-        ours = metrics.judged(labels, k)
+        ours = metrics.judged(labels, k=k)
         for s, run in enumerate(runs):
             for i, qid in enumerate(qids):
                 ranked = sorted(

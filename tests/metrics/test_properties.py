@@ -60,7 +60,7 @@ def test_evaluate_every_measure_in_unit_interval(campaign, k, threshold, gain, j
 def test_ndcg_ideal_ranking_scores_one(grades, k, gain):
     qrels = np.array([grades])
     labels = np.sort(qrels, axis=1)[:, ::-1][None]
-    score = metrics.ndcg(labels, qrels, k, gain)[0, 0]
+    score = metrics.ndcg(labels, qrels, k=k, gain=gain)[0, 0]
     if any(grades):
         assert score == pytest.approx(1.0)
     else:
@@ -71,7 +71,7 @@ def test_ndcg_ideal_ranking_scores_one(grades, k, gain):
 @given(campaigns(), ks, thresholds)
 def test_precision_times_k_is_a_whole_number(campaign, k, threshold):
     labels, _ = campaign
-    counted = metrics.precision(labels, k, threshold) * k
+    counted = metrics.precision(labels, k=k, threshold=threshold) * k
     np.testing.assert_allclose(counted, np.round(counted), atol=1e-12)
 
 
@@ -109,15 +109,18 @@ def test_evaluate_judged_only_changes_nothing_without_unjudged_documents(campaig
 @given(campaigns(), ks, thresholds)
 def test_hit_at_least_precision(campaign, k, threshold):
     labels, _ = campaign
-    assert (metrics.hit(labels, k, threshold) >= metrics.precision(labels, k, threshold)).all()
+    assert (metrics.hit(labels, k=k, threshold=threshold) >= metrics.precision(labels, k=k, threshold=threshold)).all()
 
 
 @relaxed
 @given(campaigns(), ks, thresholds)
 def test_recall_and_hit_never_decrease_with_k(campaign, k, threshold):
     labels, qrels = campaign
-    assert (metrics.recall(labels, qrels, k + 1, threshold) >= metrics.recall(labels, qrels, k, threshold)).all()
-    assert (metrics.hit(labels, k + 1, threshold) >= metrics.hit(labels, k, threshold)).all()
+    assert (
+        metrics.recall(labels, qrels, k=k + 1, threshold=threshold)
+        >= metrics.recall(labels, qrels, k=k, threshold=threshold)
+    ).all()
+    assert (metrics.hit(labels, k=k + 1, threshold=threshold) >= metrics.hit(labels, k=k, threshold=threshold)).all()
 
 
 @relaxed
@@ -126,7 +129,7 @@ def test_recall_whole_run_is_one_when_every_relevant_document_is_retrieved(grade
     ranked = grades + [UNJUDGED] * n_unjudged
     random.shuffle(ranked)
     labels, qrels = np.array([[ranked]]), np.array([grades])
-    recall = metrics.recall(labels, qrels, labels.shape[-1], threshold)[0, 0]
+    recall = metrics.recall(labels, qrels, k=labels.shape[-1], threshold=threshold)[0, 0]
     assert recall == (1.0 if max(grades) >= threshold else 0.0)
 
 
@@ -135,15 +138,15 @@ def test_recall_whole_run_is_one_when_every_relevant_document_is_retrieved(grade
 def test_average_precision_at_most_recall_of_whole_run(campaign, k, threshold):
     labels, qrels = campaign
     depth = max(labels.shape[-1], 1)
-    ap = metrics.average_precision(labels, qrels, threshold)
-    assert (ap <= metrics.recall(labels, qrels, depth, threshold) + 1e-12).all()
+    ap = metrics.average_precision(labels, qrels, threshold=threshold)
+    assert (ap <= metrics.recall(labels, qrels, k=depth, threshold=threshold) + 1e-12).all()
 
 
 @relaxed
 @given(campaigns(), ks)
 def test_judged_is_one_without_unjudged_documents_in_a_nonempty_run(campaign, k):
     labels, _ = campaign
-    share = metrics.judged(labels, k)
+    share = metrics.judged(labels, k=k)
     nonempty = labels[..., 0] != PAD if labels.shape[-1] else np.zeros(labels.shape[:2], bool)
     top = labels[..., :k]
     no_unjudged = ~(top == UNJUDGED).any(axis=-1)

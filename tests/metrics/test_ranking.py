@@ -37,7 +37,7 @@ def test_average_precision_seed_rel_non_rel_non_rel():
 
 def test_precision_seed_three_of_five():
     labels, _ = one([1, 0, 1, 0, 1], [1, 1, 1])
-    assert metrics.precision(labels, 5)[0, 0] == pytest.approx(0.6)
+    assert metrics.precision(labels, k=5)[0, 0] == pytest.approx(0.6)
 
 
 def test_reciprocal_rank_seed_first_document_relevant():
@@ -61,7 +61,7 @@ def test_ndcg_seed_exponential_gain_3_0_2_1_3():
     labels, qrels = one([3, 0, 2, 1, 3], [3, 0, 2, 1, 3])
     assert round(_dcg(labels, 5, "exponential")[0, 0], 3) == 11.639
     assert round(_idcg(qrels, 5, "exponential")[0], 3) == 13.347
-    assert round(metrics.ndcg(labels, qrels, 5, gain="exponential")[0, 0], 3) == 0.872
+    assert round(metrics.ndcg(labels, qrels, k=5, gain="exponential")[0, 0], 3) == 0.872
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_ndcg_seed_linear_gain_exact_partial_irrelevant(ranked, dcg, expected):
     assert round(_idcg(qrels, 5, "linear")[0], 2) == 3.76
     # The seed rounds each term before adding (0.5 + 0.86 + 0.77 = 2.13; exactly 2.135).
     assert _dcg(labels, 5, "linear")[0, 0] == pytest.approx(dcg, abs=0.006)
-    assert round(metrics.ndcg(labels, qrels, 5)[0, 0], 2) == expected
+    assert round(metrics.ndcg(labels, qrels, k=5)[0, 0], 2) == expected
 
 
 def test_precision_recall_seed_late_night_snack_models_per_user_average():
@@ -105,16 +105,16 @@ def test_precision_recall_seed_late_night_snack_models_per_user_average():
 )
 def test_precision_recall_seed_004_movie_recommendations(ranked, k, p, r):
     labels, qrels = one(ranked, [1] * 10)
-    assert metrics.precision(labels, k)[0, 0] == pytest.approx(p)
-    assert metrics.recall(labels, qrels, k)[0, 0] == pytest.approx(r)
+    assert metrics.precision(labels, k=k)[0, 0] == pytest.approx(p)
+    assert metrics.recall(labels, qrels, k=k)[0, 0] == pytest.approx(r)
 
 
 def test_f1_seed_003_wool_knit_six_relevant():
     labels, qrels = one([1, 1, 0, 1, 0], [1] * 6)
-    assert metrics.precision(labels, 5)[0, 0] == pytest.approx(0.6)
-    assert metrics.recall(labels, qrels, 5)[0, 0] == pytest.approx(0.5)
-    assert metrics.f1(labels, qrels, 5)[0, 0] == pytest.approx(2 * 0.6 * 0.5 / 1.1)
-    assert round(metrics.f1(labels, qrels, 5)[0, 0], 2) == 0.55
+    assert metrics.precision(labels, k=5)[0, 0] == pytest.approx(0.6)
+    assert metrics.recall(labels, qrels, k=5)[0, 0] == pytest.approx(0.5)
+    assert metrics.f1(labels, qrels, k=5)[0, 0] == pytest.approx(2 * 0.6 * 0.5 / 1.1)
+    assert round(metrics.f1(labels, qrels, k=5)[0, 0], 2) == 0.55
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -199,8 +199,8 @@ def test_trec_ranks_rejects_duplicate_docid_within_a_query():
 
 def test_precision_run_shorter_than_k_divides_by_k():
     labels, _ = one([1, 1, 1, P, P], [1, 1, 1])
-    assert metrics.precision(labels, 10)[0, 0] == pytest.approx(0.3)
-    assert metrics.precision(labels, 5)[0, 0] == pytest.approx(0.6)
+    assert metrics.precision(labels, k=10)[0, 0] == pytest.approx(0.3)
+    assert metrics.precision(labels, k=5)[0, 0] == pytest.approx(0.6)
 
 
 @pytest.mark.parametrize("k", [3, 7, 1000])
@@ -225,10 +225,10 @@ def test_measures_query_without_relevant_documents_score_zero():
 
 def test_measures_unjudged_documents_count_as_not_relevant():
     labels, qrels = one([U, 1, U, 1], [1, 1])
-    assert metrics.precision(labels, 4)[0, 0] == 0.5
+    assert metrics.precision(labels, k=4)[0, 0] == 0.5
     assert metrics.reciprocal_rank(labels)[0, 0] == 0.5
     assert metrics.average_precision(labels, qrels)[0, 0] == pytest.approx((1 / 2 + 2 / 4) / 2)
-    assert metrics.judged(labels, 4)[0, 0] == 0.5
+    assert metrics.judged(labels, k=4)[0, 0] == 0.5
 
 
 def test_measures_all_unjudged_top_k():
@@ -272,10 +272,10 @@ def test_condense_keeps_dtype_and_fully_judged_rows():
 def test_measures_threshold_decides_relevance(threshold, p, r, rr, ap):
     # num_rel is 4 at threshold 1 and 2 at threshold 2.
     labels, qrels = one([0, 1, 2, 0, 1], [2, 1, 1, 0, 2, U])
-    assert metrics.precision(labels, 5, threshold)[0, 0] == pytest.approx(p)
-    assert metrics.recall(labels, qrels, 5, threshold)[0, 0] == pytest.approx(r)
-    assert metrics.reciprocal_rank(labels, threshold)[0, 0] == pytest.approx(rr)
-    assert metrics.average_precision(labels, qrels, threshold)[0, 0] == pytest.approx(ap)
+    assert metrics.precision(labels, k=5, threshold=threshold)[0, 0] == pytest.approx(p)
+    assert metrics.recall(labels, qrels, k=5, threshold=threshold)[0, 0] == pytest.approx(r)
+    assert metrics.reciprocal_rank(labels, threshold=threshold)[0, 0] == pytest.approx(rr)
+    assert metrics.average_precision(labels, qrels, threshold=threshold)[0, 0] == pytest.approx(ap)
 
 
 def test_ndcg_ignores_threshold_and_uses_grades():
@@ -286,7 +286,7 @@ def test_ndcg_ignores_threshold_and_uses_grades():
 
 def test_ndcg_counts_relevant_documents_the_run_missed_in_the_ideal():
     labels, qrels = one([2, 0], [2, 2, 0])
-    assert metrics.ndcg(labels, qrels, 2)[0, 0] == pytest.approx(2 / (2 + 2 / math.log2(3)))
+    assert metrics.ndcg(labels, qrels, k=2)[0, 0] == pytest.approx(2 / (2 + 2 / math.log2(3)))
 
 
 def test_measures_empty_run_scores_zero_and_judged_zero():
@@ -325,25 +325,25 @@ def test_measures_qrels_without_columns_score_zero():
 
 def test_f1_is_zero_when_precision_and_recall_are_zero():
     labels, qrels = one([0, 0], [1])
-    assert metrics.f1(labels, qrels, 2)[0, 0] == 0.0
+    assert metrics.f1(labels, qrels, k=2)[0, 0] == 0.0
 
 
 def test_f1_is_harmonic_mean_of_precision_and_recall():
     labels, qrels = one([1, 0, 1, 1], [1, 1, 1, 1, 1, 1, 1])
     p, r = 3 / 4, 3 / 7
-    assert metrics.f1(labels, qrels, 4)[0, 0] == pytest.approx(2 * p * r / (p + r))
+    assert metrics.f1(labels, qrels, k=4)[0, 0] == pytest.approx(2 * p * r / (p + r))
 
 
 def test_hit_is_one_when_any_relevant_in_top_k():
     labels, _ = one([0, U, 1], [1])
-    assert metrics.hit(labels, 2)[0, 0] == 0.0
-    assert metrics.hit(labels, 3)[0, 0] == 1.0
+    assert metrics.hit(labels, k=2)[0, 0] == 0.0
+    assert metrics.hit(labels, k=3)[0, 0] == 1.0
 
 
 def test_judged_uses_run_length_when_shorter_than_k():
     labels, _ = one([1, U, 0, P, P], [1])
-    assert metrics.judged(labels, 10)[0, 0] == pytest.approx(2 / 3)
-    assert metrics.judged(labels, 2)[0, 0] == pytest.approx(1 / 2)
+    assert metrics.judged(labels, k=10)[0, 0] == pytest.approx(2 / 3)
+    assert metrics.judged(labels, k=2)[0, 0] == pytest.approx(1 / 2)
 
 
 def test_average_precision_divides_by_all_relevant_not_retrieved_ones():
@@ -373,14 +373,14 @@ def test_evaluate_equals_the_single_measures(k, threshold, gain):
     qrels = np.concatenate([rng.integers(0, 4, size=(6, 15)), np.full((6, 3), U)], axis=1)
     scores = metrics.evaluate(labels, qrels, k=k, threshold=threshold, gain=gain)
     expected = {
-        f"P@{k}": metrics.precision(labels, k, threshold),
-        f"R@{k}": metrics.recall(labels, qrels, k, threshold),
-        f"F1@{k}": metrics.f1(labels, qrels, k, threshold),
-        f"Hit@{k}": metrics.hit(labels, k, threshold),
-        "MRR": metrics.reciprocal_rank(labels, threshold),
-        "MAP": metrics.average_precision(labels, qrels, threshold),
-        f"nDCG@{k}": metrics.ndcg(labels, qrels, k, gain),
-        f"Judged@{k}": metrics.judged(labels, k),
+        f"P@{k}": metrics.precision(labels, k=k, threshold=threshold),
+        f"R@{k}": metrics.recall(labels, qrels, k=k, threshold=threshold),
+        f"F1@{k}": metrics.f1(labels, qrels, k=k, threshold=threshold),
+        f"Hit@{k}": metrics.hit(labels, k=k, threshold=threshold),
+        "MRR": metrics.reciprocal_rank(labels, threshold=threshold),
+        "MAP": metrics.average_precision(labels, qrels, threshold=threshold),
+        f"nDCG@{k}": metrics.ndcg(labels, qrels, k=k, gain=gain),
+        f"Judged@{k}": metrics.judged(labels, k=k),
     }
     for name, values in expected.items():
         np.testing.assert_allclose(scores[name], values, rtol=0, atol=1e-15, err_msg=name)
@@ -428,7 +428,7 @@ def test_labels_from_dicts_treats_negative_qrels_as_unjudged():
 def test_measures_reject_bad_k(k):
     labels, qrels = one([1, 0], [1])
     with pytest.raises(ValueError, match="k must be"):
-        metrics.precision(labels, k)
+        metrics.precision(labels, k=k)
     with pytest.raises(ValueError, match="k must be"):
         metrics.evaluate(labels, qrels, k=k)
 
@@ -436,7 +436,7 @@ def test_measures_reject_bad_k(k):
 def test_ndcg_rejects_unknown_gain():
     labels, qrels = one([1, 0], [1])
     with pytest.raises(ValueError, match="gain"):
-        metrics.ndcg(labels, qrels, 2, gain="burges")
+        metrics.ndcg(labels, qrels, k=2, gain="burges")
     with pytest.raises(ValueError, match="gain"):
         metrics.evaluate(labels, qrels, gain="log")
 
@@ -448,24 +448,24 @@ def test_ndcg_rejects_unknown_gain():
 )
 def test_measures_reject_labels_of_wrong_ndim(labels):
     with pytest.raises(ValueError, match="3-D"):
-        metrics.precision(labels, 1)
+        metrics.precision(labels, k=1)
 
 
 def test_measures_reject_qrels_with_other_query_count():
     labels = np.zeros((1, 2, 3), dtype=int)
     with pytest.raises(ValueError, match="queries"):
-        metrics.recall(labels, np.zeros((3, 4), dtype=int), 1)
+        metrics.recall(labels, np.zeros((3, 4), dtype=int), k=1)
     with pytest.raises(ValueError, match="2-D"):
-        metrics.recall(labels, np.zeros(2, dtype=int), 1)
+        metrics.recall(labels, np.zeros(2, dtype=int), k=1)
 
 
 def test_measures_reject_float_labels_and_unknown_sentinels():
     with pytest.raises(ValueError, match="integer"):
-        metrics.precision(np.array([[[1.0, 0.5]]]), 1)
+        metrics.precision(np.array([[[1.0, 0.5]]]), k=1)
     with pytest.raises(ValueError, match="below"):
-        metrics.precision(np.array([[[1, -3]]]), 1)
+        metrics.precision(np.array([[[1, -3]]]), k=1)
     with pytest.raises(ValueError, match="below"):
-        metrics.recall(np.array([[[1, 0]]]), np.array([[1, -2]]), 1)
+        metrics.recall(np.array([[[1, 0]]]), np.array([[1, -2]]), k=1)
 
 
 @pytest.mark.parametrize("threshold", [-1, float("nan"), "1", None])
@@ -486,17 +486,40 @@ def test_micro_and_macro_averages_differ_by_hand():
     labels = np.array([[[1, 1, 0], [1, PAD, PAD]]])
     qrels = np.array([[1, 1, 0, U, U, U, U, U], [1, 1, 1, 1, 1, 1, 1, 1]])
     # Macro P@3 = (2/3 + 1/3) / 2 (trec_eval divides by k); micro P@3 = 3 relevant / 4 retrieved.
-    assert metrics.mean(metrics.precision(labels, 3))[0] == pytest.approx(0.5)
-    assert metrics.micro_precision(labels, 3)[0] == pytest.approx(3 / 4)
+    assert metrics.mean(metrics.precision(labels, k=3))[0] == pytest.approx(0.5)
+    assert metrics.micro_precision(labels, k=3)[0] == pytest.approx(3 / 4)
     # Macro R@3 = (2/2 + 1/8) / 2; micro R@3 = 3 / 10: the query with 8 relevant documents dominates.
-    assert metrics.mean(metrics.recall(labels, qrels, 3))[0] == pytest.approx(0.5625)
-    assert metrics.micro_recall(labels, qrels, 3)[0] == pytest.approx(0.3)
+    assert metrics.mean(metrics.recall(labels, qrels, k=3))[0] == pytest.approx(0.5625)
+    assert metrics.micro_recall(labels, qrels, k=3)[0] == pytest.approx(0.3)
 
 
 def test_micro_averages_zero_when_nothing_retrieved_or_relevant():
     labels = np.array([[[PAD, PAD]], [[0, U]]])
     qrels = np.array([[0, U]])
-    np.testing.assert_array_equal(metrics.micro_precision(labels, 2), [0.0, 0.0])
-    np.testing.assert_array_equal(metrics.micro_recall(labels, qrels, 2), [0.0, 0.0])
+    np.testing.assert_array_equal(metrics.micro_precision(labels, k=2), [0.0, 0.0])
+    np.testing.assert_array_equal(metrics.micro_recall(labels, qrels, k=2), [0.0, 0.0])
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
-        metrics.micro_precision(labels, 0)
+        metrics.micro_precision(labels, k=0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda labels, qrels: metrics.precision(labels, 5),
+        lambda labels, qrels: metrics.recall(labels, qrels, 5),
+        lambda labels, qrels: metrics.f1(labels, qrels, 5, 1),
+        lambda labels, qrels: metrics.hit(labels, 5),
+        lambda labels, qrels: metrics.reciprocal_rank(labels, 2),
+        lambda labels, qrels: metrics.average_precision(labels, qrels, 2),
+        lambda labels, qrels: metrics.ndcg(labels, qrels, 5),
+        lambda labels, qrels: metrics.judged(labels, 5),
+        lambda labels, qrels: metrics.bpref(labels, qrels, 2),
+        lambda labels, qrels: metrics.micro_precision(labels, 5),
+        lambda labels, qrels: metrics.micro_recall(labels, qrels, 5),
+    ],
+)
+def test_cutoff_threshold_and_gain_are_keyword_only(call):
+    # metrics(labels, 5, 2): is 5 the cutoff or the threshold? Naming them leaves no doubt (as scikit-learn).
+    labels, qrels = np.array([[[1, 0, 2]]]), np.array([[1, 2]])
+    with pytest.raises(TypeError, match="positional argument"):
+        call(labels, qrels)

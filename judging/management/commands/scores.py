@@ -4,6 +4,7 @@ import json as jsonlib
 
 from django.core.management.base import CommandError
 
+import metrics
 from judging.management.commands._base import CampaignCommand
 from judging.scoring import leaderboard_data
 
@@ -17,7 +18,7 @@ class Command(CampaignCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--k", type=int, default=10, help="cutoff for the @k measures (default 10)")
-        parser.add_argument("--gain", choices=["linear", "exponential"], default="linear", help="nDCG gain")
+        parser.add_argument("--gain", choices=metrics.GAINS, default="linear", help="nDCG gain")
         parser.add_argument("--threshold", type=int, default=1, help="lowest label that counts as relevant")
         parser.add_argument("--judged-only", action="store_true", help="condensed scoring (trec_eval -J)")
         parser.add_argument("--policy", default=None, help="aggregation policy (default: the campaign's)")
@@ -55,7 +56,7 @@ class Command(CampaignCommand):
             f"{'' if labels == 'humans' else ', labels=' + labels}"
         )
         self.stdout.write("system".ljust(width) + "".join(n.rjust(11) for n in names))
-        ranked = sorted(data["systems"], key=lambda s: -s["measures"].get(f"nDCG@{k}", 0))
+        ranked = sorted(data["systems"], key=lambda s: -s["measures"].get(str(metrics.Measure("nDCG", k)), 0))
         for s in ranked:
             self.stdout.write(s["name"].ljust(width) + "".join(f"{s['measures'][n]:11.4f}" for n in names))
         if not data["systems"]:
