@@ -1,21 +1,10 @@
-"""Fixtures shared by the test suite: users, a small campaign and tiny TREC-style files."""
+"""Fixtures shared by the test suite: users, a small campaign (bare or pooled from tests/data.py's files)."""
 
 from __future__ import annotations
 
 import pytest
 
-TOPICS = "q1\twool knit sweater\tA warm sweater knitted from wool.\nq2\train jacket\tA waterproof jacket.\n"
-DOCS = (
-    '{"docid": "d1", "title": "Merino wool sweater", "text": "Soft merino knit."}\n'
-    '{"docid": "d2", "title": "Cotton tee", "text": "Light cotton."}\n'
-    '{"docid": "d3", "title": "Cable knit jumper", "text": "Chunky wool cable knit."}\n'
-    '{"docid": "d4", "title": "Rain shell", "text": "Waterproof shell jacket."}\n'
-)
-# bm25 ranks d1, d3, d2 for q1 and d4, d2 for q2; dense ranks d3, d2, d1 and d2, d4.
-RUN_BM25 = "q1 Q0 d1 1 9.5 bm25\nq1 Q0 d3 2 8.0 bm25\nq1 Q0 d2 3 7.5 bm25\nq2 Q0 d4 1 3.0 bm25\nq2 Q0 d2 2 1.0 bm25\n"
-RUN_DENSE = (
-    "q1 Q0 d3 1 0.9 dense\nq1 Q0 d2 2 0.8 dense\nq1 Q0 d1 3 0.7 dense\nq2 Q0 d2 1 0.6 dense\nq2 Q0 d4 2 0.5 dense\n"
-)
+from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
 
 @pytest.fixture
@@ -46,6 +35,18 @@ def campaign(db, lead, annotator):
     membership_add(campaign=c, user=lead, role="lead")
     membership_add(campaign=c, user=annotator, role="annotator")
     return c
+
+
+@pytest.fixture
+def pooled(campaign):
+    """The campaign with topics, documents and both runs: 5 pooled pairs (q1: d1 d2 d3; q2: d2 d4)."""
+    from judging.services import documents_import, queries_import, run_import
+
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
+    return campaign
 
 
 @pytest.fixture

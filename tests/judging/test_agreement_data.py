@@ -15,18 +15,7 @@ from judging.selectors.agreement import (
     review_queue,
 )
 from judging.services import adjudication_set, campaign_create, judgment_record, membership_add, run_import
-
-# grades of alice, bob, carol for 8 pairs (None = not judged)
-GRADES = [
-    (2, 2, 2),
-    (1, 2, None),
-    (0, 0, 0),
-    (2, 0, 1),
-    (1, 1, None),
-    (0, 1, 2),
-    (2, 2, None),
-    (1, 0, 1),
-]
+from tests.data import THREE_ANNOTATOR_GRADES
 
 
 @pytest.fixture
@@ -40,7 +29,7 @@ def judged(make_user):
     lead = make_user("boss")
     membership_add(campaign=campaign, user=lead, role="lead")
     pairs = {p.document.docid: p for p in Pair.objects.filter(campaign=campaign).select_related("document", "campaign")}
-    for i, row in enumerate(GRADES):
+    for i, row in enumerate(THREE_ANNOTATOR_GRADES):
         for u, g in zip(users, row, strict=True):
             if g is not None:
                 judgment_record(pair=pairs[f"d{i}"], annotator=u, grade=g, seconds_spent=5 + i)
@@ -52,15 +41,15 @@ def test_ratings_matrix_layout(judged):
     r = ratings_matrix(campaign=campaign)
     assert r.usernames == ["alice", "bob", "carol"]
     # Rows in pair row-id order, which is not the run's order (pools are inserted shuffled).
-    by_id = sorted(range(len(GRADES)), key=lambda i: pairs[f"d{i}"].id)
-    expected = np.array([[np.nan if g is None else g for g in GRADES[i]] for i in by_id], dtype=float)
+    by_id = sorted(range(len(THREE_ANNOTATOR_GRADES)), key=lambda i: pairs[f"d{i}"].id)
+    expected = np.array([[np.nan if g is None else g for g in THREE_ANNOTATOR_GRADES[i]] for i in by_id], dtype=float)
     np.testing.assert_array_equal(r.values, expected)
 
 
 def test_campaign_agreement_matches_reference_implementations(judged):
     campaign, *_ = judged
     data = campaign_agreement(campaign=campaign, n_resamples=200)
-    values = np.array([[np.nan if g is None else g for g in row] for row in GRADES], dtype=float)
+    values = np.array([[np.nan if g is None else g for g in row] for row in THREE_ANNOTATOR_GRADES], dtype=float)
     ref_alpha = krippendorff.alpha(reliability_data=values.T, level_of_measurement="ordinal", value_domain=[0, 1, 2])
     assert data["overall"]["alpha"] == pytest.approx(ref_alpha, abs=1e-9)
     low, high = data["overall"]["alpha_ci"]

@@ -14,8 +14,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Campaign, Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.services import campaign_create, membership_add, qrels_import, run_import
-from tests.conftest import RUN_BM25, RUN_DENSE
-from tests.judging.test_api_support import body_of, client_for, world  # noqa: F401
+from tests.data import RUN_BM25, RUN_DENSE, body_of, client_for
 
 
 def counts() -> dict:
@@ -30,7 +29,7 @@ def upload(client, slug, kind, name, content, **fields):
 # --------------------------------------------------------------------------- tokens
 
 
-def test_api_token_create_use_and_revoke(world):  # noqa: F811
+def test_api_token_create_use_and_revoke(world):
     client = APIClient()
     response = client.post("/api/auth/token/", {"username": "lead", "password": "pw-lead"}, format="json")
     assert response.status_code == 200
@@ -45,13 +44,13 @@ def test_api_token_create_use_and_revoke(world):  # noqa: F811
     assert not Token.objects.filter(key=token).exists()
 
 
-def test_api_token_refuses_bad_credentials(world):  # noqa: F811
+def test_api_token_refuses_bad_credentials(world):
     response = APIClient().post("/api/auth/token/", {"username": "lead", "password": "nope"}, format="json")
     assert response.status_code == 400 and "non_field_errors" in response.json()
     assert not Token.objects.exists()
 
 
-def test_api_token_login_is_throttled(world):  # noqa: F811
+def test_api_token_login_is_throttled(world):
     cache.clear()
     client = APIClient()
     statuses = [
@@ -63,7 +62,7 @@ def test_api_token_login_is_throttled(world):  # noqa: F811
     cache.clear()
 
 
-def test_api_token_page_create_and_revoke(world, client):  # noqa: F811
+def test_api_token_page_create_and_revoke(world, client):
     assert client.get("/accounts/token/").status_code == 302  # login required
     client.force_login(world.annotator)
     page = client.get("/accounts/token/")
@@ -80,7 +79,7 @@ def test_api_token_page_create_and_revoke(world, client):  # noqa: F811
     assert client_for(None).get("/api/campaigns/", HTTP_AUTHORIZATION=f"Token {new.key}").status_code == 401
 
 
-def test_api_token_page_requires_csrf(world):  # noqa: F811
+def test_api_token_page_requires_csrf(world):
     from django.test import Client
 
     client = Client(enforce_csrf_checks=True)
@@ -92,7 +91,7 @@ def test_api_token_page_requires_csrf(world):  # noqa: F811
 # --------------------------------------------------------------------------- campaigns
 
 
-def test_api_campaign_create_with_grades_makes_creator_lead(world):  # noqa: F811
+def test_api_campaign_create_with_grades_makes_creator_lead(world):
     client = client_for(world.lead)
     body = {"slug": "news", "name": "News", "grades": [0, 1, 2, 3], "pool_depth": 20, "guidelines": "Read twice."}
     response = client.post("/api/campaigns/", body, format="json")
@@ -104,7 +103,7 @@ def test_api_campaign_create_with_grades_makes_creator_lead(world):  # noqa: F81
     assert response["Location"] == "/api/campaigns/news/"
 
 
-def test_api_campaign_create_with_named_scale(world):  # noqa: F811
+def test_api_campaign_create_with_named_scale(world):
     scale = [{"value": 0, "name": "No"}, {"value": 1, "name": "Yes", "description": "Answers it"}]
     response = client_for(world.lead).post("/api/campaigns/", {"slug": "yn", "scale": scale}, format="json")
     assert response.status_code == 201
@@ -126,13 +125,13 @@ def test_api_campaign_create_with_named_scale(world):  # noqa: F811
         ({"slug": "x", "aggregation": "vote"}, "aggregation"),
     ],
 )
-def test_api_campaign_create_validation(world, body, field):  # noqa: F811
+def test_api_campaign_create_validation(world, body, field):
     response = client_for(world.lead).post("/api/campaigns/", body, format="json")
     assert response.status_code == 400 and field in response.json()
     assert Campaign.objects.count() == 2
 
 
-def test_api_campaign_patch_settings_and_scale_rules(world):  # noqa: F811
+def test_api_campaign_patch_settings_and_scale_rules(world):
     client = client_for(world.lead)
     response = client.patch("/api/campaigns/demo/", {"aggregation": "max"}, format="json")
     assert response.status_code == 200 and response.json()["aggregation"] == "max"
@@ -149,7 +148,7 @@ def test_api_campaign_patch_settings_and_scale_rules(world):  # noqa: F811
     assert client.patch("/api/campaigns/demo/", {"slug": "renamed"}, format="json").status_code == 400
 
 
-def test_api_campaign_deeper_pool_adds_pairs(world):  # noqa: F811
+def test_api_campaign_deeper_pool_adds_pairs(world):
     client = client_for(world.lead)
     client.post("/api/campaigns/", {"slug": "grow", "pool_depth": 1}, format="json")
     assert upload(client, "grow", "run", "bm25.run", RUN_BM25).json()["pairs_added"] == 2
@@ -158,7 +157,7 @@ def test_api_campaign_deeper_pool_adds_pairs(world):  # noqa: F811
     assert Pair.objects.filter(campaign__slug="grow", pooled=True).count() == 4
 
 
-def test_api_campaign_members_add_and_remove(world, make_user):  # noqa: F811
+def test_api_campaign_members_add_and_remove(world, make_user):
     make_user("newbie")
     client = client_for(world.lead)
     response = client.post("/api/campaigns/demo/members/", {"username": "newbie", "role": "annotator"}, format="json")
@@ -170,7 +169,7 @@ def test_api_campaign_members_add_and_remove(world, make_user):  # noqa: F811
     assert client.delete("/api/campaigns/demo/members/newbie/").status_code == 404
 
 
-def test_api_progress_figures(world):  # noqa: F811
+def test_api_progress_figures(world):
     data = client_for(world.lead).get("/api/campaigns/demo/progress/").json()
     figures = (data["campaign"], data["queries"], data["pooled"], data["touched"], data["labelled"])
     assert figures == ("demo", 2, 5, 4, 4)
@@ -181,7 +180,7 @@ def test_api_progress_figures(world):  # noqa: F811
 # --------------------------------------------------------------------------- judgments
 
 
-def test_api_judgment_record_by_names_then_change(world):  # noqa: F811
+def test_api_judgment_record_by_names_then_change(world):
     client = client_for(world.annotator)
     body = {"campaign": "demo", "qid": "q1", "docid": "d2", "grade": 1, "note": "close"}
     first = client.post("/api/judgments/", body, format="json")
@@ -222,7 +221,7 @@ def test_api_judgment_record_by_names_then_change(world):  # noqa: F811
         ({"pair": 999999, "grade": 1}, 404, None),
     ],
 )
-def test_api_judgment_record_errors(world, body, status, field):  # noqa: F811
+def test_api_judgment_record_errors(world, body, status, field):
     before = counts()
     response = client_for(world.annotator).post("/api/judgments/", body, format="json")
     assert response.status_code == status, response.json()
@@ -231,7 +230,7 @@ def test_api_judgment_record_errors(world, body, status, field):  # noqa: F811
     assert counts() == before
 
 
-def test_api_judgments_json_filters_and_cursor_pages(world):  # noqa: F811
+def test_api_judgments_json_filters_and_cursor_pages(world):
     client = client_for(world.lead)
     page = client.get("/api/judgments/", {"campaign": "demo"}).json()
     assert len(page["results"]) == 5 and all(not r["unsure"] for r in page["results"])  # unsure left out
@@ -252,7 +251,7 @@ def test_api_judgments_json_filters_and_cursor_pages(world):  # noqa: F811
     assert seen == sorted(Judgment.objects.values_list("id", flat=True), reverse=True)
 
 
-def test_api_judgments_csv_export(world):  # noqa: F811
+def test_api_judgments_csv_export(world):
     response = client_for(world.lead).get("/api/judgments/", {"campaign": "demo", "format": "csv"})
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"] == "text/csv; charset=utf-8"
@@ -286,7 +285,7 @@ def test_api_judgments_csv_export(world):  # noqa: F811
     ]
 
 
-def test_api_judgments_csv_and_jsonl_match_json(world):  # noqa: F811
+def test_api_judgments_csv_and_jsonl_match_json(world):
     client = client_for(world.lead)
     params = {"campaign": "demo", "unsure": "include", "ordering": "updated_at"}
     pages = client.get("/api/judgments/", params).json()["results"]
@@ -300,12 +299,12 @@ def test_api_judgments_csv_and_jsonl_match_json(world):  # noqa: F811
     assert pages == [client.get(f"/api/judgments/{p['id']}/").json() for p in pages]
 
 
-def test_api_judgments_csv_error_is_json(world):  # noqa: F811
+def test_api_judgments_csv_error_is_json(world):
     response = client_for(world.lead).get("/api/judgments/", {"campaign": "nope", "format": "csv"})
     assert response.status_code == 404 and response["Content-Type"] == "application/json"
 
 
-def test_api_adjudication_sets_label(world):  # noqa: F811
+def test_api_adjudication_sets_label(world):
     response = client_for(world.lead).post(
         f"/api/pairs/{world.pair.public_id}/adjudicate/", {"grade": 0}, format="json"
     )
@@ -320,7 +319,7 @@ def test_api_adjudication_sets_label(world):  # noqa: F811
 # --------------------------------------------------------------------------- uploads
 
 
-def test_api_uploads_build_a_campaign_and_are_idempotent(world):  # noqa: F811
+def test_api_uploads_build_a_campaign_and_are_idempotent(world):
     client = client_for(world.lead)
     client.post("/api/campaigns/", {"slug": "fresh", "pool_depth": 2}, format="json")
     response = upload(client, "fresh", "topics", "topics.tsv", "q1\twool\nq2\train\n")
@@ -360,7 +359,7 @@ def test_api_uploads_build_a_campaign_and_are_idempotent(world):  # noqa: F811
         ("qrels", "bad.qrels", "q1 0 d1 x\n", 1, "label"),
     ],
 )
-def test_api_upload_errors_name_file_line_field_and_write_nothing(world, kind, name, content, line, field):  # noqa: F811
+def test_api_upload_errors_name_file_line_field_and_write_nothing(world, kind, name, content, line, field):
     before = counts()
     response = upload(client_for(world.lead), "demo", kind, name, content)
     assert response.status_code == 400, response.json()
@@ -373,13 +372,13 @@ def test_api_upload_errors_name_file_line_field_and_write_nothing(world, kind, n
     assert counts() == before
 
 
-def test_api_upload_without_file(world):  # noqa: F811
+def test_api_upload_without_file(world):
     response = client_for(world.lead).post("/api/campaigns/demo/upload/run/", {"system": "x"}, format="multipart")
     assert response.status_code == 400
     assert response.json() == {"detail": "No file was submitted.", "file": "", "line": None, "field": "file"}
 
 
-def test_api_upload_qrels_for_a_user_outside_the_campaign(world):  # noqa: F811
+def test_api_upload_qrels_for_a_user_outside_the_campaign(world):
     response = upload(client_for(world.lead), "demo", "qrels", "a.qrels", "q1 0 d1 1\n", annotator="stranger")
     assert response.status_code == 400 and response.json()["field"] == "annotator"
 
@@ -387,7 +386,7 @@ def test_api_upload_qrels_for_a_user_outside_the_campaign(world):  # noqa: F811
 # --------------------------------------------------------------------------- qrels, runs, leaderboard
 
 
-def test_api_qrels_export_is_streamed_trec_text(world):  # noqa: F811
+def test_api_qrels_export_is_streamed_trec_text(world):
     response = client_for(world.lead).get("/api/campaigns/demo/qrels/")
     assert response.status_code == 200 and response.streaming
     assert response["Content-Type"] == "text/plain; charset=utf-8"
@@ -395,7 +394,7 @@ def test_api_qrels_export_is_streamed_trec_text(world):  # noqa: F811
     assert body_of(response).decode() == "q1 0 d1 1\nq1 0 d3 1\nq2 0 d2 0\nq2 0 d4 2\n"
 
 
-def test_api_system_run_download_round_trips(world):  # noqa: F811
+def test_api_system_run_download_round_trips(world):
     response = client_for(world.lead).get(f"/api/systems/{world.system.id}/run/")
     text = body_of(response).decode()
     assert text.splitlines()[0] == "q1 Q0 d1 1 9.5 bm25"
@@ -408,7 +407,7 @@ def test_api_system_run_download_round_trips(world):  # noqa: F811
     assert again == text
 
 
-def test_api_leaderboard_shape(world):  # noqa: F811
+def test_api_leaderboard_shape(world):
     pytest.importorskip("judging.scoring")
     client = client_for(world.lead)
     data = client.get("/api/campaigns/demo/leaderboard/", {"k": 2}).json()
@@ -435,7 +434,7 @@ def _qrels_dict(text: str) -> dict:
     return out
 
 
-def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):  # noqa: F811
+def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):
     """Export qrels through the API, import them into a new campaign: same labels, same leaderboard, and
     pytrec_eval scores the exported file exactly as the leaderboard does."""
     text = body_of(client_for(world.lead).get("/api/campaigns/demo/qrels/")).decode()

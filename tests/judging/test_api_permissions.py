@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.conftest import DOCS, TOPICS
-from tests.judging.test_api_support import SYSTEM_NAMES, body_of, client_for, world  # noqa: F401
+from tests.data import DOCS, SYSTEM_NAMES, TOPICS, body_of, client_for
 
 ANON, ANN, OTHER, LEAD = "anonymous", "annotator", "other annotator", "lead"
 
@@ -100,7 +99,7 @@ def _cases():
 
 
 @pytest.mark.parametrize(("method", "path", "body", "caller", "status"), list(_cases()))
-def test_api_permission_matrix(world, method, path, body, caller, status):  # noqa: F811
+def test_api_permission_matrix(world, method, path, body, caller, status):
     user = {ANON: None, ANN: world.annotator, OTHER: world.stranger, LEAD: world.lead}[caller]
     ids = {
         "query": world.query.id,
@@ -127,7 +126,7 @@ def test_api_permission_matrix(world, method, path, body, caller, status):  # no
             assert name.encode() not in content.lower()
 
 
-def test_api_annotator_sees_only_own_judgments_and_no_labels(world):  # noqa: F811
+def test_api_annotator_sees_only_own_judgments_and_no_labels(world):
     client = client_for(world.annotator)
     rows = client.get("/api/judgments/", {"campaign": "demo", "unsure": "include"}).json()["results"]
     assert {r["annotator"] for r in rows} == {"ann"} and len(rows) == 3
@@ -144,7 +143,7 @@ def test_api_annotator_sees_only_own_judgments_and_no_labels(world):  # noqa: F8
     assert [row["username"] for row in progress["annotators"]] == ["ann"]
 
 
-def test_api_lead_sees_labels_and_everyone(world):  # noqa: F811
+def test_api_lead_sees_labels_and_everyone(world):
     client = client_for(world.lead)
     rows = client.get("/api/judgments/", {"campaign": "demo"}).json()["results"]
     assert {r["annotator"] for r in rows} == {"ann", "ann2"}
@@ -155,20 +154,20 @@ def test_api_lead_sees_labels_and_everyone(world):  # noqa: F811
     assert [row["username"] for row in progress["annotators"]] == ["ann", "ann2", "lead"]
 
 
-def test_api_campaign_list_shows_only_callers_campaigns(world):  # noqa: F811
+def test_api_campaign_list_shows_only_callers_campaigns(world):
     assert [c["slug"] for c in client_for(world.stranger).get("/api/campaigns/").json()["results"]] == ["other"]
     mine = client_for(world.annotator).get("/api/campaigns/").json()["results"]
     assert [(c["slug"], c["role"]) for c in mine] == [("demo", "annotator")]
 
 
-def test_api_non_member_list_without_campaign_filter_is_empty(world):  # noqa: F811
+def test_api_non_member_list_without_campaign_filter_is_empty(world):
     client = client_for(world.stranger)
     for path in ("/api/queries/", "/api/documents/", "/api/pairs/", "/api/systems/"):
         assert client.get(path).json()["count"] == 0, path
     assert client.get("/api/judgments/").json()["results"] == []
 
 
-def test_api_annotator_cannot_judge_unpooled_pair(world):  # noqa: F811
+def test_api_annotator_cannot_judge_unpooled_pair(world):
     from judging.services import qrels_import
 
     qrels_import(campaign=world.campaign, data=b"q2 0 d1 2\n", filename="old.qrels", annotator=world.annotator2)
@@ -180,7 +179,7 @@ def test_api_annotator_cannot_judge_unpooled_pair(world):  # noqa: F811
     assert response.status_code == 201
 
 
-def test_api_leaderboard_visible_to_annotators_when_the_lead_says_so(world):  # noqa: F811
+def test_api_leaderboard_visible_to_annotators_when_the_lead_says_so(world):
     world.campaign.leaderboard_visible_to_annotators = True
     world.campaign.save()
     response = client_for(world.annotator).get("/api/campaigns/demo/leaderboard/")
@@ -189,7 +188,7 @@ def test_api_leaderboard_visible_to_annotators_when_the_lead_says_so(world):  # 
     assert client_for(world.annotator).get(f"/api/systems/{world.system.id}/").status_code == 403
 
 
-def test_api_session_auth_enforces_csrf(world):  # noqa: F811
+def test_api_session_auth_enforces_csrf(world):
     from rest_framework.test import APIClient
 
     client = APIClient(enforce_csrf_checks=True)
@@ -204,7 +203,7 @@ def test_api_session_auth_enforces_csrf(world):  # noqa: F811
     assert response.status_code == 201
 
 
-def test_api_anonymous_requests_are_throttled(world, settings):  # noqa: F811
+def test_api_anonymous_requests_are_throttled(world, settings):
     from django.core.cache import cache
 
     cache.clear()

@@ -11,7 +11,6 @@ from hypothesis.errors import Unsatisfiable
 from rest_framework.authtoken.models import Token
 
 from judging.services import membership_add
-from tests.judging.test_api_support import world  # noqa: F401
 
 schemathesis = pytest.importorskip("schemathesis")
 from schemathesis import GenerationMode  # noqa: E402
@@ -25,7 +24,7 @@ MODES = ((GenerationMode.POSITIVE, EXAMPLES), (GenerationMode.NEGATIVE, max(1, E
 TOKEN = "0123456789abcdef0123456789abcdef01234567"
 
 
-def _finished_job(world):  # noqa: F811
+def _finished_job(world):
     """A finished background import of the demo campaign, for /api/jobs/{id}/ (retrying it is refused)."""
     from judging.models import Job
 
@@ -35,7 +34,7 @@ def _finished_job(world):  # noqa: F811
     return job
 
 
-def _path_parameters(path: str, world) -> dict:  # noqa: F811
+def _path_parameters(path: str, world) -> dict:
     """Real objects for the path parameters, so requests reach the views rather than 404 on every try."""
     resource_ids = {
         "/api/queries/": world.query.id,
@@ -69,7 +68,8 @@ def keep_connection():
     request_finished.connect(close_old_connections)
 
 
-def test_api_conforms_to_its_schema(world, keep_connection):  # noqa: F811
+@pytest.mark.slow  # about 40 s; `pytest -m "not slow"` skips it locally, CI runs it
+def test_api_conforms_to_its_schema(world, keep_connection):
     from django.core.wsgi import get_wsgi_application
 
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())

@@ -1,4 +1,4 @@
-"""The management commands of SPEC §4, as a lead runs them."""
+"""The management commands (create, import, export, scores, members, demo), as a lead runs them."""
 
 import io
 
@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from judging.models import Campaign, Document, Judgment, Membership, Pair, Query, System
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
 
 def run(*args):

@@ -112,7 +112,7 @@ def test_leaderboard_shows_every_measure_from_leaderboard_data(as_lead, tiny):
                 assert f"{round(value * 100)}%" in row
             else:
                 assert floatformat(value, 4) in values, (system["name"], measure)
-    # every measure of SPEC §2 has a column; 3 of the 4 queries are scored
+    # every measure the leaderboard computes has a column; 3 of the 4 queries are scored
     for m in ("nDCG@10", "P@10", "R@10", "F1@10", "Hit@10", "MRR", "MAP", "Judged@10"):
         assert f">{m}</th>" in html
     assert "<strong>3</strong> of 4 queries" in html

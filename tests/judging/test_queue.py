@@ -3,14 +3,13 @@
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
 from judging.models import Assignment, Judgment, Pair
 from judging.selectors.queue import _with_overlap_bucket, overlap_q
 from judging.services import campaign_create, judgment_record, membership_add, pair_assign, run_import
-from tests.judging.conftest import run_concurrently
+from tests.data import run_concurrently
 
 
 def _campaign(make_user, *, slug="queue", redundancy=1, overlap=0, annotators=2, queries=2, docs=4):
@@ -58,9 +57,7 @@ def test_overlap_sample_share_follows_the_setting(make_user):
 
 
 @pytest.mark.postgres
-def test_concurrent_annotators_never_exceed_redundancy(transactional_db, make_user):
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are tested on PostgreSQL (CI runs the suite there too)")
+def test_concurrent_annotators_never_exceed_redundancy(pg_only, make_user):
     campaign, users = _campaign(make_user, slug="race", redundancy=2, annotators=6, queries=4, docs=6)
 
     def work(user):

@@ -11,8 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from judging import charts
-from judging.aggregation import aggregate_grades
-from judging.models import Adjudication, Campaign, Judgment, Pair
+from judging.models import Adjudication, Campaign, Pair
 from judging.scoring import leaderboard_data
 from judging.selectors import agreement as agreement_selectors
 from judging.selectors.agreement import review_queue
@@ -26,19 +25,9 @@ from judging.services import (
     run_import,
 )
 from judging.views import review as review_views
+from tests.data import THREE_ANNOTATOR_GRADES
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
-# grades of alice, bob, carol for 8 pairs d0..d7 (None = not judged); d3 and d5 are two apart (disputed)
-GRADES = [
-    (2, 2, 2),
-    (1, 2, None),
-    (0, 0, 0),
-    (2, 0, 1),
-    (1, 1, None),
-    (0, 1, 2),
-    (2, 2, None),
-    (1, 0, 1),
-]
 ALPHA = re.compile(r'rv-figure-value">([-0-9.]+)<')
 
 
@@ -57,7 +46,7 @@ def judged(make_user):
     membership_add(campaign=campaign, user=lead, role="lead")
     make_user("outsider")
     pairs = {p.document.docid: p for p in Pair.objects.filter(campaign=campaign).select_related("document", "campaign")}
-    for i, row in enumerate(GRADES):
+    for i, row in enumerate(THREE_ANNOTATOR_GRADES):
         for u, g in zip(users, row, strict=True):
             if g is not None:
                 judgment_record(pair=pairs[f"d{i}"], annotator=u, grade=g, seconds_spent=5 + i)
@@ -284,7 +273,7 @@ def test_review_page_query_count_does_not_grow_with_rows(make_user, django_asser
 
 
 def _values() -> np.ndarray:
-    return np.array([[np.nan if g is None else g for g in row] for row in GRADES], dtype=float)
+    return np.array([[np.nan if g is None else g for g in row] for row in THREE_ANNOTATOR_GRADES], dtype=float)
 
 
 def test_agreement_page_alpha_equals_krippendorff(judged):
@@ -349,14 +338,6 @@ def test_agreement_page_with_one_system_and_no_judgments(make_user):
     assert [s["tau"] for s in response.context["stability"]] == ["–"] * 5  # one system: nothing to correlate
 
 
-def _expected_labels(campaign: Campaign, policy: str) -> dict[int, int]:
-    rows = np.array(
-        list(Judgment.objects.filter(pair__campaign=campaign, unsure=False).values_list("pair_id", "grade__value"))
-    )
-    keys, labels = aggregate_grades(rows[:, 0], rows[:, 1], policy=policy)
-    return dict(zip(keys.tolist(), labels.tolist(), strict=True))
-
-
 def test_policy_switch_changes_every_label_and_the_leaderboard_follows(judged):
     campaign, _, lead, pairs = judged
     before = leaderboard_data(campaign=campaign, per_query=False)
@@ -366,7 +347,8 @@ def test_policy_switch_changes_every_label_and_the_leaderboard_follows(judged):
     campaign.refresh_from_db()
     assert campaign.aggregation == "max"
     stored = dict(Pair.objects.filter(campaign=campaign, label__isnull=False).values_list("id", "label"))
-    assert stored == _expected_labels(campaign, "max")
+    # the highest confident grade of each pair, read off THREE_ANNOTATOR_GRADES (carol is unsure of d4)
+    assert stored == {pairs[f"d{i}"].id: grade for i, grade in enumerate([2, 2, 0, 2, 1, 2, 2, 1])}
     assert stored[pairs["d3"].id] == 2 and stored[pairs["d1"].id] == 2
     after = leaderboard_data(campaign=campaign, per_query=False)
     assert after["policy"] == "max"

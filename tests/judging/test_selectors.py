@@ -8,22 +8,12 @@ from judging import selectors
 from judging.models import Campaign, Pair, Query
 from judging.services import (
     campaign_create,
-    documents_import,
     judgment_record,
     membership_add,
     queries_import,
     run_import,
 )
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
-
-
-@pytest.fixture
-def pooled(campaign):
-    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
-    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
-    return campaign
+from tests.data import RUN_BM25, TOPICS
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from tests.conftest import RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import RUN_BM25, RUN_DENSE, TOPICS
 
 
 def pooled(campaign):

@@ -19,20 +19,10 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import DOCS, RUN_BM25, TOPICS
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
-
-
-@pytest.fixture
-def pooled(campaign):
-    """The conftest campaign with topics, documents and both runs: 5 pooled pairs (q1: d1 d2 d3; q2: d2 d4)."""
-    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
-    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
-    return campaign
 
 
 def login(user) -> Client:

@@ -189,7 +189,7 @@ def test_cohen_kappa_unused_category_changes_nothing_unweighted():
 # fleiss_kappa
 
 
-def test_fleiss_kappa_wikipedia_example():
+def test_fleiss_kappa_fourteen_raters_ten_items_five_categories():
     ratings = ratings_from_counts(FLEISS_COUNTS, [1, 2, 3, 4, 5])
     assert ratings.shape == (10, 14)
     kappa = fleiss_kappa(ratings, [1, 2, 3, 4, 5])
@@ -283,7 +283,7 @@ def test_observed_agreement_bad_ratings_raise(ratings, match):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_krippendorff_alpha_textbook_example(level):
+def test_krippendorff_alpha_four_observers_twelve_units_with_gaps(level):
     alpha = krippendorff_alpha(KRIPPENDORFF_2011, [1, 2, 3, 4, 5], level=level)
     assert alpha == pytest.approx(KRIPPENDORFF_2011_ALPHA[level], abs=5e-4)
 

@@ -1,4 +1,4 @@
-"""Hand-checkable tests of metrics.ranking: the seed articles' worked examples and edge cases."""
+"""Hand-checkable tests of metrics.ranking: small worked examples and edge cases."""
 
 import math
 import subprocess
@@ -26,38 +26,38 @@ def queries(rows, qrels_rows):
 
 
 # --------------------------------------------------------------------------------------------------------
-# Seed worked examples (SPEC §2, seeds/000, 003, 004)
+# Worked examples small enough to check by hand
 
 
-def test_average_precision_seed_rel_non_rel_non_rel():
+def test_average_precision_three_relevant_at_ranks_1_3_5():
     labels, qrels = one([1, 0, 1, 0, 1], [1, 1, 1, 0, 0])
     assert metrics.average_precision(labels, qrels)[0, 0] == pytest.approx((1 + 2 / 3 + 3 / 5) / 3)
     assert round(metrics.average_precision(labels, qrels)[0, 0], 3) == 0.756
 
 
-def test_precision_seed_three_of_five():
+def test_precision_at_5_with_three_relevant():
     labels, _ = one([1, 0, 1, 0, 1], [1, 1, 1])
     assert metrics.precision(labels, k=5)[0, 0] == pytest.approx(0.6)
 
 
-def test_reciprocal_rank_seed_first_document_relevant():
+def test_reciprocal_rank_is_1_when_the_first_document_is_relevant():
     labels, _ = one([1, 0, 1, 0, 1], [1, 1, 1])
     assert metrics.reciprocal_rank(labels)[0, 0] == 1.0
 
 
-def test_mean_reciprocal_rank_seed_first_relevant_at_1_3_5():
+def test_mean_reciprocal_rank_first_relevant_at_1_3_5():
     labels, _ = queries([[1, 0, 0, 0, 0], [0, 0, 1, 0, 0], [0, 0, 0, 0, 1]], [[1], [1], [1]])
     rr = metrics.reciprocal_rank(labels)
     np.testing.assert_allclose(rr, [[1, 1 / 3, 1 / 5]])
     assert round(metrics.mean(rr)[0], 3) == 0.511
 
 
-def test_mean_reciprocal_rank_seed_003_first_relevant_at_1_3_2():
+def test_mean_reciprocal_rank_first_relevant_at_1_3_2():
     labels, _ = queries([[1, 0, 0], [0, 0, 1], [0, 1, 0]], [[1], [1], [1]])
     assert metrics.mean(metrics.reciprocal_rank(labels))[0] == pytest.approx((1 + 1 / 3 + 1 / 2) / 3)
 
 
-def test_ndcg_seed_exponential_gain_3_0_2_1_3():
+def test_ndcg_exponential_gain_of_grades_3_0_2_1_3():
     labels, qrels = one([3, 0, 2, 1, 3], [3, 0, 2, 1, 3])
     assert round(_dcg(labels, 5, "exponential")[0, 0], 3) == 11.639
     assert round(_idcg(qrels, 5, "exponential")[0], 3) == 13.347
@@ -67,18 +67,18 @@ def test_ndcg_seed_exponential_gain_3_0_2_1_3():
 @pytest.mark.parametrize(
     ("ranked", "dcg", "expected"),
     [([2, 0, 1, 0, 2], 3.27, 0.87), ([0, 0, 1, 2, 2], 2.13, 0.57)],
-    ids=["seed-order", "reversed"],
+    ids=["as-listed", "reversed"],
 )
-def test_ndcg_seed_linear_gain_exact_partial_irrelevant(ranked, dcg, expected):
+def test_ndcg_linear_gain_exact_partial_irrelevant(ranked, dcg, expected):
     labels, qrels = one(ranked, [2, 0, 1, 0, 2])
     assert round(_idcg(qrels, 5, "linear")[0], 2) == 3.76
-    # The seed rounds each term before adding (0.5 + 0.86 + 0.77 = 2.13; exactly 2.135).
+    # Rounding each term before adding gives 2.13 (0.5 + 0.86 + 0.77); exactly it is 2.135.
     assert _dcg(labels, 5, "linear")[0, 0] == pytest.approx(dcg, abs=0.006)
     assert round(metrics.ndcg(labels, qrels, k=5)[0, 0], 2) == expected
 
 
-def test_precision_recall_seed_late_night_snack_models_per_user_average():
-    # seeds/004, quiz 2: two users' preferred snacks are the qrels, the two models' top 5 the runs.
+def test_precision_recall_of_two_models_averaged_over_two_users():
+    # Two users' preferred snacks are the qrels, the two models' top 5 the runs.
     liked = {
         "X": ["치킨", "피자", "햄버거", "족발", "회", "돈까스", "샐러드", "만두", "라면", "김밥"],
         "Y": ["치킨", "피자", "햄버거", "족발", "삼겹살", "떡볶이", "탕수육", "땅콩", "빵", "국수"],
@@ -103,13 +103,13 @@ def test_precision_recall_seed_late_night_snack_models_per_user_average():
     [([1, 1, 0, 0], 4, 0.5, 0.2), ([1, 1, 0, 0, 1], 5, 0.6, 0.3), ([1, 0, 0, 0], 4, 0.25, 0.1)],
     ids=["A@4", "A@5", "B@4"],
 )
-def test_precision_recall_seed_004_movie_recommendations(ranked, k, p, r):
+def test_precision_recall_with_ten_relevant_documents(ranked, k, p, r):
     labels, qrels = one(ranked, [1] * 10)
     assert metrics.precision(labels, k=k)[0, 0] == pytest.approx(p)
     assert metrics.recall(labels, qrels, k=k)[0, 0] == pytest.approx(r)
 
 
-def test_f1_seed_003_wool_knit_six_relevant():
+def test_f1_at_5_with_six_relevant():
     labels, qrels = one([1, 1, 0, 1, 0], [1] * 6)
     assert metrics.precision(labels, k=5)[0, 0] == pytest.approx(0.6)
     assert metrics.recall(labels, qrels, k=5)[0, 0] == pytest.approx(0.5)

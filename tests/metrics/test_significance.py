@@ -290,7 +290,7 @@ def test_bootstrap_ci_rejects_empty_input():
 # holm
 
 
-def test_holm_textbook_example():
+def test_holm_multiplies_sorted_p_values_and_keeps_them_monotone():
     adjusted = metrics.holm([0.01, 0.04, 0.03, 0.005])
     # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> raised to 0.06 (monotone)
     np.testing.assert_allclose(adjusted, [0.03, 0.06, 0.06, 0.02])
