@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv with Python 3.11 and install the pinned requirements (runtime, or dev with --dev).
+# Create .venv with Python 3.11 and install the locked requirements (runtime, or runtime + test tools with --dev).
+# The lock files pin every package with its hashes, so pip checks each download (--require-hashes is implied).
+# They are compiled from requirements*.in by scripts/lock.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
