@@ -1,4 +1,4 @@
-"""Shared test data and plain helpers: tiny TREC-style files, hand-checkable grades, API clients.
+"""Shared test data and plain helpers: tiny TREC files, hand-checkable grades, API clients, random campaigns.
 
 Fixtures live in the conftest.py files; everything here is a constant or an ordinary function that test
 modules import (no test module imports another test module or a conftest).
@@ -7,10 +7,15 @@ modules import (no test module imports another test module or a conftest).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
+import numpy as np
 from django.db import connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+import metrics
+from metrics import PAD, UNJUDGED
 
 TOPICS = "q1\twool knit sweater\tA warm sweater knitted from wool.\nq2\train jacket\tA waterproof jacket.\n"
 DOCS = (
@@ -26,6 +31,17 @@ RUN_DENSE = (
 )
 # The systems' names: an annotator's responses must never contain them.
 SYSTEM_NAMES = ("bm25", "dense")
+
+# Debian's Chromium, driven by Playwright in the browser and header tests (never a browser download).
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 # Grades of alice, bob and carol for 8 pairs d0..d7 (None = not judged); d3 and d5 are two apart (disputed).
 THREE_ANNOTATOR_GRADES = [
@@ -77,3 +93,77 @@ def run_concurrently(target, args_list, *, timeout: float = 180) -> list[Excepti
     for t in threads:
         t.join(timeout=timeout)
     return errors
+
+
+# --------------------------------------------------------------------------------------------------------
+# Random campaigns for the metrics oracle tests (pytrec_eval, trec_eval's own code, is the reference)
+
+TOLERANCE = 1e-9
+
+
+def docid(rng: np.random.Generator, i: int) -> str:
+    """Docids of different lengths and scripts, so that ties exercise strcmp's byte order."""
+    return str(rng.choice(["d", "D", "doc-", "é", "문서", "z"])) + str(i)
+
+
+def random_campaign(seed: int, *, max_grade: int = 2, scores: str = "ties", n_queries: int = 30):
+    """pytrec_eval-style qrels and three runs: graded labels, unjudged documents, missing queries.
+
+    scores: "ties" (few distinct values, exact in float32), "distinct" (distinct float32 values) or
+    "float32-ties" (distinct doubles that round to the same float32, which trec_eval treats as ties).
+    """
+    rng = np.random.default_rng(seed)
+    qrels, runs = {}, [{}, {}, {}]
+    for q in range(n_queries):
+        qid = f"q{q}"
+        pool = [docid(rng, i) for i in range(int(rng.integers(4, 60)))]
+        judged = rng.choice(pool, size=int(rng.integers(1, len(pool) + 1)), replace=False)
+        top_grade = 0 if q % 9 == 4 else max_grade  # some queries without any relevant document
+        qrels[qid] = {str(d): int(rng.integers(0, top_grade + 1)) for d in judged}
+        for run in runs:
+            if rng.random() < 0.1:
+                continue  # the system returned nothing for this query
+            n = int(rng.integers(1, len(pool) + 1))
+            retrieved = rng.choice(pool, size=n, replace=False)
+            if scores == "ties":
+                values = rng.integers(0, 5, size=n).astype(np.float64)
+            elif scores == "distinct":
+                values = rng.choice(1 << 20, size=n, replace=False) / 1024.0
+            else:
+                values = 1.0 + rng.integers(0, 3, size=n) * 0.25 + rng.integers(1, 9, size=n) * 1e-9
+            run[qid] = {str(d): float(v) for d, v in zip(retrieved, values, strict=True)}
+    return qrels, runs
+
+
+def arrays_via_trec_order(qrels, runs, qids):
+    """The (S, Q, D) labels built query by query with metrics.trec_order."""
+    depth = max(len(docs) for run in runs for docs in run.values())
+    labels = np.full((len(runs), len(qids), depth), PAD)
+    for s, run in enumerate(runs):
+        for i, qid in enumerate(qids):
+            docs = run.get(qid, {})
+            docids = list(docs)
+            order = metrics.trec_order(docids, list(docs.values()))
+            labels[s, i, : len(docids)] = [qrels[qid].get(docids[j], UNJUDGED) for j in order]
+    return labels
+
+
+def trec_f1(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def ranked(run, qid):
+    docs = run.get(qid, {})
+    docids = list(docs)
+    return [docids[j] for j in metrics.trec_order(docids, list(docs.values()))]
+
+
+def doc_id_array(runs, qids, depth):
+    """(S, Q, D) integer ids of the ranked documents, one id per docid string, -1 after the run."""
+    ids: dict[str, int] = {}
+    out = np.full((len(runs), len(qids), depth), -1, dtype=np.int64)
+    for s, run in enumerate(runs):
+        for i, qid in enumerate(qids):
+            docs = ranked(run, qid)
+            out[s, i, : len(docs)] = [ids.setdefault(d, len(ids)) for d in docs]
+    return out

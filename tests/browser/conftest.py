@@ -7,20 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.data import CHROMIUM, LAUNCH_ARGS
+
 # Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from a thread with a
 # running loop unless told that this is deliberate.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
 
 
 @pytest.fixture(scope="session")

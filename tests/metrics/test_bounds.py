@@ -6,26 +6,9 @@ import pytrec_eval
 
 import metrics
 from metrics import PAD, UNJUDGED
-from tests.metrics.test_parity import TOLERANCE, random_campaign
+from tests.data import TOLERANCE, doc_id_array, random_campaign, ranked
 
 U = UNJUDGED
-
-
-def ranked(run, qid):
-    docs = run.get(qid, {})
-    docids = list(docs)
-    return [docids[j] for j in metrics.trec_order(docids, list(docs.values()))]
-
-
-def doc_id_array(runs, qids, depth):
-    """(S, Q, D) integer ids of the ranked documents, one id per docid string, -1 after the run."""
-    ids: dict[str, int] = {}
-    out = np.full((len(runs), len(qids), depth), -1, dtype=np.int64)
-    for s, run in enumerate(runs):
-        for i, qid in enumerate(qids):
-            docs = ranked(run, qid)
-            out[s, i, : len(docs)] = [ids.setdefault(d, len(ids)) for d in docs]
-    return out
 
 
 def completed(qrels, run, grade, cutoff):

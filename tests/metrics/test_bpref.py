@@ -6,7 +6,7 @@ import pytrec_eval
 
 import metrics
 from metrics import PAD, UNJUDGED
-from tests.metrics.test_parity import TOLERANCE, arrays_via_trec_order, random_campaign
+from tests.data import TOLERANCE, arrays_via_trec_order, random_campaign
 
 U = UNJUDGED
 

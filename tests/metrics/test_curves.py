@@ -6,7 +6,7 @@ import pytrec_eval
 
 import metrics
 from metrics import PAD, UNJUDGED
-from tests.metrics.test_parity import TOLERANCE, random_campaign, trec_f1
+from tests.data import TOLERANCE, random_campaign, trec_f1
 
 U = UNJUDGED
 K_MAX = 70  # deeper than the deepest run (59): the curves go on flat past it

@@ -6,56 +6,9 @@ import pytrec_eval
 
 import metrics
 from metrics import PAD, UNJUDGED
+from tests.data import TOLERANCE, arrays_via_trec_order, random_campaign, trec_f1
 
 CUTOFFS = (1, 3, 5, 10, 20, 50)
-TOLERANCE = 1e-9
-
-
-def docid(rng: np.random.Generator, i: int) -> str:
-    """Docids of different lengths and scripts, so that ties exercise strcmp's byte order."""
-    return str(rng.choice(["d", "D", "doc-", "é", "문서", "z"])) + str(i)
-
-
-def random_campaign(seed: int, *, max_grade: int = 2, scores: str = "ties", n_queries: int = 30):
-    """pytrec_eval-style qrels and three runs: graded labels, unjudged documents, missing queries.
-
-    scores: "ties" (few distinct values, exact in float32), "distinct" (distinct float32 values) or
-    "float32-ties" (distinct doubles that round to the same float32, which trec_eval treats as ties).
-    """
-    rng = np.random.default_rng(seed)
-    qrels, runs = {}, [{}, {}, {}]
-    for q in range(n_queries):
-        qid = f"q{q}"
-        pool = [docid(rng, i) for i in range(int(rng.integers(4, 60)))]
-        judged = rng.choice(pool, size=int(rng.integers(1, len(pool) + 1)), replace=False)
-        top_grade = 0 if q % 9 == 4 else max_grade  # some queries without any relevant document
-        qrels[qid] = {str(d): int(rng.integers(0, top_grade + 1)) for d in judged}
-        for run in runs:
-            if rng.random() < 0.1:
-                continue  # the system returned nothing for this query
-            n = int(rng.integers(1, len(pool) + 1))
-            retrieved = rng.choice(pool, size=n, replace=False)
-            if scores == "ties":
-                values = rng.integers(0, 5, size=n).astype(np.float64)
-            elif scores == "distinct":
-                values = rng.choice(1 << 20, size=n, replace=False) / 1024.0
-            else:
-                values = 1.0 + rng.integers(0, 3, size=n) * 0.25 + rng.integers(1, 9, size=n) * 1e-9
-            run[qid] = {str(d): float(v) for d, v in zip(retrieved, values, strict=True)}
-    return qrels, runs
-
-
-def arrays_via_trec_order(qrels, runs, qids):
-    """The (S, Q, D) labels built query by query with metrics.trec_order."""
-    depth = max(len(docs) for run in runs for docs in run.values())
-    labels = np.full((len(runs), len(qids), depth), PAD)
-    for s, run in enumerate(runs):
-        for i, qid in enumerate(qids):
-            docs = run.get(qid, {})
-            docids = list(docs)
-            order = metrics.trec_order(docids, list(docs.values()))
-            labels[s, i, : len(docids)] = [qrels[qid].get(docids[j], UNJUDGED) for j in order]
-    return labels
 
 
 def pytrec_eval_per_query(qrels, run, k, threshold, judged_only, exponential=False):
@@ -67,10 +20,6 @@ def pytrec_eval_per_query(qrels, run, k, threshold, judged_only, exponential=Fal
         qrels, measures, relevance_level=threshold, judged_docs_only_flag=judged_only
     )
     return evaluator.evaluate(run)
-
-
-def trec_f1(p: float, r: float) -> float:
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
 
 @pytest.mark.parametrize("scores", ["ties", "distinct", "float32-ties"])

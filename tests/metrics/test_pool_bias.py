@@ -6,8 +6,7 @@ import pytrec_eval
 
 import metrics
 from metrics import PAD, UNJUDGED
-from tests.metrics.test_bounds import doc_id_array, ranked
-from tests.metrics.test_parity import TOLERANCE, random_campaign, trec_f1
+from tests.data import TOLERANCE, doc_id_array, random_campaign, ranked, trec_f1
 
 U = UNJUDGED
 

@@ -9,11 +9,10 @@ from rest_framework.test import APIClient
 from judging.demo.loader import _users
 from judging.models import Adjudication, Judgment, JudgmentRevision, Membership, Pair
 from judging.services import adjudication_set
-from tests.judging.test_api_support import world  # noqa: F401
 
 
 @pytest.fixture
-def staff_lead(world):  # noqa: F811
+def staff_lead(world):
     """The lead as the demo used to make it: staff, with every judging.* permission."""
     lead = world.lead
     lead.is_staff = True
@@ -27,7 +26,7 @@ def root(make_user):
     return make_user("root", is_staff=True, is_superuser=True)
 
 
-def test_admin_refuses_a_staff_user_with_every_judging_permission(client, world, staff_lead):  # noqa: F811
+def test_admin_refuses_a_staff_user_with_every_judging_permission(client, world, staff_lead):
     client.force_login(staff_lead)
     # The index and another campaign's change page send the user to the admin login, not into the data.
     assert client.get("/admin/").status_code == 302
@@ -37,7 +36,7 @@ def test_admin_refuses_a_staff_user_with_every_judging_permission(client, world,
     assert client.get("/admin/judging/judgment/").status_code == 302
 
 
-def test_admin_staff_lead_cannot_add_itself_to_another_campaign(client, world, staff_lead):  # noqa: F811
+def test_admin_staff_lead_cannot_add_itself_to_another_campaign(client, world, staff_lead):
     other = world.stranger.memberships.get().campaign
     client.force_login(staff_lead)
     client.post(
@@ -47,7 +46,7 @@ def test_admin_staff_lead_cannot_add_itself_to_another_campaign(client, world, s
     assert not Membership.objects.filter(campaign=other, user=staff_lead).exists()
 
 
-def test_admin_logging_in_as_staff_non_superuser_is_refused(client, world, staff_lead):  # noqa: F811
+def test_admin_logging_in_as_staff_non_superuser_is_refused(client, world, staff_lead):
     page = client.post("/admin/login/?next=/admin/", {"username": "lead", "password": "pw-lead"})
     assert page.status_code == 200  # the form again, with an error, not a redirect into the admin
     assert b"Please enter the correct username and password for a staff account" in page.content
@@ -79,7 +78,7 @@ def test_demo_reset_takes_staff_away_from_a_lead_made_by_an_older_demo(db):
     assert not lead.is_staff and not lead.user_permissions.exists()
 
 
-def test_base_page_links_the_admin_for_superusers_only(client, world, staff_lead, root):  # noqa: F811
+def test_base_page_links_the_admin_for_superusers_only(client, world, staff_lead, root):
     client.force_login(staff_lead)
     assert b'href="/admin/"' not in client.get("/").content
     client.force_login(root)
@@ -90,7 +89,7 @@ def test_base_page_links_the_admin_for_superusers_only(client, world, staff_lead
 
 
 @pytest.mark.parametrize("model", ["judgment", "judgmentrevision", "adjudication", "pair"])
-def test_admin_judging_data_cannot_be_added_changed_or_deleted(client, world, root, model):  # noqa: F811
+def test_admin_judging_data_cannot_be_added_changed_or_deleted(client, world, root, model):
     adjudication_set(pair=world.pair, lead=world.lead, grade=0)
     obj = {
         "judgment": world.judgment,
@@ -110,7 +109,7 @@ def test_admin_judging_data_cannot_be_added_changed_or_deleted(client, world, ro
     assert type(obj).objects.filter(pk=obj.pk).exists()
 
 
-def test_admin_judgment_edit_is_refused_and_label_qrels_stay_in_step(client, world, root):  # noqa: F811
+def test_admin_judgment_edit_is_refused_and_label_qrels_stay_in_step(client, world, root):
     """A grade change in the admin used to write no revision and leave the label and the qrels stale."""
     client.force_login(root)
     judgment = world.judgment
@@ -139,7 +138,7 @@ def test_admin_judgment_edit_is_refused_and_label_qrels_stay_in_step(client, wor
     assert f"q1 0 d1 {pair.label}" in qrels
 
 
-def test_admin_never_offers_a_grade_dropdown(client, world, root):  # noqa: F811
+def test_admin_never_offers_a_grade_dropdown(client, world, root):
     """The grade select listed every campaign's grades; now no admin form chooses a grade at all."""
     client.force_login(root)
     for url in (
@@ -151,7 +150,7 @@ def test_admin_never_offers_a_grade_dropdown(client, world, root):  # noqa: F811
         assert b'name="grade"' not in content and b'name="tentative_grade"' not in content, url
 
 
-def test_admin_revisions_cannot_be_deleted_even_through_a_campaign_delete(client, world, root):  # noqa: F811
+def test_admin_revisions_cannot_be_deleted_even_through_a_campaign_delete(client, world, root):
     client.force_login(root)
     revisions = JudgmentRevision.objects.count()
     assert revisions > 0

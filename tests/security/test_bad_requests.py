@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Membership
 from judging.services import judgment_record, run_import
-from tests.conftest import RUN_BM25
+from tests.data import RUN_BM25
 
 
 @pytest.fixture

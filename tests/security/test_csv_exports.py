@@ -11,7 +11,7 @@ import pytest
 from judging.api.renderers import csv_cell
 from judging.models import Pair
 from judging.services import documents_import, judgment_record, queries_import, run_import
-from tests.judging.test_api_support import body_of, client_for
+from tests.data import body_of, client_for
 
 # What an attacker types as a note (or smuggles in as a qid/docid) and what the CSV cell must read.
 NOTES = {

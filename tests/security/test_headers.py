@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, LAUNCH_ARGS
-from tests.judging.test_api_support import world  # noqa: F401
+from tests.data import CHROMIUM, LAUNCH_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +21,7 @@ def policy(response) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("url", ["/accounts/login/", "/", "/campaigns/demo/", "/campaigns/demo/judge/"])
-def test_pages_send_a_strict_content_security_policy(client, world, url):  # noqa: F811
+def test_pages_send_a_strict_content_security_policy(client, world, url):
     if url != "/accounts/login/":
         client.force_login(world.lead)
     response = client.get(url)
@@ -35,7 +34,7 @@ def test_pages_send_a_strict_content_security_policy(client, world, url):  # noq
     assert "'unsafe-eval'" not in response["Content-Security-Policy"]
 
 
-def test_rendered_pages_carry_no_inline_script_style_or_handler(client, world):  # noqa: F811
+def test_rendered_pages_carry_no_inline_script_style_or_handler(client, world):
     client.force_login(world.lead)
     for url in ("/", "/campaigns/demo/", "/campaigns/demo/judge/", "/campaigns/demo/leaderboard/", "/accounts/token/"):
         html = client.get(url).content.decode()

@@ -10,8 +10,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Judgment, JudgmentRevision, Pair
 from judging.services import campaign_create, membership_add, run_import
-from tests.conftest import RUN_BM25
-from tests.judging.conftest import run_concurrently
+from tests.data import RUN_BM25, run_concurrently
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from judging.api.parsers import BODY_MAX_BYTES
 from judging.models import Judgment, Query
 from judging.services import run_import
-from tests.conftest import RUN_BM25
+from tests.data import RUN_BM25
 
 
 @pytest.fixture
