@@ -10,7 +10,7 @@ import sys
 import pytest
 import requests
 
-from tests.conftest import DOCS, RUN_BM25, TOPICS
+from tests.data import DOCS, RUN_BM25, TOPICS
 from tests.serving.servers import ROOT, login
 
 

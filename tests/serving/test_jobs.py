@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.conftest import RUN_BM25
+from tests.data import RUN_BM25
 
 pytestmark = pytest.mark.django_db(transaction=False)
 

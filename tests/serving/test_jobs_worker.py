@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests.conftest import DOCS, TOPICS
+from tests.data import DOCS, TOPICS
 from tests.serving.servers import login, run_text
 
 # Every upload above 1 kB goes to a job here, so test files stay small.

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 from tests.serving.servers import login, run_text
 
 pytestmark = pytest.mark.postgres
