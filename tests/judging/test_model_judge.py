@@ -104,7 +104,7 @@ def fake_model():
 def judged(campaign, annotator):
     """The conftest campaign with two systems pooled to depth 2 and human labels on every pooled pair."""
     from judging.services import documents_import, queries_import
-    from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+    from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
     queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Campaign, Pair
 from judging.services import judgment_record, run_import
-from tests.conftest import RUN_BM25, RUN_DENSE
+from tests.data import RUN_BM25, RUN_DENSE
 
 pytestmark = pytest.mark.django_db
 URL = "/api/campaigns/demo/leaderboard/"

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Judgment, JudgmentRevision, Pair
 from judging.services import campaign_create, judgment_record, membership_add, run_import
-from tests.conftest import RUN_BM25
+from tests.data import RUN_BM25
 
 pytestmark = pytest.mark.django_db
 
