@@ -66,7 +66,7 @@ from judging.services import (
     campaign_update,
     documents_import,
     judgment_record,
-    membership_add,
+    member_add,
     membership_remove,
     qrels_import,
     queries_import,
@@ -95,6 +95,11 @@ def api_exception_handler(exc, context):
 
 def _download_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+
+
+def _base_url(request) -> str:
+    """Scheme and host the caller reached us at: links handed back must work for them."""
+    return request.build_absolute_uri("/").rstrip("/")
 
 
 def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
@@ -376,23 +381,30 @@ class CampaignViewSet(
     )
     @extend_schema(
         methods=["POST"],
-        request=s.MemberSerializer,
-        responses={200: s.MemberSerializer},
-        description="Add a user (who must exist) as annotator or lead, or change their role.",
+        request=s.MemberAddSerializer,
+        responses={200: s.MemberAddedSerializer, 201: s.MemberAddedSerializer},
+        description=(
+            'Add a user as annotator or lead, or change their role. With `"create": true` an unknown username '
+            "becomes a new account (201) and the answer carries `set_password_url`, a one-time link (valid a "
+            "few days) with which the person sets their own password; it is also e-mailed when the account has "
+            "an address and the server has an e-mail backend."
+        ),
     )
     @action(detail=True, methods=["get", "post"], filter_backends=[], pagination_class=None)
     def members(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "manage its members")
         if request.method == "POST":
-            serializer = s.MemberSerializer(data=request.data)
-            serializer.is_valid(raise_exception=True)
-            membership = membership_add(
-                campaign=campaign,
-                user=serializer.validated_data["user"]["username"],
-                role=serializer.validated_data.get("role", Membership.Role.ANNOTATOR),
+            form = s.MemberAddSerializer(data=request.data)
+            form.is_valid(raise_exception=True)
+            added = member_add(campaign=campaign, by=request.user, base_url=_base_url(request), **form.validated_data)
+            data = dict(
+                s.MemberSerializer(added.membership).data,
+                created=added.created,
+                set_password_url=added.url(_base_url(request)),
+                emailed=added.emailed,
             )
-            return Response(s.MemberSerializer(membership).data)
+            return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
         memberships = campaign.memberships.select_related("user").order_by("user__username")
         return Response(s.MemberSerializer(memberships, many=True).data)
 
