@@ -8,7 +8,7 @@ from django.contrib.auth import authenticate
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -20,7 +20,7 @@ from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDeni
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 from rest_framework.views import APIView, exception_handler
@@ -41,10 +41,12 @@ from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
     CSVRenderer,
     JSONLinesRenderer,
+    LeaderboardCSVRenderer,
     PlainTextRenderer,
     batched_text,
     judgments_csv,
     judgments_jsonl,
+    leaderboard_csv,
 )
 from judging.api.schema import ApiAutoSchema
 from judging.jobs import KINDS as JOB_KINDS
@@ -318,7 +320,13 @@ class CampaignViewSet(
             "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    @action(
+        detail=True,
+        methods=["get"],
+        filter_backends=[],
+        pagination_class=None,
+        renderer_classes=[JSONRenderer, BrowsableAPIRenderer, LeaderboardCSVRenderer],
+    )
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
         is_lead = access(request).is_lead(campaign.id)
@@ -331,10 +339,19 @@ class CampaignViewSet(
         # Imported here: the scorer is the heavy end of the app, and this module must import without it.
         from judging.scoring import leaderboard_data
 
+        as_csv = isinstance(request.accepted_renderer, LeaderboardCSVRenderer)
+        if as_csv:
+            params.validated_data["per_query"] = False
         try:
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        if as_csv:
+            response = HttpResponse(leaderboard_csv(data), content_type="text/csv; charset=utf-8")
+            stem = _download_name(campaign.slug, "leaderboard", f"k{data['k']}", data["gain"], f"t{data['threshold']}")
+            response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+            response["Cache-Control"] = "no-store"
+            return response
         return Response(data)
 
     @staticmethod

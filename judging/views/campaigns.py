@@ -8,7 +8,7 @@ from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.views.generic import TemplateView
 
 from judging import jobs, selectors
@@ -58,6 +58,26 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
+def _setup_steps(campaign, stats: dict, systems: list, documents: int) -> list[dict]:
+    """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
+    annotators = campaign.memberships.filter(role=Membership.Role.ANNOTATOR).count()
+    upload = reverse("judging:campaign_upload", args=[campaign.slug])
+    members = reverse("judging:campaign_members", args=[campaign.slug])
+    judge = reverse("judging:judge", args=[campaign.slug])
+    return [
+        {"done": stats["queries"] > 0, "text": "Import the queries (topics)", "url": upload, "count": stats["queries"]},
+        {"done": documents > 0, "text": "Import the documents", "url": upload, "count": documents},
+        {
+            "done": bool(systems),
+            "text": "Import the systems' runs (this builds the pool)",
+            "url": upload,
+            "count": len(systems),
+        },
+        {"done": annotators > 0, "text": "Add annotators", "url": members, "count": annotators},
+        {"done": stats["labelled"] > 0, "text": "Judge the pool", "url": judge, "count": stats["labelled"]},
+    ]
+
+
 @campaign_view
 def campaign_detail(request, member: Member):
     campaign = member.campaign
@@ -68,9 +88,13 @@ def campaign_detail(request, member: Member):
         mine=selectors.judgments_count(campaign=campaign, annotator=request.user),
     )
     if member.is_lead:
-        ctx["stats"] = selectors.campaign_progress(campaign=campaign)
-        ctx["systems"] = list(campaign.systems.values("name", "entries", "source", "imported_at"))
-        ctx["documents"] = campaign.documents.count()
+        ctx["stats"] = stats = selectors.campaign_progress(campaign=campaign)
+        ctx["systems"] = systems = list(
+            campaign.systems.order_by("name").values("id", "name", "entries", "source", "imported_at")
+        )
+        ctx["documents"] = documents = campaign.documents.count()
+        ctx["steps"] = steps = _setup_steps(campaign, stats, systems, documents)
+        ctx["setup_open"] = not all(step["done"] for step in steps)
     return render(request, "judging/campaign_detail.html", ctx)
 
 

@@ -36,6 +36,7 @@ INLINE_STATS_CELLS = 10_000  # systems x queries up to which CIs and tests are c
 STATS_MIN_AGE = 5.0  # seconds: stale statistics are recomputed at most this often...
 STATS_DUTY = 10  # ...and after at least this many times as long as they took: at most 10% of the time
 TIE = 1e-9
+MIN_QUERIES_FOR_STATS = 2  # a "best" system or a significance test over one query (or none) means nothing
 BOOLEAN_VALUES = {
     "": False,
     "0": False,
@@ -316,6 +317,8 @@ def _stats_for(lb: scoring.Leaderboard, measure: str) -> tuple[scoring.RankingSt
     (marked as older than the scores) and let a separate request recompute them, so the polled table
     stays fast; that refresh runs at most every STATS_MIN_AGE seconds and at most 10% of the time.
     """
+    if lb.n_scored < MIN_QUERIES_FOR_STATS:
+        return None, True, False
     stats = scoring.stats_cached(lb, measure)
     if stats is not None and len(stats.means) != len(lb.cube.system_ids):
         stats = None
@@ -389,6 +392,7 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
         "judged_warning": JUDGED_WARNING,
         "alpha": scoring.ALPHA,
         "server_ms": lb.seconds * 1000,
+        "min_queries_for_stats": MIN_QUERIES_FOR_STATS,
     }
 
 
@@ -468,6 +472,7 @@ def leaderboard_significance(request, ctx: BoardRequest):
         test_label=scoring.TESTS[test],
         n_pairs=n_pairs,
         n_sig=n_sig,
+        too_few_queries=lb.n_scored < MIN_QUERIES_FOR_STATS,
         tab="significance",
     )
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"
