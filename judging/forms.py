@@ -29,7 +29,7 @@ class JudgmentForm(forms.Form):
 
 class CampaignCreateForm(forms.ModelForm):
     grades = forms.CharField(
-        label="grade values",
+        label="Grade values",
         initial="0,1,2",
         validators=[RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", "whole numbers separated by commas, e.g. 0,1,2,3")],
         help_text="The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page.",

@@ -292,8 +292,8 @@ def campaign_upload(request, member: Member):
             except ImportRefused as exc:
                 error = f"{exc} — nothing was imported"
             else:
-                for line in summary.lines():
-                    messages.success(request, line)
+                # One message for one upload: a success is one event, however many lines describe it.
+                messages.success(request, " · ".join(summary.lines()))
                 return redirect("judging:campaign_upload", slug=campaign.slug)
         # for a form error (no file, unknown user) the form shows it next to the field
     return render(
