@@ -232,6 +232,8 @@ def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **e
             grades=list(campaign.grades.all()),
             swapped=True,
             back=_back(request, reverse("judging:review", args=[campaign.slug])),
+            # The queue's tab counters change with the decision: sent along as out-of-band swaps.
+            counts=_queue_counts(campaign),
             **extra,
         ),
         status=status,

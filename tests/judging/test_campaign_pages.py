@@ -138,3 +138,44 @@ def test_leaderboard_page_offers_csv_with_its_settings(pooled, lead):
     html = login(lead).get(reverse("judging:leaderboard", args=[pooled.slug]), {"k": 5}).content.decode()
     assert re.search(r'href="/api/campaigns/demo/leaderboard/\?k=5&amp;format=csv"', html)
     assert "/api/systems/" in html and "/api/campaigns/demo/qrels/" in html
+
+
+def test_review_decision_updates_the_queue_counters(pooled, lead, annotator):
+    judgment_record(
+        pair=pooled.pairs.get(query__qid="q1", document__docid="d2"), annotator=annotator, grade=None, unsure=True
+    )
+    client = login(lead)
+    page = client.get(reverse("judging:review", args=[pooled.slug])).content.decode()
+    assert re.search(r'id="rv-count-unsure">1<', page)
+    pair = pooled.pairs.get(query__qid="q1", document__docid="d2")
+    response = client.post(
+        reverse("judging:review_decide", args=[pooled.slug, pair.id]), {"grade": 1}, HTTP_HX_REQUEST="true"
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert re.search(r'id="rv-count-unsure" hx-swap-oob="true">0<', html)
+    assert re.search(r'id="rv-count-all" hx-swap-oob="true">0<', html)
+    assert re.search(r'id="rv-count-decided" hx-swap-oob="true">1<', html)
+
+
+@pytest.mark.parametrize(("done", "goal"), [(9, 9), (8, 9), (3, 9)])
+def test_progress_chart_count_label_never_sits_on_the_target(done, goal):
+    from datetime import UTC, datetime, timedelta
+
+    from judging.charts import progress_chart
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    svg = str(progress_chart([start, start + timedelta(hours=1)], [1, done], goal=goal, bucket="hour"))
+    target_y = float(re.search(r'y="([\d.]+)"[^>]*>target', svg).group(1))
+    count_y = float(re.search(r'y="([\d.]+)"[^>]*>' + str(done) + " judgments", svg).group(1))
+    assert abs(target_y - count_y) >= 14
+
+
+def test_successful_upload_is_one_message(campaign, lead):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    url = reverse("judging:campaign_upload", args=[campaign.slug])
+    upload = SimpleUploadedFile("bm25.run", RUN_BM25.encode())
+    page = login(lead).post(url, {"kind": "run", "run-kind": "run", "run-file": upload}, follow=True)
+    html = page.content.decode()
+    assert html.count('class="message success"') == 1, html
