@@ -161,8 +161,8 @@ def membership_remove(*, campaign: Campaign, user: User) -> None:
 
 
 NO_USER = (
-    "no user named {username!r}; a lead creates the account on the campaign's Members page (tick 'create "
-    "accounts'), with add_member SLUG USERNAME --role annotator --create, or through the API with "
+    "no user named {username!r}; a lead creates the account on the campaign's Members page (tick 'Create the "
+    "account'), with add_member SLUG USERNAME --role annotator --create, or through the API with "
     '"create": true; each gives a one-time set-password link'
 )
 
