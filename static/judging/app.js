@@ -55,3 +55,29 @@
 
   window.RelJudge = { banner: banner };
 })();
+
+// A box that scrolls sideways (a wide table on a phone) or down (a long text) must be reachable by
+// keyboard: it gets into the tab order, with the visible focus ring, only while it actually scrolls.
+(function () {
+  "use strict";
+  var SELECTOR = ".table-wrap, .rv-doc-text, .rv-judgments-wrap, .lb-figure, .lb-heat-wrap";
+
+  function mark(root) {
+    var boxes = (root || document).querySelectorAll(SELECTOR);
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("data-scroll-focus");
+      }
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mark(); });
+  else mark();
+  document.addEventListener("htmx:afterSettle", function () { mark(); });
+  window.addEventListener("resize", function () { mark(); });
+})();
