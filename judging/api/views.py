@@ -74,6 +74,7 @@ from judging.services import (
     queries_import,
     run_import,
     scale_from_values,
+    set_password_link_issue,
 )
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
@@ -446,6 +447,41 @@ class CampaignViewSet(
             raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
         membership_remove(campaign=campaign, user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+        request=None,
+        responses={200: s.MemberAddedSerializer},
+        description=(
+            'A fresh one-time set-password link for a member who has not set a password yet ("resend"). '
+            "Refused (400) for accounts that already have a password, administrators, and accounts that also "
+            "belong to campaigns you do not lead."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"members/(?P<username>[^/]+)/link",
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def member_link(self, request, slug=None, username=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "manage its members")
+        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        if membership is None:
+            raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
+        added = set_password_link_issue(
+            campaign=campaign, by=request.user, user=membership.user, base_url=_base_url(request)
+        )
+        return Response(
+            dict(
+                s.MemberSerializer(added.membership).data,
+                created=False,
+                set_password_url=added.url(_base_url(request)),
+                emailed=added.emailed,
+            )
+        )
 
     # ---- uploads
 

@@ -81,3 +81,16 @@
   document.addEventListener("htmx:afterSettle", function () { mark(); });
   window.addEventListener("resize", function () { mark(); });
 })();
+
+// On a phone the campaign's navigation is one line that scrolls sideways: show the current page's link,
+// not always the first few.
+(function () {
+  "use strict";
+  function centre() {
+    var nav = document.querySelector(".campaign-nav");
+    var current = nav && nav.querySelector('[aria-current="page"]');
+    if (!current || nav.scrollWidth <= nav.clientWidth) return;
+    nav.scrollLeft = current.offsetLeft - nav.offsetLeft - (nav.clientWidth - current.offsetWidth) / 2;
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", centre); else centre();
+})();

@@ -252,3 +252,19 @@ def test_password_reset_by_email_sends_reljudges_mail(campaign, annotator, setti
 
 def test_login_page_links_to_password_reset(db):
     assert reverse("password_reset") in Client().get(reverse("login")).content.decode()
+
+
+def test_api_new_link_only_for_pending_members(campaign, lead, annotator):
+    client = APIClient()
+    client.force_authenticate(lead)
+    client.post("/api/campaigns/demo/members/", {"username": "dave", "create": True}, format="json")
+    response = client.post("/api/campaigns/demo/members/dave/link/")
+    assert response.status_code == 200
+    set_password(response.json()["set_password_url"])
+    again = client.post("/api/campaigns/demo/members/dave/link/")
+    assert again.status_code == 400 and "already set a password" in str(again.json())
+    assert client.post("/api/campaigns/demo/members/ann/link/").status_code == 400  # has a password
+    assert client.post("/api/campaigns/demo/members/nobody/link/").status_code == 404
+    other = APIClient()
+    other.force_authenticate(annotator)
+    assert other.post("/api/campaigns/demo/members/dave/link/").status_code == 403
