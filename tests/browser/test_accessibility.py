@@ -38,7 +38,7 @@ LEAD_PAGES = [
     "/accounts/password_change/",
     "/accounts/token/",
 ]
-ANONYMOUS_PAGES = ["/accounts/login/", "/accounts/password_reset/"]
+ANONYMOUS_PAGES = ["/accounts/login/"]
 
 
 def violations(page) -> list[str]:

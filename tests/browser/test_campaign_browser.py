@@ -147,7 +147,7 @@ def test_lead_runs_a_campaign_from_creation_to_export(live_server, new_page, scr
     page.fill("#id_name", "Dave Lee")
     page.click("section[aria-labelledby=add-one] button[type=submit]")
     link = page.input_value(".link-box")
-    assert "/accounts/reset/" in link
+    assert "/accounts/set-password/" in link
     screenshot(page, "22-desktop-members-link", full_page=True)
 
     # Dave, on his phone, sets his password and judges every pair by tapping.

@@ -233,27 +233,6 @@ def test_add_member_command_create_prints_link(campaign, capsys):
         call_command("add_member", "demo", "ghost", "--role", "annotator")
 
 
-@pytest.mark.parametrize("name", ["password_reset", "password_reset_done", "password_reset_complete"])
-def test_password_reset_pages_are_reljudges_own(db, name):
-    html = Client().get(reverse(name)).content.decode()
-    assert "Django administration" not in html and "Django site admin" not in html
-    assert 'class="card login-card"' in html and "RelJudge" in html
-
-
-def test_password_reset_by_email_sends_reljudges_mail(campaign, annotator, settings):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    annotator.email = "ann@example.org"
-    annotator.save()
-    response = Client().post(reverse("password_reset"), {"email": "ann@example.org"}, follow=True)
-    assert "Check your e-mail" in response.content.decode()
-    assert len(mail.outbox) == 1 and mail.outbox[0].subject == "RelJudge: set a new password"
-    set_password(LINK.search(mail.outbox[0].body).group(0).removeprefix("http://testserver"))
-
-
-def test_login_page_links_to_password_reset(db):
-    assert reverse("password_reset") in Client().get(reverse("login")).content.decode()
-
-
 def test_api_new_link_only_for_pending_members(campaign, lead, annotator):
     client = APIClient()
     client.force_authenticate(lead)
