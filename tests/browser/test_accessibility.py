@@ -42,7 +42,9 @@ ANONYMOUS_PAGES = ["/accounts/login/"]
 
 
 def violations(page) -> list[str]:
-    page.add_script_tag(content=AXE)
+    # Evaluated through the DevTools protocol, which the page's Content-Security-Policy (script-src 'self',
+    # no inline scripts) does not govern: the page under test keeps its real policy.
+    page.evaluate(AXE + "\n;0")
     result = page.evaluate(
         """tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})""",
         TAGS,
