@@ -302,3 +302,16 @@ def test_lead_pages_fit_the_screen(live_server, new_page, screenshot, judged, si
         # The navigation is one line, not a third of the screen.
         assert page.evaluate("() => document.querySelector('.topbar').getBoundingClientRect().height") < 110
     assert watch.errors == []
+
+
+def test_review_counters_follow_a_decision_without_reload(live_server, new_page, screenshot, judged):
+    page, watch = new_page(**DESKTOP)
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/review/")
+    assert page.inner_text("#rv-count-all") == "1" and page.inner_text("#rv-count-decided") == "0"
+    page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
+    page.click(".rv-item button.rv-grade-button[value='1']")
+    page.wait_for_function("() => document.querySelector('#rv-count-decided').textContent === '1'")
+    assert page.inner_text("#rv-count-all") == "0" and page.inner_text("#rv-count-unsure") == "0"
+    assert page.evaluate("() => window.__sameDocument === true")
+    screenshot(page, "33-desktop-review-decided")
+    assert watch.errors == []
