@@ -8,7 +8,7 @@ from django.core.validators import RegexValidator
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
-from judging.services import people_parse, user_get
+from judging.services import people_parse
 
 
 class JudgmentForm(forms.Form):
