@@ -233,7 +233,7 @@ def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **e
             swapped=True,
             back=_back(request, reverse("judging:review", args=[campaign.slug])),
             # The queue's tab counters change with the decision: sent along as out-of-band swaps.
-            counts=_queue_counts(campaign),
+            counts=_queue_counts(campaign, AnnotatorProfile.model_user_ids()),
             **extra,
         ),
         status=status,
