@@ -235,6 +235,8 @@ if PASSWORD_RESET_ENABLED:
     DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", f"reljudge@{EMAIL_HOST}")
 # Reset requests per client address and per e-mail address per hour: each one sends a mail.
 PASSWORD_RESET_RATE = 5
+# One-time links (a lead's set-password link for a new member, a password reset) work once, for this long.
+PASSWORD_RESET_TIMEOUT = 3 * 24 * 3600
 
 # Content Security Policy (django-csp): scripts, styles, images and fetches from this origin only. The
 # templates carry no inline script, style or event handler; SVG charts are inline markup coloured by the classes

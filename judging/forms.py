@@ -8,7 +8,7 @@ from django.core.validators import RegexValidator
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
-from judging.services import CAMPAIGN_SETTINGS, user_get
+from judging.services import CAMPAIGN_SETTINGS, people_parse
 
 
 class JudgmentForm(forms.Form):
@@ -29,7 +29,7 @@ class JudgmentForm(forms.Form):
 
 class CampaignCreateForm(forms.ModelForm):
     grades = forms.CharField(
-        label="grade values",
+        label="Grade values",
         initial="0,1,2",
         validators=[RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", "whole numbers separated by commas, e.g. 0,1,2,3")],
         help_text="The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page.",
@@ -90,18 +90,56 @@ GradeFormSet = forms.formset_factory(GradeForm, formset=BaseGradeFormSet, extra=
 
 
 class MemberAddForm(forms.Form):
+    """One person by username; the service decides whether the account exists or is created."""
+
     username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False, label="E-mail (optional)")
+    name = forms.CharField(required=False, max_length=300, label="Full name (optional)")
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
+    create = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Create the account if there is none",
+        help_text="A new account gets a one-time link to set its own password.",
+    )
+
+
+class MembersBulkForm(forms.Form):
+    """Many people at once: a pasted list or a CSV file, one ``username[,email[,name]]`` per line."""
+
+    people = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5, "placeholder": "dave\nerin,erin@example.org,Erin Park"}),
+        label="People, one per line",
+        help_text="username, or username,e-mail,full name. Missing accounts are created.",
+    )
+    file = forms.FileField(required=False, label="…or a CSV file", help_text="Columns username, email, name.")
     role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
 
-    def clean_username(self):
-        return user_get(username=self.cleaned_data["username"].strip())
+    def clean(self):
+        data = super().clean()
+        upload = data.get("file")
+        if upload:
+            try:
+                text, source = upload.read().decode("utf-8"), upload.name
+            except UnicodeDecodeError:
+                raise ValidationError({"file": f"{upload.name}: not UTF-8 text"}) from None
+        else:
+            text, source = data.get("people") or "", "the list"
+        if not text.strip():
+            raise ValidationError("Paste at least one username or choose a CSV file.")
+        try:
+            data["rows"] = people_parse(text, source=source)
+        except ValidationError as exc:
+            raise ValidationError({"file" if upload else "people": exc.messages}) from None
+        return data
 
 
 class MemberChangeForm(forms.Form):
     """A row of the members table: change someone's role, or remove them. ``user`` is a hidden id that a
     client can send as anything, so it is read as a whole number before any lookup."""
 
-    action = forms.ChoiceField(choices=[("role", "change role"), ("remove", "remove")])
+    action = forms.ChoiceField(choices=[("role", "change role"), ("remove", "remove"), ("link", "new link")])
     user = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     role = forms.ChoiceField(required=False, choices=Membership.Role.choices)
 

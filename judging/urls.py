@@ -9,6 +9,9 @@ app_name = "judging"
 urlpatterns = [
     path("", campaigns.home, name="home"),
     path("campaigns/new/", campaigns.campaign_new, name="campaign_new"),
+    # one-time set-password links that leads hand to new members
+    path("accounts/set-password/done/", campaigns.set_password_done, name="set_password_done"),
+    path("accounts/set-password/<uidb64>/<token>/", campaigns.SetPasswordView.as_view(), name="set_password"),
     path("campaigns/<slug:slug>/", campaigns.campaign_detail, name="campaign_detail"),
     path("campaigns/<slug:slug>/settings/", campaigns.campaign_settings, name="campaign_settings"),
     path("campaigns/<slug:slug>/members/", campaigns.campaign_members, name="campaign_members"),

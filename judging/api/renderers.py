@@ -70,6 +70,23 @@ def judgments_jsonl(rows: Iterable[tuple]) -> Iterator[str]:
         yield "\n".join(chunk) + "\n"
 
 
+def leaderboard_csv(data: dict) -> str:
+    """The leaderboard JSON (SPEC §4 shape) as CSV: one row per system in leaderboard order, one column per
+    measure (full precision: this is for spreadsheets and scripts, not for reading)."""
+    measures: list[str] = []
+    for system in data["systems"]:
+        measures += [m for m in system["measures"] if m not in measures]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["system", *measures, "queries"])
+    for system in data["systems"]:
+        writer.writerow(
+            [system["name"], *(repr(float(system["measures"][m])) if m in system["measures"] else "" for m in measures)]
+            + [data["queries"]]
+        )
+    return buffer.getvalue()
+
+
 def batched_text(lines: Iterable[str], size: int = ROWS_PER_CHUNK) -> Iterator[str]:
     """Join lines into chunks so a streamed response does not make one write per line."""
     chunk: list[str] = []
@@ -95,6 +112,10 @@ class _StreamRenderer(BaseRenderer):
 class CSVRenderer(_StreamRenderer):
     media_type = "text/csv"
     format = "csv"
+
+
+class LeaderboardCSVRenderer(CSVRenderer):
+    """Selects the leaderboard's CSV table (``?format=csv``); the view writes it with leaderboard_csv."""
 
 
 class JSONLinesRenderer(_StreamRenderer):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 import metrics
@@ -269,16 +268,41 @@ class JudgmentRevisionSerializer(serializers.ModelSerializer):
 class MemberSerializer(serializers.ModelSerializer):
     username = serializers.CharField(source="user.username", max_length=150)
     added = serializers.DateTimeField(source="created_at", read_only=True)
+    password_set = serializers.SerializerMethodField(
+        help_text="False while the account waits for its owner to use the set-password link."
+    )
 
     class Meta:
         model = Membership
-        fields = ["username", "role", "added"]
+        fields = ["username", "role", "added", "password_set"]
 
-    def validate_username(self, value: str):
-        user = get_user_model().objects.filter(username=value).first()
-        if user is None:
-            raise serializers.ValidationError(f"No user named {value!r}; create it first.")
-        return user
+    def get_password_set(self, membership) -> bool:
+        return membership.user.has_usable_password()
+
+
+class MemberAddSerializer(serializers.Serializer):
+    """Add a person: an existing user, or (with ``create``) a new account that gets a set-password link."""
+
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR)
+    create = serializers.BooleanField(
+        default=False, help_text="Create the account when no user has this username (no password is ever sent)."
+    )
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=300)
+
+
+class MemberAddedSerializer(MemberSerializer):
+    created = serializers.BooleanField(help_text="True when the account was created by this request.")
+    set_password_url = serializers.CharField(
+        allow_null=True,
+        help_text="A one-time link (valid a few days) with which the person sets their password; pass it on. "
+        "Null when the account already has a password or belongs to campaigns you do not lead.",
+    )
+    emailed = serializers.BooleanField(help_text="True when the link is also sent to the account's e-mail address.")
+
+    class Meta(MemberSerializer.Meta):
+        fields = [*MemberSerializer.Meta.fields, "created", "set_password_url", "emailed"]
 
 
 # --------------------------------------------------------------------------- uploads

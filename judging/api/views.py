@@ -8,7 +8,7 @@ from django.contrib.auth import authenticate
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -19,7 +19,7 @@ from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDeni
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 from rest_framework.views import APIView, exception_handler
@@ -39,10 +39,12 @@ from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
     CSVRenderer,
     JSONLinesRenderer,
+    LeaderboardCSVRenderer,
     PlainTextRenderer,
     batched_text,
     judgments_csv,
     judgments_jsonl,
+    leaderboard_csv,
 )
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import job_needed
@@ -64,12 +66,13 @@ from judging.services import (
     campaign_update,
     documents_import,
     judgment_record,
-    membership_add,
+    member_add,
     membership_remove,
     qrels_import,
     queries_import,
     run_import,
     scale_from_values,
+    set_password_link_issue,
 )
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
@@ -96,6 +99,11 @@ def api_exception_handler(exc, context):
 
 def _download_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+
+
+def _base_url(request) -> str:
+    """Scheme and host the caller reached us at: links handed back must work for them."""
+    return request.build_absolute_uri("/").rstrip("/")
 
 
 def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
@@ -312,7 +320,12 @@ class CampaignViewSet(
             "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
     )
-    @action(detail=True, methods=["get"], **ONE_OBJECT)
+    @action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, BrowsableAPIRenderer, LeaderboardCSVRenderer],
+        **ONE_OBJECT,
+    )
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
         is_lead = access(request).is_lead(campaign.id)
@@ -322,10 +335,19 @@ class CampaignViewSet(
         params.is_valid(raise_exception=True)
         if not is_lead:
             self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
+        as_csv = isinstance(request.accepted_renderer, LeaderboardCSVRenderer)
+        if as_csv:
+            params.validated_data["per_query"] = False
         try:
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        if as_csv:
+            response = HttpResponse(leaderboard_csv(data), content_type="text/csv; charset=utf-8")
+            stem = _download_name(campaign.slug, "leaderboard", f"k{data['k']}", data["gain"], f"t{data['threshold']}")
+            response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+            response["Cache-Control"] = "no-store"
+            return response
         return Response(data)
 
     @staticmethod
@@ -370,23 +392,30 @@ class CampaignViewSet(
     )
     @extend_schema(
         methods=["POST"],
-        request=s.MemberSerializer,
-        responses={200: s.MemberSerializer},
-        description="Add a user (who must exist) as annotator or lead, or change their role.",
+        request=s.MemberAddSerializer,
+        responses={200: s.MemberAddedSerializer, 201: s.MemberAddedSerializer},
+        description=(
+            'Add a user as annotator or lead, or change their role. With `"create": true` an unknown username '
+            "becomes a new account (201) and the answer carries `set_password_url`, a one-time link (valid a "
+            "few days) with which the person sets their own password; it is also e-mailed when the account has "
+            "an address and the server has an e-mail backend."
+        ),
     )
     @action(detail=True, methods=["get", "post"], **ONE_OBJECT)
     def members(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "manage its members")
         if request.method == "POST":
-            serializer = s.MemberSerializer(data=request.data)
-            serializer.is_valid(raise_exception=True)
-            membership = membership_add(
-                campaign=campaign,
-                user=serializer.validated_data["user"]["username"],
-                role=serializer.validated_data.get("role", Membership.Role.ANNOTATOR),
+            form = s.MemberAddSerializer(data=request.data)
+            form.is_valid(raise_exception=True)
+            added = member_add(campaign=campaign, by=request.user, base_url=_base_url(request), **form.validated_data)
+            data = dict(
+                s.MemberSerializer(added.membership).data,
+                created=added.created,
+                set_password_url=added.url(_base_url(request)),
+                emailed=added.emailed,
             )
-            return Response(s.MemberSerializer(membership).data)
+            return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
         memberships = campaign.memberships.select_related("user").order_by("user__username")
         return Response(s.MemberSerializer(memberships, many=True).data)
 
@@ -410,6 +439,41 @@ class CampaignViewSet(
             raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
         membership_remove(campaign=campaign, user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
+        request=None,
+        responses={200: s.MemberAddedSerializer},
+        description=(
+            'A fresh one-time set-password link for a member who has not set a password yet ("resend"). '
+            "Refused (400) for accounts that already have a password, administrators, and accounts that also "
+            "belong to campaigns you do not lead."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"members/(?P<username>[^/]+)/link",
+        filter_backends=[],
+        pagination_class=None,
+    )
+    def member_link(self, request, slug=None, username=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "manage its members")
+        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        if membership is None:
+            raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
+        added = set_password_link_issue(
+            campaign=campaign, by=request.user, user=membership.user, base_url=_base_url(request)
+        )
+        return Response(
+            dict(
+                s.MemberSerializer(added.membership).data,
+                created=False,
+                set_password_url=added.url(_base_url(request)),
+                emailed=added.emailed,
+            )
+        )
 
     # ---- uploads
 

@@ -268,8 +268,13 @@ def progress_chart(
             f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" class="ch-goal-text">'
             f"target {goal:,}</text>"
         )
+    label_y = y(counts[-1]) - 6
+    if goal and abs(label_y - (y(goal) - 5)) < 14:
+        # Both labels end at the right edge: near the target, the count goes under its line instead of on top
+        # of "target N".
+        label_y = y(counts[-1]) + 16
     body.append(
-        f'<text x="{x(t1) - 4:.1f}" y="{y(counts[-1]) - 6:.1f}" text-anchor="end" '
+        f'<text x="{x(t1) - 4:.1f}" y="{label_y:.1f}" text-anchor="end" '
         f'font-weight="600">{int(counts[-1]):,} judgments</text>'
     )
     return _svg(width, height, body, title="Judging progress", label="Cumulative judgments over time")

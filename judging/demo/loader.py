@@ -62,6 +62,7 @@ class DemoSummary:
     labelled: int = 0
     judgments: dict[str, int] = field(default_factory=dict)
     unsure: int = 0
+    unsure_by: dict[str, int] = field(default_factory=dict)  # per annotator, beside their judgments
     adjudicated: int = 0
     log: list[str] = field(default_factory=list)
 
@@ -252,7 +253,9 @@ def _count(summary: DemoSummary, campaign: Campaign) -> DemoSummary:
     judgments = Judgment.objects.filter(pair__campaign=campaign)
     counts = Counter(judgments.values_list("annotator__username", flat=True))
     summary.judgments = {name: counts[name] for name in sorted(counts)}
-    summary.unsure = judgments.filter(unsure=True).count()
+    unsure = Counter(judgments.filter(unsure=True).values_list("annotator__username", flat=True))
+    summary.unsure_by = {name: unsure[name] for name in summary.judgments}
+    summary.unsure = sum(unsure.values())
     return summary
 
 

@@ -52,6 +52,7 @@ from judging.scoring.presenters import (  # noqa: F401
 )
 from judging.scoring.stats import (  # noqa: F401
     ALPHA,
+    MIN_QUERIES_FOR_STATS,
     TESTS,
     PairwiseStats,
     RankingStats,

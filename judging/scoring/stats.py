@@ -187,13 +187,20 @@ STATS_MIN_AGE = 5.0  # seconds: stale statistics are recomputed at most this oft
 STATS_DUTY = 10  # ...and after at least this many times as long as they took: at most 10% of the time
 
 
+# A "best" system or a significance test over one query (or none) means nothing.
+MIN_QUERIES_FOR_STATS = 2
+
+
 def stats_for_page(lb: Leaderboard, measure: str) -> tuple[RankingStats | None, bool, bool]:
     """(statistics to show, whether they are current, whether a background refresh should be asked for).
 
     Small campaigns get current statistics within the request. Large ones show the last statistics
     (marked as older than the scores) and let a separate request recompute them, so the polled table
     stays fast; that refresh runs at most every STATS_MIN_AGE seconds and at most 10% of the time.
+    With fewer than MIN_QUERIES_FOR_STATS scored queries there is nothing to show.
     """
+    if lb.n_scored < MIN_QUERIES_FOR_STATS:
+        return None, True, False
     stats = stats_cached(lb, measure)
     if stats is not None and len(stats.means) != len(lb.cube.system_ids):
         stats = None

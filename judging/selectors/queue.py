@@ -185,7 +185,8 @@ class JudgeProgress:
 
     @property
     def campaign_percent(self) -> float:
-        return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 100.0
+        # An empty pool is not a finished one: nothing is complete until there is something to judge.
+        return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:

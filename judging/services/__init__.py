@@ -1,7 +1,18 @@
 """Everything that writes and every rule: campaigns and members, imports, judgments and labels, the judging queue."""
 
+from judging.services.accounts import (  # noqa: F401
+    MemberAdded,
+    PersonRow,
+    member_add,
+    members_add,
+    password_pending,
+    people_parse,
+    set_password_link_issue,
+    set_password_path,
+)
 from judging.services.campaigns import (  # noqa: F401
     CAMPAIGN_SETTINGS,
+    NO_USER,
     campaign_create,
     campaign_has_judgments,
     campaign_policy_set,

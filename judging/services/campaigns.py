@@ -160,14 +160,19 @@ def membership_remove(*, campaign: Campaign, user: User) -> None:
     Membership.objects.filter(campaign=campaign, user=user).delete()
 
 
+NO_USER = (
+    "no user named {username!r}; a lead creates the account on the campaign's Members page (tick 'Create the "
+    "account'), with add_member SLUG USERNAME --role annotator --create, or through the API with "
+    '"create": true; each gives a one-time set-password link'
+)
+
+
 def user_get(*, username: str):
     User = get_user_model()
     try:
         return User.objects.get(username=username)
     except User.DoesNotExist:
-        raise ValidationError(
-            f"no user named {username!r}; create it first (manage.py createsuperuser or the admin)"
-        ) from None
+        raise ValidationError(NO_USER.format(username=username)) from None
 
 
 CAMPAIGN_SETTINGS = (

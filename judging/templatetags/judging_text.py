@@ -1,10 +1,13 @@
-"""Template filters for showing imported document text to annotators."""
+"""Template filters for showing text to annotators: imported documents as plain text, Markdown as sanitized HTML."""
 
 import html
 import re
 
+import nh3
 from django import template
 from django.utils.html import strip_tags
+from django.utils.safestring import mark_safe
+from markdown_it import MarkdownIt
 
 register = template.Library()
 
@@ -18,3 +21,49 @@ def plaintext(value) -> str:
     if value is None:
         return ""
     return html.unescape(strip_tags(_BREAKS.sub("\n", str(value))))
+
+
+# Guidelines, grade descriptions and query descriptions are Markdown written by leads (or imported with the
+# topics). CommonMark with raw HTML off: a "<script>" in the source comes out as text. Single newlines
+# become line breaks so that plain text written before Markdown was supported keeps its lines.
+_MD = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False}).enable(["table", "strikethrough"])
+# Then a maintained sanitizer has the last word, whatever the parser let through: only these tags, links
+# only to http(s) and mailto (no javascript:), and links that cannot reach back into this page.
+_TAGS = {
+    "p", "br", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a", "hr",
+    "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "img",
+}  # fmt: skip
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title"},
+    "ol": {"start"},
+    "th": {"align"},
+    "td": {"align"},
+}
+_SCHEMES = {"http", "https", "mailto"}
+
+
+def _shift_headings(tokens) -> None:
+    # The page has its own h1 and h2: a "# Heading" in the guidelines is a section inside a card.
+    for token in tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + 2)}"
+
+
+@register.filter(is_safe=True)
+def markdown(value) -> str:
+    """Markdown as sanitized HTML (marked safe only after nh3 has cleaned it)."""
+    if not value:
+        return ""
+    tokens = _MD.parse(str(value))
+    _shift_headings(tokens)
+    html_out = _MD.renderer.render(tokens, _MD.options, {})
+    return mark_safe(  # noqa: S308 - nh3 has just removed every tag, attribute and URL scheme not listed above
+        nh3.clean(
+            html_out,
+            tags=_TAGS,
+            attributes=_ATTRIBUTES,
+            url_schemes=_SCHEMES,
+            link_rel="noopener noreferrer nofollow",
+        )
+    )

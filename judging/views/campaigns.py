@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse, reverse_lazy
+from django.views.generic import TemplateView
 
 from judging import jobs, selectors
 from judging.access import Member, campaign_view, can_create_campaigns
@@ -16,6 +19,7 @@ from judging.forms import (
     GradeFormSet,
     MemberAddForm,
     MemberChangeForm,
+    MembersBulkForm,
     UploadForm,
 )
 from judging.models import Campaign, Membership
@@ -25,10 +29,14 @@ from judging.services import (
     campaign_create,
     campaign_has_judgments,
     campaign_update,
+    member_add,
+    members_add,
     membership_add,
     membership_remove,
     scale_from_values,
+    set_password_link_issue,
 )
+from judging.services.accounts import LINK_DAYS
 from judging.services.model_judge import model_judge_upload_annotator
 
 LEAD = Membership.Role.LEAD
@@ -50,6 +58,26 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
+def _setup_steps(campaign, stats: dict, systems: list, documents: int) -> list[dict]:
+    """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
+    annotators = campaign.memberships.filter(role=Membership.Role.ANNOTATOR).count()
+    upload = reverse("judging:campaign_upload", args=[campaign.slug])
+    members = reverse("judging:campaign_members", args=[campaign.slug])
+    judge = reverse("judging:judge", args=[campaign.slug])
+    return [
+        {"done": stats["queries"] > 0, "text": "Import the queries (topics)", "url": upload, "count": stats["queries"]},
+        {"done": documents > 0, "text": "Import the documents", "url": upload, "count": documents},
+        {
+            "done": bool(systems),
+            "text": "Import the systems' runs (this builds the pool)",
+            "url": upload,
+            "count": len(systems),
+        },
+        {"done": annotators > 0, "text": "Add annotators", "url": members, "count": annotators},
+        {"done": stats["labelled"] > 0, "text": "Judge the pool", "url": judge, "count": stats["labelled"]},
+    ]
+
+
 @campaign_view
 def campaign_detail(request, member: Member):
     campaign = member.campaign
@@ -60,9 +88,13 @@ def campaign_detail(request, member: Member):
         mine=selectors.judgments_count(campaign=campaign, annotator=request.user),
     )
     if member.is_lead:
-        ctx["stats"] = selectors.campaign_progress(campaign=campaign)
-        ctx["systems"] = list(campaign.systems.values("name", "entries", "source", "imported_at"))
-        ctx["documents"] = campaign.documents.count()
+        ctx["stats"] = stats = selectors.campaign_progress(campaign=campaign)
+        ctx["systems"] = systems = list(
+            campaign.systems.order_by("name").values("id", "name", "entries", "source", "imported_at")
+        )
+        ctx["documents"] = documents = campaign.documents.count()
+        ctx["steps"] = steps = _setup_steps(campaign, stats, systems, documents)
+        ctx["setup_open"] = not all(step["done"] for step in steps)
     return render(request, "judging/campaign_detail.html", ctx)
 
 
@@ -129,56 +161,103 @@ def campaign_settings(request, member: Member):
     )
 
 
+def _base_url(request) -> str:
+    return request.build_absolute_uri("/").rstrip("/")
+
+
 @campaign_view(lead=True)
 def campaign_members(request, member: Member):
+    """Add people (one, or many from a list or CSV), pass on set-password links, change roles, remove.
+
+    New links are rendered in the answer to the POST, not stored for a redirect: a link is a secret that
+    only the lead who asked for it should see, once."""
     campaign = member.campaign
-    form = MemberAddForm()
+    form, bulk = MemberAddForm(), MembersBulkForm()
+    links: list = []
     if request.method == "POST":
         action = request.POST.get("action")
-        if action == "add":
-            form = MemberAddForm(request.POST)
-            if form.is_valid():
-                user = form.cleaned_data["username"]
-                membership_add(campaign=campaign, user=user, role=form.cleaned_data["role"])
-                messages.success(request, f"{user.username} is now a {form.cleaned_data['role']} of this campaign.")
-                return redirect("judging:campaign_members", slug=campaign.slug)
-        elif action in ("role", "remove"):
-            change = MemberChangeForm(request.POST)
-            if not change.is_valid():
-                # a tampered hidden field (user=abc): say which, on the page, instead of failing the lookup
-                messages.error(request, change.error_text())
-                return _members_page(request, member, form, status=400)
-            membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
-            try:
+        try:
+            if action == "add":
+                form = MemberAddForm(request.POST)
+                if form.is_valid():
+                    added = member_add(
+                        campaign=campaign, by=request.user, base_url=_base_url(request), **form.cleaned_data
+                    )
+                    links = [added]
+                    form = MemberAddForm()
+            elif action == "bulk":
+                bulk = MembersBulkForm(request.POST, request.FILES)
+                if bulk.is_valid():
+                    links = members_add(
+                        campaign=campaign,
+                        by=request.user,
+                        people=bulk.cleaned_data["rows"],
+                        role=bulk.cleaned_data["role"],
+                        base_url=_base_url(request),
+                    )
+                    bulk = MembersBulkForm()
+            elif action in ("role", "remove", "link"):
+                change = MemberChangeForm(request.POST)
+                if not change.is_valid():
+                    # a tampered hidden field (user=abc): say which, on the page, instead of failing the lookup
+                    messages.error(request, change.error_text())
+                    return _members_page(request, member, form, bulk, [], status=400)
+                membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
-                else:
+                    messages.success(request, f"{membership.user.username} was removed (their judgments are kept).")
+                elif action == "role":
                     membership_add(campaign=campaign, user=membership.user, role=change.cleaned_data["role"])
-            except ValidationError as exc:
-                messages.error(request, "; ".join(exc.messages))
+                    messages.success(request, f"{membership.user.username} is now a {change.cleaned_data['role']}.")
+                else:
+                    links = [
+                        set_password_link_issue(
+                            campaign=campaign, by=request.user, user=membership.user, base_url=_base_url(request)
+                        )
+                    ]
             else:
-                done = (
-                    "was removed (their judgments are kept)"
-                    if action == "remove"
-                    else f"is now a {change.cleaned_data['role']}"
-                )
-                messages.success(request, f"{membership.user.username} {done}.")
+                raise Http404("Unknown action.")
+        except ValidationError as exc:
+            if action in ("add", "bulk"):
+                (bulk if action == "bulk" else form).add_error(None, exc.messages)
+            else:
+                messages.error(request, "; ".join(exc.messages))
+        if not form.errors and not bulk.errors and not any(added.link_path for added in links):
+            for added in links:
+                messages.success(request, f"{added.username} is now a {added.membership.role} of this campaign.")
             return redirect("judging:campaign_members", slug=campaign.slug)
-    return _members_page(request, member, form, status=422 if form.errors else 200)
+    return _members_page(request, member, form, bulk, links, status=422 if form.errors or bulk.errors else 200)
 
 
-def _members_page(request, member: Member, form: MemberAddForm, *, status: int):
+def _members_page(request, member: Member, form, bulk, links: list, *, status: int):
+    for added in links:
+        added.link = added.url(_base_url(request))
     return render(
         request,
         "judging/campaign_members.html",
         member.context(
             nav="members",
             form=form,
+            bulk=bulk,
+            links=links,
+            link_days=LINK_DAYS,
             members=selectors.campaign_members(campaign=member.campaign),
             roles=Membership.Role.choices,
         ),
         status=status,
     )
+
+
+class SetPasswordView(PasswordResetConfirmView):
+    """The page a set-password link from a lead opens: Django's reset-confirm view (the token is checked, then
+    moved into the session so that the address bar no longer shows it), on RelJudge's own template. Unlike
+    password reset by e-mail it works on servers that send no mail: the lead passed the link on."""
+
+    template_name = "registration/set_password.html"
+    success_url = reverse_lazy("judging:set_password_done")
+
+
+set_password_done = TemplateView.as_view(template_name="registration/set_password_done.html")
 
 
 @campaign_view(lead=True)
@@ -213,8 +292,8 @@ def campaign_upload(request, member: Member):
             except ImportRefused as exc:
                 error = f"{exc} — nothing was imported"
             else:
-                for line in summary.lines():
-                    messages.success(request, line)
+                # One message for one upload: a success is one event, however many lines describe it.
+                messages.success(request, " · ".join(summary.lines()))
                 return redirect("judging:campaign_upload", slug=campaign.slug)
         # for a form error (no file, unknown user) the form shows it next to the field
     return render(

@@ -326,6 +326,7 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
         "judged_warning": scoring.JUDGED_WARNING,
         "alpha": scoring.ALPHA,
         "server_ms": lb.seconds * 1000,
+        "min_queries_for_stats": scoring.MIN_QUERIES_FOR_STATS,
     }
 
 
@@ -376,6 +377,7 @@ def leaderboard_significance(request, ctx: BoardRequest):
         test_label=scoring.TESTS[test],
         n_pairs=n_pairs,
         n_sig=n_sig,
+        too_few_queries=lb.n_scored < scoring.MIN_QUERIES_FOR_STATS,
         tab="significance",
     )
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"

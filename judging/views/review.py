@@ -178,6 +178,8 @@ def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **e
             grades=grade_list(campaign=campaign),
             swapped=True,
             back=_back(request, reverse("judging:review", args=[campaign.slug])),
+            # The queue's tab counters change with the decision: sent along as out-of-band swaps.
+            counts=review_counts(campaign=campaign),
             **extra,
         ),
         status=status,

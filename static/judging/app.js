@@ -57,3 +57,42 @@
 
   window.RelJudge = { banner: banner };
 })();
+
+// A box that scrolls sideways (a wide table on a phone) or down (a long text) must be reachable by
+// keyboard: it gets into the tab order, with the visible focus ring, only while it actually scrolls.
+(function () {
+  "use strict";
+  var SELECTOR = ".table-wrap, .rv-doc-text, .rv-judgments-wrap, .lb-figure, .lb-heat-wrap";
+
+  function mark(root) {
+    var boxes = (root || document).querySelectorAll(SELECTOR);
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      var scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (scrolls && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && box.hasAttribute("data-scroll-focus")) {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("data-scroll-focus");
+      }
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mark(); });
+  else mark();
+  document.addEventListener("htmx:afterSettle", function () { mark(); });
+  window.addEventListener("resize", function () { mark(); });
+})();
+
+// On a phone the campaign's navigation is one line that scrolls sideways: show the current page's link,
+// not always the first few.
+(function () {
+  "use strict";
+  function centre() {
+    var nav = document.querySelector(".campaign-nav");
+    var current = nav && nav.querySelector('[aria-current="page"]');
+    if (!current || nav.scrollWidth <= nav.clientWidth) return;
+    nav.scrollLeft = current.offsetLeft - nav.offsetLeft - (nav.clientWidth - current.offsetWidth) / 2;
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", centre); else centre();
+})();

@@ -52,7 +52,13 @@
     timerSync();
     if (timer.pairId !== before) {
       readyAt = performance.now() + COOLDOWN_MS;
-      window.scrollTo(0, 0);
+      // A new document starts where the last one did: bring the query back into view only when the
+      // annotator had scrolled past it (reading a long document), never by jumping to the top of the page
+      // (on a phone that hides the document under the header). The grades stay put in their sticky bar.
+      var query = document.querySelector("#judge .query-card");
+      if (query && query.getBoundingClientRect().top < 0) {
+        query.scrollIntoView({ block: "start", behavior: "instant" });
+      }
     }
     if (document.activeElement && document.activeElement !== document.body &&
         !$("judge").contains(document.activeElement)) {

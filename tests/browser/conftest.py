@@ -52,13 +52,18 @@ class Watch:
         dialog.dismiss()
 
 
+PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True}
+DESKTOP = {"width": 1366, "height": 900}
+
+
 @pytest.fixture
 def new_page(browser):
     """Open a page in a fresh browser context (its own cookies): returns (page, watch)."""
     contexts = []
 
-    def make(width: int = 1366, height: int = 900):
-        context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
+    def make(width: int = 1366, height: int = 900, **options):
+        """``options`` go to the browser context, e.g. ``is_mobile=True, has_touch=True`` for a phone."""
+        context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US", **options)
         context.set_default_timeout(10_000)
         contexts.append(context)
         page = context.new_page()

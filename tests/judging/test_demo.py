@@ -1,6 +1,7 @@
 """The quickstart demo: load_demo builds a realistic campaign through the importers, once."""
 
 import io
+import re
 from collections import Counter
 
 import pytest
@@ -289,3 +290,14 @@ def test_load_demo_has_online_figures_and_a_model_judge(shop):
     assert 0.3 < cal["agreement"]["kappa"]["value"] < 0.9  # useful, not interchangeable with people
     assert overlap_grade("wool sweater", "Merino wool sweater", "warm") == (2, "2 of 2 query words in the listing")
     assert overlap_grade("rain jacket men", "Rain shell", "a waterproof layer")[0] == 0
+
+
+def test_load_demo_counts_unsure_per_annotator(demo_output, shop):
+    """Each annotator's unsure count is theirs, not everyone's total (it used to print the total for each)."""
+    for name in ("alice", "bob", "carol"):
+        judgments = Judgment.objects.filter(pair__campaign=shop, annotator__username=name)
+        unsure = judgments.filter(unsure=True).count()
+        expected = f"{name} {judgments.count()}" + (f" ({unsure} unsure)" if unsure else "")
+        assert re.search(rf"\b{re.escape(expected)}(,|;)", demo_output), expected
+    total = Judgment.objects.filter(pair__campaign=shop, unsure=True).count()
+    assert f"; {total} unsure in all" in demo_output

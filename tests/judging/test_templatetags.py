@@ -1,5 +1,6 @@
 """Document text shown to annotators: readable, and always escaped."""
 
+import pytest
 from django.template import Context, Template
 
 from judging.templatetags.judging_text import plaintext
@@ -19,3 +20,57 @@ def test_plaintext_output_is_escaped_in_templates():
     )
     assert "<script>" not in out
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def test_markdown_renders_headings_lists_emphasis_links_and_quotes():
+    from judging.templatetags.judging_text import markdown
+
+    html = markdown(
+        "# Relevant\n\n- a **size** match\n- *colour* too\n\n> waterproof jacket -> 2\n\n[more](https://e.org/x)"
+    )
+    assert "<h3>Relevant</h3>" in html  # shifted below the page's own h1/h2
+    assert "<li>a <strong>size</strong> match</li>" in html and "<em>colour</em>" in html
+    assert "<blockquote>" in html
+    assert '<a href="https://e.org/x" rel="noopener noreferrer nofollow">more</a>' in html
+
+
+def test_markdown_plain_text_keeps_its_lines():
+    from judging.templatetags.judging_text import markdown
+
+    assert markdown("line one\nline two\n\nnext") == "<p>line one<br>\nline two</p>\n<p>next</p>\n"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "[click](javascript:alert(1))",
+        "[click](JaVaScRiPt:alert(1))",
+        '<a href="javascript:alert(1)">x</a>',
+        "![x](javascript:alert(1))",
+        "[x](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+        "<iframe src=https://evil.example></iframe>",
+    ],
+)
+def test_markdown_neutralises_script_payloads(payload):
+    from html.parser import HTMLParser
+
+    from judging.templatetags.judging_text import markdown
+
+    elements = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            elements.append((tag, dict(attrs)))
+
+    Collect().feed(markdown(payload))
+    # Whatever survives as text is escaped; no element may run script or load a page.
+    assert {tag for tag, _ in elements} <= {"p", "a", "img", "br"}
+    for _tag, attrs in elements:
+        assert not any(name.startswith("on") for name in attrs)
+        for name in ("href", "src"):
+            assert not attrs.get(name, "").lower().startswith(("javascript:", "data:"))

@@ -1,25 +1,61 @@
-"""Give an existing user a role in a campaign."""
+"""Give a user a role in a campaign, creating the account (with a one-time set-password link) if asked."""
 
-from django.core.exceptions import ValidationError
+import os
+
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import CommandError
 
 from judging.management.commands._base import CampaignCommand
-from judging.services import membership_add, user_get
+from judging.models import Membership
+from judging.services import member_add
+
+BASE_URL = "http://127.0.0.1:8000"
 
 
 class Command(CampaignCommand):
-    help = "add_member SLUG USERNAME --role annotator|lead (the user must exist)"
+    help = (
+        "add_member SLUG USERNAME --role annotator|lead [--create [--email E] [--name N]]: add a user to a "
+        "campaign or change their role; --create makes a new account and prints its one-time set-password link"
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("username")
-        parser.add_argument("--role", required=True, choices=["annotator", "lead"])
+        parser.add_argument("--role", required=True, choices=Membership.Role.values)
+        parser.add_argument("--create", action="store_true", help="create the account if there is none")
+        parser.add_argument("--email", default="", help="the new account's e-mail address (the link is mailed)")
+        parser.add_argument("--name", default="", help="the new account's full name")
+        parser.add_argument(
+            "--base-url",
+            default=os.environ.get("RELJUDGE_BASE_URL", BASE_URL),
+            help=f"where people reach RelJudge, for the link (RELJUDGE_BASE_URL; default {BASE_URL})",
+        )
 
-    def handle(self, *args, slug, username, role, **options):
+    def handle(self, *args, slug, username, role, create, email, name, base_url, **options):
         campaign = self.campaign(slug)
         try:
-            user = user_get(username=username)
-            membership_add(campaign=campaign, user=user, role=role)
-        except ValidationError as exc:
-            raise CommandError(exc.messages[0]) from None
-        self.stdout.write(f"{username} is now {role} of {slug}")
+            # The shell is the operator's: the command acts with the powers of a superuser.
+            added = member_add(
+                campaign=campaign,
+                by=_operator(),
+                username=username,
+                role=role,
+                create=create,
+                email=email,
+                name=name,
+                base_url=base_url,
+            )
+        except (ValidationError, PermissionDenied) as exc:
+            raise CommandError(getattr(exc, "messages", [str(exc)])[0]) from None
+        self.stdout.write(f"{added.username} is now {role} of {slug}" + (" (new account)" if added.created else ""))
+        if added.link_path:
+            self.stdout.write(f"one-time set-password link for {added.username}: {added.url(base_url)}")
+            if added.emailed:
+                self.stdout.write(f"(also e-mailed to {added.membership.user.email})")
+
+
+def _operator():
+    """A stand-in superuser for the lead checks: whoever runs manage.py already controls the database."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model()(username="manage.py", is_superuser=True)

@@ -29,13 +29,19 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"The demo campaign {demo.SLUG!r} already exists; nothing changed (use --reset to rebuild it)."
             )
-        judged = ", ".join(f"{name} {count}" for name, count in summary.judgments.items()) or "none"
+        judged = (
+            ", ".join(
+                f"{name} {count}" + (f" ({summary.unsure_by[name]} unsure)" if summary.unsure_by.get(name) else "")
+                for name, count in summary.judgments.items()
+            )
+            or "none"
+        )
         self.stdout.write(
             f"\n{demo.NAME}\n"
             f"  {summary.queries} queries, {summary.documents} documents, "
             f"{len(summary.systems)} systems ({', '.join(summary.systems)})\n"
             f"  {summary.pairs} pairs in the pool, {summary.labelled} labelled, {summary.adjudicated} adjudicated\n"
-            f"  judgments: {judged} ({summary.unsure} unsure)\n"
+            f"  judgments: {judged}; {summary.unsure} unsure in all\n"
         )
         self.stdout.write(f"Open {demo.URL} and log in as:")
         width = max(map(len, demo.PASSWORDS))

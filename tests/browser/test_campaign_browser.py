@@ -1,0 +1,317 @@
+"""A lead who is not a superuser runs a campaign in the browser alone, and the pages work on a phone.
+
+Screenshots land in tests/browser/screenshots/ (phone: 390x844 with touch; desktop: 1366x900)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from judging.models import Judgment, Membership
+from judging.services import (
+    campaign_create,
+    documents_import,
+    judgment_record,
+    membership_add,
+    queries_import,
+    run_import,
+)
+from tests.browser.conftest import DESKTOP, PHONE
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+GUIDELINES = """# What counts
+
+Judge each product against **what the searcher wanted**:
+
+- the exact item: *highly relevant*
+- a related item: partially relevant
+
+> "wool sweater" -> a merino crew-neck is a 2; wool socks are a 1.
+
+More in the [style guide](https://example.org/guide). <script>window.__xss = 1</script>
+[bad](javascript:window.__xss=2)
+"""
+TOPICS = (
+    "q1\twool knit sweater\tA warm sweater knitted from wool; *cardigans count*, cotton does not.\n"
+    "q2\train jacket\tA waterproof jacket for walking in the rain.\n"
+)
+LONG = "A soft merino knit in six colours, knitted in Donegal and finished by hand. " * 14
+DOCS = (
+    '{"docid": "d1", "title": "Merino wool crew-neck sweater", "text": "' + LONG + '"}\n'
+    '{"docid": "d2", "title": "Cotton T-shirt", "text": "' + "Light, breathable cotton for summer. " * 10 + '"}\n'
+    '{"docid": "d3", "title": "Chunky cable-knit wool cardigan", "text": "' + "Hand-knitted wool. " * 30 + '"}\n'
+    '{"docid": "d4", "title": "Packable rain shell", "text": "' + "A waterproof shell. " * 25 + '"}\n'
+)
+RUN_A = "q1 Q0 d1 1 9 alpha\nq1 Q0 d3 2 8 alpha\nq1 Q0 d2 3 7 alpha\nq2 Q0 d4 1 9 alpha\nq2 Q0 d2 2 8 alpha\n"
+RUN_B = "q1 Q0 d2 1 9 beta-with-a-long-system-name\nq1 Q0 d1 2 8 beta-with-a-long-system-name\n"
+RUN_B += "q2 Q0 d2 1 9 beta-with-a-long-system-name\nq2 Q0 d4 2 8 beta-with-a-long-system-name\n"
+NEW_PASSWORD = "knit-one-purl-two-42"
+
+
+def log_in(page, base: str, username: str, password: str, *, then: str = "/") -> None:
+    page.goto(base + then)
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(".*" + re.escape(then) + "$"))
+
+
+def too_wide(page, width: int) -> list[str]:
+    """Elements that stick out of a screen ``width`` px wide, making the page itself scroll sideways (wide
+    tables scroll inside their own box instead). A phone's browser widens its layout viewport to fit such
+    content, so the check is against the device's width, not window.innerWidth."""
+    return page.evaluate(
+        """width => {
+            if (document.documentElement.scrollWidth <= width + 1) return [];
+            const clipped = el => {
+                for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+                    if (getComputedStyle(a).overflowX !== 'visible') return true;
+                }
+                return false;
+            };
+            const out = [];
+            for (const el of document.querySelectorAll('body *')) {
+                const r = el.getBoundingClientRect();
+                if (r.right > width + 1 && r.width > 0 && !clipped(el)) {
+                    out.push(el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+                        ? '.' + el.className.trim().split(/\\s+/).join('.') : '') + ' ' + Math.round(r.right));
+                }
+            }
+            return out.slice(0, 8);
+        }""",
+        width,
+    )
+
+
+def fits(page, width: int = 390) -> bool:
+    return not too_wide(page, width)
+
+
+def upload(page, kind: str, name: str, text: str) -> str:
+    page.set_input_files(
+        f"#upload-{kind} input[type=file]", files=[{"name": name, "mimeType": "text/plain", "buffer": text.encode()}]
+    )
+    page.click(f"#upload-{kind} button[type=submit]")
+    page.wait_for_load_state()
+    return page.inner_text(".messages")
+
+
+def in_view(page, selector: str) -> bool:
+    return page.evaluate(
+        """sel => { const r = document.querySelector(sel).getBoundingClientRect();
+                    return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0; }""",
+        selector,
+    )
+
+
+def test_lead_runs_a_campaign_from_creation_to_export(live_server, new_page, screenshot):
+    User = get_user_model()
+    lena = User.objects.create_user("lena", password="lena-pw-secret-1")
+    lena.user_permissions.add(Permission.objects.get(codename="add_campaign"))
+    assert not lena.is_superuser and not lena.is_staff
+    base = live_server.url
+    page, watch = new_page(**DESKTOP)
+    log_in(page, base, "lena", "lena-pw-secret-1")
+
+    # Create the campaign.
+    page.click("text=New campaign")
+    page.fill("#id_slug", "knitwear")
+    page.fill("#id_name", "Knitwear search")
+    page.fill("#id_guidelines", GUIDELINES)
+    page.fill("#id_pool_depth", "3")
+    screenshot(page, "20-desktop-new-campaign", full_page=True)
+    page.click("text=Create campaign")
+    page.wait_for_url(f"{base}/campaigns/knitwear/settings/")
+    page.goto(base + "/campaigns/knitwear/")
+    assert "Getting this campaign ready" in page.inner_text("main")
+    assert "Campaign complete" not in page.inner_text("main")
+    screenshot(page, "21-desktop-empty-campaign", full_page=True)
+
+    # Import queries, documents and two runs: one message per upload.
+    page.goto(base + "/campaigns/knitwear/upload/")
+    assert "2 queries" in upload(page, "topics", "topics.tsv", TOPICS) or page.locator(".message").count() == 1
+    assert page.locator(".message.success").count() == 1
+    upload(page, "docs", "docs.jsonl", DOCS)
+    upload(page, "run", "alpha.run", RUN_A)
+    upload(page, "run", "beta.run", RUN_B)
+    assert page.locator(".form-error").count() == 0
+
+    # Add an annotator who has no account yet, and read the one-time link meant for them.
+    page.goto(base + "/campaigns/knitwear/members/")
+    page.fill("#id_username", "dave")
+    page.fill("#id_name", "Dave Lee")
+    page.click("section[aria-labelledby=add-one] button[type=submit]")
+    link = page.input_value(".link-box")
+    assert "/accounts/set-password/" in link
+    screenshot(page, "22-desktop-members-link", full_page=True)
+
+    # Dave, on his phone, sets his password and judges every pair by tapping.
+    phone, phone_watch = new_page(**PHONE)
+    phone.goto(link)
+    phone.wait_for_selector("#id_new_password1")
+    screenshot(phone, "23-phone-set-password")
+    phone.fill("#id_new_password1", NEW_PASSWORD)
+    phone.fill("#id_new_password2", NEW_PASSWORD)
+    phone.click("button[type=submit]")
+    phone.wait_for_selector("text=Your password is set")
+    log_in(phone, base, "dave", NEW_PASSWORD, then="/campaigns/knitwear/judge/")
+    phone.wait_for_selector("#judge .workspace[data-pair-id]")
+    assert phone.locator("#guidelines-panel h3", has_text="What counts").count() == 1  # Markdown rendered
+    grades = {"d1": "2", "d2": "0", "d3": "1", "d4": "2"}
+    judged = 0
+    while phone.locator("#judge-form").count():
+        before = phone.get_attribute("#judge .workspace", "data-pair-id")
+        docid = phone.inner_text(".doc-meta .mono")
+        phone.wait_for_timeout(350)  # the page ignores grades for 300 ms after a new document appears
+        phone.tap(f'button.grade[data-grade="{grades[docid]}"]')
+        phone.wait_for_function(
+            "b => { const w = document.querySelector('#judge .workspace'); return w && w.dataset.pairId !== b; }",
+            arg=before,
+        )
+        judged += 1
+        assert judged < 20
+    assert judged == 5  # q1: d1 d2 d3, q2: d2 d4
+    assert Judgment.objects.filter(annotator__username="dave").count() == 5
+    screenshot(phone, "24-phone-done")
+    assert phone.evaluate("() => window.__xss === undefined")
+
+    # The lead sees the leaderboard and downloads every export from the browser.
+    page.goto(base + "/campaigns/knitwear/leaderboard/")
+    page.wait_for_selector(".lb-table")
+    screenshot(page, "25-desktop-leaderboard", full_page=True)
+    downloads = {}
+    for text in ("Qrels (TREC)", "Judgments (CSV)", "Judgments (JSONL)", "Leaderboard (CSV)", "alpha"):
+        with page.expect_download() as info:
+            page.click(f".exports a:text-is('{text}')")
+        downloads[text] = Path(info.value.path()).read_text(encoding="utf-8")
+    assert downloads["Qrels (TREC)"].splitlines() == ["q1 0 d1 2", "q1 0 d2 0", "q1 0 d3 1", "q2 0 d2 0", "q2 0 d4 2"]
+    assert downloads["Judgments (CSV)"].count("\n") == 6 and "dave" in downloads["Judgments (CSV)"]
+    assert len(downloads["Judgments (JSONL)"].splitlines()) == 5
+    board = downloads["Leaderboard (CSV)"].splitlines()
+    assert board[0].startswith("system,") and len(board) == 3
+    assert downloads["alpha"].splitlines()[0] == "q1 Q0 d1 1 9.0 alpha"
+    assert watch.errors == [] and phone_watch.errors == []
+    assert Membership.objects.get(user__username="dave").role == "annotator"
+
+
+@pytest.fixture
+def judged(db):
+    """A campaign with two systems, four annotators' judgments and a lead: every page has something to show."""
+    User = get_user_model()
+    campaign = campaign_create(
+        slug="knitwear", name="Knitwear search", pool_depth=3, redundancy=3, guidelines=GUIDELINES
+    )
+    lead = User.objects.create_user("lena", password="lena-pw-secret-1")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="topics.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="docs.jsonl")
+    run_import(campaign=campaign, data=RUN_A.encode(), filename="alpha.run")
+    run_import(campaign=campaign, data=RUN_B.encode(), filename="beta.run")
+    people = []
+    for name in ("ann", "bob"):
+        user = User.objects.create_user(name, password=f"{name}-pw-secret-1")
+        membership_add(campaign=campaign, user=user, role="annotator")
+        people.append(user)
+    pairs = list(campaign.pairs.filter(pooled=True).order_by("id"))
+    for i, pair in enumerate(pairs[:4]):
+        judgment_record(pair=pair, annotator=people[0], grade=i % 3, seconds_spent=5)
+    judgment_record(pair=pairs[4], annotator=people[1], grade=None, unsure=True, note="not sure", seconds_spent=9)
+    return campaign
+
+
+def test_phone_judging_shows_query_document_and_grades_together(live_server, new_page, screenshot, judged):
+    page, watch = new_page(**PHONE)
+    log_in(page, live_server.url, "bob", "bob-pw-secret-1", then="/campaigns/knitwear/judge/")
+    page.wait_for_selector("#judge .workspace[data-pair-id]")
+    screenshot(page, "30-phone-judge")
+    assert in_view(page, ".query-text") and in_view(page, ".doc-title") and in_view(page, ".grades")
+    assert page.evaluate("() => document.querySelector('.doc-text p').getBoundingClientRect().top") < 844 - 200
+    sizes = page.evaluate(
+        "() => [...document.querySelectorAll('button.grade, #note, .unsure-row .check')]"
+        ".map(b => [b.getBoundingClientRect().width, b.getBoundingClientRect().height])"
+    )
+    assert sizes and all(w >= 44 and h >= 44 for w, h in sizes), sizes
+    # No keyboard hints on a touch screen.
+    assert not page.is_visible("[data-shortcuts]") and not page.is_visible(".hint-keys")
+    assert page.is_visible(".hint-touch")
+    assert fits(page)
+    # Reading down a long document, then grading: the next query comes into view, not the top of the page.
+    page.evaluate("() => window.scrollTo(0, 400)")
+    before = page.get_attribute("#judge .workspace", "data-pair-id")
+    page.wait_for_timeout(350)
+    page.tap('button.grade[data-grade="1"]')
+    page.wait_for_function("b => document.querySelector('#judge .workspace').dataset.pairId !== b", arg=before)
+    assert in_view(page, ".query-text") and in_view(page, ".grades")
+    assert page.evaluate("() => window.scrollY") > 0  # the header stays out of the way
+    screenshot(page, "31-phone-judge-next")
+    # Without scrolling, nothing moves at all.
+    page.evaluate("() => window.scrollTo(0, 0)")
+    before = page.get_attribute("#judge .workspace", "data-pair-id")
+    page.wait_for_timeout(350)
+    page.tap('button.grade[data-grade="0"]')
+    page.wait_for_function("b => document.querySelector('#judge .workspace').dataset.pairId !== b", arg=before)
+    assert page.evaluate("() => window.scrollY") == 0
+    assert watch.errors == []
+
+
+def test_desktop_judging_shows_keyboard_hints(live_server, new_page, screenshot, judged):
+    page, watch = new_page(**DESKTOP)
+    log_in(page, live_server.url, "bob", "bob-pw-secret-1", then="/campaigns/knitwear/judge/")
+    page.wait_for_selector("#judge .workspace[data-pair-id]")
+    assert page.is_visible("[data-shortcuts]") and page.is_visible(".hint-keys")
+    screenshot(page, "32-desktop-judge")
+    assert watch.errors == []
+
+
+LEAD_PAGES = [
+    ("home", "/"),
+    ("overview", "/campaigns/knitwear/"),
+    ("leaderboard", "/campaigns/knitwear/leaderboard/"),
+    ("queries", "/campaigns/knitwear/leaderboard/queries/"),
+    ("significance", "/campaigns/knitwear/leaderboard/significance/"),
+    ("review", "/campaigns/knitwear/review/"),
+    ("agreement", "/campaigns/knitwear/agreement/"),
+    ("quality", "/campaigns/knitwear/quality/"),
+    ("progress", "/campaigns/knitwear/progress/"),
+    ("upload", "/campaigns/knitwear/upload/"),
+    ("members", "/campaigns/knitwear/members/"),
+    ("settings", "/campaigns/knitwear/settings/"),
+    ("mine", "/campaigns/knitwear/mine/"),
+]
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_lead_pages_fit_the_screen(live_server, new_page, screenshot, judged, size):
+    page, watch = new_page(**(PHONE if size == "phone" else DESKTOP))
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1")
+    wide = []
+    for n, (name, path) in enumerate(LEAD_PAGES):
+        page.goto(live_server.url + path)
+        page.wait_for_load_state("networkidle")
+        screenshot(page, f"4{n:02d}-{size}-{name}", full_page=True)
+        width = PHONE["width"] if size == "phone" else DESKTOP["width"]
+        if not fits(page, width):
+            wide.append((name, too_wide(page, width)))
+    assert wide == []
+    if size == "phone":
+        # The navigation is one line, not a third of the screen.
+        assert page.evaluate("() => document.querySelector('.topbar').getBoundingClientRect().height") < 110
+    assert watch.errors == []
+
+
+def test_review_counters_follow_a_decision_without_reload(live_server, new_page, screenshot, judged):
+    page, watch = new_page(**DESKTOP)
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/review/")
+    assert page.inner_text("#rv-count-all") == "1" and page.inner_text("#rv-count-decided") == "0"
+    page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
+    page.click(".rv-item button.rv-grade-button[value='1']")
+    page.wait_for_function("() => document.querySelector('#rv-count-decided').textContent === '1'")
+    assert page.inner_text("#rv-count-all") == "0" and page.inner_text("#rv-count-unsure") == "0"
+    assert page.evaluate("() => window.__sameDocument === true")
+    screenshot(page, "33-desktop-review-decided")
+    assert watch.errors == []

@@ -1,0 +1,181 @@
+"""A lead's campaign pages: honest empty states, and downloads that are the API's own exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from judging.services import documents_import, judgment_record, queries_import, run_import
+from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+
+@pytest.fixture
+def pooled(campaign):
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    run_import(campaign=campaign, data=RUN_DENSE.encode(), filename="dense.run")
+    return campaign
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def judge(campaign, user, qid, docid, grade, **extra):
+    pair = campaign.pairs.get(query__qid=qid, document__docid=docid)
+    judgment_record(pair=pair, annotator=user, grade=grade, **extra)
+
+
+def test_empty_campaign_says_what_to_do_next(campaign, lead, annotator):
+    html = login(lead).get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
+    assert "Campaign complete" not in html and "100%" not in html
+    assert "Getting this campaign ready" in html
+    for step in ("Import the queries", "Import the documents", "Import the systems", "Judge the pool"):
+        assert step in html
+    assert "Nothing to judge yet" in html
+    html = login(annotator).get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
+    assert "Nothing to judge yet" in html and "Start judging" not in html and "Getting this campaign" not in html
+
+
+def test_checklist_disappears_once_everything_is_done(pooled, lead, annotator):
+    url = reverse("judging:campaign_detail", args=[pooled.slug])
+    html = login(lead).get(url).content.decode()
+    assert "Getting this campaign ready" in html and "Campaign complete</dt><dd>0%" in html
+    judge(pooled, annotator, "q1", "d1", 2)
+    assert "Getting this campaign ready" not in login(lead).get(url).content.decode()
+
+
+def test_judge_page_with_empty_pool_is_not_complete(campaign, annotator):
+    html = login(annotator).get(reverse("judging:judge", args=[campaign.slug])).content.decode()
+    assert "100% complete" not in html and "100%" not in html
+
+
+def test_leaderboard_shows_no_best_with_one_scored_query(pooled, lead, annotator):
+    judge(pooled, annotator, "q1", "d1", 2)
+    client = login(lead)
+    html = client.get(reverse("judging:leaderboard", args=[pooled.slug])).content.decode()
+    assert "lb-badge best" not in html
+    assert "need at least 2 queries with labels (1 so far)" in html
+    sig = client.get(reverse("judging:leaderboard_significance", args=[pooled.slug])).content.decode()
+    assert "Significance tests need at least two queries with labels" in sig
+    judge(pooled, annotator, "q2", "d4", 1)
+    html = client.get(reverse("judging:leaderboard", args=[pooled.slug])).content.decode()
+    assert "lb-badge best" in html
+
+
+def test_leaderboard_csv_is_the_json_as_a_table(pooled, lead, annotator):
+    judge(pooled, annotator, "q1", "d1", 2)
+    judge(pooled, annotator, "q2", "d2", 1)
+    client = login(lead)
+    url = reverse("api:campaign-leaderboard", args=[pooled.slug])
+    data = client.get(url, {"k": 2, "gain": "exponential"}).json()
+    response = client.get(url, {"k": 2, "gain": "exponential", "format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert 'filename="demo-leaderboard-k2-exponential-t1.csv"' in response["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["system"] for r in rows] == [s["name"] for s in data["systems"]]
+    assert list(rows[0])[0] == "system" and "nDCG@2" in rows[0] and "MAP" in rows[0]
+    for row, system in zip(rows, data["systems"], strict=True):
+        for measure, value in system["measures"].items():
+            assert float(row[measure]) == pytest.approx(value, abs=1e-15)
+        assert row["queries"] == "2"
+
+
+def test_leaderboard_csv_bad_parameter_is_a_json_error(pooled, lead):
+    response = login(lead).get(reverse("api:campaign-leaderboard", args=[pooled.slug]), {"k": 0, "format": "csv"})
+    assert response.status_code == 400 and "k" in response.json()
+
+
+def test_leaderboard_csv_refused_to_annotators(pooled, annotator):
+    url = reverse("api:campaign-leaderboard", args=[pooled.slug])
+    assert login(annotator).get(url, {"format": "csv"}).status_code == 403
+
+
+def test_campaign_page_downloads_every_export(pooled, lead, annotator):
+    judge(pooled, annotator, "q1", "d1", 2)
+    judgment_record(
+        pair=pooled.pairs.get(query__qid="q1", document__docid="d2"),
+        annotator=annotator,
+        grade=None,
+        unsure=True,
+        tentative_grade=1,
+        note="cotton, not wool?",
+    )
+    client = login(lead)
+    html = client.get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
+    links = dict.fromkeys(re.findall(r'href="(/api/[^"]+)"[^>]*download', html.replace("&amp;", "&")))
+    assert len(links) == 6  # qrels, judgments CSV and JSONL, leaderboard CSV, two runs
+    bodies = {}
+    for link in links:
+        response = client.get(link)
+        assert response.status_code == 200, link
+        assert "attachment" in response["Content-Disposition"], link
+        bodies[link] = b"".join(response.streaming_content if response.streaming else [response.content]).decode()
+    qrels = next(b for link, b in bodies.items() if "/qrels/" in link)
+    assert qrels == "q1 0 d1 2\n"
+    jsonl = next(b for link, b in bodies.items() if "format=jsonl" in link)
+    rows = [json.loads(line) for line in jsonl.splitlines()]
+    assert {(r["docid"], r["unsure"], r["note"]) for r in rows} == {
+        ("d1", False, ""),
+        ("d2", True, "cotton, not wool?"),
+    }
+    judgments_csv = next(b for link, b in bodies.items() if "format=csv" in link and "judgments" in link)
+    assert "cotton, not wool?" in judgments_csv and ",true," in judgments_csv
+    runs = sorted(b for link, b in bodies.items() if "/systems/" in link)
+    assert runs[0].startswith("q1 Q0 d1 1 9.5") or runs[1].startswith("q1 Q0 d1 1 9.5")
+
+
+def test_leaderboard_page_offers_csv_with_its_settings(pooled, lead):
+    html = login(lead).get(reverse("judging:leaderboard", args=[pooled.slug]), {"k": 5}).content.decode()
+    assert re.search(r'href="/api/campaigns/demo/leaderboard/\?k=5&amp;format=csv"', html)
+    assert "/api/systems/" in html and "/api/campaigns/demo/qrels/" in html
+
+
+def test_review_decision_updates_the_queue_counters(pooled, lead, annotator):
+    judgment_record(
+        pair=pooled.pairs.get(query__qid="q1", document__docid="d2"), annotator=annotator, grade=None, unsure=True
+    )
+    client = login(lead)
+    page = client.get(reverse("judging:review", args=[pooled.slug])).content.decode()
+    assert re.search(r'id="rv-count-unsure">1<', page)
+    pair = pooled.pairs.get(query__qid="q1", document__docid="d2")
+    response = client.post(
+        reverse("judging:review_decide", args=[pooled.slug, pair.id]), {"grade": 1}, HTTP_HX_REQUEST="true"
+    )
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert re.search(r'id="rv-count-unsure" hx-swap-oob="true">0<', html)
+    assert re.search(r'id="rv-count-all" hx-swap-oob="true">0<', html)
+    assert re.search(r'id="rv-count-decided" hx-swap-oob="true">1<', html)
+
+
+@pytest.mark.parametrize(("done", "goal"), [(9, 9), (8, 9), (3, 9)])
+def test_progress_chart_count_label_never_sits_on_the_target(done, goal):
+    from datetime import UTC, datetime, timedelta
+
+    from judging.charts import progress_chart
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    svg = str(progress_chart([start, start + timedelta(hours=1)], [1, done], goal=goal, bucket="hour"))
+    target_y = float(re.search(r'y="([\d.]+)"[^>]*>target', svg).group(1))
+    count_y = float(re.search(r'y="([\d.]+)"[^>]*>' + str(done) + " judgments", svg).group(1))
+    assert abs(target_y - count_y) >= 14
+
+
+def test_successful_upload_is_one_message(campaign, lead):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    url = reverse("judging:campaign_upload", args=[campaign.slug])
+    upload = SimpleUploadedFile("bm25.run", RUN_BM25.encode())
+    page = login(lead).post(url, {"kind": "run", "run-kind": "run", "run-file": upload}, follow=True)
+    html = page.content.decode()
+    assert html.count('class="message success"') == 1, html
