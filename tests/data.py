@@ -6,10 +6,12 @@ modules import (no test module imports another test module or a conftest).
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
 import numpy as np
+import pytest
 from django.db import connections
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -167,3 +169,47 @@ def doc_id_array(runs, qids, depth):
             docs = ranked(run, qid)
             out[s, i, : len(docs)] = [ids.setdefault(d, len(ids)) for d in docs]
     return out
+
+
+def in_browser(check) -> list[str]:
+    """Run ``check(page)`` in Chromium and return the console errors and page errors it caused.
+
+    Its own thread and Playwright instance: tests/browser keeps a session-wide sync Playwright running in
+    the main thread, and a second one cannot start beside it there."""
+    if not CHROMIUM.exists():
+        message = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)"
+        if os.environ.get("RELJUDGE_REQUIRE_BROWSER") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    outcome: dict = {}
+
+    def work():
+        from playwright.sync_api import sync_playwright
+
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+                try:
+                    page = browser.new_page()
+                    page.set_default_timeout(10_000)
+                    errors: list[str] = []
+                    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+                    check(page)
+                    outcome["errors"] = errors
+                finally:
+                    browser.close()
+        except BaseException as exc:  # handed to the test's thread, which raises it
+            outcome["exception"] = exc
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(timeout=120)
+    if "exception" in outcome:
+        raise outcome["exception"]
+    return outcome["errors"]
+
+
+# Browser window sizes of the screenshot tests: a phone with touch, and a laptop.
+PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True}
+DESKTOP = {"width": 1366, "height": 900}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.knitwear import knitwear_campaign
 from tests.data import CHROMIUM, LAUNCH_ARGS
 
 # Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from a thread with a
@@ -52,10 +53,6 @@ class Watch:
         dialog.dismiss()
 
 
-PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True}
-DESKTOP = {"width": 1366, "height": 900}
-
-
 @pytest.fixture
 def new_page(browser):
     """Open a page in a fresh browser context (its own cookies): returns (page, watch)."""
@@ -84,3 +81,9 @@ def screenshot():
         return path
 
     return take
+
+
+@pytest.fixture
+def judged(db):
+    """A campaign with two systems, four annotators' judgments and a lead: every page has something to show."""
+    return knitwear_campaign()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import DESKTOP, PHONE
-from tests.browser.test_campaign_browser import judged, log_in  # noqa: F401  (judged is a fixture)
+from tests.browser.knitwear import log_in
+from tests.data import DESKTOP, PHONE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

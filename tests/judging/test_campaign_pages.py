@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from judging.services import documents_import, judgment_record, queries_import, run_import
-from tests.conftest import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
 
 
 @pytest.fixture

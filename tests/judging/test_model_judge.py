@@ -26,6 +26,7 @@ from judging.services.model_judge import (
     model_judge_get_or_create,
     parse_answer,
 )
+from tests.oracle import oracle, random_campaign
 
 PORTS = range(8210, 8230)
 
@@ -271,8 +272,6 @@ def test_hybrid_leaderboard_equals_pytrec_eval_on_hybrid_qrels(make_user):
     exactly trec_eval on the human label where there is one and the model's elsewhere."""
     import random
 
-    from tests.judging.test_scoring import oracle, random_campaign
-
     campaign, runs, human_qrels = random_campaign(make_user, seed=5)
     rng = random.Random(9)
     model_qrels: dict[str, dict[str, int]] = {}
@@ -352,8 +351,6 @@ def test_api_qrels_upload_as_model_judge(judged, lead):
 
 def test_calibration_kappa_matches_sklearn_and_page_links_review(client, make_user):
     import random
-
-    from tests.judging.test_scoring import random_campaign
 
     campaign, runs, human_qrels = random_campaign(make_user, seed=3)
     rng = random.Random(4)

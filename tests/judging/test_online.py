@@ -16,6 +16,7 @@ from judging.scoring import Params, leaderboard
 from judging.selectors.online import offline_vs_online
 from judging.services import qrels_import, run_import
 from judging.services.online import online_import
+from tests.oracle import random_campaign
 
 # --------------------------------------------------------------------------- parser
 
@@ -173,7 +174,6 @@ def test_api_upload_online_and_offline_vs_online(three_systems, lead, annotator)
 
 def test_offline_vs_online_tau_and_r_match_scipy(make_user):
     """Hidden data: 8 systems with random runs and labels, random online figures; tau and r as scipy says."""
-    from tests.judging.test_scoring import random_campaign
 
     campaign, runs, qrels = random_campaign(
         make_user, seed=11, systems=("alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta")

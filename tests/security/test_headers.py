@@ -3,14 +3,12 @@ exceptions to the API's 401 for anonymous requests."""
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.data import CHROMIUM, LAUNCH_ARGS
+from tests.data import in_browser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,45 +68,6 @@ def test_anonymous_api_gets_401_except_the_schema_and_its_docs(client, db):
     readme = (ROOT / "README.md").read_text()
     sentence = next(line for line in readme.splitlines() if "anonymous requests 401" in line)
     assert "/api/schema/" in sentence and "/api/docs/" in sentence
-
-
-def in_browser(check) -> list[str]:
-    """Run ``check(page)`` in Chromium and return the console errors and page errors it caused.
-
-    Its own thread and Playwright instance: tests/browser keeps a session-wide sync Playwright running in
-    the main thread, and a second one cannot start beside it there."""
-    if not CHROMIUM.exists():
-        message = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)"
-        if os.environ.get("RELJUDGE_REQUIRE_BROWSER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    outcome: dict = {}
-
-    def work():
-        from playwright.sync_api import sync_playwright
-
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-                try:
-                    page = browser.new_page()
-                    page.set_default_timeout(10_000)
-                    errors: list[str] = []
-                    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-                    check(page)
-                    outcome["errors"] = errors
-                finally:
-                    browser.close()
-        except BaseException as exc:  # handed to the test's thread, which raises it
-            outcome["exception"] = exc
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(timeout=120)
-    if "exception" in outcome:
-        raise outcome["exception"]
-    return outcome["errors"]
 
 
 @pytest.mark.browser

@@ -11,8 +11,7 @@ from django.urls import reverse
 
 from judging.models import Assignment, Campaign, Judgment, Pair
 from judging.services import membership_add, run_import
-from tests.data import RUN_BM25
-from tests.security.test_headers import in_browser
+from tests.data import RUN_BM25, in_browser
 
 PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
 HOLD = re.compile(r'<span hidden data-hold hx-post="([^"]+)" hx-trigger="load" hx-target="#judge"></span>')
