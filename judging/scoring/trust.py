@@ -421,10 +421,10 @@ def _attribute_codes(campaign: Campaign, attribute: str) -> tuple[np.ndarray, np
         Document.objects.filter(campaign=campaign)
         .annotate(value=KT(f"attributes__{attribute}"))
         .exclude(value__isnull=True)
-        .exclude(value="")
         .order_by("id")
         .values_list("id", "value")
     )
+    rows = [r for r in rows if str(r[1]) != ""]  # an empty value says no more than a missing one
     pks = np.array([r[0] for r in rows], dtype=np.int64)
     values, codes = np.unique(np.array([str(r[1]) for r in rows], dtype=object), return_inverse=True)
     values = [str(v) for v in values]
