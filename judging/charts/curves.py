@@ -70,7 +70,8 @@ def curve_chart(
             lx = width - legend_w
             body.append(
                 f'<g class="{cls}"><line x1="{lx}" x2="{lx + 18}" y1="{ly:.1f}" y2="{ly:.1f}" stroke-width="3"/>'
-                f'<text x="{lx + 24}" y="{ly + 4:.1f}" fill="{INK}" stroke="none">{escape(_clip(names[i], 18))}</text></g>'
+                f'<text x="{lx + 24}" y="{ly + 4:.1f}" fill="{INK}" stroke="none">'
+                f"{escape(_clip(names[i], 18))}</text></g>"
             )
     return _svg(width, height, body, title=f"{measure} at every cutoff", label=f"{measure} versus k per system")
 

@@ -129,8 +129,8 @@ class TrustArrays:
 def trust_arrays(lb: Leaderboard) -> TrustArrays:
     """Ranked labels, qrels and document ids of the leaderboard's scored queries, built once per labels state.
 
-    The whole campaign's arrays are cached under the unsegmented table key and the labels versions; a
-    segment takes its queries out of them.
+    The whole campaign's arrays (every query) are cached under the unsegmented table key and the labels
+    versions; the leaderboard's query set (its ``labelled`` mask, a segment's) is taken out of them.
     """
     h = hashlib.sha256(lb.base_key.encode())
     h.update(lb.table.versions.tobytes())
@@ -139,16 +139,12 @@ def trust_arrays(lb: Leaderboard) -> TrustArrays:
     if full is None:
         n_q = len(lb.cube.query_ids)
         labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)
-        grid, qrels, doc_ids, counts = label_arrays(lb.cube, np.arange(n_q), labels)
-        positions = np.flatnonzero(counts > 0)
-        if positions.size != n_q:
-            grid, qrels, doc_ids = grid[:, positions], qrels[positions], doc_ids[:, positions]
-        full = _remember(_ARRAYS, key, TrustArrays(grid, qrels, doc_ids, positions), _KEEP_ARRAYS)
+        grid, qrels, doc_ids, _ = label_arrays(lb.cube, np.arange(n_q), labels)
+        full = _remember(_ARRAYS, key, TrustArrays(grid, qrels, doc_ids, np.arange(n_q)), _KEEP_ARRAYS)
     wanted = np.flatnonzero(lb.table.labelled)
     if wanted.size == full.positions.size:
         return full
-    keep = np.searchsorted(full.positions, wanted)
-    return TrustArrays(full.labels[:, keep], full.qrels[keep], full.doc_ids[:, keep], wanted)
+    return TrustArrays(full.labels[:, wanted], full.qrels[wanted], full.doc_ids[:, wanted], wanted)
 
 
 def _scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:
@@ -595,6 +591,10 @@ def priority_pairs(campaign: Campaign) -> np.ndarray:
         got = _PRIORITY.get(campaign.pk)
     if got is not None and (got.state == lb.state or time.monotonic() - got.computed < PRIORITY_MAX_AGE):
         return got.pair_ids
+    # Every query counts here, labelled or not: before the first label no query is in the leaderboard's
+    # means, yet every comparison is open and the queue needs an order.
+    every = np.ones(len(lb.cube.query_ids), dtype=bool)
+    lb = replace(lb, table=ScoreTable(lb.table.versions, lb.table.scores, every), key=f"{lb.key}:queue", _means=None)
     v = verdicts(lb, QUEUE_MEASURE)
     ids = np.zeros(0, dtype=np.int64)
     if v.priority is not None and v.priority.query.size:
