@@ -267,3 +267,16 @@ def test_settled_campaign_falls_back_to_the_shuffled_queue(make_user):
     # the next pair still comes from the priority list, and nothing breaks once the list runs dry
     pair = pair_next(campaign=campaign, annotator=make_user("late")).pair
     assert pair is not None and pair.label is None
+
+
+def test_demo_topics_carry_tags_and_products_attributes():
+    from judging.demo.catalogue import demo_data
+
+    data = demo_data()
+    topics = formats.parse_topics(data.topics_tsv(), filename="topics.tsv")
+    tiers = [t.tags[0] for t in topics]
+    assert {tier: tiers.count(tier) for tier in set(tiers)} == {"head": 9, "torso": 9, "tail": 10}
+    assert {t.tags[1] for t in topics} == {"clothing", "footwear", "gear"}
+    docs = formats.parse_docs(data.docs_jsonl(), filename="docs.jsonl")
+    assert all({"brand", "category"} <= set(d.attributes) for d in docs)
+    assert len({d.attributes["brand"] for d in docs}) >= 10
