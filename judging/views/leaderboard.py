@@ -597,7 +597,14 @@ def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -
         r["next_settled"] = None if verdict is None else verdict["settled"]
         r["next_open_pairs"] = 0 if verdict is None else verdict["open_pairs"]
     n_open = sum(not a["settled"] for a in v.adjacent)
-    return {"trust_shown": True, "trust_inline": True, "pairs_left": v.pairs_left, "n_open": n_open}
+    return {
+        "trust_shown": True,
+        "trust_inline": True,
+        "pairs_left": v.pairs_left,
+        "n_open": n_open,
+        # outside a segment, the queries not in the means are those without a label yet
+        "n_unscored": 0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
+    }
 
 
 def _settled_rows(lb: scoring.Leaderboard, v: trust.Verdicts, b: trust.Bounds, measure: str) -> list[dict]:
@@ -702,6 +709,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
                 ],
             }
         context.update(
+            n_unscored=0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
             bounded=bounded,
             verdicts=v,
             settled_rows=rows,
@@ -721,6 +729,10 @@ def leaderboard_trust(request, ctx: BoardRequest):
 
 
 CURVE_BASES = ("nDCG", "P", "R", "F1", "Hit")
+
+
+def _with_query(url: str, query: dict) -> str:
+    return f"{url}?{urlencode(query)}" if query else url
 
 
 @leaderboard_page()
@@ -797,9 +809,10 @@ def leaderboard_segments(request, ctx: BoardRequest):
         any_few=any(seg.few for seg in segs),
         n_scored=lb.n_scored,
         alpha=scoring.ALPHA,
-        api=reverse("api:campaign-leaderboard-segments", args=[ctx.campaign.slug])
-        + "?"
-        + urlencode({k: v for k, v in ctx.changed_params.items() if k != "segment"}),
+        api=_with_query(
+            reverse("api:campaign-leaderboard-segments", args=[ctx.campaign.slug]),
+            {k: v for k, v in ctx.changed_params.items() if k != "segment"},
+        ),
     )
     return render(request, "judging/leaderboard_segments.html", context)
 

@@ -56,6 +56,7 @@ def test_leaderboard_shows_bounds_settled_and_pairs_left(as_lead, tagged):  # no
     assert "Bounds" in html and "vs next" in html
     # d9 (alpha, q3) and d10 (beta, q3) are the unjudged pairs in the top 3
     assert re.search(r"<strong>2</strong> unjudged pairs left can still change the ranking by P@3", html)
+    assert "the 1 query without any label yet will join them when judged" in html  # q4
     assert "bpref" in html  # a leaderboard column
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
