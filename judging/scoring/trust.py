@@ -44,6 +44,9 @@ MEASURE_BASES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")
 
 _LOCK = threading.Lock()
 _ARRAYS: OrderedDict[str, TrustArrays] = OrderedDict()
+# The latest whole-campaign arrays per score table (unsegmented key): the base of the next state's arrays.
+_LATEST: dict[str, tuple[np.ndarray, TrustArrays]] = {}
+PATCH_QUERIES = 256  # queries whose labels moved up to which the previous arrays are patched, not rebuilt
 _RESULTS: OrderedDict[tuple, object] = OrderedDict()
 _PRIORITY: dict[int, PriorityList] = {}
 _ATTRIBUTES: dict[tuple, tuple[float, np.ndarray, np.ndarray, list[str]]] = {}
@@ -72,6 +75,7 @@ def caches_clear() -> None:
     """Forget every array and result kept here (for tests and benchmarks)."""
     with _LOCK:
         _ARRAYS.clear()
+        _LATEST.clear()
         _RESULTS.clear()
         _PRIORITY.clear()
         _ATTRIBUTES.clear()
@@ -130,21 +134,50 @@ def trust_arrays(lb: Leaderboard) -> TrustArrays:
     """Ranked labels, qrels and document ids of the leaderboard's scored queries, built once per labels state.
 
     The whole campaign's arrays (every query) are cached under the unsegmented table key and the labels
-    versions; the leaderboard's query set (its ``labelled`` mask, a segment's) is taken out of them.
+    versions; the leaderboard's query set (its ``labelled`` mask, a segment's) is taken out of them. After a
+    few new judgments only the queries whose labels version moved are read and probed again: a copy of
+    the previous state's arrays with those columns replaced (reading every label and probing 10M ranked
+    documents is most of the cost otherwise).
     """
     h = hashlib.sha256(lb.base_key.encode())
-    h.update(lb.table.versions.tobytes())
+    versions = lb.table.versions
+    h.update(versions.tobytes())
     key = h.hexdigest()[:24]
     full = _recall(_ARRAYS, key)
     if full is None:
-        n_q = len(lb.cube.query_ids)
-        labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)
-        grid, qrels, doc_ids, _ = label_arrays(lb.cube, np.arange(n_q), labels)
-        full = _remember(_ARRAYS, key, TrustArrays(grid, qrels, doc_ids, np.arange(n_q)), _KEEP_ARRAYS)
+        full = _remember(_ARRAYS, key, _arrays_build(lb), _KEEP_ARRAYS)
+        with _LOCK:
+            _LATEST[lb.base_key] = (versions.copy(), full)
     wanted = np.flatnonzero(lb.table.labelled)
     if wanted.size == full.positions.size:
         return full
     return TrustArrays(full.labels[:, wanted], full.qrels[wanted], full.doc_ids[:, wanted], wanted)
+
+
+def _arrays_build(lb: Leaderboard) -> TrustArrays:
+    n_q = len(lb.cube.query_ids)
+    versions = lb.table.versions
+    with _LOCK:
+        previous = _LATEST.get(lb.base_key)
+    if previous is not None and previous[0].shape == versions.shape:
+        dirty = np.flatnonzero(previous[0] != versions)
+        if dirty.size <= PATCH_QUERIES:
+            old = previous[1]
+            labels = labels_for(
+                lb.campaign, lb.cube.query_ids[dirty], lb.params.policy, total=n_q, labels=lb.params.labels
+            )
+            grid, qrels, _, _ = label_arrays(lb.cube, dirty, labels)
+            patched = old.labels.copy()
+            patched[:, dirty] = grid
+            width = max(old.qrels.shape[1], qrels.shape[1])
+            rows = np.full((n_q, width), metrics.UNJUDGED, dtype=old.qrels.dtype)
+            rows[:, : old.qrels.shape[1]] = old.qrels
+            rows[dirty] = metrics.UNJUDGED
+            rows[dirty, : qrels.shape[1]] = qrels
+            return TrustArrays(patched, rows, old.doc_ids, old.positions)
+    labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)
+    grid, qrels, doc_ids, _ = label_arrays(lb.cube, np.arange(n_q), labels)
+    return TrustArrays(grid, qrels, doc_ids, np.arange(n_q))
 
 
 def _scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:

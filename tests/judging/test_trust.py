@@ -328,3 +328,29 @@ def test_bounds_are_recomputed_when_a_label_changes(make_user):
     widths_after = [sum(h - lo for lo, h in s["bounds"].values()) for s in after["systems"]]
     assert sum(widths_after) < sum(widths)
     assert Campaign.objects.get(pk=campaign.pk).queue_mode == "shuffled"
+
+
+def test_arrays_after_a_judgment_equal_a_fresh_build(make_user):
+    """The arrays of the next labels state are the previous ones patched where labels moved: the same."""
+    campaign, runs, qrels = random_campaign(make_user, seed=8)
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    trust.trust_arrays(leaderboard(campaign, Params(k=10)))
+    user = make_user("patcher")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    # a new label on a query that had none (q7) widens nothing; on q0 it adds a qrels column
+    for pair in Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True, query__qid__in=["q0", "q7"])[
+        :6
+    ]:
+        judgment_record(pair=pair, annotator=user, grade=2)
+    lb = leaderboard(campaign, Params(k=10))
+    patched = trust.trust_arrays(lb)
+    trust.caches_clear()
+    fresh = trust.trust_arrays(lb)
+    np.testing.assert_array_equal(patched.labels, fresh.labels)
+    np.testing.assert_array_equal(
+        np.sort(patched.qrels, axis=1)[:, ::-1][:, : fresh.qrels.shape[1]], np.sort(fresh.qrels, axis=1)[:, ::-1]
+    )
+    assert (patched.qrels[:, fresh.qrels.shape[1] :] == -1).all()
+    np.testing.assert_array_equal(patched.positions, fresh.positions)
