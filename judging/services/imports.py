@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import secrets
 import time
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
