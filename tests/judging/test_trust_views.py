@@ -281,3 +281,18 @@ def test_demo_topics_carry_tags_and_products_attributes():
     docs = formats.parse_docs(data.docs_jsonl(), filename="docs.jsonl")
     assert all({"brand", "category"} <= set(d.attributes) for d in docs)
     assert len({d.attributes["brand"] for d in docs}) >= 10
+
+
+def test_lead_chooses_the_queue_mode_through_the_api(tiny, lead, annotator):  # noqa: F811
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(annotator)
+    assert client.patch("/api/campaigns/tiny/", {"queue_mode": "matter"}, format="json").status_code == 403
+    client.force_authenticate(lead)
+    response = client.patch("/api/campaigns/tiny/", {"queue_mode": "matter"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["queue_mode"] == "matter"
+    assert Campaign.objects.get(slug="tiny").queue_mode == Campaign.QueueMode.MATTER
+    bad = client.patch("/api/campaigns/tiny/", {"queue_mode": "fastest"}, format="json")
+    assert bad.status_code == 400 and "queue_mode" in bad.json()
