@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0008_imported_labels'),
+        ('judging', '0009_online_metrics'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0009_campaign_queue_mode'),
+        ('judging', '0010_campaign_queue_mode'),
     ]
 
     operations = [
