@@ -481,7 +481,7 @@ class TrustQuerySerializer(serializers.Serializer):
     """Parameters of the leaderboard's curves, segments and pool-bias endpoints."""
 
     k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
-    gain = serializers.ChoiceField(choices=GAINS, required=False, default="linear", help_text="nDCG gain.")
+    gain = serializers.ChoiceField(choices=metrics.GAINS, required=False, default="linear", help_text="nDCG gain.")
     threshold = serializers.IntegerField(
         required=False, default=1, min_value=0, max_value=100, help_text="Lowest label that counts as relevant."
     )

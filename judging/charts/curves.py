@@ -12,7 +12,7 @@ import numpy as np
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
-from judging.charts.leaderboard import GRID, INK, MUTED, _clip, _svg, nice_ticks
+from judging.charts.leaderboard import _clip, _svg, nice_ticks
 
 #: Distinct series styles (colour classes); more systems reuse them with a dashed stroke.
 CURVE_SERIES = 8
@@ -41,15 +41,17 @@ def curve_chart(
     def y(v: float) -> float:
         return top + plot_h * (1 - v / y_max)
 
-    body = [f'<text x="{left}" y="15" fill="{MUTED}">{escape(measure)}@k for k = 1 … {k_max}</text>']
+    body = [f'<text x="{left}" y="15" class="ch-muted">{escape(measure)}@k for k = 1 … {k_max}</text>']
     for t in ticks:
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="{GRID}"/>')
-        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" fill="{MUTED}">{t:g}</text>')
+        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="ch-grid"/>')
+        body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="ch-muted">{t:g}</text>')
     for k in nice_ticks(1.0, float(k_max), 6) if k_max > 1 else [1.0]:
         if k < 1 or k > k_max:
             continue
-        body.append(f'<text x="{x(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="{MUTED}">{k:g}</text>')
-    body.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" fill="{INK}">cutoff k</text>')
+        body.append(f'<text x="{x(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="ch-muted">{k:g}</text>')
+    body.append(
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="ch-ink">cutoff k</text>'
+    )
     ks = np.arange(1, k_max + 1)
     for i in range(n_sys):
         cls = f"lb-series lb-series-{i % CURVE_SERIES}" + (" lb-series-dashed" if i >= CURVE_SERIES else "")
@@ -70,7 +72,7 @@ def curve_chart(
             lx = width - legend_w
             body.append(
                 f'<g class="{cls}"><line x1="{lx}" x2="{lx + 18}" y1="{ly:.1f}" y2="{ly:.1f}" stroke-width="3"/>'
-                f'<text x="{lx + 24}" y="{ly + 4:.1f}" fill="{INK}" stroke="none">'
+                f'<text x="{lx + 24}" y="{ly + 4:.1f}" class="ch-ink">'
                 f"{escape(_clip(names[i], 18))}</text></g>"
             )
     return _svg(width, height, body, title=f"{measure} at every cutoff", label=f"{measure} versus k per system")
@@ -87,9 +89,9 @@ def interval_bar(low: float, high: float, value: float, *, top: float = 1.0, wid
         return 1 + (width - 2) * min(max(v / top, 0.0), 1.0)
 
     body = [
-        f'<rect x="0" y="3" width="{width}" height="8" rx="3" fill="{GRID}"/>',
-        f'<rect x="{x(low):.1f}" y="3" width="{max(x(high) - x(low), 1.5):.1f}" height="8" rx="3" fill="#93c5fd"/>',
-        f'<rect x="{x(value) - 1:.1f}" y="0" width="2.5" height="14" fill="#1d4ed8"/>',
+        f'<rect x="0" y="3" width="{width}" height="8" rx="3" class="lb-interval-bg"/>',
+        f'<rect x="{x(low):.1f}" y="3" width="{max(x(high) - x(low), 1.5):.1f}" height="8" rx="3" class="ch-tied"/>',
+        f'<rect x="{x(value) - 1:.1f}" y="0" width="2.5" height="14" class="ch-best"/>',
     ]
     label = f"today {value:.3f}, between {low:.3f} and {high:.3f}"
     return _svg(width, 14, body, title=label, label=label)

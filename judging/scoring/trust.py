@@ -537,8 +537,8 @@ def micro(lb: Leaderboard) -> dict[str, np.ndarray]:
         k, t = lb.params.k, lb.params.threshold
         labels = _scored_labels(lb, arrays)
         return {
-            f"P@{k}": metrics.micro_precision(labels, k, t),
-            f"R@{k}": metrics.micro_recall(labels, arrays.qrels, k, t),
+            f"P@{k}": metrics.micro_precision(labels, k=k, threshold=t),
+            f"R@{k}": metrics.micro_recall(labels, arrays.qrels, k=k, threshold=t),
         }
 
     return _cached(lb, ("micro",), compute)
