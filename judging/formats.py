@@ -36,6 +36,7 @@ __all__ = [
     "parse_online",
     "parse_qrels",
     "parse_run",
+    "parse_query_tags",
     "parse_topics",
 ]
 
@@ -66,7 +67,9 @@ _JSON_SPACE = re.compile(r"[ \t\n\r]*")
 _JSON_BAD_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
 _JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
 # A first line that only names the columns is a header, not a record.
-_TOPIC_HEADERS = frozenset({("qid", "text"), ("qid", "text", "description")})
+_TOPIC_HEADERS = frozenset({("qid", "text"), ("qid", "text", "description"), ("qid", "text", "description", "tags")})
+_TAG_HEADERS = frozenset({("qid", "tags")})
+TAG_MAX = 100  # characters of one query tag (QueryTag.tag)
 _DOC_HEADERS = frozenset({("docid", "title", "text"), ("docid", "text")})
 _RUN_TSV_HEADERS = frozenset({("qid", "docid", "rank"), ("qid", "docid", "rank", "score")})
 _JSON_TYPES = {
@@ -122,6 +125,7 @@ class Topic:
     qid: str
     text: str
     description: str = ""
+    tags: tuple[str, ...] | None = None  # None: the file says nothing about tags (existing ones stay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +134,7 @@ class Doc:
     text: str
     title: str = ""
     url: str = ""
+    attributes: dict | None = None  # None: the file says nothing about attributes (existing ones stay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,13 +469,81 @@ def _claim(seen: dict, key: object, *, what: str, field: str, filename: str, lin
 # --------------------------------------------------------------------------- topics and documents
 
 
+def _check_tag(value: str, filename: str, line: int, field: str, *, chars: bool = False) -> str:
+    """A query tag: non-empty, at most TAG_MAX characters, no comma (the TSV separator) or tab (and, with
+    ``chars``, no NUL or lone surrogate: see _check_value)."""
+    if chars and _BAD_CHAR.search(value):
+        raise _char_error(value, field, filename, line)
+    if not value:
+        raise FormatError("empty tag", filename=filename, line=line, field=field)
+    if len(value) > TAG_MAX:
+        raise FormatError(
+            f"tag longer than {TAG_MAX} characters: {_show(value)}", filename=filename, line=line, field=field
+        )
+    if "," in value or "\t" in value or "\n" in value:
+        raise FormatError(
+            f"a tag may not contain a comma or tab: {_show(value)}", filename=filename, line=line, field=field
+        )
+    return value
+
+
+def _tag_list(raw: str, filename: str, line: int, field: str) -> tuple[str, ...]:
+    """Comma-separated tags; blanks around them ignored, duplicates kept once, an empty column no tag."""
+    if not raw.strip():
+        return ()
+    tags = [_check_tag(t.strip(), filename, line, field) for t in raw.split(",")]
+    return tuple(dict.fromkeys(tags))
+
+
+def _json_tags(obj: dict, filename: str, line: int, *, chars: bool = True) -> tuple[str, ...] | None:
+    if "tags" not in obj or obj["tags"] is None:
+        return None
+    value = obj["tags"]
+    if not isinstance(value, list):
+        found = _JSON_TYPES.get(type(value), "a value")
+        raise FormatError(f"expected an array of strings, found {found}", filename=filename, line=line, field="tags")
+    tags = []
+    for i, tag in enumerate(value):
+        if not isinstance(tag, str):
+            found = _JSON_TYPES.get(type(tag), "a value")
+            raise FormatError(f"expected a string, found {found}", filename=filename, line=line, field=f"tags[{i}]")
+        tags.append(_check_tag(tag.strip(), filename, line, f"tags[{i}]", chars=chars))
+    return tuple(dict.fromkeys(tags))
+
+
+def _json_attributes(obj: dict, filename: str, line: int, *, chars: bool = True) -> dict | None:
+    """``"attributes"``: an object of scalar facets (string, number or boolean), e.g. {"brand": "acme"}."""
+    if "attributes" not in obj or obj["attributes"] is None:
+        return None
+    value = obj["attributes"]
+    if not isinstance(value, dict):
+        found = _JSON_TYPES.get(type(value), "a value")
+        raise FormatError(f"expected an object, found {found}", filename=filename, line=line, field="attributes")
+    for key, item in value.items():
+        if not key.strip():
+            raise FormatError("empty attribute name", filename=filename, line=line, field="attributes")
+        if isinstance(item, (dict, list)):
+            raise FormatError(
+                f"expected a string, number or boolean, found {_JSON_TYPES[type(item)]}",
+                filename=filename,
+                line=line,
+                field=f"attributes.{key[:40]}",
+            )
+        for v in (key, item):
+            if chars and isinstance(v, str) and _BAD_CHAR.search(v):
+                raise _char_error(v, f"attributes.{key[:40]}", filename, line)
+    return value
+
+
 @_gc_paused
 def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
-    """Parse topics: TSV ``qid<TAB>text[<TAB>description]`` or JSONL ``{"qid", "text", "description"?}``.
+    """Parse topics: TSV ``qid<TAB>text[<TAB>description[<TAB>tags]]`` or JSONL
+    ``{"qid", "text", "description"?, "tags"?}``.
 
     JSONL is recognised by a ``.jsonl``/``.json``/``.ndjson`` name or a first record starting with ``{``.
-    A TSV first line ``qid<TAB>text[<TAB>description]`` is taken as a header and skipped; a JSON ``qid``
-    may be an integer.
+    A TSV first line naming the columns is taken as a header and skipped; a JSON ``qid`` may be an
+    integer. Tags (query segments such as ``head``/``tail``) are a comma-separated fourth TSV column or a
+    JSON array of strings; a topic without them leaves the query's tags as they are.
     """
     raw = _decode(data, filename)
     lines = _split_lines(raw)
@@ -482,14 +555,15 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
             qid = _json_id(obj, "qid", filename, line, chars=chars)
             text = _json_text(obj, "text", filename, line, required=True, chars=chars)
             description = _json_text(obj, "description", filename, line, required=False, chars=chars)
+            tags = _json_tags(obj, filename, line, chars=chars)
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, text, description))
+            topics.append(Topic(qid, text, description, tags))
     else:
         nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _TOPIC_HEADERS):
-            if len(cols) not in (2, 3):
+            if len(cols) not in (2, 3, 4):
                 raise FormatError(
-                    f"expected 2 or 3 tab-separated columns (qid, text[, description]), found {len(cols)}",
+                    f"expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found {len(cols)}",
                     filename=filename,
                     line=line,
                 )
@@ -497,10 +571,11 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
             if not cols[1]:
                 raise FormatError("empty", filename=filename, line=line, field="text")
             if nul:
-                for name, col in zip(("text", "description"), cols[1:], strict=False):
+                for name, col in zip(("text", "description", "tags"), cols[1:], strict=False):
                     _check_value(col, name, filename, line)
+            tags = _tag_list(cols[3], filename, line, "tags") if len(cols) == 4 else None
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, cols[1], cols[2] if len(cols) == 3 else ""))
+            topics.append(Topic(qid, cols[1], cols[2] if len(cols) >= 3 else "", tags))
     if not topics:
         raise _empty_file(filename)
     return topics
@@ -508,7 +583,9 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
 
 @_gc_paused
 def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
-    """Parse documents: JSONL ``{"docid", "title"?, "text", "url"?}`` or TSV ``docid<TAB>title<TAB>text``.
+    """Parse documents: JSONL ``{"docid", "title"?, "text", "url"?, "attributes"?}`` or TSV
+    ``docid<TAB>title<TAB>text``. ``attributes`` is an object of facets (``{"brand": ..., "category": ...}``)
+    whose values are strings, numbers or booleans.
 
     TSV also accepts two columns ``docid<TAB>text`` (the MS MARCO collection layout) and skips a header
     line naming the columns; a JSON ``docid`` may be an integer.
@@ -524,8 +601,9 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
             title = _json_text(obj, "title", filename, line, required=False, chars=chars)
             text = _json_text(obj, "text", filename, line, required=True, chars=chars)
             url = _json_text(obj, "url", filename, line, required=False, chars=chars)
+            attributes = _json_attributes(obj, filename, line, chars=chars)
             _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
-            docs.append(Doc(docid, text, title=title, url=url))
+            docs.append(Doc(docid, text, title=title, url=url, attributes=attributes))
     else:
         nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _DOC_HEADERS):
@@ -547,6 +625,30 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
     if not docs:
         raise _empty_file(filename)
     return docs
+
+
+@_gc_paused
+def parse_query_tags(data: bytes, *, filename: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Parse query tags: TSV ``qid<TAB>tag,tag,...`` (a header ``qid<TAB>tags`` is skipped).
+
+    An empty second column means "no tags" for that query; a qid may appear once.
+    """
+    lines = decode_lines(data, filename=filename)
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    seen: dict[str, int] = {}
+    for line, cols in _tsv_rows(lines, _TAG_HEADERS):
+        if len(cols) not in (1, 2):
+            raise FormatError(
+                f"expected 2 tab-separated columns (qid, comma-separated tags), found {len(cols)}",
+                filename=filename,
+                line=line,
+            )
+        qid = _check_id(cols[0], "qid", filename, line)
+        _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
+        rows.append((qid, _tag_list(cols[1] if len(cols) == 2 else "", filename, line, "tags")))
+    if not rows:
+        raise _empty_file(filename)
+    return rows
 
 
 # --------------------------------------------------------------------------- runs

@@ -57,6 +57,14 @@ class CampaignSettingsForm(forms.ModelForm):
             "guidelines": forms.Textarea(attrs={"rows": 10}),
         }
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A form (or script) that predates the judging-queue setting leaves it as it is.
+        self.fields["queue_mode"].required = False
+
+    def clean_queue_mode(self) -> str:
+        return self.cleaned_data.get("queue_mode") or self.instance.queue_mode
+
 
 class GradeForm(forms.Form):
     value = forms.IntegerField(min_value=0, max_value=100, widget=forms.NumberInput(attrs={"class": "narrow"}))

@@ -70,6 +70,21 @@ class Campaign(models.Model):
     aggregation = models.CharField(
         "aggregation policy", max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
     )
+
+    class QueueMode(models.TextChoices):
+        SHUFFLED = "shuffled", "Query by query, in each annotator's own order"
+        MATTER = "matter", "Pairs that matter most: those that can still change the ranking"
+
+    queue_mode = models.CharField(
+        "judging queue",
+        max_length=16,
+        choices=QueueMode.choices,
+        default=QueueMode.SHUFFLED,
+        help_text=(
+            "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
+            "order on the leaderboard is not settled yet."
+        ),
+    )
     leaderboard_visible_to_annotators = models.BooleanField(
         "annotators may see the leaderboard",
         default=False,
@@ -171,6 +186,27 @@ class Query(models.Model):
         return f"{self.qid}: {self.text[:60]}"
 
 
+class QueryTag(models.Model):
+    """A segment a query belongs to (head/torso/tail, a category...): the leaderboard filters on it.
+
+    A row per (query, tag) rather than a JSON list on Query: the leaderboard asks "which queries carry
+    tag t" on every filtered request, an indexed lookup here and a JSON scan (unsupported on SQLite) there.
+    """
+
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="tags")
+    tag = models.CharField("tag", max_length=100)
+
+    class Meta:
+        verbose_name = "query tag"
+        verbose_name_plural = "query tags"
+        ordering = ["query", "tag"]
+        constraints = [models.UniqueConstraint(fields=["query", "tag"], name="query_tag_unique_per_query")]
+        indexes = [models.Index(fields=["tag", "query"], name="query_tag_tag_idx")]
+
+    def __str__(self) -> str:
+        return self.tag
+
+
 class Document(models.Model):
     """A document to judge. Its text may contain HTML and is never rendered unescaped."""
 
@@ -179,6 +215,12 @@ class Document(models.Model):
     title = models.TextField("title", blank=True)
     text = models.TextField("text", blank=True)
     url = models.URLField("URL", max_length=URL_MAX_LENGTH, blank=True)
+    attributes = models.JSONField(
+        "attributes",
+        default=dict,
+        blank=True,
+        help_text='Facets such as {"brand": "...", "category": "..."}: the leaderboard measures diversity over them.',
+    )
     is_stub = models.BooleanField(
         "stub", default=False, help_text="Created by a run or qrels import before the document was imported."
     )

@@ -41,6 +41,10 @@ urlpatterns = [
         "campaigns/<slug:slug>/leaderboard/queries/<path:qid>/", leaderboard.leaderboard_query, name="leaderboard_query"
     ),
     path("campaigns/<slug:slug>/leaderboard/compare/", leaderboard.leaderboard_compare, name="leaderboard_compare"),
+    path("campaigns/<slug:slug>/leaderboard/trust/", leaderboard.leaderboard_trust, name="leaderboard_trust"),
+    path("campaigns/<slug:slug>/leaderboard/curves/", leaderboard.leaderboard_curves, name="leaderboard_curves"),
+    path("campaigns/<slug:slug>/leaderboard/segments/", leaderboard.leaderboard_segments, name="leaderboard_segments"),
+    path("campaigns/<slug:slug>/leaderboard/tags/", leaderboard.leaderboard_tags, name="leaderboard_tags"),
     path(
         "campaigns/<slug:slug>/leaderboard/chart/<str:kind>.svg",
         leaderboard.leaderboard_chart,

@@ -447,6 +447,51 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         default=True,
         help_text="Include per-query values (false: means only). Leads only: annotators get the means.",
     )
+    segment = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=100,
+        help_text="Only the queries carrying this tag count in the means (e.g. tail).",
+    )
+    measure = serializers.CharField(
+        required=False,
+        default="nDCG",
+        max_length=40,
+        help_text="The measure the systems are ranked by for `settled` (nDCG, P, R, F1, Hit, MRR, MAP, bpref).",
+    )
+    bounds = serializers.BooleanField(
+        required=False,
+        default=True,
+        help_text="Add each system's score bounds over its unjudged documents and the settled verdicts.",
+    )
+    attribute = serializers.CharField(
+        required=False,
+        allow_null=True,
+        default=None,
+        max_length=64,
+        help_text="A document attribute (e.g. brand): adds ILD@k and Coverage@k over its values.",
+    )
+    micro = serializers.BooleanField(
+        required=False, default=False, help_text="Add micro-averaged P@k and R@k beside the macro means."
+    )
+
+
+class TrustQuerySerializer(serializers.Serializer):
+    """Parameters of the leaderboard's curves, segments and pool-bias endpoints."""
+
+    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
+    gain = serializers.ChoiceField(choices=metrics.GAINS, required=False, default="linear", help_text="nDCG gain.")
+    threshold = serializers.IntegerField(
+        required=False, default=1, min_value=0, max_value=100, help_text="Lowest label that counts as relevant."
+    )
+    judged_only = serializers.BooleanField(required=False, default=False, help_text="Condensed scoring.")
+    policy = serializers.ChoiceField(choices=POLICIES, required=False, allow_null=True, default=None)
+    segment = serializers.CharField(required=False, allow_null=True, default=None, max_length=100)
+    measure = serializers.CharField(required=False, default="nDCG", max_length=40, help_text="Measure.")
+    k_max = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1, max_value=1000, help_text="Curves: largest k."
+    )
 
 
 class LeaderboardSystemSerializer(serializers.Serializer):
@@ -459,6 +504,19 @@ class LeaderboardSystemSerializer(serializers.Serializer):
         required=False,
         help_text="qid -> measure -> value (absent with per_query=false).",
     )
+    bounds = serializers.DictField(
+        child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2),
+        required=False,
+        help_text="measure -> [low, high]: the mean with every unjudged document non-relevant, and with every "
+        "unjudged document within the measure's cutoff at the top grade.",
+    )
+    micro = serializers.DictField(child=serializers.FloatField(), required=False, help_text="Micro P@k and R@k.")
+
+
+class SettledSerializer(serializers.Serializer):
+    systems = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+    settled = serializers.BooleanField(help_text="No grading of the unjudged documents can swap these two.")
+    open_pairs = serializers.IntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -473,6 +531,8 @@ class LeaderboardSerializer(serializers.Serializer):
     labels = serializers.CharField(help_text="The label source: humans, model:NAME or hybrid:NAME.")
     queries = serializers.IntegerField(help_text="Queries in the mean: those with at least one label.")
     systems = LeaderboardSystemSerializer(many=True)
+    settled = SettledSerializer(many=True, required=False, help_text="Adjacent systems in the ranking.")
+    pairs_left = serializers.IntegerField(required=False, help_text="Unjudged pairs that can still change it.")
 
 
 class OnlineAgreementSerializer(serializers.Serializer):

@@ -365,6 +365,98 @@ class CampaignViewSet(
                 {"threshold": [f"must be between 0 and {top}, the top grade of this campaign's scale"]}
             )
 
+    def _trust_board(self, request):
+        """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
+        campaign = self.get_object()
+        if not campaign.leaderboard_visible_to_annotators:
+            access(request).require_lead(campaign, "see its leaderboard")
+        params = s.TrustQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        d = params.validated_data
+        from judging.scoring import Params, leaderboard, trust
+
+        try:
+            p = Params(
+                k=d["k"],
+                gain=d["gain"],
+                threshold=d["threshold"],
+                judged_only=d["judged_only"],
+                policy=d["policy"],
+                segment=d["segment"],
+            )
+            lb = leaderboard(campaign, p)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return campaign, lb, d, trust
+
+    @extend_schema(
+        parameters=[s.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Each system's mean `measure` (P, R, F1, Hit or nDCG) at every cutoff k = 1..k_max (default: the "
+            'pool depth, at most 100): `{"measure", "k": [...], "systems": [{"name", "values": [...]}]}`.'
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/curves", filter_backends=[], pagination_class=None)
+    def leaderboard_curves(self, request, slug=None):
+        campaign, lb, d, trust = self._trust_board(request)
+        measure = d["measure"].partition("@")[0]
+        k_max = d["k_max"] or trust.curve_k_default(lb)
+        try:
+            values = trust.curves(lb, measure, k_max)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        systems = [{"name": n, "values": values[i].tolist()} for i, n in enumerate(lb.cube.system_names)]
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": measure,
+                "k": list(range(1, k_max + 1)),
+                "queries": lb.n_scored,
+                "systems": systems,
+            }
+        )
+
+    @extend_schema(
+        parameters=[s.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Each query tag's leaderboard: every system's mean `measure` over the segment's scored queries, its "
+            "95% bootstrap CI and the Holm-corrected randomization test against the segment's best system; "
+            f"`few_queries` marks segments of fewer than {10} scored queries."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/segments", filter_backends=[], pagination_class=None)
+    def leaderboard_segments(self, request, slug=None):
+        campaign, lb, d, trust = self._trust_board(request)
+        try:
+            measure = trust.resolve_measure(d["measure"], lb.params.k)
+            segments = trust.segments(lb, measure)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": measure,
+                "segments": [trust.segment_json(seg, lb.cube.system_names) for seg in segments],
+            }
+        )
+
+    @extend_schema(
+        parameters=[s.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Leave one run out: each system's means when the pool pairs only it contributed count as unjudged "
+            "(same query set), the drop from its real means, and how many of its top-k documents (summed over "
+            "the queries) and pool pairs only it contributed."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", filter_backends=[], pagination_class=None)
+    def leaderboard_pool_bias(self, request, slug=None):
+        campaign, lb, d, trust = self._trust_board(request)
+        result = trust.pool_bias(lb)
+        return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
+
     @extend_schema(
         responses={(200, "text/plain"): OpenApiTypes.STR},
         description=(

@@ -1,6 +1,7 @@
 """Server-rendered SVG charts: the leaderboard's pictures and the agreement page's confusion matrices."""
 
 from judging.charts.agreement import confusion_svg  # noqa: F401
+from judging.charts.curves import CURVE_SERIES, curve_chart, interval_bar  # noqa: F401
 from judging.charts.leaderboard import (  # noqa: F401
     bar_chart,
     difference_chart,

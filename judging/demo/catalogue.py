@@ -1336,7 +1336,10 @@ class DemoData:
     runs: dict  # system name -> TREC run text
 
     def topics_tsv(self) -> bytes:
-        return "".join(f"{q.qid}\t{q.text}\t{q.description}\n" for q in QUERIES).encode()
+        """Topics with a fourth column of tags: the query's traffic tier and its department (query segments)."""
+        return "".join(
+            f"{q.qid}\t{q.text}\t{q.description}\t{query_tier(q.qid)},{department(q)}\n" for q in QUERIES
+        ).encode()
 
     def docs_jsonl(self) -> bytes:
         rows = []
@@ -1344,8 +1347,35 @@ class DemoData:
             row = {"docid": p.docid, "title": p.title, "text": p.text}
             if p.url:
                 row["url"] = p.url
+            # facets a shop's catalogue has: the leaderboard measures diversity over them
+            row["attributes"] = {
+                "brand": brand_of(p.title),
+                "category": p.kind,
+                "colour": p.colour_family,
+                "audience": p.audience,
+            }
             rows.append(json.dumps(row, ensure_ascii=False) + "\n")
         return "".join(rows).encode()
+
+
+# Query traffic tiers as a shop's search logs would give them: the first queries are the most searched.
+TIERS = (("head", 9), ("torso", 18), ("tail", len(QUERIES)))
+
+
+def query_tier(qid: str) -> str:
+    n = int(qid.lstrip("q"))
+    return next(tier for tier, last in TIERS if n <= last)
+
+
+def department(need: Need) -> str:
+    kind = KINDS[sorted(need.kinds)[0]]
+    return "footwear" if kind.footwear else "gear" if kind.gear else "clothing"
+
+
+def brand_of(title: str) -> str:
+    """The brand a title starts with (the catalogue's brands; an imported listing's first word otherwise)."""
+    known = [b for b in (*BRANDS, *KIDS_BRANDS) if title.startswith(b + " ")]
+    return max(known, key=len) if known else title.split()[0]
 
 
 @cache

@@ -29,8 +29,8 @@ logger = logging.getLogger(__name__)
 
 CACHE_SECONDS = 7 * 24 * 3600
 
-# The leaderboard's measures in its column order (metrics.evaluate computes more, e.g. bpref).
-LEADERBOARD_MEASURES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "Judged")
+# The leaderboard's measures in its column order.
+LEADERBOARD_MEASURES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref", "Judged")
 
 
 def measure_names(k: int) -> list[str]:
@@ -49,6 +49,9 @@ class Params:
     judged_only: bool = False
     policy: str | None = None  # None: the campaign's own policy (the stored labels)
     labels: str = "humans"  # or "model:NAME" / "hybrid:NAME": which judgments the labels come from
+    # Only the queries carrying this tag count in the means (judging.scoring.trust.segment_mask); the
+    # per-query scores are the same, so the score table is shared with the whole leaderboard.
+    segment: str | None = None
 
     def validate(self) -> Params:
         if not isinstance(self.k, int) or not 1 <= self.k <= 1000:
@@ -60,6 +63,8 @@ class Params:
         if self.policy is not None and self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
         label_source_judge(self.labels)
+        if self.segment is not None and (not isinstance(self.segment, str) or not 0 < len(self.segment) <= 100):
+            raise ValueError("segment must be a tag of 1 to 100 characters")
         return self
 
 
@@ -81,7 +86,8 @@ class Leaderboard:
     measures: list[str]
     computed_at: datetime = field(default_factory=timezone.now)
     rescored: int = 0
-    key: str = ""  # the score table's cache key: campaign, runs and parameters
+    key: str = ""  # the score table's cache key: campaign, runs and parameters (and the segment's queries)
+    base_key: str = ""  # the same without the segment: whole-campaign arrays are cached under it
     seconds: float = 0.0  # how long leaderboard() took
     _means: np.ndarray | None = field(default=None, repr=False)
 
@@ -119,8 +125,13 @@ class Leaderboard:
         return [q for q, m in zip(self.cube.qids, self.table.labelled, strict=True) if m]
 
 
-def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params):
-    """Score the queries at positions ``q_idx`` of the cube: (M, S, len(q_idx)) scores and a labelled mask."""
+def label_arrays(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...]):
+    """The metrics inputs of the queries at positions ``q_idx`` of the cube.
+
+    Returns the ranked labels (S, len(q_idx), D) int8 (``metrics.UNJUDGED`` for unjudged documents,
+    ``metrics.PAD`` after the end of a run), the qrels rows (len(q_idx), M) padded with UNJUDGED, the
+    document ids (S, len(q_idx), D) and each query's number of labels.
+    """
     lq, ld, lab = labels
     q_idx = np.asarray(q_idx)
     # q_idx is ascending: all of it means the whole cube, which need not be copied
@@ -147,6 +158,12 @@ def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ..
     if lq.size:
         starts = np.cumsum(counts) - counts
         qrels[q_of_label, np.arange(lq.size) - starts[q_of_label]] = lab
+    return grid, qrels, sub, counts
+
+
+def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params):
+    """Score the queries at positions ``q_idx`` of the cube: (M, S, len(q_idx)) scores and a labelled mask."""
+    grid, qrels, _, counts = label_arrays(cube, q_idx, labels)
     result = metrics.evaluate(
         grid, qrels, k=params.k, threshold=params.threshold, gain=params.gain, judged_only=params.judged_only
     )
@@ -237,6 +254,14 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             len(cube.system_ids),
             seconds,
         )
+    base_key = key
+    if params.segment is not None:
+        from judging.scoring.trust import segment_mask
+
+        inside = segment_mask(campaign, cube, params.segment)
+        # A view of the shared table: the same scores, fewer queries in the means (and in their cache keys).
+        table = ScoreTable(table.versions, table.scores, table.labelled & inside)
+        key = f"{key}:segment:{hashlib.sha256(np.packbits(inside).tobytes()).hexdigest()[:16]}"
     return Leaderboard(
         campaign,
         params,
@@ -246,6 +271,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         rescored=int(dirty.size),
         key=key,
         seconds=seconds,
+        base_key=base_key,
     )
 
 
@@ -259,12 +285,29 @@ def leaderboard_data(
     policy: str | None = None,
     labels: str = "humans",
     per_query: bool = True,
+    segment: str | None = None,
+    measure: str | None = None,
+    bounds: bool = True,
+    attribute: str | None = None,
+    micro: bool = False,
 ) -> dict:
-    """The SPEC §4 JSON shape shared by `scores --json` and the API."""
-    lb = leaderboard(
-        campaign,
-        Params(k=k, gain=gain, threshold=threshold, judged_only=judged_only, policy=policy, labels=labels or "humans"),
+    """The SPEC §4 JSON shape shared by `scores --json` and the API.
+
+    With ``bounds`` (the default) each system gains ``"bounds"`` and the top level ``"settled"`` for the
+    systems adjacent in the ranking by ``measure`` (default nDCG@k); ``attribute`` adds ILD@k and
+    Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
+    judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
+    """
+    params = Params(
+        k=k,
+        gain=gain,
+        threshold=threshold,
+        judged_only=judged_only,
+        policy=policy,
+        labels=labels or "humans",
+        segment=segment,
     )
+    lb = leaderboard(campaign, params)
     means = lb.means()
     names = lb.measures
     qids = lb.scored_qids()
@@ -275,7 +318,7 @@ def leaderboard_data(
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
         systems.append(entry)
-    return {
+    data = {
         "campaign": campaign.slug,
         "k": k,
         "gain": gain,
@@ -286,6 +329,15 @@ def leaderboard_data(
         "queries": len(qids),
         "systems": systems,
     }
+    if segment is not None:
+        data["segment"] = segment
+    if bounds or attribute or micro:
+        from judging.scoring import trust
+
+        trust.leaderboard_data_extend(
+            lb, data, measure=measure, with_bounds=bounds, attribute=attribute, with_micro=micro, per_query=per_query
+        )
+    return data
 
 
 def process_caches_clear() -> None:

@@ -113,12 +113,41 @@ def pair_next(
     two. Within a query, least-judged first, then the annotator's own document order (never the
     systems' rank order). ``exclude`` holds pairs skipped in this session; they come back at the end.
     Two or three indexed queries whatever the size of the pool.
+
+    Queue mode "pairs that matter most" (``Campaign.queue_mode``, chosen by a lead) serves first, across
+    queries, the unjudged pairs that can still change an open comparison of the leaderboard, in
+    ``judging.scoring.trust.priority_pairs`` order (the best rank a system with an open comparison gives
+    the document); the same open-pair rules (redundancy, holds, the annotator's own judgments, skips)
+    filter them. When none is left it falls back to the order above.
     """
+    if campaign.queue_mode == Campaign.QueueMode.MATTER:
+        found = _pair_that_matters(campaign=campaign, annotator_id=annotator.id, exclude=exclude)
+        if found is not None:
+            return NextPair(found)
     found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude)
     if found is None and exclude:
         found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=())
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
+
+
+# Candidate chunks of the priority list checked per request before the shuffled order takes over.
+_MATTER_CHUNKS = 10
+
+
+def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
+    """The first pair of the priority list still open to this annotator: one query per chunk of candidates."""
+    from judging.scoring.trust import PRIORITY_CHUNK, priority_pairs
+
+    ids = priority_pairs(campaign)
+    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
+    for start in range(0, min(ids.size, PRIORITY_CHUNK * _MATTER_CHUNKS), PRIORITY_CHUNK):
+        chunk = ids[start : start + PRIORITY_CHUNK].tolist()
+        found = set(open_pairs.filter(id__in=chunk).values_list("id", flat=True))
+        first = next((pid for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
+        if first is not None:
+            return open_pairs.select_related("query", "document").get(id=first)
+    return None
 
 
 def _pair_next(

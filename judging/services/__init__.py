@@ -35,6 +35,8 @@ from judging.services.imports import (  # noqa: F401
     pool_build,
     qrels_import,
     queries_import,
+    query_tags_import,
+    query_tags_set,
     run_import,
 )
 from judging.services.judgments import (  # noqa: F401

@@ -182,6 +182,7 @@ CAMPAIGN_SETTINGS = (
     "pool_depth",
     "redundancy",
     "aggregation",
+    "queue_mode",
     "leaderboard_visible_to_annotators",
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import secrets
 import time
@@ -30,6 +31,7 @@ from judging.models import (
     LabelSource,
     Pair,
     Query,
+    QueryTag,
     Ranking,
     System,
     User,
@@ -206,8 +208,8 @@ def _stubs_create(
     if new_d:
         _insert_rows(
             Document,
-            ["campaign", "docid", "title", "text", "url", "is_stub"],
-            ((campaign.pk, d, "", "", "", True) for d in new_d),
+            ["campaign", "docid", "title", "text", "url", "is_stub", "attributes"],
+            ((campaign.pk, d, "", "", "", True, "{}") for d in new_d),
         )
         dmap = _existing_ids(Document, campaign, "docid")
     return qmap, dmap, len(new_q), len(new_d)
@@ -232,7 +234,66 @@ def queries_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportS
     Query.objects.bulk_create(new, batch_size=BATCH)
     Query.objects.bulk_update(changed, ["text", "description", "is_stub"], batch_size=BATCH)
     summary.added, summary.updated = len(new), len(changed)
+    tagged = {t.qid: t.tags for t in topics if t.tags is not None}
+    if tagged:
+        retagged = _tags_replace(campaign=campaign, tags=tagged)
+        # a topic whose only change is its tags counts as updated
+        retagged -= {q.qid for q in new} | {q.qid for q in changed}
+        summary.updated += len(retagged)
+        summary.unchanged -= len(retagged)
     return summary
+
+
+def _tags_replace(*, campaign: Campaign, tags: dict[str, Sequence[str]]) -> set[str]:
+    """Set the tags of the queries named in ``tags`` (qid -> tags); returns the qids whose tags changed."""
+    ids = dict(Query.objects.filter(campaign=campaign, qid__in=list(tags)).values_list("qid", "id"))
+    current: dict[int, set[str]] = {}
+    for query_id, tag in QueryTag.objects.filter(query_id__in=list(ids.values())).values_list("query_id", "tag"):
+        current.setdefault(query_id, set()).add(tag)
+    changed, add, remove = set(), [], []
+    for qid, wanted in tags.items():
+        query_id = ids[qid]
+        have, want = current.get(query_id, set()), set(wanted)
+        if have != want:
+            changed.add(qid)
+            add.extend(QueryTag(query_id=query_id, tag=t) for t in sorted(want - have))
+            remove.extend((query_id, t) for t in have - want)
+    for query_id, tag in remove:
+        QueryTag.objects.filter(query_id=query_id, tag=tag).delete()
+    QueryTag.objects.bulk_create(add, batch_size=BATCH)
+    return changed
+
+
+@_logged
+@transaction.atomic
+def query_tags_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportSummary:
+    """Replace the tags of the queries a ``qid<TAB>tag,tag`` file names (formats.parse_query_tags).
+
+    Every qid must be a query of the campaign: a typo would otherwise tag nothing without a word.
+    """
+    rows = formats.parse_query_tags(data, filename=filename)
+    known = set(Query.objects.filter(campaign=campaign, qid__in=[q for q, _ in rows]).values_list("qid", flat=True))
+    for line, (qid, _) in enumerate(rows, 1):
+        if qid not in known:
+            # the data line number: parse_query_tags skipped blank lines and a header, so find it again
+            lines = formats.decode_lines(data, filename=filename)
+            lineno = next((i for i, text in enumerate(lines, 1) if text.split("\t")[0].strip() == qid), line)
+            raise formats.FormatError(
+                f"unknown qid {qid[:60]!r} (import the topics first)", filename=filename, line=lineno, field="qid"
+            )
+    changed = _tags_replace(campaign=campaign, tags=dict(rows))
+    summary = ImportSummary(kind="query tags", filename=filename)
+    summary.updated, summary.unchanged = len(changed), len(rows) - len(changed)
+    return summary
+
+
+@transaction.atomic
+def query_tags_set(*, campaign: Campaign, qid: str, tags: Sequence[str]) -> bool:
+    """A lead's edit of one query's tags (checked like an import's); returns whether they changed."""
+    if not Query.objects.filter(campaign=campaign, qid=qid).exists():
+        raise ValueError(f"unknown qid {qid[:60]!r}")
+    clean = formats._tag_list(",".join(tags), "tags", 1, "tags")
+    return bool(_tags_replace(campaign=campaign, tags={qid: clean}))
 
 
 @_logged
@@ -243,25 +304,37 @@ def documents_import(*, campaign: Campaign, data: bytes, filename: str, progress
     existing = {
         d[0]: d
         for d in Document.objects.filter(campaign=campaign)
-        .values_list("docid", "id", "title", "text", "url", "is_stub")
+        .values_list("docid", "id", "title", "text", "url", "is_stub", "attributes")
         .iterator(chunk_size=20000)
     }
     new, changed = [], []
     for d in docs:
         row = existing.get(d.docid)
+        # attributes absent from the file stay as they are
+        attributes = row[6] if row is not None and d.attributes is None else (d.attributes or {})
         if row is None:
-            new.append(Document(campaign=campaign, docid=d.docid, title=d.title, text=d.text, url=d.url))
-        elif row[2:] != (d.title, d.text, d.url, False):
-            changed.append(Document(id=row[1], docid=d.docid, title=d.title, text=d.text, url=d.url, is_stub=False))
+            new.append(d)
+        elif row[2:] != (d.title, d.text, d.url, False, attributes):
+            changed.append(
+                Document(
+                    id=row[1],
+                    docid=d.docid,
+                    title=d.title,
+                    text=d.text,
+                    url=d.url,
+                    is_stub=False,
+                    attributes=attributes,
+                )
+            )
         else:
             summary.unchanged += 1
     _insert_rows(
         Document,
-        ["campaign", "docid", "title", "text", "url", "is_stub"],
-        ((campaign.pk, d.docid, d.title, d.text, d.url, False) for d in new),
+        ["campaign", "docid", "title", "text", "url", "is_stub", "attributes"],
+        ((campaign.pk, d.docid, d.title, d.text, d.url, False, json.dumps(d.attributes or {})) for d in new),
         progress=progress,
     )
-    Document.objects.bulk_update(changed, ["title", "text", "url", "is_stub"], batch_size=BATCH)
+    Document.objects.bulk_update(changed, ["title", "text", "url", "is_stub", "attributes"], batch_size=BATCH)
     summary.added, summary.updated = len(new), len(changed)
     return summary
 

@@ -6,7 +6,8 @@ queries whose labels moved; numpy does the per-query work, and Python only build
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from functools import wraps
 from urllib.parse import urlencode
 
@@ -22,12 +23,13 @@ import metrics
 from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import POLICIES
-from judging.models import Campaign
+from judging.models import Campaign, Query, QueryTag
+from judging.scoring import trust
 from judging.selectors import grade_list
 from judging.selectors.calibration import label_source_choices
 from metrics import Measure
 
-MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "Judged")  # order of the ranking-measure menu
+MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
 GAIN_LABELS = {"linear": "linear (label)", "exponential": "exponential (2^label − 1)"}  # metrics.GAINS in words
 BOOLEAN_VALUES = {
@@ -62,6 +64,7 @@ class LeaderboardParamsForm(forms.Form):
     policy = forms.ChoiceField(label="Aggregation", required=False)
     measure = forms.CharField(label="Rank by", required=False)
     labels = forms.ChoiceField(label="Label source", required=False)
+    segment = forms.CharField(label="Segment", required=False, max_length=100)
 
     def __init__(self, data, *, campaign: Campaign, max_grade: int):
         super().__init__(data)
@@ -112,6 +115,10 @@ class LeaderboardParamsForm(forms.Form):
             self.add_error("measure", f"{raw} does not match k={data['k']}")
         else:
             data["measure"] = measure.at(data["k"])
+        segment = (data.get("segment") or "").strip()
+        data["segment"] = segment or None
+        if segment and not QueryTag.objects.filter(query__campaign=self.campaign, tag=segment).exists():
+            self.add_error("segment", f"no query of this campaign has the tag {segment!r}")
         return data
 
 
@@ -169,6 +176,8 @@ class BoardRequest:
             q["labels"] = p.labels
         if self.measure_base != "nDCG":
             q["measure"] = self.measure_base
+        if p.segment:
+            q["segment"] = p.segment
         return q
 
     @property
@@ -188,6 +197,7 @@ class BoardRequest:
             form=self.form,
             measure=self.measure,
             measure_choices=[(m, str(Measure(m).at(self.params.k))) for m in MEASURES],
+            segment_choices=trust.campaign_tags(self.campaign),
             policies=POLICIES,
             label_sources=self.form.fields["labels"].choices,
             urls=self.urls,
@@ -204,6 +214,10 @@ class BoardRequest:
             "leaderboard_pictures",
             "leaderboard_queries",
             "leaderboard_compare",
+            "leaderboard_trust",
+            "leaderboard_curves",
+            "leaderboard_segments",
+            "leaderboard_tags",
         ]
         urls = {n.removeprefix("leaderboard_") if n != "leaderboard" else "page": self.url(n) for n in names}
         for kind in ("bars", "distribution", "progress"):
@@ -212,7 +226,7 @@ class BoardRequest:
         api_query = {
             k: v
             for k, v in self.changed_params.items()
-            if k in ("k", "gain", "threshold", "judged_only", "policy", "labels")
+            if k in ("k", "gain", "threshold", "judged_only", "policy", "labels", "segment")
         }
         urls["api"] = f"{api}?{urlencode(api_query)}" if api_query else api
         return urls
@@ -251,6 +265,7 @@ def leaderboard_page(*, drill: bool = False):
                 judged_only=d["judged_only"],
                 policy=d["policy"],
                 labels=d["labels"],
+                segment=d["segment"],
             )
             return view(request, BoardRequest(member, params, d["measure"], form), *args, **kwargs)
 
@@ -311,7 +326,9 @@ def _handles_bad_args(view):
 def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
     stats, current, refresh = scoring.stats_for_page(lb, ctx.measure)
     rows = scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats)
+    trust_ctx = _table_trust(ctx, lb, rows)
     return {
+        **trust_ctx,
         "lb": lb,
         "rows": rows,
         "measures": [m for m in lb.measures if m not in (ctx.measure, ctx.judged)],
@@ -554,3 +571,292 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
     response = HttpResponse(charts.standalone(svg), content_type="image/svg+xml; charset=utf-8")
     response["Cache-Control"] = "private, no-cache"
     return response
+
+
+# --------------------------------------------------------------------------- how far to trust it
+
+# Systems x scored queries x depth up to which the polled table computes score bounds and settled verdicts
+# within the request; above it they are on the Trust page (about a second after each label change on
+# 20 x 5,000 x 100, see bench/trust_api_bench.py), and the table links there.
+INLINE_TRUST_CELLS = 2_000_000
+
+
+def _trust_inline(lb: scoring.Leaderboard) -> bool:
+    return len(lb.cube.system_ids) * max(lb.n_scored, 1) * lb.cube.doc_ids.shape[2] <= INLINE_TRUST_CELLS
+
+
+def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -> dict:
+    """Each row's bounds on the ranking measure and whether its order with the next row is settled."""
+    if not rows or not lb.n_scored or not _trust_inline(lb) or ctx.measure.startswith("Judged"):
+        return {"trust_shown": False, "trust_inline": _trust_inline(lb)}
+    b = trust.bounds(lb)
+    v = trust.verdicts(lb, ctx.measure)
+    for r, verdict in zip(rows, [*v.adjacent, None], strict=True):
+        s = r["index"]
+        r["bounds"] = (float(b.mean_low[ctx.measure][s]), float(b.mean_high[ctx.measure][s]))
+        r["next_settled"] = None if verdict is None else verdict["settled"]
+        r["next_open_pairs"] = 0 if verdict is None else verdict["open_pairs"]
+    n_open = sum(not a["settled"] for a in v.adjacent)
+    return {
+        "trust_shown": True,
+        "trust_inline": True,
+        "pairs_left": v.pairs_left,
+        "n_open": n_open,
+        # outside a segment, the queries not in the means are those without a label yet
+        "n_unscored": 0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
+    }
+
+
+def _settled_rows(lb: scoring.Leaderboard, v: trust.Verdicts, b: trust.Bounds, measure: str) -> list[dict]:
+    means = lb.means()[lb.measure_index(measure)]
+    names = lb.cube.system_names
+    rows = []
+    for rank, s in enumerate(v.order.tolist(), start=1):
+        low, high = float(b.mean_low[measure][s]), float(b.mean_high[measure][s])
+        rows.append(
+            {
+                "rank": rank,
+                "name": names[s],
+                "value": float(means[s]),
+                "low": low,
+                "high": high,
+                "bar": charts.interval_bar(low, high, float(means[s])),
+            }
+        )
+    return rows
+
+
+@leaderboard_page()
+@_handles_bad_args
+def leaderboard_trust(request, ctx: BoardRequest):
+    """How far to trust the ranking: score bounds, settled comparisons, pool bias, macro vs micro, diversity."""
+    lb = scoring.leaderboard(ctx.campaign, ctx.params)
+    measure = ctx.measure
+    attribute = request.GET.get("attribute", "").strip()
+    attributes = trust.attribute_names(ctx.campaign)
+    context = {"tab": "trust", "attribute": attribute, "attributes": attributes, "n_scored": lb.n_scored}
+    if lb.n_scored and len(lb.cube.system_ids):
+        b = trust.bounds(lb)
+        bounded = measure in b.mean_low
+        v = trust.verdicts(lb, measure) if bounded else None
+        rows = _settled_rows(lb, v, b, measure) if v else []
+        if v:
+            for row, adj in zip(rows, [*v.adjacent, None], strict=True):
+                row["next"] = adj
+        bound_names = list(b.mean_low)
+        order = trust.ranking_order(lb, measure).tolist()
+        names = lb.cube.system_names
+        means = lb.means()
+        all_bounds = [
+            {
+                "name": names[s],
+                "cells": [
+                    (
+                        m,
+                        float(means[lb.measure_index(m), s]),
+                        float(b.mean_low[m][s]),
+                        float(b.mean_high[m][s]),
+                    )
+                    for m in bound_names
+                ],
+            }
+            for s in order
+        ]
+        pb = trust.pool_bias(lb)
+        pool_rows = [
+            {
+                "name": names[s],
+                "real": float(pb.real[lb.measure_index(measure), s]),
+                "without": float(pb.without[lb.measure_index(measure), s]),
+                "drop": float(pb.drop[lb.measure_index(measure), s]),
+                "unique_top_k": int(pb.unique_in_top_k[s]),
+                "unique_pool": int(pb.unique_in_pool[s]),
+                "unique_per_query": float(pb.unique_in_top_k[s]) / max(pb.n_queries, 1),
+            }
+            for s in order
+        ]
+        k = ctx.params.k
+        micro = trust.micro(lb)
+        micro_rows = [
+            {
+                "name": names[s],
+                "macro_p": float(means[lb.measure_index(f"P@{k}"), s]),
+                "micro_p": float(micro[f"P@{k}"][s]),
+                "macro_r": float(means[lb.measure_index(f"R@{k}"), s]),
+                "micro_r": float(micro[f"R@{k}"][s]),
+            }
+            for s in order
+        ]
+        diversity = None
+        if attribute:
+            try:
+                d = trust.diversity(lb, attribute)
+            except ValueError as exc:
+                raise _BadArg(str(exc)) from None
+            ild, cov = d.means()
+            diversity = {
+                "d": d,
+                "ild_name": d.names[0],
+                "cov_name": d.names[1],
+                "rows": [
+                    {
+                        "name": names[s],
+                        "value": float(means[lb.measure_index(measure), s]),
+                        "ild": ild[s],
+                        "cov": cov[s],
+                    }
+                    for s in order
+                ],
+            }
+        context.update(
+            n_unscored=0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
+            bounded=bounded,
+            verdicts=v,
+            settled_rows=rows,
+            n_open=sum(not a["settled"] for a in v.adjacent) if v else 0,
+            all_bounds=all_bounds,
+            bound_names=bound_names,
+            pool_rows=pool_rows,
+            pool_depth=ctx.campaign.pool_depth,
+            micro_rows=micro_rows,
+            micro_note=trust.MICRO_NOTE,
+            diversity=diversity,
+            queue_mode=ctx.campaign.get_queue_mode_display(),
+            queue_matter=ctx.campaign.queue_mode == Campaign.QueueMode.MATTER,
+        )
+    context["keep"] = [("attribute", attribute)] if attribute else []
+    return render(request, "judging/leaderboard_trust.html", ctx.base(**context))
+
+
+CURVE_BASES = ("nDCG", "P", "R", "F1", "Hit")
+
+
+def _with_query(url: str, query: dict) -> str:
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+@leaderboard_page()
+@_handles_bad_args
+def leaderboard_curves(request, ctx: BoardRequest):
+    """Each system's measure at every cutoff 1..K as a line chart and a table."""
+    lb = scoring.leaderboard(ctx.campaign, ctx.params)
+    base = ctx.measure_base if ctx.measure_base in CURVE_BASES else "nDCG"
+    k_max = _int_arg(request, "k_max", trust.curve_k_default(lb), 1, trust.CURVE_K_MAX)
+    values = trust.curves(lb, base, k_max)
+    order = trust.ranking_order(lb, f"{base}@{ctx.params.k}").tolist()
+    names = [lb.cube.system_names[s] for s in order]
+    values = values[order] if len(order) else values
+    # the table shows every cutoff up to 20, then every 5th and 10th: a readable width
+    shown = [k for k in range(1, k_max + 1) if k <= 20 or k % (5 if k_max <= 50 else 10) == 0]
+    table = [
+        {"name": n, "cells": [float(values[i, k - 1]) for k in shown], "series": i % charts.CURVE_SERIES}
+        for i, n in enumerate(names)
+    ]
+    chart = charts.curve_chart(names, values, measure=base) if names and lb.n_scored else None
+    context = ctx.base(
+        tab="curves",
+        base=base,
+        bases=CURVE_BASES,
+        k_max=k_max,
+        shown=shown,
+        table=table,
+        chart=chart,
+        n_scored=lb.n_scored,
+        keep=[("k_max", k_max)] if "k_max" in request.GET else [],
+        api=reverse("api:campaign-leaderboard-curves", args=[ctx.campaign.slug])
+        + "?"
+        + urlencode(
+            {**{k: v for k, v in ctx.changed_params.items() if k != "measure"}, "measure": base, "k_max": k_max}
+        ),
+    )
+    return render(request, "judging/leaderboard_curves.html", context)
+
+
+@leaderboard_page()
+@_handles_bad_args
+def leaderboard_segments(request, ctx: BoardRequest):
+    """Each system's measure per query segment (tag), with the segment's CIs and tests."""
+    # every segment of the whole campaign, whatever segment the other pages are filtered to
+    lb = scoring.leaderboard(ctx.campaign, replace(ctx.params, segment=None))
+    segs = trust.segments(lb, ctx.measure)
+    order = trust.ranking_order(lb, ctx.measure).tolist()
+    names = [lb.cube.system_names[s] for s in order]
+    means = lb.means()[lb.measure_index(ctx.measure)]
+    rows = []
+    for rank, s in enumerate(order):
+        cells = []
+        for seg in segs:
+            st = seg.stats
+            if st is None:
+                cells.append(None)
+                continue
+            p = float(st.p_vs_best[s])
+            cells.append(
+                {
+                    "value": float(st.means[s]),
+                    "ci": (float(st.ci_low[s]), float(st.ci_high[s])) if math.isfinite(st.ci_low[s]) else None,
+                    "best": s == st.best,
+                    "worse": bool(st.worse[s]),
+                    "p": p if math.isfinite(p) else None,
+                }
+            )
+        rows.append({"rank": rank + 1, "name": names[rank], "all": float(means[s]), "cells": cells})
+    context = ctx.base(
+        tab="segments",
+        segments=segs,
+        rows=rows,
+        few=trust.SEGMENT_MIN_QUERIES,
+        any_few=any(seg.few for seg in segs),
+        n_scored=lb.n_scored,
+        alpha=scoring.ALPHA,
+        api=_with_query(
+            reverse("api:campaign-leaderboard-segments", args=[ctx.campaign.slug]),
+            {k: v for k, v in ctx.changed_params.items() if k != "segment"},
+        ),
+    )
+    return render(request, "judging/leaderboard_segments.html", context)
+
+
+class QueryTagsForm(forms.Form):
+    qid = forms.CharField(max_length=100)
+    tags = forms.CharField(required=False, max_length=2000, help_text="Comma-separated, e.g. head, shoes")
+
+
+@leaderboard_page(drill=True)
+@_handles_bad_args
+def leaderboard_tags(request, ctx: BoardRequest):
+    """Leads edit the queries' tags (segments), a page of PAGE_SIZE queries at a time."""
+    from judging.services import query_tags_set
+
+    message = error = ""
+    if request.method == "POST":
+        form = QueryTagsForm(request.POST)
+        if form.is_valid():
+            tags = [t.strip() for t in form.cleaned_data["tags"].split(",") if t.strip()]
+            try:
+                changed = query_tags_set(campaign=ctx.campaign, qid=form.cleaned_data["qid"], tags=tags)
+            except ValueError as exc:  # FormatError included: it names the bad tag
+                error = str(exc)
+            else:
+                message = f"Tags of {form.cleaned_data['qid']} {'saved' if changed else 'unchanged'}."
+        else:
+            error = "; ".join(f"{f}: {e}" for f, es in form.errors.items() for e in es)
+    search = request.GET.get("q", "").strip()[:100]
+    queries = Query.objects.filter(campaign=ctx.campaign).order_by("qid")
+    if search:
+        queries = queries.filter(qid__icontains=search) | queries.filter(tags__tag=search)
+        queries = queries.distinct().order_by("qid")
+    page = Paginator(queries.prefetch_related("tags"), PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [{"qid": q.qid, "text": q.text, "tags": ", ".join(t.tag for t in q.tags.all())} for q in page]
+    context = ctx.base(
+        tab="tags",
+        rows=rows,
+        page=page,
+        search=search,
+        message=message,
+        error=error,
+        tag_counts=trust.campaign_tags(ctx.campaign),
+        page_query=urlencode({**ctx.changed_params, **({"q": search} if search else {})}),
+        keep=[("q", search)] if search else [],
+    )
+    return render(request, "judging/leaderboard_tags.html", context, status=400 if error else 200)

@@ -416,7 +416,7 @@ def test_api_leaderboard_shape(world):
     assert data["queries"] == 2
     assert sorted(s["name"] for s in data["systems"]) == ["bm25", "dense"]
     bm25 = next(s for s in data["systems"] if s["name"] == "bm25")
-    assert {"P@2", "R@2", "F1@2", "Hit@2", "MRR", "MAP", "nDCG@2", "Judged@2"} == set(bm25["measures"])
+    assert {"P@2", "R@2", "F1@2", "Hit@2", "MRR", "MAP", "nDCG@2", "bpref", "Judged@2"} == set(bm25["measures"])
     # bm25 ranks d1 (1), d3 (1) for q1 and d4 (2), d2 (0) for q2: P@2 = (1 + 0.5) / 2.
     assert bm25["measures"]["P@2"] == pytest.approx(0.75)
     assert set(bm25["per_query"]) == {"q1", "q2"}

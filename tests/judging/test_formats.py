@@ -149,13 +149,13 @@ def test_parse_topics_reads_each_format(data, filename):
     [
         param(
             b"301\tq\n302\n",
-            "t.tsv, line 2: expected 2 or 3 tab-separated columns (qid, text[, description]), found 1",
+            "t.tsv, line 2: expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found 1",
             id="one-column",
         ),
         param(
-            b"301\tq\td\tx\n",
-            "t.tsv, line 1: expected 2 or 3 tab-separated columns (qid, text[, description]), found 4",
-            id="four-columns",
+            b"301\tq\td\tx\ty\n",
+            "t.tsv, line 1: expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found 5",
+            id="five-columns",
         ),
         param(b"301\tq\n\t q\n", "t.tsv, line 2, field 'qid': empty", id="empty-qid"),
         param(b"301\t \n", "t.tsv, line 1, field 'text': empty", id="empty-text"),

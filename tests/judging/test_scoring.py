@@ -56,6 +56,7 @@ def test_scores_command_json_shape_and_table(make_user):
         "MRR",
         "MAP",
         "nDCG@5",
+        "bpref",
         "Judged@5",
     }
     expected = oracle(runs, qrels, 5, 1)

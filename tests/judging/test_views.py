@@ -656,7 +656,7 @@ def test_upload_all_four_kinds(campaign, lead):
 @pytest.mark.parametrize(
     ("kind", "name", "content", "message"),
     [
-        ("topics", "topics.tsv", b"q1\tok\nq2\n", "topics.tsv, line 2: expected 2 or 3 tab-separated columns"),
+        ("topics", "topics.tsv", b"q1\tok\nq2\n", "topics.tsv, line 2: expected 2 to 4 tab-separated columns"),
         (
             "docs",
             "docs.jsonl",

@@ -1,0 +1,356 @@
+"""How far to trust the leaderboard, through the database and the API, against pytrec_eval where an oracle exists:
+bpref, score bounds, curves, segments, pool bias, diversity, micro averages."""
+
+import io
+
+import numpy as np
+import pytest
+import pytrec_eval
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from judging.models import Campaign
+from judging.scoring import Params, leaderboard, leaderboard_data, trust
+from judging.services import documents_import, membership_add
+from tests.judging.test_scoring import random_campaign
+
+PYTREC = {"P@{k}": "P_{k}", "R@{k}": "recall_{k}", "Hit@{k}": "success_{k}", "MRR": "recip_rank", "MAP": "map"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_trust_caches():
+    trust.caches_clear()
+    yield
+
+
+def trec_sorted(ranking: dict[str, float]) -> list[str]:
+    """trec_eval's order: score descending, ties by docid descending."""
+    return [d for d, _ in sorted(ranking.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+
+
+def evaluate(qrels, run, k, *, threshold=1, queries=None):
+    """Per-query P, R, Hit, RR, AP, nDCG (linear), bpref from pytrec_eval; 0 where the run has no entry."""
+    names = {m.format(k=k): t.format(k=k) for m, t in PYTREC.items()}
+    names["bpref"] = "bpref"
+    rel = pytrec_eval.RelevanceEvaluator(qrels, set(names.values()), relevance_level=threshold)
+    nd = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut_{k}"})
+    res, res_nd = rel.evaluate(run), nd.evaluate(run)
+    out = {}
+    for q in queries if queries is not None else qrels:
+        vals = {m: res.get(q, {}).get(t, 0.0) for m, t in names.items()}
+        vals[f"nDCG@{k}"] = res_nd.get(q, {}).get(f"ndcg_cut_{k}", 0.0)
+        out[q] = vals
+    return out
+
+
+def api_client(campaign, make_user):
+    lead = make_user("trustlead")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    client = APIClient()
+    client.force_authenticate(lead)
+    return client
+
+
+# --------------------------------------------------------------------------- bpref
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_bpref_per_query_equals_pytrec_eval(make_user, threshold):
+    campaign, runs, qrels = random_campaign(make_user, seed=11)
+    data = leaderboard_data(campaign=campaign, k=10, threshold=threshold, bounds=False)
+    for system in data["systems"]:
+        expected = evaluate(qrels, runs[system["name"]], 10, threshold=threshold)
+        for q, values in expected.items():
+            assert system["per_query"][q]["bpref"] == pytest.approx(values["bpref"], abs=1e-9), (system["name"], q)
+        assert system["measures"]["bpref"] == pytest.approx(np.mean([v["bpref"] for v in expected.values()]))
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.parametrize("k", [3, 10])
+def test_upper_bound_equals_scores_with_unjudged_top_k_at_the_top_grade(make_user, k):
+    """The oracle: each system against qrels where every unjudged document in its cutoff has grade 2."""
+    campaign, runs, qrels = random_campaign(make_user, seed=5)
+    data = leaderboard_data(campaign=campaign, k=k)
+    for system in data["systems"]:
+        run = runs[system["name"]]
+        today = evaluate(qrels, run, k)
+        at_k, whole = {}, {}
+        for q, labels in qrels.items():
+            ranked = trec_sorted(run.get(q, {}))
+            at_k[q] = {**labels, **{d: 2 for d in ranked[:k] if d not in labels}}
+            whole[q] = {**labels, **{d: 2 for d in ranked if d not in labels}}
+        high_k, high_all = evaluate(at_k, run, k), evaluate(whole, run, k)
+        for measure in (f"P@{k}", f"R@{k}", f"Hit@{k}", f"nDCG@{k}", "MRR", "MAP"):
+            high = high_k if "@" in measure else high_all
+            expected_high = np.mean([max(today[q][measure], high[q][measure]) for q in qrels])
+            expected_low = np.mean([min(today[q][measure], high[q][measure]) for q in qrels])
+            low_got, high_got = system["bounds"][measure]
+            assert high_got == pytest.approx(expected_high, abs=1e-9), (system["name"], measure)
+            assert low_got == pytest.approx(expected_low, abs=1e-9), (system["name"], measure)
+            assert low_got <= system["measures"][measure] + 1e-12 <= high_got + 2e-12
+        assert "Judged@{k}" not in system["bounds"]
+
+
+def test_settled_lists_adjacent_systems_and_open_pairs(make_user):
+    campaign, runs, qrels = random_campaign(make_user, seed=5)
+    data = leaderboard_data(campaign=campaign, k=5, measure="P")
+    ranked = sorted(data["systems"], key=lambda s: (-round(s["measures"]["P@5"], 12), s["name"]))
+    assert data["ranked_by"] == "P@5"
+    assert [entry["systems"] for entry in data["settled"]] == [
+        [a["name"], b["name"]] for a, b in zip(ranked, ranked[1:], strict=False)
+    ]
+    for entry, (a, b) in zip(data["settled"], zip(ranked, ranked[1:], strict=False), strict=True):
+        disjoint = a["bounds"]["P@5"][0] > b["bounds"]["P@5"][1]
+        assert entry["settled"] == disjoint
+        # open: the distinct unjudged documents in either system's top 5, over the scored queries
+        unjudged = {
+            (q, d)
+            for name in (a["name"], b["name"])
+            for q in qrels
+            for d in trec_sorted(runs[name].get(q, {}))[:5]
+            if d not in qrels[q]
+        }
+        assert entry["open_pairs"] == (0 if disjoint else len(unjudged))
+    assert data["pairs_left"] > 0
+
+
+def test_judging_every_pair_settles_the_ranking(make_user):
+    """With every retrieved document labelled, the bounds collapse to the scores and nothing is open."""
+    campaign, runs, qrels = random_campaign(make_user, seed=3, n_queries=4, n_docs=25)
+    lines = "".join(f"{q} 0 d{d} {d % 3}\n" for q in qrels for d in range(25))
+    user = make_user("complete")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    from judging.services import qrels_import
+
+    qrels_import(campaign=campaign, data=lines.encode(), filename="all.qrels", annotator=user)
+    data = leaderboard_data(campaign=campaign, k=10, measure="P")
+    assert data["pairs_left"] == 0
+    for system in data["systems"]:
+        low, high = system["bounds"]["P@10"]
+        assert low == pytest.approx(high) == pytest.approx(system["measures"]["P@10"])
+    assert all(entry["open_pairs"] == 0 for entry in data["settled"])
+
+
+# --------------------------------------------------------------------------- curves
+
+
+def test_curves_equal_the_leaderboard_at_every_k(make_user):
+    campaign, runs, qrels = random_campaign(make_user, seed=9)
+    client = api_client(campaign, make_user)
+    for measure in ("nDCG", "P", "R", "F1", "Hit"):
+        response = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/curves/?measure={measure}&k_max=12")
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert body["measure"] == measure
+        assert body["k"] == list(range(1, 13))
+        for k in body["k"]:
+            board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?k={k}&per_query=false&bounds=false")
+            means = {s["name"]: s["measures"][f"{measure}@{k}"] for s in board.json()["systems"]}
+            for system in body["systems"]:
+                assert system["values"][k - 1] == pytest.approx(means[system["name"]], abs=1e-12), (measure, k)
+
+
+def test_curves_refuse_bad_parameters(make_user):
+    campaign, _, _ = random_campaign(make_user, seed=9)
+    client = api_client(campaign, make_user)
+    bad = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/curves/?measure=MAP")
+    assert bad.status_code == 400
+    assert "measure must be one of" in str(bad.json())
+    assert client.get(f"/api/campaigns/{campaign.slug}/leaderboard/curves/?k_max=0").status_code == 400
+
+
+# --------------------------------------------------------------------------- segments
+
+
+def test_segments_equal_the_leaderboard_restricted_to_their_queries(make_user, tmp_path):
+    campaign, runs, qrels = random_campaign(make_user, seed=13)
+    tags = tmp_path / "tags.tsv"
+    # q7 has no labels: "tail" has 4 queries of which 3 are scored
+    tags.write_text("qid\ttags\nq0\thead\nq1\thead, brand\nq2\thead\nq4\ttail\nq5\ttail\nq6\ttail,brand\nq7\ttail\n")
+    out = io.StringIO()
+    call_command("import_query_tags", campaign.slug, str(tags), stdout=out)
+    assert "7 updated" in out.getvalue()
+    client = api_client(campaign, make_user)
+    segments = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/segments/?measure=nDCG&k=5").json()
+    by_tag = {seg["tag"]: seg for seg in segments["segments"]}
+    assert set(by_tag) == {"head", "tail", "brand"}
+    assert (by_tag["tail"]["queries"], by_tag["tail"]["scored_queries"]) == (4, 3)
+    assert all(seg["few_queries"] for seg in by_tag.values())  # fewer than 10 scored queries each
+    members = {"head": ["q0", "q1", "q2"], "tail": ["q4", "q5", "q6"], "brand": ["q1", "q6"]}
+    for tag, queries in members.items():
+        board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?k=5&segment={tag}").json()
+        assert board["queries"] == len(queries)
+        assert board["segment"] == tag
+        subset = {q: qrels[q] for q in queries}
+        for system in board["systems"]:
+            expected = evaluate(subset, runs[system["name"]], 5)
+            assert set(system["per_query"]) == set(queries)
+            for measure in ("P@5", "R@5", "MRR", "MAP", "nDCG@5", "bpref"):
+                mean = np.mean([expected[q][measure] for q in queries])
+                assert system["measures"][measure] == pytest.approx(mean, abs=1e-9), (tag, system["name"], measure)
+            seg_system = next(s for s in by_tag[tag]["systems"] if s["name"] == system["name"])
+            assert seg_system["value"] == pytest.approx(system["measures"]["nDCG@5"], abs=1e-12)
+            low, high = seg_system["ci"]
+            assert low <= seg_system["value"] + 1e-12 and seg_system["value"] <= high + 1e-12
+        best = [s for s in by_tag[tag]["systems"] if s["best"]]
+        assert len(best) == 1 and best[0]["p_vs_best"] is None
+
+
+def test_unknown_segment_is_a_clear_400(make_user):
+    campaign, _, _ = random_campaign(make_user, seed=13)
+    client = api_client(campaign, make_user)
+    response = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?segment=nowhere")
+    assert response.status_code == 400
+    assert "no query of this campaign has the tag 'nowhere'" in str(response.json())
+
+
+# --------------------------------------------------------------------------- pool bias
+
+
+def unique_pairs(runs, name, depth):
+    mine = {(q, d) for q, ranking in runs[name].items() for d in trec_sorted(ranking)[:depth]}
+    others = {
+        (q, d)
+        for other in runs
+        if other != name
+        for q, ranking in runs[other].items()
+        for d in trec_sorted(ranking)[:depth]
+    }
+    return mine - others
+
+
+def test_pool_bias_equals_scoring_without_the_systems_unique_pairs(make_user):
+    campaign, runs, qrels = random_campaign(make_user, seed=21)
+    k = 5
+    client = api_client(campaign, make_user)
+    body = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/pool-bias/?k={k}").json()
+    assert body["pool_depth"] == campaign.pool_depth == 10
+    real = {s["name"]: s for s in leaderboard_data(campaign=campaign, k=k)["systems"]}
+    some_drop = False
+    for system in body["systems"]:
+        name = system["name"]
+        unique = unique_pairs(runs, name, campaign.pool_depth)
+        reduced = {q: {d: v for d, v in labels.items() if (q, d) not in unique} for q, labels in qrels.items()}
+        # pytrec_eval skips a query without labels: the mean keeps it (with 0), as the campaign's query set does
+        expected = evaluate({q: v for q, v in reduced.items() if v}, runs[name], k, queries=list(qrels))
+        for measure in ("P@5", "R@5", "Hit@5", "MRR", "MAP", "nDCG@5", "bpref"):
+            mean = np.mean([expected[q][measure] for q in qrels])
+            assert system["measures"][measure] == pytest.approx(mean, abs=1e-9), (name, measure)
+            assert system["drop"][measure] == pytest.approx(real[name]["measures"][measure] - mean, abs=1e-9)
+            some_drop |= abs(system["drop"][measure]) > 1e-9
+        top_k_unique = sum((q, d) in unique for q in qrels for d in trec_sorted(runs[name].get(q, {}))[:k])
+        assert system["unique_in_top_k"] == top_k_unique
+    assert some_drop  # the random runs do leave systems with unique judged pairs
+
+
+# --------------------------------------------------------------------------- diversity and micro averages
+
+
+def test_diversity_and_micro_averages_in_the_leaderboard_json(make_user):
+    campaign, runs, qrels = random_campaign(make_user, seed=2, n_queries=3, n_docs=25)
+    brands = {f"d{i}": ["acme", "bolt", "core"][i % 3] for i in range(25)}
+    # d24 has no brand: it is left out of the pairs and the count
+    docs = "".join(
+        f'{{"docid": "{d}", "text": "t", "attributes": {{"brand": "{b}"}}}}\n'
+        if d != "d24"
+        else f'{{"docid": "{d}", "text": "t"}}\n'
+        for d, b in brands.items()
+    )
+    documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
+    k = 4
+    data = leaderboard_data(campaign=campaign, k=k, attribute="brand", micro=True)
+    assert data["attribute"] == "brand"
+    scored = list(qrels)
+    for system in data["systems"]:
+        ilds, covs = [], []
+        for q in scored:
+            top = [brands[d] for d in trec_sorted(runs[system["name"]].get(q, {}))[:k] if d != "d24"]
+            n = len(top)
+            pairs = n * (n - 1) / 2
+            same = sum(top.count(v) * (top.count(v) - 1) / 2 for v in set(top))
+            ild = (pairs - same) / pairs if pairs else 0.0
+            ilds.append(ild)
+            covs.append(len(set(top)))
+            assert system["per_query"][q][f"ILD@{k}"] == pytest.approx(ild)
+            assert system["per_query"][q][f"Coverage@{k}"] == len(set(top))
+        assert system["measures"][f"ILD@{k}"] == pytest.approx(np.mean(ilds))
+        assert system["measures"][f"Coverage@{k}"] == pytest.approx(np.mean(covs))
+        # micro: relevant retrieved over retrieved (P) and over relevant (R), pooled over the queries
+        run = runs[system["name"]]
+        hits = sum(qrels[q].get(d, -1) >= 1 for q in scored for d in trec_sorted(run.get(q, {}))[:k])
+        retrieved = sum(min(k, len(run.get(q, {}))) for q in scored)
+        relevant = sum(v >= 1 for q in scored for v in qrels[q].values())
+        assert system["micro"][f"P@{k}"] == pytest.approx(hits / retrieved if retrieved else 0.0)
+        assert system["micro"][f"R@{k}"] == pytest.approx(hits / relevant)
+    assert "weight" in data["micro_note"]
+
+
+def test_unknown_attribute_is_a_clear_400(make_user):
+    campaign, _, _ = random_campaign(make_user, seed=2, n_queries=3, n_docs=25)
+    client = api_client(campaign, make_user)
+    response = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?attribute=colour")
+    assert response.status_code == 400
+    assert "no document of this campaign has the attribute 'colour'" in str(response.json())
+    response = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?attribute=a__b")
+    assert response.status_code == 400
+
+
+def test_scores_json_carries_bounds_and_settled(make_user):
+    campaign, _, _ = random_campaign(make_user, seed=4)
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", stdout=out)
+    import json
+
+    data = json.loads(out.getvalue())
+    assert {"bounds", "measures", "per_query"} <= set(data["systems"][0])
+    assert "bpref" in data["systems"][0]["measures"]
+    assert len(data["settled"]) == len(data["systems"]) - 1
+
+
+def test_bounds_are_recomputed_when_a_label_changes(make_user):
+    campaign, runs, qrels = random_campaign(make_user, seed=6)
+    before = leaderboard_data(campaign=campaign, k=10)
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    user = make_user("late")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    lb = leaderboard(campaign, Params(k=10))
+    # an unjudged pair in some system's top 10: judging it shrinks that system's interval
+    unjudged = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).first()
+    judgment_record(pair=unjudged, annotator=user, grade=0)
+    after = leaderboard_data(campaign=campaign, k=10)
+    assert leaderboard(campaign, Params(k=10)).state != lb.state
+    assert after["pairs_left"] <= before["pairs_left"]
+    widths = [sum(h - lo for lo, h in s["bounds"].values()) for s in before["systems"]]
+    widths_after = [sum(h - lo for lo, h in s["bounds"].values()) for s in after["systems"]]
+    assert sum(widths_after) < sum(widths)
+    assert Campaign.objects.get(pk=campaign.pk).queue_mode == "shuffled"
+
+
+def test_arrays_after_a_judgment_equal_a_fresh_build(make_user):
+    """The arrays of the next labels state are the previous ones patched where labels moved: the same."""
+    campaign, runs, qrels = random_campaign(make_user, seed=8)
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    trust.trust_arrays(leaderboard(campaign, Params(k=10)))
+    user = make_user("patcher")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    # a new label on a query that had none (q7) widens nothing; on q0 it adds a qrels column
+    for pair in Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True, query__qid__in=["q0", "q7"])[
+        :6
+    ]:
+        judgment_record(pair=pair, annotator=user, grade=2)
+    lb = leaderboard(campaign, Params(k=10))
+    patched = trust.trust_arrays(lb)
+    trust.caches_clear()
+    fresh = trust.trust_arrays(lb)
+    np.testing.assert_array_equal(patched.labels, fresh.labels)
+    np.testing.assert_array_equal(
+        np.sort(patched.qrels, axis=1)[:, ::-1][:, : fresh.qrels.shape[1]], np.sort(fresh.qrels, axis=1)[:, ::-1]
+    )
+    assert (patched.qrels[:, fresh.qrels.shape[1] :] == -1).all()
+    np.testing.assert_array_equal(patched.positions, fresh.positions)
