@@ -23,7 +23,7 @@ __all__ = [
     "ImportRefused",
     "OnlineFigure",
     "Qrel",
-    "Ranking",
+    "RankedList",
     "Topic",
     "DOCID_MAX_LENGTH",
     "QID_MAX_LENGTH",
@@ -145,7 +145,7 @@ class Qrel:
 
 
 @dataclass
-class Ranking:
+class RankedList:
     """One query's ranked documents, best first, in the order trec_eval scores them."""
 
     qid: str
@@ -161,7 +161,7 @@ class Ranking:
 
     def __eq__(self, other: object) -> bool:
         # The generated __eq__ would compare arrays with ==, whose truth value is ambiguous.
-        if not isinstance(other, Ranking):
+        if not isinstance(other, RankedList):
             return NotImplemented
         return (
             self.qid == other.qid
@@ -731,7 +731,7 @@ def _rankings(
     scores: np.ndarray,
     line_of: Callable[[int], int],
     filename: str,
-) -> dict[str, list[Ranking]]:
+) -> dict[str, list[RankedList]]:
     """Group rows by (tag, qid) and order each group by ``sortkey`` ascending, ties by docid descending.
 
     ``sortkey`` is ``-score`` (trec_eval: score descending, then docid descending in byte order, which for
@@ -759,14 +759,14 @@ def _rankings(
     ordered_docids = list(map(docids.__getitem__, order.tolist()))
     ordered_scores = scores[order]
     stops = np.cumsum(np.bincount(group, minlength=len(codes))).tolist()
-    result: dict[str, list[Ranking]] = {}
+    result: dict[str, list[RankedList]] = {}
     start = 0
     for key, stop in zip(codes, stops, strict=True):
         tag, qid = (tags[0], key) if single_tag else key
         ranked = ordered_docids[start:stop]
         if len(set(ranked)) != len(ranked):
             _raise_duplicate_docid(qids, docids, tags, line_of, filename)
-        result.setdefault(tag, []).append(Ranking(qid, ranked, ordered_scores[start:stop]))
+        result.setdefault(tag, []).append(RankedList(qid, ranked, ordered_scores[start:stop]))
         start = stop
     return result
 
@@ -820,7 +820,7 @@ def _first_data_line(text: str) -> str | None:
     return None
 
 
-def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
+def _parse_trec_run(text: str, filename: str) -> dict[str, list[RankedList]]:
     # Hot path (runs have millions of lines): no per-line Python loop beyond C-level map/split calls.
     lines = _split_lines(text)
     nul, spaces = "\x00" in text, _has_other_space(text)
@@ -862,7 +862,7 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[Ranking]]:
     return _rankings(qids, docids, tags, _score_key(scores), scores, line_of, filename)
 
 
-def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
+def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList]]:
     qids: list[str] = []
     docids: list[str] = []
     rank_tokens: list[str] = []
@@ -902,7 +902,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[Ranking]]:
     return _rankings(qids, docids, tags, sortkey, scores, line_of, filename)
 
 
-def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[str, list[Ranking]]:
+def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[str, list[RankedList]]:
     default_tag = _default_tag(filename)
     qids: list[str] = []
     docids: list[str] = []
@@ -966,8 +966,8 @@ def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[st
 
 
 @_gc_paused
-def parse_run(data: bytes, *, filename: str) -> dict[str, list[Ranking]]:
-    """Parse a run into ``{tag: [Ranking, ...]}``, one ranking per query, each in trec_eval order.
+def parse_run(data: bytes, *, filename: str) -> dict[str, list[RankedList]]:
+    """Parse a run into ``{tag: [RankedList, ...]}``, one ranking per query, each in trec_eval order.
 
     Formats, recognised from the first non-blank line:
 
@@ -1205,7 +1205,7 @@ def format_qrels(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
         yield f"{_token(qid, 'qid')} 0 {_token(docid, 'docid')} {operator.index(label)}\n"
 
 
-def format_run(tag: str, rankings: Iterable[Ranking]) -> Iterator[str]:
+def format_run(tag: str, rankings: Iterable[RankedList]) -> Iterator[str]:
     """Yield TREC run lines ``"qid Q0 docid rank score tag\\n"``, ranks from 1 in each ranking's order.
 
     Scores are written with ``repr`` so that they read back bit for bit.

@@ -25,7 +25,7 @@ from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 from rest_framework.views import APIView, exception_handler
 
 from judging import formats
-from judging.api import serializers as s
+from judging.api import serializers
 from judging.api.filters import (
     DocumentFilter,
     JudgmentFilter,
@@ -170,8 +170,8 @@ class AuthTokenView(ApiMixin, APIView):
 
     @extend_schema(
         operation_id="auth_token_create",
-        request=s.TokenRequestSerializer,
-        responses={200: s.TokenSerializer},
+        request=serializers.TokenRequestSerializer,
+        responses={200: serializers.TokenSerializer},
         auth=[],
         description=(
             "Returns your API token, creating it on first use. Failed logins are counted per username and per "
@@ -179,7 +179,7 @@ class AuthTokenView(ApiMixin, APIView):
         ),
     )
     def post(self, request):
-        credentials = s.TokenRequestSerializer(data=request.data)
+        credentials = serializers.TokenRequestSerializer(data=request.data)
         credentials.is_valid(raise_exception=True)
         # The Django request, not DRF's wrapper: django-axes marks a locked-out client on it, and its
         # middleware then answers 429 with when to retry (judging.api.account.lockout_response).
@@ -205,13 +205,13 @@ class AuthTokenView(ApiMixin, APIView):
 # --------------------------------------------------------------------------- campaigns
 
 UPLOAD_RESPONSES = {
-    200: s.ImportSummarySerializer,
+    200: serializers.ImportSummarySerializer,
     202: OpenApiResponse(
         JobStartedSerializer, description="A file above RELJUDGE_JOB_THRESHOLD_BYTES: imported by a background job."
     ),
-    400: OpenApiResponse(s.UploadErrorSerializer, description="Bad input: nothing of the file was written."),
+    400: OpenApiResponse(serializers.UploadErrorSerializer, description="Bad input: nothing of the file was written."),
     409: OpenApiResponse(
-        s.UploadErrorSerializer,
+        serializers.UploadErrorSerializer,
         description="Conflicts with what the campaign holds (e.g. a different run for an existing system).",
     ),
 }
@@ -233,7 +233,7 @@ class CampaignViewSet(
     mixins.UpdateModelMixin,
     viewsets.GenericViewSet,
 ):
-    serializer_class = s.CampaignSerializer
+    serializer_class = serializers.CampaignSerializer
     permission_classes = [IsAuthenticated, CanCreateCampaign]  # differs: only some users may create
     lookup_field = "slug"
     lookup_value_regex = SLUG_PATH
@@ -295,7 +295,7 @@ class CampaignViewSet(
     # ---- progress, leaderboard, qrels
 
     @extend_schema(
-        responses=s.ProgressSerializer,
+        responses=serializers.ProgressSerializer,
         description=(
             "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
         ),
@@ -308,11 +308,11 @@ class CampaignViewSet(
         if not access(request).is_lead(campaign.id):
             rows = [row for row in rows if row["user"].pk == request.user.pk]
         data["annotators"] = rows
-        return Response(s.ProgressSerializer(data).data)
+        return Response(serializers.ProgressSerializer(data).data)
 
     @extend_schema(
-        parameters=[s.LeaderboardQuerySerializer],
-        responses=s.LeaderboardSerializer,
+        parameters=[serializers.LeaderboardQuerySerializer],
+        responses=serializers.LeaderboardSerializer,
         description=(
             "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
             "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
@@ -331,7 +331,7 @@ class CampaignViewSet(
         is_lead = access(request).is_lead(campaign.id)
         if not is_lead and not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")
-        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         if not is_lead:
             self._annotator_params(campaign, params.validated_data, asked_per_query="per_query" in request.query_params)
@@ -370,7 +370,7 @@ class CampaignViewSet(
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")
-        params = s.TrustQuerySerializer(data=request.query_params)
+        params = serializers.TrustQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
         from judging.scoring import Params, leaderboard, trust
@@ -390,7 +390,7 @@ class CampaignViewSet(
         return campaign, lb, d, trust
 
     @extend_schema(
-        parameters=[s.TrustQuerySerializer],
+        parameters=[serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Each system's mean `measure` (P, R, F1, Hit or nDCG) at every cutoff k = 1..k_max (default: the "
@@ -418,7 +418,7 @@ class CampaignViewSet(
         )
 
     @extend_schema(
-        parameters=[s.TrustQuerySerializer],
+        parameters=[serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Each query tag's leaderboard: every system's mean `measure` over the segment's scored queries, its "
@@ -443,7 +443,7 @@ class CampaignViewSet(
         )
 
     @extend_schema(
-        parameters=[s.TrustQuerySerializer],
+        parameters=[serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Leave one run out: each system's means when the pool pairs only it contributed count as unjudged "
@@ -479,13 +479,13 @@ class CampaignViewSet(
 
     @extend_schema(
         methods=["GET"],
-        responses=s.MemberSerializer(many=True),
+        responses=serializers.MemberSerializer(many=True),
         description="The campaign's members and their roles (leads only).",
     )
     @extend_schema(
         methods=["POST"],
-        request=s.MemberAddSerializer,
-        responses={200: s.MemberAddedSerializer, 201: s.MemberAddedSerializer},
+        request=serializers.MemberAddSerializer,
+        responses={200: serializers.MemberAddedSerializer, 201: serializers.MemberAddedSerializer},
         description=(
             'Add a user as annotator or lead, or change their role. With `"create": true` an unknown username '
             "becomes a new account (201) and the answer carries `set_password_url`, a one-time link (valid a "
@@ -498,18 +498,18 @@ class CampaignViewSet(
         campaign = self.get_object()
         access(request).require_lead(campaign, "manage its members")
         if request.method == "POST":
-            form = s.MemberAddSerializer(data=request.data)
+            form = serializers.MemberAddSerializer(data=request.data)
             form.is_valid(raise_exception=True)
             added = member_add(campaign=campaign, by=request.user, base_url=_base_url(request), **form.validated_data)
             data = dict(
-                s.MemberSerializer(added.membership).data,
+                serializers.MemberSerializer(added.membership).data,
                 created=added.created,
                 set_password_url=added.url(_base_url(request)),
                 emailed=added.emailed,
             )
             return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
         memberships = campaign.memberships.select_related("user").order_by("user__username")
-        return Response(s.MemberSerializer(memberships, many=True).data)
+        return Response(serializers.MemberSerializer(memberships, many=True).data)
 
     @extend_schema(
         parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
@@ -535,7 +535,7 @@ class CampaignViewSet(
     @extend_schema(
         parameters=[OpenApiParameter("username", str, OpenApiParameter.PATH)],
         request=None,
-        responses={200: s.MemberAddedSerializer},
+        responses={200: serializers.MemberAddedSerializer},
         description=(
             'A fresh one-time set-password link for a member who has not set a password yet ("resend"). '
             "Refused (400) for accounts that already have a password, administrators, and accounts that also "
@@ -560,7 +560,7 @@ class CampaignViewSet(
         )
         return Response(
             dict(
-                s.MemberSerializer(added.membership).data,
+                serializers.MemberSerializer(added.membership).data,
                 created=False,
                 set_password_url=added.url(_base_url(request)),
                 emailed=added.emailed,
@@ -598,10 +598,10 @@ class CampaignViewSet(
             )
         except ImportRefused as exc:
             return Response(exc.as_dict(), status=exc.status)
-        return Response(s.ImportSummarySerializer(summary.as_dict()).data)
+        return Response(serializers.ImportSummarySerializer(summary.as_dict()).data)
 
     @extend_schema(
-        request={"multipart/form-data": s.TopicsUploadSerializer},
+        request={"multipart/form-data": serializers.TopicsUploadSerializer},
         responses=UPLOAD_RESPONSES,
         description="Import topics (leads only); re-importing the same file changes nothing.",
     )
@@ -613,10 +613,10 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_topics(self, request, slug=None):
-        return self._upload(request, s.TopicsUploadSerializer, queries_import, kind="topics")
+        return self._upload(request, serializers.TopicsUploadSerializer, queries_import, kind="topics")
 
     @extend_schema(
-        request={"multipart/form-data": s.DocumentsUploadSerializer},
+        request={"multipart/form-data": serializers.DocumentsUploadSerializer},
         responses=UPLOAD_RESPONSES,
         description="Import documents (leads only); re-importing the same file changes nothing.",
     )
@@ -628,10 +628,10 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_documents(self, request, slug=None):
-        return self._upload(request, s.DocumentsUploadSerializer, documents_import, kind="docs")
+        return self._upload(request, serializers.DocumentsUploadSerializer, documents_import, kind="docs")
 
     @extend_schema(
-        request={"multipart/form-data": s.RunUploadSerializer},
+        request={"multipart/form-data": serializers.RunUploadSerializer},
         responses=UPLOAD_RESPONSES,
         description="Import a run as a system and pool its top documents (leads only). Unknown "
         "queries and documents become stubs.",
@@ -644,14 +644,14 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_run(self, request, slug=None):
-        return self._upload(request, s.RunUploadSerializer, self._run_import, kind="run")
+        return self._upload(request, serializers.RunUploadSerializer, self._run_import, kind="run")
 
     @staticmethod
     def _run_import(*, system=None, **kwargs):
         return run_import(system_name=system or None, **kwargs)
 
     @extend_schema(
-        request={"multipart/form-data": s.QrelsUploadSerializer},
+        request={"multipart/form-data": serializers.QrelsUploadSerializer},
         responses=UPLOAD_RESPONSES,
         description=(
             "Import TREC qrels as the confident judgments of `annotator` (leads only): a member, or a source "
@@ -667,7 +667,7 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_qrels(self, request, slug=None):
-        form = s.QrelsUploadSerializer(data=request.data)
+        form = serializers.QrelsUploadSerializer(data=request.data)
         if form.is_valid() and form.validated_data.get("model"):
             # The model judge exists (a member of kind "model") before the import, or its background job, names
             # it: otherwise the import would record the labels under a new label source, counted as human.
@@ -684,7 +684,9 @@ class CampaignViewSet(
                 )
             except ImportRefused as exc:
                 return Response(exc.as_dict(), status=exc.status)
-        return self._upload(request, s.QrelsUploadSerializer, self._qrels_import, kind="qrels", user=request.user)
+        return self._upload(
+            request, serializers.QrelsUploadSerializer, self._qrels_import, kind="qrels", user=request.user
+        )
 
     @staticmethod
     def _qrels_import(*, user, annotator=None, model=False, description="", **kwargs):
@@ -695,7 +697,7 @@ class CampaignViewSet(
     # ---- online figures and model judges (issue 15)
 
     @extend_schema(
-        request={"multipart/form-data": s.OnlineUploadSerializer},
+        request={"multipart/form-data": serializers.OnlineUploadSerializer},
         responses=UPLOAD_RESPONSES,
         description="Import online figures, CSV `system,metric,value[,ci_low,ci_high][,qid]` (leads only); "
         "a figure already stored for the same system, metric and qid is replaced.",
@@ -711,11 +713,11 @@ class CampaignViewSet(
     def upload_online(self, request, slug=None):
         from judging.services.online import online_import
 
-        return self._upload(request, s.OnlineUploadSerializer, online_import, kind="online")
+        return self._upload(request, serializers.OnlineUploadSerializer, online_import, kind="online")
 
     @extend_schema(
-        parameters=[s.LeaderboardQuerySerializer],
-        responses=s.OnlineSerializer,
+        parameters=[serializers.LeaderboardQuerySerializer],
+        responses=serializers.OnlineSerializer,
         description=(
             "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
             "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
@@ -728,7 +730,7 @@ class CampaignViewSet(
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")
-        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         from judging.scoring import Params
         from judging.selectors.online import offline_vs_online, online_figures
@@ -753,8 +755,8 @@ class CampaignViewSet(
         return Response(data)
 
     @extend_schema(
-        parameters=[s.LeaderboardQuerySerializer],
-        responses=s.CalibrationSerializer,
+        parameters=[serializers.LeaderboardQuerySerializer],
+        responses=serializers.CalibrationSerializer,
         description=(
             "A model judge against the human labels on the pairs both judged: Cohen's kappa (plain and "
             "quadratic) with 95% bootstrap intervals, the confusion matrix (rows humans, columns the model), "
@@ -772,7 +774,7 @@ class CampaignViewSet(
     def calibration(self, request, slug=None, name=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, "see its model judges' calibration")
-        params = s.LeaderboardQuerySerializer(data=request.query_params)
+        params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         from judging.scoring import Params
         from judging.selectors.calibration import UnknownJudge, judge_calibration
@@ -809,7 +811,7 @@ class CampaignContentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
     retrieve=extend_schema(description="One query."),
 )
 class QueryViewSet(CampaignContentViewSet):
-    serializer_class = s.QuerySerializer
+    serializer_class = serializers.QuerySerializer
     filterset_class = QueryFilter
     ordering_fields = ["id", "qid"]
     ordering = ["qid", "id"]
@@ -823,7 +825,7 @@ class QueryViewSet(CampaignContentViewSet):
     retrieve=extend_schema(description="One document. Its text may contain HTML: escape it when displaying."),
 )
 class DocumentViewSet(CampaignContentViewSet):
-    serializer_class = s.DocumentSerializer
+    serializer_class = serializers.DocumentSerializer
     filterset_class = DocumentFilter
     ordering_fields = ["id", "docid"]
     ordering = ["docid", "id"]
@@ -837,7 +839,7 @@ class DocumentViewSet(CampaignContentViewSet):
     retrieve=extend_schema(description="One system (leads only)."),
 )
 class SystemViewSet(CampaignContentViewSet):
-    serializer_class = s.SystemSerializer
+    serializer_class = serializers.SystemSerializer
     filterset_class = SystemFilter
     permission_classes = [IsAuthenticated, IsCampaignLead]  # differs: annotators never see systems
     ordering_fields = ["id", "name", "imported_at"]
@@ -878,7 +880,7 @@ class PairViewSet(CampaignContentViewSet):
     """Pairs are named by their public id: row ids (and creation times) follow run-import order and would
     tell annotators which system found a pair. The list is in public-id order, a random one."""
 
-    serializer_class = s.PairSerializer
+    serializer_class = serializers.PairSerializer
     filterset_class = PairFilter
     ordering_fields = ["public_id"]
     ordering = ["public_id"]
@@ -894,15 +896,15 @@ class PairViewSet(CampaignContentViewSet):
         return pairs
 
     @extend_schema(
-        request=s.AdjudicationSerializer,
-        responses=s.PairSerializer,
+        request=serializers.AdjudicationSerializer,
+        responses=serializers.PairSerializer,
         description="Decide the pair's label as a lead; it wins over the judgments.",
     )
     @action(detail=True, methods=["post"], **ONE_OBJECT)
     def adjudicate(self, request, pk=None):
         pair = self.get_object()
         access(request).require_lead(pair.campaign, "adjudicate its pairs")
-        decision = s.AdjudicationSerializer(data=request.data)
+        decision = serializers.AdjudicationSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         adjudication_set(pair=pair, lead=request.user, **decision.validated_data)
         return Response(self.get_serializer(self.get_queryset().get(pk=pair.pk)).data)
@@ -927,15 +929,15 @@ class PairViewSet(CampaignContentViewSet):
             )
         ],
         responses={
-            (200, "application/json"): s.JudgmentSerializer(many=True),
+            (200, "application/json"): serializers.JudgmentSerializer(many=True),
             (200, "text/csv"): OpenApiTypes.STR,
             (200, "application/x-ndjson"): OpenApiTypes.STR,
         },
     ),
     retrieve=extend_schema(description="One judgment."),
     create=extend_schema(
-        request=s.JudgmentRecordSerializer,
-        responses={200: s.JudgmentSerializer, 201: s.JudgmentSerializer},
+        request=serializers.JudgmentRecordSerializer,
+        responses={200: serializers.JudgmentSerializer, 201: serializers.JudgmentSerializer},
         description=(
             "Record (201) or change (200) your own judgment of a pair, with the same validation as the "
             "judging page. Recording the same values again changes nothing."
@@ -945,7 +947,7 @@ class PairViewSet(CampaignContentViewSet):
 class JudgmentViewSet(
     ApiMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
 ):
-    serializer_class = s.JudgmentSerializer
+    serializer_class = serializers.JudgmentSerializer
     filterset_class = JudgmentFilter
     # Differs: judgments run into the millions; cursor pages seek by key where page numbers would OFFSET.
     pagination_class = JudgmentCursorPagination
@@ -990,7 +992,7 @@ class JudgmentViewSet(
         )
 
     def create(self, request, *args, **kwargs):
-        form = s.JudgmentRecordSerializer(data=request.data)
+        form = serializers.JudgmentRecordSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         values = dict(form.validated_data)
         pair = self._pair(values)
@@ -1035,11 +1037,11 @@ class JudgmentViewSet(
         raise DRFValidationError({"docid": [f"{values['docid']!r} is not in the pool of query {values['qid']!r}."]})
 
     @extend_schema(
-        responses=s.JudgmentRevisionSerializer(many=True),
+        responses=serializers.JudgmentRevisionSerializer(many=True),
         description="Every change to this judgment, oldest first: who, when, old and new values.",
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
     def history(self, request, pk=None):
         judgment = self.get_object()
         revisions = judgment.revisions.select_related("changed_by", "on_behalf_of").order_by("changed_at", "id")
-        return Response(s.JudgmentRevisionSerializer(revisions, many=True).data)
+        return Response(serializers.JudgmentRevisionSerializer(revisions, many=True).data)

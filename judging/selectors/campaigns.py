@@ -9,7 +9,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Q, QuerySet, Sum
 
-from judging.formats import Ranking as RankedList
+from judging.formats import RankedList
 from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, Ranking, User
 
 
@@ -117,7 +117,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict]:
 
 
 def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
-    """A system's run as ``formats.Ranking`` objects in qid order, for a TREC run download.
+    """A system's run as ``formats.RankedList`` objects in qid order, for a TREC run download.
 
     Read a chunk of queries at a time, resolving only that chunk's document ids, so memory stays bounded
     by the chunk however large the run."""

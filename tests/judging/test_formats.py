@@ -10,7 +10,7 @@ from judging.formats import (
     Doc,
     FormatError,
     Qrel,
-    Ranking,
+    RankedList,
     Topic,
     decode_lines,
     format_qrels,
@@ -30,8 +30,8 @@ def error_of(parse, data: bytes, filename: str) -> str:
     return str(info.value)
 
 
-def ranking(qid: str, docids: str, scores: list[float]) -> Ranking:
-    return Ranking(qid, docids.split(), np.array(scores, dtype=np.float64))
+def ranking(qid: str, docids: str, scores: list[float]) -> RankedList:
+    return RankedList(qid, docids.split(), np.array(scores, dtype=np.float64))
 
 
 # --------------------------------------------------------------------------- FormatError
@@ -680,7 +680,7 @@ def test_format_run_round_trips_through_parse_run(data):
     ("tag", "rankings"),
     [
         param("my run", [ranking("1", "a", [1])], id="tag-whitespace"),
-        param("t", [Ranking("1 2", ["a"], np.array([1.0]))], id="qid-whitespace"),
+        param("t", [RankedList("1 2", ["a"], np.array([1.0]))], id="qid-whitespace"),
         param("t", [ranking("1", "a", [np.nan])], id="nan-score"),
     ],
 )
@@ -690,9 +690,9 @@ def test_format_run_rejects_unwritable_rankings(tag, rankings):
 
 
 def test_ranking_coerces_scores_and_checks_length():
-    assert Ranking("1", ["a", "b"], [2, 1]).scores.dtype == np.float64
+    assert RankedList("1", ["a", "b"], [2, 1]).scores.dtype == np.float64
     with pytest.raises(ValueError):
-        Ranking("1", ["a", "b"], [1.0])
+        RankedList("1", ["a", "b"], [1.0])
 
 
 def test_ranking_compares_docids_and_scores():
