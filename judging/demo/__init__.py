@@ -31,7 +31,6 @@ from judging.demo.catalogue import (  # noqa: F401
     SUBSTITUTE_UNSURE,
     SYSTEMS,
     UNCLEAR_NOTES,
-    URL,
     Decision,
     DemoData,
     Feature,

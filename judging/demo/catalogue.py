@@ -18,9 +18,6 @@ SLUG = "shop"
 NAME = "Product search — apparel & outdoor"
 
 
-URL = "http://127.0.0.1:8000/"
-
-
 SEED = 2026
 
 
@@ -42,7 +39,7 @@ PASSWORDS = {
 
 
 ROLES = {
-    "lead": "campaign lead (staff: /admin/ works too)",
+    "lead": "campaign lead (runs the campaign; the admin is for the superuser)",
     "alice": "annotator",
     "bob": "annotator",
     "carol": "annotator (judged a small overlap sample)",

@@ -1,5 +1,7 @@
 """Load the quickstart demo: users, the ``shop`` campaign, three systems' runs and some judgments."""
 
+import os
+
 from django.core.management.base import BaseCommand
 
 from judging import demo
@@ -43,7 +45,9 @@ class Command(BaseCommand):
             f"  {summary.pairs} pairs in the pool, {summary.labelled} labelled, {summary.adjudicated} adjudicated\n"
             f"  judgments: {judged}; {summary.unsure} unsure in all\n"
         )
-        self.stdout.write(f"Open {demo.URL} and log in as:")
+        # The quickstart and scripts/serve.sh serve on HOST:PORT (127.0.0.1:8000 unless told otherwise).
+        url = f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}/"
+        self.stdout.write(f"Open {url} and log in as:")
         width = max(map(len, demo.PASSWORDS))
         for username, password in demo.PASSWORDS.items():
             self.stdout.write(f"  {username:<{width}}  {password:<16}  {demo.ROLES[username]}")
