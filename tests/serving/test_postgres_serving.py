@@ -39,7 +39,7 @@ def test_40_concurrent_clients_get_no_errors_and_connections_stay_within_the_poo
     pairs = [
         p
         for (p,) in site.sql(
-            "SELECT p.id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
+            "SELECT p.public_id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
             "WHERE c.slug = 'conc' ORDER BY p.id"
         )
     ][:20]
