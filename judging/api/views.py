@@ -397,7 +397,7 @@ class CampaignViewSet(
             'pool depth, at most 100): `{"measure", "k": [...], "systems": [{"name", "values": [...]}]}`.'
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/curves", filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_OBJECT)
     def leaderboard_curves(self, request, slug=None):
         campaign, lb, d, trust = self._trust_board(request)
         measure = d["measure"].partition("@")[0]
@@ -426,7 +426,7 @@ class CampaignViewSet(
             f"`few_queries` marks segments of fewer than {10} scored queries."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/segments", filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_OBJECT)
     def leaderboard_segments(self, request, slug=None):
         campaign, lb, d, trust = self._trust_board(request)
         try:
@@ -451,7 +451,7 @@ class CampaignViewSet(
             "the queries) and pool pairs only it contributed."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_OBJECT)
     def leaderboard_pool_bias(self, request, slug=None):
         campaign, lb, d, trust = self._trust_board(request)
         result = trust.pool_bias(lb)
@@ -546,8 +546,7 @@ class CampaignViewSet(
         detail=True,
         methods=["post"],
         url_path=r"members/(?P<username>[^/]+)/link",
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def member_link(self, request, slug=None, username=None):
         campaign = self.get_object()
@@ -707,8 +706,7 @@ class CampaignViewSet(
         methods=["post"],
         url_path="upload/online",
         parser_classes=[MultiPartParser],
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def upload_online(self, request, slug=None):
         from judging.services.online import online_import
@@ -725,7 +723,7 @@ class CampaignViewSet(
             "annotators when the campaign shows them the leaderboard."
         ),
     )
-    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    @action(detail=True, methods=["get"], **ONE_OBJECT)
     def online(self, request, slug=None):
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
@@ -768,8 +766,7 @@ class CampaignViewSet(
         detail=True,
         methods=["get"],
         url_path=r"judges/(?P<name>[\w.@+-]+)/calibration",
-        filter_backends=[],
-        pagination_class=None,
+        **ONE_OBJECT,
     )
     def calibration(self, request, slug=None, name=None):
         campaign = self.get_object()
