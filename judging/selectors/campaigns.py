@@ -26,7 +26,10 @@ def grade_list(*, campaign: Campaign) -> list[Grade]:
 
 
 def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:
-    return campaign.memberships.select_related("user").order_by("role", "user__username")
+    # the profile and label source tell people from model judges and imported-label sources on the page
+    return campaign.memberships.select_related("user", "user__annotator_profile", "user__label_source").order_by(
+        "role", "user__username"
+    )
 
 
 def _pooled() -> Q:

@@ -32,7 +32,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from judging.access import lead_required
-from judging.models import Campaign, Membership, User
+from judging.models import AnnotatorProfile, Campaign, Membership, User
 from judging.services.campaigns import NO_USER, membership_add
 
 logger = logging.getLogger(__name__)
@@ -78,6 +78,12 @@ def password_pending(user: User) -> bool:
     return not user.has_usable_password()
 
 
+def not_a_person(user: User) -> bool:
+    """A model judge or a source of imported labels (e.g. trec-2019): an account nobody may log in as."""
+    profile = getattr(user, "annotator_profile", None)
+    return hasattr(user, "label_source") or (profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL)
+
+
 def set_password_path(*, user: User) -> str:
     """The path of a fresh one-time set-password link for ``user`` (Django's reset-confirm view)."""
     uid = urlsafe_base64_encode(force_bytes(user.pk))
@@ -89,6 +95,8 @@ def _may_issue_link(*, by: User, user: User) -> str | None:
     """Why ``by`` may not issue a set-password link for ``user``, or None when they may."""
     if user.is_superuser or user.is_staff:
         return f"{user.username} is an administrator account: only they (or another administrator) can change it"
+    if not_a_person(user):
+        return f"{user.username} is a model judge or a source of imported labels: nobody logs in as it"
     if not password_pending(user):
         return f"{user.username} has already set a password; they can use 'Forgot your password?' on the login page"
     if by.is_superuser:

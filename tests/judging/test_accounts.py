@@ -14,7 +14,8 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging.models import Membership
-from judging.services import campaign_create, membership_add
+from judging.services import campaign_create, membership_add, qrels_import
+from judging.services.model_judge import model_judge_get_or_create
 
 User = get_user_model()
 LINK = re.compile(r"https?://[^\s\"<]+/accounts/set-password/[^\s\"<]+/")
@@ -81,12 +82,19 @@ def test_existing_user_keeps_one_account_and_gets_no_link(campaign, lead, make_u
     assert set(Membership.objects.filter(user=erin).values_list("campaign__slug", flat=True)) == {"demo", "other"}
 
 
-@pytest.mark.parametrize("kind", ["has_password", "superuser", "pending_elsewhere"])
+@pytest.mark.parametrize("kind", ["has_password", "superuser", "pending_elsewhere", "model_judge", "label_source"])
 def test_lead_cannot_issue_links_outside_their_powers(campaign, lead, make_user, kind):
     if kind == "has_password":
         target = make_user("target")
     elif kind == "superuser":
         target = User.objects.create_superuser("target", password=None)
+    elif kind == "model_judge":
+        # Nobody logs in as a model judge (it has no password and never gets one).
+        target = model_judge_get_or_create(name="target", campaign=campaign)
+    elif kind == "label_source":
+        # Nor as the source an import recorded labels under.
+        qrels_import(campaign=campaign, data=b"q1 0 d1 2\n", filename="old.qrels", annotator="target", imported_by=lead)
+        target = User.objects.get(username="target")
     else:
         # Waiting for a password, but also a lead of a campaign this lead does not lead.
         target = User.objects.create_user("target", password=None)
@@ -103,6 +111,15 @@ def test_lead_cannot_issue_links_outside_their_powers(campaign, lead, make_user,
     assert "/accounts/set-password/" not in response.content.decode()
     target.refresh_from_db()
     assert target.password == password_before
+
+
+def test_members_page_names_model_judges_and_label_sources(campaign, lead):
+    model_judge_get_or_create(name="overlap-judge", campaign=campaign)
+    qrels_import(campaign=campaign, data=b"q1 0 d1 2\n", filename="old.qrels", annotator="trec-2019", imported_by=lead)
+    membership_add(campaign=campaign, user=User.objects.get(username="trec-2019"), role="annotator")
+    page = login(lead).get(members_url(campaign)).content.decode()
+    assert "model judge (no login)" in page and "imported labels (no login)" in page
+    assert "no password yet" not in page
 
 
 def test_new_link_for_pending_member_and_old_one_still_single_use(campaign, lead):
