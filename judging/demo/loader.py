@@ -99,7 +99,9 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
     for pair in (
         Pair.objects.filter(campaign=campaign, pooled=True)
         .select_related("query", "document", "campaign")
-        .order_by("query__qid", "id")
+        # by qid and docid, not by id: pair ids are shuffled on purpose (they must not reveal which system
+        # found a pair), and the demo must come out the same every time
+        .order_by("query__qid", "document__docid")
     ):
         by_query.setdefault(pair.query.qid, []).append(pair)
     needs = {q.qid: q for q in QUERIES}
@@ -151,7 +153,9 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
     # so that the history shows judgments that changed.
     alice_pairs = {p.id: p for p in plan["alice"]}
     settles = {d.settled_by: pid for (name, pid), d in reversed(decided.items()) if name == "alice" and d.unsure}
-    unsure = sorted(settles.values())[:2]  # one of each kind of doubt where there are several
+    unsure = sorted(settles.values(), key=lambda pid: (alice_pairs[pid].query.qid, alice_pairs[pid].document.docid))[
+        :2
+    ]  # one of each kind of doubt where there are several
     wrong = [
         pid
         for (name, pid), d in decided.items()
@@ -176,13 +180,15 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
 def _adjudicate(campaign: Campaign, lead, data: DemoData) -> list[int]:
     """The lead settles the two most disputed pairs (grades furthest apart), leaving the rest for the queue."""
     grades: dict[int, list[int]] = {}
-    for pair_id, value in Judgment.objects.filter(pair__campaign=campaign, unsure=False).values_list(
-        "pair_id", "grade__value"
+    names: dict[int, tuple[str, str]] = {}  # ties broken by qid and docid: pair ids are shuffled on purpose
+    for pair_id, value, qid, docid in Judgment.objects.filter(pair__campaign=campaign, unsure=False).values_list(
+        "pair_id", "grade__value", "pair__query__qid", "pair__document__docid"
     ):
         grades.setdefault(pair_id, []).append(value)
+        names[pair_id] = (qid, docid)
     disputed = sorted(
         ((max(v) - min(v), pid) for pid, v in grades.items() if len(v) > 1 and max(v) != min(v)),
-        key=lambda x: (-x[0], x[1]),
+        key=lambda x: (-x[0], names[x[1]]),
     )
     done = []
     for _, pair_id in disputed[:2]:
