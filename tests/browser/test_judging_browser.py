@@ -78,7 +78,9 @@ def setup(db):
 def log_in(page, base: str, username: str, password: str, *, then: str) -> None:
     page.goto(base + then)
     assert "/accounts/login/" in page.url
-    # Keyboard only: the username field has the focus.
+    # Keyboard only: the username field has the focus (wait for autofocus: on a loaded machine the first
+    # keys could otherwise arrive before it and go nowhere).
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'id_username'")
     page.keyboard.type(username)
     page.keyboard.press("Tab")
     page.keyboard.type(password)
