@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import PureWindowsPath
 
 import numpy as np
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 __all__ = [
     "Doc",
@@ -73,14 +75,19 @@ TAG_MAX = 100  # characters of one query tag (QueryTag.tag)
 _DOC_HEADERS = frozenset({("docid", "title", "text"), ("docid", "text")})
 _RUN_TSV_HEADERS = frozenset({("qid", "docid", "rank"), ("qid", "docid", "rank", "score")})
 _JSON_TYPES = {
-    dict: "an object",
-    list: "an array",
-    str: "a string",
-    bool: "a boolean",
-    int: "a number",
-    float: "a number",
+    dict: gettext_lazy("an object"),
+    list: gettext_lazy("an array"),
+    str: gettext_lazy("a string"),
+    bool: gettext_lazy("a boolean"),
+    int: gettext_lazy("a number"),
+    float: gettext_lazy("a number"),
     type(None): "null",
 }
+
+
+def _json_type(value: object) -> str:
+    """What a JSON value is, in words for an error message."""
+    return str(_JSON_TYPES.get(type(value)) or _("a value"))
 
 
 class ImportRefused(ValueError):
@@ -97,12 +104,17 @@ class ImportRefused(ValueError):
         self.filename = filename
         self.line = line
         self.field = field
-        where = filename
-        if line is not None:
-            where += f", line {line}"
-        if field is not None:
-            where += f", field '{field}'"
-        super().__init__(f"{where}: {message}")
+        # File, line and field stay as they are (the field is the format's own name); only the words translate.
+        where = {"file": filename, "line": line, "field": field, "message": message}
+        if line is not None and field is not None:
+            text = _("%(file)s, line %(line)s, field '%(field)s': %(message)s") % where
+        elif line is not None:
+            text = _("%(file)s, line %(line)s: %(message)s") % where
+        elif field is not None:
+            text = _("%(file)s, field '%(field)s': %(message)s") % where
+        else:
+            text = f"{filename}: {message}"
+        super().__init__(text)
 
     def __reduce__(self):
         # The keyword-only constructor defeats BaseException's default pickling (used by task queues).
@@ -202,13 +214,15 @@ def _decode(data: bytes, filename: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            raise FormatError("the file is UTF-16; save it as UTF-8", filename=filename) from None
+            raise FormatError(_("the file is UTF-16; save it as UTF-8"), filename=filename) from None
         # Only the error path needs the line: count the line breaks before the bad byte, the way
         # the happy path below splits lines (CRLF, LF and a lone CR each end one line).
         head = data[: exc.start]
         line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
         bad = " ".join(f"0x{byte:02x}" for byte in data[exc.start : exc.end])
-        raise FormatError(f"not valid UTF-8 (bad bytes {bad})", filename=filename, line=line) from None
+        raise FormatError(
+            _("not valid UTF-8 (bad bytes %(bytes)s)") % {"bytes": bad}, filename=filename, line=line
+        ) from None
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
@@ -243,21 +257,25 @@ def _show(value: str, limit: int = 60) -> str:
 
 
 def _empty_file(filename: str) -> FormatError:
-    return FormatError("empty file", filename=filename)
+    return FormatError(_("empty file"), filename=filename)
 
 
 def _char_error(value: str, name: str | None, filename: str, line: int) -> FormatError:
     char = _BAD_CHAR.search(value).group()
     if char == "\x00":
-        message = "contains a NUL character (U+0000)"
+        message = _("contains a NUL character (U+0000)")
     else:
-        message = f"contains a lone surrogate (U+{ord(char):04X}), which is not valid Unicode"
+        message = _("contains a lone surrogate (U+%(code)04X), which is not valid Unicode") % {"code": ord(char)}
     return FormatError(message, filename=filename, line=line, field=name)
 
 
 def _length_error(length: int, name: str, filename: str, line: int) -> FormatError:
     return FormatError(
-        f"too long: {length:,} characters (at most {_MAX_LENGTH[name]:,})", filename=filename, line=line, field=name
+        _("too long: %(length)s characters (at most %(limit)s)")
+        % {"length": f"{length:,}", "limit": f"{_MAX_LENGTH[name]:,}"},
+        filename=filename,
+        line=line,
+        field=name,
     )
 
 
@@ -277,10 +295,22 @@ def _check_value(value: str, name: str, filename: str, line: int, *, chars: bool
 def _check_id(value: str, name: str, filename: str, line: int, *, chars: bool = True) -> str:
     """An identifier (qid, docid, tag) must survive the whitespace-separated TREC formats and fit its column."""
     if not value:
-        raise FormatError("empty", filename=filename, line=line, field=name)
+        raise FormatError(_("empty"), filename=filename, line=line, field=name)
     if len(value.split()) != 1 or value.strip() != value:
-        raise FormatError(f"contains whitespace: {_show(value)}", filename=filename, line=line, field=name)
+        raise FormatError(_whitespace(value), filename=filename, line=line, field=name)
     return _check_value(value, name, filename, line, chars=chars)
+
+
+def _whitespace(value: str) -> str:
+    return _("contains whitespace: %(value)s") % {"value": _show(value)}
+
+
+def _columns(expected: object, names: str, found: object) -> str:
+    return _("expected %(expected)s columns (%(names)s), found %(found)s") % {
+        "expected": expected,
+        "names": names,
+        "found": found,
+    }
 
 
 def _has_other_space(text: str) -> bool:
@@ -303,14 +333,12 @@ def _check_columns(
             continue
         cols = [col for col in _ASCII_SPLIT.split(line) if col]
         if exact and len(cols) != len(names):
-            raise FormatError(
-                f"expected {len(names)} columns ({' '.join(names)}), found {len(cols)}", filename=filename, line=lineno
-            )
+            raise FormatError(_columns(len(names), " ".join(names), len(cols)), filename=filename, line=lineno)
         for name, col in zip(names, cols, strict=False):
             if "\x00" in col:
                 raise _char_error(col, name, filename, lineno)
             if _OTHER_SPACE.search(col):
-                raise FormatError(f"contains whitespace: {_show(col)}", filename=filename, line=lineno, field=name)
+                raise FormatError(_whitespace(col), filename=filename, line=lineno, field=name)
 
 
 def _check_lengths(columns: Sequence[tuple[str, Sequence[str]]], line_of: Callable[[int], int], filename: str) -> None:
@@ -362,23 +390,28 @@ def _culprit_key(line: str) -> tuple[str | None, int | None]:
     return None, None
 
 
+def _json_array_message() -> str:
+    return _("expected JSON Lines (one object per line), found a JSON array")
+
+
 def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> FormatError:
     """The FormatError for a line json.loads rejected (error path only)."""
     if isinstance(exc, json.JSONDecodeError):
         if line.lstrip().startswith("["):
-            message = "expected JSON Lines (one object per line), found a JSON array"
+            message = _json_array_message()
         else:
-            message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+            message = _("invalid JSON: %(error)s (column %(column)s)") % {"error": exc.msg, "column": exc.colno}
         return FormatError(message, filename=filename, line=lineno)
     # A RecursionError (arrays or objects nested thousands deep) or Python's 4,300-digit limit on
     # integers: neither is a JSONDecodeError, and both would otherwise escape as a traceback.
     key, start = _culprit_key(line)
     if isinstance(exc, RecursionError):
-        return FormatError("invalid JSON: nested too deeply", filename=filename, line=lineno, field=key)
+        return FormatError(_("invalid JSON: nested too deeply"), filename=filename, line=lineno, field=key)
     digits = re.match(r"-?[0-9]+", line[start:]) if start is not None else None
     if digits is None:  # the long integer sits deeper, inside an array or object
         return FormatError(
-            f"invalid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits",
+            _("invalid JSON: an integer of more than %(digits)s digits")
+            % {"digits": f"{sys.get_int_max_str_digits():,}"},
             filename=filename,
             line=lineno,
             field=key,
@@ -386,7 +419,9 @@ def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> Format
     length = len(digits.group())
     if key in _MAX_LENGTH:
         return _length_error(length, key, filename, lineno)
-    return FormatError(f"integer too long: {length:,} digits", filename=filename, line=lineno, field=key)
+    return FormatError(
+        _("integer too long: %(digits)s digits") % {"digits": f"{length:,}"}, filename=filename, line=lineno, field=key
+    )
 
 
 def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, dict]]:
@@ -398,14 +433,10 @@ def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, di
         except (ValueError, RecursionError) as exc:
             raise _json_error(exc, line, filename, lineno) from None
         if isinstance(obj, list):
-            raise FormatError(
-                "expected JSON Lines (one object per line), found a JSON array",
-                filename=filename,
-                line=lineno,
-            )
+            raise FormatError(_json_array_message(), filename=filename, line=lineno)
         if not isinstance(obj, dict):
             raise FormatError(
-                f"expected a JSON object, found {_JSON_TYPES.get(type(obj), 'a value')}",
+                _("expected a JSON object, found %(found)s") % {"found": _json_type(obj)},
                 filename=filename,
                 line=lineno,
             )
@@ -414,34 +445,36 @@ def _json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, di
 
 def _json_id(obj: dict, key: str, filename: str, line: int, *, chars: bool = True) -> str:
     if key not in obj:
-        raise FormatError("missing key", filename=filename, line=line, field=key)
+        raise FormatError(_("missing key"), filename=filename, line=line, field=key)
     value = obj[key]
     if isinstance(value, int) and not isinstance(value, bool):
         return _check_value(str(value), key, filename, line)
     if not isinstance(value, str):
-        found = _JSON_TYPES.get(type(value), "a value")
-        if isinstance(value, float):
-            found = f"{value!r}"
-        raise FormatError(f"expected a string or an integer, found {found}", filename=filename, line=line, field=key)
-    return _check_id(value.strip(), key, filename, line, chars=chars)
-
-
-def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
-    if key not in obj and required:
-        raise FormatError("missing key", filename=filename, line=line, field=key)
-    value = obj.get(key)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str):
+        found = f"{value!r}" if isinstance(value, float) else _json_type(value)
         raise FormatError(
-            f"expected a string, found {_JSON_TYPES.get(type(value), 'a value')}",
+            _("expected a string or an integer, found %(found)s") % {"found": found},
             filename=filename,
             line=line,
             field=key,
         )
+    return _check_id(value.strip(), key, filename, line, chars=chars)
+
+
+def _expected_string(value: object) -> str:
+    return _("expected a string, found %(found)s") % {"found": _json_type(value)}
+
+
+def _json_text(obj: dict, key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
+    if key not in obj and required:
+        raise FormatError(_("missing key"), filename=filename, line=line, field=key)
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise FormatError(_expected_string(value), filename=filename, line=line, field=key)
     value = value.strip()
     if required and not value:
-        raise FormatError("empty", filename=filename, line=line, field=key)
+        raise FormatError(_("empty"), filename=filename, line=line, field=key)
     return _check_value(value, key, filename, line, chars=chars)
 
 
@@ -463,7 +496,12 @@ def _tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iter
 def _claim(seen: dict, key: object, *, what: str, field: str, filename: str, line: int) -> None:
     first = seen.setdefault(key, line)
     if first != line:
-        raise FormatError(f"duplicate {what} (first on line {first})", filename=filename, line=line, field=field)
+        raise FormatError(
+            _("duplicate %(what)s (first on line %(first)s)") % {"what": what, "first": first},
+            filename=filename,
+            line=line,
+            field=field,
+        )
 
 
 # --------------------------------------------------------------------------- topics and documents
@@ -475,14 +513,20 @@ def _check_tag(value: str, filename: str, line: int, field: str, *, chars: bool 
     if chars and _BAD_CHAR.search(value):
         raise _char_error(value, field, filename, line)
     if not value:
-        raise FormatError("empty tag", filename=filename, line=line, field=field)
+        raise FormatError(_("empty tag"), filename=filename, line=line, field=field)
     if len(value) > TAG_MAX:
         raise FormatError(
-            f"tag longer than {TAG_MAX} characters: {_show(value)}", filename=filename, line=line, field=field
+            _("tag longer than %(limit)s characters: %(value)s") % {"limit": TAG_MAX, "value": _show(value)},
+            filename=filename,
+            line=line,
+            field=field,
         )
     if "," in value or "\t" in value or "\n" in value:
         raise FormatError(
-            f"a tag may not contain a comma or tab: {_show(value)}", filename=filename, line=line, field=field
+            _("a tag may not contain a comma or tab: %(value)s") % {"value": _show(value)},
+            filename=filename,
+            line=line,
+            field=field,
         )
     return value
 
@@ -500,13 +544,16 @@ def _json_tags(obj: dict, filename: str, line: int, *, chars: bool = True) -> tu
         return None
     value = obj["tags"]
     if not isinstance(value, list):
-        found = _JSON_TYPES.get(type(value), "a value")
-        raise FormatError(f"expected an array of strings, found {found}", filename=filename, line=line, field="tags")
+        raise FormatError(
+            _("expected an array of strings, found %(found)s") % {"found": _json_type(value)},
+            filename=filename,
+            line=line,
+            field="tags",
+        )
     tags = []
     for i, tag in enumerate(value):
         if not isinstance(tag, str):
-            found = _JSON_TYPES.get(type(tag), "a value")
-            raise FormatError(f"expected a string, found {found}", filename=filename, line=line, field=f"tags[{i}]")
+            raise FormatError(_expected_string(tag), filename=filename, line=line, field=f"tags[{i}]")
         tags.append(_check_tag(tag.strip(), filename, line, f"tags[{i}]", chars=chars))
     return tuple(dict.fromkeys(tags))
 
@@ -517,14 +564,18 @@ def _json_attributes(obj: dict, filename: str, line: int, *, chars: bool = True)
         return None
     value = obj["attributes"]
     if not isinstance(value, dict):
-        found = _JSON_TYPES.get(type(value), "a value")
-        raise FormatError(f"expected an object, found {found}", filename=filename, line=line, field="attributes")
+        raise FormatError(
+            _("expected an object, found %(found)s") % {"found": _json_type(value)},
+            filename=filename,
+            line=line,
+            field="attributes",
+        )
     for key, item in value.items():
         if not key.strip():
-            raise FormatError("empty attribute name", filename=filename, line=line, field="attributes")
+            raise FormatError(_("empty attribute name"), filename=filename, line=line, field="attributes")
         if isinstance(item, (dict, list)):
             raise FormatError(
-                f"expected a string, number or boolean, found {_JSON_TYPES[type(item)]}",
+                _("expected a string, number or boolean, found %(found)s") % {"found": _json_type(item)},
                 filename=filename,
                 line=line,
                 field=f"attributes.{key[:40]}",
@@ -563,13 +614,14 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
         for line, cols in _tsv_rows(lines, _TOPIC_HEADERS):
             if len(cols) not in (2, 3, 4):
                 raise FormatError(
-                    f"expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found {len(cols)}",
+                    _("expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found %(found)s")
+                    % {"found": len(cols)},
                     filename=filename,
                     line=line,
                 )
             qid = _check_id(cols[0], "qid", filename, line, chars=nul)
             if not cols[1]:
-                raise FormatError("empty", filename=filename, line=line, field="text")
+                raise FormatError(_("empty"), filename=filename, line=line, field="text")
             if nul:
                 for name, col in zip(("text", "description", "tags"), cols[1:], strict=False):
                     _check_value(col, name, filename, line)
@@ -609,14 +661,15 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
         for line, cols in _tsv_rows(lines, _DOC_HEADERS):
             if len(cols) not in (2, 3):
                 raise FormatError(
-                    f"expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), found {len(cols)}",
+                    _("expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), found %(found)s")
+                    % {"found": len(cols)},
                     filename=filename,
                     line=line,
                 )
             docid = _check_id(cols[0], "docid", filename, line, chars=nul)
             title, text = ("", cols[1]) if len(cols) == 2 else (cols[1], cols[2])
             if not text:
-                raise FormatError("empty", filename=filename, line=line, field="text")
+                raise FormatError(_("empty"), filename=filename, line=line, field="text")
             if nul:
                 _check_value(title, "title", filename, line)
                 _check_value(text, "text", filename, line)
@@ -639,7 +692,8 @@ def parse_query_tags(data: bytes, *, filename: str) -> list[tuple[str, tuple[str
     for line, cols in _tsv_rows(lines, _TAG_HEADERS):
         if len(cols) not in (1, 2):
             raise FormatError(
-                f"expected 2 tab-separated columns (qid, comma-separated tags), found {len(cols)}",
+                _("expected 2 tab-separated columns (qid, comma-separated tags), found %(found)s")
+                % {"found": len(cols)},
                 filename=filename,
                 line=line,
             )
@@ -695,8 +749,12 @@ def _column_numbers(
     except ValueError:
         pass
     i = _first_failure(tokens, functools.partial(_ascii_number, convert))
-    kind = "an integer" if convert is int else "a number"
-    return [], FormatError(f"not {kind}: {_show(tokens[i])}", filename=filename, line=line_of(i), field=name)
+    message = _("not an integer: %(value)s") if convert is int else _("not a number: %(value)s")
+    return [], FormatError(message % {"value": _show(tokens[i])}, filename=filename, line=line_of(i), field=name)
+
+
+def _not_finite() -> str:
+    return _("not a finite number: %(value)s")
 
 
 def _nonfinite_error(
@@ -707,7 +765,7 @@ def _nonfinite_error(
         return None
     i = int(bad[0])
     return FormatError(
-        f"not a finite number: {_show(str(tokens[i]))}", filename=filename, line=line_of(i), field="score"
+        _not_finite() % {"value": _show(str(tokens[i]))}, filename=filename, line=line_of(i), field="score"
     )
 
 
@@ -783,7 +841,8 @@ def _raise_duplicate_docid(
     for i, key in enumerate(zip(tags, qids, docids, strict=True)):
         if key in first:
             raise FormatError(
-                f"duplicate docid {_show(key[2])} for qid {_show(key[1])} (first on line {line_of(first[key])})",
+                _("duplicate docid %(docid)s for qid %(qid)s (first on line %(first)s)")
+                % {"docid": _show(key[2]), "qid": _show(key[1]), "first": line_of(first[key])},
                 filename=filename,
                 line=line_of(i),
                 field="docid",
@@ -798,7 +857,9 @@ def _by_rank(ranks: list[int], filename: str, line_of: Callable[[int], int]) -> 
         rank_array = np.array(ranks, dtype=np.int64)
     except OverflowError:
         i = next(i for i, rank in enumerate(ranks) if not -(2**63) < rank < 2**63)
-        raise FormatError(f"out of range: {ranks[i]}", filename=filename, line=line_of(i), field="rank") from None
+        raise FormatError(
+            _("out of range: %(value)s") % {"value": ranks[i]}, filename=filename, line=line_of(i), field="rank"
+        ) from None
     return rank_array, -rank_array.astype(np.float64)
 
 
@@ -841,7 +902,7 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[RankedList]]:
     short = np.flatnonzero((counts > 0) & (counts < 6))
     if len(short):
         i = int(short[0])
-        raise FormatError(f"expected 6 columns ({RUN_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1)
+        raise FormatError(_columns(6, RUN_COLUMNS, counts[i]), filename=filename, line=i + 1)
     long = np.flatnonzero(counts > 6)
     if len(long):
         for i in long.tolist():  # extra trailing columns are ignored
@@ -876,7 +937,8 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList
         if len(cols) != width:
             layout = "qid, docid, rank, score" if width == 4 else "qid, docid, rank"
             raise FormatError(
-                f"expected {width} tab-separated columns ({layout}) like the first line, found {len(cols)}",
+                _("expected %(expected)s tab-separated columns (%(names)s) like the first line, found %(found)s")
+                % {"expected": width, "names": layout, "found": len(cols)},
                 filename=filename,
                 line=line,
             )
@@ -918,35 +980,37 @@ def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[st
         if tag is None:
             tag = default_tag
         elif not isinstance(tag, str):
-            raise FormatError(
-                f"expected a string, found {_JSON_TYPES.get(type(tag), 'a value')}",
-                filename=filename,
-                line=line,
-                field="tag",
-            )
+            raise FormatError(_expected_string(tag), filename=filename, line=line, field="tag")
         else:
             tag = _check_id(tag.strip(), "tag", filename, line, chars=chars)
         rank, score = obj.get("rank"), obj.get("score")
         if rank is not None and (not isinstance(rank, int) or isinstance(rank, bool)):
-            raise FormatError(f"not an integer: {json.dumps(rank)}", filename=filename, line=line, field="rank")
+            raise FormatError(
+                _("not an integer: %(value)s") % {"value": json.dumps(rank)}, filename=filename, line=line, field="rank"
+            )
         if score is not None:
             if not isinstance(score, int | float) or isinstance(score, bool):
-                raise FormatError(f"not a number: {json.dumps(score)}", filename=filename, line=line, field="score")
+                raise FormatError(
+                    _("not a number: %(value)s") % {"value": json.dumps(score)},
+                    filename=filename,
+                    line=line,
+                    field="score",
+                )
             try:
                 score = float(score)
             except OverflowError:  # an integer past 1e308
                 score = float("inf")
             if not np.isfinite(score):
-                raise FormatError(f"not a finite number: {score!r}", filename=filename, line=line, field="score")
+                raise FormatError(_not_finite() % {"value": repr(score)}, filename=filename, line=line, field="score")
         if rank is None and score is None:
-            raise FormatError("missing key: give a 'rank', a 'score' or both", filename=filename, line=line)
+            raise FormatError(_("missing key: give a 'rank', a 'score' or both"), filename=filename, line=line)
         if scored is None:
             scored = score is not None
         elif scored != (score is not None):
             message = (
-                "missing key; the first record has a score, so every record needs one"
+                _("missing key; the first record has a score, so every record needs one")
                 if scored
-                else "unexpected key; the first record has no score, so no record may have one"
+                else _("unexpected key; the first record has no score, so no record may have one")
             )
             raise FormatError(message, filename=filename, line=line, field="score")
         qids.append(qid)
@@ -1030,7 +1094,7 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
     wrong = np.flatnonzero((counts > 0) & (counts != 4))
     if len(wrong):
         i = int(wrong[0])
-        raise FormatError(f"expected 4 columns ({QRELS_COLUMNS}), found {counts[i]}", filename=filename, line=i + 1)
+        raise FormatError(_columns(4, QRELS_COLUMNS, counts[i]), filename=filename, line=i + 1)
     tokens = text.split()
     if not tokens:
         raise _empty_file(filename)
@@ -1047,8 +1111,8 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
         for i, pair in enumerate(pairs):
             if pair in first:
                 raise FormatError(
-                    f"duplicate judgment of docid {_show(pair[1])} for qid {_show(pair[0])} "
-                    f"(first on line {line_of(first[pair])})",
+                    _("duplicate judgment of docid %(docid)s for qid %(qid)s (first on line %(first)s)")
+                    % {"docid": _show(pair[1]), "qid": _show(pair[0]), "first": line_of(first[pair])},
                     filename=filename,
                     line=line_of(i),
                     field="docid",
@@ -1091,10 +1155,12 @@ def _online_number(value: str, name: str, filename: str, line: int, *, required:
     if not value and not required:
         return None
     if not _ASCII_NUMBER.fullmatch(value):
-        raise FormatError(f"not a number: {_show(value)}", filename=filename, line=line, field=name)
+        raise FormatError(
+            _("not a number: %(value)s") % {"value": _show(value)}, filename=filename, line=line, field=name
+        )
     number = float(value)
     if not math.isfinite(number):
-        raise FormatError(f"not a finite number: {_show(value)}", filename=filename, line=line, field=name)
+        raise FormatError(_not_finite() % {"value": _show(value)}, filename=filename, line=line, field=name)
     return number
 
 
@@ -1126,15 +1192,20 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
         unknown = next((n for n in names if n not in _ONLINE_FIELDS), None)
         if unknown is not None:
             raise FormatError(
-                f"unknown column {_show(unknown)} (expected {ONLINE_COLUMNS})", filename=filename, line=first_line
+                _("unknown column %(name)s (expected %(columns)s)")
+                % {"name": _show(unknown), "columns": ONLINE_COLUMNS},
+                filename=filename,
+                line=first_line,
             )
         missing = next((n for n in ("system", "metric", "value") if n not in names), None)
         if missing is not None:
-            raise FormatError(f"the header has no {missing!r} column", filename=filename, line=first_line)
+            raise FormatError(
+                _("the header has no %(name)s column") % {"name": repr(missing)}, filename=filename, line=first_line
+            )
         if len(set(names)) != len(names):
-            raise FormatError("a column is named twice in the header", filename=filename, line=first_line)
+            raise FormatError(_("a column is named twice in the header"), filename=filename, line=first_line)
         if ("ci_low" in names) != ("ci_high" in names):
-            raise FormatError("ci_low and ci_high go together", filename=filename, line=first_line)
+            raise FormatError(_("ci_low and ci_high go together"), filename=filename, line=first_line)
         layout = names
         numbered = numbered[1:]
     figures: list[OnlineFigure] = []
@@ -1142,10 +1213,8 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
     for line, cells in numbered:
         cols = layout or _ONLINE_LAYOUTS.get(len(cells))
         if cols is None or len(cells) != len(cols):
-            expected = f"{len(cols)} (as the header says)" if layout else "3 to 6"
-            raise FormatError(
-                f"expected {expected} columns ({ONLINE_COLUMNS}), found {len(cells)}", filename=filename, line=line
-            )
+            expected = _("%(n)s (as the header says)") % {"n": len(cols)} if layout else _("3 to 6")
+            raise FormatError(_columns(expected, ONLINE_COLUMNS, len(cells)), filename=filename, line=line)
         row = dict(zip(cols, cells, strict=True))
         system, metric, qid = row["system"], row["metric"], row.get("qid", "")
         for name, value, limit in (
@@ -1154,31 +1223,39 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
             ("qid", qid, QID_MAX_LENGTH),
         ):
             if not value and name != "qid":
-                raise FormatError("empty", filename=filename, line=line, field=name)
+                raise FormatError(_("empty"), filename=filename, line=line, field=name)
             if len(value) > limit:
-                raise FormatError(f"longer than {limit} characters", filename=filename, line=line, field=name)
+                raise FormatError(
+                    _("longer than %(limit)s characters") % {"limit": limit}, filename=filename, line=line, field=name
+                )
         value = _online_number(row["value"], "value", filename, line, required=True)
         low = _online_number(row.get("ci_low", ""), "ci_low", filename, line, required=False)
         high = _online_number(row.get("ci_high", ""), "ci_high", filename, line, required=False)
         if (low is None) != (high is None):
             raise FormatError(
-                "give both ends of the confidence interval or neither",
+                _("give both ends of the confidence interval or neither"),
                 filename=filename,
                 line=line,
                 field="ci_high" if high is None else "ci_low",
             )
         if low is not None and not low <= value <= high:
             raise FormatError(
-                f"the interval [{low:g}, {high:g}] does not contain the value {value:g}",
+                _("the interval [%(low)s, %(high)s] does not contain the value %(value)s")
+                % {"low": f"{low:g}", "high": f"{high:g}", "value": f"{value:g}"},
                 filename=filename,
                 line=line,
                 field="ci_low" if low > value else "ci_high",
             )
         key = (system, metric, qid)
         if key in seen:
-            where = f" for qid {_show(qid)}" if qid else ""
+            names = {"metric": repr(metric), "system": repr(system), "qid": _show(qid), "first": seen[key]}
+            message = (
+                _("%(metric)s of system %(system)s for qid %(qid)s given twice (first on line %(first)s)")
+                if qid
+                else _("%(metric)s of system %(system)s given twice (first on line %(first)s)")
+            )
             raise FormatError(
-                f"{metric!r} of system {system!r}{where} given twice (first on line {seen[key]})",
+                message % names,
                 filename=filename,
                 line=line,
                 field="metric",
@@ -1186,7 +1263,7 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
         seen[key] = line
         figures.append(OnlineFigure(system, metric, value, low, high, qid, line))
     if not figures:
-        raise FormatError("no figures, only a header", filename=filename)
+        raise FormatError(_("no figures, only a header"), filename=filename)
     return figures
 
 
