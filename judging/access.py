@@ -16,13 +16,15 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from judging.models import Campaign, Membership, Pair, User
 from judging.selectors import pair_get
 
 LEAD = Membership.Role.LEAD
 ANNOTATOR = Membership.Role.ANNOTATOR
-SESSION_EXPIRED = "Your session has expired: log in again in another tab."
+SESSION_EXPIRED = gettext_lazy("Your session has expired: log in again in another tab.")
 
 
 def membership_role(*, campaign: Campaign | int, user: User) -> str | None:
@@ -38,7 +40,7 @@ def membership_role(*, campaign: Campaign | int, user: User) -> str | None:
 def lead_required(*, campaign: Campaign, user: User, what: str) -> None:
     """Raise PermissionDenied unless the user leads the campaign; ``what`` completes "only a lead can ..."."""
     if membership_role(campaign=campaign, user=user) != LEAD:
-        raise PermissionDenied(f"only a lead of this campaign can {what}")
+        raise PermissionDenied(_("only a lead of this campaign can %(what)s") % {"what": what})
 
 
 def can_create_campaigns(user: User) -> bool:
@@ -84,9 +86,9 @@ def campaign_member(request, slug: str, *, lead: bool = False) -> Member:
     campaign = get_object_or_404(Campaign, slug=slug)
     role = membership_role(campaign=campaign, user=request.user)
     if role is None:
-        raise Http404("No such campaign.")
+        raise Http404(_("No such campaign."))
     if lead and role != LEAD:
-        raise PermissionDenied("Only the campaign's leads can open this page.")
+        raise PermissionDenied(_("Only the campaign's leads can open this page."))
     return Member(campaign, role)
 
 
@@ -103,7 +105,7 @@ def campaign_view(view=None, *, lead: bool = False):
         def wrapped(request, slug: str, *args, **kwargs):
             if not request.user.is_authenticated:
                 if getattr(request, "htmx", False):
-                    return HttpResponse(SESSION_EXPIRED, status=401)
+                    return HttpResponse(str(SESSION_EXPIRED), status=401)
                 return redirect_to_login(request.get_full_path())
             return view(request, campaign_member(request, slug, lead=lead), *args, **kwargs)
 
@@ -119,10 +121,10 @@ def campaign_pair(campaign: Campaign, pair_id, *, pooled_only: bool = True, publ
     try:
         pair_id = int(pair_id)
     except (TypeError, ValueError, OverflowError):
-        raise Http404("No such pair.") from None
+        raise Http404(_("No such pair.")) from None
     key = {"public_id": pair_id} if public else {"pair_id": pair_id}
     pair = pair_get(campaign=campaign, pooled_only=pooled_only, **key)
     if pair is None:
-        raise Http404("No such pair in this campaign.")
+        raise Http404(_("No such pair in this campaign."))
     pair.campaign = campaign  # already loaded: spares the services a query
     return pair

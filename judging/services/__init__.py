@@ -12,15 +12,16 @@ from judging.services.accounts import (  # noqa: F401
 )
 from judging.services.campaigns import (  # noqa: F401
     CAMPAIGN_SETTINGS,
-    NO_USER,
     campaign_create,
     campaign_has_judgments,
     campaign_policy_set,
     campaign_scale_set,
     campaign_settings_update,
     campaign_update,
+    last_lead,
     membership_add,
     membership_remove,
+    no_user,
     scale_from_values,
     user_get,
 )

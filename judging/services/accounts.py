@@ -30,10 +30,11 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
 
 from judging.access import lead_required
 from judging.models import AnnotatorProfile, Campaign, Membership, User
-from judging.services.campaigns import NO_USER, membership_add
+from judging.services.campaigns import membership_add, no_user
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +45,18 @@ def _username_check(username: str) -> str:
     username = (username or "").strip()
     field = get_user_model()._meta.get_field("username")
     if not username:
-        raise ValidationError("a username is required")
+        raise ValidationError(_("a username is required"))
     try:
         field.run_validators(username)
     except ValidationError as exc:
-        raise ValidationError(f"username {username!r}: {' '.join(exc.messages)}") from None
+        raise ValidationError(
+            _("username %(username)s: %(errors)s") % {"username": repr(username), "errors": " ".join(exc.messages)}
+        ) from None
     if len(username) > field.max_length:
-        raise ValidationError(f"username {username!r}: at most {field.max_length} characters")
+        raise ValidationError(
+            _("username %(username)s: at most %(limit)s characters")
+            % {"username": repr(username), "limit": field.max_length}
+        )
     return username
 
 
@@ -60,7 +66,7 @@ def _email_check(email: str) -> str:
         try:
             validate_email(email)
         except ValidationError:
-            raise ValidationError(f"{email!r} is not an e-mail address") from None
+            raise ValidationError(_("%(email)s is not an e-mail address") % {"email": repr(email)}) from None
     return email
 
 
@@ -93,12 +99,15 @@ def set_password_path(*, user: User) -> str:
 
 def _may_issue_link(*, by: User, user: User) -> str | None:
     """Why ``by`` may not issue a set-password link for ``user``, or None when they may."""
+    names = {"username": user.username}
     if user.is_superuser or user.is_staff:
-        return f"{user.username} is an administrator account: only they (or another administrator) can change it"
+        return _("%(username)s is an administrator account: only they (or another administrator) can change it") % names
     if not_a_person(user):
-        return f"{user.username} is a model judge or a source of imported labels: nobody logs in as it"
+        return _("%(username)s is a model judge or a source of imported labels: nobody logs in as it") % names
     if not password_pending(user):
-        return f"{user.username} has already set a password; they can use 'Forgot your password?' on the login page"
+        return (
+            _("%(username)s has already set a password; they can use 'Forgot your password?' on the login page") % names
+        )
     if by.is_superuser:
         return None
     elsewhere = (
@@ -107,7 +116,9 @@ def _may_issue_link(*, by: User, user: User) -> str | None:
         .exists()
     )
     if elsewhere:
-        return f"{user.username} also belongs to campaigns you do not lead: ask one of their leads for a new link"
+        return (
+            _("%(username)s also belongs to campaigns you do not lead: ask one of their leads for a new link") % names
+        )
     return None
 
 
@@ -134,10 +145,13 @@ def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
     if not user.email or not mail_configured():
         return False
     inviter = by.get_full_name() or by.username
-    subject = f"RelJudge: set your password for {campaign.name}"
+    names = {"campaign": campaign.name, "inviter": inviter, "username": user.username, "days": LINK_DAYS, "url": url}
+    subject = _("RelJudge: set your password for %(campaign)s") % names
     body = (
-        f'{inviter} added you to the RelJudge campaign "{campaign.name}" as {user.username}.\n\n'
-        f"Set your password here (the link works once, for {LINK_DAYS} days):\n{url}\n"
+        _('%(inviter)s added you to the RelJudge campaign "%(campaign)s" as %(username)s.') % names
+        + "\n\n"
+        + _("Set your password here (the link works once, for %(days)s days):") % names
+        + f"\n{url}\n"
     )
 
     def send():
@@ -171,7 +185,7 @@ def member_add(
     theirs, not the lead's to change). An existing account still waiting for its password gets a fresh link
     when ``by`` may issue one. ``base_url`` (scheme and host) makes the e-mailed link absolute.
     """
-    lead_required(campaign=campaign, user=by, what="add members")
+    lead_required(campaign=campaign, user=by, what=_("add members"))
     username = _username_check(username)
     email = _email_check(email)
     model = get_user_model()
@@ -179,8 +193,8 @@ def member_add(
     created = False
     if user is None:
         if not create:
-            raise ValidationError(NO_USER.format(username=username))
-        first, _, last = (name or "").strip().partition(" ")
+            raise ValidationError(no_user(username))
+        first, _space, last = (name or "").strip().partition(" ")
         user = model(username=username, email=email, first_name=first[:150], last_name=last.strip()[:150])
         user.set_unusable_password()
         user.save()
@@ -197,10 +211,10 @@ def member_add(
 
 def set_password_link_issue(*, campaign: Campaign, by: User, user: User, base_url: str = "") -> MemberAdded:
     """A fresh set-password link for a member of ``campaign`` who has not set a password yet ("resend")."""
-    lead_required(campaign=campaign, user=by, what="send set-password links")
+    lead_required(campaign=campaign, user=by, what=_("send set-password links"))
     membership = Membership.objects.filter(campaign=campaign, user=user).select_related("user").first()
     if membership is None:
-        raise PermissionDenied(f"{user.username} is not a member of this campaign")
+        raise PermissionDenied(_("%(username)s is not a member of this campaign") % {"username": user.username})
     why_not = _may_issue_link(by=by, user=user)
     if why_not:
         raise ValidationError(why_not)
@@ -217,13 +231,14 @@ class PersonRow:
     name: str = ""
 
 
-def people_parse(text: str, *, source: str = "the list") -> list[PersonRow]:
+def people_parse(text: str, *, source: str | None = None) -> list[PersonRow]:
     """People to add, one per line: ``username[,email[,name]]`` (a pasted list or a CSV file).
 
     A first line naming the columns (``username,email,name`` in any order) is a header. Blank lines and
     lines starting with ``#`` are skipped. Errors name the line and the field; a username listed twice is
     an error (which of the two lines was meant?).
     """
+    source = source or _("the list")
     rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
     columns = ["username", "email", "name"]
     start = 0
@@ -235,7 +250,8 @@ def people_parse(text: str, *, source: str = "the list") -> list[PersonRow]:
             unknown = [c for c in cells if c and c not in columns]
             if unknown:
                 raise ValidationError(
-                    f"{source}, line {i + 1}: unknown column {unknown[0]!r}; expected username, email, name"
+                    _("%(source)s, line %(line)s: unknown column %(name)s; expected username, email, name")
+                    % {"source": source, "line": i + 1, "name": repr(unknown[0])}
                 )
             columns, start = cells, i + 1
         break
@@ -246,19 +262,27 @@ def people_parse(text: str, *, source: str = "the list") -> list[PersonRow]:
         if not any(cells) or cells[0].startswith("#"):
             continue
         if len(cells) > len(columns):
-            raise ValidationError(f"{source}, line {i}: {len(cells)} fields; expected at most {len(columns)}")
+            raise ValidationError(
+                _("%(source)s, line %(line)s: %(found)s fields; expected at most %(limit)s")
+                % {"source": source, "line": i, "found": len(cells), "limit": len(columns)}
+            )
         values = dict(zip(columns, cells, strict=False))
         try:
             username = _username_check(values.get("username", ""))
             email = _email_check(values.get("email", ""))
         except ValidationError as exc:
-            raise ValidationError(f"{source}, line {i}: {exc.messages[0]}") from None
+            raise ValidationError(
+                _("%(source)s, line %(line)s: %(error)s") % {"source": source, "line": i, "error": exc.messages[0]}
+            ) from None
         if username in seen:
-            raise ValidationError(f"{source}, line {i}: {username!r} is listed twice (also line {seen[username]})")
+            raise ValidationError(
+                _("%(source)s, line %(line)s: %(username)s is listed twice (also line %(first)s)")
+                % {"source": source, "line": i, "username": repr(username), "first": seen[username]}
+            )
         seen[username] = i
         people.append(PersonRow(username=username, email=email, name=values.get("name", "")))
     if not people:
-        raise ValidationError(f"{source}: no usernames found")
+        raise ValidationError(_("%(source)s: no usernames found") % {"source": source})
     return people
 
 

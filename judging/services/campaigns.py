@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from judging.access import lead_required
 from judging.models import (
@@ -30,9 +31,9 @@ def scale_from_values(values: Sequence[int]) -> list[dict]:
     """A scale for the given grade values, named like the default 0/1/2 scale where it can be."""
     values = sorted({int(v) for v in values})
     if not values:
-        raise ValidationError("a grading scale needs at least one grade")
+        raise ValidationError(_("a grading scale needs at least one grade"))
     if any(v < 0 or v > 100 for v in values):
-        raise ValidationError("grades must be whole numbers from 0 to 100")
+        raise ValidationError(_("grades must be whole numbers from 0 to 100"))
     if values == [0, 1, 2]:
         return [dict(g) for g in DEFAULT_SCALE]
     top = values[-1]
@@ -107,10 +108,12 @@ def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict]) -> None:
     """Replace the grading scale; refused once judging has started (labels would change meaning)."""
     new_values = sorted(int(g["value"]) for g in scale)
     if len(set(new_values)) != len(new_values):
-        raise ValidationError("each grade value may appear only once")
+        raise ValidationError(_("each grade value may appear only once"))
     old_values = list(campaign.grades.values_list("value", flat=True))
     if new_values != sorted(old_values) and campaign_has_judgments(campaign=campaign):
-        raise ValidationError("the grading scale is fixed once judging has started; names and descriptions can change")
+        raise ValidationError(
+            _("the grading scale is fixed once judging has started; names and descriptions can change")
+        )
     existing = {g.value: g for g in campaign.grades.all()}
     for g in scale:
         obj = existing.pop(int(g["value"]), None) or Grade(campaign=campaign, value=int(g["value"]))
@@ -122,7 +125,9 @@ def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict]) -> None:
         obj.delete()
 
 
-LAST_LEAD = "A campaign needs at least one lead: add another lead first."
+def last_lead() -> str:
+    """The rule that keeps a campaign led, in the reader's language."""
+    return _("A campaign needs at least one lead: add another lead first.")
 
 
 def _lead_stays(*, campaign: Campaign, user: User) -> None:
@@ -135,14 +140,14 @@ def _lead_stays(*, campaign: Campaign, user: User) -> None:
         .values_list("user_id", flat=True)
     )
     if leads == [user.pk]:
-        raise ValidationError(LAST_LEAD)
+        raise ValidationError(last_lead())
 
 
 @transaction.atomic
 def membership_add(*, campaign: Campaign, user: User, role: str) -> Membership:
     """Make ``user`` a member with ``role``, or change their role; a campaign keeps at least one lead."""
     if role not in Membership.Role.values:
-        raise ValidationError(f"unknown role {role!r}; expected annotator or lead")
+        raise ValidationError(_("unknown role %(role)s; expected annotator or lead") % {"role": repr(role)})
     membership, created = Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": role})
     if not created and membership.role != role:
         if membership.role == Membership.Role.LEAD:
@@ -160,11 +165,13 @@ def membership_remove(*, campaign: Campaign, user: User) -> None:
     Membership.objects.filter(campaign=campaign, user=user).delete()
 
 
-NO_USER = (
-    "no user named {username!r}; a lead creates the account on the campaign's Members page (tick 'Create the "
-    "account'), with add_member SLUG USERNAME --role annotator --create, or through the API with "
-    '"create": true; each gives a one-time set-password link'
-)
+def no_user(username: str) -> str:
+    """Why a username cannot be added, and the three ways to create the account."""
+    return _(
+        "no user named %(username)s; a lead creates the account on the campaign's Members page (tick 'Create "
+        "the account'), with add_member SLUG USERNAME --role annotator --create, or through the API with "
+        '"create": true; each gives a one-time set-password link'
+    ) % {"username": repr(username)}
 
 
 def user_get(*, username: str):
@@ -172,7 +179,7 @@ def user_get(*, username: str):
     try:
         return User.objects.get(username=username)
     except User.DoesNotExist:
-        raise ValidationError(NO_USER.format(username=username)) from None
+        raise ValidationError(no_user(username)) from None
 
 
 CAMPAIGN_SETTINGS = (
@@ -196,7 +203,7 @@ def campaign_settings_update(*, campaign: Campaign, **values) -> int:
     """
     unknown = set(values) - set(CAMPAIGN_SETTINGS)
     if unknown:
-        raise ValidationError(f"unknown campaign settings: {', '.join(sorted(unknown))}")
+        raise ValidationError(_("unknown campaign settings: %(names)s") % {"names": ", ".join(sorted(unknown))})
     old_depth, old_policy = campaign.pool_depth, campaign.aggregation
     for name, value in values.items():
         setattr(campaign, name, value)
@@ -245,7 +252,7 @@ def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, 
         old_values = sorted(campaign.grades.values_list("value", flat=True))
         new_values = sorted(int(g["value"]) for g in scale)
         if new_values != old_values and Adjudication.objects.filter(pair__campaign=campaign).exists():
-            raise ValidationError({"scale": "the grading scale is fixed once pairs have been adjudicated"})
+            raise ValidationError({"scale": _("the grading scale is fixed once pairs have been adjudicated")})
         try:
             campaign_scale_set(campaign=campaign, scale=scale)
         except ValidationError as exc:
@@ -257,12 +264,12 @@ def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, 
 def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str) -> int:
     """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
     transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
-    lead_required(campaign=campaign, user=lead, what="change the aggregation policy")
+    lead_required(campaign=campaign, user=lead, what=_("change the aggregation policy"))
     if policy not in Campaign.Aggregation.values:
         raise ValidationError(
             {
-                "policy": f"unknown aggregation policy {policy!r}; expected one of "
-                f"{', '.join(Campaign.Aggregation.values)}"
+                "policy": _("unknown aggregation policy %(policy)s; expected one of %(names)s")
+                % {"policy": repr(policy), "names": ", ".join(Campaign.Aggregation.values)}
             }
         )
     # Lock the campaign row: two leads switching at once are applied one after the other.

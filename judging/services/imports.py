@@ -17,6 +17,8 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from judging import formats
 from judging.access import lead_required, membership_role
@@ -53,6 +55,17 @@ class ImportConflict(formats.ImportRefused):
     status = 409
 
 
+# What the summary calls each kind of row (``kind`` itself stays English: the API and the logs name it).
+_KIND_NAMES = {
+    "queries": gettext_lazy("queries"),
+    "query tags": gettext_lazy("query tags"),
+    "documents": gettext_lazy("documents"),
+    "rankings": gettext_lazy("rankings"),
+    "judgments": gettext_lazy("judgments"),
+    "online figures": gettext_lazy("online figures"),
+}
+
+
 @dataclass
 class ImportSummary:
     """What one import did, for the command's output, the upload page and the API."""
@@ -73,22 +86,40 @@ class ImportSummary:
     kept: int = 0
 
     def lines(self) -> list[str]:
-        out = [f"{self.filename}: {self.added} {self.kind} added, {self.updated} updated, {self.unchanged} unchanged"]
+        counts = {
+            "file": self.filename,
+            "kind": _KIND_NAMES.get(self.kind, self.kind),
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "source": self.source,
+            "kept": self.kept,
+        }
+        out = [_("%(file)s: %(added)s %(kind)s added, %(updated)s updated, %(unchanged)s unchanged") % counts]
         if self.source_created:
-            out.append(f"created the source account {self.source!r} for these labels (nobody can log in with it)")
+            out.append(
+                _("created the source account %(source)s for these labels (nobody can log in with it)")
+                % {"source": repr(self.source)}
+            )
         if self.kept:
             out.append(
-                f"{self.kept} labels left alone: {self.source} had already judged those pairs in the app, "
-                "and imports never overwrite a person's own judgment"
+                _(
+                    "%(kept)s labels left alone: %(source)s had already judged those pairs in the app, "
+                    "and imports never overwrite a person's own judgment"
+                )
+                % counts
             )
         if self.systems:
-            out.append("systems: " + ", ".join(self.systems))
+            out.append(_("systems: %(names)s") % {"names": ", ".join(self.systems)})
         if self.stub_queries or self.stub_documents:
             out.append(
-                f"stubs created: {self.stub_queries} queries, {self.stub_documents} documents "
-                "(import their topics/documents to fill them in)"
+                _(
+                    "stubs created: %(queries)s queries, %(documents)s documents "
+                    "(import their topics/documents to fill them in)"
+                )
+                % {"queries": self.stub_queries, "documents": self.stub_documents}
             )
-        out.append(f"pairs added to the pool: {self.pairs_added}")
+        out.append(_("pairs added to the pool: %(n)s") % {"n": self.pairs_added})
         return out
 
     def as_dict(self) -> dict:
@@ -273,13 +304,16 @@ def query_tags_import(*, campaign: Campaign, data: bytes, filename: str) -> Impo
     """
     rows = formats.parse_query_tags(data, filename=filename)
     known = set(Query.objects.filter(campaign=campaign, qid__in=[q for q, _ in rows]).values_list("qid", flat=True))
-    for line, (qid, _) in enumerate(rows, 1):
+    for line, (qid, _tags) in enumerate(rows, 1):
         if qid not in known:
             # the data line number: parse_query_tags skipped blank lines and a header, so find it again
             lines = formats.decode_lines(data, filename=filename)
             lineno = next((i for i, text in enumerate(lines, 1) if text.split("\t")[0].strip() == qid), line)
             raise formats.FormatError(
-                f"unknown qid {qid[:60]!r} (import the topics first)", filename=filename, line=lineno, field="qid"
+                _("unknown qid %(qid)s (import the topics first)") % {"qid": repr(qid[:60])},
+                filename=filename,
+                line=lineno,
+                field="qid",
             )
     changed = _tags_replace(campaign=campaign, tags=dict(rows))
     summary = ImportSummary(kind="query tags", filename=filename)
@@ -291,7 +325,7 @@ def query_tags_import(*, campaign: Campaign, data: bytes, filename: str) -> Impo
 def query_tags_set(*, campaign: Campaign, qid: str, tags: Sequence[str]) -> bool:
     """A lead's edit of one query's tags (checked like an import's); returns whether they changed."""
     if not Query.objects.filter(campaign=campaign, qid=qid).exists():
-        raise ValueError(f"unknown qid {qid[:60]!r}")
+        raise ValueError(_("unknown qid %(qid)s") % {"qid": repr(qid[:60])})
     clean = formats._tag_list(",".join(tags), "tags", 1, "tags")
     return bool(_tags_replace(campaign=campaign, tags={qid: clean}))
 
@@ -367,17 +401,21 @@ def run_import(
     """
     if system_name and len(system_name) > formats.SYSTEM_NAME_MAX_LENGTH:
         raise formats.FormatError(
-            f"system name too long: {len(system_name):,} characters (at most {formats.SYSTEM_NAME_MAX_LENGTH})",
+            _("system name too long: %(length)s characters (at most %(limit)s)")
+            % {"length": f"{len(system_name):,}", "limit": formats.SYSTEM_NAME_MAX_LENGTH},
             filename=filename,
             field="system",
         )
     runs = formats.parse_run(data, filename=filename)
     if not runs:
-        raise formats.FormatError("empty file: no ranked documents", filename=filename)
+        raise formats.FormatError(_("empty file: no ranked documents"), filename=filename)
     if system_name and len(runs) > 1:
         raise formats.FormatError(
-            f"the file holds {len(runs)} runs (tags {', '.join(sorted(runs))}); import them without --system "
-            "to create one system per tag, or split the file",
+            _(
+                "the file holds %(n)s runs (tags %(tags)s); import them without --system "
+                "to create one system per tag, or split the file"
+            )
+            % {"n": len(runs), "tags": ", ".join(sorted(runs))},
             filename=filename,
             field="tag",
         )
@@ -406,8 +444,11 @@ def run_import(
                 continue
             if not replace:
                 raise ImportConflict(
-                    f"system {name!r} already has a different run in campaign {campaign.slug!r}; "
-                    "pass --replace (or replace=true) to overwrite it",
+                    _(
+                        "system %(system)s already has a different run in campaign %(campaign)s; "
+                        "pass --replace (or replace=true) to overwrite it"
+                    )
+                    % {"system": repr(name), "campaign": repr(campaign.slug)},
                     filename=filename,
                 )
             system.rankings.all().delete()
@@ -530,13 +571,15 @@ def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str
 
     name = (name or "").strip()
     if not name:
-        raise refuse("name the source of these labels: a member of the campaign, or a new source such as trec-2019")
+        raise refuse(_("name the source of these labels: a member of the campaign, or a new source such as trec-2019"))
     if len(name) > 150:
-        raise refuse("a source name can be at most 150 characters")
+        raise refuse(_("a source name can be at most %(limit)s characters") % {"limit": 150})
     try:
         UnicodeUsernameValidator()(name)
     except ValidationError:
-        raise refuse(f"{name!r} is not a valid source name: use letters, digits and @ . + - _ only") from None
+        raise refuse(
+            _("%(name)s is not a valid source name: use letters, digits and @ . + - _ only") % {"name": repr(name)}
+        ) from None
     User = get_user_model()
     user = User.objects.filter(username=name).select_related("label_source").first()
     if user is None:
@@ -547,14 +590,20 @@ def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str
         return user, True
     if user.is_superuser:
         raise refuse(
-            f"{name!r} is a superuser: imported labels cannot be recorded for a superuser; name a member of "
-            "the campaign, or a new source such as trec-2019"
+            _(
+                "%(name)s is a superuser: imported labels cannot be recorded for a superuser; name a member of "
+                "the campaign, or a new source such as trec-2019"
+            )
+            % {"name": repr(name)}
         )
     if hasattr(user, "label_source") or membership_role(campaign=campaign, user=user) is not None:
         return user, False
     raise refuse(
-        f"{name!r} is not a member of campaign {campaign.slug!r}: add them first, or name a source that is "
-        "not a user (such as trec-2019) to record the labels under a source account"
+        _(
+            "%(name)s is not a member of campaign %(campaign)s: add them first, or name a source that is "
+            "not a user (such as trec-2019) to record the labels under a source account"
+        )
+        % {"name": repr(name), "campaign": repr(campaign.slug)}
     )
 
 
@@ -586,14 +635,15 @@ def qrels_import(
     """
     qrels = formats.parse_qrels(data, filename=filename)
     if not qrels:
-        raise formats.FormatError("empty file: no labels", filename=filename)
+        raise formats.FormatError(_("empty file: no labels"), filename=filename)
     if imported_by is not None:
-        lead_required(campaign=campaign, user=imported_by, what="import labels")
+        lead_required(campaign=campaign, user=imported_by, what=_("import labels"))
     grades = {g.value: g for g in campaign.grades.all()}
     bad = next((q for q in qrels if q.label not in grades), None)
     if bad is not None:
         raise formats.FormatError(
-            f"label {bad.label} is not on campaign {campaign.slug!r}'s scale ({', '.join(map(str, sorted(grades)))})",
+            _("label %(label)s is not on campaign %(campaign)s's scale (%(allowed)s)")
+            % {"label": bad.label, "campaign": repr(campaign.slug), "allowed": ", ".join(map(str, sorted(grades)))},
             filename=filename,
             line=_qrels_line(data, bad),
             field="label",

@@ -8,6 +8,7 @@ import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.utils.translation import gettext as _
 
 from judging.access import lead_required, membership_role
 from judging.aggregation import aggregate_grades
@@ -90,11 +91,15 @@ def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
     try:
         value = int(value)
     except (TypeError, ValueError):
-        raise ValidationError({what: f"{what} must be a whole number, not {value!r}"}) from None
+        raise ValidationError(
+            {what: _("%(field)s must be a whole number, not %(value)s") % {"field": what, "value": repr(value)}}
+        ) from None
     grade = Grade.objects.filter(campaign=campaign, value=value).first()
     if grade is None:
         allowed = ", ".join(str(v) for v in campaign.grades.values_list("value", flat=True))
-        raise ValidationError({what: f"{value} is not on this campaign's scale ({allowed})"})
+        raise ValidationError(
+            {what: _("%(value)s is not on this campaign's scale (%(allowed)s)") % {"value": value, "allowed": allowed}}
+        )
     return grade
 
 
@@ -112,16 +117,16 @@ def judgment_intent(*, grade: int | None, unsure: bool, tentative_grade: int | N
     if unsure and grade is not None:
         if tentative_grade is not None:
             raise ValidationError(
-                {"grade": "an unsure judgment has no grade: send the tentative grade alone, or drop unsure"}
+                {"grade": _("an unsure judgment has no grade: send the tentative grade alone, or drop unsure")}
             )
         grade, tentative_grade = None, grade
     if not unsure and grade is None:
-        raise ValidationError({"grade": "choose a grade, or mark the pair unsure"})
+        raise ValidationError({"grade": _("choose a grade, or mark the pair unsure")})
     if not unsure and tentative_grade is not None:
-        raise ValidationError({"tentative_grade": "a tentative grade goes only with unsure"})
+        raise ValidationError({"tentative_grade": _("a tentative grade goes only with unsure")})
     note = (note or "").strip()
     if len(note) > NOTE_MAX:
-        raise ValidationError({"note": f"a note can be at most {NOTE_MAX:,} characters"})
+        raise ValidationError({"note": _("a note can be at most %(limit)s characters") % {"limit": f"{NOTE_MAX:,}"}})
     return {"grade": grade, "unsure": unsure, "tentative_grade": tentative_grade, "note": note}
 
 
@@ -165,13 +170,13 @@ def judgment_record(
     """
     campaign = pair.campaign
     if membership_role(campaign=campaign, user=annotator) is None:
-        raise PermissionDenied("you are not a member of this campaign")
+        raise PermissionDenied(_("you are not a member of this campaign"))
     intent = judgment_intent(grade=grade, unsure=unsure, tentative_grade=tentative_grade, note=note)
     grade, tentative_grade, note = intent["grade"], intent["tentative_grade"], intent["note"]
     try:
         seconds_spent = max(0.0, min(float(seconds_spent or 0), 24 * 3600.0))
     except (TypeError, ValueError):
-        raise ValidationError({"seconds_spent": "seconds_spent must be a number"}) from None
+        raise ValidationError({"seconds_spent": _("seconds_spent must be a number")}) from None
     grade_obj = _grade_of(campaign, grade, "grade")
     tentative_obj = _grade_of(campaign, tentative_grade, "tentative_grade")
 
@@ -251,9 +256,9 @@ def judgment_record(
 def adjudication_set(*, pair: Pair, lead: User, grade: int, note: str = "") -> Adjudication:
     """A lead decides a pair's label; it wins over the annotators' judgments until removed."""
     if membership_role(campaign=pair.campaign, user=lead) != Membership.Role.LEAD:
-        raise PermissionDenied("only a lead of this campaign can adjudicate")
+        raise PermissionDenied(_("only a lead of this campaign can adjudicate"))
     grade_obj = _grade_of(pair.campaign, grade, "grade")
-    adjudication, _ = Adjudication.objects.update_or_create(
+    adjudication, _created = Adjudication.objects.update_or_create(
         pair=pair, defaults={"grade": grade_obj, "decided_by": lead, "note": (note or "").strip()}
     )
     labels_refresh(campaign=pair.campaign, pair_ids=[pair.id])
@@ -264,10 +269,10 @@ def adjudication_set(*, pair: Pair, lead: User, grade: int, note: str = "") -> A
 def adjudication_remove(*, pair: Pair, lead: User) -> bool:
     """Withdraw a lead's decision on a pair: its label goes back to the aggregated judgments (and the pair
     back to the review queue if it is still unsure or disputed). Returns whether there was a decision."""
-    lead_required(campaign=pair.campaign, user=lead, what="withdraw an adjudication")
+    lead_required(campaign=pair.campaign, user=lead, what=_("withdraw an adjudication"))
     # Same lock as judgment_record: the label is recomputed from a consistent set of judgments.
     Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
-    deleted, _ = Adjudication.objects.filter(pair=pair).delete()
+    deleted, _per_model = Adjudication.objects.filter(pair=pair).delete()
     if deleted:
         labels_refresh(campaign=pair.campaign, pair_ids=[pair.id])
     return bool(deleted)
@@ -278,7 +283,7 @@ def gold_label_set(*, pair: Pair, lead: User, grade: int | None) -> Pair:
 
     Gold labels measure each annotator's accuracy; they are not labels the scorer uses and never change
     Pair.label (a lead who wants the gold grade scored adjudicates the pair)."""
-    lead_required(campaign=pair.campaign, user=lead, what="set gold labels")
+    lead_required(campaign=pair.campaign, user=lead, what=_("set gold labels"))
     grade_obj = _grade_of(pair.campaign, grade, "grade")
     value = grade_obj.value if grade_obj is not None else None
     Pair.objects.filter(id=pair.id).update(gold_label=value)

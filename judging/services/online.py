@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from judging import formats
 from judging.models import Campaign, OnlineMetric, Query, System
@@ -23,16 +24,18 @@ def online_import(*, campaign: Campaign, data: bytes, filename: str, progress: P
     queries = dict(Query.objects.filter(campaign=campaign, qid__in=qids).values_list("qid", "id")) if qids else {}
     for f in figures:
         if f.system not in systems:
-            known = ", ".join(sorted(systems)) or "none yet: import a run first"
+            known = ", ".join(sorted(systems)) or _("none yet: import a run first")
             raise formats.FormatError(
-                f"unknown system {f.system!r} (systems of {campaign.slug!r}: {known})",
+                _("unknown system %(system)s (systems of %(campaign)s: %(known)s)")
+                % {"system": repr(f.system), "campaign": repr(campaign.slug), "known": known},
                 filename=filename,
                 line=f.line,
                 field="system",
             )
         if f.qid and f.qid not in queries:
             raise formats.FormatError(
-                f"unknown qid {f.qid!r} in campaign {campaign.slug!r}",
+                _("unknown qid %(qid)s in campaign %(campaign)s")
+                % {"qid": repr(f.qid), "campaign": repr(campaign.slug)},
                 filename=filename,
                 line=f.line,
                 field="qid",
