@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 from django.db.models.enums import TextChoices
+from django.utils.translation import gettext_lazy as _
 
 
 class Policy(TextChoices):
     """How a pair's confident grades become its label (labels say how ties go)."""
 
-    MEDIAN = "median", "Median (ties to the lower grade)"
-    MAJORITY = "majority", "Majority vote"
-    MEAN = "mean", "Rounded mean"
-    MAX = "max", "Maximum"
-    MIN = "min", "Minimum"
+    MEDIAN = "median", _("Median (ties to the lower grade)")
+    MAJORITY = "majority", _("Majority vote")
+    MEAN = "mean", _("Rounded mean")
+    MAX = "max", _("Maximum")
+    MIN = "min", _("Minimum")
 
 
 POLICIES: tuple[str, ...] = tuple(Policy.values)

@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
 
 from judging.aggregation import Policy
 from judging.formats import (
@@ -48,52 +49,52 @@ class Campaign(models.Model):
 
     Aggregation = Policy  # the policies live with the code that applies them
 
-    slug = models.SlugField("slug", max_length=64, unique=True)
-    name = models.CharField("name", max_length=200)
-    description = models.TextField("description", blank=True)
-    guidelines = models.TextField("guidelines", blank=True, help_text="Shown beside every pair while judging.")
+    slug = models.SlugField(_("slug"), max_length=64, unique=True)
+    name = models.CharField(_("name"), max_length=200)
+    description = models.TextField(_("description"), blank=True)
+    guidelines = models.TextField(_("guidelines"), blank=True, help_text=_("Shown beside every pair while judging."))
     pool_depth = models.PositiveIntegerField(
-        "pool depth",
+        _("pool depth"),
         default=10,
         validators=[MinValueValidator(1), MaxValueValidator(10_000)],
-        help_text="Each run's top k documents per query are pooled for judging.",
+        help_text=_("Each run's top k documents per query are pooled for judging."),
     )
     redundancy = models.PositiveSmallIntegerField(
-        "annotators per pair", default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
+        _("annotators per pair"), default=1, validators=[MinValueValidator(1), MaxValueValidator(5)]
     )
     overlap_percent = models.PositiveSmallIntegerField(
-        "overlap sample (%)",
+        _("overlap sample (%)"),
         default=0,
         validators=[MaxValueValidator(100)],
-        help_text="Share of pairs judged by every annotator, to measure agreement (e.g. 10).",
+        help_text=_("Share of pairs judged by every annotator, to measure agreement (e.g. 10)."),
     )
     aggregation = models.CharField(
-        "aggregation policy", max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
+        _("aggregation policy"), max_length=16, choices=Aggregation.choices, default=Aggregation.MEDIAN
     )
 
     class QueueMode(models.TextChoices):
-        SHUFFLED = "shuffled", "Query by query, in each annotator's own order"
-        MATTER = "matter", "Pairs that matter most: those that can still change the ranking"
+        SHUFFLED = "shuffled", _("Query by query, in each annotator's own order")
+        MATTER = "matter", _("Pairs that matter most: those that can still change the ranking")
 
     queue_mode = models.CharField(
-        "judging queue",
+        _("judging queue"),
         max_length=16,
         choices=QueueMode.choices,
         default=QueueMode.SHUFFLED,
-        help_text=(
+        help_text=_(
             "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
             "order on the leaderboard is not settled yet."
         ),
     )
     leaderboard_visible_to_annotators = models.BooleanField(
-        "annotators may see the leaderboard",
+        _("annotators may see the leaderboard"),
         default=False,
-        help_text="Off by default: knowing which system is winning biases judgments.",
+        help_text=_("Off by default: knowing which system is winning biases judgments."),
     )
-    created_at = models.DateTimeField("created", auto_now_add=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="created by",
+        verbose_name=_("created by"),
         on_delete=models.SET_NULL,
         null=True,
         blank=True,
@@ -101,8 +102,8 @@ class Campaign(models.Model):
     )
 
     class Meta:
-        verbose_name = "campaign"
-        verbose_name_plural = "campaigns"
+        verbose_name = _("campaign")
+        verbose_name_plural = _("campaigns")
         ordering = ["slug"]
         constraints = [
             models.CheckConstraint(condition=Q(pool_depth__gte=1), name="campaign_pool_depth_positive"),
@@ -120,14 +121,14 @@ class Grade(models.Model):
     """One step of a campaign's grading scale (default 0/1/2)."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="grades")
-    value = models.SmallIntegerField("value")
-    name = models.CharField("name", max_length=100)
-    description = models.TextField("description", blank=True)
-    examples = models.TextField("examples", blank=True)
+    value = models.SmallIntegerField(_("value"))
+    name = models.CharField(_("name"), max_length=100)
+    description = models.TextField(_("description"), blank=True)
+    examples = models.TextField(_("examples"), blank=True)
 
     class Meta:
-        verbose_name = "grade"
-        verbose_name_plural = "grades"
+        verbose_name = _("grade")
+        verbose_name_plural = _("grades")
         ordering = ["campaign", "value"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "value"], name="grade_unique_value_per_campaign"),
@@ -142,17 +143,17 @@ class Membership(models.Model):
     """A user's role in one campaign. Superusers are leads everywhere without a membership."""
 
     class Role(models.TextChoices):
-        ANNOTATOR = "annotator", "Annotator"
-        LEAD = "lead", "Lead"
+        ANNOTATOR = "annotator", _("Annotator")
+        LEAD = "lead", _("Lead")
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField("role", max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
-    created_at = models.DateTimeField("added", auto_now_add=True)
+    role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    created_at = models.DateTimeField(_("added"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "membership"
-        verbose_name_plural = "memberships"
+        verbose_name = _("membership")
+        verbose_name_plural = _("memberships")
         ordering = ["campaign", "user"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "user"], name="membership_unique_user_per_campaign"),
@@ -167,18 +168,18 @@ class Query(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="queries")
     qid = models.CharField("qid", max_length=QID_MAX_LENGTH)
-    text = models.TextField("text")
-    description = models.TextField("description", blank=True)
+    text = models.TextField(_("text"))
+    description = models.TextField(_("description"), blank=True)
     is_stub = models.BooleanField(
-        "stub", default=False, help_text="Created by a run or qrels import before its topic was imported."
+        _("stub"), default=False, help_text=_("Created by a run or qrels import before its topic was imported.")
     )
     # Bumped whenever a label of one of this query's pairs changes: the leaderboard rescored only
     # queries whose version moved since its cache was filled.
-    labels_version = models.PositiveBigIntegerField("labels version", default=0)
+    labels_version = models.PositiveBigIntegerField(_("labels version"), default=0)
 
     class Meta:
-        verbose_name = "query"
-        verbose_name_plural = "queries"
+        verbose_name = _("query")
+        verbose_name_plural = _("queries")
         ordering = ["campaign", "qid"]
         constraints = [models.UniqueConstraint(fields=["campaign", "qid"], name="query_unique_qid_per_campaign")]
 
@@ -194,11 +195,11 @@ class QueryTag(models.Model):
     """
 
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="tags")
-    tag = models.CharField("tag", max_length=100)
+    tag = models.CharField(_("tag"), max_length=100)
 
     class Meta:
-        verbose_name = "query tag"
-        verbose_name_plural = "query tags"
+        verbose_name = _("query tag")
+        verbose_name_plural = _("query tags")
         ordering = ["query", "tag"]
         constraints = [models.UniqueConstraint(fields=["query", "tag"], name="query_tag_unique_per_query")]
         indexes = [models.Index(fields=["tag", "query"], name="query_tag_tag_idx")]
@@ -212,22 +213,24 @@ class Document(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="documents")
     docid = models.CharField("docid", max_length=DOCID_MAX_LENGTH)
-    title = models.TextField("title", blank=True)
-    text = models.TextField("text", blank=True)
-    url = models.URLField("URL", max_length=URL_MAX_LENGTH, blank=True)
+    title = models.TextField(_("title"), blank=True)
+    text = models.TextField(_("text"), blank=True)
+    url = models.URLField(_("URL"), max_length=URL_MAX_LENGTH, blank=True)
     attributes = models.JSONField(
-        "attributes",
+        _("attributes"),
         default=dict,
         blank=True,
-        help_text='Facets such as {"brand": "...", "category": "..."}: the leaderboard measures diversity over them.',
+        help_text=_(
+            'Facets such as {"brand": "...", "category": "..."}: the leaderboard measures diversity over them.'
+        ),
     )
     is_stub = models.BooleanField(
-        "stub", default=False, help_text="Created by a run or qrels import before the document was imported."
+        _("stub"), default=False, help_text=_("Created by a run or qrels import before the document was imported.")
     )
 
     class Meta:
-        verbose_name = "document"
-        verbose_name_plural = "documents"
+        verbose_name = _("document")
+        verbose_name_plural = _("documents")
         ordering = ["campaign", "docid"]
         constraints = [models.UniqueConstraint(fields=["campaign", "docid"], name="document_unique_docid_per_campaign")]
 
@@ -239,20 +242,20 @@ class System(models.Model):
     """A ranker being compared; its run is stored as one Ranking row per query."""
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="systems")
-    name = models.CharField("name", max_length=SYSTEM_NAME_MAX_LENGTH)
-    source = models.CharField("imported from", max_length=255, blank=True)
-    imported_at = models.DateTimeField("imported", auto_now_add=True)
-    entries = models.PositiveIntegerField("ranked entries", default=0)
+    name = models.CharField(_("name"), max_length=SYSTEM_NAME_MAX_LENGTH)
+    source = models.CharField(_("imported from"), max_length=255, blank=True)
+    imported_at = models.DateTimeField(_("imported"), auto_now_add=True)
+    entries = models.PositiveIntegerField(_("ranked entries"), default=0)
     fingerprint = models.CharField(
-        "content fingerprint",
+        _("content fingerprint"),
         max_length=64,
         blank=True,
-        help_text="Hash of the imported rankings: re-importing the same run is a no-op.",
+        help_text=_("Hash of the imported rankings: re-importing the same run is a no-op."),
     )
 
     class Meta:
-        verbose_name = "system"
-        verbose_name_plural = "systems"
+        verbose_name = _("system")
+        verbose_name_plural = _("systems")
         ordering = ["campaign", "name"]
         constraints = [models.UniqueConstraint(fields=["campaign", "name"], name="system_unique_name_per_campaign")]
 
@@ -270,13 +273,13 @@ class Ranking(models.Model):
 
     system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="rankings")
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="rankings")
-    doc_ids = models.BinaryField("document ids (int64, trec order)")
-    scores = models.BinaryField("scores (float64, trec order)")
-    length = models.PositiveIntegerField("length")
+    doc_ids = models.BinaryField(_("document ids (int64, trec order)"))
+    scores = models.BinaryField(_("scores (float64, trec order)"))
+    length = models.PositiveIntegerField(_("length"))
 
     class Meta:
-        verbose_name = "ranking"
-        verbose_name_plural = "rankings"
+        verbose_name = _("ranking")
+        verbose_name_plural = _("rankings")
         ordering = ["system", "query"]
         constraints = [models.UniqueConstraint(fields=["system", "query"], name="ranking_unique_system_query")]
 
@@ -310,34 +313,34 @@ class Pair(models.Model):
     query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="pairs")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="pairs")
     pooled = models.BooleanField(
-        "in the pool",
+        _("in the pool"),
         default=True,
-        help_text="False for pairs that exist only because imported qrels labelled them.",
+        help_text=_("False for pairs that exist only because imported qrels labelled them."),
     )
     # The label the scorer uses, kept in step with the judgments by the services (aggregated under
     # the campaign's policy, or the lead's adjudication). NULL = unjudged.
-    label = models.SmallIntegerField("label", null=True, blank=True)
-    adjudicated = models.BooleanField("adjudicated by a lead", default=False)
+    label = models.SmallIntegerField(_("label"), null=True, blank=True)
+    adjudicated = models.BooleanField(_("adjudicated by a lead"), default=False)
     gold_label = models.SmallIntegerField(
-        "gold label",
+        _("gold label"),
         null=True,
         blank=True,
-        help_text="Set by a lead in advance to measure each annotator's accuracy; not shown to annotators.",
+        help_text=_("Set by a lead in advance to measure each annotator's accuracy; not shown to annotators."),
     )
-    judgment_count = models.PositiveSmallIntegerField("judgments", default=0)
+    judgment_count = models.PositiveSmallIntegerField(_("judgments"), default=0)
     public_id = models.BigIntegerField(
-        "public id",
+        _("public id"),
         default=pair_public_id,
         unique=True,
         editable=False,
-        help_text="Random: what annotators, URLs and the API call the pair (the row id would reveal import order).",
+        help_text=_("Random: what annotators, URLs and the API call the pair (the row id would reveal import order)."),
     )
     # Shown to leads only: it says when the run that pooled the pair was imported.
-    created_at = models.DateTimeField("added", auto_now_add=True)
+    created_at = models.DateTimeField(_("added"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "pair"
-        verbose_name_plural = "pairs"
+        verbose_name = _("pair")
+        verbose_name_plural = _("pairs")
         ordering = ["campaign", "query", "document"]
         constraints = [
             models.UniqueConstraint(fields=["query", "document"], name="pair_unique_query_document"),
@@ -361,25 +364,25 @@ class Judgment(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="Empty when the annotator is unsure.",
+        help_text=_("Empty when the annotator is unsure."),
     )
-    unsure = models.BooleanField("unsure", default=False)
+    unsure = models.BooleanField(_("unsure"), default=False)
     tentative_grade = models.ForeignKey(
         Grade,
         on_delete=models.RESTRICT,
         null=True,
         blank=True,
         related_name="+",
-        help_text="An unsure annotator's best guess; kept and exported, not scored by default.",
+        help_text=_("An unsure annotator's best guess; kept and exported, not scored by default."),
     )
-    note = models.TextField("note", blank=True)
-    seconds_spent = models.FloatField("seconds spent", default=0)
-    created_at = models.DateTimeField("created", auto_now_add=True)
-    updated_at = models.DateTimeField("updated", auto_now=True, db_index=True)
+    note = models.TextField(_("note"), blank=True)
+    seconds_spent = models.FloatField(_("seconds spent"), default=0)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True, db_index=True)
 
     class Meta:
-        verbose_name = "judgment"
-        verbose_name_plural = "judgments"
+        verbose_name = _("judgment")
+        verbose_name_plural = _("judgments")
         ordering = ["pair", "annotator"]
         constraints = [
             models.UniqueConstraint(fields=["pair", "annotator"], name="judgment_unique_pair_annotator"),
@@ -413,32 +416,32 @@ class JudgmentRevision(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="Who made the change; empty for labels imported from the command line.",
+        help_text=_("Who made the change; empty for labels imported from the command line."),
     )
     on_behalf_of = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="imported on behalf of",
+        verbose_name=_("imported on behalf of"),
         on_delete=models.PROTECT,
         null=True,
         blank=True,
         related_name="+",
-        help_text="Imported labels: the source (annotator or source account) they are recorded for.",
+        help_text=_("Imported labels: the source (annotator or source account) they are recorded for."),
     )
-    imported_from = models.CharField("imported from", max_length=255, blank=True)
-    changed_at = models.DateTimeField("changed", auto_now_add=True, db_index=True)
-    old_grade = models.SmallIntegerField("old grade", null=True, blank=True)
-    new_grade = models.SmallIntegerField("new grade", null=True, blank=True)
-    old_unsure = models.BooleanField("was unsure", null=True, blank=True)
-    new_unsure = models.BooleanField("is unsure")
-    old_tentative_grade = models.SmallIntegerField("old tentative grade", null=True, blank=True)
-    new_tentative_grade = models.SmallIntegerField("new tentative grade", null=True, blank=True)
-    old_note = models.TextField("old note", blank=True)
-    new_note = models.TextField("new note", blank=True)
-    seconds_spent = models.FloatField("seconds spent on this change", default=0)
+    imported_from = models.CharField(_("imported from"), max_length=255, blank=True)
+    changed_at = models.DateTimeField(_("changed"), auto_now_add=True, db_index=True)
+    old_grade = models.SmallIntegerField(_("old grade"), null=True, blank=True)
+    new_grade = models.SmallIntegerField(_("new grade"), null=True, blank=True)
+    old_unsure = models.BooleanField(_("was unsure"), null=True, blank=True)
+    new_unsure = models.BooleanField(_("is unsure"))
+    old_tentative_grade = models.SmallIntegerField(_("old tentative grade"), null=True, blank=True)
+    new_tentative_grade = models.SmallIntegerField(_("new tentative grade"), null=True, blank=True)
+    old_note = models.TextField(_("old note"), blank=True)
+    new_note = models.TextField(_("new note"), blank=True)
+    seconds_spent = models.FloatField(_("seconds spent on this change"), default=0)
 
     class Meta:
-        verbose_name = "judgment revision"
-        verbose_name_plural = "judgment revisions"
+        verbose_name = _("judgment revision")
+        verbose_name_plural = _("judgment revisions")
         ordering = ["judgment", "changed_at", "id"]
 
     def __str__(self) -> str:
@@ -453,11 +456,11 @@ class LabelSource(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField("created", auto_now_add=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "label source"
-        verbose_name_plural = "label sources"
+        verbose_name = _("label source")
+        verbose_name_plural = _("label sources")
         ordering = ["user"]
 
     def __str__(self) -> str:
@@ -470,12 +473,12 @@ class Adjudication(models.Model):
     pair = models.OneToOneField(Pair, on_delete=models.CASCADE, related_name="adjudication")
     grade = models.ForeignKey(Grade, on_delete=models.RESTRICT, related_name="+")
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    decided_at = models.DateTimeField("decided", auto_now=True)
-    note = models.TextField("note", blank=True)
+    decided_at = models.DateTimeField(_("decided"), auto_now=True)
+    note = models.TextField(_("note"), blank=True)
 
     class Meta:
-        verbose_name = "adjudication"
-        verbose_name_plural = "adjudications"
+        verbose_name = _("adjudication")
+        verbose_name_plural = _("adjudications")
         ordering = ["pair"]
 
     def __str__(self) -> str:
@@ -493,11 +496,11 @@ class Assignment(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="assignments")
-    expires_at = models.DateTimeField("held until")
+    expires_at = models.DateTimeField(_("held until"))
 
     class Meta:
-        verbose_name = "assignment"
-        verbose_name_plural = "assignments"
+        verbose_name = _("assignment")
+        verbose_name_plural = _("assignments")
         ordering = ["campaign", "annotator"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "annotator"], name="assignment_one_per_annotator"),
@@ -517,39 +520,39 @@ class Job(models.Model):
     """
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "queued"
-        RUNNING = "running", "running"
-        DONE = "done", "done"
-        FAILED = "failed", "failed"
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
 
     class Kind(models.TextChoices):
-        TOPICS = "topics", "topics"
-        DOCS = "docs", "documents"
-        RUN = "run", "run"
-        QRELS = "qrels", "qrels"
+        TOPICS = "topics", _("topics")
+        DOCS = "docs", _("documents")
+        RUN = "run", _("run")
+        QRELS = "qrels", _("qrels")
 
-    kind = models.CharField("kind", max_length=16, choices=Kind.choices)
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="jobs")
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
-    status = models.CharField("status", max_length=16, choices=Status.choices, default=Status.QUEUED)
-    filename = models.CharField("file name", max_length=255)
-    options = models.JSONField("import options", default=dict, blank=True)
-    upload = models.BinaryField("uploaded file (kept until the job ends)", null=True, editable=False)
-    size = models.BigIntegerField("file size in bytes", default=0)
-    done = models.BigIntegerField("lines read", default=0)
-    total = models.BigIntegerField("lines in the file", default=0)
-    result = models.JSONField("import summary", null=True, blank=True)
-    error = models.JSONField("error: detail, file, line, field", null=True, blank=True)
-    task_id = models.CharField("task id", max_length=64, blank=True)
-    attempts = models.PositiveIntegerField("attempts", default=0)
-    created_at = models.DateTimeField("created", auto_now_add=True)
-    started_at = models.DateTimeField("started", null=True, blank=True)
-    heartbeat_at = models.DateTimeField("last heartbeat", null=True, blank=True)
-    finished_at = models.DateTimeField("finished", null=True, blank=True)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED)
+    filename = models.CharField(_("file name"), max_length=255)
+    options = models.JSONField(_("import options"), default=dict, blank=True)
+    upload = models.BinaryField(_("uploaded file (kept until the job ends)"), null=True, editable=False)
+    size = models.BigIntegerField(_("file size in bytes"), default=0)
+    done = models.BigIntegerField(_("lines read"), default=0)
+    total = models.BigIntegerField(_("lines in the file"), default=0)
+    result = models.JSONField(_("import summary"), null=True, blank=True)
+    error = models.JSONField(_("error: detail, file, line, field"), null=True, blank=True)
+    task_id = models.CharField(_("task id"), max_length=64, blank=True)
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    heartbeat_at = models.DateTimeField(_("last heartbeat"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "job"
-        verbose_name_plural = "jobs"
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(
@@ -576,21 +579,21 @@ class AnnotatorProfile(models.Model):
     """
 
     class Kind(models.TextChoices):
-        HUMAN = "human", "Human"
-        MODEL = "model", "Model"
+        HUMAN = "human", _("Human")
+        MODEL = "model", _("Model")
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="annotator_profile"
     )
-    kind = models.CharField("kind", max_length=8, choices=Kind.choices, default=Kind.HUMAN)
+    kind = models.CharField(_("kind"), max_length=8, choices=Kind.choices, default=Kind.HUMAN)
     description = models.TextField(
-        "description", blank=True, help_text="For a model: which model, endpoint and prompt produced its labels."
+        _("description"), blank=True, help_text=_("For a model: which model, endpoint and prompt produced its labels.")
     )
-    created_at = models.DateTimeField("created", auto_now_add=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "annotator profile"
-        verbose_name_plural = "annotator profiles"
+        verbose_name = _("annotator profile")
+        verbose_name_plural = _("annotator profiles")
         ordering = ["user"]
 
     def __str__(self) -> str:
@@ -612,23 +615,23 @@ class OnlineMetric(models.Model):
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="online_metrics")
     system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="online_metrics")
-    metric = models.CharField("metric", max_length=ONLINE_METRIC_MAX_LENGTH)
-    value = models.FloatField("value")
-    ci_low = models.FloatField("confidence interval low", null=True, blank=True)
-    ci_high = models.FloatField("confidence interval high", null=True, blank=True)
+    metric = models.CharField(_("metric"), max_length=ONLINE_METRIC_MAX_LENGTH)
+    value = models.FloatField(_("value"))
+    ci_low = models.FloatField(_("confidence interval low"), null=True, blank=True)
+    ci_high = models.FloatField(_("confidence interval high"), null=True, blank=True)
     query = models.ForeignKey(
         Query,
         on_delete=models.CASCADE,
         null=True,
         blank=True,
         related_name="online_metrics",
-        help_text="Empty: all queries.",
+        help_text=_("Empty: all queries."),
     )
-    imported_at = models.DateTimeField("imported", auto_now=True)
+    imported_at = models.DateTimeField(_("imported"), auto_now=True)
 
     class Meta:
-        verbose_name = "online metric"
-        verbose_name_plural = "online metrics"
+        verbose_name = _("online metric")
+        verbose_name_plural = _("online metrics")
         ordering = ["campaign", "metric", "system", "query"]
         constraints = [
             # Two partial constraints: NULLs are distinct in a plain unique constraint on PostgreSQL.
