@@ -5,6 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
@@ -29,10 +31,14 @@ class JudgmentForm(forms.Form):
 
 class CampaignCreateForm(forms.ModelForm):
     grades = forms.CharField(
-        label="Grade values",
+        label=gettext_lazy("Grade values"),
         initial="0,1,2",
-        validators=[RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", "whole numbers separated by commas, e.g. 0,1,2,3")],
-        help_text="The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page.",
+        validators=[
+            RegexValidator(r"^\s*\d+(\s*,\s*\d+)*\s*$", gettext_lazy("whole numbers separated by commas, e.g. 0,1,2,3"))
+        ],
+        help_text=gettext_lazy(
+            "The grading scale, e.g. 0,1,2 or 0,1,2,3. Names and descriptions are set on the next page."
+        ),
     )
 
     class Meta:
@@ -42,7 +48,7 @@ class CampaignCreateForm(forms.ModelForm):
             "description": forms.Textarea(attrs={"rows": 3}),
             "guidelines": forms.Textarea(attrs={"rows": 8}),
         }
-        help_texts = {"slug": "Short name used in URLs and on the command line, e.g. trec-2024-web."}
+        help_texts = {"slug": gettext_lazy("Short name used in URLs and on the command line, e.g. trec-2024-web.")}
 
     def clean_grades(self):
         return sorted({int(v) for v in self.cleaned_data["grades"].split(",")})
@@ -67,10 +73,14 @@ class CampaignSettingsForm(forms.ModelForm):
 
 
 class GradeForm(forms.Form):
-    value = forms.IntegerField(min_value=0, max_value=100, widget=forms.NumberInput(attrs={"class": "narrow"}))
-    name = forms.CharField(max_length=100)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-    examples = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    value = forms.IntegerField(
+        label=gettext_lazy("Value"), min_value=0, max_value=100, widget=forms.NumberInput(attrs={"class": "narrow"})
+    )
+    name = forms.CharField(label=gettext_lazy("Name"), max_length=100)
+    description = forms.CharField(
+        label=gettext_lazy("Description"), required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    examples = forms.CharField(label=gettext_lazy("Examples"), required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 
 class BaseGradeFormSet(forms.BaseFormSet):
@@ -79,9 +89,9 @@ class BaseGradeFormSet(forms.BaseFormSet):
             return
         values = [f.cleaned_data["value"] for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         if len(values) != len(set(values)):
-            raise ValidationError("each grade value may appear only once")
+            raise ValidationError(_("each grade value may appear only once"))
         if not values:
-            raise ValidationError("a grading scale needs at least one grade")
+            raise ValidationError(_("a grading scale needs at least one grade"))
 
     def scale(self) -> list[dict]:
         return sorted(
@@ -100,15 +110,17 @@ GradeFormSet = forms.formset_factory(GradeForm, formset=BaseGradeFormSet, extra=
 class MemberAddForm(forms.Form):
     """One person by username; the service decides whether the account exists or is created."""
 
-    username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False, label="E-mail (optional)")
-    name = forms.CharField(required=False, max_length=300, label="Full name (optional)")
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
+    username = forms.CharField(label=gettext_lazy("Username"), max_length=150)
+    email = forms.EmailField(required=False, label=gettext_lazy("E-mail (optional)"))
+    name = forms.CharField(required=False, max_length=300, label=gettext_lazy("Full name (optional)"))
+    role = forms.ChoiceField(
+        label=gettext_lazy("Role"), choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR
+    )
     create = forms.BooleanField(
         required=False,
         initial=True,
-        label="Create the account if there is none",
-        help_text="A new account gets a one-time link to set its own password.",
+        label=gettext_lazy("Create the account if there is none"),
+        help_text=gettext_lazy("A new account gets a one-time link to set its own password."),
     )
 
 
@@ -118,11 +130,17 @@ class MembersBulkForm(forms.Form):
     people = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 5, "placeholder": "dave\nerin,erin@example.org,Erin Park"}),
-        label="People, one per line",
-        help_text="username, or username,e-mail,full name. Missing accounts are created.",
+        label=gettext_lazy("People, one per line"),
+        help_text=gettext_lazy("username, or username,e-mail,full name. Missing accounts are created."),
     )
-    file = forms.FileField(required=False, label="…or a CSV file", help_text="Columns username, email, name.")
-    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
+    file = forms.FileField(
+        required=False,
+        label=gettext_lazy("…or a CSV file"),
+        help_text=gettext_lazy("Columns username, email, name."),
+    )
+    role = forms.ChoiceField(
+        label=gettext_lazy("Role"), choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR
+    )
 
     def clean(self):
         data = super().clean()
@@ -131,11 +149,11 @@ class MembersBulkForm(forms.Form):
             try:
                 text, source = upload.read().decode("utf-8"), upload.name
             except UnicodeDecodeError:
-                raise ValidationError({"file": f"{upload.name}: not UTF-8 text"}) from None
+                raise ValidationError({"file": _("%(file)s: not UTF-8 text") % {"file": upload.name}}) from None
         else:
-            text, source = data.get("people") or "", "the list"
+            text, source = data.get("people") or "", _("the list")
         if not text.strip():
-            raise ValidationError("Paste at least one username or choose a CSV file.")
+            raise ValidationError(_("Paste at least one username or choose a CSV file."))
         try:
             data["rows"] = people_parse(text, source=source)
         except ValidationError as exc:
@@ -147,14 +165,20 @@ class MemberChangeForm(forms.Form):
     """A row of the members table: change someone's role, or remove them. ``user`` is a hidden id that a
     client can send as anything, so it is read as a whole number before any lookup."""
 
-    action = forms.ChoiceField(choices=[("role", "change role"), ("remove", "remove"), ("link", "new link")])
+    action = forms.ChoiceField(
+        choices=[
+            ("role", gettext_lazy("change role")),
+            ("remove", gettext_lazy("remove")),
+            ("link", gettext_lazy("new link")),
+        ]
+    )
     user = forms.IntegerField(min_value=1, max_value=2**63 - 1)
     role = forms.ChoiceField(required=False, choices=Membership.Role.choices)
 
     def clean(self):
         data = super().clean()
         if data.get("action") == "role" and not data.get("role"):
-            self.add_error("role", "choose a role")
+            self.add_error("role", _("choose a role"))
         return data
 
     def error_text(self) -> str:
@@ -164,30 +188,33 @@ class MemberChangeForm(forms.Form):
 
 class UploadForm(forms.Form):
     KINDS = [
-        ("topics", "Topics (TSV qid, text, description — or JSONL)"),
-        ("docs", "Documents (JSONL docid, title, text, url — or TSV)"),
-        ("run", "Run (TREC: qid Q0 docid rank score tag)"),
-        ("qrels", "Qrels (TREC: qid iteration docid label)"),
-        ("online", "Online figures (CSV: system,metric,value[,ci_low,ci_high][,qid]), e.g. CTR from an A/B test"),
+        ("topics", gettext_lazy("Topics (TSV qid, text, description — or JSONL)")),
+        ("docs", gettext_lazy("Documents (JSONL docid, title, text, url — or TSV)")),
+        ("run", gettext_lazy("Run (TREC: qid Q0 docid rank score tag)")),
+        ("qrels", gettext_lazy("Qrels (TREC: qid iteration docid label)")),
+        (
+            "online",
+            gettext_lazy("Online figures (CSV: system,metric,value[,ci_low,ci_high][,qid]), e.g. CTR from an A/B test"),
+        ),
     ]
     kind = forms.ChoiceField(choices=KINDS, widget=forms.HiddenInput)
-    file = forms.FileField()
+    file = forms.FileField(label=gettext_lazy("File"))
     system = forms.CharField(
         required=False,
         max_length=SYSTEM_NAME_MAX_LENGTH,
-        label="system name",
-        help_text="Runs only; defaults to the run's tag column (one system per tag).",
+        label=gettext_lazy("system name"),
+        help_text=gettext_lazy("Runs only; defaults to the run's tag column (one system per tag)."),
     )
     replace = forms.BooleanField(
         required=False,
-        label="replace a different run of the same system",
-        help_text="Runs only. Scores and the leaderboard change; judgments are kept.",
+        label=gettext_lazy("replace a different run of the same system"),
+        help_text=gettext_lazy("Runs only. Scores and the leaderboard change; judgments are kept."),
     )
     annotator = forms.CharField(
         required=False,
         max_length=150,
-        label="judged by (member or source name)",
-        help_text=(
+        label=gettext_lazy("judged by (member or source name)"),
+        help_text=gettext_lazy(
             "Qrels only: whose judgments these labels become — a member's username, or a source such as "
             "trec-2019 (a source account nobody can log in with is created). Defaults to you. Pairs that "
             "member already judged in the app keep their judgment."
@@ -196,9 +223,11 @@ class UploadForm(forms.Form):
 
     model = forms.BooleanField(
         required=False,
-        label="labels from a model judge",
-        help_text="Qrels only: the annotator named above is an automatic judge (created if new); its labels "
-        "never count as human labels.",
+        label=gettext_lazy("labels from a model judge"),
+        help_text=gettext_lazy(
+            "Qrels only: the annotator named above is an automatic judge (created if new); its labels "
+            "never count as human labels."
+        ),
     )
 
     def clean_annotator(self):
@@ -209,21 +238,21 @@ class UploadForm(forms.Form):
     def clean(self):
         data = super().clean()
         if data.get("model") and not data.get("annotator"):
-            self.add_error("annotator", "name the model judge whose labels these are")
+            self.add_error("annotator", _("name the model judge whose labels these are"))
         return data
 
 
 class MyJudgmentsFilter(forms.Form):
-    UNSURE = [("", "any"), ("yes", "unsure only"), ("no", "confident only")]
+    UNSURE = [("", gettext_lazy("any")), ("yes", gettext_lazy("unsure only")), ("no", gettext_lazy("confident only"))]
     q = forms.CharField(
         required=False,
-        label="search",
+        label=gettext_lazy("search"),
         max_length=200,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "title, docid, note…"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": gettext_lazy("title, docid, note…")}),
     )
     query = forms.CharField(required=False, label="qid", max_length=QID_MAX_LENGTH)
-    grade = forms.IntegerField(required=False, min_value=0, max_value=100)
-    unsure = forms.ChoiceField(required=False, choices=UNSURE)
+    grade = forms.IntegerField(required=False, label=gettext_lazy("Grade"), min_value=0, max_value=100)
+    unsure = forms.ChoiceField(required=False, label=gettext_lazy("Unsure"), choices=UNSURE)
 
     def filters(self) -> dict:
         data = self.cleaned_data if self.is_valid() else {}

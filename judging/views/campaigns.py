@@ -9,6 +9,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.generic import TemplateView
 
 from judging import jobs, selectors
@@ -65,16 +67,21 @@ def _setup_steps(campaign, stats: dict, systems: list, documents: int) -> list[d
     members = reverse("judging:campaign_members", args=[campaign.slug])
     judge = reverse("judging:judge", args=[campaign.slug])
     return [
-        {"done": stats["queries"] > 0, "text": "Import the queries (topics)", "url": upload, "count": stats["queries"]},
-        {"done": documents > 0, "text": "Import the documents", "url": upload, "count": documents},
+        {
+            "done": stats["queries"] > 0,
+            "text": _("Import the queries (topics)"),
+            "url": upload,
+            "count": stats["queries"],
+        },
+        {"done": documents > 0, "text": _("Import the documents"), "url": upload, "count": documents},
         {
             "done": bool(systems),
-            "text": "Import the systems' runs (this builds the pool)",
+            "text": _("Import the systems' runs (this builds the pool)"),
             "url": upload,
             "count": len(systems),
         },
-        {"done": annotators > 0, "text": "Add annotators", "url": members, "count": annotators},
-        {"done": stats["labelled"] > 0, "text": "Judge the pool", "url": judge, "count": stats["labelled"]},
+        {"done": annotators > 0, "text": _("Add annotators"), "url": members, "count": annotators},
+        {"done": stats["labelled"] > 0, "text": _("Judge the pool"), "url": judge, "count": stats["labelled"]},
     ]
 
 
@@ -101,7 +108,7 @@ def campaign_detail(request, member: Member):
 @login_required
 def campaign_new(request):
     if not can_create_campaigns(request.user):
-        raise PermissionDenied("Only campaign leads can create campaigns; ask a lead or an administrator.")
+        raise PermissionDenied(_("Only campaign leads can create campaigns; ask a lead or an administrator."))
     form = CampaignCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -119,7 +126,10 @@ def campaign_new(request):
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            messages.success(request, f"Campaign {campaign.name} created. Name the grades and add members next.")
+            messages.success(
+                request,
+                _("Campaign %(name)s created. Name the grades and add members next.") % {"name": campaign.name},
+            )
             return redirect("judging:campaign_settings", slug=campaign.slug)
     return render(request, "judging/campaign_new.html", {"form": form})
 
@@ -142,9 +152,11 @@ def campaign_settings(request, member: Member):
             campaign.refresh_from_db()
             form.add_error(None, exc.messages)
         else:
-            text = "Settings saved."
+            text = _("Settings saved.")
             if added:
-                text += f" The deeper pool added {added} pair{'s' if added != 1 else ''} to judge."
+                text += " " + ngettext(
+                    "The deeper pool added %(n)s pair to judge.", "The deeper pool added %(n)s pairs to judge.", added
+                ) % {"n": added}
             messages.success(request, text)
             return redirect("judging:campaign_settings", slug=campaign.slug)
     status = 422 if request.method == "POST" else 200
@@ -205,10 +217,19 @@ def campaign_members(request, member: Member):
                 membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
-                    messages.success(request, f"{membership.user.username} was removed (their judgments are kept).")
+                    messages.success(
+                        request,
+                        _("%(username)s was removed (their judgments are kept).")
+                        % {"username": membership.user.username},
+                    )
                 elif action == "role":
-                    membership_add(campaign=campaign, user=membership.user, role=change.cleaned_data["role"])
-                    messages.success(request, f"{membership.user.username} is now a {change.cleaned_data['role']}.")
+                    role = change.cleaned_data["role"]
+                    membership_add(campaign=campaign, user=membership.user, role=role)
+                    messages.success(
+                        request,
+                        _("%(username)s is now a %(role)s.")
+                        % {"username": membership.user.username, "role": _role_name(role)},
+                    )
                 else:
                     links = [
                         set_password_link_issue(
@@ -216,7 +237,7 @@ def campaign_members(request, member: Member):
                         )
                     ]
             else:
-                raise Http404("Unknown action.")
+                raise Http404(_("Unknown action."))
         except ValidationError as exc:
             if action in ("add", "bulk"):
                 (bulk if action == "bulk" else form).add_error(None, exc.messages)
@@ -224,9 +245,18 @@ def campaign_members(request, member: Member):
                 messages.error(request, "; ".join(exc.messages))
         if not form.errors and not bulk.errors and not any(added.link_path for added in links):
             for added in links:
-                messages.success(request, f"{added.username} is now a {added.membership.role} of this campaign.")
+                messages.success(
+                    request,
+                    _("%(username)s is now a %(role)s of this campaign.")
+                    % {"username": added.username, "role": _role_name(added.membership.role)},
+                )
             return redirect("judging:campaign_members", slug=campaign.slug)
     return _members_page(request, member, form, bulk, links, status=422 if form.errors or bulk.errors else 200)
+
+
+def _role_name(role: str) -> str:
+    """A role as people read it ("lead", "리드"), from its stored value."""
+    return str(Membership.Role(role).label).lower()
 
 
 def _members_page(request, member: Member, form, bulk, links: list, *, status: int):
@@ -269,7 +299,7 @@ def campaign_upload(request, member: Member):
     if request.method == "POST":
         kind = request.POST.get("kind")
         if kind not in IMPORTERS:
-            raise Http404("Unknown kind of file.")
+            raise Http404(_("Unknown kind of file."))
         form = forms[kind] = UploadForm(request.POST, request.FILES, prefix=kind)
         if form.is_valid():
             upload = form.cleaned_data["file"]
@@ -290,7 +320,7 @@ def campaign_upload(request, member: Member):
                     kwargs["imported_by"] = request.user
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:
-                error = f"{exc} — nothing was imported"
+                error = _("%(error)s — nothing was imported") % {"error": exc}
             else:
                 # One message for one upload: a success is one event, however many lines describe it.
                 messages.success(request, " · ".join(summary.lines()))

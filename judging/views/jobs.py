@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from judging import selectors
@@ -20,9 +21,9 @@ def job_detail(request, member: Member, job_id: int):
     try:
         job = job_get(job_id=job_id, user=request.user)
     except Job.DoesNotExist:
-        raise Http404("No such job.") from None
+        raise Http404(_("No such job.")) from None
     if job.campaign_id != member.campaign.pk:
-        raise Http404("No such job.")
+        raise Http404(_("No such job."))
     if request.method == "POST":
         try:
             job_retry(job=job)

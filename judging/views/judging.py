@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import selectors
@@ -56,7 +57,9 @@ def _grade_label(grades: list, values: dict) -> str:
     names = {g.value: g.name for g in grades}
     if values["unsure"]:
         t = values["tentative_grade"]
-        return "Unsure" + (f" (tentatively {t} – {names.get(t, '?')})" if t is not None else "")
+        if t is None:
+            return _("Unsure")
+        return _("Unsure (tentatively %(grade)s – %(name)s)") % {"grade": t, "name": names.get(t, "?")}
     return f"{values['grade']} – {names.get(values['grade'], '?')}"
 
 
@@ -128,7 +131,9 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     if pair is None:
         ctx["progress"] = selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None)
         ctx["mine"] = selectors.judgments_count(campaign=campaign, annotator=request.user)
-        ctx["prev_pair_id"], _ = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=None)
+        ctx["prev_pair_id"], _next_id = selectors.judgment_neighbours(
+            campaign=campaign, annotator=request.user, judgment=None
+        )
         return ctx
     if "judgment" in extra:
         judgment = extra["judgment"]
@@ -278,7 +283,7 @@ def judge_record(request, member: Member, public_id: int):
     target = reverse("judging:judge", args=[campaign.slug])
     target = f"{target}?pair={nxt.public_id}" if in_history else target
     if not request.htmx:
-        messages.success(request, f"Saved {saved['qid']} / {saved['docid']}: {saved['label']}")
+        messages.success(request, _("Saved %(qid)s / %(docid)s: %(label)s") % saved)
         return redirect(target)
     if not outcome.existed:
         extra["latest_judged"] = pair.public_id
@@ -340,20 +345,26 @@ def my_judgment_save(request, member: Member, public_id: int):
     campaign = member.campaign
     pair = campaign_pair(campaign, public_id, pooled_only=False, public=True)
     if selectors.judgment_current(pair=pair, annotator=request.user) is None:
-        raise Http404("You have not judged this pair.")
+        raise Http404(_("You have not judged this pair."))
     outcome = _record(request, campaign, pair)
     judgment = selectors.judgment_current(pair=pair, annotator=request.user)
     grades = selectors.grade_list(campaign=campaign)
     if not request.htmx:
         if outcome.status == "saved":
             messages.success(
-                request, f"Saved {pair.query.qid} / {pair.document.docid}: {_grade_label(grades, outcome.values)}"
+                request,
+                _("Saved %(qid)s / %(docid)s: %(label)s")
+                % {"qid": pair.query.qid, "docid": pair.document.docid, "label": _grade_label(grades, outcome.values)},
             )
         elif outcome.status == "conflict":
             messages.error(
                 request,
-                f"{pair.query.qid} / {pair.document.docid} was changed elsewhere to "
-                f"{_grade_label(grades, _values_of(judgment))}; nothing was saved.",
+                _("%(qid)s / %(docid)s was changed elsewhere to %(label)s; nothing was saved.")
+                % {
+                    "qid": pair.query.qid,
+                    "docid": pair.document.docid,
+                    "label": _grade_label(grades, _values_of(judgment)),
+                },
             )
         else:
             messages.error(request, "; ".join(outcome.errors))
