@@ -20,6 +20,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
@@ -35,13 +37,13 @@ def token_page(request):
             # A new key each time: "create" on a page that already shows a token means "rotate it".
             Token.objects.filter(user=request.user).delete()
             Token.objects.create(user=request.user)
-            messages.success(request, "A new API token was created. Scripts using the old one get 401 now.")
+            messages.success(request, _("A new API token was created. Scripts using the old one get 401 now."))
         elif action == "revoke":
-            deleted, _ = Token.objects.filter(user=request.user).delete()
+            deleted, _per_model = Token.objects.filter(user=request.user).delete()
             if deleted:
-                messages.success(request, "Your API token was revoked. Scripts using it get 401 now.")
+                messages.success(request, _("Your API token was revoked. Scripts using it get 401 now."))
         else:
-            messages.error(request, "Unknown action.")
+            messages.error(request, _("Unknown action."))
         return redirect("account-token")
     token = Token.objects.filter(user=request.user).first()
     return render(
@@ -123,7 +125,12 @@ def lockout_response(request, original_response=None, credentials=None):
     if request.path.startswith("/api/"):
         response = JsonResponse(
             {
-                "detail": f"Too many failed logins. Try again in {minutes} minute{'s' if minutes != 1 else ''}.",
+                "detail": ngettext(
+                    "Too many failed logins. Try again in %(n)s minute.",
+                    "Too many failed logins. Try again in %(n)s minutes.",
+                    minutes,
+                )
+                % {"n": minutes},
                 "retry_after": seconds,
             },
             status=429,
@@ -158,7 +165,7 @@ class RevokeTokenOnPasswordChange:
             Token.objects.filter(user=user).delete()
 
     def get_help_text(self):
-        return "Changing your password also revokes your API token: scripts need a new one."
+        return _("Changing your password also revokes your API token: scripts need a new one.")
 
 
 # --------------------------------------------------------------------------- login and password reset
@@ -177,7 +184,7 @@ def needs_mail(view):
     @wraps(view)
     def wrapped(request, *args, **kwargs):
         if not settings.PASSWORD_RESET_ENABLED:
-            raise Http404("Password reset is not available: this server cannot send e-mail.")
+            raise Http404(_("Password reset is not available: this server cannot send e-mail."))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -196,6 +203,6 @@ class RateLimitedPasswordResetView(auth_views.PasswordResetView):
             cache.add(key, 0, timeout=3600)
         counts = [cache.incr(key) for key in keys]
         if max(counts) > settings.PASSWORD_RESET_RATE:
-            form.add_error(None, "Too many password reset requests. Try again in an hour.")
+            form.add_error(None, _("Too many password reset requests. Try again in an hour."))
             return self.render_to_response(self.get_context_data(form=form), status=429)
         return super().form_valid(form)

@@ -8,6 +8,7 @@ import django_filters as df
 from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django_filters.fields import IsoDateTimeField
 from rest_framework import filters
 
@@ -35,7 +36,9 @@ class UTCDateTimeField(IsoDateTimeField):
             try:
                 value.astimezone(dt.UTC)
             except OverflowError:
-                raise forms.ValidationError("out of range: the time must lie between years 1 and 9999 in UTC") from None
+                raise forms.ValidationError(
+                    _("out of range: the time must lie between years 1 and 9999 in UTC")
+                ) from None
         return value
 
 

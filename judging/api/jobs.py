@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -61,7 +62,7 @@ class JobViewSet(viewsets.ViewSet):
         try:
             return job_get(job_id=int(pk), user=request.user)
         except Job.DoesNotExist:
-            raise NotFound("No such job.") from None
+            raise NotFound(_("No such job.")) from None
 
     @extend_schema(responses=JobSerializer, description="A job's status, progress, and result or error.")
     def retrieve(self, request, pk=None):

@@ -4,6 +4,7 @@ import datetime as dt
 import re
 
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 
@@ -24,7 +25,9 @@ class JudgmentCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
     ordering = "id"
-    invalid_cursor_message = "Invalid cursor: pass back the next or previous link of an earlier page unchanged."
+    invalid_cursor_message = gettext_lazy(
+        "Invalid cursor: pass back the next or previous link of an earlier page unchanged."
+    )
 
     def decode_cursor(self, request):
         """DRF's decoding, plus a check of the position the cursor carries.

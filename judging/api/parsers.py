@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from django.utils.translation import gettext as _
 from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.parsers import FormParser, JSONParser
@@ -21,8 +22,11 @@ class RequestTooLarge(APIException):
 
 def _too_large(size: str) -> RequestTooLarge:
     return RequestTooLarge(
-        f"The request body is {size} bytes; a JSON or form body may be at most {BODY_MAX_BYTES:,} bytes. "
-        "Send files to the upload endpoints (multipart/form-data)."
+        _(
+            "The request body is %(size)s bytes; a JSON or form body may be at most %(limit)s bytes. "
+            "Send files to the upload endpoints (multipart/form-data)."
+        )
+        % {"size": size, "limit": f"{BODY_MAX_BYTES:,}"}
     )
 
 

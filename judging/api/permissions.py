@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
@@ -50,12 +52,16 @@ class Access:
         """A campaign the caller belongs to, by slug, or 404."""
         campaign = self.campaigns().filter(slug=slug).first() if _is_slug(slug) else None
         if campaign is None:
-            raise NotFound(f"You are not a member of a campaign {slug!r}.")
+            raise NotFound(_("You are not a member of a campaign %(slug)s.") % {"slug": repr(slug)})
         return campaign
 
-    def require_lead(self, campaign: Campaign, what: str = "do this") -> None:
+    def require_lead(self, campaign: Campaign, what: str | None = None) -> None:
+        """``what`` completes "only a lead of campaign X can ..." (translated by the caller)."""
         if not self.is_lead(campaign.id):
-            raise PermissionDenied(f"Only a lead of campaign {campaign.slug!r} can {what}.")
+            raise PermissionDenied(
+                _("Only a lead of campaign %(campaign)s can %(what)s.")
+                % {"campaign": repr(campaign.slug), "what": what or _("do this")}
+            )
 
     def can_create_campaigns(self) -> bool:
         """Leads (of any campaign) and users granted judging.add_campaign create campaigns."""
@@ -77,7 +83,7 @@ def access(request) -> Access:
 
 
 class CanCreateCampaign(BasePermission):
-    message = "Only campaign leads can create campaigns."
+    message = gettext_lazy("Only campaign leads can create campaigns.")
 
     def has_permission(self, request, view) -> bool:
         return view.action != "create" or access(request).can_create_campaigns()
@@ -86,7 +92,7 @@ class CanCreateCampaign(BasePermission):
 class IsCampaignLead(BasePermission):
     """Object permission for objects that belong to a campaign (systems; campaigns themselves)."""
 
-    message = "Only a lead of this campaign can see or change this."
+    message = gettext_lazy("Only a lead of this campaign can see or change this.")
 
     def has_object_permission(self, request, view, obj) -> bool:
         campaign_id = obj.id if isinstance(obj, Campaign) else obj.campaign_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 import metrics
@@ -68,21 +69,21 @@ class CampaignSerializer(serializers.ModelSerializer):
 
     def validate_slug(self, value: str) -> str:
         if self.instance is not None and value != self.instance.slug:
-            raise serializers.ValidationError("The slug of a campaign cannot change.")
+            raise serializers.ValidationError(_("The slug of a campaign cannot change."))
         return value
 
     def validate_scale(self, value: list[dict]) -> list[dict]:
         values = [g["value"] for g in value]
         if not values:
-            raise serializers.ValidationError("A grading scale needs at least one grade.")
+            raise serializers.ValidationError(_("A grading scale needs at least one grade."))
         if len(set(values)) != len(values):
-            raise serializers.ValidationError("Each grade value may appear only once.")
+            raise serializers.ValidationError(_("Each grade value may appear only once."))
         return sorted(value, key=lambda g: g["value"])
 
     def validate(self, attrs: dict) -> dict:
         grades, scale = attrs.get("grade_values"), attrs.get("grades")
         if grades is not None and scale is not None and sorted(set(grades)) != [g["value"] for g in scale]:
-            raise serializers.ValidationError({"grades": "`grades` and `scale` name different values."})
+            raise serializers.ValidationError({"grades": _("`grades` and `scale` name different values.")})
         return attrs
 
 
@@ -219,11 +220,11 @@ class JudgmentRecordSerializer(serializers.Serializer):
         if "pair" in attrs:
             if named:
                 raise serializers.ValidationError(
-                    {"pair": "Name the pair by id or by campaign, qid and docid, not both."}
+                    {"pair": _("Name the pair by id or by campaign, qid and docid, not both.")}
                 )
         elif len(named) != 3:
             missing = [k for k in ("campaign", "qid", "docid") if k not in named]
-            raise serializers.ValidationError(dict.fromkeys(missing, "This field is required (or send `pair`)."))
+            raise serializers.ValidationError(dict.fromkeys(missing, _("This field is required (or send `pair`).")))
         return attrs
 
 

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -97,6 +98,11 @@ def api_exception_handler(exc, context):
     return exception_handler(exc, context)
 
 
+def _not_member(username: str, campaign: Campaign) -> str:
+    names = {"username": repr(username), "campaign": repr(campaign.slug)}
+    return _("%(username)s is not a member of %(campaign)s.") % names
+
+
 def _download_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
 
@@ -146,14 +152,14 @@ class ApiMixin:
             request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
         return super().finalize_response(request, response, *args, **kwargs)
 
-    def campaign_param(self, *, lead: bool = False, what: str = "see this"):
+    def campaign_param(self, *, lead: bool = False, what: str | None = None):
         """The campaign named by ``?campaign=``, checked: 404 for non-members, 403 if ``lead`` is needed."""
         slug = self.request.query_params.get("campaign")
         if slug is None:
             return None
         campaign = access(self.request).campaign(slug)
         if lead:
-            access(self.request).require_lead(campaign, what)
+            access(self.request).require_lead(campaign, what or _("see this"))
         return campaign
 
 
@@ -185,8 +191,10 @@ class AuthTokenView(ApiMixin, APIView):
         # middleware then answers 429 with when to retry (judging.api.account.lockout_response).
         user = authenticate(request._request, **credentials.validated_data)
         if user is None or not user.is_active:
-            raise DRFValidationError({"non_field_errors": ["Unable to log in with the given username and password."]})
-        token, _ = Token.objects.get_or_create(user=user)
+            raise DRFValidationError(
+                {"non_field_errors": [_("Unable to log in with the given username and password.")]}
+            )
+        token, _created = Token.objects.get_or_create(user=user)
         return Response({"token": token.key}, headers={"Cache-Control": "no-store"})
 
     @extend_schema(
@@ -283,7 +291,7 @@ class CampaignViewSet(
 
     def update(self, request, *args, **kwargs):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "change its settings")
+        access(request).require_lead(campaign, _("change its settings"))
         serializer = self.get_serializer(campaign, data=request.data, partial=True)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
@@ -330,7 +338,7 @@ class CampaignViewSet(
         campaign = self.get_object()
         is_lead = access(request).is_lead(campaign.id)
         if not is_lead and not campaign.leaderboard_visible_to_annotators:
-            access(request).require_lead(campaign, "see its leaderboard")
+            access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         if not is_lead:
@@ -356,20 +364,25 @@ class CampaignViewSet(
         (the page answers 403 there), and the parameters are checked as the page checks them."""
         if asked_per_query and params["per_query"]:
             raise PermissionDenied(
-                f"Only a lead of campaign {campaign.slug!r} can see per-query values; annotators get the means."
+                _("Only a lead of campaign %(campaign)s can see per-query values; annotators get the means.")
+                % {"campaign": repr(campaign.slug)}
             )
         params["per_query"] = False
         top = max(campaign.grades.values_list("value", flat=True), default=0)
         if params["threshold"] > top:
             raise DRFValidationError(
-                {"threshold": [f"must be between 0 and {top}, the top grade of this campaign's scale"]}
+                {
+                    "threshold": [
+                        _("must be between 0 and %(top)s, the top grade of this campaign's scale") % {"top": top}
+                    ]
+                }
             )
 
     def _trust_board(self, request):
         """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
-            access(request).require_lead(campaign, "see its leaderboard")
+            access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.TrustQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
@@ -467,7 +480,7 @@ class CampaignViewSet(
     @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
     def qrels(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "export its labels")
+        access(request).require_lead(campaign, _("export its labels"))
         lines = formats.format_qrels(qrels_rows(campaign=campaign))
         return _streamed(
             batched_text(lines),
@@ -496,7 +509,7 @@ class CampaignViewSet(
     @action(detail=True, methods=["get", "post"], **ONE_OBJECT)
     def members(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "manage its members")
+        access(request).require_lead(campaign, _("manage its members"))
         if request.method == "POST":
             form = serializers.MemberAddSerializer(data=request.data)
             form.is_valid(raise_exception=True)
@@ -525,10 +538,10 @@ class CampaignViewSet(
     )
     def member_remove(self, request, slug=None, username=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "manage its members")
+        access(request).require_lead(campaign, _("manage its members"))
         membership = campaign.memberships.filter(user__username=username).select_related("user").first()
         if membership is None:
-            raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
+            raise NotFound(_not_member(username, campaign))
         membership_remove(campaign=campaign, user=membership.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -550,10 +563,10 @@ class CampaignViewSet(
     )
     def member_link(self, request, slug=None, username=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "manage its members")
+        access(request).require_lead(campaign, _("manage its members"))
         membership = campaign.memberships.filter(user__username=username).select_related("user").first()
         if membership is None:
-            raise NotFound(f"{username!r} is not a member of {campaign.slug!r}.")
+            raise NotFound(_not_member(username, campaign))
         added = set_password_link_issue(
             campaign=campaign, by=request.user, user=membership.user, base_url=_base_url(request)
         )
@@ -572,7 +585,7 @@ class CampaignViewSet(
         """Run one import on the uploaded file. Every importer is one transaction: on error, nothing of
         the file is written, and the answer names the file, line and field."""
         campaign = self.get_object()
-        access(request).require_lead(campaign, "upload files")
+        access(request).require_lead(campaign, _("upload files"))
         form = serializer_class(data=request.data)
         if not form.is_valid():
             name, messages = next(iter(form.errors.items()))
@@ -671,7 +684,7 @@ class CampaignViewSet(
             # The model judge exists (a member of kind "model") before the import, or its background job, names
             # it: otherwise the import would record the labels under a new label source, counted as human.
             campaign = self.get_object()
-            access(request).require_lead(campaign, "upload files")
+            access(request).require_lead(campaign, _("upload files"))
             from judging.services.model_judge import model_judge_upload_annotator
 
             try:
@@ -727,7 +740,7 @@ class CampaignViewSet(
     def online(self, request, slug=None):
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
-            access(request).require_lead(campaign, "see its leaderboard")
+            access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         from judging.scoring import Params
@@ -770,7 +783,7 @@ class CampaignViewSet(
     )
     def calibration(self, request, slug=None, name=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "see its model judges' calibration")
+        access(request).require_lead(campaign, _("see its model judges' calibration"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         from judging.scoring import Params
@@ -850,7 +863,7 @@ class SystemViewSet(CampaignContentViewSet):
         return systems
 
     def list(self, request, *args, **kwargs):
-        self.campaign_param(lead=True, what="see its systems")
+        self.campaign_param(lead=True, what=_("see its systems"))
         return super().list(request, *args, **kwargs)
 
     @extend_schema(
@@ -900,7 +913,7 @@ class PairViewSet(CampaignContentViewSet):
     @action(detail=True, methods=["post"], **ONE_OBJECT)
     def adjudicate(self, request, pk=None):
         pair = self.get_object()
-        access(request).require_lead(pair.campaign, "adjudicate its pairs")
+        access(request).require_lead(pair.campaign, _("adjudicate its pairs"))
         decision = serializers.AdjudicationSerializer(data=request.data)
         decision.is_valid(raise_exception=True)
         adjudication_set(pair=pair, lead=request.user, **decision.validated_data)
@@ -1017,7 +1030,7 @@ class JudgmentViewSet(
                 .first()
             )
             if pair is None or not (pair.pooled or acc.is_lead(pair.campaign_id)):
-                raise NotFound(f"No pair {values['pair']} in your campaigns.")
+                raise NotFound(_("No pair %(pair)s in your campaigns.") % {"pair": values["pair"]})
             return pair
         campaign = acc.campaign(values["campaign"])
         pair = (
@@ -1027,11 +1040,12 @@ class JudgmentViewSet(
         )
         if pair is not None and (pair.pooled or acc.is_lead(campaign.id)):
             return pair
+        names = {"campaign": repr(campaign.slug), "qid": repr(values["qid"]), "docid": repr(values["docid"])}
         if not campaign.queries.filter(qid=values["qid"]).exists():
-            raise DRFValidationError({"qid": [f"Campaign {campaign.slug!r} has no query {values['qid']!r}."]})
+            raise DRFValidationError({"qid": [_("Campaign %(campaign)s has no query %(qid)s.") % names]})
         if not campaign.documents.filter(docid=values["docid"]).exists():
-            raise DRFValidationError({"docid": [f"Campaign {campaign.slug!r} has no document {values['docid']!r}."]})
-        raise DRFValidationError({"docid": [f"{values['docid']!r} is not in the pool of query {values['qid']!r}."]})
+            raise DRFValidationError({"docid": [_("Campaign %(campaign)s has no document %(docid)s.") % names]})
+        raise DRFValidationError({"docid": [_("%(docid)s is not in the pool of query %(qid)s.") % names]})
 
     @extend_schema(
         responses=serializers.JudgmentRevisionSerializer(many=True),

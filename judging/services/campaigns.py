@@ -68,7 +68,7 @@ def campaign_create(
     the command all create a campaign this way); ``settings`` are the other CAMPAIGN_SETTINGS.
     """
     if Campaign.objects.filter(slug=slug).exists():
-        raise ValidationError(f"a campaign with slug {slug!r} already exists")
+        raise ValidationError(_("a campaign with slug %(slug)s already exists") % {"slug": repr(slug)})
     campaign = Campaign(
         slug=slug,
         name=name or slug,
