@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.utils.translation import gettext_lazy as _
 
 
 class SuperuserAuthenticationForm(AdminAuthenticationForm):
@@ -14,7 +15,7 @@ class SuperuserAuthenticationForm(AdminAuthenticationForm):
 
 
 class AdminSite(admin.AdminSite):
-    site_header = "RelJudge administration"
+    site_header = _("RelJudge administration")
     login_form = SuperuserAuthenticationForm
 
     def has_permission(self, request):
