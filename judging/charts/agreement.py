@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import ngettext
 
 from judging.charts.svg import clip, svg
 
@@ -75,11 +76,18 @@ def confusion_svg(
             count = counts[i][j] if i < len(counts) and j < len(counts[i]) else 0
             fill, ink = _shade(count, top, i == j)
             share = f" ({count / total:.0%})" if total else ""
-            tip = (
-                f"{_short(row_name)} gave {r}{' – ' + names[r] if r in names else ''}, "
-                f"{_short(col_name)} gave {c}{' – ' + names[c] if c in names else ''}: "
-                f"{count} pair{'s' if count != 1 else ''}{share}"
-            )
+            tip = ngettext(
+                "%(a)s gave %(ga)s, %(b)s gave %(gb)s: %(n)d pair%(share)s",
+                "%(a)s gave %(ga)s, %(b)s gave %(gb)s: %(n)d pairs%(share)s",
+                count,
+            ) % {
+                "a": _short(row_name),
+                "ga": f"{r} – {names[r]}" if r in names else r,
+                "b": _short(col_name),
+                "gb": f"{c} – {names[c]}" if c in names else c,
+                "n": count,
+                "share": share,
+            }
             body.append(
                 f"<g><title>{escape(tip)}</title>"
                 f'<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" class="ch-cell {fill}"/>'
@@ -90,8 +98,11 @@ def confusion_svg(
     outline = " ".join(f"M{left + k * CELL} {top_margin + k * CELL}h{CELL}v{CELL}h-{CELL}z" for k in range(n_cat))
     body.append(f'<path d="{outline}" class="ch-diagonal"/>')
     diagonal = sum(counts[k][k] for k in range(min(n_cat, len(counts))))
-    label = (
-        f"Confusion matrix of {row_name} (rows) against {col_name} (columns) over {total} pairs both graded; "
-        f"they gave the same grade to {diagonal}."
-    )
+    label = ngettext(
+        "Confusion matrix of %(a)s (rows) against %(b)s (columns) over %(n)d pair both graded; "
+        "they gave the same grade to %(same)d.",
+        "Confusion matrix of %(a)s (rows) against %(b)s (columns) over %(n)d pairs both graded; "
+        "they gave the same grade to %(same)d.",
+        total,
+    ) % {"a": row_name, "b": col_name, "n": total, "same": diagonal}
     return svg(width, height, body, title=label, label=label, cls="rv-confusion")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
 from judging.charts.leaderboard import _clip, _svg, nice_ticks
 
@@ -41,7 +42,8 @@ def curve_chart(
     def y(v: float) -> float:
         return top + plot_h * (1 - v / y_max)
 
-    body = [f'<text x="{left}" y="15" class="ch-muted">{escape(measure)}@k for k = 1 … {k_max}</text>']
+    heading = _("%(measure)s@k for k = 1 … %(k_max)d") % {"measure": measure, "k_max": k_max}
+    body = [f'<text x="{left}" y="15" class="ch-muted">{escape(heading)}</text>']
     for t in ticks:
         body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(t):.1f}" y2="{y(t):.1f}" class="ch-grid"/>')
         body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="ch-muted">{t:g}</text>')
@@ -49,8 +51,10 @@ def curve_chart(
         if k < 1 or k > k_max:
             continue
         body.append(f'<text x="{x(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle" class="ch-muted">{k:g}</text>')
+    cutoff_k = _("cutoff k")
     body.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="ch-ink">cutoff k</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="ch-ink">'
+        f"{escape(cutoff_k)}</text>"
     )
     ks = np.arange(1, k_max + 1)
     for i in range(n_sys):
@@ -75,7 +79,13 @@ def curve_chart(
                 f'<text x="{lx + 24}" y="{ly + 4:.1f}" class="ch-ink">'
                 f"{escape(_clip(names[i], 18))}</text></g>"
             )
-    return _svg(width, height, body, title=f"{measure} at every cutoff", label=f"{measure} versus k per system")
+    return _svg(
+        width,
+        height,
+        body,
+        title=_("%(measure)s at every cutoff") % {"measure": measure},
+        label=_("%(measure)s versus k per system") % {"measure": measure},
+    )
 
 
 def interval_bar(low: float, high: float, value: float, *, top: float = 1.0, width: int = 140) -> SafeString:
@@ -93,5 +103,9 @@ def interval_bar(low: float, high: float, value: float, *, top: float = 1.0, wid
         f'<rect x="{x(low):.1f}" y="3" width="{max(x(high) - x(low), 1.5):.1f}" height="8" rx="3" class="ch-tied"/>',
         f'<rect x="{x(value) - 1:.1f}" y="0" width="2.5" height="14" class="ch-best"/>',
     ]
-    label = f"today {value:.3f}, between {low:.3f} and {high:.3f}"
+    label = _("today %(value)s, between %(low)s and %(high)s") % {
+        "value": f"{value:.3f}",
+        "low": f"{low:.3f}",
+        "high": f"{high:.3f}",
+    }
     return _svg(width, 14, body, title=label, label=label)

@@ -13,6 +13,8 @@ from datetime import datetime
 import numpy as np
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, pgettext
 
 from judging.charts.svg import clip as _clip
 from judging.charts.svg import fmt as _fmt
@@ -95,10 +97,12 @@ def bar_chart(
     def x(v: float) -> float:
         return label_w + plot_w * max(0.0, v) / x_max
 
-    body = [
-        f'<text x="{label_w}" y="15" class="ch-muted">{escape(measure)} (mean over queries)'
-        f"{', whiskers: 95% bootstrap CI' if low is not None else ''}</text>"
-    ]
+    heading = (
+        _("%(measure)s (mean over queries), whiskers: 95%% bootstrap CI")
+        if low is not None
+        else _("%(measure)s (mean over queries)")
+    ) % {"measure": measure}
+    body = [f'<text x="{label_w}" y="15" class="ch-muted">{escape(heading)}</text>']
     body += _vertical_grid(ticks, x, top, height - bottom)
     for i, name in enumerate(names):
         y = top + i * row
@@ -107,9 +111,9 @@ def bar_chart(
         colour = STATUS_CLASS.get(kind, "ch-tied")
         tip = f"{name}: {measure} = {_fmt(m, 4)}"
         if low is not None and high is not None and math.isfinite(low[i]):
-            tip += f" (95% CI {_fmt(low[i], 4)} – {_fmt(high[i], 4)})"
+            tip += " " + _("(95%% CI %(low)s – %(high)s)") % {"low": _fmt(low[i], 4), "high": _fmt(high[i], 4)}
         if kind == "worse":
-            tip += ", significantly worse than the best"
+            tip += _(", significantly worse than the best")
         body.append(f"<g><title>{escape(tip)}</title>")
         body.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{escape(_clip(name, 28))}</text>')
         body.append(
@@ -126,7 +130,13 @@ def bar_chart(
         else:
             end = x(m)
         body.append(f'<text x="{end + 5:.1f}" y="{y + 15}">{_fmt(m)}</text></g>')
-    return _svg(width, height, body, title=f"{measure} per system", label=f"Bar chart of {measure} per system")
+    return _svg(
+        width,
+        height,
+        body,
+        title=_("%(measure)s per system") % {"measure": measure},
+        label=_("Bar chart of %(measure)s per system") % {"measure": measure},
+    )
 
 
 # --------------------------------------------------------------------------- per-query distributions
@@ -148,17 +158,18 @@ def distribution_chart(
     def x(v: float) -> float:
         return label_w + plot_w * v / x_max
 
-    body = [
-        f'<text x="{label_w}" y="15" class="ch-muted">Per-query {escape(measure)}: box = quartiles, '
-        f"whiskers = 5th–95th percentile, ◆ = mean</text>"
-    ]
+    heading = _("Per-query %(measure)s: box = quartiles, whiskers = 5th–95th percentile, ◆ = mean") % {
+        "measure": measure
+    }
+    body = [f'<text x="{label_w}" y="15" class="ch-muted">{escape(heading)}</text>']
     body += _vertical_grid(nice_ticks(0.0, x_max, 5), x, top, height - bottom)
     if values.shape[-1] == 0:
+        no_label = _("No query has a label yet")
         body.append(
             f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" class="ch-muted">'
-            "No query has a label yet</text>"
+            f"{escape(no_label)}</text>"
         )
-        return _svg(width, height, body, title="Per-query distribution", label="No data yet")
+        return _svg(width, height, body, title=_("Per-query distribution"), label=_("No data yet"))
     q = np.percentile(values, [5, 25, 50, 75, 95], axis=1)  # (5, S)
     mean = values.mean(axis=1)
     rng = np.random.default_rng(0)
@@ -166,10 +177,22 @@ def distribution_chart(
         y = top + i * row
         cy = y + row / 2
         p5, p25, p50, p75, p95 = (float(v) for v in q[:, i])
-        tip = (
-            f"{name}: mean {_fmt(mean[i])}, median {_fmt(p50)}, quartiles {_fmt(p25)}–{_fmt(p75)}, "
-            f"5th–95th percentile {_fmt(p5)}–{_fmt(p95)} over {values.shape[1]} queries"
-        )
+        tip = ngettext(
+            "%(name)s: mean %(mean)s, median %(median)s, quartiles %(q1)s–%(q3)s, "
+            "5th–95th percentile %(p5)s–%(p95)s over %(n)d query",
+            "%(name)s: mean %(mean)s, median %(median)s, quartiles %(q1)s–%(q3)s, "
+            "5th–95th percentile %(p5)s–%(p95)s over %(n)d queries",
+            values.shape[1],
+        ) % {
+            "name": name,
+            "mean": _fmt(mean[i]),
+            "median": _fmt(p50),
+            "q1": _fmt(p25),
+            "q3": _fmt(p75),
+            "p5": _fmt(p5),
+            "p95": _fmt(p95),
+            "n": values.shape[1],
+        }
         body.append(f"<g><title>{escape(tip)}</title>")
         body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(_clip(name, 28))}</text>')
         if values.shape[1] <= points_up_to:
@@ -197,8 +220,8 @@ def distribution_chart(
         width,
         height,
         body,
-        title=f"Per-query {measure} per system",
-        label=f"Box plots of per-query {measure} per system",
+        title=_("Per-query %(measure)s per system") % {"measure": measure},
+        label=_("Box plots of per-query %(measure)s per system") % {"measure": measure},
     )
 
 
@@ -217,16 +240,17 @@ def progress_chart(
     """Cumulative judgments over time (a step line), with the pool's target as a dashed line."""
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
-    body = [
-        f'<text x="{left}" y="15" class="ch-muted">Judgments made, cumulative per {escape(bucket)}'
-        f"{' (dashed: pooled pairs × annotators per pair)' if goal else ''}</text>"
-    ]
+    heading = (
+        _("Judgments made, cumulative per hour") if bucket == "hour" else _("Judgments made, cumulative per day")
+    ) + (" " + _("(dashed: pooled pairs × annotators per pair)") if goal else "")
+    body = [f'<text x="{left}" y="15" class="ch-muted">{escape(heading)}</text>']
     if not times:
+        no_judgments = _("No judgments yet")
         body.append(
             f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="ch-muted">'
-            "No judgments yet</text>"
+            f"{escape(no_judgments)}</text>"
         )
-        return _svg(width, height, body, title="Judging progress", label="No judgments yet")
+        return _svg(width, height, body, title=_("Judging progress"), label=_("No judgments yet"))
     stamps = np.array([t.timestamp() for t in times], dtype=np.float64)
     counts = np.asarray(cumulative, dtype=np.float64)
     span = {"hour": 3600.0, "day": 86400.0}.get(bucket, 86400.0)
@@ -247,7 +271,8 @@ def progress_chart(
         body.append(f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end" class="ch-muted">{t:,.0f}</text>')
     # x labels: up to 5, evenly spaced in time (judging comes in bursts, so bucket positions would crowd)
     tz = times[0].tzinfo
-    fmt = "%d %b %H:%M" if bucket == "hour" else "%d %b %Y"
+    # strftime formats: Korean reads dates year first, in numbers
+    fmt = pgettext("strftime format", "%d %b %H:%M") if bucket == "hour" else pgettext("strftime format", "%d %b %Y")
     n_labels = max(2, min(5, int(round((t1 - t0) / span)) + 1))
     for i, t in enumerate(np.linspace(t0, t1, n_labels).tolist()):
         anchor = "start" if i == 0 else "end" if i == n_labels - 1 else "middle"
@@ -263,11 +288,14 @@ def progress_chart(
     body.append(f'<path d="{line}V{y(0):.1f}Z" class="ch-area"/>')
     body.append(f'<path d="{line}" class="ch-line"/>')
     if goal:
+        target = _("target %(n)s") % {"n": f"{goal:,}"}
         body.append(f'<path d="M{left} {y(goal):.1f}H{left + plot_w}" class="ch-goal"/>')
         body.append(
             f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" class="ch-goal-text">'
-            f"target {goal:,}</text>"
+            f"{escape(target)}</text>"
         )
+    total = int(counts[-1])
+    judgments_label = ngettext("%(n)s judgment", "%(n)s judgments", total) % {"n": f"{total:,}"}
     label_y = y(counts[-1]) - 6
     if goal and abs(label_y - (y(goal) - 5)) < 14:
         # Both labels end at the right edge: near the target, the count goes under its line instead of on top
@@ -275,9 +303,9 @@ def progress_chart(
         label_y = y(counts[-1]) + 16
     body.append(
         f'<text x="{x(t1) - 4:.1f}" y="{label_y:.1f}" text-anchor="end" '
-        f'font-weight="600">{int(counts[-1]):,} judgments</text>'
+        f'font-weight="600">{escape(judgments_label)}</text>'
     )
-    return _svg(width, height, body, title="Judging progress", label="Cumulative judgments over time")
+    return _svg(width, height, body, title=_("Judging progress"), label=_("Cumulative judgments over time"))
 
 
 # --------------------------------------------------------------------------- head-to-head differences
@@ -293,12 +321,14 @@ def difference_chart(
     left, right, top, bottom = 48, 12, 26, 24
     plot_w, plot_h = width - left - right, height - top - bottom
     d = np.sort(np.asarray(diffs, dtype=np.float64))[::-1]
-    body = [
-        f'<text x="{left}" y="15" class="ch-muted">{escape(measure)}: {escape(_clip(a, 24))} − '
-        f"{escape(_clip(b, 24))} per query, sorted ({d.size:,} queries)</text>"
-    ]
+    heading = ngettext(
+        "%(measure)s: %(a)s − %(b)s per query, sorted (%(n)s query)",
+        "%(measure)s: %(a)s − %(b)s per query, sorted (%(n)s queries)",
+        d.size,
+    ) % {"measure": measure, "a": _clip(a, 24), "b": _clip(b, 24), "n": f"{d.size:,}"}
+    body = [f'<text x="{left}" y="15" class="ch-muted">{escape(heading)}</text>']
     if d.size == 0:
-        return _svg(width, height, body, title="Per-query differences", label="No queries")
+        return _svg(width, height, body, title=_("Per-query differences"), label=_("No queries"))
     if d.size > max_columns:
         d = np.quantile(d[::-1], np.linspace(1, 0, max_columns))
     lim = max(float(np.abs(d).max()), 1e-9)
@@ -320,18 +350,23 @@ def difference_chart(
     neg = "".join(
         f"M{left + i * col:.1f} {y(0):.1f}V{y(v):.1f}h{col:.2f}V{y(0):.1f}Z" for i, v in enumerate(d.tolist()) if v < 0
     )
-    body.append(f'<path d="{pos}" class="ch-win"><title>{escape(a)} better</title></path>')
-    body.append(f'<path d="{neg}" class="ch-loss"><title>{escape(b)} better</title></path>')
+    better = _("%(system)s better")
+    body.append(f'<path d="{pos}" class="ch-win"><title>{escape(better % {"system": a})}</title></path>')
+    body.append(f'<path d="{neg}" class="ch-loss"><title>{escape(better % {"system": b})}</title></path>')
     # the wins are drawn on the left going up, the losses on the right going down: label the empty corners
     body.append(
         f'<text x="{left + plot_w - 4}" y="{top + 12}" text-anchor="end" class="ch-win">▲ '
-        f"{escape(_clip(a, 30))} better</text>"
+        f"{escape(better % {'system': _clip(a, 30)})}</text>"
     )
-    body.append(f'<text x="{left + 4}" y="{top + plot_h - 4}" class="ch-loss">▼ {escape(_clip(b, 30))} better</text>')
+    body.append(
+        f'<text x="{left + 4}" y="{top + plot_h - 4}" class="ch-loss">▼ '
+        f"{escape(better % {'system': _clip(b, 30)})}</text>"
+    )
     return _svg(
         width,
         height,
         body,
-        title=f"{measure} differences per query",
-        label=f"Sorted per-query {measure} differences between {a} and {b}",
+        title=_("%(measure)s differences per query") % {"measure": measure},
+        label=_("Sorted per-query %(measure)s differences between %(a)s and %(b)s")
+        % {"measure": measure, "a": a, "b": b},
     )

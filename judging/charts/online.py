@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 W, H = 300, 220
 LEFT, RIGHT, TOP, BOTTOM = 58, 14, 14, 38
@@ -33,7 +34,8 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
     sx = _scale(xs, LEFT, W - RIGHT)
     sy = _scale(ys, H - BOTTOM, TOP)
     at = {p["system"]: (sx(p["offline"]), sy(p["online"])) for p in points}
-    title = f"{x_name} (across) against {y_name} (up), one dot per system"
+    title = _("%(x)s (across) against %(y)s (up), one dot per system") % {"x": x_name, "y": y_name}
+    ordered_differently = _("%(a)s and %(b)s are ordered differently")
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" role="img" '
         f'class="chart scatter" font-size="11"><title>{escape(title)}</title>',
@@ -55,8 +57,8 @@ def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, 
         (x1, y1), (x2, y2) = at[a], at[b]
         out.append(
             f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" class="ch-discordant-line" '
-            f'stroke-width="2" stroke-dasharray="4 3"><title>{escape(a)} and {escape(b)} are ordered '
-            f"differently</title></line>"
+            f'stroke-width="2" stroke-dasharray="4 3"><title>{escape(ordered_differently % {"a": a, "b": b})}'
+            f"</title></line>"
         )
     flagged = {name for pair in discordant for name in pair}
     placed: list[tuple[float, float]] = []

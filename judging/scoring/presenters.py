@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDay, TruncHour
+from django.utils.translation import gettext, gettext_lazy
 
 import metrics
 from judging import charts
@@ -188,7 +189,8 @@ def significance_rows(lb: Leaderboard, pw: PairwiseStats) -> tuple[list[dict], i
                     "diff": d,
                     "sig": sig,
                     "cls": ("sig-better" if d > 0 else "sig-worse") if sig else "ns",
-                    "title": f"{names[i]} − {names[j]} = {d:+.4f}, adjusted p = {p:.4f}",
+                    "title": gettext("%(a)s − %(b)s = %(diff)s, adjusted p = %(p)s")
+                    % {"a": names[i], "b": names[j], "diff": f"{d:+.4f}", "p": f"{p:.4f}"},
                 }
             )
         rows.append({"name": names[i], "cells": cells})
@@ -205,11 +207,11 @@ def query_texts(query_ids: np.ndarray) -> dict[int, str]:
 # --------------------------------------------------------------------------- queries x systems heatmap
 
 SORTS = {
-    "qid": "query id",
-    "hardest": "hardest first (lowest mean over systems)",
-    "easiest": "easiest first",
-    "spread": "most disagreement between systems first",
-    "judged": "least judged first",
+    "qid": gettext_lazy("query id"),
+    "hardest": gettext_lazy("hardest first (lowest mean over systems)"),
+    "easiest": gettext_lazy("easiest first"),
+    "spread": gettext_lazy("most disagreement between systems first"),
+    "judged": gettext_lazy("least judged first"),
 }
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 import numpy as np
 from django.core.cache import cache
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 import metrics
 from judging.scoring.cache import CACHE_SECONDS, Leaderboard
@@ -21,9 +22,9 @@ logger = logging.getLogger(__name__)
 
 
 TESTS = {
-    "randomization": "paired randomization test, Holm-corrected",
-    "ttest": "paired t-test, Holm-corrected",
-    "tukey": "randomized Tukey HSD (controls the familywise error itself)",
+    "randomization": gettext_lazy("paired randomization test, Holm-corrected"),
+    "ttest": gettext_lazy("paired t-test, Holm-corrected"),
+    "tukey": gettext_lazy("randomized Tukey HSD (controls the familywise error itself)"),
 }
 
 

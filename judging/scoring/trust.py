@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from django.db.models import Count, Max
 from django.db.models.fields.json import KT
+from django.utils.translation import gettext, gettext_lazy
 
 import metrics
 from judging.models import Campaign, Document, Grade, Pair, QueryTag
@@ -429,7 +430,10 @@ def pool_bias(lb: Leaderboard) -> PoolBiasResult:
 def check_attribute(attribute: str) -> str:
     if not ATTRIBUTE_PATTERN.match(attribute or "") or "__" in attribute:
         raise ValueError(
-            "attribute must be 1 to 64 letters, digits, '-' or '_' (one '_' at a time), starting with a letter or digit"
+            gettext(
+                "attribute must be 1 to 64 letters, digits, '-' or '_' (one '_' at a time), "
+                "starting with a letter or digit"
+            )
         )
     return attribute
 
@@ -501,7 +505,9 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
     attribute = check_attribute(attribute)
     pks, codes, values = _attribute_codes(lb.campaign, attribute)
     if not values:
-        raise ValueError(f"attribute: no document of this campaign has the attribute {attribute!r}")
+        raise ValueError(
+            gettext("attribute: no document of this campaign has the attribute %(name)r") % {"name": attribute}
+        )
 
     def compute():
         arrays = trust_arrays(lb)
@@ -544,7 +550,7 @@ def micro(lb: Leaderboard) -> dict[str, np.ndarray]:
     return _cached(lb, ("micro",), compute)
 
 
-MICRO_NOTE = (
+MICRO_NOTE = gettext_lazy(
     "Macro averages give every query the same weight; micro averages pool the documents of all queries, "
     "so queries with long runs (P) or many relevant documents (R) weigh more."
 )
@@ -595,7 +601,7 @@ def leaderboard_data_extend(
         m = micro(lb)
         for s, entry in enumerate(systems):
             entry["micro"] = {name: _float(values[s]) for name, values in m.items()}
-        data["micro_note"] = MICRO_NOTE
+        data["micro_note"] = str(MICRO_NOTE)
 
 
 # --------------------------------------------------------------------------- the judging queue

@@ -11,6 +11,8 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 import metrics
 from judging.aggregation import POLICIES
@@ -328,23 +330,36 @@ def gold_pair_list(*, campaign: Campaign) -> QuerySet:
     )
 
 
-def review_reasons(judgments: list[Judgment]) -> list[str]:
-    """Why a pair with these judgments needs a lead, in words: the rule of review_queue / disputed_pair_ids."""
+def review_reasons(judgments: list[Judgment]) -> list[tuple[str, str]]:
+    """Why a pair with these judgments needs a lead, in words: the rule of review_queue / disputed_pair_ids.
+
+    Each reason is ``(kind, text)``: the kind (``unsure``, ``dispute`` or ``model``) picks the badge's colour
+    whatever language the text is in."""
     out = []
     models_ = [j for j in judgments if _by_model(j)]
     judgments = [j for j in judgments if not _by_model(j)]  # a model judge never makes a pair disputed
     unsure = sum(j.unsure for j in judgments)
     if unsure:
-        out.append(f"{unsure} unsure")
+        out.append(("unsure", ngettext("%(n)d unsure", "%(n)d unsure", unsure) % {"n": unsure}))
     grades = [j.grade.value for j in judgments if not j.unsure]
     if grades and max(grades) - min(grades) >= 2:
-        out.append(f"grades {min(grades)} and {max(grades)}: two or more apart")
+        out.append(
+            (
+                "dispute",
+                _("grades %(low)d and %(high)d: two or more apart") % {"low": min(grades), "high": max(grades)},
+            )
+        )
     elif len(grades) >= 3 and Counter(grades).most_common(1)[0][1] * 2 <= len(grades):
-        out.append(f"no majority among {len(grades)} grades")
+        out.append(("dispute", _("no majority among %(n)d grades") % {"n": len(grades)}))
     label = judgments[0].pair.label if judgments else None
     for j in models_:
         if not j.unsure and label is not None and j.grade.value != label:
-            out.append(f"model {j.annotator.get_username()} says {j.grade.value}")
+            out.append(
+                (
+                    "model",
+                    _("model %(name)s says %(grade)d") % {"name": j.annotator.get_username(), "grade": j.grade.value},
+                )
+            )
     return out
 
 

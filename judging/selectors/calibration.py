@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 from django.db.models import Count
+from django.utils.translation import gettext
 
 import metrics
 from judging.models import AnnotatorProfile, Campaign, Judgment
@@ -43,14 +44,17 @@ def model_judges(*, campaign: Campaign) -> list[dict]:
 def label_source_choices(*, campaign: Campaign) -> list[tuple[str, str]]:
     """The leaderboard's label sources: the humans, and each model judge alone or filling the humans' gaps.
     One small query (the campaign's model members): the leaderboard asks on every request."""
-    choices = [("humans", "human judgments")]
+    choices = [("humans", gettext("human judgments"))]
     names = (
         AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__memberships__campaign=campaign)
         .order_by("user__username")
         .values_list("user__username", flat=True)
     )
     for name in names:
-        choices += [(f"model:{name}", f"model {name} only"), (f"hybrid:{name}", f"humans, else model {name}")]
+        choices += [
+            (f"model:{name}", gettext("model %(name)s only") % {"name": name}),
+            (f"hybrid:{name}", gettext("humans, else model %(name)s") % {"name": name}),
+        ]
     return choices
 
 
@@ -61,7 +65,7 @@ def model_judge_profile(*, name: str) -> AnnotatorProfile:
         .first()
     )
     if profile is None:
-        raise UnknownJudge(f"no model judge named {name!r}")
+        raise UnknownJudge(gettext("no model judge named %(name)r") % {"name": name})
     return profile
 
 

@@ -6,6 +6,7 @@ import math
 from collections import defaultdict
 
 import numpy as np
+from django.utils.translation import gettext, ngettext
 
 import metrics
 from judging.models import Campaign, OnlineMetric
@@ -168,13 +169,40 @@ def best_sentence(result: dict) -> list[str]:
         n = next(r["n_systems"] for r in result["agreement"] if r["metric"] == metric)
         tau = b["kendall_tau"]
         r = b["pearson_r"]
-        verdict = "orders the systems exactly as" if tau == 1 else "agrees best with"
-        out.append(
-            f"{b['measure']} {verdict} {metric} (Kendall's tau {tau:+.2f}"
-            + (f", Pearson r {r:+.2f}" if r is not None else "")
-            + f", {n} systems)"
-            + "".join(f"; it orders {a} and {b_} the other way round" for a, b_ in b["discordant_pairs"])
-            + "".join(f"; it cannot tell {a} from {b_}" for a, b_ in b["offline_ties"])
-            + "."
-        )
+        figures = {"measure": b["measure"], "metric": metric, "tau": f"{tau:+.2f}", "n": n}
+        if r is not None:
+            figures["r"] = f"{r:+.2f}"
+            if tau == 1:
+                text = ngettext(
+                    "%(measure)s orders the systems exactly as %(metric)s (Kendall's tau %(tau)s, "
+                    "Pearson r %(r)s, %(n)d system)",
+                    "%(measure)s orders the systems exactly as %(metric)s (Kendall's tau %(tau)s, "
+                    "Pearson r %(r)s, %(n)d systems)",
+                    n,
+                )
+            else:
+                text = ngettext(
+                    "%(measure)s agrees best with %(metric)s (Kendall's tau %(tau)s, Pearson r %(r)s, %(n)d system)",
+                    "%(measure)s agrees best with %(metric)s (Kendall's tau %(tau)s, Pearson r %(r)s, %(n)d systems)",
+                    n,
+                )
+        elif tau == 1:
+            text = ngettext(
+                "%(measure)s orders the systems exactly as %(metric)s (Kendall's tau %(tau)s, %(n)d system)",
+                "%(measure)s orders the systems exactly as %(metric)s (Kendall's tau %(tau)s, %(n)d systems)",
+                n,
+            )
+        else:
+            text = ngettext(
+                "%(measure)s agrees best with %(metric)s (Kendall's tau %(tau)s, %(n)d system)",
+                "%(measure)s agrees best with %(metric)s (Kendall's tau %(tau)s, %(n)d systems)",
+                n,
+            )
+        parts = [text % figures]
+        parts += [
+            gettext("; it orders %(a)s and %(b)s the other way round") % {"a": a, "b": b_}
+            for a, b_ in b["discordant_pairs"]
+        ]
+        parts += [gettext("; it cannot tell %(a)s from %(b)s") % {"a": a, "b": b_} for a, b_ in b["offline_ties"]]
+        out.append("".join(parts) + ".")
     return out

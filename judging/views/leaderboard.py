@@ -18,11 +18,13 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 import metrics
 from judging import charts, scoring
 from judging.access import Member, campaign_view
-from judging.aggregation import POLICIES
+from judging.aggregation import Policy
 from judging.models import Campaign, Query, QueryTag
 from judging.scoring import trust
 from judging.selectors import grade_list
@@ -31,7 +33,10 @@ from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
-GAIN_LABELS = {"linear": "linear (label)", "exponential": "exponential (2^label − 1)"}  # metrics.GAINS in words
+GAIN_LABELS = {  # metrics.GAINS in words
+    "linear": gettext_lazy("linear (label)"),
+    "exponential": gettext_lazy("exponential (2^label − 1)"),
+}
 BOOLEAN_VALUES = {
     "": False,
     "0": False,
@@ -52,25 +57,34 @@ class LeaderboardParamsForm(forms.Form):
     """The GET controls shared by every leaderboard page."""
 
     k = forms.IntegerField(
-        label="k", min_value=1, max_value=1000, required=False, help_text="Cutoff of P, R, F1, Hit, nDCG and Judged."
+        label="k",
+        min_value=1,
+        max_value=1000,
+        required=False,
+        help_text=gettext_lazy("Cutoff of P, R, F1, Hit, nDCG and Judged."),
     )
     gain = forms.ChoiceField(
-        label="nDCG gain",
+        label=gettext_lazy("nDCG gain"),
         required=False,
         choices=[(g, GAIN_LABELS[g]) for g in metrics.GAINS],
     )
-    threshold = forms.IntegerField(label="Relevant from grade", min_value=0, max_value=100, required=False)
-    judged_only = forms.CharField(label="Condensed (judged only)", required=False)
-    policy = forms.ChoiceField(label="Aggregation", required=False)
-    measure = forms.CharField(label="Rank by", required=False)
-    labels = forms.ChoiceField(label="Label source", required=False)
-    segment = forms.CharField(label="Segment", required=False, max_length=100)
+    threshold = forms.IntegerField(
+        label=gettext_lazy("Relevant from grade"), min_value=0, max_value=100, required=False
+    )
+    judged_only = forms.CharField(label=gettext_lazy("Condensed (judged only)"), required=False)
+    policy = forms.ChoiceField(label=gettext_lazy("Aggregation"), required=False)
+    measure = forms.CharField(label=gettext_lazy("Rank by"), required=False)
+    labels = forms.ChoiceField(label=gettext_lazy("Label source"), required=False)
+    segment = forms.CharField(label=gettext_lazy("Segment"), required=False, max_length=100)
 
     def __init__(self, data, *, campaign: Campaign, max_grade: int):
         super().__init__(data)
         self.campaign = campaign
         self.max_grade = max_grade
-        self.fields["policy"].choices = [("", f"campaign's ({campaign.aggregation})"), *Campaign.Aggregation.choices]
+        self.fields["policy"].choices = [
+            ("", _("campaign's (%(policy)s)") % {"policy": campaign.aggregation}),
+            *Campaign.Aggregation.choices,
+        ]
         self.fields["labels"].choices = label_source_choices(campaign=campaign)
 
     def clean_labels(self) -> str:
@@ -88,14 +102,14 @@ class LeaderboardParamsForm(forms.Form):
             return 1
         if t > self.max_grade:
             raise forms.ValidationError(
-                f"must be between 0 and {self.max_grade}, the top grade of this campaign's scale"
+                _("must be between 0 and %(top)d, the top grade of this campaign's scale") % {"top": self.max_grade}
             )
         return t
 
     def clean_judged_only(self) -> bool:
         raw = (self.cleaned_data["judged_only"] or "").strip().lower()
         if raw not in BOOLEAN_VALUES:
-            raise forms.ValidationError("must be 1 (condensed scoring) or 0")
+            raise forms.ValidationError(_("must be 1 (condensed scoring) or 0"))
         return BOOLEAN_VALUES[raw]
 
     def clean_policy(self) -> str | None:
@@ -112,13 +126,13 @@ class LeaderboardParamsForm(forms.Form):
             self.add_error("measure", str(exc))
             return data
         if measure.cutoff is not None and measure.cutoff != data["k"]:
-            self.add_error("measure", f"{raw} does not match k={data['k']}")
+            self.add_error("measure", _("%(measure)s does not match k=%(k)d") % {"measure": raw, "k": data["k"]})
         else:
             data["measure"] = measure.at(data["k"])
         segment = (data.get("segment") or "").strip()
         data["segment"] = segment or None
         if segment and not QueryTag.objects.filter(query__campaign=self.campaign, tag=segment).exists():
-            self.add_error("segment", f"no query of this campaign has the tag {segment!r}")
+            self.add_error("segment", _("no query of this campaign has the tag %(tag)r") % {"tag": segment})
         return data
 
 
@@ -198,7 +212,7 @@ class BoardRequest:
             measure=self.measure,
             measure_choices=[(m, str(Measure(m).at(self.params.k))) for m in MEASURES],
             segment_choices=trust.campaign_tags(self.campaign),
-            policies=POLICIES,
+            policy_choices=Policy.choices,
             label_sources=self.form.fields["labels"].choices,
             urls=self.urls,
             **{"keep": [], **extra},
@@ -244,19 +258,21 @@ def leaderboard_page(*, drill: bool = False):
         @wraps(view)
         def wrapped(request, member: Member, *args, **kwargs):
             if drill and not member.is_lead:
-                return _refuse(request, member, 403, "The per-query drill-down is for the campaign's leads only.")
+                return _refuse(request, member, 403, _("The per-query drill-down is for the campaign's leads only."))
             if not member.can_see_leaderboard:
                 return _refuse(
                     request,
                     member,
                     403,
-                    "The leads of this campaign keep the leaderboard hidden from annotators while "
-                    "judging is under way: knowing which system is winning biases judgments.",
+                    _(
+                        "The leads of this campaign keep the leaderboard hidden from annotators while "
+                        "judging is under way: knowing which system is winning biases judgments."
+                    ),
                 )
             max_grade = max((g.value for g in grade_list(campaign=member.campaign)), default=0)
             form = LeaderboardParamsForm(request.GET, campaign=member.campaign, max_grade=max_grade)
             if not form.is_valid():
-                return _refuse(request, member, 400, "These leaderboard settings are not valid.", form=form)
+                return _refuse(request, member, 400, _("These leaderboard settings are not valid."), form=form)
             d = form.cleaned_data
             params = scoring.Params(
                 k=d["k"],
@@ -299,9 +315,9 @@ def _int_arg(request, name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise _BadArg(f"{name} must be a whole number, not {raw[:40]!r}") from None
+        raise _BadArg(_("%(name)s must be a whole number, not %(raw)r") % {"name": name, "raw": raw[:40]}) from None
     if not low <= value <= high:
-        raise _BadArg(f"{name} must be between {low} and {high}")
+        raise _BadArg(_("%(name)s must be between %(low)d and %(high)d") % {"name": name, "low": low, "high": high})
     return value
 
 
@@ -381,7 +397,7 @@ def leaderboard_significance(request, ctx: BoardRequest):
     """Pairwise significance matrix of the ranking measure, on demand."""
     test = request.GET.get("test") or "randomization"
     if test not in scoring.TESTS:
-        raise _BadArg(f"test must be one of {', '.join(scoring.TESTS)}")
+        raise _BadArg(_("test must be one of %(choices)s") % {"choices": ", ".join(scoring.TESTS)})
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     pw = scoring.pairwise_cached(lb, ctx.measure, test)
     rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
@@ -430,7 +446,7 @@ def leaderboard_queries(request, ctx: BoardRequest):
     """Queries x systems heatmap of the ranking measure, a page of PAGE_SIZE queries at a time."""
     sort = request.GET.get("sort") or "qid"
     if sort not in scoring.SORTS:
-        raise _BadArg(f"sort must be one of {', '.join(scoring.SORTS)}")
+        raise _BadArg(_("sort must be one of %(choices)s") % {"choices": ", ".join(scoring.SORTS)})
     search = request.GET.get("q", "").strip()[:100]
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     heat = scoring.heatmap(lb, ctx.measure, ctx.judged, sort=sort, search=search)
@@ -468,7 +484,7 @@ def leaderboard_query(request, ctx: BoardRequest, qid: str):
     if wanted:
         unknown = [w for w in wanted if w not in lb.cube.system_names]
         if unknown:
-            raise _BadArg(f"unknown system {unknown[0][:100]!r}")
+            raise _BadArg(_("unknown system %(name)r") % {"name": unknown[0][:100]})
         systems = np.array([s for s in order.tolist() if lb.cube.system_names[s] in set(wanted)], dtype=np.intp)
     else:
         systems = order
@@ -478,7 +494,7 @@ def leaderboard_query(request, ctx: BoardRequest, qid: str):
     try:
         shown = scoring.query_page(lb, qid, depth=depth, systems=systems, judged=ctx.judged, grades=grades)
     except LookupError:
-        raise Http404("No such query in this campaign.") from None
+        raise Http404(_("No such query in this campaign.")) from None
     context = ctx.base(
         **shown,
         depth=depth,
@@ -498,15 +514,15 @@ def leaderboard_query(request, ctx: BoardRequest, qid: str):
 def _two_systems(request, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[int, int]:
     index = {n: i for i, n in enumerate(lb.cube.system_names)}
     if len(index) < 2:
-        raise _BadArg("a head-to-head needs at least two systems")
+        raise _BadArg(_("a head-to-head needs at least two systems"))
     picked = []
     for name, default in (("a", order[0]), ("b", order[1])):
         raw = request.GET.get(name, "")
         if raw and raw not in index:
-            raise _BadArg(f"unknown system {raw[:100]!r} for {name}")
+            raise _BadArg(_("unknown system %(name)r for %(param)s") % {"name": raw[:100], "param": name})
         picked.append(index[raw] if raw else int(default))
     if picked[0] == picked[1]:
-        raise _BadArg("choose two different systems")
+        raise _BadArg(_("choose two different systems"))
     return picked[0], picked[1]
 
 
@@ -549,7 +565,7 @@ CHARTS = ("bars", "distribution", "progress", "differences")
 def leaderboard_chart(request, ctx: BoardRequest, kind: str):
     """A chart as a standalone SVG file (for reports and slides)."""
     if kind not in CHARTS:
-        raise Http404("No such chart.")
+        raise Http404(_("No such chart."))
     if kind == "progress":
         t = scoring.judging_timeline(ctx.campaign)
         svg = charts.progress_chart(t.times, t.cumulative, goal=t.goal, bucket=t.bucket)
@@ -557,14 +573,14 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
         lb = scoring.leaderboard(ctx.campaign, ctx.params)
         order = scoring.system_order(lb, ctx.measure)
         if kind == "bars":
-            stats, _, _ = scoring.stats_for_page(lb, ctx.measure)
+            stats = scoring.stats_for_page(lb, ctx.measure)[0]
             svg = scoring.bar_chart_of(scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats), ctx.measure, stats)
         elif kind == "distribution":
             names = [lb.cube.system_names[s] for s in order.tolist()]
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)
         else:
             if not ctx.is_lead:
-                return _refuse(request, ctx.member, 403, "Head-to-head charts are for leads only.")
+                return _refuse(request, ctx.member, 403, _("Head-to-head charts are for leads only."))
             a, b = _two_systems(request, lb, order)
             h2h = scoring.head_to_head(lb, ctx.measure, a, b)
             svg = charts.difference_chart(h2h.diff, a=h2h.summary["a"], b=h2h.summary["b"], measure=ctx.measure)
@@ -819,7 +835,7 @@ def leaderboard_segments(request, ctx: BoardRequest):
 
 class QueryTagsForm(forms.Form):
     qid = forms.CharField(max_length=100)
-    tags = forms.CharField(required=False, max_length=2000, help_text="Comma-separated, e.g. head, shoes")
+    tags = forms.CharField(required=False, max_length=2000, help_text=gettext_lazy("Comma-separated, e.g. head, shoes"))
 
 
 @leaderboard_page(drill=True)
@@ -838,7 +854,8 @@ def leaderboard_tags(request, ctx: BoardRequest):
             except ValueError as exc:  # FormatError included: it names the bad tag
                 error = str(exc)
             else:
-                message = f"Tags of {form.cleaned_data['qid']} {'saved' if changed else 'unchanged'}."
+                qid = form.cleaned_data["qid"]
+                message = (_("Tags of %(qid)s saved.") if changed else _("Tags of %(qid)s unchanged.")) % {"qid": qid}
         else:
             error = "; ".join(f"{f}: {e}" for f, es in form.errors.items() for e in es)
     search = request.GET.get("q", "").strip()[:100]

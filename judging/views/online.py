@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from judging import charts
@@ -76,7 +77,7 @@ def calibration(request, ctx: BoardRequest, name: str):
         raise Http404(str(exc)) from None
     names = {int(k): v for k, v in data["grade_names"].items()}
     matrix = charts.confusion_svg(
-        data["confusion"], data["categories"], row_name="humans", col_name=data["judge"], grade_names=names
+        data["confusion"], data["categories"], row_name=_("humans"), col_name=data["judge"], grade_names=names
     )
     review = reverse("judging:review", args=[campaign.slug])
     for d in data["disagreements"]:

@@ -14,6 +14,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import charts
@@ -43,11 +45,11 @@ from metrics import Measure
 
 PAGE_SIZE = 50
 KINDS = {
-    "all": "Unsure or disputed",
-    "unsure": "Unsure",
-    "disputed": "Disputed",
-    "model": "Model judge disagrees",
-    "decided": "Decided",
+    "all": gettext_lazy("Unsure or disputed"),
+    "unsure": gettext_lazy("Unsure"),
+    "disputed": gettext_lazy("Disputed"),
+    "model": gettext_lazy("Model judge disagrees"),
+    "decided": gettext_lazy("Decided"),
 }
 STABILITY_K = 10
 STABILITY_MEASURE = Measure("nDCG", STABILITY_K)
@@ -92,10 +94,10 @@ def _pct(value) -> str:
 class ReviewFilter(forms.Form):
     kind = forms.ChoiceField(choices=list(KINDS.items()), required=False)
     q = forms.CharField(
-        label="Query",
+        label=gettext_lazy("Query"),
         required=False,
         max_length=200,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "qid or words of the query"}),
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": gettext_lazy("qid or words of the query")}),
     )
 
     def values(self) -> tuple[str, str]:
@@ -117,6 +119,7 @@ class ReviewRow:
     judgments: list[Judgment]
     adjudication: Adjudication | None
     reasons: list[str] = field(default_factory=list)
+    badges: list[tuple[str, str]] = field(default_factory=list)  # (kind, reason): kind picks the colour
 
     @property
     def url_is_link(self) -> bool:
@@ -132,7 +135,8 @@ def _row(pair: Pair) -> ReviewRow:
         adjudication = pair.adjudication
     except Adjudication.DoesNotExist:
         adjudication = None
-    return ReviewRow(pair, pair.judgment_list, adjudication, review_reasons(pair.judgment_list))
+    reasons = review_reasons(pair.judgment_list)
+    return ReviewRow(pair, pair.judgment_list, adjudication, [text for kind, text in reasons], reasons)
 
 
 @campaign_view(lead=True)
@@ -207,16 +211,21 @@ def review_decide(request, member: Member, pair_id: int):
         error = "; ".join(e for errs in form.errors.values() for e in errs)
     if not request.htmx:
         if error:
-            messages.error(request, f"Not decided: {error}")
+            messages.error(request, _("Not decided: %(error)s") % {"error": error})
         else:
             messages.success(
                 request,
-                f"Decided {pair.query.qid} / {pair.document.docid}: "
-                f"{adjudication.grade.value} – {adjudication.grade.name}.",
+                _("Decided %(qid)s / %(docid)s: %(grade)s – %(name)s.")
+                % {
+                    "qid": pair.query.qid,
+                    "docid": pair.document.docid,
+                    "grade": adjudication.grade.value,
+                    "name": adjudication.grade.name,
+                },
             )
         return redirect(_back(request, reverse("judging:review", args=[campaign.slug])))
     if error:
-        return _row_response(request, member, pair, status=422, error=f"Not decided: {error}")
+        return _row_response(request, member, pair, status=422, error=_("Not decided: %(error)s") % {"error": error})
     return _row_response(request, member, pair, flash="decided")
 
 
@@ -229,7 +238,11 @@ def review_withdraw(request, member: Member, pair_id: int):
     removed = adjudication_remove(pair=pair, lead=request.user)
     if not request.htmx:
         if removed:
-            messages.success(request, f"Withdrew the decision on {pair.query.qid} / {pair.document.docid}.")
+            messages.success(
+                request,
+                _("Withdrew the decision on %(qid)s / %(docid)s.")
+                % {"qid": pair.query.qid, "docid": pair.document.docid},
+            )
         return redirect(_back(request, reverse("judging:review", args=[campaign.slug])))
     return _row_response(request, member, pair, flash="withdrawn" if removed else None)
 
@@ -240,12 +253,12 @@ def review_withdraw(request, member: Member, pair_id: int):
 def _alpha_reading(alpha: float) -> str:
     """Krippendorff's (2004) advice on how far an alpha can be relied on."""
     if not math.isfinite(alpha):
-        return "undefined on these judgments"
+        return _("undefined on these judgments")
     if alpha >= 0.8:
-        return "reliable (α ≥ 0.800)"
+        return _("reliable (α ≥ 0.800)")
     if alpha >= 0.667:
-        return "tentative conclusions only (0.667 ≤ α < 0.800)"
-    return "too low to rely on the labels (α < 0.667): tighten the guidelines and review disputes"
+        return _("tentative conclusions only (0.667 ≤ α < 0.800)")
+    return _("too low to rely on the labels (α < 0.667): tighten the guidelines and review disputes")
 
 
 def _stability_rows(campaign: Campaign, measure: str) -> list[dict]:
@@ -361,19 +374,24 @@ def agreement_policy(request, member: Member):
     keep = f"?{urlencode({'measure': measure})}" if measure in measure_names(STABILITY_K) else ""
     target = reverse("judging:agreement", args=[campaign.slug]) + keep + "#policy"
     if not form.is_valid():
-        messages.error(request, "Choose one of the aggregation policies.")
+        messages.error(request, _("Choose one of the aggregation policies."))
         return redirect(target)
     old = campaign.get_aggregation_display()
     changed = campaign_policy_set(campaign=campaign, lead=request.user, policy=form.cleaned_data["policy"])
     new = campaign.get_aggregation_display()
     if old == new:
-        messages.info(request, f"The policy already was {new}: nothing changed.")
+        messages.info(request, _("The policy already was %(policy)s: nothing changed.") % {"policy": new})
     else:
         messages.success(
             request,
-            f"Aggregation is now {new} (was {old}): {changed} label"
-            f"{'s' if changed != 1 else ''} changed. Adjudicated pairs keep the lead's "
-            "decision; the leaderboard follows.",
+            ngettext(
+                "Aggregation is now %(new)s (was %(old)s): %(n)d label changed. Adjudicated pairs keep the lead's "
+                "decision; the leaderboard follows.",
+                "Aggregation is now %(new)s (was %(old)s): %(n)d labels changed. Adjudicated pairs keep the lead's "
+                "decision; the leaderboard follows.",
+                changed,
+            )
+            % {"new": new, "old": old, "n": changed},
         )
     return redirect(target)
 
@@ -443,13 +461,16 @@ def quality_gold(request, member: Member, pair_id: int):
         error = "; ".join(exc.messages)
     if request.htmx and request.POST.get("row") == "review":
         if error:
-            return _row_response(request, member, pair, status=422, error=f"Gold label not set: {error}")
+            message = _("Gold label not set: %(error)s") % {"error": error}
+            return _row_response(request, member, pair, status=422, error=message)
         return _row_response(request, member, pair, flash="gold")
     where = f"{pair.query.qid} / {pair.document.docid}"
     if error:
-        messages.error(request, f"Gold label of {where} not set: {error}")
+        messages.error(request, _("Gold label of %(pair)s not set: %(error)s") % {"pair": where, "error": error})
     elif pair.gold_label is None:
-        messages.success(request, f"{where} is no longer a gold pair.")
+        messages.success(request, _("%(pair)s is no longer a gold pair.") % {"pair": where})
     else:
-        messages.success(request, f"{where} is a gold pair with grade {pair.gold_label}.")
+        messages.success(
+            request, _("%(pair)s is a gold pair with grade %(grade)s.") % {"pair": where, "grade": pair.gold_label}
+        )
     return redirect(_back(request, reverse("judging:quality", args=[campaign.slug])))
