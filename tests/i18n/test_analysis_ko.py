@@ -1,0 +1,123 @@
+"""The analysis pages in Korean: leaderboard, trust, agreement, offline vs online and a chart, with measure values
+still printed as trec_eval prints them (a dot and fixed digits).
+
+The Korean catalog of these pages is compiled here from locale/ko/parts/analysis.po with msgfmt into a temporary
+LOCALE_PATHS entry placed first, so the test checks this file's translations whatever else is installed. The
+requests both activate Korean and send ``Accept-Language: ko`` (what LocaleMiddleware reads).
+"""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.urls import reverse
+from django.utils import translation
+
+from judging.models import Pair
+from judging.scoring import leaderboard_data, trust
+from judging.services import judgment_record
+from judging.services.online import online_import
+from tests.judging.test_leaderboard_views import as_lead, tiny  # noqa: F401
+
+PARTS = Path(django_settings.BASE_DIR) / "locale" / "ko" / "parts" / "analysis.po"
+
+
+@pytest.fixture
+def korean(settings, tmp_path):
+    """Korean active, with this area's catalog compiled and searched first."""
+    target = tmp_path / "ko" / "LC_MESSAGES"
+    target.mkdir(parents=True)
+    subprocess.run(["msgfmt", "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
+    settings.LOCALE_PATHS = [str(tmp_path), *settings.LOCALE_PATHS]  # resets Django's translation cache
+    trust.caches_clear()
+    with translation.override("ko"):
+        yield
+    trust.caches_clear()
+
+
+@pytest.fixture
+def campaign(tiny, annotator, lead):  # noqa: F811
+    """tiny (query q4 still unlabelled) with two people grading q1's documents and online figures of its systems."""
+    grades = {"d1": 2, "d2": 0, "d3": 1}
+    for user in (annotator, lead):
+        for docid, grade in grades.items():
+            pair = Pair.objects.get(campaign=tiny, query__qid="q1", document__docid=docid)
+            judgment_record(pair=pair, annotator=user, grade=grade)
+    online_import(
+        campaign=tiny,
+        data="system,metric,value\nalpha,ctr,0.31\nbeta,ctr,0.29\n<em>gamma</em>,ctr,0.12\n".encode(),
+        filename="online.csv",
+    )
+    return tiny
+
+
+def page(client, name, *args, **query):
+    from urllib.parse import urlencode
+
+    url = reverse(f"judging:{name}", args=["tiny", *args])
+    response = client.get(f"{url}?{urlencode(query)}" if query else url, HTTP_ACCEPT_LANGUAGE="ko")
+    assert response.status_code == 200, response.content[:500]
+    return response.content.decode()
+
+
+def assert_no_english(html, *sentences):
+    for sentence in sentences:
+        assert sentence not in html, sentence
+
+
+def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean):  # noqa: F811
+    html = page(as_lead, "leaderboard", measure="P", k=3)
+    assert "<h1>리더보드</h1>" in html
+    assert re.search(r"남은 미판정 쌍 <strong>2</strong>개가 P@3 순위를 아직 바꿀 수 있습니다", html)
+    assert "아직 레이블이 없는 질의 1개는 판정되면 평균에 들어가며" in html
+    assert "어떤 차이가 진짜인가?" in html and "판정 진행 상황" in html
+    assert re.search(r'<span class="lb-badge (settled|open)">(확정|미정)</span>', html)
+    assert_no_english(
+        html,
+        "unjudged pairs left can still change the ranking",
+        "Which differences are real?",
+        "Updates every 5 s",
+        "queries have labels and are scored",
+        "Judging progress",
+    )
+    # every measure value as trec_eval prints it: dot decimal, four digits
+    data = leaderboard_data(campaign=campaign, k=3)
+    for system in data["systems"]:
+        for name in ("P@3", "MAP", "nDCG@3"):
+            assert f">{system['measures'][name]:.4f}<" in html, (system["name"], name)
+
+
+def test_trust_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+    html = page(as_lead, "leaderboard_trust", measure="P", k=3)
+    for text in ("판정을 멈춰도 될까?", "풀 편향", "모든 측정의 범위", "매크로 P@3", "매크로 평균은 모든 질의에 같은 가중치를"):
+        assert text in html, text
+    assert_no_english(html, "Can we stop judging?", "Pool bias", "Macro averages give every query the same weight")
+    assert re.search(r'<td class="num"><strong>0\.\d{4}</strong></td>', html)
+
+
+def test_agreement_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+    html = page(as_lead, "agreement")
+    for text in ("<h1>일치도</h1>", "단순 일치율", "평가자 두 명 사이", "집계 정책", "같은 등급"):
+        assert text in html, text
+    assert_no_english(html, "Raw agreement", "Between two annotators", "Switch the policy")
+
+
+def test_online_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+    html = page(as_lead, "online")
+    assert "<h1>오프라인 대 온라인</h1>" in html and "요약" in html
+    # the verdict on which measure predicts the online metric, and the caveat of three systems
+    assert re.search(r"<li>[^<]+: ctr와 (가장 잘 일치하는 측정|시스템 순서가 정확히 일치) \(켄달 타우 [+-]\d\.\d\d", html)
+    assert "시스템이 적습니다." in html
+    assert_no_english(html, "agrees best with", "orders the systems exactly as", "Few systems.")
+
+
+def test_chart_in_korean(as_lead, campaign, korean):  # noqa: F811
+    svg = page(as_lead, "leaderboard_chart", "bars", measure="P", k=3)
+    assert "<title>시스템별 P@3</title>" in svg and "질의 평균" in svg
+    assert_no_english(svg, "per system", "mean over queries")
+    alpha = next(s for s in leaderboard_data(campaign=campaign, k=3)["systems"] if s["name"] == "alpha")
+    assert f"alpha: P@3 = {alpha['measures']['P@3']:.4f}" in svg
+    progress = page(as_lead, "leaderboard_chart", "progress")
+    assert "판정 진행 상황" in progress and "Judging progress" not in progress
