@@ -34,6 +34,7 @@ from judging.scoring.cube import (  # noqa: F401
 )
 from judging.scoring.presenters import (  # noqa: F401
     JUDGED_WARNING,
+    MEASURE_TITLES,
     SORTS,
     HeadToHead,
     Heatmap,
@@ -43,6 +44,7 @@ from judging.scoring.presenters import (  # noqa: F401
     head_to_head,
     heatmap,
     judging_timeline,
+    measure_title,
     query_page,
     query_rankings,
     query_texts,

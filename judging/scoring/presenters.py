@@ -103,6 +103,32 @@ def judging_timeline(campaign: Campaign) -> Timeline:
     return Timeline(times, cumulative, bucket, goal)
 
 
+# --------------------------------------------------------------------------- measure names in words
+
+# What each measure is, for tooltips and menus; the abbreviation itself (P@10, nDCG@10, MRR ...) stays as it
+# is in every language, as trec_eval and the API name it.
+MEASURE_TITLES = {
+    "nDCG": gettext_lazy("normalized discounted cumulative gain (nDCG) in the top %(k)s"),
+    "P": gettext_lazy("precision: share of the top %(k)s that is relevant"),
+    "R": gettext_lazy("recall: share of the query's relevant documents found in the top %(k)s"),
+    "F1": gettext_lazy("F1: harmonic mean of precision and recall in the top %(k)s"),
+    "Hit": gettext_lazy("hit rate: share of queries with a relevant document in the top %(k)s"),
+    "MRR": gettext_lazy("mean reciprocal rank (MRR) of the first relevant document"),
+    "MAP": gettext_lazy("mean average precision (MAP)"),
+    "bpref": gettext_lazy("bpref: how often judged relevant documents rank above judged non-relevant ones"),
+    "Judged": gettext_lazy("share of the top %(k)s that has a label"),
+}
+
+
+def measure_title(name: str) -> str:
+    """The measure named ``name`` ("P@10", "MRR", "ILD@10" ...) in words, or "" for a measure without one."""
+    base, _, cutoff = name.partition("@")
+    title = MEASURE_TITLES.get(base)
+    if title is None:
+        return ""
+    return f"{name}: {title % {'k': cutoff or 'k'}}"
+
+
 # --------------------------------------------------------------------------- leaderboard rows
 
 JUDGED_WARNING = 0.9  # Judged@k below this: scores of unjudged documents are guesses, say so

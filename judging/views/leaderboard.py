@@ -210,7 +210,10 @@ class BoardRequest:
             ctx=self,
             form=self.form,
             measure=self.measure,
-            measure_choices=[(m, str(Measure(m).at(self.params.k))) for m in MEASURES],
+            measure_choices=[
+                (m, name, scoring.measure_title(name)) for m in MEASURES for name in [str(Measure(m).at(self.params.k))]
+            ],
+            measure_title=scoring.measure_title(self.measure),
             segment_choices=trust.campaign_tags(self.campaign),
             policy_choices=Policy.choices,
             label_sources=self.form.fields["labels"].choices,
@@ -347,7 +350,7 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
         **trust_ctx,
         "lb": lb,
         "rows": rows,
-        "measures": [m for m in lb.measures if m not in (ctx.measure, ctx.judged)],
+        "measures": [(m, scoring.measure_title(m)) for m in lb.measures if m not in (ctx.measure, ctx.judged)],
         "judged_name": ctx.judged,
         "n_scored": lb.n_scored,
         "n_queries": len(lb.cube.query_ids),

@@ -74,6 +74,9 @@ def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean
     assert "아직 레이블이 없는 질의 1개는 판정되면 평균에 들어가며" in html
     assert "어떤 차이가 진짜인가?" in html and "판정 진행 상황" in html
     assert re.search(r'<span class="lb-badge (settled|open)">(확정|미정)</span>', html)
+    # abbreviations stay, their long names are Korean
+    assert 'title="P@3: 정밀도: 상위 3개 중 적합 문서의 비율">P@3</th>' in html
+    assert 'title="MRR: 평균 역순위 (MRR): 첫 적합 문서 순위의 역수 평균">MRR</th>' in html
     assert_no_english(
         html,
         "unjudged pairs left can still change the ranking",
