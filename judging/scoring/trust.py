@@ -98,11 +98,14 @@ def resolve_measure(raw: str | None, k: int) -> str:
     raw = (raw or "nDCG").strip()
     base, _, cut = raw.partition("@")
     if base not in MEASURE_BASES:
-        raise ValueError(f"unknown measure {raw[:40]!r}; expected one of {', '.join(MEASURE_BASES)}")
+        raise ValueError(
+            gettext("unknown measure %(measure)r; expected one of %(choices)s")
+            % {"measure": raw[:40], "choices": ", ".join(MEASURE_BASES)}
+        )
     if cut and base in NO_CUTOFF:
-        raise ValueError(f"{base} has no cutoff")
+        raise ValueError(gettext("%(measure)s has no cutoff") % {"measure": base})
     if cut and cut != str(k):
-        raise ValueError(f"{raw[:40]} does not match k={k}")
+        raise ValueError(gettext("%(measure)s does not match k=%(k)d") % {"measure": raw[:40], "k": k})
     return base if base in NO_CUTOFF else f"{base}@{k}"
 
 
@@ -201,7 +204,7 @@ def segment_mask(campaign: Campaign, cube: RunCube, segment: str) -> np.ndarray:
         dtype=np.int64,
     )
     if ids.size == 0:
-        raise ValueError(f"segment: no query of this campaign has the tag {segment[:100]!r}")
+        raise ValueError(gettext("segment: no query of this campaign has the tag %(tag)r") % {"tag": segment[:100]})
     return np.isin(cube.query_ids, ids)
 
 
@@ -346,9 +349,12 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
 def curves(lb: Leaderboard, measure_base: str, k_max: int) -> np.ndarray:
     """(S, k_max) mean of ``measure_base`` (one of metrics.CURVE_MEASURES) at every cutoff 1..k_max."""
     if measure_base not in metrics.CURVE_MEASURES:
-        raise ValueError(f"measure must be one of {', '.join(metrics.CURVE_MEASURES)}, not {measure_base[:40]!r}")
+        raise ValueError(
+            gettext("measure must be one of %(choices)s, not %(measure)r")
+            % {"choices": ", ".join(metrics.CURVE_MEASURES), "measure": measure_base[:40]}
+        )
     if not 1 <= k_max <= CURVE_K_MAX:
-        raise ValueError(f"k_max must be between 1 and {CURVE_K_MAX}")
+        raise ValueError(gettext("k_max must be between 1 and %(top)d") % {"top": CURVE_K_MAX})
 
     def compute():
         arrays = trust_arrays(lb)
