@@ -7,6 +7,7 @@ requests both activate Korean and send ``Accept-Language: ko`` (what LocaleMiddl
 """
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,13 +25,23 @@ from tests.judging.test_leaderboard_views import as_lead, tiny  # noqa: F401
 PARTS = Path(django_settings.BASE_DIR) / "locale" / "ko" / "parts" / "analysis.po"
 
 
-@pytest.fixture
-def korean(settings, tmp_path):
-    """Korean active, with this area's catalog compiled and searched first."""
-    target = tmp_path / "ko" / "LC_MESSAGES"
+@pytest.fixture(scope="session")
+def analysis_catalog(tmp_path_factory) -> Path:
+    """locale/ko/parts/analysis.po compiled into a directory of its own (a LOCALE_PATHS entry)."""
+    msgfmt = shutil.which("msgfmt")
+    if msgfmt is None:
+        pytest.skip("msgfmt (GNU gettext) is needed to compile the Korean messages")
+    root = tmp_path_factory.mktemp("analysis-locale")
+    target = root / "ko" / "LC_MESSAGES"
     target.mkdir(parents=True)
-    subprocess.run(["msgfmt", "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
-    settings.LOCALE_PATHS = [str(tmp_path), *settings.LOCALE_PATHS]  # resets Django's translation cache
+    subprocess.run([msgfmt, "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
+    return root
+
+
+@pytest.fixture
+def korean(settings, analysis_catalog):
+    """Korean active, with this area's catalog searched first."""
+    settings.LOCALE_PATHS = [str(analysis_catalog), *settings.LOCALE_PATHS]  # resets Django's translation cache
     trust.caches_clear()
     with translation.override("ko"):
         yield
@@ -103,7 +114,7 @@ def test_trust_page_in_korean(as_lead, campaign, korean):  # noqa: F811
 
 def test_agreement_page_in_korean(as_lead, campaign, korean):  # noqa: F811
     html = page(as_lead, "agreement")
-    for text in ("<h1>일치도</h1>", "단순 일치율", "평가자 두 명 사이", "집계 정책", "같은 등급"):
+    for text in ("<h1>일치도</h1>", "단순 일치율", "판정자 두 명 사이", "집계 정책", "같은 등급"):
         assert text in html, text
     assert_no_english(html, "Raw agreement", "Between two annotators", "Switch the policy")
 
