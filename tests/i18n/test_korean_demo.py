@@ -129,6 +129,11 @@ def test_korean_demo_judgments_by_three_annotators_with_unsure_korean_notes(shop
     model = judgments.filter(annotator__username="term-overlap-ko")
     assert model.count() == Pair.objects.filter(campaign=shop, pooled=True).count()
     assert shop.online_metrics.filter(query__isnull=True).count() == 6  # CTR and conversion per system
+    from judging.selectors.online import offline_vs_online
+
+    ndcg = {r["metric"]: r for r in offline_vs_online(campaign=shop)["agreement"] if r["measure"] == "nDCG@10"}
+    assert ndcg["ctr"]["kendall_tau"] == 1  # CTR follows quality; on conversion bm25 beats hybrid, one discordance
+    assert ndcg["conversion"]["discordant_pairs"] == [["bm25-bigram", "hybrid-v3"]]
 
 
 def test_korean_demo_scale_and_guidelines_render_as_markdown_on_the_judging_page(shop):
