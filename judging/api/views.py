@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -104,7 +105,13 @@ def _not_member(username: str, campaign: Campaign) -> str:
 
 
 def _download_name(*parts: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+    """A file name from parts: letters (Hangul too), digits, ".", "_" and "-" kept, anything else "_"."""
+    return re.sub(r"[^\w.-]+", "_", "-".join(parts)).strip("_") or "export"
+
+
+def _attachment(filename: str) -> str:
+    """Content-Disposition for a download; a non-ASCII name ("demo-형태소-bm25.run") goes as RFC 6266 filename*."""
+    return content_disposition_header(True, filename)
 
 
 def _base_url(request) -> str:
@@ -142,7 +149,7 @@ def _with_bom(chunks, bom: bool):
 
 def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse((c.encode() for c in chunks), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = _attachment(filename)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -384,7 +391,7 @@ class CampaignViewSet(
                 ("\ufeff" if bom else "") + leaderboard_csv(data), content_type="text/csv; charset=utf-8"
             )
             stem = _download_name(campaign.slug, "leaderboard", f"k{data['k']}", data["gain"], f"t{data['threshold']}")
-            response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+            response["Content-Disposition"] = _attachment(f"{stem}.csv")
             response["Cache-Control"] = "no-store"
             return response
         return Response(data)
@@ -911,7 +918,7 @@ class SystemViewSet(CampaignContentViewSet):
         return _streamed(
             batched_text(lines),
             content_type="text/plain; charset=utf-8",
-            filename=_download_name(system.campaign.slug, tag) + ".run",
+            filename=_download_name(system.campaign.slug, system.name) + ".run",
         )
 
 

@@ -86,7 +86,10 @@ def test_korean_qrels_and_run_export_byte_exact(korean, lead):
     assert body_of(client.get("/api/campaigns/demo/qrels/")) == QRELS.encode()
     system = korean.systems.get()
     assert system.name == "형태소-bm25"
-    assert body_of(client.get(f"/api/systems/{system.id}/run/")) == RUN.encode()
+    response = client.get(f"/api/systems/{system.id}/run/")
+    assert body_of(response) == RUN.encode()
+    # the download keeps the Korean name too (RFC 6266 filename*, which every current browser reads)
+    assert response["Content-Disposition"] == "attachment; filename*=utf-8''demo-%ED%98%95%ED%83%9C%EC%86%8C-bm25.run"
 
 
 def test_korean_judgments_csv_and_jsonl_keep_every_character(korean, lead):
