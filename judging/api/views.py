@@ -128,7 +128,8 @@ _BOM_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False,
 def _bom_param(request) -> bool:
     value = request.query_params.get("bom", "").strip().lower()
     if value not in _BOM_VALUES:
-        raise DRFValidationError({"bom": [f"Expected 1 (add a UTF-8 byte order mark for Excel) or 0, not {value!r}."]})
+        message = _("Expected 1 (add a UTF-8 byte order mark for Excel) or 0, not %(value)s.") % {"value": repr(value)}
+        raise DRFValidationError({"bom": [message]})
     return _BOM_VALUES[value]
 
 
