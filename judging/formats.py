@@ -11,6 +11,7 @@ import math
 import operator
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import PureWindowsPath
@@ -233,6 +234,15 @@ def _split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()  # the final newline ends the last line, it does not start another one
     return lines
+
+
+def nfc(text: str) -> str:
+    """Text in Unicode NFC, the form keyboards and browsers produce: Hangul typed on a Mac or copied out of a
+    file name there can be decomposed (NFD, "패딩" as six jamo instead of two syllables), which displays the same
+    but does not match the query a browser sends, sorts apart and can be cut inside a syllable. Imported text
+    (query text and description, document title and body) is stored in NFC; identifiers (qid, docid, tags,
+    system names) are kept exactly as written so that exports match the files other tools hold byte for byte."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def decode_lines(data: bytes, *, filename: str) -> list[str]:
@@ -608,7 +618,7 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
             description = _json_text(obj, "description", filename, line, required=False, chars=chars)
             tags = _json_tags(obj, filename, line, chars=chars)
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, text, description, tags))
+            topics.append(Topic(qid, nfc(text), nfc(description), tags))
     else:
         nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _TOPIC_HEADERS):
@@ -627,7 +637,7 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
                     _check_value(col, name, filename, line)
             tags = _tag_list(cols[3], filename, line, "tags") if len(cols) == 4 else None
             _claim(seen, qid, what=f"qid {_show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, cols[1], cols[2] if len(cols) >= 3 else "", tags))
+            topics.append(Topic(qid, nfc(cols[1]), nfc(cols[2]) if len(cols) >= 3 else "", tags))
     if not topics:
         raise _empty_file(filename)
     return topics
@@ -655,7 +665,7 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
             url = _json_text(obj, "url", filename, line, required=False, chars=chars)
             attributes = _json_attributes(obj, filename, line, chars=chars)
             _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
-            docs.append(Doc(docid, text, title=title, url=url, attributes=attributes))
+            docs.append(Doc(docid, nfc(text), title=nfc(title), url=url, attributes=attributes))
     else:
         nul = "\x00" in raw
         for line, cols in _tsv_rows(lines, _DOC_HEADERS):
@@ -674,7 +684,7 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
                 _check_value(title, "title", filename, line)
                 _check_value(text, "text", filename, line)
             _claim(seen, docid, what=f"docid {_show(docid)}", field="docid", filename=filename, line=line)
-            docs.append(Doc(docid, text, title=title))
+            docs.append(Doc(docid, nfc(text), title=nfc(title)))
     if not docs:
         raise _empty_file(filename)
     return docs

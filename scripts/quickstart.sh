@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a running RelJudge with a realistic demo campaign:
 #   PORT=8080 bash scripts/quickstart.sh
+#   DEMO_LANG=ko bash scripts/quickstart.sh     # the Korean demo campaign (shopping-ko) instead
 # It serves through scripts/serve.sh (gunicorn and a task worker), as a team's deployment does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export RELJUDGE_ALLOW_DEV_SECRET=${RELJUDGE_ALLOW_DEV_SECRET:-1}
 .venv/bin/python manage.py migrate --noinput
-.venv/bin/python manage.py load_demo
+.venv/bin/python manage.py load_demo --lang "${DEMO_LANG:-en}"
 export PORT=${PORT:-8000} HOST=${HOST:-127.0.0.1}
 exec bash scripts/serve.sh

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import CharField, OuterRef, Q, Subquery, Value
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
@@ -104,7 +105,13 @@ def _not_member(username: str, campaign: Campaign) -> str:
 
 
 def _download_name(*parts: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+    """A file name from parts: letters (Hangul too), digits, ".", "_" and "-" kept, anything else "_"."""
+    return re.sub(r"[^\w.-]+", "_", "-".join(parts)).strip("_") or "export"
+
+
+def _attachment(filename: str) -> str:
+    """Content-Disposition for a download; a non-ASCII name ("demo-형태소-bm25.run") goes as RFC 6266 filename*."""
+    return content_disposition_header(True, filename)
 
 
 def _base_url(request) -> str:
@@ -112,9 +119,38 @@ def _base_url(request) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
+# ``?bom=1`` on a CSV export: Excel reads a UTF-8 CSV without a byte order mark as the system's legacy code page
+# (Korean notes come out as mojibake); with the BOM it reads UTF-8. Off by default: scripts and other tools
+# expect plain UTF-8, and the BOM would stick to the first column's name for them.
+_BOM_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+def _bom_param(request) -> bool:
+    value = request.query_params.get("bom", "").strip().lower()
+    if value not in _BOM_VALUES:
+        message = _("Expected 1 (add a UTF-8 byte order mark for Excel) or 0, not %(value)s.") % {"value": repr(value)}
+        raise DRFValidationError({"bom": [message]})
+    return _BOM_VALUES[value]
+
+
+BOM_PARAMETER = OpenApiParameter(
+    "bom",
+    str,
+    enum=["0", "1"],
+    description="With `format=csv`: 1 starts the file with a UTF-8 byte order mark, so that Excel reads Korean "
+    "and other non-ASCII text right (default 0: plain UTF-8).",
+)
+
+
+def _with_bom(chunks, bom: bool):
+    if bom:
+        yield "\ufeff"
+    yield from chunks
+
+
 def _streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse((c.encode() for c in chunks), content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Content-Disposition"] = _attachment(filename)
     response["Cache-Control"] = "no-store"
     return response
 
@@ -319,7 +355,7 @@ class CampaignViewSet(
         return Response(serializers.ProgressSerializer(data).data)
 
     @extend_schema(
-        parameters=[serializers.LeaderboardQuerySerializer],
+        parameters=[serializers.LeaderboardQuerySerializer, BOM_PARAMETER],
         responses=serializers.LeaderboardSerializer,
         description=(
             "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
@@ -346,14 +382,17 @@ class CampaignViewSet(
         as_csv = isinstance(request.accepted_renderer, LeaderboardCSVRenderer)
         if as_csv:
             params.validated_data["per_query"] = False
+            bom = _bom_param(request)
         try:
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         if as_csv:
-            response = HttpResponse(leaderboard_csv(data), content_type="text/csv; charset=utf-8")
+            response = HttpResponse(
+                ("\ufeff" if bom else "") + leaderboard_csv(data), content_type="text/csv; charset=utf-8"
+            )
             stem = _download_name(campaign.slug, "leaderboard", f"k{data['k']}", data["gain"], f"t{data['threshold']}")
-            response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+            response["Content-Disposition"] = _attachment(f"{stem}.csv")
             response["Cache-Control"] = "no-store"
             return response
         return Response(data)
@@ -873,12 +912,14 @@ class SystemViewSet(CampaignContentViewSet):
     @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
     def run(self, request, pk=None):
         system = self.get_object()
-        tag = _download_name(system.name) or "run"
+        # The tag column names the system as imported ("형태소-bm25" stays itself, so the run reads back
+        # byte for byte); only whitespace, which would split the column, becomes "_". The file name is ASCII.
+        tag = "_".join(system.name.split()) or "run"
         lines = formats.format_run(tag, system_rankings(system=system))
         return _streamed(
             batched_text(lines),
             content_type="text/plain; charset=utf-8",
-            filename=_download_name(system.campaign.slug, tag) + ".run",
+            filename=_download_name(system.campaign.slug, system.name) + ".run",
         )
 
 
@@ -936,7 +977,8 @@ class PairViewSet(CampaignContentViewSet):
                 str,
                 enum=["json", "csv", "jsonl"],
                 description="json (paginated, default), csv or jsonl (the whole result, streamed).",
-            )
+            ),
+            BOM_PARAMETER,
         ],
         responses={
             (200, "application/json"): serializers.JudgmentSerializer(many=True),
@@ -989,7 +1031,10 @@ class JudgmentViewSet(
             rows = judgment_export_rows(judgments=self.filter_queryset(self.get_queryset()))
             stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
             if isinstance(renderer, CSVRenderer):
-                return _streamed(judgments_csv(rows), content_type="text/csv; charset=utf-8", filename=stem + ".csv")
+                bom = _bom_param(request)
+                return _streamed(
+                    _with_bom(judgments_csv(rows), bom), content_type="text/csv; charset=utf-8", filename=stem + ".csv"
+                )
             return _streamed(
                 judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
             )

@@ -1,4 +1,5 @@
-"""The demo campaign: its catalogue (queries, products, runs, annotators' habits) and the code that loads it."""
+"""The demo campaigns: their catalogues (queries, products, runs, annotators' habits; English in catalogue.py,
+Korean in catalogue_ko.py) and the code that loads them."""
 
 from judging.demo.catalogue import (  # noqa: F401
     ANNOTATORS,
@@ -45,6 +46,8 @@ from judging.demo.catalogue import (  # noqa: F401
     relevance,
 )
 from judging.demo.loader import (  # noqa: F401
+    CATALOGUES,
     DemoSummary,
+    demo_catalogue,
     demo_load,
 )

@@ -24,7 +24,23 @@ SEED = 2026
 SYSTEMS = ("bm25", "dense-v2", "random-baseline")
 
 
+LEAD = "lead"
+
+
 ANNOTATORS = ("alice", "bob", "carol")
+
+
+# Who judged what, as a lead would find it a few days in (annotators by position, see loader._judge): queries
+# done twice over, some by one annotator so far, one in progress, the rest untouched.
+PLAN = {
+    "both": ("q01", "q03", "q07", "q11", "q16", "q24"),
+    "first_more": ("q02", "q06", "q13", "q19"),
+    "second_only": ("q05", "q21", "q28"),
+    "started": ("q09",),
+}
+
+
+FILE_STEM = "shop"  # the names of the files the demo imports (shop-topics.tsv ...), shown in the import history
 
 
 # Demo logins, printed by load_demo. They pass Django's password validators (length, not common, not numeric,
@@ -1434,6 +1450,15 @@ REASONS = {
     "colour": "Not the colour the query asks for",
     "kind": "A substitute, not the product asked for",
 }
+
+
+RECHECK_NOTE = "Re-read the query description and changed my grade."
+
+
+def adjudication_note(misses: tuple[str, ...], grade: int) -> str:
+    """The lead's note on a settled dispute."""
+    reason = REASONS[misses[0]] if misses else "Meets every requirement of the query"
+    return f"{reason}: {SCALE[grade]['name'].lower()}, as the query description says."
 
 
 @dataclass

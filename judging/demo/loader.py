@@ -1,4 +1,5 @@
-"""Loads the demo campaign through the real importers and services (``load_demo``)."""
+"""Loads a demo campaign (English ``shop`` or Korean ``shopping-ko``) through the real importers and services
+(``load_demo [--lang ko]``)."""
 
 from __future__ import annotations
 
@@ -6,30 +7,14 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import ModuleType
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from judging.demo.catalogue import (
-    ANNOTATORS,
-    DESCRIPTION,
-    GUIDELINES,
-    NAME,
-    PASSWORDS,
-    PROFILES,
-    QUERIES,
-    REASONS,
-    SCALE,
-    SEED,
-    SLUG,
-    SYSTEMS,
-    Decision,
-    DemoData,
-    _Clock,
-    _decide,
-    demo_data,
-)
+from judging.demo import catalogue, catalogue_ko
+from judging.demo.catalogue import Decision, _Clock
 from judging.models import (
     Adjudication,
     Campaign,
@@ -49,6 +34,18 @@ from judging.services import (
     run_import,
 )
 
+# A catalogue is a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES, SYSTEMS, LEAD, ANNOTATORS,
+# PASSWORDS, ROLES, PROFILES, PLAN, demo_data(), _decide() ... (judging/demo/catalogue.py is the reference).
+CATALOGUES = {"en": catalogue, "ko": catalogue_ko}
+
+
+def demo_catalogue(lang: str = "en") -> ModuleType:
+    """The demo catalogue of a language ("en" or "ko")."""
+    try:
+        return CATALOGUES[lang]
+    except KeyError:
+        raise ValueError(f"no demo in language {lang!r} (choose from {', '.join(CATALOGUES)})") from None
+
 
 @dataclass
 class DemoSummary:
@@ -67,10 +64,10 @@ class DemoSummary:
     log: list[str] = field(default_factory=list)
 
 
-def _users(*, reset: bool) -> tuple[dict, list[str]]:
+def _users(*, reset: bool, cat: ModuleType = catalogue) -> tuple[dict, list[str]]:
     User = get_user_model()
     users, created = {}, []
-    for username, password in PASSWORDS.items():
+    for username, password in cat.PASSWORDS.items():
         user = User.objects.filter(username=username).first()
         if user is None:
             # Only the admin user opens the admin site (superusers only): the lead leads its campaigns in the
@@ -86,15 +83,16 @@ def _users(*, reset: bool) -> tuple[dict, list[str]]:
             # A demo loaded by an older version made the lead staff with every judging permission.
             user.is_staff = user.is_superuser = username == "admin"
             user.save(update_fields=["password", "is_active", "is_staff", "is_superuser"])
-            if username == "lead":
+            if username == cat.LEAD:
                 user.user_permissions.clear()
         users[username] = user
     return users, created
 
 
-def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> list[tuple[int, datetime]]:
-    """Alice, Bob and Carol judge part of the pool; return (judgment id, when) for every change, in order."""
-    rng = random.Random(SEED + 1)
+def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: datetime) -> list[tuple[int, datetime]]:
+    """The three annotators (Alice, Bob and Carol in English) judge part of the pool; return (judgment id, when)
+    for every change, in order."""
+    rng = random.Random(cat.SEED + 1)
     by_query: dict[str, list[Pair]] = {}
     for pair in (
         Pair.objects.filter(campaign=campaign, pooled=True)
@@ -104,39 +102,36 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
         .order_by("query__qid", "document__docid")
     ):
         by_query.setdefault(pair.query.qid, []).append(pair)
-    needs = {q.qid: q for q in QUERIES}
+    needs = {q.qid: q for q in cat.QUERIES}
     products = {p.docid: p for p in data.products}
     # Campaign progress as a lead would find it a few days in: some queries done twice over, some by one
     # annotator so far, one in progress, the rest untouched (plenty left for whoever logs in next).
-    both = ["q01", "q03", "q07", "q11", "q16", "q24"]
-    alice_more = ["q02", "q06", "q13", "q19"]
-    bob_only = ["q05", "q21", "q28"]
-    started = ["q09"]
-    plan: dict[str, list[Pair]] = {"alice": [], "bob": [], "carol": []}
-    for qid in both:
-        plan["alice"] += by_query[qid]
-        plan["bob"] += by_query[qid]
-    for qid in both[:5]:  # the overlap sample everyone judges, for agreement figures
-        plan["carol"] += by_query[qid][::3]
-    for qid in alice_more:
-        plan["alice"] += by_query[qid]
-        plan["bob"] += by_query[qid][: len(by_query[qid]) // 3]
-    for qid in bob_only:
-        plan["bob"] += by_query[qid]
-    for qid in started:
-        plan["alice"] += by_query[qid][: len(by_query[qid]) // 3]
+    first, second, third = cat.ANNOTATORS
+    plan: dict[str, list[Pair]] = {first: [], second: [], third: []}
+    for qid in cat.PLAN["both"]:
+        plan[first] += by_query[qid]
+        plan[second] += by_query[qid]
+    for qid in cat.PLAN["both"][:5]:  # the overlap sample everyone judges, for agreement figures
+        plan[third] += by_query[qid][::3]
+    for qid in cat.PLAN["first_more"]:
+        plan[first] += by_query[qid]
+        plan[second] += by_query[qid][: len(by_query[qid]) // 3]
+    for qid in cat.PLAN["second_only"]:
+        plan[second] += by_query[qid]
+    for qid in cat.PLAN["started"]:
+        plan[first] += by_query[qid][: len(by_query[qid]) // 3]
 
     clocks = {
-        "alice": _Clock(rng, start.replace(hour=9, minute=12)),
-        "bob": _Clock(rng, start.replace(hour=10, minute=41)),
-        "carol": _Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
+        first: _Clock(rng, start.replace(hour=9, minute=12)),
+        second: _Clock(rng, start.replace(hour=10, minute=41)),
+        third: _Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
     }
     events: list[tuple[int, datetime]] = []
     decided: dict[tuple[str, int], Decision] = {}
-    for name in ANNOTATORS:
+    for name in cat.ANNOTATORS:
         for pair in plan[name]:
             verdict = data.truth[pair.query.qid, pair.document.docid]
-            d = _decide(rng, PROFILES[name], needs[pair.query.qid], products[pair.document.docid], verdict)
+            d = cat._decide(rng, cat.PROFILES[name], needs[pair.query.qid], products[pair.document.docid], verdict)
             judgment, changed = judgment_record(
                 pair=pair,
                 annotator=users[name],
@@ -149,35 +144,35 @@ def _judge(campaign: Campaign, users: dict, data: DemoData, start: datetime) -> 
             decided[name, pair.id] = d
             if changed:
                 events.append((judgment.id, clocks[name].tick(d.seconds)))
-    # A second look the next morning: Alice settles some of her unsure pairs and corrects two grades,
-    # so that the history shows judgments that changed.
-    alice_pairs = {p.id: p for p in plan["alice"]}
-    settles = {d.settled_by: pid for (name, pid), d in reversed(decided.items()) if name == "alice" and d.unsure}
+    # A second look the next morning: the first annotator settles some of their unsure pairs and corrects two
+    # grades, so that the history shows judgments that changed.
+    alice_pairs = {p.id: p for p in plan[first]}
+    settles = {d.settled_by: pid for (name, pid), d in reversed(decided.items()) if name == first and d.unsure}
     unsure = sorted(settles.values(), key=lambda pid: (alice_pairs[pid].query.qid, alice_pairs[pid].document.docid))[
         :2
     ]  # one of each kind of doubt where there are several
     wrong = [
         pid
         for (name, pid), d in decided.items()
-        if name == "alice"
+        if name == first
         and not d.unsure
         and d.grade != data.truth[alice_pairs[pid].query.qid, alice_pairs[pid].document.docid].grade
     ][:2]
-    clocks["alice"].next_morning()
+    clocks[first].next_morning()
     for pid in unsure + wrong:
         pair = alice_pairs[pid]
         truth = data.truth[pair.query.qid, pair.document.docid]
-        note = decided["alice", pid].settled_by or "Re-read the query description and changed my grade."
+        note = decided[first, pid].settled_by or cat.RECHECK_NOTE
         seconds = round(rng.uniform(8, 30), 1)
         judgment, changed = judgment_record(
-            pair=pair, annotator=users["alice"], grade=truth.grade, note=note, seconds_spent=seconds
+            pair=pair, annotator=users[first], grade=truth.grade, note=note, seconds_spent=seconds
         )
         if changed:
-            events.append((judgment.id, clocks["alice"].tick(seconds)))
+            events.append((judgment.id, clocks[first].tick(seconds)))
     return events
 
 
-def _adjudicate(campaign: Campaign, lead, data: DemoData) -> list[int]:
+def _adjudicate(cat: ModuleType, campaign: Campaign, lead, data) -> list[int]:
     """The lead settles the two most disputed pairs (grades furthest apart), leaving the rest for the queue."""
     grades: dict[int, list[int]] = {}
     names: dict[int, tuple[str, str]] = {}  # ties broken by qid and docid: pair ids are shuffled on purpose
@@ -194,13 +189,7 @@ def _adjudicate(campaign: Campaign, lead, data: DemoData) -> list[int]:
     for _, pair_id in disputed[:2]:
         pair = Pair.objects.select_related("query", "document", "campaign").get(id=pair_id)
         truth = data.truth[pair.query.qid, pair.document.docid]
-        reason = REASONS[truth.misses[0]] if truth.misses else "Meets every requirement of the query"
-        adjudication_set(
-            pair=pair,
-            lead=lead,
-            grade=truth.grade,
-            note=f"{reason}: {SCALE[truth.grade]['name'].lower()}, as the query description says.",
-        )
+        adjudication_set(pair=pair, lead=lead, grade=truth.grade, note=cat.adjudication_note(truth.misses, truth.grade))
         done.append(pair_id)
     return done
 
@@ -231,22 +220,25 @@ def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjud
         Adjudication.objects.filter(pair_id=pair_id).update(decided_at=last + timedelta(minutes=15 + 4 * minutes))
 
 
-def _model_judge_and_online(campaign: Campaign, data: DemoData) -> list[str]:
+def _model_judge_and_online(cat: ModuleType, campaign: Campaign, data) -> list[str]:
     """The demo's automatic judge grades every pooled pair (stored the way judge_with_model stores a model's
     answers), and the systems' online figures are imported like a lead's CSV."""
-    from judging.demo.online import JUDGE, JUDGE_DESCRIPTION, online_csv, overlap_grade
+    from judging.demo.online import model_judge, online_csv
     from judging.services.model_judge import Verdict as ModelVerdict
     from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
     from judging.services.online import online_import
 
-    judge = model_judge_get_or_create(name=JUDGE, description=JUDGE_DESCRIPTION, campaign=campaign)
+    name, description, overlap_grade = model_judge("ko" if cat is catalogue_ko else "en")
+    judge = model_judge_get_or_create(name=name, description=description, campaign=campaign)
     rows = Pair.objects.filter(campaign=campaign, pooled=True).values_list(
         "id", "query__text", "document__title", "document__text"
     )
     verdicts = [ModelVerdict(pid, *overlap_grade(q, title, text)) for pid, q, title, text in rows.order_by("id")]
     written, _ = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
-    online = online_import(campaign=campaign, data=online_csv(data.runs, data.truth, SEED), filename="shop-online.csv")
-    return [f"model judge {JUDGE}: {written} pairs graded", *online.lines()[:1]]
+    online = online_import(
+        campaign=campaign, data=online_csv(data.runs, data.truth, cat.SEED), filename=f"{cat.FILE_STEM}-online.csv"
+    )
+    return [f"model judge {name}: {written} pairs graded", *online.lines()[:1]]
 
 
 def _count(summary: DemoSummary, campaign: Campaign) -> DemoSummary:
@@ -265,57 +257,55 @@ def _count(summary: DemoSummary, campaign: Campaign) -> DemoSummary:
     return summary
 
 
-def _campaign_delete() -> None:
-    Campaign.objects.filter(slug=SLUG).delete()
-
-
-def demo_load(*, reset: bool = False) -> DemoSummary:
-    """Create the demo users and the ``shop`` campaign unless it exists; ``reset`` deletes and rebuilds it.
+def demo_load(*, reset: bool = False, lang: str = "en") -> DemoSummary:
+    """Create the demo users and the demo campaign of ``lang`` (``shop`` in English, ``shopping-ko`` in Korean)
+    unless it exists; ``reset`` deletes and rebuilds it.
 
     Everything goes through the services a lead's files go through (queries_import, documents_import, run_import,
     judgment_record, adjudication_set), in one transaction: a failure leaves nothing half built.
     """
+    cat = demo_catalogue(lang)
     began = timezone.now()
     with transaction.atomic():
         if reset:
-            _campaign_delete()
-        users, created_users = _users(reset=reset)
-        campaign = Campaign.objects.filter(slug=SLUG).first()
+            Campaign.objects.filter(slug=cat.SLUG).delete()
+        users, created_users = _users(reset=reset, cat=cat)
+        campaign = Campaign.objects.filter(slug=cat.SLUG).first()
         if campaign is not None:
-            for name in ANNOTATORS:
+            for name in cat.ANNOTATORS:
                 membership_add(campaign=campaign, user=users[name], role=Membership.Role.ANNOTATOR)
-            membership_add(campaign=campaign, user=users["lead"], role=Membership.Role.LEAD)
+            membership_add(campaign=campaign, user=users[cat.LEAD], role=Membership.Role.LEAD)
             summary = DemoSummary(created=False, users_created=created_users)
             return _count(summary, campaign)
 
-        data = demo_data()
+        data = cat.demo_data()
         summary = DemoSummary(created=True, users_created=created_users)
         campaign = campaign_create(
-            slug=SLUG,
-            name=NAME,
-            scale=SCALE,
+            slug=cat.SLUG,
+            name=cat.NAME,
+            scale=cat.SCALE,
             pool_depth=10,
             redundancy=2,
-            guidelines=GUIDELINES,
-            description=DESCRIPTION,
-            lead=users["lead"],
+            guidelines=cat.GUIDELINES,
+            description=cat.DESCRIPTION,
+            lead=users[cat.LEAD],
         )
-        for name in ANNOTATORS:
+        for name in cat.ANNOTATORS:
             membership_add(campaign=campaign, user=users[name], role=Membership.Role.ANNOTATOR)
         imports = [
-            queries_import(campaign=campaign, data=data.topics_tsv(), filename="shop-topics.tsv"),
-            documents_import(campaign=campaign, data=data.docs_jsonl(), filename="shop-products.jsonl"),
+            queries_import(campaign=campaign, data=data.topics_tsv(), filename=f"{cat.FILE_STEM}-topics.tsv"),
+            documents_import(campaign=campaign, data=data.docs_jsonl(), filename=f"{cat.FILE_STEM}-products.jsonl"),
         ]
         imports += [
-            run_import(campaign=campaign, data=data.runs[name].encode(), filename=f"{name}.run") for name in SYSTEMS
+            run_import(campaign=campaign, data=data.runs[name].encode(), filename=f"{name}.run") for name in cat.SYSTEMS
         ]
         for s in imports:  # topics and documents never add pairs: leave that line to the runs
             summary.log.extend(line for line in s.lines() if s.kind == "rankings" or "pool" not in line)
         start = (began - timedelta(days=3)).replace(hour=0, minute=0, second=0, microsecond=0)
-        events = _judge(campaign, users, data, start)
-        adjudicated = _adjudicate(campaign, users["lead"], data)
+        events = _judge(cat, campaign, users, data, start)
+        adjudicated = _adjudicate(cat, campaign, users[cat.LEAD], data)
         _backdate(campaign, users, created_users, events, adjudicated, start)
-        summary.log.extend(_model_judge_and_online(campaign, data))
+        summary.log.extend(_model_judge_and_online(cat, campaign, data))
         _count(summary, campaign)
     summary.seconds = (timezone.now() - began).total_seconds()
     return summary

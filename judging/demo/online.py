@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import re
+import unicodedata
 
 from judging.formats import parse_run
 
@@ -25,8 +26,9 @@ JUDGE_DESCRIPTION = (
 )
 STOPWORDS = frozenset(["a", "an", "and", "for", "in", "of", "on", "the", "to", "with", "under", "over", "s"])
 _WORD = re.compile(r"[0-9a-z]+")
-# Per-system behaviour an A/B test would show beyond relevance: the dense model surfaces pricier items.
-CONVERSION_FACTOR = {"bm25": 1.0, "dense-v2": 0.8, "random-baseline": 1.0}
+# Per-system behaviour an A/B test would show beyond relevance: the dense model (and the Korean demo's hybrid one)
+# surfaces pricier items.
+CONVERSION_FACTOR = {"bm25": 1.0, "dense-v2": 0.8, "random-baseline": 1.0, "hybrid-v3": 0.9}
 
 
 def _words(text: str) -> set[str]:
@@ -49,6 +51,41 @@ def overlap_grade(query: str, title: str, text: str) -> tuple[int, str]:
     if share >= 0.5:
         return 1, reason
     return 0, reason
+
+
+JUDGE_KO = "term-overlap-ko"
+JUDGE_KO_DESCRIPTION = (
+    "Demo model for Korean: a query word counts as found when it appears anywhere in the listing, inside a longer "
+    "word too (Korean attaches particles and writes compounds without spaces: 패딩 is found in 롱패딩을); grades as "
+    "term-overlap does (no network call; judging/demo/online.py)"
+)
+
+
+def overlap_grade_ko(query: str, title: str, text: str) -> tuple[int, str]:
+    """The Korean demo judge's grade and reason: the share of the query's words found in the listing."""
+    want = sorted(set(unicodedata.normalize("NFC", query).lower().split()))
+    if not want:
+        return 0, "질의에 단어가 없습니다"
+    title = unicodedata.normalize("NFC", title).lower()
+    body = f"{title} {unicodedata.normalize('NFC', text).lower()}"
+    found = [w for w in want if w in body]
+    in_title = [w for w in want if w in title]
+    missing = [w for w in want if w not in body]
+    reason = f"질의어 {len(want)}개 중 {len(found)}개가 상품 정보에 있음" + (
+        f" (없음: {', '.join(missing)})" if missing else ""
+    )
+    if len(found) == len(want) and len(in_title) * 2 >= len(want):
+        return 2, reason
+    if len(found) * 2 >= len(want):
+        return 1, reason
+    return 0, reason
+
+
+def model_judge(lang: str):
+    """(name, description, grade function) of the demo's automatic judge in that language."""
+    if lang == "ko":
+        return JUDGE_KO, JUDGE_KO_DESCRIPTION, overlap_grade_ko
+    return JUDGE, JUDGE_DESCRIPTION, overlap_grade
 
 
 def online_csv(runs: dict[str, str], truth: dict, seed: int) -> bytes:

@@ -8,6 +8,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet
 from django.db.models.lookups import In
 
+from judging.formats import nfc
 from judging.models import Campaign, Judgment, Membership, Pair, User
 from judging.selectors.campaigns import membership_roles
 
@@ -93,6 +94,7 @@ def judgment_list(
     if unsure is not None:
         qs = qs.filter(unsure=unsure)
     if text:
+        text = nfc(text)  # stored text is NFC (formats.nfc); a search pasted from a Mac file name may not be
         qs = qs.filter(
             Q(pair__query__text__icontains=text)
             | Q(pair__document__title__icontains=text)

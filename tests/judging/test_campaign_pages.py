@@ -113,7 +113,8 @@ def test_campaign_page_downloads_every_export(pooled, lead, annotator):
     client = login(lead)
     html = client.get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
     links = dict.fromkeys(re.findall(r'href="(/api/[^"]+)"[^>]*download', html.replace("&amp;", "&")))
-    assert len(links) == 6  # qrels, judgments CSV and JSONL, leaderboard CSV, two runs
+    # qrels, judgments CSV and JSONL, leaderboard CSV, the two CSVs again for Excel (bom=1), two runs
+    assert len(links) == 8
     bodies = {}
     for link in links:
         response = client.get(link)
