@@ -142,6 +142,10 @@ TASKS = {"default": {"BACKEND": os.environ.get("RELJUDGE_TASKS_BACKEND", "django
 RELJUDGE_JOB_THRESHOLD_BYTES = int(os.environ.get("RELJUDGE_JOB_THRESHOLD_BYTES", str(5 * 1024 * 1024)))
 # A running job whose worker has not reported for this long is taken as dead and marked failed.
 RELJUDGE_JOB_STALE_SECONDS = float(os.environ.get("RELJUDGE_JOB_STALE_SECONDS", "60"))
+# Switching the aggregation policy of a campaign with more judged pairs than this runs as a background job.
+RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "50000"))
+# Significance tests costing more than this many systems x queries x permutations run as a background job.
+RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -512,10 +512,12 @@ class Assignment(models.Model):
 
 
 class Job(models.Model):
-    """A background import of one uploaded file (judging/jobs.py runs it in the task worker).
+    """A background import of one uploaded file, or other long work: a model judge's run, an aggregation
+    policy switch on a large campaign, a slow significance test (judging/jobs.py runs them in the task worker).
 
     The upload itself waits in ``upload`` (in the database, so a worker on any machine can read it)
-    until the job ends. ``done``/``total`` count lines read of the file; ``heartbeat_at`` is refreshed
+    until the job ends (a model judge's run keeps the ids of its pairs there). ``done``/``total`` count
+    lines read of the file (pairs judged, labels recomputed, permutations drawn); ``heartbeat_at`` is refreshed
     while the worker runs the job, so one whose worker died can be told apart from a slow one.
     """
 
@@ -530,6 +532,9 @@ class Job(models.Model):
         DOCS = "docs", _("documents")
         RUN = "run", _("run")
         QRELS = "qrels", _("qrels")
+        MODEL_JUDGE = "model_judge", _("model judge")
+        POLICY = "policy", _("aggregation policy switch")
+        SIGNIFICANCE = "significance", _("significance test")
 
     kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="jobs")
@@ -562,8 +567,16 @@ class Job(models.Model):
         ]
         indexes = [models.Index(fields=["status", "heartbeat_at"], name="job_status_idx")]
 
+    IMPORTS = ("topics", "docs", "run", "qrels")
+
     def __str__(self) -> str:
-        return f"{self.get_kind_display()} import {self.filename} ({self.status})"
+        if self.kind in self.IMPORTS:
+            return f"{self.get_kind_display()} import {self.filename} ({self.status})"
+        return f"{self.get_kind_display()} ({self.status})"
+
+    @property
+    def is_import(self) -> bool:
+        return self.kind in self.IMPORTS
 
     @property
     def finished(self) -> bool:

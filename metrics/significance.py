@@ -59,7 +59,7 @@ def _pairwise_p(counts: np.ndarray, total: int, plus_one: bool) -> np.ndarray:
 # Randomization tests
 
 
-def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0) -> np.ndarray:
+def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0, progress=None) -> np.ndarray:
     r"""Paired two-sided randomization (sign-flip) test for every pair of systems.
 
     For systems i and j with per-query differences :math:`d_q = x_{iq} - x_{jq}`, the statistic is
@@ -85,6 +85,8 @@ def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0) -> n
         Number B of random sign vectors.
     seed : int or numpy.random.Generator, default 0
         Seed of the random sign vectors; the same seed gives the same p-values.
+    progress : callable, optional
+        Called with the number of permutations drawn after each block (for a progress bar).
 
     Returns
     -------
@@ -121,6 +123,8 @@ def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0) -> n
         for start in range(0, assignments.size, per_block):
             block = assignments[start : start + per_block]
             counts += count((block[:, None] >> np.arange(n_queries)) & 1)
+            if progress is not None:
+                progress(block.size)
         return _pairwise_p(counts, 2**n_queries, plus_one=False)
 
     rng = np.random.default_rng(seed)
@@ -128,6 +132,8 @@ def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0) -> n
         size = min(per_block, n_permutations - start)
         packed = np.frombuffer(rng.bytes(size * ((n_queries + 7) // 8)), dtype=np.uint8)
         counts += count(np.unpackbits(packed.reshape(size, -1), axis=1, count=n_queries))
+        if progress is not None:
+            progress(size)
     return _pairwise_p(counts, n_permutations, plus_one=True)
 
 
@@ -152,7 +158,7 @@ def permutation_test(a, b, *, n_permutations: int = 10000, seed=0) -> float:
     return float(permutation_test_matrix(_paired_vectors(a, b), n_permutations=n_permutations, seed=seed)[0, 1])
 
 
-def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0) -> np.ndarray:
+def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0, progress=None) -> np.ndarray:
     r"""Randomised Tukey HSD: all-pairs test that controls the familywise error rate.
 
     Under the null hypothesis the S systems are exchangeable within each query, so each query's scores
@@ -172,6 +178,8 @@ def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0) -> np.n
         Number B of shuffles. The cost is B x Q x S shuffled values (about 10 s for 20 x 5,000 x 10,000
         on one core).
     seed : int or numpy.random.Generator, default 0
+    progress : callable, optional
+        Called with the number of permutations drawn after each block (for a progress bar).
 
     Returns
     -------
@@ -208,6 +216,8 @@ def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0) -> np.n
         rng.permuted(shuffled, axis=-1, out=shuffled)
         sums = shuffled.sum(axis=1)
         ranges[start : start + size] = sums.max(axis=1) - sums.min(axis=1)
+        if progress is not None:
+            progress(size)
     ranges.sort()
     counts = n_permutations - np.searchsorted(ranges, cutoff, side="left")
     return _pairwise_p(counts.astype(np.float64), n_permutations, plus_one=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
@@ -104,10 +105,20 @@ def ranking_stats(
     )
 
 
+PAIRWISE_PERMUTATIONS = 5000
+
+
 def pairwise_stats(
-    lb: Leaderboard, measure: str, *, test: str = "randomization", n_permutations: int = 5000, seed: int = 0
+    lb: Leaderboard,
+    measure: str,
+    *,
+    test: str = "randomization",
+    n_permutations: int = PAIRWISE_PERMUTATIONS,
+    seed: int = 0,
+    progress=None,
 ) -> PairwiseStats:
-    """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``)."""
+    """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``). ``progress(n)`` is
+    told of the permutations drawn, block by block (the randomized tests only)."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}")
     started = time.perf_counter()
@@ -118,9 +129,11 @@ def pairwise_stats(
     p = np.full((n_sys, n_sys), np.nan)
     if n_q and n_sys > 1:
         if test == "randomization":
-            p = metrics.holm(metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed))
+            p = metrics.holm(
+                metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed, progress=progress)
+            )
         elif test == "tukey":
-            p = metrics.tukey_hsd_randomized(x, n_permutations=n_permutations, seed=seed)
+            p = metrics.tukey_hsd_randomized(x, n_permutations=n_permutations, seed=seed, progress=progress)
         else:
             _, raw = metrics.paired_ttest(x[:, None, :], x[None, :, :])
             raw = np.array(raw, dtype=np.float64)
@@ -174,13 +187,38 @@ def stats_refresh_once(lb: Leaderboard, measure: str) -> bool:
 
 def pairwise_cached(lb: Leaderboard, measure: str, test: str) -> PairwiseStats:
     """The pairwise matrix of the current scores, computed on the first request for this labels state."""
-    key = _stats_key(lb, f"pairs:{measure}:{test}")
-    got = cache.get(key)
-    if isinstance(got, PairwiseStats) and got.state == lb.state:
+    got = pairwise_current(lb, measure, test)
+    if got is not None:
         return got
     stats = pairwise_stats(lb, measure, test=test)
-    cache.set(key, stats, timeout=CACHE_SECONDS)
+    pairwise_store(lb, stats)
     return stats
+
+
+def pairwise_current(lb: Leaderboard, measure: str, test: str) -> PairwiseStats | None:
+    """The cached pairwise matrix if it was computed from the current labels (their state), else None:
+    a result computed before the labels last moved is never shown as current."""
+    got = cache.get(_stats_key(lb, f"pairs:{measure}:{test}"))
+    if isinstance(got, PairwiseStats) and got.state == lb.state and len(got.diff) == len(lb.cube.system_ids):
+        return got
+    return None
+
+
+def pairwise_store(lb: Leaderboard, stats: PairwiseStats) -> None:
+    """Share a pairwise matrix with every process (a background job computes the large ones)."""
+    cache.set(_stats_key(lb, f"pairs:{stats.measure}:{stats.test}"), stats, timeout=CACHE_SECONDS)
+
+
+def pairwise_cost(lb: Leaderboard, test: str) -> int:
+    """Systems x queries x permutations of a pairwise test (0 for the t-test, which draws none)."""
+    if test == "ttest":
+        return 0
+    return len(lb.cube.system_ids) * lb.n_scored * PAIRWISE_PERMUTATIONS
+
+
+def pairwise_needs_job(lb: Leaderboard, test: str) -> bool:
+    """Whether the test is too slow for a request (above RELJUDGE_STATS_JOB_CELLS) and goes to a job."""
+    return pairwise_cost(lb, test) > settings.RELJUDGE_STATS_JOB_CELLS
 
 
 INLINE_STATS_CELLS = 10_000  # systems x queries up to which CIs and tests are computed within the request

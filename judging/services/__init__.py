@@ -14,6 +14,7 @@ from judging.services.campaigns import (  # noqa: F401
     CAMPAIGN_SETTINGS,
     campaign_create,
     campaign_has_judgments,
+    campaign_judged_pairs,
     campaign_policy_set,
     campaign_scale_set,
     campaign_settings_update,
@@ -22,6 +23,7 @@ from judging.services.campaigns import (  # noqa: F401
     membership_add,
     membership_remove,
     no_user,
+    policy_switch_needs_job,
     scale_from_values,
     user_get,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -215,7 +216,7 @@ def campaign_settings_update(*, campaign: Campaign, **values) -> int:
     return added
 
 
-def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None) -> int:
+def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None, progress=None) -> int:
     """Recompute every judged pair's label under the campaign's new policy; how many labels changed.
 
     Every judged pair's lock is taken first, as judgment_record takes it, before any judgment is read: a
@@ -228,7 +229,13 @@ def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None)
         .order_by("id")
         .values_list("id", flat=True)
     )
-    changed = labels_refresh(campaign=campaign, pair_ids=judged)
+    changed = 0
+    # In chunks, so that a background job can report how far it is (labels_refresh reads 5,000 at a time too).
+    for start in range(0, len(judged), POLICY_CHUNK):
+        chunk = judged[start : start + POLICY_CHUNK]
+        changed += labels_refresh(campaign=campaign, pair_ids=chunk)
+        if progress:
+            progress(len(chunk))
     who = f" by {by.username}" if by is not None else ""
     logger.info(
         "campaign %s: policy %s -> %s%s, %d labels changed",
@@ -260,8 +267,22 @@ def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, 
     return added
 
 
+POLICY_CHUNK = 5000
+
+
+def campaign_judged_pairs(*, campaign: Campaign) -> int:
+    """How many pairs a policy switch relabels (those with a judgment)."""
+    return Pair.objects.filter(campaign=campaign, judgment_count__gt=0).count()
+
+
+def policy_switch_needs_job(*, campaign: Campaign) -> bool:
+    """Whether switching this campaign's aggregation policy goes to a background job (above
+    RELJUDGE_POLICY_JOB_PAIRS judged pairs) rather than running in the request."""
+    return campaign_judged_pairs(campaign=campaign) > django_settings.RELJUDGE_POLICY_JOB_PAIRS
+
+
 @transaction.atomic
-def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str) -> int:
+def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str, progress=None) -> int:
     """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
     transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
     lead_required(campaign=campaign, user=lead, what=_("change the aggregation policy"))
@@ -278,4 +299,4 @@ def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str) -> int:
     if locked.aggregation == policy:
         return 0
     Campaign.objects.filter(id=campaign.id).update(aggregation=policy)
-    return _labels_reaggregate(campaign=campaign, old_policy=locked.aggregation, by=lead)
+    return _labels_reaggregate(campaign=campaign, old_policy=locked.aggregation, by=lead, progress=progress)

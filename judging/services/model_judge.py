@@ -419,6 +419,17 @@ def model_judgments_write(*, campaign: Campaign, judge, verdicts: Sequence[Verdi
     return len(new) + len(changed), len(verdicts) - len(new) - len(changed)
 
 
+class ModelJudgeAborted(Exception):
+    """The endpoint failed ``give_up_after`` calls in a row: the run stopped. What was stored before stays."""
+
+    def __init__(self, summary: RunSummary, last_error: str):
+        self.summary, self.last_error = summary, last_error
+        super().__init__(
+            f"the model endpoint failed {summary.failed} call(s), the last ones in a row, and the run stopped "
+            f"(last error: {last_error})"
+        )
+
+
 def model_judge_run(
     *,
     campaign: Campaign,
@@ -428,13 +439,19 @@ def model_judge_run(
     concurrency: int = 8,
     batch: int = 256,
     progress: Callable[[int], None] | None = None,
+    on_batch: Callable[[int, list[int], RunSummary], None] | None = None,
+    give_up_after: int | None = None,
     client: ChatClient | None = None,
 ) -> RunSummary:
     """Ask the endpoint to grade each pair, ``concurrency`` requests in flight, storing verdicts a batch at
     a time (an interrupted run keeps what it stored; ``--pairs unjudged`` resumes it).
 
     A failed call (after its retries) leaves the pair without a judgment and is counted; an answer that
-    cannot be read becomes an unsure judgment with the raw answer in the note.
+    cannot be read becomes an unsure judgment with the raw answer in the note. ``progress(1)`` is called
+    from the calling threads as each call ends. ``on_batch(n, failed_ids, summary)`` is called inside each
+    batch's transaction, after its verdicts are stored: ``n`` pairs of ``pair_ids`` were consumed in order,
+    ``failed_ids`` of them got no judgment (raise to roll the batch back). After ``give_up_after`` failed
+    calls in a row nothing more is sent: the batches in flight are stored and ModelJudgeAborted is raised.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -444,38 +461,59 @@ def model_judge_run(
     own_client = client is None
     client = client or ChatClient(endpoint)
     started = time.perf_counter()
+    stop = threading.Event()
+    streak = {"n": 0, "last": ""}
+    streak_lock = threading.Lock()
 
-    def ask(pair: PairText) -> Verdict | str:
+    def ask(pair: PairText) -> Verdict | tuple[int, str | None]:
+        if stop.is_set():
+            return (pair.pair_id, None)  # not sent: the run is giving up
         try:
             answer = client.complete(prompt_messages(guidelines=campaign.guidelines, scale=scale, pair=pair))
         except ModelCallError as exc:
-            return f"qid {pair.qid} docid {pair.docid}: {exc}"
+            with streak_lock:
+                streak["n"] += 1
+                streak["last"] = str(exc)
+                if give_up_after and streak["n"] >= give_up_after:
+                    stop.set()
+            return (pair.pair_id, f"qid {pair.qid} docid {pair.docid}: {exc}")
+        finally:
+            if progress:
+                progress(1)
+        with streak_lock:
+            streak["n"] = 0
         grade, note = parse_answer(answer, values)
         return Verdict(pair.pair_id, grade, note)
 
     def finish(futures) -> None:
-        verdicts = []
+        verdicts, failed_ids = [], []
         for future in futures:
             outcome = future.result()
-            if isinstance(outcome, str):
-                summary.failed += 1
-                if len(summary.errors) < 5:
-                    summary.errors.append(outcome)
-            else:
+            if isinstance(outcome, Verdict):
                 verdicts.append(outcome)
                 summary.graded += outcome.grade is not None
                 summary.unsure += outcome.grade is None
-        if verdicts:
-            _, unchanged = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
-            summary.unchanged += unchanged
-        if progress:
-            progress(len(futures))
+                continue
+            failed_ids.append(outcome[0])
+            if outcome[1] is None:
+                continue
+            summary.failed += 1
+            if len(summary.errors) < 5:
+                summary.errors.append(outcome[1])
+        with transaction.atomic():
+            if verdicts:
+                _, unchanged = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
+                summary.unchanged += unchanged
+            if on_batch:
+                on_batch(len(futures), failed_ids, summary)
 
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
             # Two batches in flight: the workers call the next batch while this thread stores the last one.
             pending: list = []
             for start in range(0, len(pair_ids), batch):
+                if stop.is_set():
+                    break
                 futures = [pool.submit(ask, t) for t in _pair_texts(pair_ids[start : start + batch])]
                 if pending:
                     finish(pending)
@@ -486,4 +524,6 @@ def model_judge_run(
         if own_client:
             client.close()
     summary.seconds = time.perf_counter() - started
+    if stop.is_set():
+        raise ModelJudgeAborted(summary, streak["last"])
     return summary

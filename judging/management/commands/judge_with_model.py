@@ -2,18 +2,13 @@
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
+from django.urls import reverse
 from tqdm import tqdm
 
+from judging.jobs import job_run, model_judge_job_start
 from judging.management.commands._base import CampaignCommand
-from judging.services.model_judge import (
-    API_KEY_ENV,
-    ENDPOINT_ENV,
-    PAIR_MODES,
-    Endpoint,
-    model_judge_get_or_create,
-    model_judge_run,
-    pairs_to_judge,
-)
+from judging.models import Job
+from judging.services.model_judge import API_KEY_ENV, ENDPOINT_ENV, PAIR_MODES
 
 
 class Command(CampaignCommand):
@@ -21,7 +16,8 @@ class Command(CampaignCommand):
         "Ask a model (any OpenAI-compatible chat-completions endpoint) to grade the campaign's pooled pairs, "
         "with a prompt built from the guidelines, the query and its description, and the document. Its grades "
         f"are stored as the judgments of the model judge NAME, never as human labels. The endpoint comes from "
-        f"--endpoint or {ENDPOINT_ENV}, the key from {API_KEY_ENV}; nothing is called unless one is set."
+        f"--endpoint or {ENDPOINT_ENV}, the key from {API_KEY_ENV}; nothing is called unless one is set. "
+        "It runs as a job (shown on the campaign's job page) right here, or in the task worker with --background."
     )
 
     def add_arguments(self, parser):
@@ -35,35 +31,68 @@ class Command(CampaignCommand):
         parser.add_argument("--concurrency", type=int, default=8, help="requests in flight (default 8)")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
         parser.add_argument("--retries", type=int, default=4, help="retries of a failed request (default 4)")
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="queue the run for the task worker (manage.py db_worker) and return; its page shows the progress",
+        )
 
-    def handle(self, *args, slug, endpoint, model, name, description, pairs, seed, concurrency, timeout, retries, **o):
+    def handle(
+        self, *args, slug, endpoint, model, name, description, pairs, seed, concurrency, timeout, retries, **opts
+    ):
         campaign = self.campaign(slug)
         if concurrency < 1 or retries < 0 or timeout <= 0:
             raise CommandError("--concurrency must be >= 1, --retries >= 0 and --timeout > 0")
-        try:
-            target = Endpoint.configured(url=endpoint, model=model, timeout=timeout, retries=retries)
-            judge = model_judge_get_or_create(
-                name=name or model, description=description or f"{model} at {target.url}", campaign=campaign
+        background = opts["background"]
+        if background and endpoint:
+            raise CommandError(
+                f"--background runs in the task worker, which calls the endpoint of its own environment "
+                f"({ENDPOINT_ENV}): leave out --endpoint"
             )
-            pair_ids = pairs_to_judge(campaign=campaign, judge=judge, mode=pairs, seed=seed)
+        try:
+            job = model_judge_job_start(
+                campaign=campaign,
+                user=None,
+                model=model,
+                name=name,
+                pairs=pairs,
+                seed=seed,
+                description=description,
+                endpoint=endpoint,
+                concurrency=concurrency,
+                timeout=timeout,
+                retries=retries,
+                enqueue=background,
+            )
         except (ValueError, ValidationError) as exc:
             raise CommandError(exc.messages[0] if isinstance(exc, ValidationError) else str(exc)) from None
-        if not pair_ids:
-            self.stdout.write(f"{judge.username}: no pairs to judge ({pairs})")
+        page = reverse("judging:job_detail", args=[campaign.slug, job.pk])
+        judge = job.options["judge"]
+        if background:
+            self.stdout.write(f"job {job.pk} queued: {job.total} pairs for {judge}; follow it at {page}")
             return
-        bar = tqdm(total=len(pair_ids), unit="pairs", file=self.stderr._out, disable=len(pair_ids) < 20)
+        if not job.total:
+            Job.objects.filter(pk=job.pk).delete()
+            self.stdout.write(f"{judge}: no pairs to judge ({pairs})")
+            return
+        # Run now, as every import command does, through the same job the worker would run (its page
+        # shows the progress too, and a failed run can be retried there).
+        bar = tqdm(total=job.total, unit="pairs", file=self.stderr._out, disable=job.total < 20)
         try:
-            summary = model_judge_run(
-                campaign=campaign,
-                judge=judge,
-                endpoint=target,
-                pair_ids=pair_ids,
-                concurrency=concurrency,
-                progress=bar.update,
-            )
+            outcome = job_run(job_id=job.pk, progress=bar.update)
         finally:
             bar.close()
-        for line in summary.lines():
-            self.stdout.write(line)
-        if summary.failed == summary.pairs:
-            raise CommandError(f"every call failed; is {target.url} answering?")
+        job.refresh_from_db()
+        r = job.result or {}
+        rate = r.get("pairs", 0) / r["seconds"] if r.get("seconds") else 0.0
+        self.stdout.write(
+            f"{judge}: {r.get('pairs', 0)} pairs in {r.get('seconds', 0):.1f} s ({rate:.0f} pairs/s): "
+            f"{r.get('graded', 0)} graded, {r.get('unsure', 0)} unreadable answers stored as unsure, "
+            f"{r.get('unchanged', 0)} unchanged, {r.get('failed', 0)} failed"
+        )
+        for e in r.get("errors", []):
+            self.stdout.write(f"  failed: {e}")
+        if outcome["status"] == "failed":
+            raise CommandError(f"{job.error['detail']} (job {job.pk}: {page}); is the endpoint answering?")
+        if r.get("failed"):
+            self.stdout.write("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
