@@ -365,6 +365,13 @@ def job_can_retry(job: Job) -> bool:
     return Job.objects.filter(pk=job.pk, upload__isnull=False).exists()
 
 
+def job_percent(job: Job) -> int:
+    """How far the job is, for its progress bar."""
+    if job.status == Job.Status.DONE or not job.total:
+        return 100 if job.status == Job.Status.DONE else 0
+    return min(100, int(100 * job.done / job.total))
+
+
 def job_as_dict(job: Job) -> dict:
     """The job as the API returns it (SPEC §5)."""
     return {
@@ -427,6 +434,7 @@ def model_judge_job_start(
     concurrency: int = 8,
     timeout: float = 60.0,
     retries: int = 4,
+    batch: int = 256,
     enqueue: bool = True,
 ) -> Job:
     """Choose the pairs and queue a model judge's run of them (``enqueue=False``: the caller runs it, as the
@@ -450,6 +458,7 @@ def model_judge_job_start(
         "concurrency": concurrency,
         "timeout": timeout,
         "retries": retries,
+        "batch": batch,
         "cursor": 0,  # pairs of the stored list done (in order), and those of them that failed
         "failed": [],
         "tally": {"graded": 0, "unsure": 0, "unchanged": 0},
@@ -515,6 +524,7 @@ def _run_model_judge(job: Job, *, progress=None) -> dict:
                 endpoint=target,
                 pair_ids=remaining,
                 concurrency=opts["concurrency"],
+                batch=opts.get("batch", 256),
                 progress=add,
                 on_batch=on_batch,
                 give_up_after=GIVE_UP_AFTER,
@@ -619,7 +629,7 @@ def significance_key(lb, measure: str, test: str) -> str:
     return f"{lb.key}|{measure}|{test}|{lb.state}"
 
 
-def significance_job(*, lb, measure: str, test: str, user, start: bool = True) -> Job | None:
+def significance_job(*, lb, measure: str, test: str, user, start: bool = True, page: str = "") -> Job | None:
     """The latest job computing this test on the current labels; a new one is queued if there is none
     (``start``). A failed one is returned as it is (Retry is on its page), not started again at each visit."""
     from dataclasses import asdict
@@ -638,11 +648,37 @@ def significance_job(*, lb, measure: str, test: str, user, start: bool = True) -
         campaign=lb.campaign,
         user=user,
         total=_permutations(),
-        options={"key": key, "params": asdict(lb.params), "measure": measure, "test": test, "state": lb.state},
+        options={
+            "key": key,
+            "params": asdict(lb.params),
+            "measure": measure,
+            "test": test,
+            "state": lb.state,
+            "page": page,  # where the result is shown (the job's page links back to it)
+        },
     )
     _enqueue(job)
     logger.info("job %s queued: %s test on %s of %s", job.pk, test, measure, lb.campaign.slug)
     return job
+
+
+def significance_get(*, lb, measure: str, test: str, user, page: str = ""):
+    """(matrix, job) for a page or the API: the current matrix when it is cached or cheap enough to compute
+    in the request; above RELJUDGE_STATS_JOB_CELLS, (None, the job computing it) until that job is done."""
+    from judging import scoring
+
+    pw = scoring.pairwise_current(lb, measure, test)
+    if pw is not None:
+        return pw, None
+    if not scoring.pairwise_needs_job(lb, test):
+        return scoring.pairwise_cached(lb, measure, test), None
+    job = significance_job(lb=lb, measure=measure, test=test, user=user, page=page)
+    if job.status == Job.Status.DONE:
+        pw = significance_from_job(job)
+        if pw.state == lb.state and len(pw.diff) == len(lb.cube.system_ids):
+            scoring.pairwise_store(lb, pw)
+            return pw, job
+    return None, job
 
 
 def significance_from_job(job: Job):

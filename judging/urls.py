@@ -61,5 +61,6 @@ urlpatterns = [
     # offline vs online, and model judges (issue 15)
     path("campaigns/<slug:slug>/online/", online.online, name="online"),
     path("campaigns/<slug:slug>/judges/", online.judges, name="judges"),
+    path("campaigns/<slug:slug>/judges/run/", online.judges_run, name="judges_run"),
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
 ]

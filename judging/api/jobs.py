@@ -38,6 +38,25 @@ class JobStartedSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Job.Status.choices)
 
 
+def job_accepted(request, job: Job) -> Response:
+    """202 with the job's URL in Location and the body: poll it for progress and outcome."""
+    url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
+    return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
+
+
+class JudgeRunSerializer(serializers.Serializer):
+    model = serializers.RegexField(
+        r"^[\w.@+-]{1,150}\Z", max_length=150, help_text="The model name sent to the endpoint; the judge's name."
+    )
+    name = serializers.RegexField(
+        r"^[\w.@+-]{1,150}\Z", max_length=150, required=False, help_text="The judge's name (default: the model)."
+    )
+    pairs = serializers.CharField(
+        default="unjudged", max_length=40, help_text="unjudged (by this judge), all, or sample:N."
+    )
+    seed = serializers.IntegerField(default=0, help_text="Random seed of sample:N.")
+
+
 def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Response:
     """Queue the upload's import; answer 202 with the job's URL in Location and the body."""
     options: dict = {}

@@ -478,6 +478,28 @@ class LeaderboardQuerySerializer(serializers.Serializer):
     )
 
 
+class SignificanceQuerySerializer(serializers.Serializer):
+    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
+    gain = serializers.ChoiceField(choices=metrics.GAINS, required=False, default="linear", help_text="nDCG gain.")
+    threshold = serializers.IntegerField(
+        required=False, default=1, min_value=0, max_value=100, help_text="Lowest label that counts as relevant."
+    )
+    judged_only = serializers.BooleanField(required=False, default=False, help_text="Condensed scoring.")
+    policy = serializers.ChoiceField(choices=POLICIES, required=False, allow_null=True, default=None)
+    labels = serializers.CharField(
+        required=False, default="humans", max_length=200, help_text="humans, model:NAME or hybrid:NAME."
+    )
+    measure = serializers.CharField(
+        required=False, default="nDCG", max_length=40, help_text="The measure compared (nDCG, P, R, MAP, ...)."
+    )
+    test = serializers.ChoiceField(
+        choices=["randomization", "ttest", "tukey"],
+        required=False,
+        default="randomization",
+        help_text="randomization (Holm-corrected), ttest (Holm-corrected) or tukey (randomized Tukey HSD).",
+    )
+
+
 class TrustQuerySerializer(serializers.Serializer):
     """Parameters of the leaderboard's curves, segments and pool-bias endpoints."""
 

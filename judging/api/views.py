@@ -17,7 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied
+from rest_framework.exceptions import APIException, NotAuthenticated, NotFound, PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -35,7 +35,7 @@ from judging.api.filters import (
     QueryFilter,
     SystemFilter,
 )
-from judging.api.jobs import JobStartedSerializer, upload_as_job
+from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted, upload_as_job
 from judging.api.pagination import JudgmentCursorPagination
 from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
@@ -49,7 +49,15 @@ from judging.api.renderers import (
     leaderboard_csv,
 )
 from judging.jobs import KINDS as JOB_KINDS
-from judging.jobs import job_needed
+from judging.jobs import (
+    JobError,
+    job_needed,
+    model_endpoint_configured,
+    model_judge_job_start,
+    policy_job_pending,
+    policy_job_start,
+    significance_get,
+)
 from judging.models import Campaign, Document, Membership, Pair, Query, System
 from judging.scoring import leaderboard_data
 from judging.selectors import (
@@ -70,6 +78,7 @@ from judging.services import (
     judgment_record,
     member_add,
     membership_remove,
+    policy_switch_needs_job,
     qrels_import,
     queries_import,
     run_import,
@@ -83,6 +92,12 @@ JSON_ONLY = ("application/json",)
 # Actions on one object differ from the list defaults: their own query parameters (k, gain, format...)
 # must not reach the list filters while get_object() looks the object up, and there is no page to cut.
 ONE_OBJECT = {"filter_backends": [], "pagination_class": None}
+
+
+class DRFConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with work under way."
+    default_code = "conflict"
 
 
 def api_exception_handler(exc, context):
@@ -333,7 +348,21 @@ class CampaignViewSet(
         data = dict(serializer.validated_data)
         data.pop("slug", None)
         scale = self._scale(data, campaign)
+        # A large campaign's policy switch goes to the task worker (202 + Location); the rest is saved now.
+        switch = None
+        if data.get("aggregation", campaign.aggregation) != campaign.aggregation and policy_switch_needs_job(
+            campaign=campaign
+        ):
+            switch = data.pop("aggregation")
+            if policy_job_pending(campaign=campaign) is not None:
+                raise DRFConflict("a switch of the aggregation policy is already under way; wait for it to finish")
         campaign_update(campaign=campaign, scale=scale, **data)
+        if switch is not None:
+            try:
+                job = policy_job_start(campaign=campaign, user=request.user, policy=switch)
+            except JobError as exc:
+                raise DRFConflict(str(exc)) from None
+            return job_accepted(request, job)
         return Response(self.get_serializer(self._reloaded(campaign)).data)
 
     # ---- progress, leaderboard, qrels
@@ -840,6 +869,103 @@ class CampaignViewSet(
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         return Response(data)
+
+    @extend_schema(
+        request=JudgeRunSerializer,
+        responses={
+            202: JobStartedSerializer,
+            503: OpenApiResponse(description="No model endpoint is configured on the server."),
+        },
+        description=(
+            "Start a model judge's run as a background job (leads only): the server's configured endpoint "
+            "(RELJUDGE_MODEL_ENDPOINT, key RELJUDGE_MODEL_API_KEY) grades the chosen pairs; poll the job for "
+            "pairs done of total and the outcome (graded, unreadable answers stored as unsure, failed)."
+        ),
+    )
+    @action(detail=True, methods=["post"], url_path="judges/run", **ONE_OBJECT)
+    def judges_run(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, "run a model judge on it")
+        body = JudgeRunSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if not model_endpoint_configured():
+            return Response(
+                {"detail": "no model endpoint is configured on this server (RELJUDGE_MODEL_ENDPOINT)"},
+                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            )
+        v = body.validated_data
+        try:
+            job = model_judge_job_start(
+                campaign=campaign,
+                user=request.user,
+                model=v["model"],
+                name=v.get("name"),
+                pairs=v["pairs"],
+                seed=v["seed"],
+            )
+        except DjangoValidationError as exc:
+            raise DRFValidationError({"name": exc.messages}) from None
+        except ValueError as exc:
+            raise DRFValidationError({"pairs": [str(exc)]}) from None
+        return job_accepted(request, job)
+
+    @extend_schema(
+        parameters=[serializers.SignificanceQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT, 202: JobStartedSerializer},
+        description=(
+            "Every pair of systems compared on one measure with the chosen test: `diff[i][j]` (mean of row "
+            "minus column) and the adjusted `p[i][j]` (null on the diagonal), systems in `systems` order. "
+            "Above RELJUDGE_STATS_JOB_CELLS (systems x queries x permutations) the test runs as a background "
+            "job: 202 with its URL in Location; ask again once it is done (its result holds the matrix too). "
+            "A matrix is only ever returned for the current labels (`state`)."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_OBJECT)
+    def leaderboard_significance(self, request, slug=None):
+        from judging.scoring import TESTS, Params, leaderboard, measure_names
+
+        campaign = self.get_object()
+        if not campaign.leaderboard_visible_to_annotators:
+            access(request).require_lead(campaign, "see its leaderboard")
+        params = serializers.SignificanceQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        d = params.validated_data
+        base = d["measure"].partition("@")[0]
+        names = [n for n in measure_names(d["k"]) if n.partition("@")[0] == base and not n.startswith("Judged")]
+        if not names:
+            raise DRFValidationError({"measure": [f"unknown measure {d['measure']!r}"]})
+        try:
+            lb = leaderboard(
+                campaign,
+                Params(
+                    k=d["k"],
+                    gain=d["gain"],
+                    threshold=d["threshold"],
+                    judged_only=d["judged_only"],
+                    policy=d["policy"],
+                    labels=d["labels"],
+                ),
+            )
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        pw, job = significance_get(lb=lb, measure=names[0], test=d["test"], user=request.user)
+        if pw is None:
+            return job_accepted(request, job)
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": pw.measure,
+                "test": pw.test,
+                "test_label": TESTS[pw.test],
+                "state": pw.state,
+                "queries": pw.n_queries,
+                "alpha": pw.alpha,
+                "systems": list(lb.cube.system_names),
+                "diff": [[round(float(x), 10) for x in row] for row in pw.diff],
+                "p": [[None if x != x else float(x) for x in row] for row in pw.p],
+                "computed_at": pw.computed_at,
+            }
+        )
 
 
 # --------------------------------------------------------------------------- campaign contents

@@ -24,6 +24,7 @@ from judging.forms import (
     MembersBulkForm,
     UploadForm,
 )
+from judging.jobs import JobError, policy_job_start
 from judging.models import Campaign, Membership
 from judging.services import (
     IMPORTERS,
@@ -35,11 +36,13 @@ from judging.services import (
     members_add,
     membership_add,
     membership_remove,
+    policy_switch_needs_job,
     scale_from_values,
     set_password_link_issue,
 )
 from judging.services.accounts import LINK_DAYS
 from judging.services.model_judge import model_judge_upload_annotator
+from judging.views.jobs import policy_job_context
 
 LEAD = Membership.Role.LEAD
 
@@ -145,18 +148,30 @@ def campaign_settings(request, member: Member):
     formset = GradeFormSet(request.POST or None, initial=grades, prefix="grades")
     if request.method == "POST" and form.is_valid() and formset.is_valid():
         values = {name: form.cleaned_data[name] for name in CampaignSettingsForm.Meta.fields}
+        # A large campaign's policy switch goes to the task worker; the other settings are saved now.
+        switch = None
+        if values.get("aggregation", campaign.aggregation) != campaign.aggregation and policy_switch_needs_job(
+            campaign=campaign
+        ):
+            switch = values.pop("aggregation")
         try:
             # The same service as PATCH /api/campaigns/SLUG/: the same rules for the scale.
             added = campaign_update(campaign=campaign, scale=formset.scale(), **values)
-        except ValidationError as exc:
+            job = policy_job_start(campaign=campaign, user=request.user, policy=switch) if switch else None
+        except (ValidationError, JobError) as exc:
             campaign.refresh_from_db()
-            form.add_error(None, exc.messages)
+            form.add_error(None, exc.messages if isinstance(exc, ValidationError) else [str(exc)])
         else:
             text = _("Settings saved.")
             if added:
                 text += " " + ngettext(
                     "The deeper pool added %(n)s pair to judge.", "The deeper pool added %(n)s pairs to judge.", added
                 ) % {"n": added}
+            if job is not None:
+                text += " " + _(
+                    "The switch to the %(policy)s aggregation policy recomputes %(n)s labels in the background; "
+                    "the leaderboard keeps the old policy until it is done."
+                ) % {"policy": job.options["policy"], "n": job.total}
             messages.success(request, text)
             return redirect("judging:campaign_settings", slug=campaign.slug)
     status = 422 if request.method == "POST" else 200
@@ -168,6 +183,7 @@ def campaign_settings(request, member: Member):
             form=form,
             formset=formset,
             scale_locked=scale_locked,
+            **policy_job_context(campaign),
         ),
         status=status,
     )

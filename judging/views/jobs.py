@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from judging import selectors
 from judging.access import Member, campaign_view
-from judging.jobs import JobError, job_can_retry, job_get, job_retry
+from judging.jobs import JobError, job_can_retry, job_get, job_percent, job_refresh, job_retry, policy_job_pending
 from judging.models import Job
 
 
@@ -30,14 +30,23 @@ def job_detail(request, member: Member, job_id: int):
         except JobError as exc:
             messages.error(request, str(exc))
         return redirect("judging:job_detail", slug=member.campaign.slug, job_id=job.pk)
-    if job.status == Job.Status.DONE:
+    if job.status == Job.Status.DONE and job.is_import:
         # This process may hold the campaign's old pool size; the import ran in the worker.
         selectors.pool_size_forget(campaign=job.campaign)
     context = member.context(
         nav="upload",
         job=job,
-        percent=int(100 * job.done / job.total) if job.total and job.status != Job.Status.DONE else 100,
+        percent=job_percent(job),
         can_retry=job_can_retry(job),
     )
     template = "judging/_job_status.html" if request.htmx else "judging/job.html"
     return render(request, template, context)
+
+
+def policy_job_context(campaign) -> dict:
+    """The policy switch under way, if any, for a page to show (its status partial polls the job)."""
+    job = policy_job_pending(campaign=campaign)
+    if job is None:
+        return {"policy_job": None}
+    job = job_refresh(job)
+    return {"policy_job": job, "percent": job_percent(job), "can_retry": False}

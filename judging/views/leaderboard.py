@@ -25,6 +25,7 @@ import metrics
 from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import Policy
+from judging.jobs import job_can_retry, job_percent, significance_get
 from judging.models import Campaign, Query, QueryTag
 from judging.scoring import trust
 from judging.selectors import grade_list
@@ -402,20 +403,25 @@ def leaderboard_significance(request, ctx: BoardRequest):
     if test not in scoring.TESTS:
         raise _BadArg(_("test must be one of %(choices)s") % {"choices": ", ".join(scoring.TESTS)})
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
-    pw = scoring.pairwise_cached(lb, ctx.measure, test)
-    rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
+    # Above RELJUDGE_STATS_JOB_CELLS the test runs in the task worker; the page shows its progress and then
+    # the matrix (cached under the labels' state it was computed from, so never a stale one as current).
+    pw, job = significance_get(lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path())
     context = ctx.base(
-        rows=rows,
-        names=[r["name"] for r in rows],
-        pw=pw,
         test=test,
         tests=scoring.TESTS,
         test_label=scoring.TESTS[test],
-        n_pairs=n_pairs,
-        n_sig=n_sig,
         too_few_queries=lb.n_scored < scoring.MIN_QUERIES_FOR_STATS,
         tab="significance",
+        stats_job=job if pw is None else None,
+        percent=job_percent(job) if job is not None else 0,
+        can_retry=job is not None and job_can_retry(job),
+        poll_url=request.get_full_path(),
     )
+    if pw is not None:
+        rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
+        context.update(rows=rows, names=[r["name"] for r in rows], pw=pw, n_pairs=n_pairs, n_sig=n_sig)
+    if request.htmx and pw is None:
+        return render(request, "judging/_significance_job.html", context)
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"
     return render(request, template, context)
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_http_methods
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import charts
+from judging.access import Member, campaign_view
 from judging.charts.online import scatter_svg
+from judging.jobs import model_endpoint_configured, model_judge_job_start
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judges
 from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures
 from judging.views.leaderboard import BoardRequest, leaderboard_page
@@ -55,15 +61,75 @@ def online(request, ctx: BoardRequest):
     )
 
 
+class JudgeRunForm(forms.Form):
+    """Start a model judge's run from the web. No endpoint field: the server calls only the endpoint its
+    environment configures (RELJUDGE_MODEL_ENDPOINT), never a URL typed into a page."""
+
+    PAIRS = [
+        ("unjudged", gettext_lazy("pairs this judge has not judged yet")),
+        ("all", gettext_lazy("every pooled pair")),
+        ("sample", gettext_lazy("a random sample")),
+    ]
+    model = forms.RegexField(
+        label=gettext_lazy("Model"),
+        regex=r"^[\w.@+-]{1,150}\Z",
+        max_length=150,
+        help_text=gettext_lazy("The model name sent to the endpoint; also the judge's name as an annotator."),
+        error_messages={"invalid": gettext_lazy("Use 1-150 letters, digits and @.+-_ characters.")},
+    )
+    pairs = forms.ChoiceField(label=gettext_lazy("Pairs"), choices=PAIRS, initial="unjudged")
+    sample = forms.IntegerField(label=gettext_lazy("Sample size"), min_value=1, max_value=1_000_000, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("pairs") == "sample":
+            if not data.get("sample"):
+                self.add_error("sample", _("Give the number of pairs to sample."))
+            else:
+                data["mode"] = f"sample:{data['sample']}"
+        else:
+            data["mode"] = data.get("pairs")
+        return data
+
+
 @require_http_methods(["GET", "HEAD"])
 @leaderboard_page(drill=True)
 def judges(request, ctx: BoardRequest):
-    """The campaign's model judges, with a link to each one's calibration."""
+    """The campaign's model judges, with a link to each one's calibration, and the form that starts a run."""
     return render(
         request,
         "judging/calibration_list.html",
-        ctx.base(tab="judges", judges=model_judges(campaign=ctx.campaign)),
+        ctx.base(
+            tab="judges",
+            judges=model_judges(campaign=ctx.campaign),
+            run_form=JudgeRunForm(),
+            endpoint_configured=model_endpoint_configured(),
+        ),
     )
+
+
+@campaign_view(lead=True)
+@require_POST
+def judges_run(request, member: Member):
+    """Queue a model judge's run (leads only); the browser goes to the job's page and watches it."""
+    campaign = member.campaign
+    form = JudgeRunForm(request.POST)
+    if not model_endpoint_configured():
+        messages.error(request, _("No model endpoint is configured on this server (RELJUDGE_MODEL_ENDPOINT)."))
+        return redirect("judging:judges", slug=campaign.slug)
+    if not form.is_valid():
+        problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
+        messages.error(request, _("The run was not started: %(problems)s") % {"problems": problems})
+        return redirect("judging:judges", slug=campaign.slug)
+    try:
+        job = model_judge_job_start(
+            campaign=campaign, user=request.user, model=form.cleaned_data["model"], pairs=form.cleaned_data["mode"]
+        )
+    except (ValueError, ValidationError) as exc:
+        text = exc.messages[0] if isinstance(exc, ValidationError) else str(exc)
+        messages.error(request, _("The run was not started: %(problems)s") % {"problems": text})
+        return redirect("judging:judges", slug=campaign.slug)
+    return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
 
 
 @require_http_methods(["GET", "HEAD"])

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
+from judging.jobs import JobError, policy_job_start
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair
 from judging.scoring import LEADERBOARD_MEASURES, measure_names
 from judging.selectors.agreement import (
@@ -40,7 +41,9 @@ from judging.services import (
     adjudication_set,
     campaign_policy_set,
     gold_label_set,
+    policy_switch_needs_job,
 )
+from judging.views.jobs import policy_job_context
 from metrics import Measure
 
 PAGE_SIZE = 50
@@ -357,6 +360,7 @@ def agreement(request, member: Member):
             stability=stability,
             measure=measure,
             measures=measures,
+            **policy_job_context(campaign),
             policy_form=PolicyForm(initial={"policy": campaign.aggregation}),
             policy_label=campaign.get_aggregation_display(),
             query_string=_without_page(request),
@@ -377,7 +381,23 @@ def agreement_policy(request, member: Member):
         messages.error(request, _("Choose one of the aggregation policies."))
         return redirect(target)
     old = campaign.get_aggregation_display()
-    changed = campaign_policy_set(campaign=campaign, lead=request.user, policy=form.cleaned_data["policy"])
+    policy = form.cleaned_data["policy"]
+    if policy != campaign.aggregation and policy_switch_needs_job(campaign=campaign):
+        try:
+            job = policy_job_start(campaign=campaign, user=request.user, policy=policy)
+        except JobError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.info(
+                request,
+                _(
+                    "The switch to the %(policy)s aggregation policy recomputes %(n)s labels in the background; "
+                    "the leaderboard keeps the old policy until it is done."
+                )
+                % {"policy": policy, "n": job.total},
+            )
+        return redirect(target)
+    changed = campaign_policy_set(campaign=campaign, lead=request.user, policy=policy)
     new = campaign.get_aggregation_display()
     if old == new:
         messages.info(request, _("The policy already was %(policy)s: nothing changed.") % {"policy": new})

@@ -3,6 +3,7 @@ humans', label sources on the leaderboard, and calibration against the people.""
 
 import io
 import json
+import os
 import re
 import threading
 import time
@@ -10,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from sklearn.metrics import cohen_kappa_score
@@ -28,7 +30,9 @@ from judging.services.model_judge import (
 )
 from tests.oracle import oracle, random_campaign
 
-PORTS = range(8210, 8230)
+# A helper's own range when several run at once (RELJUDGE_FAKE_MODEL_PORT_FIRST), else 8210-8229.
+_FIRST = int(os.environ.get("RELJUDGE_FAKE_MODEL_PORT_FIRST", "8210"))
+PORTS = range(_FIRST, _FIRST + 20)
 
 
 class FakeModel:
@@ -83,7 +87,7 @@ class FakeModel:
             except OSError:
                 continue
         else:
-            raise RuntimeError("no free port in 8210-8229")
+            raise RuntimeError(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -438,3 +442,203 @@ def test_web_upload_of_model_qrels_keeps_human_labels(client, judged, lead):
     form = {"kind": "qrels", "qrels-kind": "qrels", "qrels-file": f, "qrels-annotator": "ann", "qrels-model": "on"}
     page = client.post("/campaigns/demo/upload/", form)
     assert page.status_code == 422 and "not a model judge" in page.content.decode()
+
+
+# --------------------------------------------------------------------------- as a background job
+
+
+def _pool_docids(campaign) -> list[str]:
+    """The pooled pairs' docids in the order a run sends them (by pair id)."""
+    return list(
+        Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").values_list("document__docid", flat=True)
+    )
+
+
+def test_model_judge_job_from_the_api_runs_with_progress_and_outcome(judged, fake_model, lead, monkeypatch):
+    from judging.jobs import job_run
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    fake_model.script["d2"] = [(200, "no idea", 0)]
+    api = APIClient()
+    api.force_authenticate(lead)
+    started = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "all"}, format="json")
+    assert started.status_code == 202, started.content
+    url = started["Location"]
+    assert started.json() == {"job": url, "status": "queued"}
+    assert api.get(url).json()["progress"] == {"done": 0, "total": 5}
+    assert not fake_model.calls  # nothing is called in the request: the worker does it
+
+    ticks: list[int] = []
+    assert job_run(job_id=int(url.rstrip("/").rsplit("/", 1)[1]), progress=ticks.append)["status"] == "done"
+    assert sum(ticks) == 5  # progress is told of every pair as its call ends
+    body = api.get(url).json()
+    assert body["status"] == "done" and body["progress"] == {"done": 5, "total": 5} and body["error"] == {}
+    r = body["result"]
+    # d2 is pooled for both queries: two malformed answers, stored as unsure with the raw answer
+    assert (r["judge"], r["pairs"], r["graded"], r["unsure"], r["failed"]) == ("tiny", 5, 3, 2, 0)
+    unsure = Judgment.objects.filter(annotator__username="tiny", unsure=True)
+    assert {j.note for j in unsure} == {"model answer could not be read as a grade: no idea"}
+    assert Judgment.objects.filter(annotator__username="tiny").count() == 5
+
+
+def test_model_judge_job_failing_endpoint_keeps_whole_batches_and_retry_judges_the_rest(
+    judged, fake_model, lead, annotator, monkeypatch
+):
+    """Decision: the pairs judged before the endpoint failed stay (each batch commits whole: judgment,
+    history and labels together); the job ends failed saying so, and Retry sends only the pairs left."""
+    from judging import jobs
+    from judging.models import Job, JudgmentRevision
+
+    monkeypatch.setattr(jobs, "GIVE_UP_AFTER", 2)
+    order = _pool_docids(judged)
+    for i, docid in enumerate(order):  # the first batch (2 pairs) answers, every later call fails
+        reply = (200, '{"grade": 2, "reason": "fits"}', 0) if i < 2 else (500, "model crashed", 0)
+        fake_model.script.setdefault(docid, []).append(reply)
+    for replies in fake_model.script.values():
+        replies.append((500, "model crashed", 0))
+    human = dict(Pair.objects.filter(campaign=judged).values_list("id", "label"))
+
+    job = jobs.model_judge_job_start(
+        campaign=judged, user=lead, model="tiny", pairs="all", endpoint=fake_model.url,
+        concurrency=1, retries=0, timeout=2, batch=2, enqueue=False,
+    )  # fmt: skip
+    assert jobs.job_run(job_id=job.pk)["status"] == "failed"
+    job = Job.objects.get(pk=job.pk)
+    assert job.status == "failed" and job.error["line"] is None
+    assert "HTTP 500" in job.error["detail"]
+    assert "2 of 5 pairs were judged and are kept; Retry judges the 3 left" in job.error["detail"]
+    assert (job.done, job.total) == (2, 5) and job.result["graded"] == 2
+    kept = Judgment.objects.filter(annotator__username="tiny")
+    assert sorted(kept.values_list("pair__document__docid", flat=True)) == sorted(order[:2])
+    assert JudgmentRevision.objects.filter(judgment__in=kept).count() == 2  # nothing half-written
+    assert dict(Pair.objects.filter(campaign=judged).values_list("id", "label")) == human
+    # the page says what happened and offers Retry
+    client = APIClient()
+    client.force_authenticate(lead)
+    page = Client()
+    page.force_login(lead)
+    html = page.get(f"/campaigns/demo/jobs/{job.pk}/").content.decode()
+    assert "The job failed." in html and "Retry judges the 3 left" in html and ">Retry</button>" in html
+
+    fake_model.script.clear()
+    fake_model.calls.clear()
+    assert client.post(f"/api/jobs/{job.pk}/retry/").status_code == 202
+    assert client.get(f"/api/jobs/{job.pk}/").json()["progress"] == {"done": 2, "total": 5}  # resumes
+    assert jobs.job_run(job_id=job.pk)["status"] == "done"
+    assert len(fake_model.calls) == 3  # only the pairs left
+    body = client.get(f"/api/jobs/{job.pk}/").json()
+    assert body["status"] == "done" and body["progress"] == {"done": 5, "total": 5}
+    assert (body["result"]["graded"], body["result"]["failed"]) == (5, 0)
+    assert kept.count() == 5
+    # an annotator sees none of it
+    other = APIClient()
+    other.force_authenticate(annotator)
+    assert other.get(f"/api/jobs/{job.pk}/").status_code == 404
+
+
+def test_model_judge_job_unreachable_endpoint_fails_clearly(judged, lead, monkeypatch):
+    from judging import jobs
+    from judging.models import Job
+
+    monkeypatch.setattr(jobs, "GIVE_UP_AFTER", 3)
+    job = jobs.model_judge_job_start(
+        campaign=judged, user=lead, model="tiny", pairs="all", endpoint="http://127.0.0.1:9/v1",
+        concurrency=1, retries=0, timeout=1, enqueue=False,
+    )  # fmt: skip
+    jobs.job_run(job_id=job.pk)
+    job = Job.objects.get(pk=job.pk)
+    assert job.status == "failed" and "ConnectionRefusedError" in job.error["detail"]
+    assert "0 of 5 pairs were judged and are kept" in job.error["detail"]
+    assert not Judgment.objects.filter(annotator__username="tiny").exists()
+
+
+def test_model_judge_job_without_endpoint_in_the_worker_fails_naming_the_setting(judged, lead, monkeypatch):
+    from judging import jobs
+    from judging.models import Job
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", "http://127.0.0.1:9/v1")
+    job = jobs.model_judge_job_start(campaign=judged, user=lead, model="tiny", enqueue=False)
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT")  # the worker's environment has none
+    jobs.job_run(job_id=job.pk)
+    job = Job.objects.get(pk=job.pk)
+    assert job.status == "failed" and "set RELJUDGE_MODEL_ENDPOINT" in job.error["detail"]
+
+
+def test_calibration_page_form_starts_a_job_and_the_job_page_shows_it(client, judged, fake_model, lead, monkeypatch):
+    from judging.jobs import job_run
+    from judging.models import Job
+
+    client.force_login(lead)
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
+    html = client.get("/campaigns/demo/judges/").content.decode()
+    assert "No model endpoint is configured on this server" in html and "<fieldset disabled>" in html
+    assert 'name="endpoint"' not in html  # the URL is never typed into a page
+    assert client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "all"}).status_code == 302
+    assert not Job.objects.exists()
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    html = client.get("/campaigns/demo/judges/").content.decode()
+    assert "<fieldset disabled>" not in html and 'action="/campaigns/demo/judges/run/"' in html
+    bad = client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "sample"}, follow=True)
+    assert "Give the number of pairs to sample." in bad.content.decode() and not Job.objects.exists()
+    r = client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "sample", "sample": "3"})
+    job = Job.objects.get()
+    assert r.status_code == 302 and r["Location"] == f"/campaigns/demo/jobs/{job.pk}/"
+    assert (job.kind, job.total, job.options["endpoint"], job.started_by) == ("model_judge", 3, "", lead)
+    page = client.get(r["Location"]).content.decode()
+    assert "Model judge tiny" in page and 'hx-trigger="every 1s"' in page
+    job_run(job_id=job.pk)
+    done = client.get(r["Location"], headers={"HX-Request": "true"}).content.decode()
+    assert "3 graded, 0 unreadable answers stored as unsure, 0 unchanged" in done
+    assert 'hx-trigger="every 1s"' not in done and "/judges/tiny/calibration/" in done
+
+
+def test_model_judge_run_is_for_leads_only(client, judged, annotator, fake_model, monkeypatch):
+    from judging.models import Job
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    api = APIClient()
+    api.force_authenticate(annotator)
+    assert api.post("/api/campaigns/demo/judges/run/", {"model": "tiny"}, format="json").status_code == 403
+    client.force_login(annotator)
+    assert client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "all"}).status_code == 403
+    assert not Job.objects.exists() and not fake_model.calls
+
+
+def test_model_judge_api_without_endpoint_answers_503(judged, lead, monkeypatch):
+    from judging.models import Job
+
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
+    api = APIClient()
+    api.force_authenticate(lead)
+    r = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny"}, format="json")
+    assert r.status_code == 503 and "RELJUDGE_MODEL_ENDPOINT" in r.json()["detail"]
+    bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "some"}, format="json")
+    assert bad.status_code == 503  # nothing is checked further without an endpoint
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", "http://127.0.0.1:9/v1")
+    bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "some"}, format="json")
+    assert bad.status_code == 400 and "--pairs must be one of" in bad.json()["pairs"][0]
+    assert not Job.objects.exists()
+
+
+def test_command_background_queues_the_job_for_the_worker(judged, fake_model, monkeypatch):
+    from judging.models import Job
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    out = io.StringIO()
+    call_command("judge_with_model", "demo", "--model", "tiny", "--background", stdout=out)
+    job = Job.objects.get()
+    assert (job.status, job.total, job.kind) == ("queued", 5, "model_judge") and job.task_id
+    assert f"job {job.pk} queued: 5 pairs for tiny; follow it at /campaigns/demo/jobs/{job.pk}/" in out.getvalue()
+    assert not fake_model.calls
+    with pytest.raises(CommandError, match="leave out --endpoint"):
+        call_command("judge_with_model", "demo", "--model", "t", "--background", "--endpoint", fake_model.url)
+
+
+def test_command_runs_the_job_now_and_it_shows_on_the_job_page(judged, fake_model):
+    from judging.models import Job
+
+    call_command("judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", stdout=io.StringIO())
+    job = Job.objects.get()
+    assert (job.status, job.done, job.total, job.options["endpoint"]) == ("done", 5, 5, fake_model.url)
+    assert job.result["graded"] == 5
