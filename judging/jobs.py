@@ -162,7 +162,7 @@ def job_run(*, job_id: int, progress=None) -> dict:
     if job.kind == Job.Kind.MODEL_JUDGE:
         return _run_model_judge(job, progress=progress)
     if job.kind in (Job.Kind.POLICY, Job.Kind.SIGNIFICANCE):
-        return _run_in_transaction(job)
+        return _run_in_transaction(job, progress=progress)
     return _run_import(job)
 
 
@@ -704,15 +704,21 @@ def _permutations() -> int:
     return PAIRWISE_PERMUTATIONS
 
 
-def _run_in_transaction(job: Job) -> dict:
+def _run_in_transaction(job: Job, *, progress=None) -> dict:
     """A policy switch or a significance test: the work and "done" commit together, or neither does."""
     beat = _Heartbeat(job)
+
+    def add(n: int) -> None:
+        beat.add(n)
+        if progress:
+            progress(n)
+
     started = time.monotonic()
     error = None
     try:
         with transaction.atomic():
             with beat:
-                result = _POLICY_OR_STATS[job.kind](job, beat.add)
+                result = _POLICY_OR_STATS[job.kind](job, add)
             locked = Job.objects.select_for_update().get(pk=job.pk)
             if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
                 raise _Superseded

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.utils import timezone
 
@@ -141,3 +142,217 @@ def test_api_upload_below_threshold_is_imported_in_the_request(client, campaign,
 def test_healthz_needs_no_login(client, db):
     r = client.get("/healthz")
     assert r.status_code == 200 and r.json()["database"] == "ok"
+
+
+# --------------------------------------------------------------------------- aggregation policy switches
+
+
+def _labels(campaign) -> dict:
+    from judging.models import Pair
+
+    return dict(Pair.objects.filter(campaign=campaign).values_list("id", "label"))
+
+
+def test_policy_switch_above_threshold_is_a_job_from_the_settings_page(client, world, settings):
+    from judging.jobs import job_run
+    from judging.models import Campaign, Job
+
+    settings.RELJUDGE_POLICY_JOB_PAIRS = 2  # the world has 4 judged pairs
+    client.force_login(world.lead)
+    page = client.get("/campaigns/demo/settings/")
+    form = {k: v for k, v in page.context["form"].initial.items() if v is not None}
+    form.update(aggregation="max", name="Renamed", **{"grades-TOTAL_FORMS": "0", "grades-INITIAL_FORMS": "0"})
+    for i, g in enumerate(world.campaign.grades.order_by("value")):
+        form.update({f"grades-{i}-value": g.value, f"grades-{i}-name": g.name, "grades-TOTAL_FORMS": str(i + 1)})
+    form["leaderboard_visible_to_annotators"] = ""
+    before = _labels(world.campaign)
+    r = client.post("/campaigns/demo/settings/", {k: v for k, v in form.items() if v != ""})
+    assert r.status_code == 302, r.content.decode()[:2000]
+    campaign = Campaign.objects.get(pk=world.campaign.pk)
+    assert (campaign.name, campaign.aggregation) == ("Renamed", "median")  # the rest saved, the switch queued
+    assert _labels(campaign) == before
+    job = Job.objects.get(kind="policy")
+    assert (job.status, job.total, job.options["policy"]) == ("queued", 4, "max")
+    html = client.get("/campaigns/demo/settings/").content.decode()
+    assert "Switching to the max aggregation policy" in html and 'hx-trigger="every 1s"' in html
+
+    assert job_run(job_id=job.pk)["status"] == "done"
+    campaign.refresh_from_db()
+    assert campaign.aggregation == "max"
+    assert world.pair_of("q1", "d1").label == 2  # grades 2 and 1: the median was 1, the maximum is 2
+    job.refresh_from_db()
+    assert job.result == {"policy": "max", "from": "median", "labels_changed": 1, "judged_pairs": 4}
+    assert "Switching to" not in client.get("/campaigns/demo/settings/").content.decode()
+
+
+def test_policy_switch_below_threshold_stays_in_the_request(world, settings):
+    from tests.data import client_for
+
+    settings.RELJUDGE_POLICY_JOB_PAIRS = 100
+    r = client_for(world.lead).patch("/api/campaigns/demo/", {"aggregation": "max"}, format="json")
+    assert r.status_code == 200 and r.json()["aggregation"] == "max"
+    assert world.pair_of("q1", "d1").label == 2
+
+
+def test_policy_switch_api_answers_202_then_the_job_reports_the_outcome(world, settings):
+    from judging.jobs import job_run
+    from judging.models import Campaign
+    from tests.data import client_for
+
+    settings.RELJUDGE_POLICY_JOB_PAIRS = 2
+    api = client_for(world.lead)
+    r = api.patch("/api/campaigns/demo/", {"aggregation": "max", "description": "new"}, format="json")
+    assert r.status_code == 202 and r.json() == {"job": r["Location"], "status": "queued"}
+    assert Campaign.objects.get(pk=world.campaign.pk).description == "new"
+    again = api.patch("/api/campaigns/demo/", {"aggregation": "min"}, format="json")
+    assert again.status_code == 409 and "already under way" in again.json()["detail"]
+    body = api.get(r["Location"]).json()
+    assert body["kind"] == "policy" and body["progress"] == {"done": 0, "total": 4}
+    job_run(job_id=body["id"])
+    body = api.get(r["Location"]).json()
+    assert body["status"] == "done" and body["progress"] == {"done": 4, "total": 4}
+    assert body["result"]["labels_changed"] == 1
+    assert Campaign.objects.get(pk=world.campaign.pk).aggregation == "max"
+    # annotators can neither switch nor see the job
+    ann = client_for(world.annotator)
+    assert ann.patch("/api/campaigns/demo/", {"aggregation": "min"}, format="json").status_code == 403
+    assert ann.get(r["Location"]).status_code == 404
+
+
+def test_policy_job_failing_midway_changes_no_label_and_not_the_policy(world, settings, monkeypatch):
+    from judging.jobs import job_can_retry, job_retry, job_run, policy_job_start
+    from judging.models import Campaign, Job
+    from judging.services import campaigns
+
+    monkeypatch.setattr(campaigns, "POLICY_CHUNK", 1)
+    real = campaigns.labels_refresh
+    calls = []
+
+    def fail_on_the_third_chunk(**kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("disk full")
+        return real(**kwargs)
+
+    monkeypatch.setattr(campaigns, "labels_refresh", fail_on_the_third_chunk)
+    before = _labels(world.campaign)
+    job = policy_job_start(campaign=world.campaign, user=world.lead, policy="max")
+    assert job_run(job_id=job.pk)["status"] == "failed"
+    job = Job.objects.get(pk=job.pk)
+    assert (
+        job.status == "failed" and "disk full" in job.error["detail"] and "nothing was changed" in job.error["detail"]
+    )
+    assert Campaign.objects.get(pk=world.campaign.pk).aggregation == "median"
+    assert _labels(world.campaign) == before
+    # Retry runs the switch again
+    monkeypatch.setattr(campaigns, "labels_refresh", real)
+    assert job_can_retry(job)
+    job_retry(job=job)
+    assert job_run(job_id=job.pk)["status"] == "done"
+    assert Campaign.objects.get(pk=world.campaign.pk).aggregation == "max"
+
+
+def test_agreement_page_policy_switch_becomes_a_job(client, world, settings):
+    from judging.models import Campaign, Job
+
+    settings.RELJUDGE_POLICY_JOB_PAIRS = 2
+    client.force_login(world.lead)
+    r = client.post("/campaigns/demo/agreement/policy/", {"policy": "max"}, follow=True)
+    html = r.content.decode()
+    assert "recomputes 4 labels in the background" in html and "Switching to the max aggregation policy" in html
+    assert Job.objects.get(kind="policy").status == "queued"
+    assert Campaign.objects.get(pk=world.campaign.pk).aggregation == "median"
+
+
+# --------------------------------------------------------------------------- slow significance tests
+
+MATRIX = '<table class="lb-matrix">'
+
+
+def _expected_tukey(job):
+    from judging import scoring
+
+    lb = scoring.leaderboard(job.campaign, scoring.Params(**job.options["params"]))
+    return lb, scoring.pairwise_stats(lb, "nDCG@10", test="tukey")
+
+
+def test_significance_above_threshold_runs_as_a_job_and_the_page_shows_the_result(client, world, settings):
+    from judging.jobs import job_run
+    from judging.models import Job
+    from judging.services import judgment_record
+
+    settings.RELJUDGE_STATS_JOB_CELLS = 0  # every randomized test goes to a job
+    client.force_login(world.lead)
+    url = "/campaigns/demo/leaderboard/significance/?test=tukey"
+    html = client.get(url).content.decode()
+    assert 'id="significance-job"' in html and 'hx-trigger="every 1s"' in html and MATRIX not in html
+    job = Job.objects.get(kind="significance")
+    assert (job.status, job.total, job.options["test"], job.options["measure"]) == ("queued", 5000, "tukey", "nDCG@10")
+    client.get(url)
+    assert Job.objects.filter(kind="significance").count() == 1  # a second visit follows the same job
+
+    ticks: list[int] = []
+    assert job_run(job_id=job.pk, progress=ticks.append)["status"] == "done"
+    job.refresh_from_db()
+    assert job.done == job.total == 5000 == sum(ticks)
+    partial = client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert MATRIX in partial and "significance-job" not in partial
+    lb, expected = _expected_tukey(job)
+    assert job.result["state"] == lb.state
+    np.testing.assert_allclose(np.array(job.result["p"], dtype=float), expected.p, equal_nan=True)
+
+    # New labels: the old matrix is not current any more, so it is not shown; a new job starts.
+    judgment_record(pair=world.pair_of("q1", "d2"), annotator=world.annotator, grade=2)
+    html = client.get(url).content.decode()
+    assert MATRIX not in html and 'id="significance-job"' in html
+    assert Job.objects.filter(kind="significance").count() == 2
+
+
+def test_significance_below_threshold_is_computed_in_the_request(client, world):
+    from judging.models import Job
+
+    client.force_login(world.lead)
+    html = client.get("/campaigns/demo/leaderboard/significance/?test=tukey").content.decode()
+    assert MATRIX in html and not Job.objects.exists()
+
+
+def test_significance_api_202_then_the_matrix_for_the_current_labels(world, settings):
+    from judging.jobs import job_run
+    from judging.models import Job
+    from tests.data import client_for
+
+    api = client_for(world.lead)
+    url = "/api/campaigns/demo/leaderboard/significance/?test=tukey"
+    small = api.get(url)
+    assert small.status_code == 200 and small.json()["systems"] == ["bm25", "dense"]
+
+    settings.RELJUDGE_STATS_JOB_CELLS = 0
+    api.get("/api/campaigns/demo/leaderboard/significance/?test=ttest")  # no permutations: never a job
+    assert not Job.objects.exists()
+    r = api.get(url + "&measure=MAP")
+    assert r.status_code == 202 and r.json() == {"job": r["Location"], "status": "queued"}
+    job_run(job_id=api.get(r["Location"]).json()["id"])
+    done = api.get(r["Location"]).json()
+    assert done["status"] == "done" and done["progress"] == {"done": 5000, "total": 5000}
+    body = api.get(url + "&measure=MAP").json()
+    assert body["measure"] == "MAP" and body["test"] == "tukey" and body["p"][0][0] is None
+    assert body["p"] == done["result"]["p"] and body["state"] == done["result"]["state"]
+    assert api.get(url + "&measure=nope").status_code == 400
+    # an annotator of a campaign that hides its leaderboard gets 403
+    assert client_for(world.annotator).get(url).status_code == 403
+
+
+def test_significance_result_survives_a_lost_cache_through_the_job(client, world, settings):
+    from django.core.cache import cache
+
+    from judging.jobs import job_run
+    from judging.models import Job
+
+    settings.RELJUDGE_STATS_JOB_CELLS = 0
+    client.force_login(world.lead)
+    url = "/campaigns/demo/leaderboard/significance/?test=randomization"
+    client.get(url)
+    job_run(job_id=Job.objects.get().pk)
+    cache.clear()
+    assert MATRIX in client.get(url).content.decode()
+    assert Job.objects.count() == 1
