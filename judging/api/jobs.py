@@ -15,8 +15,11 @@ from judging.models import Job
 
 
 class JobProgressSerializer(serializers.Serializer):
-    done = serializers.IntegerField(help_text="Lines of the file read so far.")
-    total = serializers.IntegerField(help_text="Lines in the file.")
+    done = serializers.IntegerField(
+        help_text="Work done so far: lines of the file read (imports), pairs judged (model judge), labels "
+        "recomputed (policy switch), permutations drawn (significance)."
+    )
+    total = serializers.IntegerField(help_text="The work in all, in the same unit.")
 
 
 class JobSerializer(serializers.Serializer):
@@ -26,8 +29,14 @@ class JobSerializer(serializers.Serializer):
     filename = serializers.CharField()
     status = serializers.ChoiceField(choices=Job.Status.choices)
     progress = JobProgressSerializer()
-    result = serializers.DictField(help_text="The import summary once done (as a synchronous upload returns it).")
-    error = serializers.DictField(help_text='Once failed: {"detail", "file", "line", "field"}; nothing was imported.')
+    result = serializers.DictField(
+        help_text="Once done: the import summary (as a synchronous upload returns it); a model judge's counts "
+        "(pairs, graded, unsure, unchanged, failed); a policy switch's labels_changed; a significance matrix."
+    )
+    error = serializers.DictField(
+        help_text='Once failed: {"detail", "file", "line", "field"}. A failed import or policy switch wrote '
+        "nothing; a model judge's run keeps the pairs it judged before it failed (Retry judges the rest)."
+    )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -281,7 +281,16 @@ UPLOAD_RESPONSES = {
     create=extend_schema(description="Create a campaign (leads only); you become its first lead."),
     retrieve=extend_schema(description="One of your campaigns."),
     partial_update=extend_schema(
-        description="Change settings or the scale (leads only). The scale's values are fixed once judging has started."
+        description=(
+            "Change settings or the scale (leads only). The scale's values are fixed once judging has started. "
+            "A new `aggregation` on a campaign with more than RELJUDGE_POLICY_JOB_PAIRS judged pairs is switched "
+            "by a background job: 202 with the job's URL in Location (the other settings are saved at once)."
+        ),
+        responses={
+            200: serializers.CampaignSerializer,
+            202: JobStartedSerializer,
+            409: OpenApiResponse(description="A switch of the aggregation policy is already under way."),
+        },
     ),
 )
 class CampaignViewSet(
@@ -874,7 +883,7 @@ class CampaignViewSet(
         request=JudgeRunSerializer,
         responses={
             202: JobStartedSerializer,
-            503: OpenApiResponse(description="No model endpoint is configured on the server."),
+            409: OpenApiResponse(description="No model endpoint is configured on the server: nothing was started."),
         },
         description=(
             "Start a model judge's run as a background job (leads only): the server's configured endpoint "
@@ -891,7 +900,7 @@ class CampaignViewSet(
         if not model_endpoint_configured():
             return Response(
                 {"detail": "no model endpoint is configured on this server (RELJUDGE_MODEL_ENDPOINT)"},
-                status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                status=status.HTTP_409_CONFLICT,
             )
         v = body.validated_data
         try:

@@ -605,16 +605,16 @@ def test_model_judge_run_is_for_leads_only(client, judged, annotator, fake_model
     assert not Job.objects.exists() and not fake_model.calls
 
 
-def test_model_judge_api_without_endpoint_answers_503(judged, lead, monkeypatch):
+def test_model_judge_api_without_endpoint_answers_409(judged, lead, monkeypatch):
     from judging.models import Job
 
     monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
     api = APIClient()
     api.force_authenticate(lead)
     r = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny"}, format="json")
-    assert r.status_code == 503 and "RELJUDGE_MODEL_ENDPOINT" in r.json()["detail"]
+    assert r.status_code == 409 and "RELJUDGE_MODEL_ENDPOINT" in r.json()["detail"]
     bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "some"}, format="json")
-    assert bad.status_code == 503  # nothing is checked further without an endpoint
+    assert bad.status_code == 409  # nothing is checked further without an endpoint
     monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", "http://127.0.0.1:9/v1")
     bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "some"}, format="json")
     assert bad.status_code == 400 and "--pairs must be one of" in bad.json()["pairs"][0]
