@@ -40,6 +40,7 @@ import os
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -705,7 +706,7 @@ def _permutations() -> int:
 
 
 def _run_in_transaction(job: Job, *, progress=None) -> dict:
-    """A policy switch or a significance test: the work and "done" commit together, or neither does."""
+    """A policy switch (it and its "done" commit together, or neither does) or a significance test."""
     beat = _Heartbeat(job)
 
     def add(n: int) -> None:
@@ -715,21 +716,26 @@ def _run_in_transaction(job: Job, *, progress=None) -> dict:
 
     started = time.monotonic()
     error = None
+    # A significance test writes nothing but the shared cache: no transaction around it (on SQLite one would
+    # hold the database's write lock, and keep annotators waiting, for as long as the permutations take).
+    # A policy switch and its "done" commit together.
+    work = transaction.atomic() if job.kind == Job.Kind.POLICY else nullcontext()
     try:
-        with transaction.atomic():
+        with work:
             with beat:
                 result = _POLICY_OR_STATS[job.kind](job, add)
-            locked = Job.objects.select_for_update().get(pk=job.pk)
-            if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
-                raise _Superseded
-            Job.objects.filter(pk=job.pk).update(
-                status=Job.Status.DONE,
-                done=job.total,
-                result=result,
-                error=None,
-                finished_at=timezone.now(),
-                heartbeat_at=timezone.now(),
-            )
+            with transaction.atomic():
+                locked = Job.objects.select_for_update().get(pk=job.pk)
+                if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
+                    raise _Superseded
+                Job.objects.filter(pk=job.pk).update(
+                    status=Job.Status.DONE,
+                    done=job.total,
+                    result=result,
+                    error=None,
+                    finished_at=timezone.now(),
+                    heartbeat_at=timezone.now(),
+                )
     except _Superseded:
         logger.error("job %s was marked failed while its worker still ran it; its work was rolled back", job.pk)
         return {"status": "superseded"}

@@ -158,3 +158,30 @@ def test_killed_worker_leaves_no_partial_import_and_the_job_fails_then_retries(s
     final = _poll(lead, url, timeout=180)[-1]
     assert final["status"] == "done", final
     assert _campaign_rows(site, "jobkill") == {"system": 1, "pair": 400 * 10, "ranking": 400}
+
+
+def test_slow_significance_test_runs_in_the_worker_and_the_app_then_serves_its_matrix(site):
+    """The worker computes the test; the app server (another process) finds the matrix in the shared cache."""
+    from tests.data import RUN_BM25, RUN_DENSE
+
+    site.seed(slug="sig", leads=("sig-lead",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25, RUN_DENSE))
+    base = site.gunicorn(
+        log=site.logs / "gunicorn.log", workers=1, threads=4, env={**JOB_ENV, "RELJUDGE_STATS_JOB_CELLS": "0"}
+    )
+    lead = login(base, "sig-lead", "pw-sig-lead")
+    qrels = "q1 0 d1 2\nq1 0 d3 1\nq1 0 d2 0\nq2 0 d4 2\nq2 0 d2 0\n"
+    up = lead.post(f"{base}/api/campaigns/sig/upload/qrels/", files={"file": ("h.qrels", qrels.encode())}, timeout=60)
+    assert up.status_code == 200, up.text
+    url = f"{base}/api/campaigns/sig/leaderboard/significance/?test=tukey"
+    started = lead.get(url, timeout=60)
+    assert started.status_code == 202, started.text
+    job_url = started.headers["Location"]
+
+    site.worker(log=site.logs / "worker.log")
+    final = _poll(lead, job_url)[-1]
+    assert final["status"] == "done", final
+    assert final["kind"] == "significance" and final["progress"] == {"done": 5000, "total": 5000}
+    matrix = lead.get(url, timeout=60)
+    assert matrix.status_code == 200 and matrix.json()["p"] == final["result"]["p"]
+    page = lead.get(f"{base}/campaigns/sig/leaderboard/significance/?test=tukey", timeout=60).text
+    assert '<table class="lb-matrix">' in page
