@@ -642,3 +642,36 @@ def test_command_runs_the_job_now_and_it_shows_on_the_job_page(judged, fake_mode
     job = Job.objects.get()
     assert (job.status, job.done, job.total, job.options["endpoint"]) == ("done", 5, 5, fake_model.url)
     assert job.result["graded"] == 5
+
+
+def test_model_judge_job_whose_worker_died_is_reaped_and_retry_resumes(judged, fake_model, lead, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judging import jobs
+    from judging.models import Job
+
+    settings.RELJUDGE_JOB_STALE_SECONDS = 30
+    job = jobs.model_judge_job_start(
+        campaign=judged, user=lead, model="tiny", pairs="all", endpoint=fake_model.url, batch=2, enqueue=False
+    )
+    # A worker judged the first batch (committed with the job's cursor), then died 31 s ago.
+    jobs.job_run(job_id=job.pk)
+    Job.objects.filter(pk=job.pk).update(
+        status="running",
+        options={**Job.objects.get(pk=job.pk).options, "cursor": 2, "failed": []},
+        upload=jobs._pack(
+            list(Pair.objects.filter(campaign=judged, pooled=True).order_by("id").values_list("id", flat=True))
+        ),
+        heartbeat_at=timezone.now() - timedelta(seconds=31),
+        done=2,
+    )
+    seen = jobs.job_get(job_id=job.pk, user=lead)
+    assert seen.status == "failed" and "the pairs judged before it stopped are kept" in seen.error["detail"]
+    assert jobs.job_can_retry(seen)
+    jobs.job_retry(job=seen)
+    fake_model.calls.clear()
+    assert jobs.job_run(job_id=job.pk)["status"] == "done"
+    assert len(fake_model.calls) == 3  # the two pairs of the committed batch are not sent again
+    assert Job.objects.get(pk=job.pk).done == 5
