@@ -505,12 +505,12 @@ def _run_model_judge(job: Job, *, progress=None) -> dict:
         return {k: tally[k] + getattr(run, k) for k in ("graded", "unsure", "unchanged")}
 
     def on_batch(n: int, failed_ids: list[int], run) -> None:
-        opts["cursor"] += n
-        opts["failed"] = opts["failed"] + failed_ids
-        opts["tally"] = totals(run)
+        new = {**opts, "cursor": opts["cursor"] + n, "failed": opts["failed"] + failed_ids, "tally": totals(run)}
         mine = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
-        if not mine.update(options=opts, heartbeat_at=timezone.now()):
+        if not mine.update(options=new, heartbeat_at=timezone.now()):
             raise _Superseded  # rolls this batch back; the batches before it stay
+        # Only what committed counts (this runs inside the batch's transaction, which commits next).
+        opts.update(new)
 
     error = None
     try:
@@ -535,7 +535,10 @@ def _run_model_judge(job: Job, *, progress=None) -> dict:
         return {"status": "superseded"}
     except ModelJudgeAborted as exc:
         summary = exc.summary
-        error = exc.last_error
+        error = (
+            f"the model endpoint failed {GIVE_UP_AFTER} calls in a row and the run stopped "
+            f"(last error: {exc.last_error})"
+        )
     except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
@@ -547,7 +550,7 @@ def _run_model_judge(job: Job, *, progress=None) -> dict:
         "judge": opts["judge"],
         "model": opts["model"],
         "pairs": job.total,
-        **(totals(summary) if summary else tally),
+        **(totals(summary) if summary else opts.get("tally", tally)),
         "failed": run_failed,
         "errors": summary.errors if summary else [],
         "seconds": round(seconds, 2),
@@ -556,11 +559,7 @@ def _run_model_judge(job: Job, *, progress=None) -> dict:
     if error is not None:
         kept = result["graded"] + result["unsure"] + result["unchanged"]
         left = len(set(opts["failed"]) | set(remaining[opts["cursor"] :]))
-        detail = (
-            f"{error}. {kept} of {job.total} pairs were judged and are kept; Retry judges the {left} left"
-            if summary is not None
-            else error
-        )
+        detail = f"{error}. {kept} of {job.total} pairs were judged and are kept; Retry judges the {left} left"
         done = job.total - left
         mine.update(
             status=Job.Status.FAILED,
