@@ -62,9 +62,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language of each request: the language cookie (the header's switcher), else the browser's
+    # Accept-Language, else LANGUAGE_CODE. After sessions, before CommonMiddleware (Django's documented place).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A signed-in user's own choice of language (kept on their account) wins over the cookie and the browser.
+    "judging.languages.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -83,6 +88,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -188,7 +194,20 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
-LANGUAGE_CODE = "en-us"
+# The interface speaks English and Korean (issue 16). The catalogs are compiled at setup (scripts/setup.sh,
+# .po -> .mo), not committed; file formats, measure names and API keys stay the same in both languages.
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("ko", "한국어")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates in the reader's language (config/formats/<lang>/formats.py over Django's own); measure values are
+# formatted by the scoring presenters, with a dot and fixed digits in every language.
+FORMAT_MODULE_PATH = ["config.formats"]
+# The header's switcher writes this cookie for everyone (and a signed-in user's choice is also kept on the
+# account): a year, like Django's default, readable by the server only.
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+LANGUAGE_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -4,10 +4,12 @@ from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
 from judging.api.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
+from judging.views.language import language_set
 
 # The accounts routes of django.contrib.auth.urls, listed so that password reset answers 404 unless mail
 # can be sent (settings.PASSWORD_RESET_ENABLED); elsewhere a reset link would promise a mail that never comes.
@@ -37,6 +39,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/token/", token_page, name="account-token"),
+    # the header's language switcher, and the translations of the scripts' messages (static/judging/*.js)
+    path("i18n/language/", language_set, name="set_language"),
+    path("i18n/catalog.js", JavaScriptCatalog.as_view(), name="javascript-catalog"),
     path("accounts/", include(account_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),

@@ -602,6 +602,8 @@ class AnnotatorProfile(models.Model):
     description = models.TextField(
         _("description"), blank=True, help_text=_("For a model: which model, endpoint and prompt produced its labels.")
     )
+    # A code of settings.LANGUAGES chosen with the header's switcher; empty: follow the browser.
+    language = models.CharField(_("interface language"), max_length=8, blank=True, default="")
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:

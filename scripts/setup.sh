@@ -14,3 +14,6 @@ if [ "${1:-}" = "--dev" ]; then
 else
   .venv/bin/python -m pip install -q -r requirements.txt
 fi
+# The translations (locale/*/LC_MESSAGES/*.po) are compiled here, not committed: pure Python (Babel), so
+# a machine without GNU gettext can do it.
+.venv/bin/python scripts/compile_messages.py

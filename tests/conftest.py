@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import runpy
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,13 @@ from judging.services import (
     run_import,
 )
 from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+
+def pytest_sessionstart(session):
+    # The translations are compiled by scripts/setup.sh; a test run without it (or after a .po changed)
+    # compiles the stale ones here, so that pages are tested in Korean with the catalog as it is now.
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_messages.py"
+    runpy.run_path(str(script))["compile_all"]()
 
 
 @pytest.fixture

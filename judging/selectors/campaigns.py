@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.utils.translation import pgettext_lazy
 
 from judging.formats import RankedList
 from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, Ranking, User
@@ -20,9 +21,39 @@ def campaign_list(*, user: User) -> QuerySet[Campaign]:
     return Campaign.objects.filter(memberships__user=user)
 
 
+# The default scale's English names and descriptions (models.DEFAULT_SCALE) are the interface's words, not
+# the lead's: a campaign that kept them shows them in the reader's language. A grade a lead named or
+# described is content, shown as written. Keyed by the stored English text.
+_DEFAULT_GRADE_TEXT = {
+    "Not relevant": pgettext_lazy("default grade name", "Not relevant"),
+    "Partially relevant": pgettext_lazy("default grade name", "Partially relevant"),
+    "Highly relevant": pgettext_lazy("default grade name", "Highly relevant"),
+    "The document does not help with the query at all, or is about something else.": pgettext_lazy(
+        "default grade description", "The document does not help with the query at all, or is about something else."
+    ),
+    "The document is on topic and partly answers the query, or answers a nearby need.": pgettext_lazy(
+        "default grade description", "The document is on topic and partly answers the query, or answers a nearby need."
+    ),
+    "The document is exactly what the searcher wanted.": pgettext_lazy(
+        "default grade description", "The document is exactly what the searcher wanted."
+    ),
+}
+
+
+def grade_text_shown(text: str) -> str:
+    """A grade's name or description as a reader sees it: the default scale's in the active language."""
+    shown = _DEFAULT_GRADE_TEXT.get(text)
+    return str(shown) if shown is not None else text
+
+
 def grade_list(*, campaign: Campaign) -> list[Grade]:
-    """The campaign's scale, lowest grade first."""
-    return list(Grade.objects.filter(campaign_id=campaign.id).order_by("value"))
+    """The campaign's scale, lowest grade first, with the default names and descriptions in the active
+    language (for display: these instances are never saved)."""
+    grades = list(Grade.objects.filter(campaign_id=campaign.id).order_by("value"))
+    for g in grades:
+        g.name = grade_text_shown(g.name)
+        g.description = grade_text_shown(g.description)
+    return grades
 
 
 def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:

@@ -15,26 +15,33 @@
     }
   }
 
+  // Django's JavaScript catalog (base.html loads it first) translates; without it the English stays.
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (fmt, obj) {
+    return fmt.replace(/%\(\w+\)s/g, function (m) { return String(obj[m.slice(2, -2)]); });
+  };
+
   function explain(status) {
     if (status === 401) {
       // the login URL comes from {% url 'login' %} in base.html, so it follows the URL configuration
-      return '<strong>Your session has expired.</strong> <a href="' + document.body.dataset.loginUrl +
-        '" target="_blank" rel="noopener">Log in again</a> ' +
-        "in another tab, then come back and repeat your last action. Nothing on this page was lost.";
+      return interpolate(gettext(
+        '<strong>Your session has expired.</strong> <a href="%(login)s" target="_blank" rel="noopener">Log in again</a> ' +
+        "in another tab, then come back and repeat your last action. Nothing on this page was lost."
+      ), { login: document.body.dataset.loginUrl }, true);
     }
     if (status === 403) {
-      return "<strong>Not saved: the server refused the request</strong> (your login or this page may be out of date). " +
-        "Copy any note you wrote, then reload the page.";
+      return gettext("<strong>Not saved: the server refused the request</strong> (your login or this page may be out of date). " +
+        "Copy any note you wrote, then reload the page.");
     }
     if (status === 404) {
-      return "<strong>Not found.</strong> This item no longer exists in the campaign; reload the page.";
+      return gettext("<strong>Not found.</strong> This item no longer exists in the campaign; reload the page.");
     }
     if (status === 0) {
-      return "<strong>Could not reach the server: nothing was saved.</strong> What you typed is still here; " +
-        "repeat your last action when the connection is back.";
+      return gettext("<strong>Could not reach the server: nothing was saved.</strong> What you typed is still here; " +
+        "repeat your last action when the connection is back.");
     }
-    return "<strong>The server failed to save this (error " + status + ").</strong> What you typed is still here; " +
-      "repeat your last action to retry.";
+    return interpolate(gettext("<strong>The server failed to save this (error %(status)s).</strong> What you typed is still here; " +
+      "repeat your last action to retry."), { status: status }, true);
   }
 
   document.addEventListener("htmx:beforeSwap", function (evt) {

@@ -3,6 +3,12 @@
 (function () {
   "use strict";
 
+  // Django's JavaScript catalog (loaded by base.html) translates; without it the English stays.
+  var gettext = window.gettext || function (text) { return text; };
+  var interpolate = window.interpolate || function (fmt, obj) {
+    return fmt.replace(/%\(\w+\)s/g, function (m) { return String(obj[m.slice(2, -2)]); });
+  };
+
   var COOLDOWN_MS = 300; // after a new document appears, ignore grade keys this long: a bounced key
   //                        or double press must not grade the next document unseen.
   var busy = false;
@@ -157,7 +163,10 @@
     if (/^[0-9]$/.test(key)) {
       evt.preventDefault();
       var button = form.querySelector('button.grade[data-grade="' + key + '"]');
-      if (!button) { hint("There is no grade " + key + " on this campaign's scale."); return; }
+      if (!button) {
+        hint(interpolate(gettext("There is no grade %(grade)s on this campaign's scale."), { grade: key }, true));
+        return;
+      }
       submitWith(button);
     } else if (key === "u") {
       evt.preventDefault();

@@ -1,0 +1,50 @@
+"""The language of a signed-in user's pages: their saved choice, copied into the session when they log in.
+
+Django's LocaleMiddleware picks a language from the language cookie, else the browser's Accept-Language.
+A person who chose a language with the header's switcher expects it on every device they log in from, so
+the choice is kept on their account (AnnotatorProfile.language); at login it is copied into the session,
+and this middleware, placed after the authentication middleware, applies it to each of their requests.
+Reading it from the session costs no query per request; the database is read once per login.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.signals import user_logged_in
+from django.dispatch import receiver
+from django.utils import translation
+
+from judging.selectors.languages import user_language
+from judging.services.languages import language_codes
+
+SESSION_KEY = "reljudge_language"
+
+
+def remember_in_session(request, language: str) -> None:
+    if language:
+        request.session[SESSION_KEY] = language
+    else:
+        request.session.pop(SESSION_KEY, None)
+
+
+@receiver(user_logged_in, dispatch_uid="reljudge-language-at-login")
+def _language_at_login(sender, request, user, **kwargs):
+    # Every way in (the login page, a set-password link, the admin's login) sends this signal.
+    if request is not None and hasattr(request, "session"):
+        remember_in_session(request, user_language(user=user))
+
+
+class UserLanguageMiddleware:
+    """Activate the signed-in user's saved language for the request (after LocaleMiddleware chose one)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        # Only a session that holds the key has a chooser's language: no query, and no session is loaded for
+        # a request without a session cookie.
+        session = getattr(request, "session", None)
+        language = session.get(SESSION_KEY) if session is not None and session.session_key else None
+        if language and language in language_codes():
+            translation.activate(language)
+            request.LANGUAGE_CODE = language
+        return self.get_response(request)

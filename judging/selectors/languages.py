@@ -1,0 +1,13 @@
+"""A person's saved interface language."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from judging.models import AnnotatorProfile, User
+
+
+def user_language(*, user: User) -> str:
+    """The language ``user`` chose, or "" when they never chose one (or it is no longer offered)."""
+    language = AnnotatorProfile.objects.filter(user_id=user.pk).values_list("language", flat=True).first() or ""
+    return language if language in {code for code, _name in settings.LANGUAGES} else ""
