@@ -3,12 +3,14 @@
 Django's LocaleMiddleware picks a language from the language cookie, else the browser's Accept-Language.
 A person who chose a language with the header's switcher expects it on every device they log in from, so
 the choice is kept on their account (AnnotatorProfile.language); at login it is copied into the session,
-and this middleware, placed after the authentication middleware, applies it to each of their requests.
-Reading it from the session costs no query per request; the database is read once per login.
+and this middleware, placed after the authentication middleware, applies it to each of their requests (and
+sets the language cookie to match, so that the page after logging out speaks it too). Reading it from the
+session costs no query per request; the database is read once per login.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
 from django.utils import translation
@@ -44,7 +46,21 @@ class UserLanguageMiddleware:
         # a request without a session cookie.
         session = getattr(request, "session", None)
         language = session.get(SESSION_KEY) if session is not None and session.session_key else None
-        if language and language in language_codes():
-            translation.activate(language)
-            request.LANGUAGE_CODE = language
-        return self.get_response(request)
+        if not (language and language in language_codes()):
+            return self.get_response(request)
+        translation.activate(language)
+        request.LANGUAGE_CODE = language
+        response = self.get_response(request)
+        # The browser learns it too (once), so that the pages after logging out stay in that language.
+        if request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) != language:
+            response.set_cookie(
+                settings.LANGUAGE_COOKIE_NAME,
+                language,
+                max_age=settings.LANGUAGE_COOKIE_AGE,
+                path=settings.LANGUAGE_COOKIE_PATH,
+                domain=settings.LANGUAGE_COOKIE_DOMAIN,
+                secure=settings.LANGUAGE_COOKIE_SECURE,
+                httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+                samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+            )
+        return response

@@ -61,6 +61,10 @@ def test_a_users_choice_follows_them_to_their_next_login(pooled, annotator):
     second.force_login(annotator)
     page = second.get(reverse("judging:home"))
     assert html_lang(page) == "ko" and "내 캠페인" in page.content.decode()
+    # and the browser learns it, so that the page after logging out is Korean too
+    assert page.cookies["django_language"].value == "ko"
+    logged_out = second.post(reverse("logout"), follow=True)
+    assert html_lang(logged_out) == "ko"
 
     first.post(reverse("set_language"), {"language": "en", "next": "/"})
     third = Client(HTTP_ACCEPT_LANGUAGE="ko")
@@ -94,6 +98,9 @@ def test_script_catalog_is_served_from_this_site_in_the_pages_language(client, d
     expired = "세션이 만료되었습니다".encode("unicode_escape").decode()
     assert expired in catalog.content.decode()
     assert expired not in client.get(reverse("javascript-catalog")).content.decode()
+    # a browser keeps it a while, but one per language: switching (a cookie) or the browser's languages refetch
+    vary = {v.strip().lower() for v in catalog["Vary"].split(",")}
+    assert {"cookie", "accept-language"} <= vary
 
 
 def test_default_grade_names_are_shown_in_the_readers_language_and_a_leads_names_as_written(pooled, annotator, client):
