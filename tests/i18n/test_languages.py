@@ -47,7 +47,7 @@ def test_switcher_refuses_a_get_and_needs_the_csrf_token(db):
 def test_switcher_offers_each_language_in_its_own_name(client, db):
     page = client.get(reverse("login"), **KO).content.decode()
     assert '<span class="current" lang="ko" aria-current="true">한국어</span>' in page
-    assert re.search(r'<button type="submit" name="language" value="en" lang="en"[^>]*>English</button>', page)
+    assert re.search(r'<button name="language" value="en" lang="en"[^>]*>English</button>', page)
 
 
 def test_a_users_choice_follows_them_to_their_next_login(pooled, annotator):
