@@ -27,6 +27,8 @@ elif ! "$PY" manage.py migrate --check >/dev/null; then
   exit 1
 fi
 "$PY" manage.py collectstatic --noinput -v 0
+# The translations as the .po files are now (setup compiled them; a pull since may have changed one).
+"$PY" scripts/compile_messages.py
 
 pids=()
 stop() {
