@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0011_query_tags_document_attributes'),
+        ('judging', '0012_job_kinds_model_policy_significance'),
     ]
 
     operations = [
