@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils.translation import gettext as _
 
 from judging.access import lead_required, membership_role
@@ -150,6 +150,38 @@ class JudgmentRecorded(tuple):
         return self[1]
 
 
+class JudgmentConflict(Exception):
+    """The annotator's judgment changed after the form was drawn (another tab, the API) and the new choice
+    differs from it: nothing was saved. ``judgment`` is the judgment as it stands."""
+
+    def __init__(self, judgment: Judgment):
+        super().__init__("the judgment changed since the form was shown")
+        self.judgment = judgment
+
+
+def judgment_version(judgment: Judgment | None) -> str:
+    """What a judging form carries to detect a change made elsewhere meanwhile ("" for no judgment yet)."""
+    return judgment.updated_at.isoformat() if judgment else ""
+
+
+def _grade_in(grades: Sequence[Grade], value: int | None, what: str) -> Grade | None:
+    if value is None:
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            {what: _("%(field)s must be a whole number, not %(value)s") % {"field": what, "value": repr(value)}}
+        ) from None
+    for grade in grades:
+        if grade.value == value:
+            return grade
+    allowed = ", ".join(str(g.value) for g in grades)
+    raise ValidationError(
+        {what: _("%(value)s is not on this campaign's scale (%(allowed)s)") % {"value": value, "allowed": allowed}}
+    )
+
+
 def judgment_record(
     *,
     pair: Pair,
@@ -159,6 +191,10 @@ def judgment_record(
     tentative_grade: int | None = None,
     note: str = "",
     seconds_spent: float = 0.0,
+    version: str | None = None,
+    member=None,
+    locked: bool = False,
+    keep_hold: bool = False,
 ) -> JudgmentRecorded:
     """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed), whose
     ``created`` tells whether this call created the judgment.
@@ -167,89 +203,186 @@ def judgment_record(
     a tentative grade (a ``grade`` sent with ``unsure`` is taken as the tentative grade). Recording the
     same values again (a double key press, a retried request) changes nothing and adds no revision.
     Every change is kept as a revision, and the pair's label is refreshed in the same transaction.
+
+    ``version`` (a judging form's, see ``judgment_version``): when the judgment changed since and the
+    new values differ from it, raise JudgmentConflict instead of saving. ``member``: the annotator's
+    ``access.Member`` of the pair's campaign when the caller has it (spares the membership lookup; its
+    grades, when loaded, spare reading the scale). ``locked``: the caller has locked the pair
+    (``pair_get(lock=True)``) in its own transaction, which this joins. ``keep_hold``: the caller moves
+    the annotator's hold on to their next pair in that transaction, so it is not released here.
     """
     campaign = pair.campaign
-    if membership_role(campaign=campaign, user=annotator) is None:
+    if member is not None and member.campaign.id == campaign.id:
+        role, grades = member.role, member.grades
+    else:
+        role, grades = membership_role(campaign=campaign, user=annotator), None
+    if role is None:
         raise PermissionDenied(_("you are not a member of this campaign"))
     intent = judgment_intent(grade=grade, unsure=unsure, tentative_grade=tentative_grade, note=note)
-    grade, tentative_grade, note = intent["grade"], intent["tentative_grade"], intent["note"]
     try:
         seconds_spent = max(0.0, min(float(seconds_spent or 0), 24 * 3600.0))
     except (TypeError, ValueError):
         raise ValidationError({"seconds_spent": _("seconds_spent must be a number")}) from None
-    grade_obj = _grade_of(campaign, grade, "grade")
-    tentative_obj = _grade_of(campaign, tentative_grade, "tentative_grade")
-
+    if grades is None:
+        grades = list(Grade.objects.filter(campaign_id=campaign.id).order_by("value"))
+    grade_obj = _grade_in(grades, intent["grade"], "grade")
+    tentative_obj = _grade_in(grades, intent["tentative_grade"], "tentative_grade")
+    write = {
+        "pair": pair,
+        "annotator": annotator,
+        "grades": grades,
+        "grade": grade_obj,
+        "unsure": intent["unsure"],
+        "tentative": tentative_obj,
+        "note": intent["note"],
+        "seconds": seconds_spent,
+        "version": version,
+        "keep_hold": keep_hold,
+    }
+    if locked:
+        if not transaction.get_connection().in_atomic_block:
+            raise AssertionError("locked=True: call inside the transaction that locked the pair")
+        return _judgment_write(**write)
     for attempt in range(3):
         try:
             with transaction.atomic():
                 # Lock the pair first: every writer of this pair's judgments and label queues here, so
                 # the label is recomputed from a consistent set and no revision is lost.
                 Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
-                judgment = (
-                    Judgment.objects.select_for_update(of=("self",))
-                    .select_related("grade", "tentative_grade")
-                    .filter(pair=pair, annotator=annotator)
-                    .order_by()
-                    .first()
-                )
-                created = judgment is None
-                if created:
-                    judgment = Judgment.objects.create(
-                        pair=pair,
-                        annotator=annotator,
-                        grade=grade_obj,
-                        unsure=unsure,
-                        tentative_grade=tentative_obj,
-                        note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                    JudgmentRevision.objects.create(
-                        judgment=judgment,
-                        changed_by=annotator,
-                        new_grade=grade_obj.value if grade_obj else None,
-                        new_unsure=unsure,
-                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        new_note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                else:
-                    old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
-                    new = (
-                        grade_obj.id if grade_obj else None,
-                        unsure,
-                        tentative_obj.id if tentative_obj else None,
-                        note,
-                    )
-                    if old == new:
-                        return JudgmentRecorded(judgment, False, created=False)
-                    JudgmentRevision.objects.create(
-                        judgment=judgment,
-                        changed_by=annotator,
-                        old_grade=judgment.grade.value if judgment.grade else None,
-                        new_grade=grade_obj.value if grade_obj else None,
-                        old_unsure=judgment.unsure,
-                        new_unsure=unsure,
-                        old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
-                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        old_note=judgment.note,
-                        new_note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                    judgment.grade, judgment.unsure, judgment.tentative_grade = grade_obj, unsure, tentative_obj
-                    judgment.note = note
-                    judgment.seconds_spent += seconds_spent
-                    judgment.save()
-                # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
-                Assignment.objects.filter(annotator=annotator, pair=pair).delete()
-                labels_refresh(campaign=campaign, pair_ids=[pair.id])
-                return JudgmentRecorded(judgment, True, created=created)
+                return _judgment_write(**write)
         except IntegrityError:
             # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
             # writers); a concurrent first judgment by the same annotator won the insert: retry as an update.
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+# What _judgment_write reads of a locked pair in one query: the pair's stored label and count, the
+# campaign's policy, a lead's adjudication, and every judgment of the pair (LEFT JOIN: one row of NULLs
+# when there is none) with whether its annotator is a model judge.
+_PAIR_COLUMNS = ("query_id", "label", "judgment_count", "adjudicated", "campaign__aggregation", "adjudication_value")
+_JUDGMENT_COLUMNS = (
+    "id",
+    "annotator_id",
+    "grade_id",
+    "unsure",
+    "tentative_grade_id",
+    "note",
+    "seconds_spent",
+    "created_at",
+    "updated_at",
+)
+
+
+def _judgment_write(
+    *,
+    pair: Pair,
+    annotator: User,
+    grades: Sequence[Grade],
+    grade: Grade | None,
+    unsure: bool,
+    tentative: Grade | None,
+    note: str,
+    seconds: float,
+    version: str | None,
+    keep_hold: bool,
+) -> JudgmentRecorded:
+    """judgment_record's writes, under the pair's lock: the judgment, its revision, the hold, the pair's
+    label and count, the query's labels version. The label is computed from the judgments read once under
+    the lock plus the one written here (the same aggregation labels_refresh runs), not read back."""
+    model_ids = AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL).values("user_id")
+    rows = list(
+        Pair.objects.filter(id=pair.id)
+        .order_by()
+        .annotate(
+            adjudication_value=Subquery(
+                Adjudication.objects.filter(pair_id=OuterRef("pk")).order_by().values("grade__value")[:1]
+            ),
+            annotator_is_model=Exists(model_ids.filter(user_id=annotator.id)),
+        )
+        .values_list(
+            *_PAIR_COLUMNS,
+            "annotator_is_model",
+            *(f"judgments__{c}" for c in _JUDGMENT_COLUMNS),
+            "judgments__annotator__annotator_profile__kind",
+        )
+    )
+    query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
+    by_id = {g.id: g for g in grades}
+    judgment, others = None, []  # others: (grade value or None, unsure) of other people's judgments
+    for row in rows:
+        j = dict(zip(_JUDGMENT_COLUMNS, row[7:-1], strict=True))
+        if j["id"] is None:
+            continue
+        if j["annotator_id"] == annotator.id:
+            judgment = Judgment(pair=pair, annotator=annotator, **j)
+            judgment._state.adding, judgment._state.db = False, "default"
+            judgment.grade = by_id.get(j["grade_id"])
+            judgment.tentative_grade = by_id.get(j["tentative_grade_id"])
+        elif row[-1] != AnnotatorProfile.Kind.MODEL:
+            others.append((by_id[j["grade_id"]].value if j["grade_id"] else None, j["unsure"]))
+
+    created = judgment is None
+    if not created:
+        old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
+        new = (grade.id if grade else None, unsure, tentative.id if tentative else None, note)
+        if version is not None and version != judgment_version(judgment) and old != new:
+            raise JudgmentConflict(judgment)
+        if old == new:
+            return JudgmentRecorded(judgment, False, created=False)
+        JudgmentRevision.objects.create(
+            judgment=judgment,
+            changed_by=annotator,
+            old_grade=judgment.grade.value if judgment.grade else None,
+            new_grade=grade.value if grade else None,
+            old_unsure=judgment.unsure,
+            new_unsure=unsure,
+            old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
+            new_tentative_grade=tentative.value if tentative else None,
+            old_note=judgment.note,
+            new_note=note,
+            seconds_spent=seconds,
+        )
+        judgment.grade, judgment.unsure, judgment.tentative_grade, judgment.note = grade, unsure, tentative, note
+        judgment.seconds_spent += seconds
+        judgment.save(update_fields=["grade", "unsure", "tentative_grade", "note", "seconds_spent", "updated_at"])
+    else:
+        judgment = Judgment.objects.create(
+            pair=pair,
+            annotator=annotator,
+            grade=grade,
+            unsure=unsure,
+            tentative_grade=tentative,
+            note=note,
+            seconds_spent=seconds,
+        )
+        JudgmentRevision.objects.create(
+            judgment=judgment,
+            changed_by=annotator,
+            new_grade=grade.value if grade else None,
+            new_unsure=unsure,
+            new_tentative_grade=tentative.value if tentative else None,
+            new_note=note,
+            seconds_spent=seconds,
+        )
+    if not keep_hold:
+        # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
+        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+    humans = others if me_model else [*others, (grade.value if grade else None, unsure)]
+    confident = [value for value, is_unsure in humans if not is_unsure]
+    if adjudication is not None:
+        label = adjudication
+    elif confident:
+        label = int(aggregate_grades(np.zeros(len(confident)), np.array(confident), policy=policy)[1][0])
+    else:
+        label = None
+    fresh = (label, len(humans), adjudication is not None)
+    if fresh != (stored_label, stored_count, stored_adjudicated):
+        Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
+    # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
+    Query.objects.filter(id=query_id).update(labels_version=F("labels_version") + 1)
+    return JudgmentRecorded(judgment, True, created=created)
 
 
 @transaction.atomic
