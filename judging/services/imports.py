@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -26,6 +27,7 @@ from judging.formats import ImportRefused  # noqa: F401  (re-exported: the base 
 from judging.models import (
     PUBLIC_ID_MAX,
     PUBLIC_ID_MIN,
+    AnnotatorProfile,
     Campaign,
     Document,
     Grade,
@@ -510,14 +512,17 @@ def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
     return rng.permutation(out).tolist()
 
 
-def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool) -> int:
+def _pairs_insert(
+    *, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool, labels: dict[tuple[int, int], int] | None = None
+) -> int:
     """Insert new pairs (query id, document id) in a random order, each with a random public id.
 
     The pairs a run adds that no earlier run had are the ones only that system found: inserted in key order,
     one run after another, their row ids and creation order would single them out. Public ids hide the
     row ids from annotators; the shuffle keeps even the row order from following the systems within an import.
     A public id already taken by another pair (odds about n / 10**15 per pair, with n pairs stored) fails the
-    insert: it is retried with fresh ids.
+    insert: it is retried with fresh ids. ``labels``: each new pair's label from its one judgment, written
+    now with a judgment count of 1 (a qrels import's new pairs), instead of by a labels_refresh afterwards.
     """
     if not keys:
         return 0
@@ -540,9 +545,12 @@ def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: boo
                         "judgment_count",
                         "public_id",
                         "created_at",
+                        "label",
                     ],
                     (
-                        (campaign.pk, q, d, pooled, False, 0, public_id, now)
+                        (campaign.pk, q, d, pooled, False, 0, public_id, now, None)
+                        if labels is None
+                        else (campaign.pk, q, d, pooled, False, 1, public_id, now, labels[(q, d)])
                         for (q, d), public_id in zip(shuffled, public_ids, strict=True)
                     ),
                 )
@@ -657,8 +665,12 @@ def qrels_import(
     )
     keys = {(qmap[q.qid], dmap[q.docid]) for q in qrels}
     existing_pairs = _pair_ids(campaign)
-    # qrels-only pairs are kept for scoring but are not pooled for judging
-    _pairs_insert(campaign=campaign, keys=keys - existing_pairs.keys(), pooled=False)
+    # qrels-only pairs are kept for scoring but are not pooled for judging. Their one judgment is the label
+    # (a person's, or a source account's; a model judge's never is): stored with them, not refreshed later.
+    fresh = keys - existing_pairs.keys()
+    direct = source.pk not in AnnotatorProfile.model_user_ids()
+    labels = {(qmap[q.qid], dmap[q.docid]): q.label for q in qrels} if direct else None
+    _pairs_insert(campaign=campaign, keys=fresh, pooled=False, labels=labels)
     summary.pairs_added = 0
     pair_ids = _pair_ids(campaign)
     mine = Judgment.objects.filter(pair__campaign=campaign, annotator=source)
@@ -729,6 +741,11 @@ def qrels_import(
         ((pid, source.pk, grade.id, False, None, "", 0.0, now, now) for pid, grade in new),
         progress=progress,
     )
+    if len(new) > 50_000 and connection.vendor == "postgresql":
+        # Statistics for what this transaction just wrote (as autovacuum would after the commit): without
+        # them the planner takes the million new rows for a handful and joins them in nested loops.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE judging_pair, judging_judgment, judging_document, judging_query")
     if new:
         ids = dict(mine.values_list("pair_id", "id").iterator(chunk_size=20000))
         revisions.extend(revision(ids[pid], grade.value) + ("", "", 0.0) for pid, grade in new)
@@ -740,6 +757,12 @@ def qrels_import(
                 grade_id=grade_id, unsure=False, tentative_grade=None, updated_at=stamp
             )
     _insert_rows(JudgmentRevision, revision_columns, revisions)
+    if direct and fresh:
+        labelled = {pair_ids[key] for key in fresh}
+        touched = [pid for pid in touched if pid not in labelled]
+        queries = sorted({q for q, _ in fresh})
+        for start in range(0, len(queries), 10_000):
+            Query.objects.filter(id__in=queries[start : start + 10_000]).update(labels_version=F("labels_version") + 1)
     labels_refresh(campaign=campaign, pair_ids=touched)
     summary.added, summary.updated = len(new), sum(map(len, changed.values()))
     return summary

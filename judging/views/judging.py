@@ -237,9 +237,8 @@ def _after_recorded(request, campaign: Campaign, pair: Pair, judgment: Judgment 
         # judged, so there is no hold to release): on to the next pair of the history, with the annotator's
         # judgment of it, its neighbours and the progress figures read in the same query.
         following = selectors.judgment_following_pair(campaign=campaign, annotator=request.user, judgment=judgment)
-        if following is not None:
-            if not following.pooled:
-                raise Http404("No such pair in this campaign.")
+        # (A following pair no longer pooled cannot be shown: on along the queue instead.)
+        if following is not None and following.pooled:
             following.campaign = campaign
             mine = following.judgment_of_annotator
             return following, {"judgment": mine, "neighbours": (pair.public_id, following.next_in_history)}, True
