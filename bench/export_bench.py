@@ -40,6 +40,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--docs-per-query", type=int, default=100)
     parser.add_argument("--annotators", type=int, default=10)
     parser.add_argument("--unsure-every", type=int, default=20, help="every n-th judgment is unsure (5%%)")
+    parser.add_argument("--only", default="", help="run only the exports whose label contains this (e.g. CSV)")
     return parser.parse_args()
 
 
@@ -141,6 +142,9 @@ def walk_pages(client, params, between=lambda: None) -> tuple[int, int]:
     return size, rows
 
 
+ONLY = ""
+
+
 def measure(label: str, run) -> None:
     """Time ``run`` (wall clock), then run it again under tracemalloc for the peak of Python allocations.
 
@@ -149,6 +153,8 @@ def measure(label: str, run) -> None:
     sits in a reference cycle (view.response <-> response.renderer_context) that only the cyclic collector
     frees, and a walk would otherwise report how long the collector waited rather than what a page needs.
     """
+    if ONLY not in label:
+        return
     start = time.perf_counter()
     size, count = run(lambda: None)
     seconds = time.perf_counter() - start
@@ -172,7 +178,9 @@ def measure(label: str, run) -> None:
 
 
 def main() -> None:
+    global ONLY
     args = parse_args()
+    ONLY = args.only
     import django
 
     scratch = None
@@ -191,7 +199,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         old_name = None
     else:  # never touch the database DATABASE_URL names, nor the test suite's test_ database
-        connection.settings_dict["TEST"]["NAME"] = f"reljudge_export_bench_{os.getpid()}"
+        connection.settings_dict["TEST"]["NAME"] = f"{connection.settings_dict['NAME']}_export_bench_{os.getpid()}"
         old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         start = time.perf_counter()

@@ -1,12 +1,16 @@
-"""Import benchmark: a 1,000,000-line TREC run (10,000 queries x 100 documents) through run_import.
+"""Import benchmark: a 1,000,000-line TREC run (10,000 queries x 100 documents) through run_import, and
+1,000,000 qrels labels through qrels_import.
 
-Prints parse+import time and what was created. Target (issue 2): under 20 s on the 2-core machine.
+Prints parse+import time and what was created. Targets: a run under 20 s (issue 2); 1M qrels labels
+under 30 s (issue 10) on the 2-core machine, on both databases.
 Run: python bench/import_bench.py            (SQLite file in the temp dir)
+     python bench/import_bench.py --only qrels --labels 200000
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge_bench python bench/import_bench.py
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -23,8 +27,15 @@ def make_run(n_queries: int, depth: int, n_docs: int, tag: str, seed: int) -> by
     return "".join(lines).encode()
 
 
-def main() -> None:
-    vendor = django_ready("reljudge_import_bench")
+def make_qrels(n_queries: int, per_query: int, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 3, size=n_queries * per_query)
+    return "".join(
+        f"{q} 0 D{q}-{d} {labels[q * per_query + d]}\n" for q in range(n_queries) for d in range(per_query)
+    ).encode()
+
+
+def bench_run(vendor: str) -> None:
     from judging.models import Campaign
     from judging.services import campaign_create, run_import
 
@@ -50,6 +61,57 @@ def main() -> None:
         f"({summary.pairs_added:,} pairs added)"
     )
     print(f"target: under 20 s per 1M-line run -> {'met' if first < 20 else 'MISSED'}")
+
+
+def bench_qrels(vendor: str, labels: int) -> None:
+    """Labels of an earlier campaign for a fresh one: every qid and docid a stub, every pair new."""
+    from judging.models import Campaign
+    from judging.services import campaign_create, qrels_import
+
+    Campaign.objects.filter(slug="bench-qrels").delete()
+    campaign = campaign_create(slug="bench-qrels", pool_depth=10)
+    per_query = 100
+    data = make_qrels(max(1, labels // per_query), per_query, seed=3)
+    lines = data.count(b"\n")
+    print(f"database: {vendor}; qrels file: {lines:,} labels, {len(data) / 1e6:.1f} MB")
+    t = time.perf_counter()
+    summary = qrels_import(campaign=campaign, data=data, filename="earlier.qrels", annotator="trec-earlier")
+    first = time.perf_counter() - t
+    print(f"first import (stubs, pairs, judgments, revisions, labels): {first:.2f} s")
+    for line in summary.lines():
+        print("  " + line)
+    from django.db.models import Count
+
+    from judging.models import Pair
+
+    stored = dict(
+        Pair.objects.filter(campaign=campaign, label__isnull=False, judgment_count=1)
+        .values_list("label")
+        .annotate(n=Count("id"))
+        .values_list("label", "n")
+    )
+    values, counts = np.unique(np.array(data.split())[3::4].astype(int), return_counts=True)
+    sent = dict(zip(values.tolist(), counts.tolist(), strict=True))
+    print(f"  stored labels per grade {stored} {'==' if stored == sent else '!='} the file's {sent}")
+    t = time.perf_counter()
+    qrels_import(campaign=campaign, data=data, filename="earlier.qrels", annotator="trec-earlier")
+    print(f"re-import of the same file (nothing changes): {time.perf_counter() - t:.2f} s")
+    print(
+        f"target: {labels:,} qrels labels under {30 * labels / 1e6:.0f} s (30 s per million) -> "
+        f"{'met' if first < 30 * labels / 1e6 else 'MISSED'}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["run", "qrels"], help="one of the two benchmarks")
+    parser.add_argument("--labels", type=int, default=1_000_000, help="qrels labels to import")
+    args = parser.parse_args()
+    vendor = django_ready("reljudge_import_bench")
+    if args.only != "qrels":
+        bench_run(vendor)
+    if args.only != "run":
+        bench_qrels(vendor, args.labels)
 
 
 if __name__ == "__main__":

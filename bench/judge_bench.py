@@ -1,7 +1,7 @@
 """Time "record a judgment and load the next pair" on a 100,000-pair campaign (issue 4: p95 < 50 ms).
 
-Builds a throwaway database (SQLite file under bench/out/, or the database reljudge_judge_bench beside
-DATABASE_URL's), fills it through the real import services (topics, documents, two runs, earlier qrels
+Builds a throwaway database (SQLite file under bench/out/, or the database <name>_judge_bench beside
+DATABASE_URL's <name>), fills it through the real import services (topics, documents, two runs, earlier qrels
 by another annotator), then drives the judging page with Django's test Client — the whole request stack
 in-process: middleware, session, CSRF, view, selectors, services, template — and prints p50 / p95 / max
 wall-clock time per request. It also prints this process's CPU time per request, which is what the
@@ -242,7 +242,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         db.setdefault("TEST", {})["NAME"] = str(out / "judge_bench.sqlite3")
     else:
-        db.setdefault("TEST", {})["NAME"] = "reljudge_judge_bench"
+        db.setdefault("TEST", {})["NAME"] = f"{db['NAME']}_judge_bench"
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=args.keepdb)
     try:
         if not Campaign.objects.filter(slug=SLUG).exists():

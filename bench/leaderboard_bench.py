@@ -241,7 +241,7 @@ def main() -> None:
     pairs = list(
         Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
         .order_by("?")
-        .values_list("id", flat=True)[: 2 * args.judgments]
+        .values_list("id", flat=True)[: 2 * args.judgments + 3]
     )
     warm, warm_view = [], []
     for i in range(args.judgments):
@@ -262,6 +262,28 @@ def main() -> None:
     print(
         f"WARMVIEW {statistics.median(warm_view) * 1000:8.1f} ms  (median, max {max(warm_view) * 1000:.1f} ms: "
         "the whole polled table request after one new judgment)"
+    )
+
+    # The API with every per-query value of every system (issue 10: < 500 ms warm): once to warm this
+    # labels state, then timed after one new judgment as a lead's script polling it would see it.
+    api_url = f"/api/campaigns/{campaign.slug}/leaderboard/"
+    api, api_same = [], []
+    for i in range(3):
+        pair = Pair.objects.select_related("campaign").get(id=pairs[2 * args.judgments + i])
+        services.judgment_record(pair=pair, annotator=assessor, grade=1)
+        response, t_api = timed(client.get, api_url, {"per_query": "true"}, HTTP_ACCEPT="application/json")
+        assert response.status_code == 200, response.status_code
+        api.append(t_api)
+        api_same.append(timed(client.get, api_url, {"per_query": "true"}, HTTP_ACCEPT="application/json")[1])
+    size = len(response.content)
+    print(
+        f"APIPQ    {statistics.median(api_same) * 1000:8.1f} ms  (median of {len(api_same)}, max "
+        f"{max(api_same) * 1000:.1f} ms: GET the leaderboard API with every per-query value, {size / 1e6:.1f} MB "
+        "of JSON, warm: nothing changed since the last request)"
+    )
+    print(
+        f"APIPQNEW {statistics.median(api[1:]) * 1000:8.1f} ms  (median of {len(api) - 1}, max "
+        f"{max(api[1:]) * 1000:.1f} ms: the same right after one new judgment: bounds and verdicts recomputed)"
     )
 
     lb = scoring.leaderboard(campaign, params)

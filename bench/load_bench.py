@@ -196,15 +196,18 @@ async def api_annotator(base, token, name, pairs: list[int], stats: Stats, until
             if time.monotonic() >= until:
                 return
             await think(rng)
-            if done and rng.random() < 0.1:
+            # A change goes back to a pair whose judgment was stored (a failed post is counted as an error).
+            revisit = bool(done) and rng.random() < 0.1
+            if revisit:
                 pair = rng.choice(done[-5:])
                 grade = (stats.expected[(name, pair)][0] + 1) % 3
             else:
                 grade = rng.choice((0, 1, 1, 2))
-                done.append(pair)
             call = lambda p=pair, g=grade: s.post(base + "/api/judgments/", json={"pair": p, "grade": g})  # noqa: E731
             if await timed(stats, "api judgment", call, ok=(200, 201)):
                 stats.sent(name, pair, grade)
+                if not revisit:
+                    done.append(pair)
 
 
 async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
@@ -262,7 +265,7 @@ def report(stats: Stats, elapsed: float) -> None:
 
 def verify(site: Site, slug: str, stats: Stats) -> int:
     rows = site.sql(
-        """SELECT u.username, j.pair_id, g.value,
+        """SELECT u.username, p.public_id, g.value,
                   (SELECT COUNT(*) FROM judging_judgmentrevision r WHERE r.judgment_id = j.id)
            FROM judging_judgment j JOIN auth_user u ON u.id = j.annotator_id JOIN judging_grade g ON g.id = j.grade_id
            JOIN judging_pair p ON p.id = j.pair_id JOIN judging_campaign c ON c.id = p.campaign_id
@@ -322,7 +325,8 @@ def main() -> None:
             pair_ids = [
                 r[0]
                 for r in site.sql(
-                    "SELECT p.id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
+                    # public ids: what the pages and the API name pairs by (row ids are never shown)
+                    "SELECT p.public_id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
                     "WHERE c.slug = %s ORDER BY p.id DESC",
                     (slug,),
                 )

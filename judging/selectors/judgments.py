@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from django.db import connection
-from django.db.models import BigIntegerField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models import BigIntegerField, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.db.models.lookups import In
 
 from judging.formats import nfc
@@ -70,6 +71,38 @@ def judgment_following(*, campaign: Campaign, annotator: User, judgment: Judgmen
         .values_list("pair__public_id", flat=True)
         .first()
     )
+
+
+def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Judgment) -> Pair | None:
+    """judgment_following's pair, for the judging page in one query: with its query and document, the
+    annotator's judgment of it (``pair.judgment_of_annotator``, grades loaded), the public id of the pair
+    judged after it (``pair.next_in_history``) and the page's progress figures (``pair.progress``).
+    Its previous pair in the history is ``judgment``'s."""
+    from judging.selectors.queue import JudgeProgress, _progress_parts, pool_size
+
+    mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
+    parts = _progress_parts(campaign, annotator.id, query_ref="pair__query_id")
+    following = (
+        mine.filter(id__gt=judgment.id)
+        .order_by("id")
+        .select_related("grade", "tentative_grade", "pair__query", "pair__document")
+        .annotate(
+            next_in_history=Subquery(mine.filter(id__gt=OuterRef("id")).order_by("id").values("pair__public_id")[:1]),
+            query_total=Coalesce(parts["query_total"], Value(0)),
+            query_done=Coalesce(parts["query_done"], Value(0)),
+            campaign_done=parts["campaign_done"],
+        )
+        .first()
+    )
+    if following is None:
+        return None
+    pair = following.pair
+    pair.judgment_of_annotator = following
+    pair.next_in_history = following.next_in_history
+    pair.progress = JudgeProgress(
+        following.query_done, following.query_total, following.campaign_done or 0, pool_size(campaign=campaign)
+    )
+    return pair
 
 
 def judgment_list(

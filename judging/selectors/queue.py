@@ -87,6 +87,11 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
     return qs
 
 
+def open_pair(*, campaign: Campaign, annotator_id: int, pair_id: int) -> QuerySet[Pair]:
+    """``pair_id`` if it may still be handed to this annotator (an Exists() for a hold's UPDATE)."""
+    return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id)
+
+
 def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
     """Whether ``pair_id`` may still be handed to this annotator (checked again under the pair's lock)."""
     return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id).exists()
@@ -104,6 +109,7 @@ def pair_next(
     annotator: User,
     current_query_id: int | None = None,
     exclude: Sequence[int] = (),
+    lock: bool = False,
 ) -> NextPair:
     """The pair ``annotator`` should judge next, or NextPair(None) when there is nothing left.
 
@@ -112,7 +118,11 @@ def pair_next(
     the whole campaign first, so that with redundancy > 1 every pair gets one judgment before any gets
     two. Within a query, least-judged first, then the annotator's own document order (never the
     systems' rank order). ``exclude`` holds pairs skipped in this session; they come back at the end.
-    Two or three indexed queries whatever the size of the pool.
+    One indexed query whatever the size of the pool (see ``_pair_next``).
+
+    ``lock`` (inside a transaction): the pair comes locked (SELECT ... FOR UPDATE SKIP LOCKED on
+    PostgreSQL), with the annotator's progress on its query (``pair.progress``), for the judging page's
+    "record + next" to hold it in the same transaction; a pair another request has locked is passed over.
 
     Queue mode "pairs that matter most" (``Campaign.queue_mode``, chosen by a lead) serves first, across
     queries, the unjudged pairs that can still change an open comparison of the leaderboard, in
@@ -120,13 +130,14 @@ def pair_next(
     the document); the same open-pair rules (redundancy, holds, the annotator's own judgments, skips)
     filter them. When none is left it falls back to the order above.
     """
-    if campaign.queue_mode == Campaign.QueueMode.MATTER:
+    if campaign.queue_mode == Campaign.QueueMode.MATTER and not lock:
         found = _pair_that_matters(campaign=campaign, annotator_id=annotator.id, exclude=exclude)
         if found is not None:
             return NextPair(found)
-    found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude)
+    args = {"campaign": campaign, "annotator_id": annotator.id, "current_query_id": current_query_id, "lock": lock}
+    found = _pair_next(**args, exclude=exclude)
     if found is None and exclude:
-        found = _pair_next(campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=())
+        found = _pair_next(**args, exclude=())
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
 
@@ -151,47 +162,73 @@ def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequen
 
 
 def _pair_next(
-    *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int]
+    *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int], lock: bool = False
 ) -> Pair | None:
-    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude).select_related(
-        "query", "document"
-    )
+    """One SQL query: the first open pair, in the annotator's document order, of the query picked by
+    COALESCE(the current query if it has an open pair, the first query in the annotator's order with an
+    open pair at judgment level 0, ... at level 1, ...). The COALESCE holds uncorrelated subqueries that
+    each database evaluates once and only as far as needed (an InitPlan on PostgreSQL), so the outer
+    query walks the (query, ...) index of one query's 50-odd pairs; each level probe is the indexed
+    search the queue always did. Within the picked query the least-judged pair comes first, which at
+    level L is a pair at level L: no query has open pairs at a lower level, or it would have been picked.
+    """
+    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
+    candidates = []
     if current_query_id is not None:
-        pair = (
-            open_pairs.filter(query_id=current_query_id).order_by("judgment_count", *_doc_order(annotator_id)).first()
+        candidates.append(
+            Query.objects.filter(id=current_query_id, campaign_id=campaign.id)
+            .filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))
+            .values("id")[:1]
         )
-        if pair is not None and pair.query.campaign_id == campaign.id:
-            return pair
-    # The next query: the first in this annotator's order that has an open pair at the lowest level
-    # of judgment_count that has any. At most `redundancy` (<= 5) probes, each one indexed query.
-    # Overlap-sample pairs can carry a judgment from every annotator, so look at more levels there.
+    # At most `redundancy` (<= 5) levels. Overlap-sample pairs can carry a judgment from every annotator,
+    # so look at more levels there.
     levels = (
         campaign.redundancy
         if not campaign.overlap_percent
         else max(campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count())
     )
     for level in range(levels):
-        at_level = open_pairs.filter(judgment_count=level)
-        query_id = (
+        candidates.append(
             Query.objects.filter(campaign_id=campaign.id)
-            .filter(Exists(at_level.filter(query_id=OuterRef("pk"))))
+            .filter(Exists(open_pairs.filter(judgment_count=level, query_id=OuterRef("pk"))))
             .order_by(*_query_order(annotator_id))
-            .values_list("id", flat=True)
-            .first()
+            .values("id")[:1]
         )
-        if query_id is not None:
-            return at_level.filter(query_id=query_id).order_by(*_doc_order(annotator_id)).first()
-    return None
+    if not candidates:
+        return None
+    subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
+    query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
+    qs = (
+        open_pairs.filter(query_id=query_id)
+        .select_related("query", "document")
+        .order_by("judgment_count", *_doc_order(annotator_id))
+    )
+    if lock:
+        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), campaign, annotator_id)
+    pair = qs.first()
+    if pair is not None and lock:
+        pair.progress = JudgeProgress(
+            pair.query_done, pair.query_total, pair.campaign_done or 0, pool_size(campaign=campaign)
+        )
+    return pair
 
 
 def pair_get(
-    *, campaign: Campaign, pair_id: int | None = None, public_id: int | None = None, pooled_only: bool = True
+    *,
+    campaign: Campaign,
+    pair_id: int | None = None,
+    public_id: int | None = None,
+    pooled_only: bool = True,
+    lock: bool = False,
 ) -> Pair | None:
     """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query.
-    Named by its row id (leads' pages) or by its public id (what annotators see)."""
+    Named by its row id (leads' pages) or by its public id (what annotators see). ``lock`` (inside a
+    transaction): the pair's row is locked (FOR UPDATE) as every writer of its judgments locks it."""
     key = {"id": pair_id} if public_id is None else {"public_id": public_id}
     # order_by(): Pair's default ordering would join the campaign, query and document tables again.
     qs = Pair.objects.filter(campaign_id=campaign.id, **key).select_related("query", "document").order_by()
+    if lock:
+        qs = qs.select_for_update(of=("self",))
     return (qs.filter(pooled=True) if pooled_only else qs).first()
 
 
@@ -216,6 +253,36 @@ class JudgeProgress:
     def campaign_percent(self) -> float:
         # An empty pool is not a finished one: nothing is complete until there is something to judge.
         return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
+
+
+def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict:
+    """The judging page's figures (judge_progress) as subqueries, for the query named by the outer query's
+    column ``query_ref``."""
+    of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
+    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
+    return {
+        "query_total": Subquery(of_query.annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()),
+        "query_done": Subquery(
+            of_query.filter(mine).annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
+        ),
+        "campaign_done": Subquery(
+            Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+            .order_by()
+            .values("campaign_id")
+            .annotate(n=Count("id"))
+            .values("n")[:1],
+            output_field=IntegerField(),
+        ),
+    }
+
+
+def _with_progress(qs: QuerySet[Pair], campaign: Campaign, annotator_id: int) -> QuerySet[Pair]:
+    parts = _progress_parts(campaign, annotator_id)
+    return qs.annotate(
+        query_total=Coalesce(parts["query_total"], Value(0)),
+        query_done=Coalesce(parts["query_done"], Value(0)),
+        campaign_done=parts["campaign_done"],
+    )
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:

@@ -43,17 +43,21 @@ from judging.services.imports import (  # noqa: F401
     run_import,
 )
 from judging.services.judgments import (  # noqa: F401
+    JudgmentConflict,
     adjudication_remove,
     adjudication_set,
     gold_label_set,
     judgment_intent,
     judgment_record,
+    judgment_version,
     labels_refresh,
 )
 from judging.services.online import online_clear, online_import  # noqa: F401
 from judging.services.queue import (  # noqa: F401
     ASSIGNMENT_MINUTES,
+    hold_release,
     pair_assign,
+    pair_assign_locked,
     pair_hold,
 )
 

@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -26,8 +27,10 @@ from judging.formats import ImportRefused  # noqa: F401  (re-exported: the base 
 from judging.models import (
     PUBLIC_ID_MAX,
     PUBLIC_ID_MIN,
+    AnnotatorProfile,
     Campaign,
     Document,
+    Grade,
     Judgment,
     JudgmentRevision,
     LabelSource,
@@ -509,14 +512,17 @@ def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
     return rng.permutation(out).tolist()
 
 
-def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool) -> int:
+def _pairs_insert(
+    *, campaign: Campaign, keys: set[tuple[int, int]], pooled: bool, labels: dict[tuple[int, int], int] | None = None
+) -> int:
     """Insert new pairs (query id, document id) in a random order, each with a random public id.
 
     The pairs a run adds that no earlier run had are the ones only that system found: inserted in key order,
     one run after another, their row ids and creation order would single them out. Public ids hide the
     row ids from annotators; the shuffle keeps even the row order from following the systems within an import.
     A public id already taken by another pair (odds about n / 10**15 per pair, with n pairs stored) fails the
-    insert: it is retried with fresh ids.
+    insert: it is retried with fresh ids. ``labels``: each new pair's label from its one judgment, written
+    now with a judgment count of 1 (a qrels import's new pairs), instead of by a labels_refresh afterwards.
     """
     if not keys:
         return 0
@@ -539,9 +545,12 @@ def _pairs_insert(*, campaign: Campaign, keys: set[tuple[int, int]], pooled: boo
                         "judgment_count",
                         "public_id",
                         "created_at",
+                        "label",
                     ],
                     (
-                        (campaign.pk, q, d, pooled, False, 0, public_id, now)
+                        (campaign.pk, q, d, pooled, False, 0, public_id, now, None)
+                        if labels is None
+                        else (campaign.pk, q, d, pooled, False, 1, public_id, now, labels[(q, d)])
                         for (q, d), public_id in zip(shuffled, public_ids, strict=True)
                     ),
                 )
@@ -656,12 +665,22 @@ def qrels_import(
     )
     keys = {(qmap[q.qid], dmap[q.docid]) for q in qrels}
     existing_pairs = _pair_ids(campaign)
-    # qrels-only pairs are kept for scoring but are not pooled for judging
-    _pairs_insert(campaign=campaign, keys=keys - existing_pairs.keys(), pooled=False)
+    # qrels-only pairs are kept for scoring but are not pooled for judging. Their one judgment is the label
+    # (a person's, or a source account's; a model judge's never is): stored with them, not refreshed later.
+    fresh = keys - existing_pairs.keys()
+    direct = source.pk not in AnnotatorProfile.model_user_ids()
+    labels = {(qmap[q.qid], dmap[q.docid]): q.label for q in qrels} if direct else None
+    _pairs_insert(campaign=campaign, keys=fresh, pooled=False, labels=labels)
     summary.pairs_added = 0
     pair_ids = _pair_ids(campaign)
     mine = Judgment.objects.filter(pair__campaign=campaign, annotator=source)
-    current = {j.pair_id: j for j in mine.select_related("grade", "tentative_grade")}
+    # Plain rows, not model instances: a million labels are a million judgments (and revisions).
+    current = {
+        row[0]: row[1:]
+        for row in mine.values_list(
+            "pair_id", "id", "grade_id", "grade__value", "unsure", "tentative_grade__value", "note"
+        ).iterator(chunk_size=20000)
+    }
     # A judgment with any revision not made by an import was judged in the app: it is the person's own.
     # (Judgments imported before revisions recorded imports look like that too, and are left alone as well.)
     judged_in_app = set(
@@ -670,55 +689,82 @@ def qrels_import(
         .values_list("judgment__pair_id", flat=True)
         .distinct()
     )
-    now = timezone.now()
+    stamp = timezone.now()
+    now = connection.ops.adapt_datetimefield_value(stamp)  # as the database stores it, for raw rows
     name = filename[:255]
+    by = imported_by.pk if imported_by is not None else None
+    revision_columns = [
+        "judgment",
+        "changed_by",
+        "on_behalf_of",
+        "imported_from",
+        "changed_at",
+        "old_grade",
+        "new_grade",
+        "old_unsure",
+        "new_unsure",
+        "old_tentative_grade",
+        "new_tentative_grade",
+        "old_note",
+        "new_note",
+        "seconds_spent",
+    ]
 
-    def revision(j: Judgment, **values) -> JudgmentRevision:
-        return JudgmentRevision(
-            judgment=j, changed_by=imported_by, on_behalf_of=source, imported_from=name, new_unsure=False, **values
-        )
+    def revision(judgment_id, new_grade, old_grade=None, old_unsure=None, old_tentative=None) -> tuple:
+        """A revision row made by the import on behalf of the source (revision_columns' order)."""
+        return (judgment_id, by, source.pk, name, now, old_grade, new_grade, old_unsure, False, old_tentative, None)
 
-    new, changed, revisions = [], [], []
+    new: list[tuple[int, Grade]] = []  # (pair id, grade) of the judgments to create
+    changed: dict[int, list[int]] = {}  # grade id -> ids of the judgments that take it
+    touched: list[int] = []
+    revisions: list[tuple] = []
     for q in qrels:
         pid = pair_ids[(qmap[q.qid], dmap[q.docid])]
         grade = grades[q.label]
         j = current.get(pid)
         if j is None:
-            new.append(Judgment(pair_id=pid, annotator=source, grade=grade, unsure=False))
-        elif not j.unsure and j.grade_id == grade.id:
+            new.append((pid, grade))
+            continue
+        jid, grade_id, value, unsure, tentative, note = j
+        if not unsure and grade_id == grade.id:
             summary.unchanged += 1
         elif pid in judged_in_app:
             summary.kept += 1
         else:
-            revisions.append(
-                revision(
-                    j,
-                    old_grade=j.grade.value if j.grade else None,
-                    new_grade=grade.value,
-                    old_unsure=j.unsure,
-                    old_tentative_grade=j.tentative_grade.value if j.tentative_grade else None,
-                    old_note=j.note,
-                    new_note=j.note,
-                )
+            revisions.append(revision(jid, grade.value, value, unsure, tentative) + (note, note, 0.0))
+            changed.setdefault(grade.id, []).append(jid)
+            touched.append(pid)
+    _insert_rows(
+        Judgment,
+        ["pair", "annotator", "grade", "unsure", "tentative_grade", "note", "seconds_spent"]
+        + ["created_at", "updated_at"],
+        ((pid, source.pk, grade.id, False, None, "", 0.0, now, now) for pid, grade in new),
+        progress=progress,
+    )
+    if len(new) > 50_000 and connection.vendor == "postgresql":
+        # Statistics for what this transaction just wrote (as autovacuum would after the commit): without
+        # them the planner takes the million new rows for a handful and joins them in nested loops.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE judging_pair, judging_judgment, judging_document, judging_query")
+    if new:
+        ids = dict(mine.values_list("pair_id", "id").iterator(chunk_size=20000))
+        revisions.extend(revision(ids[pid], grade.value) + ("", "", 0.0) for pid, grade in new)
+        touched.extend(pid for pid, _ in new)
+    # updated_at moves with the grade, so ?updated_since= finds the change. One UPDATE per grade.
+    for grade_id, jids in changed.items():
+        for start in range(0, len(jids), 10_000):
+            Judgment.objects.filter(id__in=jids[start : start + 10_000]).update(
+                grade_id=grade_id, unsure=False, tentative_grade=None, updated_at=stamp
             )
-            j.grade, j.unsure, j.tentative_grade, j.updated_at = grade, False, None, now
-            changed.append(j)
-    for start in range(0, len(new), BATCH):
-        chunk = new[start : start + BATCH]
-        Judgment.objects.bulk_create(chunk)
-        if progress:
-            progress(len(chunk))
-    if new and new[0].pk is None:  # backends that cannot return ids from bulk inserts
-        ids = dict(Judgment.objects.filter(pair__campaign=campaign, annotator=source).values_list("pair_id", "id"))
-        for j in new:
-            j.pk = ids[j.pair_id]
-    revisions.extend(revision(j, new_grade=j.grade.value) for j in new)
-    # bulk_update skips auto_now: updated_at is set above, so ?updated_since= finds the change.
-    Judgment.objects.bulk_update(changed, ["grade", "unsure", "tentative_grade", "updated_at"], batch_size=BATCH)
-    JudgmentRevision.objects.bulk_create(revisions, batch_size=BATCH)
-    touched = [j.pair_id for j in new] + [j.pair_id for j in changed]
+    _insert_rows(JudgmentRevision, revision_columns, revisions)
+    if direct and fresh:
+        labelled = {pair_ids[key] for key in fresh}
+        touched = [pid for pid in touched if pid not in labelled]
+        queries = sorted({q for q, _ in fresh})
+        for start in range(0, len(queries), 10_000):
+            Query.objects.filter(id__in=queries[start : start + 10_000]).update(labels_version=F("labels_version") + 1)
     labels_refresh(campaign=campaign, pair_ids=touched)
-    summary.added, summary.updated = len(new), len(changed)
+    summary.added, summary.updated = len(new), sum(map(len, changed.values()))
     return summary
 
 

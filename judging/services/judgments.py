@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils.translation import gettext as _
 
 from judging.access import lead_required, membership_role
@@ -26,62 +26,101 @@ from judging.models import (
     User,
 )
 
+# Above this many pairs labels_refresh reads the whole campaign's judgments in one pass instead of
+# chunks of ids (an import of a million labels): one streamed query beats hundreds of IN lists.
+_REFRESH_WHOLE_CAMPAIGN = 20_000
+_IDS_PER_STATEMENT = 10_000  # well under SQLite's limit of bound parameters
+
 
 def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     """Recompute the stored label and (human) judgment count of these pairs and bump the labels version of their
     queries. Callers pass only pairs whose judgments changed: any change can move a label under some
     aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
-    Call inside the transaction that changed the judgments."""
-    if not len(pair_ids):
+    Call inside the transaction that changed the judgments.
+
+    Plain rows and numpy throughout: a million pairs (a qrels import) take seconds, not minutes."""
+    ids = np.unique(np.asarray(pair_ids, dtype=np.int64))
+    if not ids.size:
         return 0
-    changed = 0
-    pair_ids = sorted(set(pair_ids))
     # Read the policy now, under the callers' pair locks, not from a campaign object loaded earlier:
     # a lead may just have switched it (campaign_policy_set).
     policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
     # Model judges' judgments never count toward the human label nor the judgment count (which the queue
     # reads to decide who still needs to see a pair): the leaderboard asks for model labels explicitly.
     models_ = AnnotatorProfile.model_user_ids()
-    for start in range(0, len(pair_ids), 5000):
-        chunk = pair_ids[start : start + 5000]
-        humans = Judgment.objects.filter(pair_id__in=chunk).order_by()
-        if models_:
-            humans = humans.exclude(annotator_id__in=models_)
-        rows = list(humans.filter(unsure=False).values_list("pair_id", "grade__value"))
-        counts: dict[int, int] = {}
-        for pid in humans.values_list("pair_id", flat=True):
-            counts[pid] = counts.get(pid, 0) + 1
-        keys, labels = aggregate_grades(
-            np.array([r[0] for r in rows], dtype=np.int64),
-            np.array([r[1] for r in rows], dtype=np.int64),
-            policy=policy,
-        )
-        new_label = dict(zip(keys.tolist(), labels.tolist(), strict=True))
-        new_label.update(
-            dict(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", "grade__value"))
-        )
-        pairs = list(
-            Pair.objects.filter(id__in=chunk)
+    if ids.size > _REFRESH_WHOLE_CAMPAIGN:
+        scopes = [{"pair__campaign_id": campaign.id}]
+        pair_scopes = [{"campaign_id": campaign.id}]
+    else:
+        chunks = [ids[i : i + _IDS_PER_STATEMENT].tolist() for i in range(0, ids.size, _IDS_PER_STATEMENT)]
+        scopes = [{"pair_id__in": c} for c in chunks]
+        pair_scopes = [{"id__in": c} for c in chunks]
+
+    def rows(qs, *fields) -> np.ndarray:
+        out = [r for scope in scopes for r in qs.filter(**scope).order_by().values_list(*fields).iterator(20000)]
+        return np.array(out, dtype=np.int64).reshape(-1, len(fields))
+
+    humans = Judgment.objects.exclude(annotator_id__in=models_) if models_ else Judgment.objects.all()
+    judged = rows(humans, "pair_id")
+    confident = rows(humans.filter(unsure=False), "pair_id", "grade__value")
+    adjudicated = rows(Adjudication.objects.all(), "pair_id", "grade__value")
+    stored = np.array(
+        [
+            r
+            for scope in pair_scopes
+            for r in Pair.objects.filter(**scope)
             .order_by()
-            .only("id", "query_id", "label", "judgment_count", "adjudicated")
-        )
-        dirty = []
-        adjudicated = set(Adjudication.objects.filter(pair_id__in=chunk).order_by().values_list("pair_id", flat=True))
-        for p in pairs:
-            label, count, adj = new_label.get(p.id), counts.get(p.id, 0), p.id in adjudicated
-            if (p.label, p.judgment_count, p.adjudicated) != (label, count, adj):
-                changed += p.label != label
-                p.label, p.judgment_count, p.adjudicated = label, count, adj
-                dirty.append(p)
-        # Few distinct (label, count, adjudicated) values: one UPDATE per value beats bulk_update's
-        # per-row CASE expressions (which made a 150k-label qrels import spend 70% of its time here).
-        by_value: dict[tuple, list[int]] = {}
-        for p in dirty:
-            by_value.setdefault((p.label, p.judgment_count, p.adjudicated), []).append(p.id)
-        for (label, count, adj), ids in by_value.items():
-            Pair.objects.filter(id__in=ids).update(label=label, judgment_count=count, adjudicated=adj)
-        queries = sorted({p.query_id for p in pairs})
-        Query.objects.filter(id__in=queries).update(labels_version=F("labels_version") + 1)
+            .values_list("id", "query_id", "label", "judgment_count", "adjudicated")
+            .iterator(20000)
+        ],
+        dtype=object,
+    ).reshape(-1, 5)
+    stored = stored[np.isin(stored[:, 0].astype(np.int64), ids)]
+    pid = stored[:, 0].astype(np.int64)
+    order = np.argsort(pid)
+    stored, pid = stored[order], pid[order]
+
+    def at(keys: np.ndarray) -> np.ndarray:
+        """Positions of ``keys`` in pid, -1 where absent."""
+        if not pid.size:
+            return np.full(keys.size, -1)
+        pos = np.searchsorted(pid, keys).clip(0, pid.size - 1)
+        return np.where(pid[pos] == keys, pos, -1)
+
+    count = np.zeros(pid.size, dtype=np.int64)
+    if judged.size:
+        where = at(judged[:, 0])
+        np.add.at(count, where[where >= 0], 1)
+    label = np.full(pid.size, -1, dtype=np.int64)  # -1: no label
+    if confident.size:
+        keys, values = aggregate_grades(confident[:, 0], confident[:, 1], policy=policy)
+        where = at(keys)
+        label[where[where >= 0]] = values[where >= 0]
+    is_adjudicated = np.zeros(pid.size, dtype=bool)
+    if adjudicated.size:
+        where = at(adjudicated[:, 0])
+        label[where[where >= 0]] = adjudicated[:, 1][where >= 0]
+        is_adjudicated[where[where >= 0]] = True
+    old_label = np.array([-1 if v is None else v for v in stored[:, 2]], dtype=np.int64)
+    old_count = stored[:, 3].astype(np.int64)
+    old_adjudicated = stored[:, 4].astype(bool)
+    dirty = (old_label != label) | (old_count != count) | (old_adjudicated != is_adjudicated)
+    changed = int((old_label != label).sum())
+    # Few distinct (label, count, adjudicated) values: one UPDATE per value (and per batch of ids) beats
+    # bulk_update's per-row CASE expressions.
+    if dirty.any():
+        values = np.stack([label[dirty], count[dirty], is_adjudicated[dirty].astype(np.int64)], axis=1)
+        groups, inverse = np.unique(values, axis=0, return_inverse=True)
+        dirty_ids = pid[dirty]
+        for g, (lab, cnt, adj) in enumerate(groups.tolist()):
+            members = dirty_ids[inverse.reshape(-1) == g].tolist()
+            for i in range(0, len(members), _IDS_PER_STATEMENT):
+                Pair.objects.filter(id__in=members[i : i + _IDS_PER_STATEMENT]).update(
+                    label=None if lab < 0 else lab, judgment_count=cnt, adjudicated=bool(adj)
+                )
+    queries = np.unique(stored[:, 1].astype(np.int64)).tolist()
+    for i in range(0, len(queries), _IDS_PER_STATEMENT):
+        Query.objects.filter(id__in=queries[i : i + _IDS_PER_STATEMENT]).update(labels_version=F("labels_version") + 1)
     return changed
 
 
@@ -150,6 +189,38 @@ class JudgmentRecorded(tuple):
         return self[1]
 
 
+class JudgmentConflict(Exception):
+    """The annotator's judgment changed after the form was drawn (another tab, the API) and the new choice
+    differs from it: nothing was saved. ``judgment`` is the judgment as it stands."""
+
+    def __init__(self, judgment: Judgment):
+        super().__init__("the judgment changed since the form was shown")
+        self.judgment = judgment
+
+
+def judgment_version(judgment: Judgment | None) -> str:
+    """What a judging form carries to detect a change made elsewhere meanwhile ("" for no judgment yet)."""
+    return judgment.updated_at.isoformat() if judgment else ""
+
+
+def _grade_in(grades: Sequence[Grade], value: int | None, what: str) -> Grade | None:
+    if value is None:
+        return None
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            {what: _("%(field)s must be a whole number, not %(value)s") % {"field": what, "value": repr(value)}}
+        ) from None
+    for grade in grades:
+        if grade.value == value:
+            return grade
+    allowed = ", ".join(str(g.value) for g in grades)
+    raise ValidationError(
+        {what: _("%(value)s is not on this campaign's scale (%(allowed)s)") % {"value": value, "allowed": allowed}}
+    )
+
+
 def judgment_record(
     *,
     pair: Pair,
@@ -159,6 +230,10 @@ def judgment_record(
     tentative_grade: int | None = None,
     note: str = "",
     seconds_spent: float = 0.0,
+    version: str | None = None,
+    member=None,
+    locked: bool = False,
+    keep_hold: bool = False,
 ) -> JudgmentRecorded:
     """Record or change ``annotator``'s judgment of ``pair``; returns (judgment, changed), whose
     ``created`` tells whether this call created the judgment.
@@ -167,89 +242,186 @@ def judgment_record(
     a tentative grade (a ``grade`` sent with ``unsure`` is taken as the tentative grade). Recording the
     same values again (a double key press, a retried request) changes nothing and adds no revision.
     Every change is kept as a revision, and the pair's label is refreshed in the same transaction.
+
+    ``version`` (a judging form's, see ``judgment_version``): when the judgment changed since and the
+    new values differ from it, raise JudgmentConflict instead of saving. ``member``: the annotator's
+    ``access.Member`` of the pair's campaign when the caller has it (spares the membership lookup; its
+    grades, when loaded, spare reading the scale). ``locked``: the caller has locked the pair
+    (``pair_get(lock=True)``) in its own transaction, which this joins. ``keep_hold``: the caller moves
+    the annotator's hold on to their next pair in that transaction, so it is not released here.
     """
     campaign = pair.campaign
-    if membership_role(campaign=campaign, user=annotator) is None:
+    if member is not None and member.campaign.id == campaign.id:
+        role, grades = member.role, member.grades
+    else:
+        role, grades = membership_role(campaign=campaign, user=annotator), None
+    if role is None:
         raise PermissionDenied(_("you are not a member of this campaign"))
     intent = judgment_intent(grade=grade, unsure=unsure, tentative_grade=tentative_grade, note=note)
-    grade, tentative_grade, note = intent["grade"], intent["tentative_grade"], intent["note"]
     try:
         seconds_spent = max(0.0, min(float(seconds_spent or 0), 24 * 3600.0))
     except (TypeError, ValueError):
         raise ValidationError({"seconds_spent": _("seconds_spent must be a number")}) from None
-    grade_obj = _grade_of(campaign, grade, "grade")
-    tentative_obj = _grade_of(campaign, tentative_grade, "tentative_grade")
-
+    if grades is None:
+        grades = list(Grade.objects.filter(campaign_id=campaign.id).order_by("value"))
+    grade_obj = _grade_in(grades, intent["grade"], "grade")
+    tentative_obj = _grade_in(grades, intent["tentative_grade"], "tentative_grade")
+    write = {
+        "pair": pair,
+        "annotator": annotator,
+        "grades": grades,
+        "grade": grade_obj,
+        "unsure": intent["unsure"],
+        "tentative": tentative_obj,
+        "note": intent["note"],
+        "seconds": seconds_spent,
+        "version": version,
+        "keep_hold": keep_hold,
+    }
+    if locked:
+        if not transaction.get_connection().in_atomic_block:
+            raise AssertionError("locked=True: call inside the transaction that locked the pair")
+        return _judgment_write(**write)
     for attempt in range(3):
         try:
             with transaction.atomic():
                 # Lock the pair first: every writer of this pair's judgments and label queues here, so
                 # the label is recomputed from a consistent set and no revision is lost.
                 Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
-                judgment = (
-                    Judgment.objects.select_for_update(of=("self",))
-                    .select_related("grade", "tentative_grade")
-                    .filter(pair=pair, annotator=annotator)
-                    .order_by()
-                    .first()
-                )
-                created = judgment is None
-                if created:
-                    judgment = Judgment.objects.create(
-                        pair=pair,
-                        annotator=annotator,
-                        grade=grade_obj,
-                        unsure=unsure,
-                        tentative_grade=tentative_obj,
-                        note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                    JudgmentRevision.objects.create(
-                        judgment=judgment,
-                        changed_by=annotator,
-                        new_grade=grade_obj.value if grade_obj else None,
-                        new_unsure=unsure,
-                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        new_note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                else:
-                    old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
-                    new = (
-                        grade_obj.id if grade_obj else None,
-                        unsure,
-                        tentative_obj.id if tentative_obj else None,
-                        note,
-                    )
-                    if old == new:
-                        return JudgmentRecorded(judgment, False, created=False)
-                    JudgmentRevision.objects.create(
-                        judgment=judgment,
-                        changed_by=annotator,
-                        old_grade=judgment.grade.value if judgment.grade else None,
-                        new_grade=grade_obj.value if grade_obj else None,
-                        old_unsure=judgment.unsure,
-                        new_unsure=unsure,
-                        old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
-                        new_tentative_grade=tentative_obj.value if tentative_obj else None,
-                        old_note=judgment.note,
-                        new_note=note,
-                        seconds_spent=seconds_spent,
-                    )
-                    judgment.grade, judgment.unsure, judgment.tentative_grade = grade_obj, unsure, tentative_obj
-                    judgment.note = note
-                    judgment.seconds_spent += seconds_spent
-                    judgment.save()
-                # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
-                Assignment.objects.filter(annotator=annotator, pair=pair).delete()
-                labels_refresh(campaign=campaign, pair_ids=[pair.id])
-                return JudgmentRecorded(judgment, True, created=created)
+                return _judgment_write(**write)
         except IntegrityError:
             # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
             # writers); a concurrent first judgment by the same annotator won the insert: retry as an update.
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+# What _judgment_write reads of a locked pair in one query: the pair's stored label and count, the
+# campaign's policy, a lead's adjudication, and every judgment of the pair (LEFT JOIN: one row of NULLs
+# when there is none) with whether its annotator is a model judge.
+_PAIR_COLUMNS = ("query_id", "label", "judgment_count", "adjudicated", "campaign__aggregation", "adjudication_value")
+_JUDGMENT_COLUMNS = (
+    "id",
+    "annotator_id",
+    "grade_id",
+    "unsure",
+    "tentative_grade_id",
+    "note",
+    "seconds_spent",
+    "created_at",
+    "updated_at",
+)
+
+
+def _judgment_write(
+    *,
+    pair: Pair,
+    annotator: User,
+    grades: Sequence[Grade],
+    grade: Grade | None,
+    unsure: bool,
+    tentative: Grade | None,
+    note: str,
+    seconds: float,
+    version: str | None,
+    keep_hold: bool,
+) -> JudgmentRecorded:
+    """judgment_record's writes, under the pair's lock: the judgment, its revision, the hold, the pair's
+    label and count, the query's labels version. The label is computed from the judgments read once under
+    the lock plus the one written here (the same aggregation labels_refresh runs), not read back."""
+    model_ids = AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL).values("user_id")
+    rows = list(
+        Pair.objects.filter(id=pair.id)
+        .order_by()
+        .annotate(
+            adjudication_value=Subquery(
+                Adjudication.objects.filter(pair_id=OuterRef("pk")).order_by().values("grade__value")[:1]
+            ),
+            annotator_is_model=Exists(model_ids.filter(user_id=annotator.id)),
+        )
+        .values_list(
+            *_PAIR_COLUMNS,
+            "annotator_is_model",
+            *(f"judgments__{c}" for c in _JUDGMENT_COLUMNS),
+            "judgments__annotator__annotator_profile__kind",
+        )
+    )
+    query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
+    by_id = {g.id: g for g in grades}
+    judgment, others = None, []  # others: (grade value or None, unsure) of other people's judgments
+    for row in rows:
+        j = dict(zip(_JUDGMENT_COLUMNS, row[7:-1], strict=True))
+        if j["id"] is None:
+            continue
+        if j["annotator_id"] == annotator.id:
+            judgment = Judgment(pair=pair, annotator=annotator, **j)
+            judgment._state.adding, judgment._state.db = False, "default"
+            judgment.grade = by_id.get(j["grade_id"])
+            judgment.tentative_grade = by_id.get(j["tentative_grade_id"])
+        elif row[-1] != AnnotatorProfile.Kind.MODEL:
+            others.append((by_id[j["grade_id"]].value if j["grade_id"] else None, j["unsure"]))
+
+    created = judgment is None
+    if not created:
+        old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
+        new = (grade.id if grade else None, unsure, tentative.id if tentative else None, note)
+        if version is not None and version != judgment_version(judgment) and old != new:
+            raise JudgmentConflict(judgment)
+        if old == new:
+            return JudgmentRecorded(judgment, False, created=False)
+        JudgmentRevision.objects.create(
+            judgment=judgment,
+            changed_by=annotator,
+            old_grade=judgment.grade.value if judgment.grade else None,
+            new_grade=grade.value if grade else None,
+            old_unsure=judgment.unsure,
+            new_unsure=unsure,
+            old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
+            new_tentative_grade=tentative.value if tentative else None,
+            old_note=judgment.note,
+            new_note=note,
+            seconds_spent=seconds,
+        )
+        judgment.grade, judgment.unsure, judgment.tentative_grade, judgment.note = grade, unsure, tentative, note
+        judgment.seconds_spent += seconds
+        judgment.save(update_fields=["grade", "unsure", "tentative_grade", "note", "seconds_spent", "updated_at"])
+    else:
+        judgment = Judgment.objects.create(
+            pair=pair,
+            annotator=annotator,
+            grade=grade,
+            unsure=unsure,
+            tentative_grade=tentative,
+            note=note,
+            seconds_spent=seconds,
+        )
+        JudgmentRevision.objects.create(
+            judgment=judgment,
+            changed_by=annotator,
+            new_grade=grade.value if grade else None,
+            new_unsure=unsure,
+            new_tentative_grade=tentative.value if tentative else None,
+            new_note=note,
+            seconds_spent=seconds,
+        )
+    if not keep_hold:
+        # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
+        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+    humans = others if me_model else [*others, (grade.value if grade else None, unsure)]
+    confident = [value for value, is_unsure in humans if not is_unsure]
+    if adjudication is not None:
+        label = adjudication
+    elif confident:
+        label = int(aggregate_grades(np.zeros(len(confident)), np.array(confident), policy=policy)[1][0])
+    else:
+        label = None
+    fresh = (label, len(humans), adjudication is not None)
+    if fresh != (stored_label, stored_count, stored_adjudicated):
+        Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
+    # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
+    Query.objects.filter(id=query_id).update(labels_version=F("labels_version") + 1)
+    return JudgmentRecorded(judgment, True, created=created)
 
 
 @transaction.atomic

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Exists
 from django.utils import timezone
 
 from judging import selectors
@@ -63,3 +64,39 @@ def pair_assign(*, campaign: Campaign, annotator: User, current_query_id: int | 
             return found
         passed.append(found.pair.id)
     return selectors.NextPair(None)
+
+
+def pair_assign_locked(
+    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude=(), judged: Pair
+) -> selectors.NextPair | None:
+    """pair_assign inside the transaction that has just recorded ``annotator``'s judgment of ``judged``
+    (judgment_record(locked=True, keep_hold=True)): two statements in the usual case.
+
+    The next pair is chosen and locked in one query (SKIP LOCKED: a pair another request holds locked is
+    passed over, never waited for, so two such transactions cannot deadlock), and the annotator's hold
+    moves to it with one UPDATE whose condition re-checks, in a snapshot taken after the lock, that the
+    pair is still open to them. Returns None when this could not settle it (nothing unlocked is left,
+    the queue mode is "pairs that matter most", or the pair was taken meanwhile): the hold on ``judged``
+    is released, and the caller calls pair_assign once its transaction is committed."""
+    if campaign.queue_mode != Campaign.QueueMode.MATTER:
+        found = selectors.pair_next(
+            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
+        )
+        if found.pair is not None:
+            moved = (
+                Assignment.objects.filter(campaign=campaign, annotator=annotator)
+                .filter(
+                    Exists(selectors.open_pair(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id))
+                )
+                .update(pair_id=found.pair.id, expires_at=timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES))
+            )
+            # No hold to move (the annotator's first pair here, or one released): take one.
+            if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
+                return found
+    hold_release(annotator=annotator, pair=judged)
+    return None
+
+
+def hold_release(*, annotator: User, pair: Pair) -> None:
+    """Release the annotator's hold on ``pair`` (judged now: it must not count twice toward redundancy)."""
+    Assignment.objects.filter(annotator=annotator, pair=pair).delete()

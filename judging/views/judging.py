@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,10 +17,18 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import selectors
-from judging.access import Member, campaign_pair, campaign_view
+from judging.access import Member, campaign_member_pair, campaign_pair, campaign_view, logged_in
 from judging.forms import JudgmentForm, MyJudgmentsFilter
 from judging.models import Campaign, Judgment, Pair
-from judging.services import judgment_intent, judgment_record, pair_assign, pair_hold
+from judging.services import (
+    JudgmentConflict,
+    judgment_intent,
+    judgment_record,
+    judgment_version,
+    pair_assign,
+    pair_assign_locked,
+    pair_hold,
+)
 
 SKIPS_KEY = "reljudge_skips"
 SKIPS_KEPT = 500
@@ -38,8 +47,7 @@ def _skips_set(request, campaign: Campaign, skips: list[int]) -> None:
     request.session[SKIPS_KEY] = all_skips
 
 
-def _version(judgment: Judgment | None) -> str:
-    return judgment.updated_at.isoformat() if judgment else ""
+_version = judgment_version
 
 
 def _values_of(judgment: Judgment | None) -> dict:
@@ -75,22 +83,29 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
+def _record(request, member: Member, pair: Pair, *, locked: bool = False, keep_hold: bool = False) -> Outcome:
+    """Validate and record the posted judgment (``locked``/``keep_hold``: see judgment_record)."""
+    campaign = member.campaign
     form = JudgmentForm(request.POST)
-    current = selectors.judgment_current(pair=pair, annotator=request.user)
     raw = {
         "grade": request.POST.get("grade", ""),
         "unsure": bool(request.POST.get("unsure")),
         "tentative_grade": request.POST.get("tentative_grade", ""),
         "note": request.POST.get("note", ""),
     }
-    if not form.is_valid():
-        errors = [
-            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
-            for name, errs in form.errors.items()
-            for e in errs
-        ]
+
+    def invalid(errors: list[str]) -> Outcome:
+        current = selectors.judgment_current(pair=pair, annotator=request.user)
         return Outcome("invalid", current, current is not None, values=raw, errors=errors)
+
+    if not form.is_valid():
+        return invalid(
+            [
+                f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
+                for name, errs in form.errors.items()
+                for e in errs
+            ]
+        )
     data = form.cleaned_data
     try:
         wanted = judgment_intent(
@@ -100,13 +115,12 @@ def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
             note=data.get("note"),
         )
     except ValidationError as exc:
-        return Outcome("invalid", current, current is not None, values=raw, errors=exc.messages)
-    if current is not None and data["version"] != _version(current) and wanted != _values_of(current):
-        # Changed elsewhere since this form was drawn (another tab, the API): say so, keep the new
-        # choice on screen, and let a second press save it over the current value.
-        return Outcome("conflict", current, True, values=raw)
+        return invalid(exc.messages)
     try:
-        judgment, changed = judgment_record(
+        # The service compares the form's version with the judgment under the pair's lock: changed
+        # elsewhere since this form was drawn (another tab, the API) and different from this choice, it
+        # saves nothing; the page says so, keeps the new choice on screen, and a second press saves it.
+        recorded = judgment_record(
             pair=pair,
             annotator=request.user,
             grade=wanted["grade"],
@@ -114,19 +128,26 @@ def _record(request, campaign: Campaign, pair: Pair) -> Outcome:
             tentative_grade=wanted["tentative_grade"],
             note=wanted["note"],
             seconds_spent=data["seconds"],
+            version=data["version"],
+            member=member,
+            locked=locked,
+            keep_hold=keep_hold,
         )
+    except JudgmentConflict as exc:
+        return Outcome("conflict", exc.judgment, True, values=raw)
     except ValidationError as exc:
-        return Outcome("invalid", current, current is not None, values=raw, errors=exc.messages)
+        return invalid(exc.messages)
     skips = _skips(request, campaign)
     if pair.id in skips:
         _skips_set(request, campaign, [p for p in skips if p != pair.id])
-    return Outcome("saved", judgment, current is not None, changed, values=wanted)
+    return Outcome("saved", recorded.judgment, not recorded.created, recorded.changed, values=wanted)
 
 
 def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     """Everything the judging panel shows for one pair (or the "all done" state)."""
     campaign = member.campaign
-    extra.setdefault("grades", selectors.grade_list(campaign=campaign))
+    if "grades" not in extra:
+        extra["grades"] = member.grades if member.grades is not None else selectors.grade_list(campaign=campaign)
     ctx = member.context(nav="judge", pair=pair, **extra)
     if pair is None:
         ctx["progress"] = selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None)
@@ -142,6 +163,8 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     if judgment is None and extra.get("latest_judged"):
         # A queue pair right after a new judgment: Back leads to the pair just judged, no query needed.
         prev_id, next_id = extra["latest_judged"], None
+    elif "neighbours" in extra:  # a pair of the history reached by "record + next" (judgment_following_pair)
+        prev_id, next_id = extra["neighbours"]
     else:
         prev_id, next_id = selectors.judgment_neighbours(campaign=campaign, annotator=request.user, judgment=judgment)
     current = _values_of(judgment)
@@ -160,7 +183,9 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
         review=judgment is not None,
         url_is_link=url.lower().startswith(("http://", "https://")),
         looks_like_html="<" in pair.document.text,
-        progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=pair.query_id),
+        # A pair just chosen and held by "record + next" comes with its progress figures (pair_next(lock=True)).
+        progress=getattr(pair, "progress", None)
+        or selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=pair.query_id),
     )
     return ctx
 
@@ -202,6 +227,34 @@ def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -
     return nxt, {"judgment": None, "was_skipped": was_skipped}, False
 
 
+def _after_recorded(request, campaign: Campaign, pair: Pair, judgment: Judgment | None):
+    """_after for judge_record, inside the transaction that recorded the judgment with the pair locked and
+    the annotator's hold kept (judgment_record(locked=True, keep_hold=True)): the next pair of the queue
+    is chosen and held in that same transaction (pair_assign_locked). Returns _after's triple, or None
+    when the queue's next pair is to be assigned after the commit (pair_assign)."""
+    if judgment is not None:
+        # A judgment changed on the way back through the history (the annotator holds no pair they have
+        # judged, so there is no hold to release): on to the next pair of the history, with the annotator's
+        # judgment of it, its neighbours and the progress figures read in the same query.
+        following = selectors.judgment_following_pair(campaign=campaign, annotator=request.user, judgment=judgment)
+        # (A following pair no longer pooled cannot be shown: on along the queue instead.)
+        if following is not None and following.pooled:
+            following.campaign = campaign
+            mine = following.judgment_of_annotator
+            return following, {"judgment": mine, "neighbours": (pair.public_id, following.next_in_history)}, True
+    found = pair_assign_locked(
+        campaign=campaign,
+        annotator=request.user,
+        current_query_id=pair.query_id,
+        exclude=_skips(request, campaign),
+        judged=pair,
+    )
+    if found is None:
+        return None
+    found.pair.campaign = campaign
+    return found.pair, {"judgment": None, "was_skipped": found.was_skipped}, False
+
+
 @campaign_view
 @require_http_methods(["GET", "HEAD"])
 def judge(request, member: Member):
@@ -241,14 +294,21 @@ def judge_hold(request, member: Member, public_id: int):
     return _render_workspace(request, ctx)
 
 
-@campaign_view
+@logged_in
 @require_POST
-def judge_record(request, member: Member, public_id: int):
-    """Record (or change) the annotator's judgment of one pair, then show the next pair."""
-    campaign = member.campaign
-    pair = campaign_pair(campaign, public_id, public=True)
-    grades = selectors.grade_list(campaign=campaign)
-    outcome = _record(request, campaign, pair)
+def judge_record(request, slug: str, public_id: int):
+    """Record (or change) the annotator's judgment of one pair, then show the next pair.
+
+    One transaction: the pair is looked up with the campaign, the caller's role and the scale and locked,
+    the judgment written, its label refreshed, and the next pair of the queue chosen and held: at most
+    12 SQL statements in all, session included (tests/judging/test_views.py holds that count)."""
+    with transaction.atomic():
+        member, pair = campaign_member_pair(request, slug, public_id, lock=True)
+        campaign, grades = member.campaign, member.grades
+        outcome = _record(request, member, pair, locked=True, keep_hold=True)
+        after = None
+        if outcome.status == "saved":
+            after = _after_recorded(request, campaign, pair, outcome.judgment if outcome.existed else None)
     if outcome.status == "invalid":
         ctx = _workspace(
             request,
@@ -279,7 +339,10 @@ def judge_record(request, member: Member, public_id: int):
         "changed": outcome.changed,
         "note": bool(outcome.values["note"]),
     }
-    nxt, extra, in_history = _after(request, campaign, pair, outcome.judgment if outcome.existed else None)
+    if after is None:
+        nxt, was_skipped = _next_pair(request, campaign, after=pair)
+        after = nxt, {"judgment": None, "was_skipped": was_skipped}, False
+    nxt, extra, in_history = after
     target = reverse("judging:judge", args=[campaign.slug])
     target = f"{target}?pair={nxt.public_id}" if in_history else target
     if not request.htmx:
@@ -346,7 +409,7 @@ def my_judgment_save(request, member: Member, public_id: int):
     pair = campaign_pair(campaign, public_id, pooled_only=False, public=True)
     if selectors.judgment_current(pair=pair, annotator=request.user) is None:
         raise Http404(_("You have not judged this pair."))
-    outcome = _record(request, campaign, pair)
+    outcome = _record(request, member, pair)
     judgment = selectors.judgment_current(pair=pair, annotator=request.user)
     grades = selectors.grade_list(campaign=campaign)
     if not request.htmx:

@@ -251,6 +251,41 @@ def test_record_grade_stores_it_with_time_and_shows_next_pair(pooled, annotator)
     assert response["HX-Replace-Url"] == judge_url(pooled)
 
 
+def test_record_and_next_pair_take_at_most_12_sql_queries(pooled, annotator, make_user, django_assert_max_num_queries):
+    """The performance contract of the judging page (issue 10): recording a grade and getting the next pair
+    costs at most 12 SQL statements, session, BEGIN and COMMIT included, on every step of the queue,
+    whether the next pair is on the same query or the next one and whoever judged the pair before."""
+    other = make_user("other")
+    membership_add(campaign=pooled, user=other, role="annotator")
+    client = login(annotator)
+    page = client.get(judge_url(pooled))
+    hold = re.search(r'data-hold hx-post="([^"]+)"', page.content.decode()).group(1)
+    assert client.post(hold, **HTMX).status_code == 204
+    pair_id, seen, versions = shown_pair(page), [], dict(Query.objects.values_list("id", "labels_version"))
+    judgment_record(pair=Pair.objects.get(public_id=pair_id), annotator=other, grade=0)
+    while len(seen) < 4:  # the fifth and last pair ends the queue: "all done" is another page
+        seen.append(pair_id)
+        with django_assert_max_num_queries(12):
+            response = client.post(record_url(pooled, pair_id), {"grade": 2, "seconds": "3", "version": ""}, **HTMX)
+        assert response.status_code == 200
+        pair_id = shown_pair(response)
+        assert pair_id not in seen
+    # What the leaderboard reads was kept up to date on the way: labels (median of 0 and 2 is 0 here) and
+    # the versions of the queries whose labels it must rescore.
+    first = Pair.objects.get(public_id=seen[0])
+    assert (first.label, first.judgment_count) == (0, 2)
+    assert all(Pair.objects.get(public_id=p).label == 2 for p in seen[1:])
+    bumped = {q for q, v in Query.objects.values_list("id", "labels_version") if v > versions[q]}
+    assert bumped == set(Pair.objects.filter(public_id__in=seen).values_list("query_id", flat=True))
+    # A change made after going back costs no more.
+    page = client.get(judge_url(pooled, pair=seen[1]), **HTMX).content.decode()
+    version = re.search(r'name="version" value="([^"]*)"', page).group(1)
+    with django_assert_max_num_queries(12):
+        response = client.post(record_url(pooled, seen[1]), {"grade": 1, "version": version}, **HTMX)
+    assert response.status_code == 200 and shown_pair(response) == seen[2]
+    assert Pair.objects.get(public_id=seen[1]).label == 1
+
+
 def test_record_without_htmx_redirects_to_the_next_pair(pooled, annotator):
     client = login(annotator)
     first = shown_pair(client.get(judge_url(pooled)))
