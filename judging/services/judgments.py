@@ -405,9 +405,6 @@ def _judgment_write(
             new_note=note,
             seconds_spent=seconds,
         )
-    if not keep_hold:
-        # The pair is judged now: the annotator's hold on it must not count twice toward redundancy.
-        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
     humans = others if me_model else [*others, (grade.value if grade else None, unsure)]
     confident = [value for value, is_unsure in humans if not is_unsure]
     if adjudication is not None:
@@ -421,6 +418,11 @@ def _judgment_write(
         Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
     # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
     Query.objects.filter(id=query_id).update(labels_version=F("labels_version") + 1)
+    if not keep_hold:
+        # The pair is judged now: the annotator's hold on it must not count twice toward redundancy. Last, as
+        # the judging page moves its hold after the query's version: every writer locks pair, query, hold in
+        # that order, so an annotator posting from the page and the API at once cannot deadlock.
+        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
     return JudgmentRecorded(judgment, True, created=created)
 
 
