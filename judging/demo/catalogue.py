@@ -1286,7 +1286,8 @@ def _tokens(text: str) -> list[str]:
     ]
 
 
-def _bm25(docs: list[list[str]], query: str, k1: float = 1.2, b: float = 0.75) -> list[float]:
+def bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of each tokenized document for the query's tokens (both catalogues' lexical systems)."""
     avg = sum(map(len, docs)) / len(docs)
     df = Counter(t for d in docs for t in set(d))
     n = len(docs)
@@ -1294,7 +1295,7 @@ def _bm25(docs: list[list[str]], query: str, k1: float = 1.2, b: float = 0.75) -
     for d in docs:
         tf = Counter(d)
         s = 0.0
-        for t in set(_tokens(query)):
+        for t in set(query):
             if tf[t]:
                 idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
                 s += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avg))
@@ -1314,7 +1315,7 @@ def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str,
     docs = [_tokens(p.title + " " + p.title + " " + p.text) for p in products]  # the title counts double
     lines: dict[str, list[str]] = {name: [] for name in SYSTEMS}
     for need in QUERIES:
-        lexical = _bm25(docs, need.text)
+        lexical = bm25(docs, _tokens(need.text))
         top = max(lexical) or 1.0
         verdicts = [truth[need.qid, p.docid] for p in products]
         scored = {
@@ -1471,7 +1472,23 @@ class Decision:
     settled_by: str = ""  # for an unsure decision: the note once the missing evidence is found
 
 
-def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, verdict: Verdict) -> Decision:
+@dataclass(frozen=True)
+class Words:
+    """What an annotator of a catalogue writes, in its language: the notes of ``decide``."""
+
+    unclear: dict[str, tuple[str, ...]]  # unsure: the listing does not say whose fit it is, by audience
+    imported: tuple[str, ...]  # unsure: an imported listing full of markup
+    substitute: tuple[str, ...]  # unsure: does a substitute count?
+    misses: dict[str, tuple[str, ...]]  # a note on what an on-topic listing lacks, by kind of miss
+    imported_prefix: str  # how an imported listing's text begins
+    resolved: tuple[str, str, str]  # the note when the unclear, imported or substitute case is settled later
+
+
+def decide(
+    rng: random.Random, profile: Profile, need: Need, product: Product, verdict: Verdict, words: Words
+) -> Decision:
+    """One annotator's judgment of a listing whose true grade is ``verdict``, with the habits of ``profile``
+    (unsure where the listing leaves the grade open, slips, leaning) and notes in ``words``' language."""
     seconds = min(40.0, max(3.0, rng.lognormvariate(math.log(profile.pace), 0.5)))
     slow = round(rng.uniform(18, 40), 1)  # hesitating takes time
     if verdict.unclear and rng.random() < profile.unsure:
@@ -1481,18 +1498,18 @@ def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, 
             None,
             True,
             tentative,
-            rng.choice(UNCLEAR_NOTES[audience]),
+            rng.choice(words.unclear[audience]),
             slow,
-            "Checked the brand's size chart: that settles who it is for.",
+            words.resolved[0],
         )
-    if verdict.on_topic and product.text.startswith("Imported listing") and rng.random() < profile.unsure / 2:
+    if verdict.on_topic and product.text.startswith(words.imported_prefix) and rng.random() < profile.unsure / 2:
         return Decision(
             None,
             True,
             verdict.grade,
-            rng.choice(IMPORTED_UNSURE),
+            rng.choice(words.imported),
             slow,
-            "Found the original listing on the brand's site; graded from that.",
+            words.resolved[1],
         )
     if verdict.misses[:1] == ("kind",) and verdict.grade and rng.random() < profile.unsure / 4:
         tentative = verdict.grade if rng.random() < 0.7 else None
@@ -1500,9 +1517,9 @@ def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, 
             None,
             True,
             tentative,
-            rng.choice(SUBSTITUTE_UNSURE),
+            rng.choice(words.substitute),
             slow,
-            "The description lists this substitute as partially relevant.",
+            words.resolved[2],
         )
     grade = verdict.grade
     if verdict.on_topic:
@@ -1516,8 +1533,22 @@ def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, 
         grade = 1  # a slip of the key
     note = ""
     if verdict.misses and grade > 0 and rng.random() < 0.15:
-        note = rng.choice(MISS_NOTES[verdict.misses[0]])
+        note = rng.choice(words.misses[verdict.misses[0]])
     return Decision(grade, note=note, seconds=round(seconds, 1))
+
+
+WORDS = Words(
+    unclear=UNCLEAR_NOTES,
+    imported=IMPORTED_UNSURE,
+    substitute=SUBSTITUTE_UNSURE,
+    misses=MISS_NOTES,
+    imported_prefix="Imported listing",
+    resolved=(
+        "Checked the brand's size chart: that settles who it is for.",
+        "Found the original listing on the brand's site; graded from that.",
+        "The description lists this substitute as partially relevant.",
+    ),
+)
 
 
 class _Clock:

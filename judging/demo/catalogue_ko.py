@@ -10,14 +10,12 @@ is random at import time and nothing calls the network: the same seed gives the 
 from __future__ import annotations
 
 import json
-import math
 import random
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 
-from judging.demo.catalogue import Decision, Need, Profile, Verdict, relevance
+from judging.demo.catalogue import Need, Profile, Words, bm25, relevance
 
 SLUG = "shopping-ko"
 
@@ -1087,22 +1085,6 @@ def bigrams(text: str) -> list[str]:
     return grams
 
 
-def _bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    avg = sum(map(len, docs)) / len(docs)
-    df = Counter(t for d in docs for t in set(d))
-    n = len(docs)
-    scores = []
-    for d in docs:
-        tf = Counter(d)
-        s = 0.0
-        for t in set(query):
-            if tf[t]:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avg))
-        scores.append(s)
-    return scores
-
-
 def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str, str]:
     """TREC run text of the three systems, each ranking 50-100 products per query.
 
@@ -1116,7 +1098,7 @@ def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str,
     titles = [set(unicodedata.normalize("NFC", p.title).split()) for p in products]
     lines: dict[str, list[str]] = {name: [] for name in SYSTEMS}
     for need in QUERIES:
-        lexical = _bm25(docs, bigrams(need.text))
+        lexical = bm25(docs, bigrams(need.text))
         top = max(lexical) or 1.0
         verdicts = [truth[need.qid, p.docid] for p in products]
         words = need.text.split()
@@ -1257,51 +1239,15 @@ def adjudication_note(misses: tuple[str, ...], grade: int) -> str:
     return f"{reason}: 질의 설명에 따라 {name}{josa(name, '으로', '로')} 판정합니다."
 
 
-def _decide(rng: random.Random, profile: Profile, need: Need, product: Product, verdict: Verdict) -> Decision:
-    """One annotator's judgment: the English demo's habits (judging/demo/catalogue.py), with Korean notes."""
-    seconds = min(40.0, max(3.0, rng.lognormvariate(math.log(profile.pace), 0.5)))
-    slow = round(rng.uniform(18, 40), 1)  # hesitating takes time
-    if verdict.unclear and rng.random() < profile.unsure:
-        audience = "kids" if "kids" in need.audiences else "women" if "women" in need.audiences else "men"
-        tentative = None if rng.random() < 0.3 else min(2, verdict.grade + rng.randint(0, 1))
-        return Decision(
-            None,
-            True,
-            tentative,
-            rng.choice(UNCLEAR_NOTES[audience]),
-            slow,
-            "브랜드 사이즈표를 확인해 대상이 누구인지 알았습니다.",
-        )
-    if verdict.on_topic and product.text.startswith(IMPORTED_PREFIX) and rng.random() < profile.unsure / 2:
-        return Decision(
-            None,
-            True,
-            verdict.grade,
-            rng.choice(IMPORTED_UNSURE),
-            slow,
-            "브랜드 공식몰에서 원래 상품 페이지를 찾아 보고 판정했습니다.",
-        )
-    if verdict.misses[:1] == ("kind",) and verdict.grade and rng.random() < profile.unsure / 4:
-        tentative = verdict.grade if rng.random() < 0.7 else None
-        return Decision(
-            None,
-            True,
-            tentative,
-            rng.choice(SUBSTITUTE_UNSURE),
-            slow,
-            "질의 설명에 이 대체 상품은 부분 적합이라고 되어 있습니다.",
-        )
-    grade = verdict.grade
-    if verdict.on_topic:
-        slip = profile.slip * (1.5 if grade == 1 else 0.7)
-        if rng.random() < slip:
-            up = grade == 0 or (grade < 2 and rng.random() < 0.5 + profile.lean / 2)
-            step = 2 if rng.random() < 0.25 else 1  # now and then a real dispute, two grades apart
-            grade = min(2, grade + step) if up else max(0, grade - step)
-            seconds = min(40.0, seconds * 1.4)
-    elif rng.random() < 0.01:
-        grade = 1  # a slip of the key
-    note = ""
-    if verdict.misses and grade > 0 and rng.random() < 0.15:
-        note = rng.choice(MISS_NOTES[verdict.misses[0]])
-    return Decision(grade, note=note, seconds=round(seconds, 1))
+WORDS = Words(
+    unclear=UNCLEAR_NOTES,
+    imported=IMPORTED_UNSURE,
+    substitute=SUBSTITUTE_UNSURE,
+    misses=MISS_NOTES,
+    imported_prefix=IMPORTED_PREFIX,
+    resolved=(
+        "브랜드 사이즈표를 확인해 대상이 누구인지 알았습니다.",
+        "브랜드 공식몰에서 원래 상품 페이지를 찾아 보고 판정했습니다.",
+        "질의 설명에 이 대체 상품은 부분 적합이라고 되어 있습니다.",
+    ),
+)

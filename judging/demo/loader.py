@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.demo import catalogue, catalogue_ko
-from judging.demo.catalogue import Decision, _Clock
+from judging.demo.catalogue import Decision, _Clock, decide
 from judging.models import (
     Adjudication,
     Campaign,
@@ -35,7 +35,7 @@ from judging.services import (
 )
 
 # A catalogue is a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES, SYSTEMS, LEAD, ANNOTATORS,
-# PASSWORDS, ROLES, PROFILES, PLAN, demo_data(), _decide() ... (judging/demo/catalogue.py is the reference).
+# PASSWORDS, ROLES, PROFILES, PLAN, demo_data(), WORDS ... (judging/demo/catalogue.py is the reference).
 CATALOGUES = {"en": catalogue, "ko": catalogue_ko}
 
 
@@ -131,7 +131,8 @@ def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: dateti
     for name in cat.ANNOTATORS:
         for pair in plan[name]:
             verdict = data.truth[pair.query.qid, pair.document.docid]
-            d = cat._decide(rng, cat.PROFILES[name], needs[pair.query.qid], products[pair.document.docid], verdict)
+            need, product = needs[pair.query.qid], products[pair.document.docid]
+            d = decide(rng, cat.PROFILES[name], need, product, verdict, cat.WORDS)
             judgment, changed = judgment_record(
                 pair=pair,
                 annotator=users[name],
