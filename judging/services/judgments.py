@@ -125,21 +125,10 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
 
 
 def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
+    """The campaign's grade of this value (``_grade_in`` over the campaign's scale, read in one query)."""
     if value is None:
         return None
-    try:
-        value = int(value)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            {what: _("%(field)s must be a whole number, not %(value)s") % {"field": what, "value": repr(value)}}
-        ) from None
-    grade = Grade.objects.filter(campaign=campaign, value=value).first()
-    if grade is None:
-        allowed = ", ".join(str(v) for v in campaign.grades.values_list("value", flat=True))
-        raise ValidationError(
-            {what: _("%(value)s is not on this campaign's scale (%(allowed)s)") % {"value": value, "allowed": allowed}}
-        )
-    return grade
+    return _grade_in(list(Grade.objects.filter(campaign=campaign)), value, what)
 
 
 NOTE_MAX = 5000
