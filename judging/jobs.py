@@ -167,6 +167,18 @@ def job_run(*, job_id: int, progress=None) -> dict:
     return _run_import(job)
 
 
+def _mark_done(job: Job, result: dict, **fields) -> None:
+    """Mark ``job`` done with ``result`` (inside the caller's transaction, so "done" commits with the work),
+    unless it is no longer this worker's: marked failed meanwhile, or retried (_Superseded rolls back)."""
+    locked = Job.objects.select_for_update().get(pk=job.pk)
+    if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
+        raise _Superseded
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(
+        status=Job.Status.DONE, done=job.total, result=result, error=None, finished_at=now, heartbeat_at=now, **fields
+    )
+
+
 def _run_import(job: Job) -> dict:
     data = bytes(job.upload)
     beat = _Heartbeat(job)
@@ -177,19 +189,8 @@ def _run_import(job: Job) -> dict:
             with beat:
                 summary = _import(job, data, progress=beat.add)
             # "done" commits with the imported rows, or neither does.
-            locked = Job.objects.select_for_update().get(pk=job.pk)
-            if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
-                raise _Superseded
             result = summary.as_dict()
-            Job.objects.filter(pk=job.pk).update(
-                status=Job.Status.DONE,
-                done=job.total,
-                result=result,
-                error=None,
-                upload=None,
-                finished_at=timezone.now(),
-                heartbeat_at=timezone.now(),
-            )
+            _mark_done(job, result, upload=None)
     except _Superseded:
         logger.error("job %s was marked failed while its worker still ran it; its import was rolled back", job.pk)
         return {"status": "superseded"}
@@ -724,17 +725,7 @@ def _run_in_transaction(job: Job, *, progress=None) -> dict:
             with beat:
                 result = _POLICY_OR_STATS[job.kind](job, add)
             with transaction.atomic():
-                locked = Job.objects.select_for_update().get(pk=job.pk)
-                if locked.status != Job.Status.RUNNING or locked.attempts != job.attempts:
-                    raise _Superseded
-                Job.objects.filter(pk=job.pk).update(
-                    status=Job.Status.DONE,
-                    done=job.total,
-                    result=result,
-                    error=None,
-                    finished_at=timezone.now(),
-                    heartbeat_at=timezone.now(),
-                )
+                _mark_done(job, result)
     except _Superseded:
         logger.error("job %s was marked failed while its worker still ran it; its work was rolled back", job.pk)
         return {"status": "superseded"}
