@@ -1,18 +1,13 @@
 """The analysis pages in Korean: leaderboard, trust, agreement, offline vs online and a chart, with measure values
 still printed as trec_eval prints them (a dot and fixed digits).
 
-The Korean catalog of these pages is compiled here from locale/ko/parts/analysis.po with msgfmt into a temporary
-LOCALE_PATHS entry placed first, so the test checks this file's translations whatever else is installed. The
+They read the catalog the app ships (locale/ko/LC_MESSAGES, compiled at setup), not one area's part of it. The
 requests both activate Korean and send ``Accept-Language: ko`` (what LocaleMiddleware reads).
 """
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.urls import reverse
 from django.utils import translation
 
@@ -22,26 +17,10 @@ from judging.services import judgment_record
 from judging.services.online import online_import
 from tests.judging.test_leaderboard_views import as_lead, tiny  # noqa: F401
 
-PARTS = Path(django_settings.BASE_DIR) / "locale" / "ko" / "parts" / "analysis.po"
-
-
-@pytest.fixture(scope="session")
-def analysis_catalog(tmp_path_factory) -> Path:
-    """locale/ko/parts/analysis.po compiled into a directory of its own (a LOCALE_PATHS entry)."""
-    msgfmt = shutil.which("msgfmt")
-    if msgfmt is None:
-        pytest.skip("msgfmt (GNU gettext) is needed to compile the Korean messages")
-    root = tmp_path_factory.mktemp("analysis-locale")
-    target = root / "ko" / "LC_MESSAGES"
-    target.mkdir(parents=True)
-    subprocess.run([msgfmt, "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
-    return root
-
 
 @pytest.fixture
-def korean(settings, analysis_catalog):
-    """Korean active, with this area's catalog searched first."""
-    settings.LOCALE_PATHS = [str(analysis_catalog), *settings.LOCALE_PATHS]  # resets Django's translation cache
+def korean(settings):
+    """Korean active."""
     trust.caches_clear()
     with translation.override("ko"):
         yield

@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 from django.test import Client
 
-PARTS = Path(__file__).resolve().parents[2] / "locale" / "ko" / "parts" / "jobs.po"
-
-
-@pytest.fixture(scope="session")
-def jobs_catalog(tmp_path_factory) -> Path:
-    """This helper's Korean strings compiled on their own (msgfmt --check also checks the placeholders)."""
-    msgfmt = shutil.which("msgfmt")
-    if msgfmt is None:
-        pytest.skip("msgfmt (GNU gettext) is needed to compile the Korean messages")
-    root = tmp_path_factory.mktemp("locale")
-    target = root / "ko" / "LC_MESSAGES"
-    target.mkdir(parents=True)
-    subprocess.run([msgfmt, "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
-    return root
-
 
 @pytest.fixture(autouse=True)
-def korean(settings, jobs_catalog):
-    settings.LOCALE_PATHS = [str(jobs_catalog), *settings.LOCALE_PATHS]
+def korean(settings):
     settings.LANGUAGE_CODE = "ko"
 
 

@@ -3,10 +3,6 @@ name the file, line and field exactly, and none of them breaks when its placehol
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -20,27 +16,11 @@ from judging.models import Judgment, Membership, Pair, Query, System
 from judging.services import ImportRefused, membership_remove, queries_import, run_import
 from tests.data import DOCS, RUN_BM25, TOPICS
 
-PARTS = Path(__file__).resolve().parents[2] / "locale" / "ko" / "parts" / "python.po"
-
-
-@pytest.fixture(scope="session")
-def korean_catalog(tmp_path_factory) -> Path:
-    """This helper's Korean strings compiled on their own, so that the tests read exactly them."""
-    msgfmt = shutil.which("msgfmt")
-    if msgfmt is None:
-        pytest.skip("msgfmt (GNU gettext) is needed to compile the Korean messages")
-    root = tmp_path_factory.mktemp("locale")
-    target = root / "ko" / "LC_MESSAGES"
-    target.mkdir(parents=True)
-    subprocess.run([msgfmt, "--check", "-o", str(target / "django.mo"), str(PARTS)], check=True)
-    return root
-
 
 @pytest.fixture(autouse=True)
-def korean(settings, korean_catalog):
+def korean(settings):
     """Korean for requests (the default language and the browser's Accept-Language) and for code under
     translation.override("ko")."""
-    settings.LOCALE_PATHS = [str(korean_catalog), *settings.LOCALE_PATHS]
     settings.LANGUAGE_CODE = "ko"
 
 
