@@ -471,14 +471,7 @@ class CampaignViewSet(
         from judging.scoring import Params, leaderboard, trust
 
         try:
-            p = Params(
-                k=d["k"],
-                gain=d["gain"],
-                threshold=d["threshold"],
-                judged_only=d["judged_only"],
-                policy=d["policy"],
-                segment=d["segment"],
-            )
+            p = Params.from_settings(d)
             lb = leaderboard(campaign, p)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
@@ -832,14 +825,7 @@ class CampaignViewSet(
         try:
             data = offline_vs_online(
                 campaign=campaign,
-                params=Params(
-                    k=v["k"],
-                    gain=v["gain"],
-                    threshold=v["threshold"],
-                    judged_only=v["judged_only"],
-                    policy=v["policy"],
-                    labels=v["labels"],
-                ),
+                params=Params.from_settings(v),
             )
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
@@ -951,14 +937,7 @@ class CampaignViewSet(
         try:
             lb = leaderboard(
                 campaign,
-                Params(
-                    k=d["k"],
-                    gain=d["gain"],
-                    threshold=d["threshold"],
-                    judged_only=d["judged_only"],
-                    policy=d["policy"],
-                    labels=d["labels"],
-                ),
+                Params.from_settings(d),
             )
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None

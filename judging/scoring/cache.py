@@ -8,8 +8,9 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 import numpy as np
@@ -55,6 +56,12 @@ class Params:
     # Only the queries carrying this tag count in the means (judging.scoring.trust.segment_mask); the
     # per-query scores are the same, so the score table is shared with the whole leaderboard.
     segment: str | None = None
+
+    @classmethod
+    def from_settings(cls, data: Mapping) -> Params:
+        """The parameters named in ``data`` (a leaderboard form's or an API serializer's cleaned settings;
+        other keys such as ``measure`` are ignored, missing ones keep their defaults)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 
     def validate(self) -> Params:
         if not isinstance(self.k, int) or not 1 <= self.k <= 1000:

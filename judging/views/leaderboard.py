@@ -278,15 +278,7 @@ def leaderboard_page(*, drill: bool = False):
             if not form.is_valid():
                 return _refuse(request, member, 400, _("These leaderboard settings are not valid."), form=form)
             d = form.cleaned_data
-            params = scoring.Params(
-                k=d["k"],
-                gain=d["gain"],
-                threshold=d["threshold"],
-                judged_only=d["judged_only"],
-                policy=d["policy"],
-                labels=d["labels"],
-                segment=d["segment"],
-            )
+            params = scoring.Params.from_settings(d)
             return view(request, BoardRequest(member, params, d["measure"], form), *args, **kwargs)
 
         return wrapped
