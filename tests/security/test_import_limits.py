@@ -423,3 +423,37 @@ def test_online_upload_refuses_a_nul_naming_line_and_field(with_run, lead, conte
         "field": field,
     }
     assert not OnlineMetric.objects.exists()
+
+
+# --------------------------------------------------------------------------- people lists
+
+LONG_EMAIL = "a@" + ".".join(["b" * 60] * 5) + ".com"  # a valid address of 310 characters; the column holds 254
+
+
+@pytest.mark.parametrize("how", ["bulk", "add", "api"])
+def test_member_email_longer_than_its_column_is_refused_naming_it(campaign, lead, how):
+    """Django's validate_email takes up to 320 characters: a longer address than the column was a 500 on
+    PostgreSQL (value too long for varchar(254)), on the Members page's list and form and in the API."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    expected = "at most 254 characters"
+    if how == "api":
+        client = APIClient()
+        client.force_authenticate(lead)
+        body = {"username": "dave", "email": LONG_EMAIL, "role": "annotator", "create": True}
+        response = client.post(f"/api/campaigns/{campaign.slug}/members/", body, format="json")
+        assert response.status_code == 400 and expected in str(response.json())
+    else:
+        client = Client()
+        client.force_login(lead)
+        url = reverse("judging:campaign_members", args=[campaign.slug])
+        if how == "bulk":
+            post = {"action": "bulk", "people": f"erin\ndave,{LONG_EMAIL}", "role": "annotator"}
+        else:
+            post = {"action": "add", "username": "dave", "email": LONG_EMAIL, "role": "annotator", "create": "on"}
+        response = client.post(url, post)
+        assert response.status_code == 422
+        page = response.content.decode().replace("&#x27;", "'")
+        assert expected in page and ("the list, line 2: e-mail 'a@bbb" in page or how == "add")
+    assert not get_user_model().objects.filter(username__in=["dave", "erin"]).exists()
