@@ -8,6 +8,7 @@ from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
+from judging.access import can_create_campaigns
 from judging.models import Campaign, Membership
 from judging.selectors import campaign_list, membership_roles
 
@@ -64,8 +65,8 @@ class Access:
             )
 
     def can_create_campaigns(self) -> bool:
-        """Leads (of any campaign) and users granted judging.add_campaign create campaigns."""
-        return self.leads_anywhere or self.user.has_perm("judging.add_campaign")
+        """The pages' rule (judging.access.can_create_campaigns), not a copy of it."""
+        return can_create_campaigns(self.user)
 
 
 def _is_slug(value: str) -> bool:
