@@ -808,7 +808,8 @@ class CampaignViewSet(
             "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
             "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
             "systems the two order differently; the same per query where per-query figures exist. Leads, or "
-            "annotators when the campaign shows them the leaderboard."
+            "annotators when the campaign shows them the leaderboard (they get the page's per-query rows: each "
+            "metric's best measure only)."
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
@@ -819,7 +820,7 @@ class CampaignViewSet(
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         from judging.scoring import Params
-        from judging.selectors.online import offline_vs_online, online_figures
+        from judging.selectors.online import offline_vs_online, online_figures, per_query_for_page
 
         v = params.validated_data
         try:
@@ -830,6 +831,9 @@ class CampaignViewSet(
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         data.pop("_points")
+        if not access(request).is_lead(campaign.id):
+            # the page's per-query table (each metric's best measure), not every measure's
+            data["per_query"] = per_query_for_page(data)
         data["figures"] = online_figures(campaign=campaign)
         return Response(data)
 

@@ -206,3 +206,10 @@ def best_sentence(result: dict) -> list[str]:
         parts += [gettext("; it cannot tell %(a)s from %(b)s") % {"a": a, "b": b_} for a, b_ in b["offline_ties"]]
         out.append("".join(parts) + ".")
     return out
+
+
+def per_query_for_page(data: dict) -> list[dict]:
+    """The per-query rows the "Offline vs online" page shows: for each online metric, its best offline measure
+    only (nDCG@k where none is best). Annotators get these from the API too, and no more (issue 11 #7)."""
+    fallback = f"nDCG@{data['k']}"
+    return [q for q in data["per_query"] if data["best"].get(q["metric"], {}).get("measure", fallback) == q["measure"]]
