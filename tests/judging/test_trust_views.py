@@ -117,7 +117,7 @@ def test_trust_page_diversity_per_query(as_lead, tagged, monkeypatch):  # noqa: 
         assert "Per query: ILD@3 · Coverage@3" in html
         part = html.split('class="data lb-table lb-diversity-queries"', 1)[1].split("</table>", 1)[0]
         systems = re.findall(r'<th class="num" scope="col">(.*?)</th>', part)
-        rows = re.findall(r'<tr><th scope="row">(\w+)</th>(.*?)</tr>', part)
+        rows = re.findall(r'<tr><th scope="row" class="lb-system">(\w+)</th>(.*?)</tr>', part)
         cells = {qid: re.findall(r'<td class="num">(.*?)</td>', tds) for qid, tds in rows}
         return html, {qid: dict(zip(systems, values, strict=True)) for qid, values in cells.items()}
 
