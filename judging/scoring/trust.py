@@ -456,17 +456,21 @@ def _attribute_codes(campaign: Campaign, attribute: str) -> tuple[np.ndarray, np
         got = _ATTRIBUTES.get(key)
     if got is not None and time.monotonic() - got[0] < ATTRIBUTE_SECONDS:
         return got[1], got[2], got[3]
-    rows = list(
-        Document.objects.filter(campaign=campaign)
-        .annotate(value=KT(f"attributes__{attribute}"))
-        .exclude(value__isnull=True)
-        .order_by("id")
-        .values_list("id", "value")
-    )
-    rows = [r for r in rows if str(r[1]) != ""]  # an empty value says no more than a missing one
-    pks = np.array([r[0] for r in rows], dtype=np.int64)
-    values, codes = np.unique(np.array([str(r[1]) for r in rows], dtype=object), return_inverse=True)
-    values = [str(v) for v in values]
+    rows = np.array(
+        list(
+            Document.objects.filter(campaign=campaign)
+            .annotate(value=KT(f"attributes__{attribute}"))
+            .exclude(value__isnull=True)
+            .order_by("id")
+            .values_list("id", "value")
+        ),
+        dtype=object,
+    ).reshape(-1, 2)
+    text = rows[:, 1].astype(str)
+    keep = text != ""  # an empty value says no more than a missing one
+    pks = rows[keep, 0].astype(np.int64)
+    values, codes = np.unique(text[keep], return_inverse=True)
+    values = values.tolist()
     codes = codes.astype(np.int64).reshape(-1)
     with _LOCK:
         _ATTRIBUTES[key] = (time.monotonic(), pks, codes, values)
@@ -517,15 +521,14 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
 
     def compute():
         arrays = trust_arrays(lb)
-        docs = arrays.doc_ids
+        k = lb.params.k
+        docs = arrays.doc_ids[..., :k]  # both measures look at the top k only: look up no deeper
         at = np.minimum(np.searchsorted(pks, docs), max(pks.size - 1, 0))
         found = pks[at] == docs
         grid = np.where(found, codes[at], metrics.NO_VALUE)
         grid[docs < 0] = metrics.PAD
-        k = lb.params.k
-        top = grid[..., :k]
-        listed = np.count_nonzero(top != metrics.PAD)
-        share = float(np.count_nonzero(top >= 0) / listed) if listed else 0.0
+        listed = np.count_nonzero(grid != metrics.PAD)
+        share = float(np.count_nonzero(grid >= 0) / listed) if listed else 0.0
         return Diversity(
             attribute,
             k,
