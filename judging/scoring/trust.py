@@ -41,6 +41,8 @@ PRIORITY_CHUNK = 200  # candidate pairs checked against the live queue per datab
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
 NO_CUTOFF = ("MRR", "MAP", "bpref")
+# An open comparison names this many of the queries that hold most of its unjudged pairs.
+TOP_OPEN_QUERIES = 5
 MEASURE_BASES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")
 
 _LOCK = threading.Lock()
@@ -304,7 +306,9 @@ class Verdicts:
 
     measure: str
     order: np.ndarray  # (S,) systems best first
-    adjacent: list[dict]  # {"systems": [a, b], "settled": bool, "open_pairs": n}, a above b
+    # {"systems": [a, b], "settled": bool, "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]},
+    # a above b
+    adjacent: list[dict]
     pairs_left: int  # distinct unjudged pairs that can still change an open comparison
     priority: metrics.PairPriority | None  # those pairs, most urgent first (cube query positions)
 
@@ -330,12 +334,28 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
         priority = metrics.pair_priority(arrays.labels, arrays.doc_ids, verdict.order, cutoff=cutoff)
         above, below = order[:-1], order[1:]
         settled_ = verdict.order[above, below] != 0
-        adjacent = [
-            {"systems": [names[a], names[c]], "settled": bool(s), "open_pairs": int(n)}
-            for a, c, s, n in zip(
-                above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True
+        # where the open comparisons' unjudged pairs are: their number per query, the busiest queries first
+        where = np.zeros((above.size, arrays.positions.size), dtype=np.int64)
+        is_open = np.flatnonzero(~settled_)
+        if is_open.size:
+            pairs = np.stack([above[is_open], below[is_open]], axis=1)
+            where[is_open] = metrics.open_pairs_by_query(arrays.labels, arrays.doc_ids, pairs, cutoff=cutoff)
+        busiest = np.argsort(-where, axis=1, kind="stable")[:, :TOP_OPEN_QUERIES]
+        qids = lb.cube.qids
+        adjacent = []
+        for i, (a, c, s, n) in enumerate(
+            zip(above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True)
+        ):  # over adjacent systems, not queries
+            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist() if where[i, q] > 0]
+            adjacent.append(
+                {
+                    "systems": [names[a], names[c]],
+                    "settled": bool(s),
+                    "open_pairs": int(n),
+                    "open_queries": int(np.count_nonzero(where[i])),
+                    "top_queries": [{"qid": qids[arrays.positions[q]], "pairs": m} for q, m in top],
+                }
             )
-        ]
         # priority.query indexes the arrays' queries: back to cube positions
         priority = priority._replace(query=arrays.positions[priority.query])
         return Verdicts(measure, order, adjacent, int(priority.query.size), priority)

@@ -660,6 +660,8 @@ def leaderboard_trust(request, ctx: BoardRequest):
         if v:
             for row, adj in zip(rows, [*v.adjacent, None], strict=True):
                 row["next"] = adj
+                if adj is not None:
+                    row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
         bound_names = list(b.mean_low)
         order = trust.ranking_order(lb, measure).tolist()
         names = lb.cube.system_names

@@ -113,7 +113,13 @@ def test_settled_lists_adjacent_systems_and_open_pairs(make_user):
             if d not in qrels[q]
         }
         assert entry["open_pairs"] == (0 if disjoint else len(unjudged))
+        # ... and where they are: how many queries hold them, the busiest first (ties by query order)
+        per_query = {q: sum(pq == q for pq, _ in unjudged) for q in qrels}
+        busiest = sorted((q for q in qrels if per_query[q]), key=lambda q: (-per_query[q], int(q[1:])))[:5]
+        assert entry["open_queries"] == (0 if disjoint else sum(n > 0 for n in per_query.values()))
+        assert entry["top_queries"] == ([] if disjoint else [{"qid": q, "pairs": per_query[q]} for q in busiest])
     assert data["pairs_left"] > 0
+    assert any(entry["top_queries"] for entry in data["settled"])  # some comparison really is open
 
 
 def test_judging_every_pair_settles_the_ranking(make_user):

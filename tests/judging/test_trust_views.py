@@ -85,6 +85,12 @@ def test_trust_page_sections(as_lead, tagged):  # noqa: F811
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
 
+def test_trust_page_says_which_queries_hold_the_open_pairs(as_lead, tagged):  # noqa: F811
+    # By P@3, alpha and beta are open: d9 (alpha's) and d10 (beta's) are unjudged, both in q3.
+    html = as_lead.get(url("leaderboard_trust", measure="P", k=3)).content.decode()
+    assert re.search(r"against (alpha|beta): 2 unjudged pairs in either cutoff, in 1 query: q3 \(2\)", html)
+
+
 def test_trust_page_diversity_over_an_attribute(as_lead, tagged):  # noqa: F811
     docs = "".join(
         f'{{"docid": "d{i}", "title": "T{i}", "text": "t", "attributes": {{"brand": "b{i % 2}"}}}}\n'
