@@ -15,7 +15,7 @@ from metrics.agreement import (
     pairwise_agreement,
     raw_agreement,
 )
-from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
+from metrics.bounds import PairPriority, Settled, open_pairs, open_pairs_by_query, pair_priority, score_bounds, settled
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.measures import Measure, measure_names
@@ -66,6 +66,7 @@ __all__ = [
     "PairPriority",
     "Settled",
     "open_pairs",
+    "open_pairs_by_query",
     "pair_priority",
     "score_bounds",
     "settled",

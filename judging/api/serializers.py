@@ -540,6 +540,11 @@ class SettledSerializer(serializers.Serializer):
     systems = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
     settled = serializers.BooleanField(help_text="No grading of the unjudged documents can swap these two.")
     open_pairs = serializers.IntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
+    open_queries = serializers.IntegerField(help_text="Queries holding those pairs (0 when settled).")
+    top_queries = serializers.ListField(
+        child=serializers.DictField(),
+        help_text='The (up to 5) queries holding most of those pairs: [{"qid", "pairs"}], most first.',
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

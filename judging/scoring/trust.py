@@ -41,6 +41,8 @@ PRIORITY_CHUNK = 200  # candidate pairs checked against the live queue per datab
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
 NO_CUTOFF = ("MRR", "MAP", "bpref")
+# An open comparison names this many of the queries that hold most of its unjudged pairs.
+TOP_OPEN_QUERIES = 5
 MEASURE_BASES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")
 
 _LOCK = threading.Lock()
@@ -304,7 +306,9 @@ class Verdicts:
 
     measure: str
     order: np.ndarray  # (S,) systems best first
-    adjacent: list[dict]  # {"systems": [a, b], "settled": bool, "open_pairs": n}, a above b
+    # {"systems": [a, b], "settled": bool, "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]},
+    # a above b
+    adjacent: list[dict]
     pairs_left: int  # distinct unjudged pairs that can still change an open comparison
     priority: metrics.PairPriority | None  # those pairs, most urgent first (cube query positions)
 
@@ -330,12 +334,28 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
         priority = metrics.pair_priority(arrays.labels, arrays.doc_ids, verdict.order, cutoff=cutoff)
         above, below = order[:-1], order[1:]
         settled_ = verdict.order[above, below] != 0
-        adjacent = [
-            {"systems": [names[a], names[c]], "settled": bool(s), "open_pairs": int(n)}
-            for a, c, s, n in zip(
-                above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True
+        # where the open comparisons' unjudged pairs are: their number per query, the busiest queries first
+        where = np.zeros((above.size, arrays.positions.size), dtype=np.int64)
+        is_open = np.flatnonzero(~settled_)
+        if is_open.size:
+            pairs = np.stack([above[is_open], below[is_open]], axis=1)
+            where[is_open] = metrics.open_pairs_by_query(arrays.labels, arrays.doc_ids, pairs, cutoff=cutoff)
+        busiest = np.argsort(-where, axis=1, kind="stable")[:, :TOP_OPEN_QUERIES]
+        qids = lb.cube.qids
+        adjacent = []
+        for i, (a, c, s, n) in enumerate(
+            zip(above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True)
+        ):  # over adjacent systems, not queries
+            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist() if where[i, q] > 0]
+            adjacent.append(
+                {
+                    "systems": [names[a], names[c]],
+                    "settled": bool(s),
+                    "open_pairs": int(n),
+                    "open_queries": int(np.count_nonzero(where[i])),
+                    "top_queries": [{"qid": qids[arrays.positions[q]], "pairs": m} for q, m in top],
+                }
             )
-        ]
         # priority.query indexes the arrays' queries: back to cube positions
         priority = priority._replace(query=arrays.positions[priority.query])
         return Verdicts(measure, order, adjacent, int(priority.query.size), priority)
@@ -456,17 +476,21 @@ def _attribute_codes(campaign: Campaign, attribute: str) -> tuple[np.ndarray, np
         got = _ATTRIBUTES.get(key)
     if got is not None and time.monotonic() - got[0] < ATTRIBUTE_SECONDS:
         return got[1], got[2], got[3]
-    rows = list(
-        Document.objects.filter(campaign=campaign)
-        .annotate(value=KT(f"attributes__{attribute}"))
-        .exclude(value__isnull=True)
-        .order_by("id")
-        .values_list("id", "value")
-    )
-    rows = [r for r in rows if str(r[1]) != ""]  # an empty value says no more than a missing one
-    pks = np.array([r[0] for r in rows], dtype=np.int64)
-    values, codes = np.unique(np.array([str(r[1]) for r in rows], dtype=object), return_inverse=True)
-    values = [str(v) for v in values]
+    rows = np.array(
+        list(
+            Document.objects.filter(campaign=campaign)
+            .annotate(value=KT(f"attributes__{attribute}"))
+            .exclude(value__isnull=True)
+            .order_by("id")
+            .values_list("id", "value")
+        ),
+        dtype=object,
+    ).reshape(-1, 2)
+    text = rows[:, 1].astype(str)
+    keep = text != ""  # an empty value says no more than a missing one
+    pks = rows[keep, 0].astype(np.int64)
+    values, codes = np.unique(text[keep], return_inverse=True)
+    values = values.tolist()
     codes = codes.astype(np.int64).reshape(-1)
     with _LOCK:
         _ATTRIBUTES[key] = (time.monotonic(), pks, codes, values)
@@ -517,15 +541,14 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
 
     def compute():
         arrays = trust_arrays(lb)
-        docs = arrays.doc_ids
+        k = lb.params.k
+        docs = arrays.doc_ids[..., :k]  # both measures look at the top k only: look up no deeper
         at = np.minimum(np.searchsorted(pks, docs), max(pks.size - 1, 0))
         found = pks[at] == docs
         grid = np.where(found, codes[at], metrics.NO_VALUE)
         grid[docs < 0] = metrics.PAD
-        k = lb.params.k
-        top = grid[..., :k]
-        listed = np.count_nonzero(top != metrics.PAD)
-        share = float(np.count_nonzero(top >= 0) / listed) if listed else 0.0
+        listed = np.count_nonzero(grid != metrics.PAD)
+        share = float(np.count_nonzero(grid >= 0) / listed) if listed else 0.0
         return Diversity(
             attribute,
             k,

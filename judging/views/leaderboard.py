@@ -660,6 +660,8 @@ def leaderboard_trust(request, ctx: BoardRequest):
         if v:
             for row, adj in zip(rows, [*v.adjacent, None], strict=True):
                 row["next"] = adj
+                if adj is not None:
+                    row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
         bound_names = list(b.mean_low)
         order = trust.ranking_order(lb, measure).tolist()
         names = lb.cube.system_names
@@ -711,6 +713,12 @@ def leaderboard_trust(request, ctx: BoardRequest):
             except ValueError as exc:
                 raise _BadArg(str(exc)) from None
             ild, cov = d.means()
+            # per query, a page of the scored queries (in the cube's order) with each system's two values
+            qids = lb.scored_qids()
+            page = Paginator(range(len(qids)), PAGE_SIZE).get_page(request.GET.get("page"))
+            shown = np.asarray(page.object_list, dtype=np.intp)
+            ild_q = d.ild[np.ix_(order, shown)].T.tolist()  # (page, S) in ranking order
+            cov_q = d.coverage[np.ix_(order, shown)].T.tolist()
             diversity = {
                 "d": d,
                 "ild_name": d.names[0],
@@ -724,6 +732,12 @@ def leaderboard_trust(request, ctx: BoardRequest):
                     }
                     for s in order
                 ],
+                "systems": [names[s] for s in order],
+                "queries": [
+                    {"qid": qids[q], "cells": list(zip(i_row, c_row, strict=True))}
+                    for q, i_row, c_row in zip(shown.tolist(), ild_q, cov_q, strict=True)
+                ],
+                "page": page,
             }
         context.update(
             n_unscored=0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
@@ -742,6 +756,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
             queue_matter=ctx.campaign.queue_mode == Campaign.QueueMode.MATTER,
         )
     context["keep"] = [("attribute", attribute)] if attribute else []
+    context["page_query"] = urlencode({**ctx.changed_params, **({"attribute": attribute} if attribute else {})})
     return render(request, "judging/leaderboard_trust.html", ctx.base(**context))
 
 

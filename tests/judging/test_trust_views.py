@@ -85,6 +85,12 @@ def test_trust_page_sections(as_lead, tagged):  # noqa: F811
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
 
+def test_trust_page_says_which_queries_hold_the_open_pairs(as_lead, tagged):  # noqa: F811
+    # By P@3, alpha and beta are open: d9 (alpha's) and d10 (beta's) are unjudged, both in q3.
+    html = as_lead.get(url("leaderboard_trust", measure="P", k=3)).content.decode()
+    assert re.search(r"against (alpha|beta): 2 unjudged pairs in either cutoff, in 1 query: q3 \(2\)", html)
+
+
 def test_trust_page_diversity_over_an_attribute(as_lead, tagged):  # noqa: F811
     docs = "".join(
         f'{{"docid": "d{i}", "title": "T{i}", "text": "t", "attributes": {{"brand": "b{i % 2}"}}}}\n'
@@ -98,6 +104,42 @@ def test_trust_page_diversity_over_an_attribute(as_lead, tagged):  # noqa: F811
     assert "ILD@3" in html and "Coverage@3" in html
     bad = as_lead.get(url("leaderboard_trust", attribute="colour"))
     assert bad.status_code == 400
+
+
+def test_trust_page_diversity_per_query(as_lead, tagged, monkeypatch):  # noqa: F811
+    """Each scored query's ILD@k and coverage@k for every system, a page of queries at a time."""
+    from judging.services import documents_import
+    from judging.views import leaderboard as leaderboard_views
+
+    brands = {1: "x", 2: "x", 3: "y", 4: "x", 5: "y", 6: "z", 7: "x", 8: "x", 9: "x", 10: "y"}
+    docs = "".join(
+        f'{{"docid": "d{i}", "title": "T{i}", "text": "t", "attributes": {{"brand": "{b}"}}}}\n'
+        for i, b in brands.items()
+    )
+    documents_import(campaign=tagged, data=docs.encode(), filename="d.jsonl")
+
+    def table(**query):
+        html = as_lead.get(url("leaderboard_trust", k=3, attribute="brand", **query)).content.decode()
+        assert "Per query: ILD@3 · Coverage@3" in html
+        part = html.split('class="data lb-table lb-diversity-queries"', 1)[1].split("</table>", 1)[0]
+        systems = re.findall(r'<th class="num" scope="col">(.*?)</th>', part)
+        rows = re.findall(r'<tr><th scope="row" class="lb-system">(\w+)</th>(.*?)</tr>', part)
+        cells = {qid: re.findall(r'<td class="num">(.*?)</td>', tds) for qid, tds in rows}
+        return html, {qid: dict(zip(systems, values, strict=True)) for qid, values in cells.items()}
+
+    _, got = table()
+    # top 3 of each run (see test_leaderboard_views' RUNS): alpha q3 = d7 d8 d9, all "x"; beta q3 = d8 d7 d10
+    gamma = "&lt;em&gt;gamma&lt;/em&gt;"
+    assert got == {
+        "q1": {"alpha": "0.667 · 2", "beta": "0.667 · 2", gamma: "0.667 · 2"},
+        "q2": {"alpha": "1.000 · 3", "beta": "1.000 · 3", gamma: "0.000 · 0"},
+        "q3": {"alpha": "0.000 · 1", "beta": "0.667 · 2", gamma: "0.000 · 0"},
+    }  # q4 has no label yet: not in the means, not listed
+    monkeypatch.setattr(leaderboard_views, "PAGE_SIZE", 2)
+    html, first = table()
+    assert list(first) == ["q1", "q2"] and "page 1 of 2" in html and "attribute=brand" in html
+    _, second = table(page=2)
+    assert list(second) == ["q3"]
 
 
 def test_curves_page_chart_and_table(as_lead, tagged):  # noqa: F811
