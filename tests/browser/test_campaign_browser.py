@@ -239,6 +239,25 @@ def test_lead_pages_fit_the_screen(live_server, new_page, screenshot, judged, si
     assert watch.errors == []
 
 
+def test_leaderboard_bar_chart_is_whole_on_a_phone(live_server, new_page, screenshot, judged):
+    page, watch = new_page(**PHONE)
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/leaderboard/")
+    page.wait_for_selector(".lb-table")
+    figure = page.locator(".lb-figure", has=page.locator(".lb-chart-narrow"))
+    figure.scroll_into_view_if_needed()
+    screenshot(page, "34-phone-leaderboard-chart")
+    # The chart drawn for a phone is the one shown, whole inside its card: no bar cut off at the edge.
+    assert page.is_visible(".lb-chart-narrow svg") and not page.is_visible(".lb-chart-wide svg")
+    box = figure.evaluate("f => [f.scrollWidth, f.clientWidth]")
+    assert box[0] <= box[1], box
+    font = page.evaluate(
+        "() => { const s = document.querySelector('.lb-chart-narrow svg');"
+        " return 12 * s.getBoundingClientRect().width / s.viewBox.baseVal.width; }"
+    )
+    assert font >= 10  # its 12 px labels are not shrunk to unreadable
+    assert watch.errors == []
+
+
 def test_review_counters_follow_a_decision_without_reload(live_server, new_page, screenshot, judged):
     page, watch = new_page(**DESKTOP)
     log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/review/")
