@@ -182,7 +182,7 @@ def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats
     return rows
 
 
-def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None):
+def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None, *, width: int = 900):
     """The bar chart of ``ranking_rows``: means, CIs where known, best/tied/worse colours."""
     if not rows:
         return None
@@ -193,6 +193,7 @@ def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None):
         low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
         high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
         status=[r["status"] for r in rows],
+        width=width,
     )
 
 

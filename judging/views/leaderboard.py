@@ -34,6 +34,7 @@ from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
+PHONE_CHART_WIDTH = 340  # the bar chart drawn for a 390 px screen: about its card's width inside the padding
 GAIN_LABELS = {  # metrics.GAINS in words
     "linear": gettext_lazy("linear (label)"),
     "exponential": gettext_lazy("exponential (2^label − 1)"),
@@ -351,6 +352,8 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
         "stats_current": current,
         "stats_refresh": refresh,
         "chart": scoring.bar_chart_of(rows, ctx.measure, stats),
+        # A phone shows this one instead: the wide chart would be cut off, or scaled to unreadable text.
+        "chart_narrow": scoring.bar_chart_of(rows, ctx.measure, stats, width=PHONE_CHART_WIDTH),
         "any_judged_low": any(r["judged_low"] for r in rows),
         "judged_warning": scoring.JUDGED_WARNING,
         "alpha": scoring.ALPHA,

@@ -389,6 +389,18 @@ def test_compare_wins_ties_losses(as_lead, tiny):
     assert svg["Content-Type"].startswith("image/svg+xml") and b"&lt;em&gt;gamma" in svg.content
 
 
+def test_leaderboard_draws_a_narrow_bar_chart_for_phones(as_lead, tiny):
+    html = as_lead.get(url("leaderboard")).content.decode()
+    wide = re.search(r'<div class="lb-chart-wide"><svg[^>]*viewBox="0 0 (\d+) ', html)
+    narrow = re.search(r'<div class="lb-chart-narrow"><svg[^>]*viewBox="0 0 (\d+) (.*?)</svg>', html, re.S)
+    assert wide and narrow and int(wide.group(1)) == 900 and int(narrow.group(1)) <= 350
+    # Its heading starts at the left edge and is squeezed to the chart's width rather than cut off.
+    heading = re.search(r"<text ([^>]*)>nDCG@10 \(mean over queries\)", narrow.group(2)).group(1)
+    assert 'x="4"' in heading and f'textLength="{int(narrow.group(1)) - 8}"' in heading
+    for name in ("alpha", "beta", "&lt;em&gt;gamma&lt;/em&gt;"):
+        assert f">{name}</text>" in narrow.group(2)
+
+
 def test_charts_are_svg(as_lead, tiny):
     for kind in ("bars", "distribution", "progress"):
         response = as_lead.get(url("leaderboard_chart", kind))
