@@ -59,7 +59,7 @@ from judging.jobs import (
     significance_get,
 )
 from judging.models import Campaign, Document, Membership, Pair, Query, System
-from judging.scoring import leaderboard_data, leaderboard_json
+from judging.scoring import TESTS, Params, leaderboard, leaderboard_data, leaderboard_json, measure_names, trust
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
@@ -69,6 +69,8 @@ from judging.selectors import (
     qrels_rows,
     system_rankings,
 )
+from judging.selectors.calibration import UnknownJudge, judge_calibration
+from judging.selectors.online import offline_vs_online, online_figures
 from judging.services import (
     ImportRefused,
     adjudication_set,
@@ -85,6 +87,8 @@ from judging.services import (
     scale_from_values,
     set_password_link_issue,
 )
+from judging.services.model_judge import model_judge_upload_annotator
+from judging.services.online import online_import
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
 ID_PATH = r"[0-9]+"
@@ -468,14 +472,12 @@ class CampaignViewSet(
         params = serializers.TrustQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
-        from judging.scoring import Params, leaderboard, trust
-
         try:
             p = Params.from_settings(d)
             lb = leaderboard(campaign, p)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
-        return campaign, lb, d, trust
+        return campaign, lb, d
 
     @extend_schema(
         parameters=[serializers.TrustQuerySerializer],
@@ -487,7 +489,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_OBJECT)
     def leaderboard_curves(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         measure = d["measure"].partition("@")[0]
         k_max = d["k_max"] or trust.curve_k_default(lb)
         try:
@@ -516,7 +518,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_OBJECT)
     def leaderboard_segments(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         try:
             measure = trust.resolve_measure(d["measure"], lb.params.k)
             segments = trust.segments(lb, measure)
@@ -541,7 +543,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_OBJECT)
     def leaderboard_pool_bias(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         result = trust.pool_bias(lb)
         return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
 
@@ -760,8 +762,6 @@ class CampaignViewSet(
             # it: otherwise the import would record the labels under a new label source, counted as human.
             campaign = self.get_object()
             access(request).require_lead(campaign, _("upload files"))
-            from judging.services.model_judge import model_judge_upload_annotator
-
             try:
                 model_judge_upload_annotator(
                     name=form.validated_data.get("annotator", ""),
@@ -797,8 +797,6 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_online(self, request, slug=None):
-        from judging.services.online import online_import
-
         return self._upload(request, serializers.OnlineUploadSerializer, online_import, kind="online")
 
     @extend_schema(
@@ -818,9 +816,6 @@ class CampaignViewSet(
             access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        from judging.scoring import Params
-        from judging.selectors.online import offline_vs_online, online_figures
-
         v = params.validated_data
         try:
             data = offline_vs_online(
@@ -854,9 +849,6 @@ class CampaignViewSet(
         access(request).require_lead(campaign, _("see its model judges' calibration"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        from judging.scoring import Params
-        from judging.selectors.calibration import UnknownJudge, judge_calibration
-
         v = params.validated_data
         try:
             data = judge_calibration(
@@ -922,8 +914,6 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_OBJECT)
     def leaderboard_significance(self, request, slug=None):
-        from judging.scoring import TESTS, Params, leaderboard, measure_names
-
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
             access(request).require_lead(campaign, "see its leaderboard")

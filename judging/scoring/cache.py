@@ -266,6 +266,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         )
     base_key = key
     if params.segment is not None:
+        # Imported here: judging.scoring.trust imports this module (Leaderboard, Params, leaderboard).
         from judging.scoring.trust import segment_mask
 
         inside = segment_mask(campaign, cube, params.segment)
@@ -345,7 +346,7 @@ def leaderboard_data(
     if segment is not None:
         data["segment"] = segment
     if bounds or attribute or micro:
-        from judging.scoring import trust
+        from judging.scoring import trust  # imported here: trust imports this module
 
         trust.leaderboard_data_extend(
             lb, data, measure=measure, with_bounds=bounds, attribute=attribute, with_micro=micro, per_query=per_query

@@ -30,6 +30,7 @@ from judging.models import Campaign, Query, QueryTag
 from judging.scoring import trust
 from judging.selectors import grade_list
 from judging.selectors.calibration import label_source_choices
+from judging.services import query_tags_set
 from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
@@ -843,8 +844,6 @@ class QueryTagsForm(forms.Form):
 @_handles_bad_args
 def leaderboard_tags(request, ctx: BoardRequest):
     """Leads edit the queries' tags (segments), a page of PAGE_SIZE queries at a time."""
-    from judging.services import query_tags_set
-
     message = error = ""
     if request.method == "POST":
         form = QueryTagsForm(request.POST)
