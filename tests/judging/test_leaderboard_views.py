@@ -15,59 +15,14 @@ from judging.scoring import leaderboard_data
 from judging.scoring import stats as scoring_stats
 from judging.services import (
     campaign_create,
-    documents_import,
     judgment_record,
     membership_add,
     qrels_import,
-    queries_import,
     run_import,
 )
 
-# Three systems, three queries with labels and one without. P@1 per query (q1, q2, q3):
-# alpha (1, 0, 1), beta (0, 1, 1), gamma (1, 0, 0) - gamma returned nothing for q2 and q3.
-# alpha vs beta on P@1: q1 win, q2 loss, q3 tie. d9 and d10 are unjudged.
-TOPICS = "q1\tmerino <b>wool</b> sweater\nq2\train jacket\nq3\tcable knit\nq4\tnot judged yet\n"
-DOCS = "".join(
-    f'{{"docid": "d{i}", "title": "Title {i}{" <script>alert(1)</script>" if i == 1 else ""}", "text": "t"}}\n'
-    for i in range(1, 11)
-)
-RUNS = (
-    "q1 Q0 d1 1 3 alpha\nq1 Q0 d2 2 2 alpha\nq1 Q0 d3 3 1 alpha\n"
-    "q2 Q0 d4 1 3 alpha\nq2 Q0 d5 2 2 alpha\nq2 Q0 d6 3 1 alpha\n"
-    "q3 Q0 d7 1 3 alpha\nq3 Q0 d8 2 2 alpha\nq3 Q0 d9 3 1 alpha\n"
-    "q1 Q0 d2 1 3 beta\nq1 Q0 d1 2 2 beta\nq1 Q0 d3 3 1 beta\n"
-    "q2 Q0 d6 1 3 beta\nq2 Q0 d5 2 2 beta\nq2 Q0 d4 3 1 beta\n"
-    "q3 Q0 d8 1 3 beta\nq3 Q0 d7 2 2 beta\nq3 Q0 d10 3 1 beta\n"
-    "q1 Q0 d3 1 3 <em>gamma</em>\nq1 Q0 d2 2 2 <em>gamma</em>\nq1 Q0 d1 3 1 <em>gamma</em>\n"
-)
-QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d4 0\nq2 0 d5 0\nq2 0 d6 1\nq3 0 d7 1\nq3 0 d8 1\n"
+# The "tiny" campaign (tests/conftest.py, data in tests/data.py): alpha, beta and <em>gamma</em> over q1-q4.
 GAMMA = "<em>gamma</em>"
-
-
-@pytest.fixture
-def tiny(db, lead, annotator, make_user):
-    c = campaign_create(slug="tiny", name="Tiny", pool_depth=3)
-    membership_add(campaign=c, user=lead, role="lead")
-    membership_add(campaign=c, user=annotator, role="annotator")
-    assessor = make_user("assessor")
-    membership_add(campaign=c, user=assessor, role="annotator")
-    queries_import(campaign=c, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=c, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=c, data=RUNS.encode(), filename="runs.trec")
-    qrels_import(campaign=c, data=QRELS.encode(), filename="q.qrels", annotator=assessor)
-    return c
-
-
-@pytest.fixture
-def as_lead(client, lead):
-    client.force_login(lead)
-    return client
-
-
-@pytest.fixture
-def as_annotator(client, annotator):
-    client.force_login(annotator)
-    return client
 
 
 def url(name, *args, **query):
