@@ -19,7 +19,7 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from tests.data import DOCS, RUN_BM25, TOPICS
+from tests.data import DOCS, RUN_BM25, TOPICS, client_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
@@ -898,3 +898,29 @@ def test_settings_switch_aggregation_relabels(pooled, lead, annotator, make_user
         form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
     assert login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form).status_code == 302
     assert Pair.objects.get(id=pair.id).label == 2
+
+
+def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled, lead):
+    """The page's formset and the API's serializer both use the service's scale check: same rule, same words."""
+    form = {
+        "name": "Demo",
+        "description": "",
+        "guidelines": "",
+        "pool_depth": 2,
+        "redundancy": 1,
+        "aggregation": "median",
+        "grades-TOTAL_FORMS": 3,
+        "grades-INITIAL_FORMS": 3,
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
+    }
+    for i, g in enumerate(pooled.grades.all()):
+        form.update({f"grades-{i}-value": 1, f"grades-{i}-name": g.name})  # every grade given the value 1
+    response = login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form)
+    assert response.status_code == 422 and "each grade value may appear only once" in response.content.decode()
+    scale = [{"value": 1, "name": "a"}, {"value": 1, "name": "b"}]
+    response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": scale}, format="json")
+    assert response.status_code == 400 and response.json() == {"scale": ["each grade value may appear only once"]}
+    response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": []}, format="json")
+    assert response.status_code == 400 and response.json() == {"scale": ["a grading scale needs at least one grade"]}
+    assert list(pooled.grades.values_list("value", flat=True)) == [0, 1, 2]
