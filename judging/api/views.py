@@ -59,11 +59,21 @@ from judging.jobs import (
     significance_get,
 )
 from judging.models import Campaign, Document, Membership, Pair, Query, System
-from judging.scoring import TESTS, Params, leaderboard, leaderboard_data, leaderboard_json, measure_names, trust
+from judging.scoring import (
+    TESTS,
+    Params,
+    leaderboard,
+    leaderboard_data,
+    leaderboard_json,
+    measure_names,
+    threshold_check,
+    trust,
+)
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
     campaign_progress,
+    grade_top,
     judgment_export_rows,
     judgments_visible,
     qrels_rows,
@@ -454,15 +464,10 @@ class CampaignViewSet(
                 % {"campaign": repr(campaign.slug)}
             )
         params["per_query"] = False
-        top = max(campaign.grades.values_list("value", flat=True), default=0)
-        if params["threshold"] > top:
-            raise DRFValidationError(
-                {
-                    "threshold": [
-                        _("must be between 0 and %(top)s, the top grade of this campaign's scale") % {"top": top}
-                    ]
-                }
-            )
+        try:
+            threshold_check(params["threshold"], top=grade_top(campaign=campaign))
+        except DjangoValidationError as exc:
+            raise DRFValidationError({"threshold": exc.messages}) from None
 
     def _trust_board(self, request):
         """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""

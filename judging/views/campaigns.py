@@ -63,9 +63,8 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
-def _setup_steps(campaign, stats: dict, systems: list, documents: int) -> list[dict]:
+def _setup_steps(campaign, stats: dict, systems: list, documents: int, annotators: int) -> list[dict]:
     """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
-    annotators = campaign.memberships.filter(role=Membership.Role.ANNOTATOR).count()
     upload = reverse("judging:campaign_upload", args=[campaign.slug])
     members = reverse("judging:campaign_members", args=[campaign.slug])
     judge = reverse("judging:judge", args=[campaign.slug])
@@ -99,11 +98,9 @@ def campaign_detail(request, member: Member):
     )
     if member.is_lead:
         ctx["stats"] = stats = selectors.campaign_progress(campaign=campaign)
-        ctx["systems"] = systems = list(
-            campaign.systems.order_by("name").values("id", "name", "entries", "source", "imported_at")
-        )
-        ctx["documents"] = documents = campaign.documents.count()
-        ctx["steps"] = steps = _setup_steps(campaign, stats, systems, documents)
+        setup = selectors.campaign_setup(campaign=campaign)
+        ctx["systems"], ctx["documents"] = setup["systems"], setup["documents"]
+        ctx["steps"] = steps = _setup_steps(campaign, stats, **setup)
         ctx["setup_open"] = not all(step["done"] for step in steps)
     return render(request, "judging/campaign_detail.html", ctx)
 

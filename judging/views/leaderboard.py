@@ -26,9 +26,9 @@ from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import Policy
 from judging.jobs import job_can_retry, job_percent, significance_get
-from judging.models import Campaign, Query, QueryTag
+from judging.models import Campaign
 from judging.scoring import trust
-from judging.selectors import grade_list
+from judging.selectors import grade_list, grade_top, query_list, query_tag_exists
 from judging.selectors.calibration import label_source_choices
 from judging.services import query_tags_set
 from metrics import Measure
@@ -102,11 +102,7 @@ class LeaderboardParamsForm(forms.Form):
         t = self.cleaned_data["threshold"]
         if t is None:
             return 1
-        if t > self.max_grade:
-            raise forms.ValidationError(
-                _("must be between 0 and %(top)d, the top grade of this campaign's scale") % {"top": self.max_grade}
-            )
-        return t
+        return scoring.threshold_check(t, top=self.max_grade)
 
     def clean_judged_only(self) -> bool:
         raw = (self.cleaned_data["judged_only"] or "").strip().lower()
@@ -133,7 +129,7 @@ class LeaderboardParamsForm(forms.Form):
             data["measure"] = measure.at(data["k"])
         segment = (data.get("segment") or "").strip()
         data["segment"] = segment or None
-        if segment and not QueryTag.objects.filter(query__campaign=self.campaign, tag=segment).exists():
+        if segment and not query_tag_exists(campaign=self.campaign, tag=segment):
             self.add_error("segment", _("no query of this campaign has the tag %(tag)r") % {"tag": segment})
         return data
 
@@ -274,7 +270,7 @@ def leaderboard_page(*, drill: bool = False):
                         "judging is under way: knowing which system is winning biases judgments."
                     ),
                 )
-            max_grade = max((g.value for g in grade_list(campaign=member.campaign)), default=0)
+            max_grade = grade_top(campaign=member.campaign)
             form = LeaderboardParamsForm(request.GET, campaign=member.campaign, max_grade=max_grade)
             if not form.is_valid():
                 return _refuse(request, member, 400, _("These leaderboard settings are not valid."), form=form)
@@ -859,11 +855,7 @@ def leaderboard_tags(request, ctx: BoardRequest):
         else:
             error = "; ".join(f"{f}: {e}" for f, es in form.errors.items() for e in es)
     search = request.GET.get("q", "").strip()[:100]
-    queries = Query.objects.filter(campaign=ctx.campaign).order_by("qid")
-    if search:
-        queries = queries.filter(qid__icontains=search) | queries.filter(tags__tag=search)
-        queries = queries.distinct().order_by("qid")
-    page = Paginator(queries.prefetch_related("tags"), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(query_list(campaign=ctx.campaign, search=search), PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [{"qid": q.qid, "text": q.text, "tags": ", ".join(t.tag for t in q.tags.all())} for q in page]
     context = ctx.base(
         tab="tags",
