@@ -936,22 +936,22 @@ class CampaignViewSet(
             )
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
-        pw, job = significance_get(lb=lb, measure=names[0], test=d["test"], user=request.user)
-        if pw is None:
+        pairwise, job = significance_get(lb=lb, measure=names[0], test=d["test"], user=request.user)
+        if pairwise is None:
             return job_accepted(request, job)
         return Response(
             {
                 "campaign": campaign.slug,
-                "measure": pw.measure,
-                "test": pw.test,
-                "test_label": TESTS[pw.test],
-                "state": pw.state,
-                "queries": pw.n_queries,
-                "alpha": pw.alpha,
+                "measure": pairwise.measure,
+                "test": pairwise.test,
+                "test_label": TESTS[pairwise.test],
+                "state": pairwise.state,
+                "queries": pairwise.n_queries,
+                "alpha": pairwise.alpha,
                 "systems": list(lb.cube.system_names),
-                "diff": [[round(float(x), 10) for x in row] for row in pw.diff],
-                "p": [[None if x != x else float(x) for x in row] for row in pw.p],
-                "computed_at": pw.computed_at,
+                "diff": [[round(float(x), 10) for x in row] for row in pairwise.diff],
+                "p": [[None if x != x else float(x) for x in row] for row in pairwise.p],
+                "computed_at": pairwise.computed_at,
             }
         )
 

@@ -394,22 +394,24 @@ def leaderboard_significance(request, ctx: BoardRequest):
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     # Above RELJUDGE_STATS_JOB_CELLS the test runs in the task worker; the page shows its progress and then
     # the matrix (cached under the labels' state it was computed from, so never a stale one as current).
-    pw, job = significance_get(lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path())
+    pairwise, job = significance_get(
+        lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path()
+    )
     context = ctx.base(
         test=test,
         tests=scoring.TESTS,
         test_label=scoring.TESTS[test],
         too_few_queries=lb.n_scored < scoring.MIN_QUERIES_FOR_STATS,
         tab="significance",
-        stats_job=job if pw is None else None,
+        stats_job=job if pairwise is None else None,
         percent=job_percent(job) if job is not None else 0,
         can_retry=job is not None and job_can_retry(job),
         poll_url=request.get_full_path(),
     )
-    if pw is not None:
-        rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
-        context.update(rows=rows, names=[r["name"] for r in rows], pw=pw, n_pairs=n_pairs, n_sig=n_sig)
-    if request.htmx and pw is None:
+    if pairwise is not None:
+        rows, n_pairs, n_sig = scoring.significance_rows(lb, pairwise)
+        context.update(rows=rows, names=[r["name"] for r in rows], pairwise=pairwise, n_pairs=n_pairs, n_sig=n_sig)
+    if request.htmx and pairwise is None:
         return render(request, "judging/_significance_job.html", context)
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"
     return render(request, template, context)

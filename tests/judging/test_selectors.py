@@ -174,7 +174,7 @@ def test_judgment_neighbours_walk_the_history(pooled, annotator):
     assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=middle) == (order[1], order[3])
 
 
-def test_judgments_of_is_only_the_annotators_own(pooled, annotator, ann2):
+def test_judgment_list_is_only_the_annotators_own(pooled, annotator, ann2):
     pairs = list(Pair.objects.filter(campaign=pooled).order_by("id"))
     judgment_record(pair=pairs[0], annotator=annotator, grade=2, note="mine")
     judgment_record(pair=pairs[0], annotator=ann2, grade=0, note="theirs")

@@ -31,7 +31,7 @@ def pooled(campaign):
     return set(Pair.objects.filter(campaign=campaign, pooled=True).values_list("query__qid", "document__docid"))
 
 
-def test_topics_import_creates_and_is_idempotent(campaign):
+def test_queries_import_creates_and_is_idempotent(campaign):
     s1 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     s2 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     assert (s1.added, s2.added, s2.unchanged) == (2, 0, 2)
@@ -39,7 +39,7 @@ def test_topics_import_creates_and_is_idempotent(campaign):
     assert (q.text, q.description) == ("wool knit sweater", "A warm sweater knitted from wool.")
 
 
-def test_topics_import_fills_in_stub_query(campaign):
+def test_queries_import_fills_in_stub_query(campaign):
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     assert Query.objects.get(qid="q1").is_stub
     s = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
@@ -47,7 +47,7 @@ def test_topics_import_fills_in_stub_query(campaign):
     assert (s.updated, q.is_stub, q.text) == (2, False, "wool knit sweater")
 
 
-def test_docs_import_keeps_html_verbatim(campaign):
+def test_documents_import_keeps_html_verbatim(campaign):
     data = b'{"docid": "x", "title": "<b>t</b>", "text": "<script>alert(1)</script>"}\n'
     documents_import(campaign=campaign, data=data, filename="d.jsonl")
     assert Document.objects.get(docid="x").text == "<script>alert(1)</script>"
