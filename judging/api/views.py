@@ -99,6 +99,7 @@ from judging.services import (
 )
 from judging.services.model_judge import model_judge_upload_annotator
 from judging.services.online import online_import
+from metrics import Measure
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
 ID_PATH = r"[0-9]+"
@@ -882,7 +883,7 @@ class CampaignViewSet(
     @action(detail=True, methods=["post"], url_path="judges/run", **ONE_OBJECT)
     def judges_run(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "run a model judge on it")
+        access(request).require_lead(campaign, _("run a model judge on it"))
         body = JudgeRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not model_endpoint_configured():
@@ -921,14 +922,25 @@ class CampaignViewSet(
     def leaderboard_significance(self, request, slug=None):
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
-            access(request).require_lead(campaign, "see its leaderboard")
+            access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.SignificanceQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
-        base = d["measure"].partition("@")[0]
-        names = [n for n in measure_names(d["k"]) if n.partition("@")[0] == base and not n.startswith("Judged")]
-        if not names:
-            raise DRFValidationError({"measure": [f"unknown measure {d['measure']!r}"]})
+        # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
+        tested = [n for n in measure_names(d["k"]) if Measure.parse(n).base != "Judged"]
+        try:
+            measure = trust.resolve_measure(d["measure"], d["k"])
+        except ValueError as exc:
+            raise DRFValidationError({"measure": [str(exc)]}) from None
+        if measure not in tested:
+            raise DRFValidationError(
+                {
+                    "measure": [
+                        _("unknown measure %(measure)r; expected one of %(choices)s")
+                        % {"measure": d["measure"][:40], "choices": ", ".join(Measure.parse(n).base for n in tested)}
+                    ]
+                }
+            )
         try:
             lb = leaderboard(
                 campaign,
@@ -936,7 +948,7 @@ class CampaignViewSet(
             )
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
-        pairwise, job = significance_get(lb=lb, measure=names[0], test=d["test"], user=request.user)
+        pairwise, job = significance_get(lb=lb, measure=measure, test=d["test"], user=request.user)
         if pairwise is None:
             return job_accepted(request, job)
         return Response(

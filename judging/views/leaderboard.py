@@ -117,16 +117,11 @@ class LeaderboardParamsForm(forms.Form):
         data = super().clean()
         if self.errors:
             return data
-        raw = (data.get("measure") or "nDCG").strip()
         try:
-            measure = Measure.parse(raw)
-        except ValueError as exc:
+            data["measure"] = Measure.parse(trust.resolve_measure(data.get("measure"), data["k"]))
+        except ValueError as exc:  # in the reader's language, as the API says it
             self.add_error("measure", str(exc))
             return data
-        if measure.cutoff is not None and measure.cutoff != data["k"]:
-            self.add_error("measure", _("%(measure)s does not match k=%(k)d") % {"measure": raw, "k": data["k"]})
-        else:
-            data["measure"] = measure.at(data["k"])
         segment = (data.get("segment") or "").strip()
         data["segment"] = segment or None
         if segment and not query_tag_exists(campaign=self.campaign, tag=segment):
@@ -691,15 +686,15 @@ def leaderboard_trust(request, ctx: BoardRequest):
             }
             for s in order
         ]
-        k = ctx.params.k
+        p_at_k, r_at_k = str(Measure("P", ctx.params.k)), str(Measure("R", ctx.params.k))
         micro = trust.micro(lb)
         micro_rows = [
             {
                 "name": names[s],
-                "macro_p": float(means[lb.measure_index(f"P@{k}"), s]),
-                "micro_p": float(micro[f"P@{k}"][s]),
-                "macro_r": float(means[lb.measure_index(f"R@{k}"), s]),
-                "micro_r": float(micro[f"R@{k}"][s]),
+                "macro_p": float(means[lb.measure_index(p_at_k), s]),
+                "micro_p": float(micro[p_at_k][s]),
+                "macro_r": float(means[lb.measure_index(r_at_k), s]),
+                "micro_r": float(micro[r_at_k][s]),
             }
             for s in order
         ]
@@ -744,7 +739,8 @@ def leaderboard_trust(request, ctx: BoardRequest):
     return render(request, "judging/leaderboard_trust.html", ctx.base(**context))
 
 
-CURVE_BASES = ("nDCG", "P", "R", "F1", "Hit")
+# metrics.CURVE_MEASURES with nDCG, the leaderboard's default ranking measure, first.
+CURVE_BASES = tuple(sorted(metrics.CURVE_MEASURES, key=lambda m: m != "nDCG"))
 
 
 def _with_query(url: str, query: dict) -> str:
@@ -759,7 +755,7 @@ def leaderboard_curves(request, ctx: BoardRequest):
     base = ctx.measure_base if ctx.measure_base in CURVE_BASES else "nDCG"
     k_max = _int_arg(request, "k_max", trust.curve_k_default(lb), 1, trust.CURVE_K_MAX)
     values = trust.curves(lb, base, k_max)
-    order = trust.ranking_order(lb, f"{base}@{ctx.params.k}").tolist()
+    order = trust.ranking_order(lb, str(Measure(base, ctx.params.k))).tolist()
     names = [lb.cube.system_names[s] for s in order]
     values = values[order] if len(order) else values
     # the table shows every cutoff up to 20, then every 5th and 10th: a readable width

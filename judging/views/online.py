@@ -19,6 +19,7 @@ from judging.jobs import model_endpoint_configured, model_judge_job_start
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judges
 from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures
 from judging.views.leaderboard import BoardRequest, leaderboard_page
+from metrics import Measure
 
 
 @require_http_methods(["GET", "HEAD"])
@@ -42,7 +43,7 @@ def online(request, ctx: BoardRequest):
     per_query = [
         q
         for q in data["per_query"]
-        if data["best"].get(q["metric"], {}).get("measure", f"nDCG@{ctx.params.k}") == q["measure"]
+        if data["best"].get(q["metric"], {}).get("measure", str(Measure("nDCG", ctx.params.k))) == q["measure"]
     ]
     return render(
         request,

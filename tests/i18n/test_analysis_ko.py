@@ -115,3 +115,12 @@ def test_chart_in_korean(as_lead, campaign, korean):
     assert f"alpha: P@3 = {alpha['measures']['P@3']:.4f}" in svg
     progress = page(as_lead, "leaderboard_chart", "progress")
     assert "판정 진행 상황" in progress and "Judging progress" not in progress
+
+
+def test_unknown_measure_refused_in_korean(as_lead, campaign, korean):
+    response = as_lead.get(
+        reverse("judging:leaderboard", args=["tiny"]), {"measure": "NDCG"}, HTTP_ACCEPT_LANGUAGE="ko"
+    )
+    html = response.content.decode()
+    assert response.status_code == 400 and "알 수 없는 측정" in html
+    assert_no_english(html, "unknown measure")

@@ -8,6 +8,7 @@ from django.db import connection
 from django.template.defaultfilters import floatformat
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 
 from judging import scoring
 from judging.models import Pair
@@ -20,6 +21,7 @@ from judging.services import (
     qrels_import,
     run_import,
 )
+from tests.data import client_for
 
 # The "tiny" campaign (tests/conftest.py, data in tests/data.py): alpha, beta and <em>gamma</em> over q1-q4.
 GAMMA = "<em>gamma</em>"
@@ -459,3 +461,30 @@ def test_main_page_query_budget(client, tiny, lead, django_assert_max_num_querie
         client.get(url("leaderboard"))
     with django_assert_max_num_queries(14):
         client.get(url("leaderboard_table"), HTTP_HX_REQUEST="true")
+
+
+@pytest.mark.parametrize(
+    ("measure", "message"),
+    [
+        ("nDCG@5", "nDCG@5 does not match k=10"),
+        ("MRR@10", "MRR has no cutoff"),
+        ("NDCG", "unknown measure 'NDCG'; expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref, Judged"),
+    ],
+)
+def test_page_and_api_read_a_measure_alike(as_lead, tiny, lead, measure, message):
+    """The page's form and the API's leaderboard endpoints read a measure with one function (resolve_measure):
+    the API's significance test no longer takes nDCG@5 for nDCG@10."""
+    page = as_lead.get(url("leaderboard", measure=measure, k=10))
+    assert page.status_code == 400 and escape(message) in page.content.decode()
+    api = client_for(lead)
+    for endpoint in ("segments", "significance"):
+        response = api.get(f"/api/campaigns/tiny/leaderboard/{endpoint}/", {"measure": measure, "k": 10})
+        assert response.status_code == 400, endpoint
+        assert message in str(response.json()), (endpoint, response.json())
+
+
+def test_api_significance_compares_on_the_measure_asked_for(tiny, lead):
+    response = client_for(lead).get("/api/campaigns/tiny/leaderboard/significance/", {"measure": "P@3", "k": 3})
+    assert response.status_code == 200 and response.json()["measure"] == "P@3"
+    refused = client_for(lead).get("/api/campaigns/tiny/leaderboard/significance/", {"measure": "Judged"})
+    assert refused.status_code == 400 and "expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref" in str(refused.json())
