@@ -533,8 +533,8 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
         return Diversity(
             attribute,
             k,
-            metrics.intra_list_diversity(grid, k),
-            metrics.coverage(grid, k).astype(np.float64),
+            metrics.intra_list_diversity(grid, k=k),
+            metrics.coverage(grid, k=k).astype(np.float64),
             len(values),
             share,
         )
