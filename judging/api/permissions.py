@@ -9,7 +9,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
 from judging.access import can_create_campaigns, membership_role
-from judging.models import Campaign, Membership
+from judging.models import Campaign, Membership, User
 from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
@@ -22,7 +22,7 @@ class Access:
     role an action needs get 403. Superusers are leads everywhere.
     """
 
-    def __init__(self, user):
+    def __init__(self, user: User):
         self.user = user
         self.superuser = bool(user.is_authenticated and user.is_superuser)
         self.roles = membership_roles(user=user)

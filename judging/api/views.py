@@ -58,7 +58,7 @@ from judging.jobs import (
     policy_job_start,
     significance_get,
 )
-from judging.models import Campaign, Document, Membership, Pair, Query, System
+from judging.models import Campaign, Document, Membership, Pair, Query, System, User
 from judging.scoring import (
     TESTS,
     Params,
@@ -782,7 +782,7 @@ class CampaignViewSet(
         )
 
     @staticmethod
-    def _qrels_import(*, user, annotator=None, model=False, description="", **kwargs):
+    def _qrels_import(*, user: User, annotator=None, model=False, description="", **kwargs):
         # The import checks the name (a member, a source account, or a new source); see qrels_import. A model
         # judge was made a member by upload_qrels before this runs.
         return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
