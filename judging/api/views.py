@@ -76,6 +76,7 @@ from judging.selectors import (
     grade_top,
     judgment_export_rows,
     judgments_visible,
+    membership_get,
     qrels_rows,
     system_rankings,
 )
@@ -622,7 +623,7 @@ class CampaignViewSet(
     def member_remove(self, request, slug=None, username=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
-        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        membership = membership_get(campaign=campaign, username=username)
         if membership is None:
             raise NotFound(_not_member(username, campaign))
         membership_remove(campaign=campaign, user=membership.user)
@@ -647,7 +648,7 @@ class CampaignViewSet(
     def member_link(self, request, slug=None, username=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
-        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        membership = membership_get(campaign=campaign, username=username)
         if membership is None:
             raise NotFound(_not_member(username, campaign))
         added = set_password_link_issue(

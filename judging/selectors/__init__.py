@@ -10,6 +10,7 @@ from judging.selectors.campaigns import (  # noqa: F401
     campaign_setup,
     grade_list,
     grade_top,
+    membership_get,
     membership_roles,
     pool_size,
     pool_size_forget,

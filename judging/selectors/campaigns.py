@@ -133,6 +133,12 @@ def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:
     )
 
 
+def membership_get(*, campaign: Campaign, username: str | None = None, user_id: int | None = None) -> Membership | None:
+    """One member of the campaign, by username or user id, with the user loaded; None for a non-member."""
+    key = {"user__username": username} if username is not None else {"user_id": user_id}
+    return campaign.memberships.filter(**key).select_related("user").first()
+
+
 def _pooled() -> Q:
     # `pooled=True` compiles to a bare `WHERE pooled` that SQLite cannot match against an index column;
     # `pooled IN (true)` lets both SQLite and PostgreSQL walk pair_queue_idx (campaign, pooled, count).

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -227,7 +227,9 @@ def campaign_members(request, member: Member):
                     # a tampered hidden field (user=abc): say which, on the page, instead of failing the lookup
                     messages.error(request, change.error_text())
                     return _members_page(request, member, form, bulk, [], status=400)
-                membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
+                membership = selectors.membership_get(campaign=campaign, user_id=change.cleaned_data["user"])
+                if membership is None:
+                    raise Http404(_("No such member."))
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
                     messages.success(

@@ -924,3 +924,12 @@ def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled
     response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": []}, format="json")
     assert response.status_code == 400 and response.json() == {"scale": ["a grading scale needs at least one grade"]}
     assert list(pooled.grades.values_list("value", flat=True)) == [0, 1, 2]
+
+
+def test_members_page_answers_404_for_a_user_who_is_not_a_member(pooled, lead, make_user):
+    outsider = make_user("outsider")
+    url = reverse("judging:campaign_members", args=[pooled.slug])
+    for action in ("role", "remove", "link"):
+        response = login(lead).post(url, {"action": action, "user": outsider.id, "role": "lead"})
+        assert response.status_code == 404, action
+    assert not Membership.objects.filter(user=outsider).exists()
