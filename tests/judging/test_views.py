@@ -807,25 +807,34 @@ def test_create_campaign_needs_permission(annotator):
     assert login(annotator).get(reverse("judging:campaign_new")).status_code == 403
 
 
+def settings_form(campaign, *, grades=None, **changes) -> dict:
+    """The settings page's POST body: the campaign's settings with ``changes``, and its grades (or ``grades``,
+    (value, name) pairs)."""
+    grades = grades if grades is not None else [(g.value, g.name) for g in campaign.grades.all()]
+    form = {
+        "name": campaign.name,
+        "description": campaign.description,
+        "guidelines": campaign.guidelines,
+        "pool_depth": campaign.pool_depth,
+        "redundancy": campaign.redundancy,
+        "aggregation": campaign.aggregation,
+        "grades-TOTAL_FORMS": len(grades),
+        "grades-INITIAL_FORMS": len(grades),
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
+        **changes,
+    }
+    for i, (value, name) in enumerate(grades):
+        form.update({f"grades-{i}-value": value, f"grades-{i}-name": name})
+    return form
+
+
 def test_deeper_pool_adds_pairs(pooled, lead):
     run_import(campaign=pooled, data=b"q2 Q0 d4 1 3 deep\nq2 Q0 d2 2 2 deep\nq2 Q0 d1 3 1 deep\n", filename="deep.run")
     before = Pair.objects.filter(pooled=True).count()
-    form = {
-        "name": "Demo",
-        "description": "",
-        "guidelines": "",
-        "pool_depth": 3,
-        "redundancy": 1,
-        "aggregation": "median",
-        "grades-TOTAL_FORMS": 3,
-        "grades-INITIAL_FORMS": 3,
-        "grades-MIN_NUM_FORMS": 0,
-        "grades-MAX_NUM_FORMS": 1000,
-    }
-    for g in pooled.grades.all():
-        form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
     client = login(lead)
-    response = client.post(reverse("judging:campaign_settings", args=[pooled.slug]), form)
+    url = reverse("judging:campaign_settings", args=[pooled.slug])
+    response = client.post(url, settings_form(pooled, pool_depth=3))
     assert response.status_code == 302
     assert Pair.objects.filter(pooled=True).count() == before + 1  # q2 d1, third in the deep run
     assert pair_of(pooled, "q2", "d1").pooled
@@ -882,40 +891,14 @@ def test_settings_switch_aggregation_relabels(pooled, lead, annotator, make_user
     judgment_record(pair=pair, annotator=annotator, grade=0)
     judgment_record(pair=pair, annotator=other, grade=2)
     assert Pair.objects.get(id=pair.id).label == 0  # median, ties to the lower grade
-    form = {
-        "name": "Demo",
-        "description": "",
-        "guidelines": "",
-        "pool_depth": 2,
-        "redundancy": 2,
-        "aggregation": "max",
-        "grades-TOTAL_FORMS": 3,
-        "grades-INITIAL_FORMS": 3,
-        "grades-MIN_NUM_FORMS": 0,
-        "grades-MAX_NUM_FORMS": 1000,
-    }
-    for g in pooled.grades.all():
-        form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
+    form = settings_form(pooled, redundancy=2, aggregation="max")
     assert login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form).status_code == 302
     assert Pair.objects.get(id=pair.id).label == 2
 
 
 def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled, lead):
     """The page's formset and the API's serializer both use the service's scale check: same rule, same words."""
-    form = {
-        "name": "Demo",
-        "description": "",
-        "guidelines": "",
-        "pool_depth": 2,
-        "redundancy": 1,
-        "aggregation": "median",
-        "grades-TOTAL_FORMS": 3,
-        "grades-INITIAL_FORMS": 3,
-        "grades-MIN_NUM_FORMS": 0,
-        "grades-MAX_NUM_FORMS": 1000,
-    }
-    for i, g in enumerate(pooled.grades.all()):
-        form.update({f"grades-{i}-value": 1, f"grades-{i}-name": g.name})  # every grade given the value 1
+    form = settings_form(pooled, grades=[(1, g.name) for g in pooled.grades.all()])  # every grade given the value 1
     response = login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form)
     assert response.status_code == 422 and "each grade value may appear only once" in response.content.decode()
     scale = [{"value": 1, "name": "a"}, {"value": 1, "name": "b"}]
