@@ -16,6 +16,7 @@ from judging.selectors.campaigns import (  # noqa: F401
     pool_size_forget,
     query_list,
     query_tag_exists,
+    scale_rows,
     system_rankings,
 )
 from judging.selectors.judgments import (  # noqa: F401

@@ -73,6 +73,11 @@ _GRADES_JSON = {
 }
 
 
+def scale_rows(*, campaign: Campaign) -> list[dict]:
+    """The campaign's scale as stored, lowest grade first (names as the lead wrote them, for editing)."""
+    return list(campaign.grades.order_by("value").values("value", "name", "description", "examples"))
+
+
 def grade_top(*, campaign: Campaign) -> int:
     """The campaign's highest grade value (0 for a campaign without grades)."""
     return campaign.grades.aggregate(top=Max("value"))["top"] or 0

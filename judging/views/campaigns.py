@@ -137,7 +137,7 @@ def campaign_new(request):
 @campaign_view(lead=True)
 def campaign_settings(request, member: Member):
     campaign = member.campaign
-    grades = list(campaign.grades.values("value", "name", "description", "examples"))
+    grades = selectors.scale_rows(campaign=campaign)
     scale_locked = campaign_has_judgments(campaign=campaign)
     # The form validates against its own copy: a ModelForm writes the submitted values into its instance,
     # and campaign_update must see the old pool depth and policy to know what changed.
