@@ -18,7 +18,7 @@ from metrics.agreement import (
 from metrics.bounds import PairPriority, Settled, open_pairs, open_pairs_by_query, pair_priority, score_bounds, settled
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
-from metrics.measures import Measure, measure_names
+from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
     GAINS,
@@ -73,6 +73,7 @@ __all__ = [
     "GAINS",
     "Measure",
     "measure_names",
+    "WHOLE_RUN",
     "PAD",
     "UNJUDGED",
     "average_precision",

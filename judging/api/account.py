@@ -130,7 +130,7 @@ def lockout_response(request, original_response=None, credentials=None):
     seconds = math.ceil(wait.total_seconds())
     minutes = math.ceil(seconds / 60)
     retry_at = timezone.now() + wait
-    if request.path.startswith("/api/"):
+    if request.path.startswith(reverse("api:api-root")):
         response = JsonResponse(
             {
                 "detail": ngettext(

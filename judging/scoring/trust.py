@@ -23,9 +23,10 @@ from django.utils.translation import gettext, gettext_lazy
 
 import metrics
 from judging.models import Campaign, Document, Grade, Pair, QueryTag
-from judging.scoring.cache import Leaderboard, Params, ScoreTable, label_arrays, leaderboard
+from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, Params, ScoreTable, label_arrays, leaderboard
 from judging.scoring.cube import RunCube, labels_for
 from judging.scoring.stats import ranking_stats
+from metrics import Measure
 
 # Warn under this many scored queries in a segment: its CIs are wide and its tests have little power.
 SEGMENT_MIN_QUERIES = 10
@@ -40,10 +41,8 @@ PRIORITY_MAX_AGE = 30.0
 PRIORITY_CHUNK = 200  # candidate pairs checked against the live queue per database query
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
-NO_CUTOFF = ("MRR", "MAP", "bpref")
 # An open comparison names this many of the queries that hold most of its unjudged pairs.
 TOP_OPEN_QUERIES = 5
-MEASURE_BASES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")
 
 _LOCK = threading.Lock()
 _ARRAYS: OrderedDict[str, TrustArrays] = OrderedDict()
@@ -96,24 +95,29 @@ def _cached(lb: Leaderboard, what: tuple, compute):
 
 
 def resolve_measure(raw: str | None, k: int) -> str:
-    """A measure as written by a user ("nDCG", "nDCG@10", "MRR", "bpref") -> its leaderboard name."""
+    """A measure as a user writes it ("nDCG", "nDCG@10", "MRR", "bpref") -> its leaderboard name at cutoff ``k``
+    ("nDCG@10", "MRR"): the one reading of a user's measure, for the leaderboard page's form and the API.
+
+    ValueError in the reader's language for an unknown measure, a cutoff on a whole-run measure or a cutoff
+    other than ``k`` (metrics.Measure.parse checks the same, in English, for library callers)."""
     raw = (raw or "nDCG").strip()
-    base, _, cut = raw.partition("@")
-    if base not in MEASURE_BASES:
+    base, at, cut = raw.partition("@")
+    if base not in LEADERBOARD_MEASURES:
         raise ValueError(
             gettext("unknown measure %(measure)r; expected one of %(choices)s")
-            % {"measure": raw[:40], "choices": ", ".join(MEASURE_BASES)}
+            % {"measure": raw[:40], "choices": ", ".join(LEADERBOARD_MEASURES)}
         )
-    if cut and base in NO_CUTOFF:
+    if at and base in metrics.WHOLE_RUN:
         raise ValueError(gettext("%(measure)s has no cutoff") % {"measure": base})
-    if cut and cut != str(k):
+    if at and cut != str(k):
         raise ValueError(gettext("%(measure)s does not match k=%(k)d") % {"measure": raw[:40], "k": k})
-    return base if base in NO_CUTOFF else f"{base}@{k}"
+    return str(Measure(base).at(k))
 
 
 def cutoff_of(measure: str, k: int) -> int | None:
-    """The depth a measure looks at: k for the @k measures, the whole run for MRR, MAP and bpref."""
-    return None if measure in NO_CUTOFF else k
+    """The depth a measure (a leaderboard name) looks at: k for the @k measures, the whole run for MRR, MAP
+    and bpref."""
+    return None if Measure.parse(measure).base in metrics.WHOLE_RUN else k
 
 
 def ranking_order(lb: Leaderboard, measure: str) -> np.ndarray:
@@ -552,8 +556,8 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
         return Diversity(
             attribute,
             k,
-            metrics.intra_list_diversity(grid, k),
-            metrics.coverage(grid, k).astype(np.float64),
+            metrics.intra_list_diversity(grid, k=k),
+            metrics.coverage(grid, k=k).astype(np.float64),
             len(values),
             share,
         )
@@ -572,8 +576,8 @@ def micro(lb: Leaderboard) -> dict[str, np.ndarray]:
         k, t = lb.params.k, lb.params.threshold
         labels = _scored_labels(lb, arrays)
         return {
-            f"P@{k}": metrics.micro_precision(labels, k=k, threshold=t),
-            f"R@{k}": metrics.micro_recall(labels, arrays.qrels, k=k, threshold=t),
+            str(Measure("P", k)): metrics.micro_precision(labels, k=k, threshold=t),
+            str(Measure("R", k)): metrics.micro_recall(labels, arrays.qrels, k=k, threshold=t),
         }
 
     return _cached(lb, ("micro",), compute)
@@ -644,7 +648,7 @@ class PriorityList:
 
 
 QUEUE_PARAMS = Params()  # the queue ranks by the leaderboard's defaults: nDCG@10 under the campaign's policy
-QUEUE_MEASURE = f"nDCG@{QUEUE_PARAMS.k}"
+QUEUE_MEASURE = str(Measure("nDCG", QUEUE_PARAMS.k))
 
 
 def priority_pairs(campaign: Campaign) -> np.ndarray:

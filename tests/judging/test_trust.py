@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from judging.models import Campaign
 from judging.scoring import Params, leaderboard, leaderboard_data, trust
 from judging.services import documents_import, membership_add
-from tests.judging.test_scoring import random_campaign
+from tests.oracle import random_campaign
 
 PYTREC = {"P@{k}": "P_{k}", "R@{k}": "recall_{k}", "Hit@{k}": "success_{k}", "MRR": "recip_rank", "MAP": "map"}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -58,10 +59,12 @@ def test_leaderboard_api_refuses_annotators_the_drill_down(board, annotator, val
 def test_leaderboard_api_limits_annotators_parameters_as_the_page_does(board, annotator, lead, params):
     response = api(annotator).get(URL, params)
     assert response.status_code == 400
-    assert "top grade of this campaign's scale" in response.json()["threshold"][0]
+    message = "must be between 0 and 2, the top grade of this campaign's scale"
+    assert response.json()["threshold"] == [message]
     web = Client()
     web.force_login(annotator)
-    assert web.get(reverse("judging:leaderboard", args=["demo"]), params).status_code == 400
+    page = web.get(reverse("judging:leaderboard", args=["demo"]), params)
+    assert page.status_code == 400 and escape(message) in page.content.decode()  # one rule, the same words
     assert api(lead).get(URL, params).status_code == 200  # leads' scripts keep the full range
 
 
