@@ -47,7 +47,7 @@ from judging.selectors.campaigns import pool_size_forget
 from judging.services.judgments import labels_refresh
 
 BATCH = 2000
-_IMPORT_CACHE_KIB = 512 * 1024  # SQLite page cache while an import runs (see _roomy_cache)
+_IMPORT_CACHE_KIB = 1024 * 1024  # SQLite page cache while an import runs (see _roomy_cache)
 logger = logging.getLogger(__name__)
 
 
@@ -564,11 +564,13 @@ def _pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
 
 def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
     """``count`` distinct random public ids (see models.pair_public_id)."""
-    out = np.empty(0, dtype=np.int64)
-    while len(out) < count:
-        draw = rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)
-        out = np.unique(np.concatenate([out, draw]))
-    return rng.permutation(out).tolist()
+    out = rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count, dtype=np.int64)
+    ordered = np.sort(out)
+    while (ordered[1:] == ordered[:-1]).any():  # a repeat among a million draws: odds about 1 in 10**9
+        out = rng.permutation(np.unique(out))
+        out = np.concatenate([out, rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)])
+        ordered = np.sort(out)
+    return out.tolist()
 
 
 def _pairs_insert(
