@@ -11,7 +11,9 @@ Run: python bench/import_bench.py            (SQLite file in the temp dir)
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 from _setup import django_ready
@@ -63,6 +65,28 @@ def bench_run(vendor: str) -> None:
     print(f"target: under 20 s per 1M-line run -> {'met' if first < 20 else 'MISSED'}")
 
 
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU time of this process and of its PostgreSQL backend (0 on SQLite, or a server on another machine):
+    on a shared 2-core machine the wall time follows the other sessions' load, the CPU time much less."""
+    from django.db import connection
+
+    server = 0.0
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (pid,) = cursor.fetchone()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            server = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return time.process_time(), server
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def bench_qrels(vendor: str, labels: int) -> None:
     """Labels of an earlier campaign for a fresh one: every qid and docid a stub, every pair new."""
     from judging.models import Campaign
@@ -74,10 +98,15 @@ def bench_qrels(vendor: str, labels: int) -> None:
     data = make_qrels(max(1, labels // per_query), per_query, seed=3)
     lines = data.count(b"\n")
     print(f"database: {vendor}; qrels file: {lines:,} labels, {len(data) / 1e6:.1f} MB")
+    cpu = _cpu_seconds()
     t = time.perf_counter()
     summary = qrels_import(campaign=campaign, data=data, filename="earlier.qrels", annotator="trec-earlier")
     first = time.perf_counter() - t
-    print(f"first import (stubs, pairs, judgments, revisions, labels): {first:.2f} s")
+    used = [after - before for before, after in zip(cpu, _cpu_seconds(), strict=True)]
+    print(
+        f"first import (stubs, pairs, judgments, revisions, labels): {first:.2f} s "
+        f"(CPU: {used[0]:.1f} s here, {used[1]:.1f} s in the database server; load average {_load()})"
+    )
     for line in summary.lines():
         print("  " + line)
     from django.db.models import Count
