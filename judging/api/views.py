@@ -64,7 +64,7 @@ from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
     campaign_progress,
-    judgment_export_rows,
+    judgment_export_chunks,
     judgments_visible,
     qrels_rows,
     system_rankings,
@@ -1147,15 +1147,17 @@ class JudgmentViewSet(
         campaign = self.campaign_param()
         renderer = request.accepted_renderer
         if isinstance(renderer, (CSVRenderer, JSONLinesRenderer)):
-            rows = judgment_export_rows(judgments=self.filter_queryset(self.get_queryset()))
+            chunks = judgment_export_chunks(judgments=self.filter_queryset(self.get_queryset()))
             stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
             if isinstance(renderer, CSVRenderer):
                 bom = _bom_param(request)
                 return _streamed(
-                    _with_bom(judgments_csv(rows), bom), content_type="text/csv; charset=utf-8", filename=stem + ".csv"
+                    _with_bom(judgments_csv(chunks), bom),
+                    content_type="text/csv; charset=utf-8",
+                    filename=stem + ".csv",
                 )
             return _streamed(
-                judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
+                judgments_jsonl(chunks), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
             )
         # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
         # as JudgmentSerializer): building six related model instances per judgment cost 10x more.

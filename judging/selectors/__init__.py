@@ -16,7 +16,7 @@ from judging.selectors.campaigns import (  # noqa: F401
 from judging.selectors.judgments import (  # noqa: F401
     JUDGMENT_EXPORT_COLUMNS,
     judgment_current,
-    judgment_export_rows,
+    judgment_export_chunks,
     judgment_following,
     judgment_following_pair,
     judgment_list,

