@@ -34,107 +34,117 @@ def csv_cell(value):
     return value
 
 
-# Columns of an export row (selectors.judgment_export_chunks) that hold text someone typed or imported: the
-# only ones where a cell can start like a formula or need escaping in JSON.
-_TEXT_COLUMNS = tuple(
-    i for i, name in enumerate(COLUMN_NAMES) if name in ("campaign", "qid", "docid", "annotator", "note")
-)
-# A cell starting like a formula, found in a chunk's column joined with NUL between the cells.
-_FORMULA_CELL = re.compile("(?:^|\x00)[" + re.escape("".join(_FORMULA_STARTS)) + "]")
+# What each column of an export row (selectors.judgment_export_chunks) holds, for the formats below.
+_KIND = {
+    "id": "number",
+    "pair": "number",
+    "grade": "literal",  # the grade as text, or the format's text for a missing grade
+    "tentative_grade": "literal",
+    "unsure": "literal",  # "true"/"false"
+    "seconds_spent": "float",
+    "created_at": "string",  # ISO 8601 text
+    "updated_at": "string",
+}  # every other column is text someone typed or imported: campaign, qid, docid, annotator, note
+_KINDS = [_KIND.get(name, "text") for name in COLUMN_NAMES]
+_TEXT = [i for i, kind in enumerate(_KINDS) if kind == "text"]
+_FLOAT = [i for i, kind in enumerate(_KINDS) if kind == "float"]
+# A cell starting like a formula, in a column joined with NUL between the cells.
+_FORMULA_INSIDE = tuple("\x00" + start for start in _FORMULA_STARTS)
+# What makes csv.writer quote a cell (a CR only on newer Pythons: either way such a chunk takes csv.writer).
+_CSV_QUOTED = (",", '"', "\n", "\r")
+# A row of plain cells as csv.writer writes it: str() of each, repr() of a float.
+_CSV_LINE = ",".join("%r" if kind == "float" else "%s" for kind in _KINDS) + "\n"
 
 
-def _formula_safe(rows: list[tuple]) -> list[tuple]:
-    """A chunk of export rows with every text cell that a spreadsheet would run as a formula neutralized
-    (``csv_cell``). Whether a column has any such cell is one regular expression over the column joined
-    together; only a column that has one is rewritten cell by cell, so clean chunks pass untouched."""
-    columns = None
-    for i in _TEXT_COLUMNS:
+def _with_columns(rows: list[tuple], replaced: dict[int, list]) -> list[tuple]:
+    """The rows with some of their columns replaced."""
+    if not replaced:
+        return rows
+    columns = [replaced[i] if i in replaced else list(map(itemgetter(i), rows)) for i in range(len(_KINDS))]
+    return list(zip(*columns, strict=True))
+
+
+def _csv_chunk(rows: list[tuple], writer, buffer: io.StringIO) -> str:
+    """A chunk of export rows as CSV lines, as csv.writer writes them, with the text cells that a
+    spreadsheet would run as a formula neutralized (``csv_cell``). Each check is made on a text column as
+    a whole (substring searches in the column joined together), and only a column that needs it is
+    rewritten cell by cell. When no cell needs quoting, as in most chunks, the lines are one %-format per
+    row (3x faster than csv.writer, the same text); otherwise the chunk goes to csv.writer."""
+    replaced = {}
+    plain = True
+    for i in _TEXT:
         column = list(map(itemgetter(i), rows))
         try:
-            clean = not _FORMULA_CELL.search("\x00".join(column))
-        except TypeError:  # a cell that is not text (None): checked cell by cell
-            clean = False
-        if not clean:
-            columns = columns or list(zip(*rows, strict=True))
-            columns[i] = [csv_cell(v) for v in column]
-    return rows if columns is None else list(zip(*columns, strict=True))
+            text = "\x00".join(column)
+        except TypeError:  # a cell that is not text (None): cell by cell, through csv.writer
+            replaced[i], plain = [csv_cell(v) for v in column], False
+            continue
+        if text.startswith(_FORMULA_STARTS) or any(start in text for start in _FORMULA_INSIDE):
+            replaced[i] = [csv_cell(v) for v in column]
+        plain = plain and not any(char in text for char in _CSV_QUOTED)
+    plain = plain and not any(None in map(itemgetter(i), rows) for i in _FLOAT)
+    rows = _with_columns(rows, replaced)
+    if plain:
+        return "".join(map(_CSV_LINE.__mod__, rows))
+    writer.writerows(rows)
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text
 
 
 def judgments_csv(chunks: Iterable[list[tuple]]) -> Iterator[str]:
-    """CSV with a header line from chunks of export rows (selectors.judgment_export_chunks: timestamps and
-    the unsure flag already in their wire form); empty cells for missing grades; text that a spreadsheet
-    would run as a formula is neutralized (``csv_cell``). A chunk goes to csv.writer whole, with no
-    per-row Python: a million rows in a few seconds."""
+    """CSV with a header line from chunks of export rows (selectors.judgment_export_chunks with
+    ``missing_grade=""``), as csv.writer writes them: empty cells for missing grades, true/false for the
+    unsure flag; text that a spreadsheet would run as a formula is neutralized (``csv_cell``). A chunk is
+    converted whole, with no per-row Python (``_csv_chunk``): a million rows in a few seconds."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMN_NAMES)
+    header = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
     for rows in chunks:
-        writer.writerows(_formula_safe(rows))
-        yield buffer.getvalue()
-        buffer.seek(0)
-        buffer.truncate()
-    if buffer.getvalue():  # the header alone, when there is no row
-        yield buffer.getvalue()
+        if rows:
+            yield header + _csv_chunk(rows, writer, buffer)
+            header = ""
+    if header:  # the header alone, when there is no row
+        yield header
 
 
 # JSON escapes these in a string (ensure_ascii=False writes everything else as it is).
 _JSON_ESCAPED = re.compile('["\\\x00-\x1f]')
-_JSON_KIND = {
-    "id": "number",
-    "pair": "number",
-    "grade": "grade",
-    "tentative_grade": "grade",
-    "unsure": "literal",  # "true"/"false" from the database
-    "seconds_spent": "float",
-    "created_at": "string",  # ISO 8601 text from the database
-    "updated_at": "string",
-}
+# How json.dumps writes each column's values, unless a chunk's values need more (_jsonl_chunk).
+_JSON_FORMATS = {"number": "%s", "literal": "%s", "string": '"%s"', "float": "%r", "text": '"%s"'}
 
 
-def _json_column(name: str, column: list) -> tuple[str, list]:
-    """A %-format for one column of a chunk and the column's values for it, so that the formatted text is
-    what json.dumps writes for each value. Whether a column needs escaping (or holds a null or a float
-    that JSON writes differently from repr) is checked for the column as a whole; only such a column is
-    converted cell by cell."""
-    kind = _JSON_KIND.get(name, "text")
-    if kind == "text":
+def _jsonl_chunk(rows: list[tuple]) -> str:
+    """A chunk of export rows as JSON Lines, byte for byte as ``json.dumps(row_dict, ensure_ascii=False)``
+    writes each: one %-format per row. A text column with a character JSON escapes, or a float column with
+    a value JSON writes otherwise than repr() (NaN, Infinity), is checked for the column as a whole and
+    only then written cell by cell with json.dumps."""
+    formats = [_JSON_FORMATS[kind] for kind in _KINDS]
+    replaced = {}
+    for i in _TEXT + _FLOAT:
+        column = list(map(itemgetter(i), rows))
         try:
-            if not _JSON_ESCAPED.search("".join(column)):
-                return '"%s"', column
-        except TypeError:  # not all text (None)
+            if i in _TEXT and not _JSON_ESCAPED.search("".join(column)):
+                continue
+            if i in _FLOAT and math.isfinite(sum(column)):
+                continue
+        except TypeError:  # None, or not text
             pass
-    elif kind in ("number", "literal"):
-        return "%s", column
-    elif kind == "string":
-        return '"%s"', column
-    elif kind == "grade":
-        if None not in column:
-            return "%s", column
-        return "%s", ["null" if v is None else v for v in column]
-    elif kind == "float":
-        try:
-            if math.isfinite(sum(column)):
-                return "%r", column  # repr() is how json.dumps writes a finite float (and an int)
-        except TypeError:
-            pass
-    return "%s", [json.dumps(v, ensure_ascii=False) for v in column]
+        formats[i], replaced[i] = "%s", [json.dumps(v, ensure_ascii=False) for v in column]
+    line = "{" + ", ".join(f"{json.dumps(name)}: {f}" for name, f in zip(COLUMN_NAMES, formats, strict=True)) + "}\n"
+    return "".join(map(line.__mod__, _with_columns(rows, replaced)))
 
 
 def judgments_jsonl(chunks: Iterable[list[tuple]]) -> Iterator[str]:
-    """JSON Lines: one object per judgment with the same fields and values as the JSON API, written
-    byte for byte as ``json.dumps(row_dict, ensure_ascii=False)`` would, one %-format per chunk."""
+    """JSON Lines from chunks of export rows (selectors.judgment_export_chunks with ``missing_grade="null"``):
+    one object per judgment with the same fields and values as the JSON API."""
     for rows in chunks:
-        if not rows:
-            continue
-        formats, columns = zip(
-            *(
-                _json_column(name, list(column))
-                for name, column in zip(COLUMN_NAMES, zip(*rows, strict=True), strict=True)
-            ),
-            strict=True,
-        )
-        line = "{" + ", ".join(f"{json.dumps(name)}: {f}" for name, f in zip(COLUMN_NAMES, formats, strict=True)) + "}"
-        yield "\n".join(map(line.__mod__, zip(*columns, strict=True))) + "\n"
+        if rows:
+            yield _jsonl_chunk(rows)
 
 
 def leaderboard_csv(data: dict) -> str:

@@ -1147,17 +1147,19 @@ class JudgmentViewSet(
         campaign = self.campaign_param()
         renderer = request.accepted_renderer
         if isinstance(renderer, (CSVRenderer, JSONLinesRenderer)):
-            chunks = judgment_export_chunks(judgments=self.filter_queryset(self.get_queryset()))
+            judgments = self.filter_queryset(self.get_queryset())
             stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
             if isinstance(renderer, CSVRenderer):
                 bom = _bom_param(request)
                 return _streamed(
-                    _with_bom(judgments_csv(chunks), bom),
+                    _with_bom(judgments_csv(judgment_export_chunks(judgments=judgments, missing_grade="")), bom),
                     content_type="text/csv; charset=utf-8",
                     filename=stem + ".csv",
                 )
             return _streamed(
-                judgments_jsonl(chunks), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
+                judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null")),
+                content_type="application/x-ndjson; charset=utf-8",
+                filename=stem + ".jsonl",
             )
         # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
         # as JudgmentSerializer): building six related model instances per judgment cost 10x more.

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from itertools import islice
 from operator import itemgetter
 
-from django.db import connection
+from django.db import NotSupportedError, connection
 from django.db.models import (
     BigIntegerField,
     Case,
@@ -22,7 +22,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce
 from django.db.models.lookups import In
 from django.db.models.sql.constants import MULTI
 from django.utils import timezone
@@ -204,6 +204,9 @@ class _UtcIsoText(Func):
     arity = 1
     output_field = CharField()
 
+    def as_sql(self, compiler, connection, **extra):
+        raise NotSupportedError(f"judgment exports support SQLite and PostgreSQL, not {connection.vendor}")
+
     def as_sqlite(self, compiler, connection, **extra):
         # Django stores a SQLite timestamp as str() of the naive UTC datetime: "YYYY-MM-DD HH:MM:SS[.ffffff]".
         # Any other shape is passed through unchanged and converted in Python (judgment_export_chunks).
@@ -231,30 +234,34 @@ _WIRE_TEXT = {
 _TIME_COLUMNS = tuple(i for i, (name, _) in enumerate(JUDGMENT_EXPORT_COLUMNS) if name in ("created_at", "updated_at"))
 
 
-def judgment_export_chunks(*, judgments: QuerySet[Judgment], chunk_size: int = 5000) -> Iterator[list[tuple]]:
+def judgment_export_chunks(
+    *, judgments: QuerySet[Judgment], missing_grade: str, chunk_size: int = 5000
+) -> Iterator[list[tuple]]:
     """Rows of ``JUDGMENT_EXPORT_COLUMNS`` for already filtered and ordered judgments, in lists of up to
     ``chunk_size`` rows as the database cursor hands them over (a server-side cursor on PostgreSQL), so memory
-    stays flat at any size. Each row is in its wire form: the unsure flag as "true"/"false" and the
-    timestamps as ISO 8601 text ("2024-05-01T12:00:00.123456Z", as the JSON API writes them); grades are
-    None when missing, other values as stored.
+    stays flat at any size. Each row is in its wire form: grades as text ("2"), ``missing_grade`` where
+    there is none ("" for CSV, "null" for JSON); the unsure flag as "true"/"false"; the timestamps as ISO
+    8601 text ("2024-05-01T12:00:00.123456Z", as the JSON API writes them); other values as stored.
 
     The rows come straight from the cursor, with no per-row Python in between: Django's per-value
     converters (a timestamp parsed, made aware and formatted again) cost more than all the rest of a
     million-row export.
     """
+    wire = {
+        **_WIRE_TEXT,
+        "grade__value": Coalesce(Cast("grade__value", CharField()), Value(missing_grade)),
+        "tentative_grade__value": Coalesce(Cast("tentative_grade__value", CharField()), Value(missing_grade)),
+    }
     names = []
     annotations = {}
     for name, path in JUDGMENT_EXPORT_COLUMNS:
-        if path in _WIRE_TEXT:
+        if path in wire:
             names.append(f"wire_{name}")
-            annotations[f"wire_{name}"] = _WIRE_TEXT[path]
+            annotations[f"wire_{name}"] = wire[path]
         else:
             names.append(path)
     queryset = judgments.annotate(**annotations).values_list(*names)
     compiler = queryset.query.get_compiler(using=queryset.db)
-    if connection.vendor not in ("sqlite", "postgresql"):
-        yield from _chunked(compiler, chunk_size)
-        return
     chunks = compiler.execute_sql(MULTI, chunked_fetch=True, chunk_size=chunk_size)
     if compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]):
         yield from _chunked(compiler, chunk_size, chunks)  # a field type this module did not expect

@@ -117,8 +117,12 @@ def test_judgments_csv_and_jsonl_match_the_plain_writers(tricky, chunk_size):
     rows = _reference_rows()
     assert len(rows) == 45 and any(r["unsure"] for r in rows)
     judgments = Judgment.objects.order_by("id")
-    csv_text = "".join(judgments_csv(judgment_export_chunks(judgments=judgments, chunk_size=chunk_size)))
-    jsonl_text = "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments, chunk_size=chunk_size)))
+    csv_text = "".join(
+        judgments_csv(judgment_export_chunks(judgments=judgments, missing_grade="", chunk_size=chunk_size))
+    )
+    jsonl_text = "".join(
+        judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null", chunk_size=chunk_size))
+    )
     assert csv_text == _reference_csv(rows)
     assert jsonl_text == _reference_jsonl(rows)
     # and they read back as the data: the guard is the only change (csv.writer leaves a lone CR unquoted
@@ -146,9 +150,10 @@ def test_judgments_exports_through_the_api_are_the_reference_bytes(tricky, lead)
 
 
 def test_judgments_csv_of_no_judgment_is_the_header(campaign):
-    chunks = judgment_export_chunks(judgments=Judgment.objects.none())
+    chunks = judgment_export_chunks(judgments=Judgment.objects.none(), missing_grade="")
     assert "".join(judgments_csv(chunks)) == ",".join(COLUMN_NAMES) + "\n"
-    assert "".join(judgments_jsonl(judgment_export_chunks(judgments=Judgment.objects.none()))) == ""
+    chunks = judgment_export_chunks(judgments=Judgment.objects.none(), missing_grade="null")
+    assert "".join(judgments_jsonl(chunks)) == ""
 
 
 @pytest.mark.skipif(connection.vendor != "sqlite", reason="a timestamp stored as text in another shape: SQLite only")
@@ -161,5 +166,7 @@ def test_judgments_export_converts_a_timestamp_stored_in_another_shape(tricky):
     rows = _reference_rows()
     assert rows[0]["created_at"] == "2024-05-01T12:00:00.500000Z"
     judgments = Judgment.objects.order_by("id")
-    assert "".join(judgments_csv(judgment_export_chunks(judgments=judgments))) == _reference_csv(rows)
-    assert "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments))) == _reference_jsonl(rows)
+    csv_text = "".join(judgments_csv(judgment_export_chunks(judgments=judgments, missing_grade="")))
+    assert csv_text == _reference_csv(rows)
+    jsonl_text = "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null")))
+    assert jsonl_text == _reference_jsonl(rows)
