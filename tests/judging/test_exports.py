@@ -1,5 +1,6 @@
-"""The fast judgment exports (rows formatted by the database, whole chunks to csv.writer or one %-format) write
-byte for byte what a plain csv.writer / json.dumps over the ORM's values writes, on data chosen to break them."""
+"""The fast export paths write byte for byte what the plain ones write: judgments as CSV and JSON Lines (rows
+formatted by the database, a chunk at a time) against csv.writer / json.dumps over the ORM's values, on data
+chosen to break them; the leaderboard's per-query JSON (kept per labels state) against DRF's renderer."""
 
 from __future__ import annotations
 
@@ -170,3 +171,29 @@ def test_judgments_export_converts_a_timestamp_stored_in_another_shape(tricky):
     assert csv_text == _reference_csv(rows)
     jsonl_text = "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null")))
     assert jsonl_text == _reference_jsonl(rows)
+
+
+def test_leaderboard_per_query_json_follows_each_new_judgment(world):
+    """The per-query block kept for a labels state serves the next poll unchanged, and is never served once
+    a judgment has moved a label (nor for other parameters)."""
+    from rest_framework.renderers import JSONRenderer
+
+    from judging.scoring import leaderboard_data
+
+    client = client_for(world.lead)
+    url = "/api/campaigns/demo/leaderboard/"
+
+    def expected(**options):
+        return JSONRenderer().render(leaderboard_data(campaign=world.campaign, **options))
+
+    first = client.get(url, {"k": 2}).content
+    assert first == expected(k=2)
+    assert client.get(url, {"k": 2}).content == first  # nothing changed: the kept block
+    assert client.get(url, {"k": 3}).content == expected(k=3)
+    before = json.loads(first)["systems"]
+    # q2's label for d2 goes from 0 to 2: dense (which ranks d2 in q2) scores higher there
+    judgment_record(pair=world.pair_of("q2", "d2"), annotator=world.annotator2, grade=2)
+    after = client.get(url, {"k": 2}).content
+    assert after == expected(k=2) and after != first
+    assert [s["per_query"]["q2"] for s in json.loads(after)["systems"]] != [s["per_query"]["q2"] for s in before]
+    assert [s["per_query"]["q1"] for s in json.loads(after)["systems"]] == [s["per_query"]["q1"] for s in before]
