@@ -12,6 +12,7 @@ from operator import itemgetter
 
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
+from judging import formats
 from judging.selectors import JUDGMENT_EXPORT_COLUMNS
 
 ROWS_PER_CHUNK = 1000
@@ -145,6 +146,29 @@ def judgments_jsonl(chunks: Iterable[list[tuple]]) -> Iterator[str]:
     for rows in chunks:
         if rows:
             yield _jsonl_chunk(rows)
+
+
+# What str.split() splits on, and so what a TREC identifier must not hold (formats._token).
+_WHITESPACE = re.compile(r"\s")
+
+
+def qrels_text(chunks: Iterable[list[tuple]]) -> Iterator[str]:
+    """TREC qrels from chunks of (qid, docid, label) rows (selectors.qrels_chunks), byte for byte as
+    formats.format_qrels writes them: one %-format per row when the chunk's identifiers are all writable
+    (checked for each column as a whole); otherwise format_qrels itself, which names the bad one."""
+    for rows in chunks:
+        qids, docids, labels = (list(map(itemgetter(i), rows)) for i in range(3))
+        try:
+            plain = (
+                not _WHITESPACE.search("".join(qids))
+                and not _WHITESPACE.search("".join(docids))
+                and "" not in qids
+                and "" not in docids
+                and set(map(type, labels)) <= {int}
+            )
+        except TypeError:  # an identifier that is not text
+            plain = False
+        yield "".join(map("%s 0 %s %d\n".__mod__, rows)) if plain else "".join(formats.format_qrels(rows))
 
 
 def leaderboard_csv(data: dict) -> str:

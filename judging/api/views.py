@@ -47,6 +47,7 @@ from judging.api.renderers import (
     judgments_csv,
     judgments_jsonl,
     leaderboard_csv,
+    qrels_text,
 )
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import (
@@ -66,7 +67,7 @@ from judging.selectors import (
     campaign_progress,
     judgment_export_chunks,
     judgments_visible,
-    qrels_rows,
+    qrels_chunks,
     system_rankings,
 )
 from judging.services import (
@@ -556,9 +557,8 @@ class CampaignViewSet(
     def qrels(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("export its labels"))
-        lines = formats.format_qrels(qrels_rows(campaign=campaign))
         return _streamed(
-            batched_text(lines),
+            qrels_text(qrels_chunks(campaign=campaign)),
             content_type="text/plain; charset=utf-8",
             filename=_download_name(campaign.slug) + ".qrels",
         )

@@ -24,6 +24,7 @@ from judging.selectors.judgments import (  # noqa: F401
     judgments_count,
     judgments_in_campaigns,
     judgments_visible,
+    qrels_chunks,
     qrels_rows,
 )
 from judging.selectors.queue import (  # noqa: F401

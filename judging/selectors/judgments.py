@@ -60,6 +60,22 @@ def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
     )
 
 
+def qrels_chunks(*, campaign: Campaign, chunk_size: int = 5000) -> Iterator[list[tuple[str, str, int]]]:
+    """qrels_rows in lists of up to ``chunk_size`` rows as the database cursor hands them over, with no
+    per-row Python in between (for the streamed export)."""
+    queryset = (
+        Pair.objects.filter(campaign=campaign, label__isnull=False)
+        .order_by("query__qid", "document__docid")
+        .values_list("query__qid", "document__docid", "label")
+    )
+    compiler = queryset.query.get_compiler(using=queryset.db)
+    chunks = compiler.execute_sql(MULTI, chunked_fetch=True, chunk_size=chunk_size)
+    if compiler.get_converters([column[0] for column in compiler.select[: compiler.col_count]]):
+        yield from _chunked(compiler, chunk_size, chunks, convert=False)  # a field type not expected here
+        return
+    yield from chunks
+
+
 def judgment_current(*, pair: Pair, annotator: User) -> Judgment | None:
     return (
         Judgment.objects.filter(pair_id=pair.id, annotator_id=annotator.id)
@@ -272,17 +288,22 @@ def judgment_export_chunks(
         yield rows
 
 
-def _chunked(compiler, chunk_size: int, results=None) -> Iterator[list[tuple]]:
-    """The general path: Django's own conversions, then the wire form in Python."""
+def _chunked(compiler, chunk_size: int, results=None, *, convert: bool = True) -> Iterator[list[tuple]]:
+    """The general path: Django's own conversions, then (``convert``) the timestamps' wire form in Python."""
     rows = compiler.results_iter(results, tuple_expected=True, chunked_fetch=True, chunk_size=chunk_size)
     while chunk := list(islice(rows, chunk_size)):
-        yield [_iso_row(row) for row in chunk]
+        yield [_iso_row(row) for row in chunk] if convert else chunk
 
 
 def _all_iso(rows: list[tuple]) -> bool:
-    """Whether every timestamp of the chunk came out of the database in its wire form (each such text ends
-    in the only "Z" it holds; a stored value of another shape has none)."""
-    return all("".join(map(itemgetter(i), rows)).count("Z") == len(rows) for i in _TIME_COLUMNS)
+    """Whether every timestamp of the chunk came out of the database in its wire form: each such text holds
+    one "T" and one "Z" (a stored value of another shape lacks one of them)."""
+    n = len(rows)
+    for i in _TIME_COLUMNS:
+        text = "".join(map(itemgetter(i), rows))
+        if text.count("Z") != n or text.count("T") != n:
+            return False
+    return True
 
 
 def _iso_row(row: tuple) -> tuple:

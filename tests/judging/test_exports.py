@@ -12,9 +12,10 @@ import json
 import pytest
 from django.db import connection
 
-from judging.api.renderers import COLUMN_NAMES, csv_cell, judgments_csv, judgments_jsonl
+from judging.api.renderers import COLUMN_NAMES, csv_cell, judgments_csv, judgments_jsonl, qrels_text
+from judging.formats import format_qrels
 from judging.models import Judgment, Membership, Pair
-from judging.selectors import JUDGMENT_EXPORT_COLUMNS, judgment_export_chunks
+from judging.selectors import JUDGMENT_EXPORT_COLUMNS, judgment_export_chunks, qrels_chunks, qrels_rows
 from judging.services import documents_import, judgment_record, queries_import, run_import
 from tests.data import body_of, client_for
 
@@ -171,6 +172,22 @@ def test_judgments_export_converts_a_timestamp_stored_in_another_shape(tricky):
     assert csv_text == _reference_csv(rows)
     jsonl_text = "".join(judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null")))
     assert jsonl_text == _reference_jsonl(rows)
+
+
+def test_qrels_export_is_what_format_qrels_writes(tricky, lead):
+    reference = "".join(format_qrels(qrels_rows(campaign=tricky)))
+    assert reference.count("\n") == 15 and "문서4" in reference and '=1+1 0 d"5' in reference
+    assert "".join(qrels_text(qrels_chunks(campaign=tricky, chunk_size=4))) == reference
+    body = body_of(client_for(lead).get(f"/api/campaigns/{tricky.slug}/qrels/"))
+    assert body == reference.encode()
+
+
+@pytest.mark.parametrize(
+    ("row", "error"), [(("q 1", "d1", 1), ValueError), (("q1", "", 1), ValueError), (("q1", "d1", 1.5), TypeError)]
+)
+def test_qrels_text_refuses_what_format_qrels_refuses(row, error):
+    with pytest.raises(error):
+        list(qrels_text([[("q0", "d0", 0), row]]))
 
 
 def test_leaderboard_per_query_json_follows_each_new_judgment(world):
