@@ -51,9 +51,7 @@ _TEXT = [i for i, kind in enumerate(_KINDS) if kind == "text"]
 _FLOAT = [i for i, kind in enumerate(_KINDS) if kind == "float"]
 # A cell starting like a formula, in a column joined with NUL between the cells.
 _FORMULA_INSIDE = tuple("\x00" + start for start in _FORMULA_STARTS)
-# What makes csv.writer quote a cell (a CR only on newer Pythons: either way such a chunk takes csv.writer).
-_CSV_QUOTED = (",", '"', "\n", "\r")
-# A row of plain cells as csv.writer writes it: str() of each, repr() of a float.
+# A row of cells as csv.writer writes them: str() of each, repr() of a float.
 _CSV_LINE = ",".join("%r" if kind == "float" else "%s" for kind in _KINDS) + "\n"
 
 
@@ -65,28 +63,48 @@ def _with_columns(rows: list[tuple], replaced: dict[int, list]) -> list[tuple]:
     return list(zip(*columns, strict=True))
 
 
+def _csv_quoted(cell: str) -> str:
+    """A text cell as csv.writer writes it (QUOTE_MINIMAL, doubled quotes): quoted when it holds the
+    delimiter, a quote or a line feed."""
+    if "," in cell or '"' in cell or "\n" in cell:
+        return '"' + cell.replace('"', '""') + '"'
+    return cell
+
+
 def _csv_chunk(rows: list[tuple], writer, buffer: io.StringIO) -> str:
-    """A chunk of export rows as CSV lines, as csv.writer writes them, with the text cells that a
-    spreadsheet would run as a formula neutralized (``csv_cell``). Each check is made on a text column as
-    a whole (substring searches in the column joined together), and only a column that needs it is
-    rewritten cell by cell. When no cell needs quoting, as in most chunks, the lines are one %-format per
-    row (3x faster than csv.writer, the same text); otherwise the chunk goes to csv.writer."""
+    """A chunk of export rows as CSV lines, byte for byte as csv.writer writes them, with the text cells
+    that a spreadsheet would run as a formula neutralized (``csv_cell``). Each check is made on a text
+    column as a whole (substring searches in the column joined together) and only a column that needs it
+    is rewritten cell by cell: neutralized, and quoted where csv.writer would quote. The lines are then one
+    %-format per row, 3x faster than csv.writer. A chunk with a carriage return in a text cell (quoted by
+    some Python versions only) or a missing float goes to csv.writer itself."""
     replaced = {}
-    plain = True
+    to_quote = []
     for i in _TEXT:
         column = list(map(itemgetter(i), rows))
         try:
             text = "\x00".join(column)
-        except TypeError:  # a cell that is not text (None): cell by cell, through csv.writer
-            replaced[i], plain = [csv_cell(v) for v in column], False
-            continue
+        except TypeError:  # a cell that is not text (None): csv.writer
+            return _csv_written(_formula_safe(rows), writer, buffer)
+        if "\r" in text:
+            return _csv_written(_formula_safe(rows), writer, buffer)
         if text.startswith(_FORMULA_STARTS) or any(start in text for start in _FORMULA_INSIDE):
             replaced[i] = [csv_cell(v) for v in column]
-        plain = plain and not any(char in text for char in _CSV_QUOTED)
-    plain = plain and not any(None in map(itemgetter(i), rows) for i in _FLOAT)
-    rows = _with_columns(rows, replaced)
-    if plain:
-        return "".join(map(_CSV_LINE.__mod__, rows))
+        if "," in text or '"' in text or "\n" in text:
+            to_quote.append(i)
+    if any(None in map(itemgetter(i), rows) for i in _FLOAT):
+        return _csv_written(_formula_safe(rows), writer, buffer)
+    for i in to_quote:
+        replaced[i] = list(map(_csv_quoted, replaced[i] if i in replaced else map(itemgetter(i), rows)))
+    return "".join(map(_CSV_LINE.__mod__, _with_columns(rows, replaced)))
+
+
+def _formula_safe(rows: list[tuple]) -> list[tuple]:
+    """The rows with every text cell passed through csv_cell."""
+    return _with_columns(rows, {i: [csv_cell(v) for v in map(itemgetter(i), rows)] for i in _TEXT})
+
+
+def _csv_written(rows: list[tuple], writer, buffer: io.StringIO) -> str:
     writer.writerows(rows)
     text = buffer.getvalue()
     buffer.seek(0)

@@ -242,6 +242,19 @@ class _UtcIsoText(Func):
         return super().as_sql(compiler, connection, template=template, **extra)
 
 
+class _GradeOr(Func):
+    """A grade in an export: its value, or the given text where there is none. SQLite hands the value over
+    as an int (CPython's small ints are shared objects: nothing allocated per row); PostgreSQL wants one
+    type in a COALESCE, so there it is text."""
+
+    function = "COALESCE"
+    output_field = CharField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        grade, missing = self.get_source_expressions()
+        return Coalesce(Cast(grade, CharField()), missing).as_sql(compiler, connection)
+
+
 _WIRE_TEXT = {
     "unsure": Case(When(unsure=True, then=Value("true")), default=Value("false"), output_field=CharField()),
     "created_at": _UtcIsoText("created_at"),
@@ -255,9 +268,10 @@ def judgment_export_chunks(
 ) -> Iterator[list[tuple]]:
     """Rows of ``JUDGMENT_EXPORT_COLUMNS`` for already filtered and ordered judgments, in lists of up to
     ``chunk_size`` rows as the database cursor hands them over (a server-side cursor on PostgreSQL), so memory
-    stays flat at any size. Each row is in its wire form: grades as text ("2"), ``missing_grade`` where
-    there is none ("" for CSV, "null" for JSON); the unsure flag as "true"/"false"; the timestamps as ISO
-    8601 text ("2024-05-01T12:00:00.123456Z", as the JSON API writes them); other values as stored.
+    stays flat at any size. Each row is in its wire form: grades as numbers (or text, "2"), the text
+    ``missing_grade`` where there is none ("" for CSV, "null" for JSON); the unsure flag as "true"/"false";
+    the timestamps as ISO 8601 text ("2024-05-01T12:00:00.123456Z", as the JSON API writes them); other
+    values as stored.
 
     The rows come straight from the cursor, with no per-row Python in between: Django's per-value
     converters (a timestamp parsed, made aware and formatted again) cost more than all the rest of a
@@ -265,8 +279,8 @@ def judgment_export_chunks(
     """
     wire = {
         **_WIRE_TEXT,
-        "grade__value": Coalesce(Cast("grade__value", CharField()), Value(missing_grade)),
-        "tentative_grade__value": Coalesce(Cast("tentative_grade__value", CharField()), Value(missing_grade)),
+        "grade__value": _GradeOr(F("grade__value"), Value(missing_grade)),
+        "tentative_grade__value": _GradeOr(F("tentative_grade__value"), Value(missing_grade)),
     }
     names = []
     annotations = {}
