@@ -364,10 +364,10 @@ _ROW_TEXT: dict[tuple[str, ...], dict[bytes, str]] = {}
 _ROW_TEXT_MAX = 400_000
 # Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and
 # every query's labels version) and system: a poll with nothing changed since the last one joins them
-# instead of formatting 100,000 rows again. The last few states only (a lead's script polls one or two
-# parameter sets): 20 systems x 5,000 queries is 19 MB of text a state.
+# instead of formatting 100,000 rows again. The last two states only (a lead's script polls one parameter
+# set, the state moves with each judgment): 20 systems x 5,000 queries is 19 MB of text a state.
 _BLOCK_TEXT: OrderedDict[str, str] = OrderedDict()
-_BLOCK_TEXT_STATES = 4
+_BLOCK_TEXT_STATES = 2
 _BLOCK_LOCK = threading.Lock()
 
 
