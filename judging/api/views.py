@@ -47,6 +47,7 @@ from judging.api.renderers import (
     judgments_csv,
     judgments_jsonl,
     leaderboard_csv,
+    qrels_text,
 )
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import (
@@ -74,10 +75,10 @@ from judging.selectors import (
     annotators_progress,
     campaign_progress,
     grade_top,
-    judgment_export_rows,
+    judgment_export_chunks,
     judgments_visible,
     membership_get,
-    qrels_rows,
+    qrels_chunks,
     system_rankings,
 )
 from judging.selectors.calibration import UnknownJudge, judge_calibration
@@ -565,9 +566,8 @@ class CampaignViewSet(
     def qrels(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("export its labels"))
-        lines = formats.format_qrels(qrels_rows(campaign=campaign))
         return _streamed(
-            batched_text(lines),
+            qrels_text(qrels_chunks(campaign=campaign)),
             content_type="text/plain; charset=utf-8",
             filename=_download_name(campaign.slug) + ".qrels",
         )
@@ -1159,15 +1159,19 @@ class JudgmentViewSet(
         campaign = self.campaign_param()
         renderer = request.accepted_renderer
         if isinstance(renderer, (CSVRenderer, JSONLinesRenderer)):
-            rows = judgment_export_rows(judgments=self.filter_queryset(self.get_queryset()))
+            judgments = self.filter_queryset(self.get_queryset())
             stem = _download_name(campaign.slug if campaign else "reljudge", "judgments")
             if isinstance(renderer, CSVRenderer):
                 bom = _bom_param(request)
                 return _streamed(
-                    _with_bom(judgments_csv(rows), bom), content_type="text/csv; charset=utf-8", filename=stem + ".csv"
+                    _with_bom(judgments_csv(judgment_export_chunks(judgments=judgments, missing_grade="")), bom),
+                    content_type="text/csv; charset=utf-8",
+                    filename=stem + ".csv",
                 )
             return _streamed(
-                judgments_jsonl(rows), content_type="application/x-ndjson; charset=utf-8", filename=stem + ".jsonl"
+                judgments_jsonl(judgment_export_chunks(judgments=judgments, missing_grade="null")),
+                content_type="application/x-ndjson; charset=utf-8",
+                filename=stem + ".jsonl",
             )
         # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
         # as JudgmentSerializer): building six related model instances per judgment cost 10x more.

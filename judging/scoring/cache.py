@@ -7,7 +7,9 @@ import json
 import logging
 import re
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
@@ -335,10 +337,13 @@ def leaderboard_data(
     names = lb.measures
     qids = lb.scored_qids()
     systems = []
+    state = lb.state if per_query and _as_text is not None else ""
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and _as_text is not None:
-            entry["per_query"] = _as_text.put(lb.table.scores[:, s][:, lb.table.labelled].T, qids, names)
+            entry["per_query"] = _as_text.put(
+                lambda s=s: lb.table.scores[:, s][:, lb.table.labelled].T, qids, names, block=f"{state}:{s}"
+            )
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
@@ -369,6 +374,34 @@ def leaderboard_data(
 # give the same text, so after one new judgment only the rescored query's rows are formatted again.
 _ROW_TEXT: dict[tuple[str, ...], dict[bytes, str]] = {}
 _ROW_TEXT_MAX = 400_000
+# Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and
+# every query's labels version) and system: a poll with nothing changed since the last one joins them
+# instead of formatting 100,000 rows again. The last two states only (a lead's script polls one parameter
+# set, the state moves with each judgment): 20 systems x 5,000 queries is 19 MB of text a state.
+_BLOCK_TEXT: OrderedDict[str, str] = OrderedDict()
+_BLOCK_TEXT_STATES = 2
+_BLOCK_LOCK = threading.Lock()
+
+
+def _block_text(block: str, make) -> str:
+    with _BLOCK_LOCK:
+        text = _BLOCK_TEXT.get(block)
+        if text is not None:
+            _BLOCK_TEXT.move_to_end(block)
+            return text
+    text = make()
+    state = block.rpartition(":")[0]
+    with _BLOCK_LOCK:
+        _BLOCK_TEXT[block] = text
+        states = {b.rpartition(":")[0] for b in _BLOCK_TEXT}
+        while len(states) > _BLOCK_TEXT_STATES:
+            oldest = next(iter(_BLOCK_TEXT)).rpartition(":")[0]
+            if oldest == state:
+                break
+            for b in [b for b in _BLOCK_TEXT if b.rpartition(":")[0] == oldest]:
+                del _BLOCK_TEXT[b]
+            states.discard(oldest)
+    return text
 
 
 class _PerQueryText:
@@ -380,8 +413,14 @@ class _PerQueryText:
         self.parts: dict[str, str] = {}
         self.keys: tuple[tuple, list[str]] | None = None
 
-    def put(self, values: np.ndarray, qids: list[str], names: list[str]) -> str:
-        """A placeholder for the JSON object {qid: {name: value}} of ``values`` (Q, M)."""
+    def put(self, values, qids: list[str], names: list[str], *, block: str) -> str:
+        """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
+        block ``block`` names (the scores' state and the system): written once per state."""
+        placeholder = f"per-query:{self.token}:{len(self.parts)}"
+        self.parts[placeholder] = _block_text(block, lambda: self._text(values(), qids, names))
+        return placeholder
+
+    def _text(self, values: np.ndarray, qids: list[str], names: list[str]) -> str:
         values = np.ascontiguousarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise _NotFinite
@@ -399,9 +438,7 @@ class _PerQueryText:
             if text is None:
                 text = texts[row_bytes] = row_format % tuple(row)
             out.append(key_text + text)
-        placeholder = f"per-query:{self.token}:{len(self.parts)}"
-        self.parts[placeholder] = "{" + ",".join(out) + "}"
-        return placeholder
+        return "{" + ",".join(out) + "}"
 
     def fill(self, text: str) -> str:
         """``text`` (JSON with the placeholders) with the per-query objects in their place, in one pass."""
@@ -437,3 +474,5 @@ def process_caches_clear() -> None:
     with _LOCK:
         _SCORES.clear()
         _CUBES.clear()
+    with _BLOCK_LOCK:
+        _BLOCK_TEXT.clear()

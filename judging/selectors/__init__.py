@@ -22,7 +22,7 @@ from judging.selectors.campaigns import (  # noqa: F401
 from judging.selectors.judgments import (  # noqa: F401
     JUDGMENT_EXPORT_COLUMNS,
     judgment_current,
-    judgment_export_rows,
+    judgment_export_chunks,
     judgment_following,
     judgment_following_pair,
     judgment_list,
@@ -30,6 +30,7 @@ from judging.selectors.judgments import (  # noqa: F401
     judgments_count,
     judgments_in_campaigns,
     judgments_visible,
+    qrels_chunks,
     qrels_rows,
 )
 from judging.selectors.queue import (  # noqa: F401
