@@ -27,13 +27,15 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_rows,
 )
 from judging.selectors.queue import (  # noqa: F401
+    QUEUE_FIELDS,
     JudgeProgress,
     NextPair,
     judge_progress,
     latest_query_id,
-    open_pair,
+    open_pair_of,
     overlap_q,
     pair_get,
     pair_is_open,
     pair_next,
+    queue_values,
 )

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Exists
+from django.db.models import DateTimeField, Exists
 from django.utils import timezone
 
 from judging import selectors
+from judging.compiled import Slots, compiled_update
 from judging.models import (
     Assignment,
     Campaign,
@@ -83,18 +84,28 @@ def pair_assign_locked(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
         )
         if found.pair is not None:
-            moved = (
-                Assignment.objects.filter(campaign=campaign, annotator=annotator)
-                .filter(
-                    Exists(selectors.open_pair(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id))
-                )
-                .update(pair_id=found.pair.id, expires_at=timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES))
-            )
+            moved = _hold_move(campaign=campaign, annotator=annotator, pair_id=found.pair.id)
             # No hold to move (the annotator's first pair here, or one released): take one.
             if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
                 return found
     hold_release(annotator=annotator, pair=judged)
     return None
+
+
+def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
+    """Move the annotator's hold in the campaign to ``pair_id`` if that pair is still open to them (one
+    UPDATE, compiled once per process: judging.compiled); how many holds moved (0 or 1)."""
+    overlap = bool(campaign.overlap_percent)
+
+    def build():
+        args = Slots({**selectors.QUEUE_FIELDS, "expires_at": DateTimeField()})
+        holds = Assignment.objects.filter(campaign_id=args["campaign_id"], annotator_id=args["annotator_id"])
+        is_open = Exists(selectors.open_pair_of(args, overlap=overlap))
+        return holds.filter(is_open), {"pair_id": args["pair_id"], "expires_at": args["expires_at"]}
+
+    values = selectors.queue_values(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id)
+    values["expires_at"] = values["now"] + timedelta(minutes=ASSIGNMENT_MINUTES)
+    return compiled_update(("hold_move", overlap), build).rowcount(values)
 
 
 def hold_release(*, annotator: User, pair: Pair) -> None:
