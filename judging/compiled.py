@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Expression, Field, IntegerField, Q, QuerySet, Value
+from django.db.models import Expression, Field, IntegerField, Model, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.sql import UpdateQuery
 
@@ -113,10 +113,27 @@ class Compiled:
         with connection.cursor() as cursor:
             self._execute(cursor, values)
             row = cursor.fetchone()
-        if row is None:
-            return None
+        return None if row is None else self._converted(row, self._converters())
+
+    def rows(self, values: dict) -> list[list]:
+        """Every row for these values, converted as ``first``'s."""
+        with connection.cursor() as cursor:
+            self._execute(cursor, values)
+            rows = cursor.fetchall()
+        converters = self._converters()
+        return [self._converted(row, converters) for row in rows]
+
+    def inserted_id(self, values: dict) -> int:
+        """Run an INSERT (compiled_insert's) for these values: the new row's primary key."""
+        with connection.cursor() as cursor:
+            self._execute(cursor, values)
+            if connection.features.can_return_columns_from_insert:
+                return cursor.fetchone()[0]
+            return connection.ops.last_insert_id(cursor, self.columns[0], self.columns[1])
+
+    def _converted(self, row, converters) -> list:
         row = list(row)
-        for i, fns in self._converters():
+        for i, fns in converters:
             value = row[i]
             for fn in fns:
                 value = fn(value, self.columns[i], connection)
@@ -167,6 +184,50 @@ def compiled_select(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
         return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select])
 
     return _once(key, compile_)
+
+
+def compiled_insert(model: type[Model], names: Sequence[str]) -> Compiled:
+    """INSERT one row of ``model`` with values for the fields (attnames) ``names``, returning its primary key
+    (Compiled.inserted_id). The values are prepared as the ORM prepares them for saving; defaults and
+    auto_now fields are the caller's to pass: no Model.save() runs (the models here have no save() logic or
+    signals)."""
+
+    def compile_() -> Compiled:
+        meta, qn = model._meta, connection.ops.quote_name
+        fields = [meta.get_field(name) for name in names]
+        sql = (
+            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+        )
+        if connection.features.can_return_columns_from_insert:
+            sql += f" RETURNING {qn(meta.pk.column)}"
+        slots = tuple(_Slot(name, _SaveAs(f)) for name, f in zip(names, fields, strict=True))
+        return Compiled(sql, slots, (meta.db_table, meta.pk.column))
+
+    return _once(("insert", model._meta.label, *names), compile_)
+
+
+class _SaveAs:
+    """A field's value prepared for saving (get_db_prep_save), where a query's value is prepared for lookups."""
+
+    def __init__(self, field: Field):
+        self.field = field
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        return self.field.get_db_prep_save(value, connection)
+
+
+def model_columns(model: type[Model], path: str = "") -> list[str]:
+    """The values_list() names of every concrete field of ``model`` (reached through ``path``, e.g. "query__"),
+    in the order model_from reads them."""
+    return [f"{path}{f.attname}" for f in model._meta.concrete_fields]
+
+
+def model_from(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, int]:
+    """The ``model`` instance of a row's columns from ``start`` on (model_columns' order), as the ORM loads
+    one; and where its columns end."""
+    end = start + len(model._meta.concrete_fields)
+    return model.from_db("default", [f.attname for f in model._meta.concrete_fields], row[start:end]), end
 
 
 def compiled_update(key: tuple, build: Callable[[], tuple[QuerySet, dict]]) -> Compiled:

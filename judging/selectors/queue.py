@@ -9,7 +9,7 @@ from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max,
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
-from judging.compiled import Args, Slots, Values, compiled_select
+from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
 from judging.models import Assignment, Campaign, Document, Judgment, Membership, Pair, Query, User
 from judging.selectors.campaigns import _pooled, pool_size
 
@@ -196,24 +196,21 @@ def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequen
     return None
 
 
-# A pair, its query and its document, read as plain columns in this order (see _pair_from_row).
-_PAIR_ATTS = [f.attname for f in Pair._meta.concrete_fields]
-_QUERY_ATTS = [f.attname for f in Query._meta.concrete_fields]
-_DOCUMENT_ATTS = [f.attname for f in Document._meta.concrete_fields]
-_PAIR_COLUMNS = (*_PAIR_ATTS, *(f"query__{a}" for a in _QUERY_ATTS), *(f"document__{a}" for a in _DOCUMENT_ATTS))
+# A pair, its query and its document, read as plain columns in this order (see pair_from_row).
+PAIR_COLUMNS = (*model_columns(Pair), *model_columns(Query, "query__"), *model_columns(Document, "document__"))
 
 
-def _pair_from_row(row: Sequence) -> Pair:
-    """The Pair of a row of _PAIR_COLUMNS (and what follows them), with its query and document loaded."""
-    n, m = len(_PAIR_ATTS), len(_PAIR_ATTS) + len(_QUERY_ATTS)
-    pair = Pair.from_db("default", _PAIR_ATTS, row[:n])
-    pair.query = Query.from_db("default", _QUERY_ATTS, row[n:m])
-    pair.document = Document.from_db("default", _DOCUMENT_ATTS, row[m : len(_PAIR_COLUMNS)])
-    return pair
+def pair_from_row(row: Sequence, start: int = 0) -> tuple[Pair, int]:
+    """The Pair of a row's PAIR_COLUMNS from ``start`` on, with its query and document loaded; and where
+    those columns end."""
+    pair, at = model_from(Pair, row, start)
+    pair.query, at = model_from(Query, row, at)
+    pair.document, at = model_from(Document, row, at)
+    return pair, at
 
 
 def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool):
-    """_pair_next's query, built from named values (see _open_pairs_of): a row of _PAIR_COLUMNS, then with
+    """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total, campaign_done."""
     open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
     candidates = []
@@ -233,7 +230,7 @@ def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, excl
     subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
     query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
     qs = open_pairs.filter(query_id=query_id).order_by("judgment_count", *_doc_order(args["doc_salt"]))
-    columns = list(_PAIR_COLUMNS)
+    columns = list(PAIR_COLUMNS)
     if lock:
         qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args)
         columns += ["query_done", "query_total", "campaign_done"]
@@ -282,9 +279,9 @@ def _pair_next(
     row = query.first(values)
     if row is None:
         return None
-    pair = _pair_from_row(row)
+    pair, at = pair_from_row(row)
     if lock:
-        query_done, query_total, campaign_done = row[len(_PAIR_COLUMNS) :]
+        query_done, query_total, campaign_done = row[at:]
         pair.progress = JudgeProgress(query_done, query_total, campaign_done or 0, pool_size(campaign=campaign))
     return pair
 
