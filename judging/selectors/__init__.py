@@ -16,6 +16,7 @@ from judging.selectors.campaigns import (  # noqa: F401
 from judging.selectors.judgments import (  # noqa: F401
     JUDGMENT_EXPORT_COLUMNS,
     judgment_current,
+    judgment_export_row,
     judgment_export_rows,
     judgment_following,
     judgment_following_pair,
@@ -37,5 +38,6 @@ from judging.selectors.queue import (  # noqa: F401
     pair_get,
     pair_is_open,
     pair_next,
+    pair_with_scale,
     queue_values,
 )

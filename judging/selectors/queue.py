@@ -10,8 +10,8 @@ from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
-from judging.models import Assignment, Campaign, Document, Judgment, Membership, Pair, Query, User
-from judging.selectors.campaigns import _pooled, pool_size
+from judging.models import Assignment, Campaign, Document, Grade, Judgment, Membership, Pair, Query, User
+from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
 
 _P = 100_003  # prime
 
@@ -303,6 +303,28 @@ def pair_get(
     if lock:
         qs = qs.select_for_update(of=("self",))
     return (qs.filter(pooled=True) if pooled_only else qs).first()
+
+
+def _pair_with_scale_query():
+    args = Slots()
+    return (
+        Pair.objects.filter(public_id=args["public_id"])
+        .annotate(scale_json=grades_json())  # grades_json names the joined "judging_campaign"
+        .order_by()
+        .values_list(*PAIR_COLUMNS, *model_columns(Campaign, "campaign__"), "scale_json")[:1]
+    )
+
+
+def pair_with_scale(*, public_id: int) -> tuple[Pair, list[Grade]] | None:
+    """The pair of this public id, pooled or not, in any campaign (the caller checks who may see it), with its
+    query, document and campaign loaded and its campaign's scale (as grades_parse gives it): one query,
+    compiled once per process (judging.compiled)."""
+    row = compiled_select(("pair_with_scale",), _pair_with_scale_query).first({"public_id": public_id})
+    if row is None:
+        return None
+    pair, at = pair_from_row(row)
+    pair.campaign, at = model_from(Campaign, row, at)
+    return pair, grades_parse(pair.campaign, row[at])
 
 
 def latest_query_id(*, campaign: Campaign, annotator: User) -> int | None:
