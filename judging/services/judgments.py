@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 
 from judging.access import lead_required, membership_role
 from judging.aggregation import aggregate_grades
-from judging.compiled import Slots, compiled_insert, compiled_select, compiled_update
+from judging.compiled import Slots, compiled_delete, compiled_insert, compiled_select, compiled_update
 from judging.models import (
     Adjudication,
     AnnotatorProfile,
@@ -124,6 +124,26 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     for i in range(0, len(queries), _IDS_PER_STATEMENT):
         Query.objects.filter(id__in=queries[i : i + _IDS_PER_STATEMENT]).update(labels_version=F("labels_version") + 1)
     return changed
+
+
+def pair_lock(*, pair_id: int) -> None:
+    """Lock the pair's row (inside a transaction): every writer of a pair's judgments and label takes this
+    lock first. One statement compiled once per process; Pair.DoesNotExist if there is no such pair."""
+    lock = compiled_select(
+        ("pair_lock",), lambda: Pair.objects.select_for_update().filter(id=Slots()["pair_id"]).order_by().values("id")
+    )
+    if lock.first({"pair_id": pair_id}) is None:
+        raise Pair.DoesNotExist("Pair matching query does not exist.")
+
+
+def hold_delete(*, annotator_id: int, pair_id: int) -> None:
+    """Release the annotator's hold on the pair, if they hold it (one statement compiled once per process)."""
+
+    def build():
+        args = Slots()
+        return Assignment.objects.filter(annotator_id=args["annotator_id"], pair_id=args["pair_id"])
+
+    compiled_delete(("hold_delete",), build).rowcount({"annotator_id": annotator_id, "pair_id": pair_id})
 
 
 def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
@@ -278,7 +298,7 @@ def judgment_record(
             with transaction.atomic():
                 # Lock the pair first: every writer of this pair's judgments and label queues here, so
                 # the label is recomputed from a consistent set and no revision is lost.
-                Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
+                pair_lock(pair_id=pair.id)
                 return _judgment_write(**write)
         except IntegrityError:
             # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
@@ -488,7 +508,7 @@ def _judgment_write(
         # The pair is judged now: the annotator's hold on it must not count twice toward redundancy. Last, as
         # the judging page moves its hold after the query's version: every writer locks pair, query, hold in
         # that order, so an annotator posting from the page and the API at once cannot deadlock.
-        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+        hold_delete(annotator_id=annotator.id, pair_id=pair.id)
     return JudgmentRecorded(judgment, True, created=created)
 
 

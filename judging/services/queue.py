@@ -16,6 +16,7 @@ from judging.models import (
     Pair,
     User,
 )
+from judging.services.judgments import hold_delete, pair_lock
 
 ASSIGNMENT_MINUTES = 15
 
@@ -23,7 +24,7 @@ ASSIGNMENT_MINUTES = 15
 def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
     """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
     with transaction.atomic():
-        Pair.objects.select_for_update().filter(id=pair_id).order_by().values_list("id").get()
+        pair_lock(pair_id=pair_id)
         if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
             return False
         Assignment.objects.update_or_create(
@@ -110,4 +111,4 @@ def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
 
 def hold_release(*, annotator: User, pair: Pair) -> None:
     """Release the annotator's hold on ``pair`` (judged now: it must not count twice toward redundancy)."""
-    Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+    hold_delete(annotator_id=annotator.id, pair_id=pair.id)
