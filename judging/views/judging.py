@@ -305,7 +305,7 @@ def judge_record(request, slug: str, public_id: int):
 
     One transaction: the pair is looked up with the campaign, the caller's role and the scale and locked,
     the judgment written, its label refreshed, and the next pair of the queue chosen and held: at most
-    12 SQL statements in all, session included (tests/judging/test_views.py holds that count)."""
+    11 SQL statements in all, session and user included (tests/judging/test_views.py holds that count)."""
     with transaction.atomic():
         member, pair = campaign_member_pair(request, slug, public_id, lock=True)
         campaign, grades = member.campaign, member.grades
