@@ -87,26 +87,39 @@ class Member:
         }
 
 
+def _campaign_member_query(*, superuser: bool, grades: bool):
+    args = Slots({"slug": CharField()})
+    campaigns = Campaign.objects.filter(slug=args["slug"]).order_by("pk")  # as first() orders
+    columns = model_columns(Campaign)
+    if not superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("pk"), user_id=args["user_id"]).values("role")[:1]
+        campaigns = campaigns.annotate(member_role=Subquery(role))
+        columns.append("member_role")
+    if grades:
+        campaigns = campaigns.annotate(scale_json=grades_json())
+        columns.append("scale_json")
+    return campaigns.values_list(*columns)[:1]
+
+
 def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = False) -> Member:
     """The caller's Member for the campaign ``slug``: 404 for outsiders, 403 for annotators when ``lead``.
 
-    One query: the campaign with the caller's role (and, with ``grades``, its scale) beside it."""
+    One query (compiled once per process): the campaign with the caller's role (and, with ``grades``, its
+    scale) beside it."""
     user = request.user
-    campaigns = Campaign.objects.filter(slug=slug)
-    if not user.is_superuser:
-        role = Membership.objects.filter(campaign_id=OuterRef("pk"), user_id=user.pk).values("role")[:1]
-        campaigns = campaigns.annotate(member_role=Subquery(role))
-    if grades:
-        campaigns = campaigns.annotate(scale_json=grades_json())
-    campaign = campaigns.first()
-    if campaign is None:
+    shape = {"superuser": user.is_superuser, "grades": grades}
+    query = compiled_select(("campaign_member", *shape.values()), lambda: _campaign_member_query(**shape))
+    row = query.first({"slug": slug, "user_id": user.pk})
+    if row is None:
         raise Http404("No Campaign matches the given query.")
-    role = LEAD if user.is_superuser else campaign.member_role
+    campaign, at = model_from(Campaign, row)
+    extra = row[at:]
+    role = LEAD if user.is_superuser else extra[0]
     if role is None:
         raise Http404(_("No such campaign."))
     if lead and role != LEAD:
         raise PermissionDenied(_("Only the campaign's leads can open this page."))
-    return Member(campaign, role, grades_parse(campaign, campaign.scale_json) if grades else None)
+    return Member(campaign, role, grades_parse(campaign, extra[-1]) if grades else None)
 
 
 def _refuse_anonymous(request) -> HttpResponse | None:

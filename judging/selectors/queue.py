@@ -286,6 +286,16 @@ def _pair_next(
     return pair
 
 
+def _pair_get_query(*, by: str, pooled_only: bool, lock: bool):
+    args = Slots()
+    # order_by("pk"): as first() orders an unordered query; Pair's default ordering would join the campaign,
+    # query and document tables again.
+    qs = Pair.objects.filter(campaign_id=args["campaign_id"], **{by: args["key"]}).order_by("pk")
+    if lock:
+        qs = qs.select_for_update(of=("self",))
+    return (qs.filter(pooled=True) if pooled_only else qs).values_list(*PAIR_COLUMNS)[:1]
+
+
 def pair_get(
     *,
     campaign: Campaign,
@@ -294,15 +304,14 @@ def pair_get(
     pooled_only: bool = True,
     lock: bool = False,
 ) -> Pair | None:
-    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query.
-    Named by its row id (leads' pages) or by its public id (what annotators see). ``lock`` (inside a
-    transaction): the pair's row is locked (FOR UPDATE) as every writer of its judgments locks it."""
-    key = {"id": pair_id} if public_id is None else {"public_id": public_id}
-    # order_by(): Pair's default ordering would join the campaign, query and document tables again.
-    qs = Pair.objects.filter(campaign_id=campaign.id, **key).select_related("query", "document").order_by()
-    if lock:
-        qs = qs.select_for_update(of=("self",))
-    return (qs.filter(pooled=True) if pooled_only else qs).first()
+    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query
+    (compiled once per process). Named by its row id (leads' pages) or by its public id (what annotators
+    see). ``lock`` (inside a transaction): the pair's row is locked (FOR UPDATE) as every writer of its
+    judgments locks it."""
+    shape = {"by": "id" if public_id is None else "public_id", "pooled_only": pooled_only, "lock": lock}
+    query = compiled_select(("pair_get", *shape.values()), lambda: _pair_get_query(**shape))
+    row = query.first({"campaign_id": campaign.id, "key": pair_id if public_id is None else public_id})
+    return None if row is None else pair_from_row(row)[0]
 
 
 def _pair_with_scale_query():
@@ -385,28 +394,37 @@ def _with_progress(qs: QuerySet[Pair], args: Args) -> QuerySet[Pair]:
     )
 
 
-def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
-    """The figures on the judging page in one round trip: each one an index range that does not grow
-    with the pool (the pool's size itself is cached, see ``pool_size``)."""
+def _judge_progress_query():
+    args = Slots()
     campaign_done = Subquery(
-        Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+        Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
         .order_by()
         .values("campaign_id")
         .annotate(n=Count("id"))
         .values("n")[:1]
     )
+    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
+    return (
+        Pair.objects.filter(query_id=args["query_id"], pooled=True)
+        .order_by()
+        .values("query_id")
+        .annotate(done=Count("id", filter=Q(mine)), total=Count("id"), campaign_done=Max(campaign_done))
+        .values_list("done", "total", "campaign_done")
+    )
+
+
+def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
+    """The figures on the judging page in one round trip (compiled once per process): each one an index
+    range that does not grow with the pool (the pool's size itself is cached, see ``pool_size``). A query
+    without pooled pairs has no row: nothing of it is done, and the campaign's figure is not read."""
     if query_id is None:
         done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
         return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
-    row = (
-        Pair.objects.filter(query_id=query_id, pooled=True)
-        .order_by()
-        .aggregate(
-            total=Count("id"),
-            done=Count(
-                "id", filter=Q(Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id)))
-            ),
-            campaign_done=Max(campaign_done),
-        )
-    )
-    return JudgeProgress(row["done"], row["total"], row["campaign_done"] or 0, pool_size(campaign=campaign))
+    values = {
+        "query_id": query_id,
+        "annotator_id": annotator.id,
+        "campaign_id": campaign.id,
+        "redundancy": campaign.redundancy,
+    }
+    row = compiled_select(("judge_progress",), _judge_progress_query).first(values) or (0, 0, None)
+    return JudgeProgress(row[0], row[1], row[2] or 0, pool_size(campaign=campaign))
