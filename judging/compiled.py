@@ -23,6 +23,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.sql import DeleteQuery, UpdateQuery
 
 _INT = IntegerField()
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 class _IdListField(Field):
@@ -101,32 +102,45 @@ class Compiled:
     columns: Sequence[Expression] = ()
     converters: dict = field(default_factory=dict)  # per database alias: [(column index, [converter])]
 
-    def _execute(self, cursor, values: dict) -> None:
+    def _params(self, values: dict) -> list | None:
+        """The parameters for these values, or None when one is a whole number no column can hold: as the
+        ORM, such a value matches nothing (it never reaches the database, which would refuse it)."""
         params = [
             p.field.get_db_prep_value(values[p.name], connection, prepared=False) if isinstance(p, _Slot) else p
             for p in self.params
         ]
-        cursor.execute(self.sql, params)
+        if any(type(p) is int and not _INT64[0] <= p <= _INT64[1] for p in params):
+            return None
+        return params
 
     def first(self, values: dict) -> list | None:
         """The first row for these values, each column converted as the ORM converts it, or None."""
+        params = self._params(values)
+        if params is None:
+            return None
         with connection.cursor() as cursor:
-            self._execute(cursor, values)
+            cursor.execute(self.sql, params)
             row = cursor.fetchone()
         return None if row is None else self._converted(row, self._converters())
 
     def rows(self, values: dict) -> list[list]:
         """Every row for these values, converted as ``first``'s."""
+        params = self._params(values)
+        if params is None:
+            return []
         with connection.cursor() as cursor:
-            self._execute(cursor, values)
+            cursor.execute(self.sql, params)
             rows = cursor.fetchall()
         converters = self._converters()
         return [self._converted(row, converters) for row in rows]
 
     def inserted_id(self, values: dict) -> int:
         """Run an INSERT (compiled_insert's) for these values: the new row's primary key."""
+        params = self._params(values)
+        if params is None:
+            raise ValueError("a whole number out of the database's range")
         with connection.cursor() as cursor:
-            self._execute(cursor, values)
+            cursor.execute(self.sql, params)
             if connection.features.can_return_columns_from_insert:
                 return cursor.fetchone()[0]
             return connection.ops.last_insert_id(cursor, self.columns[0], self.columns[1])
@@ -142,8 +156,11 @@ class Compiled:
 
     def rowcount(self, values: dict) -> int:
         """Run an UPDATE or DELETE for these values: how many rows it changed."""
+        params = self._params(values)
+        if params is None:
+            return 0
         with connection.cursor() as cursor:
-            self._execute(cursor, values)
+            cursor.execute(self.sql, params)
             return cursor.rowcount
 
     def _converters(self) -> list:
