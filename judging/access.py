@@ -9,6 +9,7 @@ The rules, used alike by the pages, the API's permission classes and the service
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import wraps
 
@@ -30,13 +31,18 @@ ANNOTATOR = Membership.Role.ANNOTATOR
 SESSION_EXPIRED = gettext_lazy("Your session has expired: log in again in another tab.")
 
 
-def membership_role(*, campaign: Campaign | int, user: User) -> str | None:
-    """'lead', 'annotator' or None (not a member, or not logged in). Superusers are leads everywhere."""
+def membership_role(*, campaign: Campaign | int, user: User, roles: Mapping[int, str] | None = None) -> str | None:
+    """'lead', 'annotator' or None (not a member, or not logged in). Superusers are leads everywhere.
+
+    ``roles``: the user's roles by campaign id, already read (``selectors.membership_roles``: the API reads
+    them once per request); without it, one query."""
     if not user.is_authenticated:
         return None
     if user.is_superuser:
         return LEAD
     campaign_id = campaign if isinstance(campaign, int) else campaign.pk
+    if roles is not None:
+        return roles.get(campaign_id)
     return Membership.objects.filter(campaign_id=campaign_id, user=user).values_list("role", flat=True).first()
 
 
@@ -46,15 +52,16 @@ def lead_required(*, campaign: Campaign, user: User, what: str) -> None:
         raise PermissionDenied(_("only a lead of this campaign can %(what)s") % {"what": what})
 
 
-def can_create_campaigns(user: User) -> bool:
-    """Leads of any campaign, superusers and users granted judging.add_campaign create campaigns."""
+def can_create_campaigns(user: User, *, roles: Mapping[int, str] | None = None) -> bool:
+    """Leads of any campaign, superusers and users granted judging.add_campaign create campaigns.
+    ``roles`` as membership_role's."""
     if not user.is_authenticated:
         return False
-    return (
-        user.is_superuser
-        or user.has_perm("judging.add_campaign")
-        or Membership.objects.filter(user=user, role=LEAD).exists()
-    )
+    if user.is_superuser or user.has_perm("judging.add_campaign"):
+        return True
+    if roles is not None:
+        return LEAD in roles.values()
+    return Membership.objects.filter(user=user, role=LEAD).exists()
 
 
 @dataclass(frozen=True)

@@ -545,7 +545,7 @@ def _tag_list(raw: str, filename: str, line: int, field: str) -> tuple[str, ...]
     """Comma-separated tags; blanks around them ignored, duplicates kept once, an empty column no tag."""
     if not raw.strip():
         return ()
-    tags = [_check_tag(t.strip(), filename, line, field) for t in raw.split(",")]
+    tags = [_check_tag(t.strip(), filename, line, field, chars=True) for t in raw.split(",")]
     return tuple(dict.fromkeys(tags))
 
 
@@ -1234,6 +1234,8 @@ def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
         ):
             if not value and name != "qid":
                 raise FormatError(_("empty"), filename=filename, line=line, field=name)
+            if _BAD_CHAR.search(value):
+                raise _char_error(value, name, filename, line)
             if len(value) > limit:
                 raise FormatError(
                     _("longer than %(limit)s characters") % {"limit": limit}, filename=filename, line=line, field=name

@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
-from judging.services import CAMPAIGN_SETTINGS, people_parse
+from judging.services import CAMPAIGN_SETTINGS, people_parse, scale_check
 
 
 class JudgmentForm(forms.Form):
@@ -87,13 +87,10 @@ class BaseGradeFormSet(forms.BaseFormSet):
     def clean(self):
         if any(self.errors):
             return
-        values = [f.cleaned_data["value"] for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
-        if len(values) != len(set(values)):
-            raise ValidationError(_("each grade value may appear only once"))
-        if not values:
-            raise ValidationError(_("a grading scale needs at least one grade"))
+        scale_check(self.scale())  # the service's rules, so that the page says what the API says
 
     def scale(self) -> list[dict]:
+        """The grades kept (not deleted), sorted by value."""
         return sorted(
             (
                 {k: f.cleaned_data[k] for k in ("value", "name", "description", "examples")}

@@ -15,10 +15,10 @@ from metrics.agreement import (
     pairwise_agreement,
     raw_agreement,
 )
-from metrics.bounds import PairPriority, Settled, open_pairs, pair_priority, score_bounds, settled
+from metrics.bounds import PairPriority, Settled, open_pairs, open_pairs_by_query, pair_priority, score_bounds, settled
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
-from metrics.measures import Measure, measure_names
+from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
     GAINS,
@@ -66,12 +66,14 @@ __all__ = [
     "PairPriority",
     "Settled",
     "open_pairs",
+    "open_pairs_by_query",
     "pair_priority",
     "score_bounds",
     "settled",
     "GAINS",
     "Measure",
     "measure_names",
+    "WHOLE_RUN",
     "PAD",
     "UNJUDGED",
     "average_precision",

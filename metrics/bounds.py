@@ -25,7 +25,7 @@ from metrics.ranking import (
     _safe_divide,
 )
 
-__all__ = ["PairPriority", "Settled", "open_pairs", "pair_priority", "score_bounds", "settled"]
+__all__ = ["PairPriority", "Settled", "open_pairs", "open_pairs_by_query", "pair_priority", "score_bounds", "settled"]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -355,6 +355,44 @@ def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarr
     both = inside.T @ (inside * n_pairs[:, None])
     union = per_system[:, None] + per_system[None, :] - both
     return np.where(open_, union, 0)
+
+
+def open_pairs_by_query(labels, doc_ids, comparisons, *, cutoff: int | None = None) -> np.ndarray:
+    """Where the unjudged pairs that could change some comparisons are: their number in each query.
+
+    For each comparison (a, b): per query, the number of distinct unjudged documents within the top
+    ``cutoff`` of a's run or of b's (counted once when both retrieved them). Summed over the queries it
+    is :func:`open_pairs`'s count for an open comparison; the caller picks which comparisons to ask
+    about (typically the open ones: no label can change a settled one).
+
+    Parameters
+    ----------
+    labels, doc_ids, cutoff
+        As for :func:`open_pairs`.
+    comparisons : int array, shape (C, 2)
+        Pairs of system indices.
+
+    Returns
+    -------
+    ndarray of int64, shape (C, Q)
+    """
+    labels = _check_labels(labels)
+    doc_ids = _check_doc_ids(doc_ids, labels)
+    n_systems, n_queries = labels.shape[:2]
+    comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    if comparisons.size and (comparisons.min() < 0 or comparisons.max() >= n_systems):
+        raise ValueError(f"comparisons must hold system indices from 0 to {n_systems - 1}")
+    cutoff = _check_cutoff(cutoff)
+    wanted = np.zeros(n_systems, dtype=bool)
+    wanted[comparisons.reshape(-1)] = True
+    query, _, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, wanted)
+    out = np.zeros((comparisons.shape[0], n_queries), dtype=np.int64)
+    for c, (a, b) in enumerate(comparisons.tolist()):  # over comparisons (at most S - 1 adjacent ones)
+        either = ((members[:, a // 64] >> np.uint64(a % 64)) | (members[:, b // 64] >> np.uint64(b % 64))) & np.uint64(
+            1
+        )
+        out[c] = np.bincount(query[either.astype(bool)], minlength=n_queries)
+    return out
 
 
 class PairPriority(NamedTuple):

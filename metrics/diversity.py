@@ -23,7 +23,7 @@ def _sorted_top(values: np.ndarray, k: int):
     return top, first
 
 
-def intra_list_diversity(values, k: int) -> np.ndarray:
+def intra_list_diversity(values, *, k: int) -> np.ndarray:
     r"""Intra-list diversity at k: the share of pairs of top-k documents whose attribute values differ.
 
     .. math:: \mathrm{ILD}@k = \frac{\binom{n}{2} - \sum_v \binom{n_v}{2}}{\binom{n}{2}}
@@ -64,7 +64,7 @@ def intra_list_diversity(values, k: int) -> np.ndarray:
     return _safe_divide(pairs - same, pairs)
 
 
-def coverage(values, k: int) -> np.ndarray:
+def coverage(values, *, k: int) -> np.ndarray:
     """Coverage at k: the number of distinct attribute values among the top k documents.
 
     Documents without the attribute (``NO_VALUE``) add nothing; divide by the number of values of the

@@ -63,12 +63,20 @@ def _check_pool_depth(pool_depth) -> int:
 
 
 def _unique(doc_ids: np.ndarray, pool_depth: int) -> np.ndarray:
+    pooled = _unique_pooled(doc_ids, pool_depth)
+    unique = np.zeros(doc_ids.shape, dtype=bool)
+    unique[..., : pooled.shape[2]] = pooled
+    return unique
+
+
+def _unique_pooled(doc_ids: np.ndarray, pool_depth: int) -> np.ndarray:
+    """:func:`unique_contributions` over the pooled ranks only: shape (S, Q, min(pool_depth, D))."""
     depth = min(pool_depth, doc_ids.shape[2])
     pooled = doc_ids[..., :depth]
     system, query, rank, _, opens = _group_entries(pooled >= 0, pooled)
     # An entry alone in its (query, document) group: it opens its group and the next entry opens another.
     alone = opens & np.append(opens[1:], True)
-    unique = np.zeros(doc_ids.shape, dtype=bool)
+    unique = np.zeros(pooled.shape, dtype=bool)
     unique[system[alone], query[alone], rank[alone]] = True
     return unique
 
@@ -125,8 +133,10 @@ def pool_bias(
     threshold = _check_threshold(threshold)
     gain = _check_gain(gain)
 
-    unique = _unique(doc_ids, pool_depth)
-    removed = unique & (labels >= 0)
+    # Only the pooled ranks can hold a unique pair: everything below works on that slice of the ranking.
+    unique = _unique_pooled(doc_ids, pool_depth)
+    depth = unique.shape[2]
+    removed = unique & (labels[..., :depth] >= 0)
     n_grades = int(max(qrels.max(initial=0), labels.max(initial=0))) + 1
     n_systems, n_queries = labels.shape[:2]
     s, q, rank = np.nonzero(removed)
@@ -137,7 +147,8 @@ def pool_bias(
     num_rel = counts[..., relevant_grades].sum(axis=-1)
     num_nonrel = counts[..., ~relevant_grades].sum(axis=-1)
 
-    ablated = np.where(removed, UNJUDGED, labels).astype(labels.dtype)
+    ablated = labels.copy()
+    ablated[..., :depth][removed] = UNJUDGED
     judged_at_k = _judged(ablated, k)
     scored = _condense(ablated) if judged_only else ablated
     scores = _measure_set(

@@ -163,15 +163,21 @@ def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
     """Running counts of up to four boolean (S, Q, D) masks along the ranking, inclusive, as int16.
 
     numpy's cumulative sum along a short last axis costs about the same for one 16-bit lane as for
-    four, so the masks go into the four int16 lanes of one int64 per entry, are summed once, and come
-    back out as strided views. A count never exceeds the depth (< 2^15), so no lane carries into the
-    next. Deeper arrays, or more masks, fall back to one sum per mask.
+    four, so the masks go into the int16 lanes of one int32 (two masks) or int64 (three or four) per
+    entry, are summed once, and come back out as strided views. A count never exceeds the depth
+    (< 2^15), so no lane carries into the next. Deeper arrays, or more masks, fall back to one sum per mask.
     """
     depth = masks[0].shape[-1]
     if len(masks) == 1:
         return [np.cumsum(masks[0], axis=-1, dtype=np.int16 if depth < 2**15 else np.int32)]
     if depth >= 2**15 or len(masks) > 4:
         return [np.cumsum(mask, axis=-1, dtype=np.int32) for mask in masks]
+    if len(masks) == 2:
+        packed = np.zeros(masks[0].shape, dtype="<i4")
+        lanes = packed.view("<i2").reshape(masks[0].shape + (2,))
+        lanes[..., 0], lanes[..., 1] = masks
+        np.cumsum(packed, axis=-1, out=packed)
+        return [np.ascontiguousarray(lanes[..., i]) for i in range(2)]
     packed = np.zeros(masks[0].shape, dtype="<i8")
     lanes = packed.view("<i2").reshape(masks[0].shape + (4,))
     for i, mask in enumerate(masks):  # over the (at most four) masks, not over ranks

@@ -14,10 +14,11 @@ from judging.services import (
     documents_import,
     judgment_record,
     membership_add,
+    qrels_import,
     queries_import,
     run_import,
 )
-from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+from tests.data import DOCS, RUN_BM25, RUN_DENSE, TINY_DOCS, TINY_QRELS, TINY_RUNS, TINY_TOPICS, TOPICS
 
 
 def pytest_sessionstart(session):
@@ -55,6 +56,36 @@ def campaign(db, lead, annotator):
     membership_add(campaign=c, user=lead, role="lead")
     membership_add(campaign=c, user=annotator, role="annotator")
     return c
+
+
+@pytest.fixture
+def tiny(db, lead, annotator, make_user):
+    """Campaign "tiny" (pool depth 3): alpha, beta and <em>gamma</em> over q1-q4, q1-q3 labelled by a third
+    member, "assessor" (tests/data.py TINY_*); lead and annotator are members."""
+    c = campaign_create(slug="tiny", name="Tiny", pool_depth=3)
+    membership_add(campaign=c, user=lead, role="lead")
+    membership_add(campaign=c, user=annotator, role="annotator")
+    assessor = make_user("assessor")
+    membership_add(campaign=c, user=assessor, role="annotator")
+    queries_import(campaign=c, data=TINY_TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=c, data=TINY_DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=c, data=TINY_RUNS.encode(), filename="runs.trec")
+    qrels_import(campaign=c, data=TINY_QRELS.encode(), filename="q.qrels", annotator=assessor)
+    return c
+
+
+@pytest.fixture
+def as_lead(client, lead):
+    """The test client, logged in as the lead."""
+    client.force_login(lead)
+    return client
+
+
+@pytest.fixture
+def as_annotator(client, annotator):
+    """The test client, logged in as the annotator."""
+    client.force_login(annotator)
+    return client
 
 
 @pytest.fixture

@@ -213,3 +213,23 @@ def in_browser(check) -> list[str]:
 # Browser window sizes of the screenshot tests: a phone with touch, and a laptop.
 PHONE = {"width": 390, "height": 844, "is_mobile": True, "has_touch": True}
 DESKTOP = {"width": 1366, "height": 900}
+
+# The "tiny" campaign (fixture in tests/conftest.py): three systems, three queries with labels and one without.
+# P@1 per query (q1, q2, q3): alpha (1, 0, 1), beta (0, 1, 1), gamma (1, 0, 0) - gamma returned nothing for q2
+# and q3. alpha vs beta on P@1: q1 win, q2 loss, q3 tie. d9 and d10 are unjudged. Names and titles carry markup
+# that pages must escape.
+TINY_TOPICS = "q1\tmerino <b>wool</b> sweater\nq2\train jacket\nq3\tcable knit\nq4\tnot judged yet\n"
+TINY_DOCS = "".join(
+    f'{{"docid": "d{i}", "title": "Title {i}{" <script>alert(1)</script>" if i == 1 else ""}", "text": "t"}}\n'
+    for i in range(1, 11)
+)
+TINY_RUNS = (
+    "q1 Q0 d1 1 3 alpha\nq1 Q0 d2 2 2 alpha\nq1 Q0 d3 3 1 alpha\n"
+    "q2 Q0 d4 1 3 alpha\nq2 Q0 d5 2 2 alpha\nq2 Q0 d6 3 1 alpha\n"
+    "q3 Q0 d7 1 3 alpha\nq3 Q0 d8 2 2 alpha\nq3 Q0 d9 3 1 alpha\n"
+    "q1 Q0 d2 1 3 beta\nq1 Q0 d1 2 2 beta\nq1 Q0 d3 3 1 beta\n"
+    "q2 Q0 d6 1 3 beta\nq2 Q0 d5 2 2 beta\nq2 Q0 d4 3 1 beta\n"
+    "q3 Q0 d8 1 3 beta\nq3 Q0 d7 2 2 beta\nq3 Q0 d10 3 1 beta\n"
+    "q1 Q0 d3 1 3 <em>gamma</em>\nq1 Q0 d2 2 2 <em>gamma</em>\nq1 Q0 d1 3 1 <em>gamma</em>\n"
+)
+TINY_QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d4 0\nq2 0 d5 0\nq2 0 d6 1\nq3 0 d7 1\nq3 0 d8 1\n"

@@ -104,6 +104,14 @@ class LoginAttemptsHandler(AxesDatabaseHandler):
         user_limit, address_limit = settings.AXES_FAILURE_LIMIT, settings.RELJUDGE_ADDRESS_FAILURE_LIMIT
         return max(by_username, by_address * user_limit // address_limit)
 
+    def reset_user_attempts(self, request, credentials=None) -> int:
+        """A successful login clears the failures against that account only. Axes clears every failure of
+        the client address as well, including those against other accounts: anyone with an account of their
+        own could then guess 4 passwords of a lead, log in as themselves, and guess on without limit."""
+        username = get_client_username(request, credentials)
+        deleted, _per_model = AccessAttempt.objects.filter(username=username).delete()
+        return deleted
+
 
 def _retry_after(request, credentials) -> timedelta:
     """How long until the lockout ends: the cool-off counted from the last failure that caused it."""
@@ -122,7 +130,7 @@ def lockout_response(request, original_response=None, credentials=None):
     seconds = math.ceil(wait.total_seconds())
     minutes = math.ceil(seconds / 60)
     retry_at = timezone.now() + wait
-    if request.path.startswith("/api/"):
+    if request.path.startswith(reverse("api:api-root")):
         response = JsonResponse(
             {
                 "detail": ngettext(

@@ -8,33 +8,30 @@ from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
-from judging.models import Campaign, Membership
+from judging.access import can_create_campaigns, membership_role
+from judging.models import Campaign, Membership, User
 from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
 
 
 class Access:
-    """The caller's role in each campaign.
+    """The caller's role in each campaign, by judging.access's rules (read once per request).
 
     Non-members get 404 for a campaign (its existence is not theirs to know); members who lack the
     role an action needs get 403. Superusers are leads everywhere.
     """
 
-    def __init__(self, user):
+    def __init__(self, user: User):
         self.user = user
         self.superuser = bool(user.is_authenticated and user.is_superuser)
         self.roles = membership_roles(user=user)
 
     def role(self, campaign_id: int) -> str | None:
-        return LEAD if self.superuser else self.roles.get(campaign_id)
+        return membership_role(campaign=campaign_id, user=self.user, roles=self.roles)
 
     def is_lead(self, campaign_id: int) -> bool:
         return self.role(campaign_id) == LEAD
-
-    @property
-    def leads_anywhere(self) -> bool:
-        return self.superuser or LEAD in self.roles.values()
 
     @property
     def led_ids(self) -> list[int] | None:
@@ -64,8 +61,8 @@ class Access:
             )
 
     def can_create_campaigns(self) -> bool:
-        """Leads (of any campaign) and users granted judging.add_campaign create campaigns."""
-        return self.leads_anywhere or self.user.has_perm("judging.add_campaign")
+        """The pages' rule (judging.access.can_create_campaigns), from the roles already read."""
+        return can_create_campaigns(self.user, roles=self.roles)
 
 
 def _is_slug(value: str) -> bool:

@@ -101,8 +101,12 @@ def leaderboard_csv(data: dict) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["system", *measures, "queries"])
     for system in data["systems"]:
+        # A system is named by a run file's tag or by whoever uploaded it: text like any other cell.
         writer.writerow(
-            [system["name"], *(repr(float(system["measures"][m])) if m in system["measures"] else "" for m in measures)]
+            [
+                csv_cell(system["name"]),
+                *(repr(float(system["measures"][m])) if m in system["measures"] else "" for m in measures),
+            ]
             + [data["queries"]]
         )
     return buffer.getvalue()

@@ -19,7 +19,7 @@ from judging.models import (
     Query,
     System,
 )
-from judging.services import CAMPAIGN_SETTINGS
+from judging.services import CAMPAIGN_SETTINGS, scale_check
 
 GRADE_RANGE = {"min_value": 0, "max_value": 100}
 
@@ -73,12 +73,7 @@ class CampaignSerializer(serializers.ModelSerializer):
         return value
 
     def validate_scale(self, value: list[dict]) -> list[dict]:
-        values = [g["value"] for g in value]
-        if not values:
-            raise serializers.ValidationError(_("A grading scale needs at least one grade."))
-        if len(set(values)) != len(values):
-            raise serializers.ValidationError(_("Each grade value may appear only once."))
-        return sorted(value, key=lambda g: g["value"])
+        return scale_check(value)  # the service's rules (its ValidationError becomes this field's 400)
 
     def validate(self, attrs: dict) -> dict:
         grades, scale = attrs.get("grade_values"), attrs.get("grades")
@@ -411,7 +406,9 @@ class ProgressSerializer(serializers.Serializer):
     )
 
 
-class LeaderboardQuerySerializer(serializers.Serializer):
+class ScoringQuerySerializer(serializers.Serializer):
+    """The scoring parameters every leaderboard endpoint reads (scoring.Params.from_settings takes them)."""
+
     k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
     gain = serializers.ChoiceField(
         choices=metrics.GAINS,
@@ -436,6 +433,11 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         default=None,
         help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
     )
+
+
+class LabelledScoringQuerySerializer(ScoringQuerySerializer):
+    """The scoring parameters and the label source (humans or a model judge)."""
+
     labels = serializers.CharField(
         required=False,
         default="humans",
@@ -443,6 +445,9 @@ class LeaderboardQuerySerializer(serializers.Serializer):
         help_text="Label source: humans (default), model:NAME (a model judge's labels alone) or hybrid:NAME "
         "(the human label where one exists, the model judge's elsewhere).",
     )
+
+
+class LeaderboardQuerySerializer(LabelledScoringQuerySerializer):
     per_query = serializers.BooleanField(
         required=False,
         default=True,
@@ -478,17 +483,7 @@ class LeaderboardQuerySerializer(serializers.Serializer):
     )
 
 
-class SignificanceQuerySerializer(serializers.Serializer):
-    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
-    gain = serializers.ChoiceField(choices=metrics.GAINS, required=False, default="linear", help_text="nDCG gain.")
-    threshold = serializers.IntegerField(
-        required=False, default=1, min_value=0, max_value=100, help_text="Lowest label that counts as relevant."
-    )
-    judged_only = serializers.BooleanField(required=False, default=False, help_text="Condensed scoring.")
-    policy = serializers.ChoiceField(choices=POLICIES, required=False, allow_null=True, default=None)
-    labels = serializers.CharField(
-        required=False, default="humans", max_length=200, help_text="humans, model:NAME or hybrid:NAME."
-    )
+class SignificanceQuerySerializer(LabelledScoringQuerySerializer):
     measure = serializers.CharField(
         required=False, default="nDCG", max_length=40, help_text="The measure compared (nDCG, P, R, MAP, ...)."
     )
@@ -500,16 +495,9 @@ class SignificanceQuerySerializer(serializers.Serializer):
     )
 
 
-class TrustQuerySerializer(serializers.Serializer):
+class TrustQuerySerializer(ScoringQuerySerializer):
     """Parameters of the leaderboard's curves, segments and pool-bias endpoints."""
 
-    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
-    gain = serializers.ChoiceField(choices=metrics.GAINS, required=False, default="linear", help_text="nDCG gain.")
-    threshold = serializers.IntegerField(
-        required=False, default=1, min_value=0, max_value=100, help_text="Lowest label that counts as relevant."
-    )
-    judged_only = serializers.BooleanField(required=False, default=False, help_text="Condensed scoring.")
-    policy = serializers.ChoiceField(choices=POLICIES, required=False, allow_null=True, default=None)
     segment = serializers.CharField(required=False, allow_null=True, default=None, max_length=100)
     measure = serializers.CharField(required=False, default="nDCG", max_length=40, help_text="Measure.")
     k_max = serializers.IntegerField(
@@ -540,6 +528,11 @@ class SettledSerializer(serializers.Serializer):
     systems = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
     settled = serializers.BooleanField(help_text="No grading of the unjudged documents can swap these two.")
     open_pairs = serializers.IntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
+    open_queries = serializers.IntegerField(help_text="Queries holding those pairs (0 when settled).")
+    top_queries = serializers.ListField(
+        child=serializers.DictField(),
+        help_text='The (up to 5) queries holding most of those pairs: [{"qid", "pairs"}], most first.',
+    )
 
 
 class LeaderboardSerializer(serializers.Serializer):

@@ -59,19 +59,32 @@ from judging.jobs import (
     policy_job_start,
     significance_get,
 )
-from judging.models import Campaign, Document, Membership, Pair, Query, System
-from judging.scoring import leaderboard_data, leaderboard_json
+from judging.models import Campaign, Document, Membership, Pair, Query, System, User
+from judging.scoring import (
+    TESTS,
+    Params,
+    leaderboard,
+    leaderboard_data,
+    leaderboard_json,
+    measure_names,
+    threshold_check,
+    trust,
+)
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     annotators_progress,
     campaign_progress,
+    grade_top,
     judgment_export_row,
     judgment_export_rows,
     judgments_visible,
+    membership_get,
     pair_with_scale,
     qrels_rows,
     system_rankings,
 )
+from judging.selectors.calibration import UnknownJudge, judge_calibration
+from judging.selectors.online import offline_vs_online, online_figures, per_query_for_page
 from judging.services import (
     ImportRefused,
     adjudication_set,
@@ -88,6 +101,9 @@ from judging.services import (
     scale_from_values,
     set_password_link_issue,
 )
+from judging.services.model_judge import model_judge_upload_annotator
+from judging.services.online import online_import
+from metrics import Measure
 
 SLUG_PATH = r"[-a-zA-Z0-9_]+"
 ID_PATH = r"[0-9]+"
@@ -453,15 +469,10 @@ class CampaignViewSet(
                 % {"campaign": repr(campaign.slug)}
             )
         params["per_query"] = False
-        top = max(campaign.grades.values_list("value", flat=True), default=0)
-        if params["threshold"] > top:
-            raise DRFValidationError(
-                {
-                    "threshold": [
-                        _("must be between 0 and %(top)s, the top grade of this campaign's scale") % {"top": top}
-                    ]
-                }
-            )
+        try:
+            threshold_check(params["threshold"], top=grade_top(campaign=campaign))
+        except DjangoValidationError as exc:
+            raise DRFValidationError({"threshold": exc.messages}) from None
 
     def _trust_board(self, request):
         """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
@@ -471,14 +482,12 @@ class CampaignViewSet(
         params = serializers.TrustQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
-        from judging.scoring import Params, leaderboard, trust
-
         try:
             p = Params.from_settings(d)
             lb = leaderboard(campaign, p)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
-        return campaign, lb, d, trust
+        return campaign, lb, d
 
     @extend_schema(
         parameters=[serializers.TrustQuerySerializer],
@@ -490,7 +499,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_OBJECT)
     def leaderboard_curves(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         measure = d["measure"].partition("@")[0]
         k_max = d["k_max"] or trust.curve_k_default(lb)
         try:
@@ -519,7 +528,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_OBJECT)
     def leaderboard_segments(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         try:
             measure = trust.resolve_measure(d["measure"], lb.params.k)
             segments = trust.segments(lb, measure)
@@ -544,7 +553,7 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_OBJECT)
     def leaderboard_pool_bias(self, request, slug=None):
-        campaign, lb, d, trust = self._trust_board(request)
+        campaign, lb, d = self._trust_board(request)
         result = trust.pool_bias(lb)
         return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
 
@@ -617,7 +626,7 @@ class CampaignViewSet(
     def member_remove(self, request, slug=None, username=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
-        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        membership = membership_get(campaign=campaign, username=username)
         if membership is None:
             raise NotFound(_not_member(username, campaign))
         membership_remove(campaign=campaign, user=membership.user)
@@ -642,7 +651,7 @@ class CampaignViewSet(
     def member_link(self, request, slug=None, username=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
-        membership = campaign.memberships.filter(user__username=username).select_related("user").first()
+        membership = membership_get(campaign=campaign, username=username)
         if membership is None:
             raise NotFound(_not_member(username, campaign))
         added = set_password_link_issue(
@@ -763,8 +772,6 @@ class CampaignViewSet(
             # it: otherwise the import would record the labels under a new label source, counted as human.
             campaign = self.get_object()
             access(request).require_lead(campaign, _("upload files"))
-            from judging.services.model_judge import model_judge_upload_annotator
-
             try:
                 model_judge_upload_annotator(
                     name=form.validated_data.get("annotator", ""),
@@ -779,7 +786,7 @@ class CampaignViewSet(
         )
 
     @staticmethod
-    def _qrels_import(*, user, annotator=None, model=False, description="", **kwargs):
+    def _qrels_import(*, user: User, annotator=None, model=False, description="", **kwargs):
         # The import checks the name (a member, a source account, or a new source); see qrels_import. A model
         # judge was made a member by upload_qrels before this runs.
         return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
@@ -800,8 +807,6 @@ class CampaignViewSet(
         **ONE_OBJECT,
     )
     def upload_online(self, request, slug=None):
-        from judging.services.online import online_import
-
         return self._upload(request, serializers.OnlineUploadSerializer, online_import, kind="online")
 
     @extend_schema(
@@ -811,7 +816,8 @@ class CampaignViewSet(
             "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
             "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
             "systems the two order differently; the same per query where per-query figures exist. Leads, or "
-            "annotators when the campaign shows them the leaderboard."
+            "annotators when the campaign shows them the leaderboard (they get the page's per-query rows: each "
+            "metric's best measure only)."
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
@@ -821,9 +827,6 @@ class CampaignViewSet(
             access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        from judging.scoring import Params
-        from judging.selectors.online import offline_vs_online, online_figures
-
         v = params.validated_data
         try:
             data = offline_vs_online(
@@ -833,6 +836,9 @@ class CampaignViewSet(
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
         data.pop("_points")
+        if not access(request).is_lead(campaign.id):
+            # the page's per-query table (each metric's best measure), not every measure's
+            data["per_query"] = per_query_for_page(data)
         data["figures"] = online_figures(campaign=campaign)
         return Response(data)
 
@@ -857,9 +863,6 @@ class CampaignViewSet(
         access(request).require_lead(campaign, _("see its model judges' calibration"))
         params = serializers.LeaderboardQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        from judging.scoring import Params
-        from judging.selectors.calibration import UnknownJudge, judge_calibration
-
         v = params.validated_data
         try:
             data = judge_calibration(
@@ -888,7 +891,7 @@ class CampaignViewSet(
     @action(detail=True, methods=["post"], url_path="judges/run", **ONE_OBJECT)
     def judges_run(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_lead(campaign, "run a model judge on it")
+        access(request).require_lead(campaign, _("run a model judge on it"))
         body = JudgeRunSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if not model_endpoint_configured():
@@ -925,18 +928,27 @@ class CampaignViewSet(
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_OBJECT)
     def leaderboard_significance(self, request, slug=None):
-        from judging.scoring import TESTS, Params, leaderboard, measure_names
-
         campaign = self.get_object()
         if not campaign.leaderboard_visible_to_annotators:
-            access(request).require_lead(campaign, "see its leaderboard")
+            access(request).require_lead(campaign, _("see its leaderboard"))
         params = serializers.SignificanceQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         d = params.validated_data
-        base = d["measure"].partition("@")[0]
-        names = [n for n in measure_names(d["k"]) if n.partition("@")[0] == base and not n.startswith("Judged")]
-        if not names:
-            raise DRFValidationError({"measure": [f"unknown measure {d['measure']!r}"]})
+        # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
+        tested = [n for n in measure_names(d["k"]) if Measure.parse(n).base != "Judged"]
+        try:
+            measure = trust.resolve_measure(d["measure"], d["k"])
+        except ValueError as exc:
+            raise DRFValidationError({"measure": [str(exc)]}) from None
+        if measure not in tested:
+            raise DRFValidationError(
+                {
+                    "measure": [
+                        _("unknown measure %(measure)r; expected one of %(choices)s")
+                        % {"measure": d["measure"][:40], "choices": ", ".join(Measure.parse(n).base for n in tested)}
+                    ]
+                }
+            )
         try:
             lb = leaderboard(
                 campaign,
@@ -944,22 +956,22 @@ class CampaignViewSet(
             )
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
-        pw, job = significance_get(lb=lb, measure=names[0], test=d["test"], user=request.user)
-        if pw is None:
+        pairwise, job = significance_get(lb=lb, measure=measure, test=d["test"], user=request.user)
+        if pairwise is None:
             return job_accepted(request, job)
         return Response(
             {
                 "campaign": campaign.slug,
-                "measure": pw.measure,
-                "test": pw.test,
-                "test_label": TESTS[pw.test],
-                "state": pw.state,
-                "queries": pw.n_queries,
-                "alpha": pw.alpha,
+                "measure": pairwise.measure,
+                "test": pairwise.test,
+                "test_label": TESTS[pairwise.test],
+                "state": pairwise.state,
+                "queries": pairwise.n_queries,
+                "alpha": pairwise.alpha,
                 "systems": list(lb.cube.system_names),
-                "diff": [[round(float(x), 10) for x in row] for row in pw.diff],
-                "p": [[None if x != x else float(x) for x in row] for row in pw.p],
-                "computed_at": pw.computed_at,
+                "diff": [[round(float(x), 10) for x in row] for row in pairwise.diff],
+                "p": [[None if x != x else float(x) for x in row] for row in pairwise.p],
+                "computed_at": pairwise.computed_at,
             }
         )
 

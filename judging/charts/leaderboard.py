@@ -7,6 +7,7 @@ name, qid or label it draws is escaped here.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -83,6 +84,7 @@ def bar_chart(
     """Horizontal bars of one measure per system (in the given order) with 95% CI whiskers.
 
     ``status`` per system: ``best``, ``tied`` (not significantly worse than the best), ``worse`` or ``""``.
+    A narrow chart (``width`` under 600, for a phone) starts its heading at the left edge, above the names.
     """
     n = len(names)
     row, top, bottom = 22, 26, 30
@@ -102,7 +104,14 @@ def bar_chart(
         if low is not None
         else _("%(measure)s (mean over queries)")
     ) % {"measure": measure}
-    body = [f'<text x="{label_w}" y="15" class="ch-muted">{escape(heading)}</text>']
+    if width >= 600:
+        body = [f'<text x="{label_w}" y="15" class="ch-muted">{escape(heading)}</text>']
+    else:
+        # At 12 px about 6.3 px a Latin character and 12 a Hangul syllable: a heading longer than the chart is
+        # squeezed to fit, not cut off.
+        estimate = sum(12 if unicodedata.east_asian_width(c) in "WF" else 6.3 for c in heading)
+        fit = f' textLength="{width - 8}" lengthAdjust="spacingAndGlyphs"' if estimate > width - 8 else ""
+        body = [f'<text x="4" y="15" class="ch-muted"{fit}>{escape(heading)}</text>']
     body += _vertical_grid(ticks, x, top, height - bottom)
     for i, name in enumerate(names):
         y = top + i * row

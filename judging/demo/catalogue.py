@@ -1345,15 +1345,19 @@ def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str,
 
 @dataclass(frozen=True)
 class DemoData:
-    products: tuple[Product, ...]
+    """A catalogue's demo (this one's or catalogue_ko's): its products, hidden relevance and runs, and the
+    files the loader imports. The catalogue says how it tags a query and describes a product."""
+
+    products: tuple  # of the catalogue's Product
     truth: dict  # (qid, docid) -> Verdict
     runs: dict  # system name -> TREC run text
+    queries: tuple  # of Need
+    tags: Callable  # Need -> "tier,department"
+    attributes: Callable  # Product -> {"brand", "category", "colour", "audience"}
 
     def topics_tsv(self) -> bytes:
         """Topics with a fourth column of tags: the query's traffic tier and its department (query segments)."""
-        return "".join(
-            f"{q.qid}\t{q.text}\t{q.description}\t{query_tier(q.qid)},{department(q)}\n" for q in QUERIES
-        ).encode()
+        return "".join(f"{q.qid}\t{q.text}\t{q.description}\t{self.tags(q)}\n" for q in self.queries).encode()
 
     def docs_jsonl(self) -> bytes:
         rows = []
@@ -1362,12 +1366,7 @@ class DemoData:
             if p.url:
                 row["url"] = p.url
             # facets a shop's catalogue has: the leaderboard measures diversity over them
-            row["attributes"] = {
-                "brand": brand_of(p.title),
-                "category": p.kind,
-                "colour": p.colour_family,
-                "audience": p.audience,
-            }
+            row["attributes"] = self.attributes(p)
             rows.append(json.dumps(row, ensure_ascii=False) + "\n")
         return "".join(rows).encode()
 
@@ -1398,7 +1397,15 @@ def demo_data(seed: int = SEED) -> DemoData:
     rng = random.Random(seed)
     products = _products(rng)
     truth = {(q.qid, p.docid): relevance(q, p) for q in QUERIES for p in products}
-    return DemoData(tuple(products), truth, _runs(rng, products, truth))
+    return DemoData(tuple(products), truth, _runs(rng, products, truth), tuple(QUERIES), _tags, _attributes)
+
+
+def _tags(need: Need) -> str:
+    return f"{query_tier(need.qid)},{department(need)}"
+
+
+def _attributes(p: Product) -> dict:
+    return {"brand": brand_of(p.title), "category": p.kind, "colour": p.colour_family, "audience": p.audience}
 
 
 @dataclass(frozen=True)

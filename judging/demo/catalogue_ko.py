@@ -9,13 +9,12 @@ is random at import time and nothing calls the network: the same seed gives the 
 
 from __future__ import annotations
 
-import json
 import random
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
-from judging.demo.catalogue import Need, Profile, Words, bm25, relevance
+from judging.demo.catalogue import DemoData, Need, Profile, Words, bm25, relevance
 
 SLUG = "shopping-ko"
 
@@ -1148,41 +1147,23 @@ def brand_of(title: str) -> str:
     return title[1 : title.index("]")] if title.startswith("[") and "]" in title else title.split()[0]
 
 
-@dataclass(frozen=True)
-class DemoData:
-    products: tuple[Product, ...]
-    truth: dict  # (qid, docid) -> Verdict
-    runs: dict  # system name -> TREC run text
-
-    def topics_tsv(self) -> bytes:
-        """Topics with a fourth column of tags: the query's traffic tier and its department (in Korean)."""
-        return "".join(
-            f"{q.qid}\t{q.text}\t{q.description}\t{query_tier(q.qid)},{department(q)}\n" for q in QUERIES
-        ).encode()
-
-    def docs_jsonl(self) -> bytes:
-        rows = []
-        for p in self.products:
-            row = {"docid": p.docid, "title": p.title, "text": p.text}
-            if p.url:
-                row["url"] = p.url
-            row["attributes"] = {
-                "brand": brand_of(p.title),
-                "category": p.kind,
-                "colour": p.colour_family or "none",
-                "audience": p.audience,
-            }
-            rows.append(json.dumps(row, ensure_ascii=False) + "\n")
-        return "".join(rows).encode()
-
-
 @cache
 def demo_data(seed: int = SEED) -> DemoData:
     """The Korean demo's products, hidden relevance and runs, the same for the same seed."""
     rng = random.Random(seed)
     products = _products(rng)
     truth = {(q.qid, p.docid): relevance(q, p) for q in QUERIES for p in products}
-    return DemoData(tuple(products), truth, _runs(rng, products, truth))
+    return DemoData(tuple(products), truth, _runs(rng, products, truth), tuple(QUERIES), _tags, _attributes)
+
+
+def _tags(need: Need) -> str:
+    """The query's traffic tier and its department (in Korean)."""
+    return f"{query_tier(need.qid)},{department(need)}"
+
+
+def _attributes(p: Product) -> dict:
+    # Listings without a colour family (bags, electronics ...) say "none" rather than null.
+    return {"brand": brand_of(p.title), "category": p.kind, "colour": p.colour_family or "none", "audience": p.audience}
 
 
 PROFILES = {

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from judging.demo import catalogue, catalogue_ko
 from judging.demo.catalogue import Decision, _Clock, decide
+from judging.demo.online import model_judge, online_csv
 from judging.models import (
     Adjudication,
     Campaign,
@@ -33,6 +34,9 @@ from judging.services import (
     queries_import,
     run_import,
 )
+from judging.services.model_judge import Verdict as ModelVerdict
+from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
+from judging.services.online import online_import
 
 # A catalogue is a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES, SYSTEMS, LEAD, ANNOTATORS,
 # PASSWORDS, ROLES, PROFILES, PLAN, demo_data(), WORDS ... (judging/demo/catalogue.py is the reference).
@@ -224,11 +228,6 @@ def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjud
 def _model_judge_and_online(cat: ModuleType, campaign: Campaign, data) -> list[str]:
     """The demo's automatic judge grades every pooled pair (stored the way judge_with_model stores a model's
     answers), and the systems' online figures are imported like a lead's CSV."""
-    from judging.demo.online import model_judge, online_csv
-    from judging.services.model_judge import Verdict as ModelVerdict
-    from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
-    from judging.services.online import online_import
-
     name, description, overlap_grade = model_judge("ko" if cat is catalogue_ko else "en")
     judge = model_judge_get_or_create(name=name, description=description, campaign=campaign)
     rows = Pair.objects.filter(campaign=campaign, pooled=True).values_list(

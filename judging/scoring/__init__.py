@@ -25,6 +25,7 @@ from judging.scoring.cache import (  # noqa: F401
     measure_names,
     process_caches_clear,
     score_queries,
+    threshold_check,
 )
 from judging.scoring.cube import (  # noqa: F401
     LABEL_SOURCES,

@@ -16,8 +16,10 @@ from datetime import datetime
 import numpy as np
 from django.core.cache import cache, caches
 from django.core.cache.backends.db import DatabaseCache
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 import metrics
 from judging.aggregation import POLICIES
@@ -76,6 +78,15 @@ class Params:
         if self.segment is not None and (not isinstance(self.segment, str) or not 0 < len(self.segment) <= 100):
             raise ValueError("segment must be a tag of 1 to 100 characters")
         return self
+
+
+def threshold_check(threshold: int, *, top: int) -> int:
+    """The leaderboard page's limit on the relevance threshold, which the API holds annotators to as well: no
+    higher than the campaign's top grade ``top`` (above it every binary measure is 0). A ValidationError
+    says so in the reader's language."""
+    if threshold > top:
+        raise ValidationError(_("must be between 0 and %(top)d, the top grade of this campaign's scale") % {"top": top})
+    return threshold
 
 
 @dataclass
@@ -266,6 +277,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         )
     base_key = key
     if params.segment is not None:
+        # Imported here: judging.scoring.trust imports this module (Leaderboard, Params, leaderboard).
         from judging.scoring.trust import segment_mask
 
         inside = segment_mask(campaign, cube, params.segment)
@@ -345,7 +357,7 @@ def leaderboard_data(
     if segment is not None:
         data["segment"] = segment
     if bounds or attribute or micro:
-        from judging.scoring import trust
+        from judging.scoring import trust  # imported here: trust imports this module
 
         trust.leaderboard_data_extend(
             lb, data, measure=measure, with_bounds=bounds, attribute=attribute, with_micro=micro, per_query=per_query

@@ -153,19 +153,21 @@ def _status(stats: RankingStats, s: int) -> str:
 
 def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats | None) -> list[dict]:
     """One row per system in leaderboard order: rank, the ranking measure, the others, coverage, CI, status."""
-    mi, ji = lb.measure_index(measure), lb.measure_index(judged)
+    ranked_row, judged_row = lb.measure_index(measure), lb.measure_index(judged)
     means = lb.means()
     answered = (lb.cube.answered & lb.table.labelled).sum(axis=1)
     rows = []
     for rank, s in enumerate(system_order(lb, measure).tolist(), start=1):
-        coverage = float(means[ji, s])
+        coverage = float(means[judged_row, s])
         row = {
             "rank": rank,
             "name": lb.cube.system_names[s],
             "index": s,
-            "ranked": float(means[mi, s]),
+            "ranked": float(means[ranked_row, s]),
             "values": [
-                {"name": m, "value": float(means[i, s])} for i, m in enumerate(lb.measures) if i not in (mi, ji)
+                {"name": m, "value": float(means[i, s])}
+                for i, m in enumerate(lb.measures)
+                if i not in (ranked_row, judged_row)
             ],
             "judged": coverage,
             "judged_low": coverage < JUDGED_WARNING,
@@ -182,7 +184,7 @@ def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats
     return rows
 
 
-def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None):
+def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None, *, width: int = 900):
     """The bar chart of ``ranking_rows``: means, CIs where known, best/tied/worse colours."""
     if not rows:
         return None
@@ -193,12 +195,13 @@ def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None):
         low=[r["ci"][0] if r["ci"] else math.nan for r in rows] if stats is not None else None,
         high=[r["ci"][1] if r["ci"] else math.nan for r in rows] if stats is not None else None,
         status=[r["status"] for r in rows],
+        width=width,
     )
 
 
-def significance_rows(lb: Leaderboard, pw: PairwiseStats) -> tuple[list[dict], int, int]:
+def significance_rows(lb: Leaderboard, pairwise: PairwiseStats) -> tuple[list[dict], int, int]:
     """The pairwise matrix in leaderboard order: (rows of cells, number of system pairs, significant ones)."""
-    order = system_order(lb, pw.measure).tolist()
+    order = system_order(lb, pairwise.measure).tolist()
     names = lb.cube.system_names
     rows = []
     for i in order:
@@ -207,8 +210,8 @@ def significance_rows(lb: Leaderboard, pw: PairwiseStats) -> tuple[list[dict], i
             if i == j:
                 cells.append({"self": True})
                 continue
-            p, d = float(pw.p[i, j]), float(pw.diff[i, j])
-            sig = math.isfinite(p) and p < pw.alpha
+            p, d = float(pairwise.p[i, j]), float(pairwise.diff[i, j])
+            sig = math.isfinite(p) and p < pairwise.alpha
             cells.append(
                 {
                     "p": p,
@@ -221,7 +224,7 @@ def significance_rows(lb: Leaderboard, pw: PairwiseStats) -> tuple[list[dict], i
             )
         rows.append({"name": names[i], "cells": cells})
     n_pairs = len(order) * (len(order) - 1) // 2
-    n_sig = int(np.nansum(np.triu(pw.p < pw.alpha, 1))) if len(order) > 1 else 0
+    n_sig = int(np.nansum(np.triu(pairwise.p < pairwise.alpha, 1))) if len(order) > 1 else 0
     return rows, n_pairs, n_sig
 
 
@@ -321,7 +324,7 @@ class HeadToHead:
     def rows(self, lb: Leaderboard, judged: str, shown: np.ndarray) -> list[dict]:
         """The per-query rows of the positions ``shown`` (one page)."""
         shown = np.asarray(shown, dtype=np.intp)
-        ji = lb.measure_index(judged)
+        judged_row = lb.measure_index(judged)
         texts = query_texts(lb.cube.query_ids[self.scored[shown]])
         a, b, diff = self.a, self.b, self.diff
         return [
@@ -332,8 +335,8 @@ class HeadToHead:
                 "b": float(self.x[b, i]),
                 "diff": float(diff[i]),
                 "outcome": "win" if diff[i] > TIE else "loss" if diff[i] < -TIE else "tie",
-                "judged_a": float(lb.table.scores[ji, a, self.scored[i]]),
-                "judged_b": float(lb.table.scores[ji, b, self.scored[i]]),
+                "judged_a": float(lb.table.scores[judged_row, a, self.scored[i]]),
+                "judged_b": float(lb.table.scores[judged_row, b, self.scored[i]]),
             }
             for i in shown.tolist()
         ]
@@ -411,7 +414,7 @@ def query_page(
 
     labels, docs = detail.labels.tolist(), detail.doc_ids.tolist()
     scores = lb.table.scores[:, systems, q]  # (M, S)
-    ji = lb.measure_index(judged)
+    judged_row = lb.measure_index(judged)
     scored_qids = np.sort(np.array(lb.cube.qids, dtype=str)[lb.table.labelled])
     before, after = np.searchsorted(scored_qids, qid, "left"), np.searchsorted(scored_qids, qid, "right")
     return {
@@ -425,7 +428,7 @@ def query_page(
                 "name": lb.cube.system_names[s],
                 "scores": [(m, float(scores[i, c])) for i, m in enumerate(lb.measures)],
                 "length": int((lb.cube.doc_ids[s, q] >= 0).sum()),
-                "judged": float(scores[ji, c]),
+                "judged": float(scores[judged_row, c]),
             }
             for c, s in enumerate(np.asarray(systems).tolist())
         ],

@@ -23,9 +23,10 @@ from django.utils.translation import gettext, gettext_lazy
 
 import metrics
 from judging.models import Campaign, Document, Grade, Pair, QueryTag
-from judging.scoring.cache import Leaderboard, Params, ScoreTable, label_arrays, leaderboard
+from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, Params, ScoreTable, label_arrays, leaderboard
 from judging.scoring.cube import RunCube, labels_for
 from judging.scoring.stats import ranking_stats
+from metrics import Measure
 
 # Warn under this many scored queries in a segment: its CIs are wide and its tests have little power.
 SEGMENT_MIN_QUERIES = 10
@@ -40,8 +41,8 @@ PRIORITY_MAX_AGE = 30.0
 PRIORITY_CHUNK = 200  # candidate pairs checked against the live queue per database query
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
-NO_CUTOFF = ("MRR", "MAP", "bpref")
-MEASURE_BASES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")
+# An open comparison names this many of the queries that hold most of its unjudged pairs.
+TOP_OPEN_QUERIES = 5
 
 _LOCK = threading.Lock()
 _ARRAYS: OrderedDict[str, TrustArrays] = OrderedDict()
@@ -94,24 +95,29 @@ def _cached(lb: Leaderboard, what: tuple, compute):
 
 
 def resolve_measure(raw: str | None, k: int) -> str:
-    """A measure as written by a user ("nDCG", "nDCG@10", "MRR", "bpref") -> its leaderboard name."""
+    """A measure as a user writes it ("nDCG", "nDCG@10", "MRR", "bpref") -> its leaderboard name at cutoff ``k``
+    ("nDCG@10", "MRR"): the one reading of a user's measure, for the leaderboard page's form and the API.
+
+    ValueError in the reader's language for an unknown measure, a cutoff on a whole-run measure or a cutoff
+    other than ``k`` (metrics.Measure.parse checks the same, in English, for library callers)."""
     raw = (raw or "nDCG").strip()
-    base, _, cut = raw.partition("@")
-    if base not in MEASURE_BASES:
+    base, at, cut = raw.partition("@")
+    if base not in LEADERBOARD_MEASURES:
         raise ValueError(
             gettext("unknown measure %(measure)r; expected one of %(choices)s")
-            % {"measure": raw[:40], "choices": ", ".join(MEASURE_BASES)}
+            % {"measure": raw[:40], "choices": ", ".join(LEADERBOARD_MEASURES)}
         )
-    if cut and base in NO_CUTOFF:
+    if at and base in metrics.WHOLE_RUN:
         raise ValueError(gettext("%(measure)s has no cutoff") % {"measure": base})
-    if cut and cut != str(k):
+    if at and cut != str(k):
         raise ValueError(gettext("%(measure)s does not match k=%(k)d") % {"measure": raw[:40], "k": k})
-    return base if base in NO_CUTOFF else f"{base}@{k}"
+    return str(Measure(base).at(k))
 
 
 def cutoff_of(measure: str, k: int) -> int | None:
-    """The depth a measure looks at: k for the @k measures, the whole run for MRR, MAP and bpref."""
-    return None if measure in NO_CUTOFF else k
+    """The depth a measure (a leaderboard name) looks at: k for the @k measures, the whole run for MRR, MAP
+    and bpref."""
+    return None if Measure.parse(measure).base in metrics.WHOLE_RUN else k
 
 
 def ranking_order(lb: Leaderboard, measure: str) -> np.ndarray:
@@ -304,7 +310,9 @@ class Verdicts:
 
     measure: str
     order: np.ndarray  # (S,) systems best first
-    adjacent: list[dict]  # {"systems": [a, b], "settled": bool, "open_pairs": n}, a above b
+    # {"systems": [a, b], "settled": bool, "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]},
+    # a above b
+    adjacent: list[dict]
     pairs_left: int  # distinct unjudged pairs that can still change an open comparison
     priority: metrics.PairPriority | None  # those pairs, most urgent first (cube query positions)
 
@@ -330,12 +338,28 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
         priority = metrics.pair_priority(arrays.labels, arrays.doc_ids, verdict.order, cutoff=cutoff)
         above, below = order[:-1], order[1:]
         settled_ = verdict.order[above, below] != 0
-        adjacent = [
-            {"systems": [names[a], names[c]], "settled": bool(s), "open_pairs": int(n)}
-            for a, c, s, n in zip(
-                above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True
+        # where the open comparisons' unjudged pairs are: their number per query, the busiest queries first
+        where = np.zeros((above.size, arrays.positions.size), dtype=np.int64)
+        is_open = np.flatnonzero(~settled_)
+        if is_open.size:
+            pairs = np.stack([above[is_open], below[is_open]], axis=1)
+            where[is_open] = metrics.open_pairs_by_query(arrays.labels, arrays.doc_ids, pairs, cutoff=cutoff)
+        busiest = np.argsort(-where, axis=1, kind="stable")[:, :TOP_OPEN_QUERIES]
+        qids = lb.cube.qids
+        adjacent = []
+        for i, (a, c, s, n) in enumerate(
+            zip(above.tolist(), below.tolist(), settled_.tolist(), n_open[above, below].tolist(), strict=True)
+        ):  # over adjacent systems, not queries
+            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist() if where[i, q] > 0]
+            adjacent.append(
+                {
+                    "systems": [names[a], names[c]],
+                    "settled": bool(s),
+                    "open_pairs": int(n),
+                    "open_queries": int(np.count_nonzero(where[i])),
+                    "top_queries": [{"qid": qids[arrays.positions[q]], "pairs": m} for q, m in top],
+                }
             )
-        ]
         # priority.query indexes the arrays' queries: back to cube positions
         priority = priority._replace(query=arrays.positions[priority.query])
         return Verdicts(measure, order, adjacent, int(priority.query.size), priority)
@@ -456,17 +480,21 @@ def _attribute_codes(campaign: Campaign, attribute: str) -> tuple[np.ndarray, np
         got = _ATTRIBUTES.get(key)
     if got is not None and time.monotonic() - got[0] < ATTRIBUTE_SECONDS:
         return got[1], got[2], got[3]
-    rows = list(
-        Document.objects.filter(campaign=campaign)
-        .annotate(value=KT(f"attributes__{attribute}"))
-        .exclude(value__isnull=True)
-        .order_by("id")
-        .values_list("id", "value")
-    )
-    rows = [r for r in rows if str(r[1]) != ""]  # an empty value says no more than a missing one
-    pks = np.array([r[0] for r in rows], dtype=np.int64)
-    values, codes = np.unique(np.array([str(r[1]) for r in rows], dtype=object), return_inverse=True)
-    values = [str(v) for v in values]
+    rows = np.array(
+        list(
+            Document.objects.filter(campaign=campaign)
+            .annotate(value=KT(f"attributes__{attribute}"))
+            .exclude(value__isnull=True)
+            .order_by("id")
+            .values_list("id", "value")
+        ),
+        dtype=object,
+    ).reshape(-1, 2)
+    text = rows[:, 1].astype(str)
+    keep = text != ""  # an empty value says no more than a missing one
+    pks = rows[keep, 0].astype(np.int64)
+    values, codes = np.unique(text[keep], return_inverse=True)
+    values = values.tolist()
     codes = codes.astype(np.int64).reshape(-1)
     with _LOCK:
         _ATTRIBUTES[key] = (time.monotonic(), pks, codes, values)
@@ -517,20 +545,19 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
 
     def compute():
         arrays = trust_arrays(lb)
-        docs = arrays.doc_ids
+        k = lb.params.k
+        docs = arrays.doc_ids[..., :k]  # both measures look at the top k only: look up no deeper
         at = np.minimum(np.searchsorted(pks, docs), max(pks.size - 1, 0))
         found = pks[at] == docs
         grid = np.where(found, codes[at], metrics.NO_VALUE)
         grid[docs < 0] = metrics.PAD
-        k = lb.params.k
-        top = grid[..., :k]
-        listed = np.count_nonzero(top != metrics.PAD)
-        share = float(np.count_nonzero(top >= 0) / listed) if listed else 0.0
+        listed = np.count_nonzero(grid != metrics.PAD)
+        share = float(np.count_nonzero(grid >= 0) / listed) if listed else 0.0
         return Diversity(
             attribute,
             k,
-            metrics.intra_list_diversity(grid, k),
-            metrics.coverage(grid, k).astype(np.float64),
+            metrics.intra_list_diversity(grid, k=k),
+            metrics.coverage(grid, k=k).astype(np.float64),
             len(values),
             share,
         )
@@ -549,8 +576,8 @@ def micro(lb: Leaderboard) -> dict[str, np.ndarray]:
         k, t = lb.params.k, lb.params.threshold
         labels = _scored_labels(lb, arrays)
         return {
-            f"P@{k}": metrics.micro_precision(labels, k=k, threshold=t),
-            f"R@{k}": metrics.micro_recall(labels, arrays.qrels, k=k, threshold=t),
+            str(Measure("P", k)): metrics.micro_precision(labels, k=k, threshold=t),
+            str(Measure("R", k)): metrics.micro_recall(labels, arrays.qrels, k=k, threshold=t),
         }
 
     return _cached(lb, ("micro",), compute)
@@ -621,7 +648,7 @@ class PriorityList:
 
 
 QUEUE_PARAMS = Params()  # the queue ranks by the leaderboard's defaults: nDCG@10 under the campaign's policy
-QUEUE_MEASURE = f"nDCG@{QUEUE_PARAMS.k}"
+QUEUE_MEASURE = str(Measure("nDCG", QUEUE_PARAMS.k))
 
 
 def priority_pairs(campaign: Campaign) -> np.ndarray:

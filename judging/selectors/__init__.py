@@ -7,10 +7,16 @@ from judging.selectors.campaigns import (  # noqa: F401
     campaign_members,
     campaign_progress,
     campaign_rows,
+    campaign_setup,
     grade_list,
+    grade_top,
+    membership_get,
     membership_roles,
     pool_size,
     pool_size_forget,
+    query_list,
+    query_tag_exists,
+    scale_rows,
     system_rankings,
 )
 from judging.selectors.judgments import (  # noqa: F401

@@ -99,10 +99,16 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
         "raw": observed_agreement(values),
         "raw_ci": tuple(map(float, bootstrap_agreement(observed_agreement, values, n_resamples=n_resamples, seed=0))),
     }
-    pw = metrics.agreement.pairwise_agreement(r.values, cats)
+    by_pair = metrics.agreement.pairwise_agreement(r.values, cats)
     pairs = []
     for a, b, n, raw_ab, kappa, qwk in zip(
-        pw.rater_a, pw.rater_b, pw.n_common, pw.raw, pw.kappa, pw.quadratic_kappa, strict=True
+        by_pair.rater_a,
+        by_pair.rater_b,
+        by_pair.n_common,
+        by_pair.raw,
+        by_pair.kappa,
+        by_pair.quadratic_kappa,
+        strict=True,
     ):
         both = ~np.isnan(r.values[:, a]) & ~np.isnan(r.values[:, b])
         ab = r.values[both][:, [a, b]]

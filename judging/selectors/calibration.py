@@ -178,10 +178,11 @@ def _ranking(campaign: Campaign, params: Params, name: str) -> dict:
     for i, measure in enumerate(humans.measures):
         tau = metrics.kendall_tau(h[i], m[i]) if len(names) >= 2 else float("nan")
         per_measure.append({"measure": measure, "kendall_tau": _num(tau)})
-    main = humans.measures.index(f"nDCG@{params.k}")
+    ndcg = str(metrics.Measure("nDCG", params.k))
+    main = humans.measures.index(ndcg)
     swaps = metrics.discordant_pairs(h[main], m[main]).tolist()
     return {
-        "measure": f"nDCG@{params.k}",
+        "measure": ndcg,
         "systems": [{"name": s, "humans": float(h[main, i]), "model": float(m[main, i])} for i, s in enumerate(names)],
         "kendall_tau": per_measure[main]["kendall_tau"],
         "swapped_pairs": [[names[i], names[j]] for i, j in swaps],

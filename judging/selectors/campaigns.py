@@ -14,7 +14,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
 
 from judging.formats import RankedList
-from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, Ranking, User
+from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, QueryTag, Ranking, User
 
 
 def campaign_list(*, user: User) -> QuerySet[Campaign]:
@@ -73,6 +73,16 @@ _GRADES_JSON = {
 }
 
 
+def scale_rows(*, campaign: Campaign) -> list[dict]:
+    """The campaign's scale as stored, lowest grade first (names as the lead wrote them, for editing)."""
+    return list(campaign.grades.order_by("value").values("value", "name", "description", "examples"))
+
+
+def grade_top(*, campaign: Campaign) -> int:
+    """The campaign's highest grade value (0 for a campaign without grades)."""
+    return campaign.grades.aggregate(top=Max("value"))["top"] or 0
+
+
 def grades_json() -> RawSQL:
     """An annotation of a Campaign queryset: its grades as JSON text (see ``grades_parse``)."""
     return RawSQL(_GRADES_JSON[connection.vendor], (), output_field=TextField())
@@ -97,11 +107,41 @@ def grades_parse(campaign: Campaign, text: str | None) -> list[Grade]:
     return sorted(grades, key=lambda g: g.value)
 
 
+def campaign_setup(*, campaign: Campaign) -> dict:
+    """What a lead's overview shows of the campaign's setup: its systems (by name), how many documents and
+    how many annotators it has."""
+    return {
+        "systems": list(campaign.systems.order_by("name").values("id", "name", "entries", "source", "imported_at")),
+        "documents": campaign.documents.count(),
+        "annotators": campaign.memberships.filter(role=Membership.Role.ANNOTATOR).count(),
+    }
+
+
+def query_list(*, campaign: Campaign, search: str = "") -> QuerySet[Query]:
+    """The campaign's queries by qid, their tags prefetched; with ``search``, those whose qid contains it or
+    that carry it as a tag."""
+    queries = Query.objects.filter(campaign=campaign)
+    if search:
+        queries = (queries.filter(qid__icontains=search) | queries.filter(tags__tag=search)).distinct()
+    return queries.order_by("qid").prefetch_related("tags")
+
+
+def query_tag_exists(*, campaign: Campaign, tag: str) -> bool:
+    """Whether a query of the campaign carries ``tag`` (a leaderboard segment)."""
+    return QueryTag.objects.filter(query__campaign=campaign, tag=tag).exists()
+
+
 def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:
     # the profile and label source tell people from model judges and imported-label sources on the page
     return campaign.memberships.select_related("user", "user__annotator_profile", "user__label_source").order_by(
         "role", "user__username"
     )
+
+
+def membership_get(*, campaign: Campaign, username: str | None = None, user_id: int | None = None) -> Membership | None:
+    """One member of the campaign, by username or user id, with the user loaded; None for a non-member."""
+    key = {"user__username": username} if username is not None else {"user_id": user_id}
+    return campaign.memberships.filter(**key).select_related("user").first()
 
 
 def _pooled() -> Q:

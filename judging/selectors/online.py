@@ -81,8 +81,8 @@ def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: L
         systems = sorted(overall[metric])
         y = np.array([overall[metric][s] for s in systems])
         sys_names = [names[s] for s in systems]
-        for mi, measure in enumerate(measures):
-            x = means[mi, systems]
+        for measure_row, measure in enumerate(measures):
+            x = means[measure_row, systems]
             row = {"measure": measure, "metric": metric, **_agreement(x, y, sys_names)}
             rows.append(row)
             points[(measure, metric)] = [
@@ -110,13 +110,13 @@ def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: L
     query_rows = []
     for metric in sorted(per_query):
         by_query = per_query[metric]
-        for mi, measure in enumerate(measures):
+        for measure_row, measure in enumerate(measures):
             taus, rs, details = [], [], []
             for qi in sorted(by_query):
                 if not labelled[qi] or len(by_query[qi]) < 2:
                     continue
                 systems = sorted(by_query[qi])
-                x = lb.table.scores[mi, systems, qi]
+                x = lb.table.scores[measure_row, systems, qi]
                 y = np.array([by_query[qi][s] for s in systems])
                 a = _agreement(x, y, [names[s] for s in systems])
                 details.append({"qid": lb.cube.qids[qi], **a})
@@ -206,3 +206,10 @@ def best_sentence(result: dict) -> list[str]:
         parts += [gettext("; it cannot tell %(a)s from %(b)s") % {"a": a, "b": b_} for a, b_ in b["offline_ties"]]
         out.append("".join(parts) + ".")
     return out
+
+
+def per_query_for_page(data: dict) -> list[dict]:
+    """The per-query rows the "Offline vs online" page shows: for each online metric, its best offline measure
+    only (nDCG@k where none is best). Annotators get these from the API too, and no more (issue 11 #7)."""
+    fallback = str(metrics.Measure("nDCG", data["k"]))
+    return [q for q in data["per_query"] if data["best"].get(q["metric"], {}).get("measure", fallback) == q["measure"]]

@@ -24,6 +24,7 @@ from judging.services.campaigns import (  # noqa: F401
     membership_remove,
     no_user,
     policy_switch_needs_job,
+    scale_check,
     scale_from_values,
     user_get,
 )

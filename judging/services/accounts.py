@@ -67,6 +67,13 @@ def _email_check(email: str) -> str:
             validate_email(email)
         except ValidationError:
             raise ValidationError(_("%(email)s is not an e-mail address") % {"email": repr(email)}) from None
+        # validate_email takes up to 320 characters; the column holds fewer (PostgreSQL answered a DataError).
+        limit = get_user_model()._meta.get_field("email").max_length
+        if len(email) > limit:
+            raise ValidationError(
+                _("e-mail %(email)s: at most %(limit)s characters")
+                % {"email": repr(email[:60] + "..."), "limit": limit}
+            )
     return email
 
 

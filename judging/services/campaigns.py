@@ -28,13 +28,26 @@ from judging.services.judgments import labels_refresh
 logger = logging.getLogger(__name__)
 
 
+def _values_check(values: Sequence[int]) -> None:
+    if not values:
+        raise ValidationError(_("a grading scale needs at least one grade"))
+    if len(set(values)) != len(values):
+        raise ValidationError(_("each grade value may appear only once"))
+    if any(v < 0 or v > 100 for v in values):
+        raise ValidationError(_("grades must be whole numbers from 0 to 100"))
+
+
+def scale_check(scale: Sequence[dict]) -> list[dict]:
+    """The one check of a grading scale, whoever sends it (the settings page's formset, the API's serializer,
+    the services): at least one grade, each value once, values 0 to 100. Returns it sorted by value."""
+    _values_check([int(g["value"]) for g in scale])
+    return sorted(scale, key=lambda g: int(g["value"]))
+
+
 def scale_from_values(values: Sequence[int]) -> list[dict]:
     """A scale for the given grade values, named like the default 0/1/2 scale where it can be."""
     values = sorted({int(v) for v in values})
-    if not values:
-        raise ValidationError(_("a grading scale needs at least one grade"))
-    if any(v < 0 or v > 100 for v in values):
-        raise ValidationError(_("grades must be whole numbers from 0 to 100"))
+    _values_check(values)
     if values == [0, 1, 2]:
         return [dict(g) for g in DEFAULT_SCALE]
     top = values[-1]
@@ -89,7 +102,7 @@ def campaign_create(
             description=g.get("description", ""),
             examples=g.get("examples", ""),
         )
-        for g in (scale if scale is not None else DEFAULT_SCALE)
+        for g in (scale_check(scale) if scale is not None else DEFAULT_SCALE)
     ]
     Grade.objects.bulk_create(grades)
     if settings:
@@ -107,9 +120,8 @@ def campaign_has_judgments(*, campaign: Campaign) -> bool:
 @transaction.atomic
 def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict]) -> None:
     """Replace the grading scale; refused once judging has started (labels would change meaning)."""
-    new_values = sorted(int(g["value"]) for g in scale)
-    if len(set(new_values)) != len(new_values):
-        raise ValidationError(_("each grade value may appear only once"))
+    scale = scale_check(scale)
+    new_values = [int(g["value"]) for g in scale]
     old_values = list(campaign.grades.values_list("value", flat=True))
     if new_values != sorted(old_values) and campaign_has_judgments(campaign=campaign):
         raise ValidationError(

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -63,9 +63,8 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
-def _setup_steps(campaign, stats: dict, systems: list, documents: int) -> list[dict]:
+def _setup_steps(campaign, stats: dict, systems: list, documents: int, annotators: int) -> list[dict]:
     """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
-    annotators = campaign.memberships.filter(role=Membership.Role.ANNOTATOR).count()
     upload = reverse("judging:campaign_upload", args=[campaign.slug])
     members = reverse("judging:campaign_members", args=[campaign.slug])
     judge = reverse("judging:judge", args=[campaign.slug])
@@ -99,11 +98,9 @@ def campaign_detail(request, member: Member):
     )
     if member.is_lead:
         ctx["stats"] = stats = selectors.campaign_progress(campaign=campaign)
-        ctx["systems"] = systems = list(
-            campaign.systems.order_by("name").values("id", "name", "entries", "source", "imported_at")
-        )
-        ctx["documents"] = documents = campaign.documents.count()
-        ctx["steps"] = steps = _setup_steps(campaign, stats, systems, documents)
+        setup = selectors.campaign_setup(campaign=campaign)
+        ctx["systems"], ctx["documents"] = setup["systems"], setup["documents"]
+        ctx["steps"] = steps = _setup_steps(campaign, stats, **setup)
         ctx["setup_open"] = not all(step["done"] for step in steps)
     return render(request, "judging/campaign_detail.html", ctx)
 
@@ -140,7 +137,7 @@ def campaign_new(request):
 @campaign_view(lead=True)
 def campaign_settings(request, member: Member):
     campaign = member.campaign
-    grades = list(campaign.grades.values("value", "name", "description", "examples"))
+    grades = selectors.scale_rows(campaign=campaign)
     scale_locked = campaign_has_judgments(campaign=campaign)
     # The form validates against its own copy: a ModelForm writes the submitted values into its instance,
     # and campaign_update must see the old pool depth and policy to know what changed.
@@ -230,7 +227,9 @@ def campaign_members(request, member: Member):
                     # a tampered hidden field (user=abc): say which, on the page, instead of failing the lookup
                     messages.error(request, change.error_text())
                     return _members_page(request, member, form, bulk, [], status=400)
-                membership = get_object_or_404(Membership, campaign=campaign, user_id=change.cleaned_data["user"])
+                membership = selectors.membership_get(campaign=campaign, user_id=change.cleaned_data["user"])
+                if membership is None:
+                    raise Http404(_("No such member."))
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
                     messages.success(

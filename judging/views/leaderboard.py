@@ -26,14 +26,16 @@ from judging import charts, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import Policy
 from judging.jobs import job_can_retry, job_percent, significance_get
-from judging.models import Campaign, Query, QueryTag
+from judging.models import Campaign
 from judging.scoring import trust
-from judging.selectors import grade_list
+from judging.selectors import grade_list, grade_top, query_list, query_tag_exists
 from judging.selectors.calibration import label_source_choices
+from judging.services import query_tags_set
 from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
 PAGE_SIZE = 200  # queries per page of the heatmap and the head-to-head list
+PHONE_CHART_WIDTH = 340  # the bar chart drawn for a 390 px screen: about its card's width inside the padding
 GAIN_LABELS = {  # metrics.GAINS in words
     "linear": gettext_lazy("linear (label)"),
     "exponential": gettext_lazy("exponential (2^label − 1)"),
@@ -101,11 +103,7 @@ class LeaderboardParamsForm(forms.Form):
         t = self.cleaned_data["threshold"]
         if t is None:
             return 1
-        if t > self.max_grade:
-            raise forms.ValidationError(
-                _("must be between 0 and %(top)d, the top grade of this campaign's scale") % {"top": self.max_grade}
-            )
-        return t
+        return scoring.threshold_check(t, top=self.max_grade)
 
     def clean_judged_only(self) -> bool:
         raw = (self.cleaned_data["judged_only"] or "").strip().lower()
@@ -120,19 +118,14 @@ class LeaderboardParamsForm(forms.Form):
         data = super().clean()
         if self.errors:
             return data
-        raw = (data.get("measure") or "nDCG").strip()
         try:
-            measure = Measure.parse(raw)
-        except ValueError as exc:
+            data["measure"] = Measure.parse(trust.resolve_measure(data.get("measure"), data["k"]))
+        except ValueError as exc:  # in the reader's language, as the API says it
             self.add_error("measure", str(exc))
             return data
-        if measure.cutoff is not None and measure.cutoff != data["k"]:
-            self.add_error("measure", _("%(measure)s does not match k=%(k)d") % {"measure": raw, "k": data["k"]})
-        else:
-            data["measure"] = measure.at(data["k"])
         segment = (data.get("segment") or "").strip()
         data["segment"] = segment or None
-        if segment and not QueryTag.objects.filter(query__campaign=self.campaign, tag=segment).exists():
+        if segment and not query_tag_exists(campaign=self.campaign, tag=segment):
             self.add_error("segment", _("no query of this campaign has the tag %(tag)r") % {"tag": segment})
         return data
 
@@ -273,7 +266,7 @@ def leaderboard_page(*, drill: bool = False):
                         "judging is under way: knowing which system is winning biases judgments."
                     ),
                 )
-            max_grade = max((g.value for g in grade_list(campaign=member.campaign)), default=0)
+            max_grade = grade_top(campaign=member.campaign)
             form = LeaderboardParamsForm(request.GET, campaign=member.campaign, max_grade=max_grade)
             if not form.is_valid():
                 return _refuse(request, member, 400, _("These leaderboard settings are not valid."), form=form)
@@ -351,6 +344,8 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
         "stats_current": current,
         "stats_refresh": refresh,
         "chart": scoring.bar_chart_of(rows, ctx.measure, stats),
+        # A phone shows this one instead: the wide chart would be cut off, or scaled to unreadable text.
+        "chart_narrow": scoring.bar_chart_of(rows, ctx.measure, stats, width=PHONE_CHART_WIDTH),
         "any_judged_low": any(r["judged_low"] for r in rows),
         "judged_warning": scoring.JUDGED_WARNING,
         "alpha": scoring.ALPHA,
@@ -397,22 +392,24 @@ def leaderboard_significance(request, ctx: BoardRequest):
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     # Above RELJUDGE_STATS_JOB_CELLS the test runs in the task worker; the page shows its progress and then
     # the matrix (cached under the labels' state it was computed from, so never a stale one as current).
-    pw, job = significance_get(lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path())
+    pairwise, job = significance_get(
+        lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path()
+    )
     context = ctx.base(
         test=test,
         tests=scoring.TESTS,
         test_label=scoring.TESTS[test],
         too_few_queries=lb.n_scored < scoring.MIN_QUERIES_FOR_STATS,
         tab="significance",
-        stats_job=job if pw is None else None,
+        stats_job=job if pairwise is None else None,
         percent=job_percent(job) if job is not None else 0,
         can_retry=job is not None and job_can_retry(job),
         poll_url=request.get_full_path(),
     )
-    if pw is not None:
-        rows, n_pairs, n_sig = scoring.significance_rows(lb, pw)
-        context.update(rows=rows, names=[r["name"] for r in rows], pw=pw, n_pairs=n_pairs, n_sig=n_sig)
-    if request.htmx and pw is None:
+    if pairwise is not None:
+        rows, n_pairs, n_sig = scoring.significance_rows(lb, pairwise)
+        context.update(rows=rows, names=[r["name"] for r in rows], pairwise=pairwise, n_pairs=n_pairs, n_sig=n_sig)
+    if request.htmx and pairwise is None:
         return render(request, "judging/_significance_job.html", context)
     template = "judging/_leaderboard_significance.html" if request.htmx else "judging/leaderboard_significance.html"
     return render(request, template, context)
@@ -660,6 +657,8 @@ def leaderboard_trust(request, ctx: BoardRequest):
         if v:
             for row, adj in zip(rows, [*v.adjacent, None], strict=True):
                 row["next"] = adj
+                if adj is not None:
+                    row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
         bound_names = list(b.mean_low)
         order = trust.ranking_order(lb, measure).tolist()
         names = lb.cube.system_names
@@ -692,15 +691,15 @@ def leaderboard_trust(request, ctx: BoardRequest):
             }
             for s in order
         ]
-        k = ctx.params.k
+        p_at_k, r_at_k = str(Measure("P", ctx.params.k)), str(Measure("R", ctx.params.k))
         micro = trust.micro(lb)
         micro_rows = [
             {
                 "name": names[s],
-                "macro_p": float(means[lb.measure_index(f"P@{k}"), s]),
-                "micro_p": float(micro[f"P@{k}"][s]),
-                "macro_r": float(means[lb.measure_index(f"R@{k}"), s]),
-                "micro_r": float(micro[f"R@{k}"][s]),
+                "macro_p": float(means[lb.measure_index(p_at_k), s]),
+                "micro_p": float(micro[p_at_k][s]),
+                "macro_r": float(means[lb.measure_index(r_at_k), s]),
+                "micro_r": float(micro[r_at_k][s]),
             }
             for s in order
         ]
@@ -711,6 +710,12 @@ def leaderboard_trust(request, ctx: BoardRequest):
             except ValueError as exc:
                 raise _BadArg(str(exc)) from None
             ild, cov = d.means()
+            # per query, a page of the scored queries (in the cube's order) with each system's two values
+            qids = lb.scored_qids()
+            page = Paginator(range(len(qids)), PAGE_SIZE).get_page(request.GET.get("page"))
+            shown = np.asarray(page.object_list, dtype=np.intp)
+            ild_q = d.ild[np.ix_(order, shown)].T.tolist()  # (page, S) in ranking order
+            cov_q = d.coverage[np.ix_(order, shown)].T.tolist()
             diversity = {
                 "d": d,
                 "ild_name": d.names[0],
@@ -724,6 +729,12 @@ def leaderboard_trust(request, ctx: BoardRequest):
                     }
                     for s in order
                 ],
+                "systems": [names[s] for s in order],
+                "queries": [
+                    {"qid": qids[q], "cells": list(zip(i_row, c_row, strict=True))}
+                    for q, i_row, c_row in zip(shown.tolist(), ild_q, cov_q, strict=True)
+                ],
+                "page": page,
             }
         context.update(
             n_unscored=0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
@@ -742,10 +753,12 @@ def leaderboard_trust(request, ctx: BoardRequest):
             queue_matter=ctx.campaign.queue_mode == Campaign.QueueMode.MATTER,
         )
     context["keep"] = [("attribute", attribute)] if attribute else []
+    context["page_query"] = urlencode({**ctx.changed_params, **({"attribute": attribute} if attribute else {})})
     return render(request, "judging/leaderboard_trust.html", ctx.base(**context))
 
 
-CURVE_BASES = ("nDCG", "P", "R", "F1", "Hit")
+# metrics.CURVE_MEASURES with nDCG, the leaderboard's default ranking measure, first.
+CURVE_BASES = tuple(sorted(metrics.CURVE_MEASURES, key=lambda m: m != "nDCG"))
 
 
 def _with_query(url: str, query: dict) -> str:
@@ -760,7 +773,7 @@ def leaderboard_curves(request, ctx: BoardRequest):
     base = ctx.measure_base if ctx.measure_base in CURVE_BASES else "nDCG"
     k_max = _int_arg(request, "k_max", trust.curve_k_default(lb), 1, trust.CURVE_K_MAX)
     values = trust.curves(lb, base, k_max)
-    order = trust.ranking_order(lb, f"{base}@{ctx.params.k}").tolist()
+    order = trust.ranking_order(lb, str(Measure(base, ctx.params.k))).tolist()
     names = [lb.cube.system_names[s] for s in order]
     values = values[order] if len(order) else values
     # the table shows every cutoff up to 20, then every 5th and 10th: a readable width
@@ -843,8 +856,6 @@ class QueryTagsForm(forms.Form):
 @_handles_bad_args
 def leaderboard_tags(request, ctx: BoardRequest):
     """Leads edit the queries' tags (segments), a page of PAGE_SIZE queries at a time."""
-    from judging.services import query_tags_set
-
     message = error = ""
     if request.method == "POST":
         form = QueryTagsForm(request.POST)
@@ -860,11 +871,7 @@ def leaderboard_tags(request, ctx: BoardRequest):
         else:
             error = "; ".join(f"{f}: {e}" for f, es in form.errors.items() for e in es)
     search = request.GET.get("q", "").strip()[:100]
-    queries = Query.objects.filter(campaign=ctx.campaign).order_by("qid")
-    if search:
-        queries = queries.filter(qid__icontains=search) | queries.filter(tags__tag=search)
-        queries = queries.distinct().order_by("qid")
-    page = Paginator(queries.prefetch_related("tags"), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = Paginator(query_list(campaign=ctx.campaign, search=search), PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [{"qid": q.qid, "text": q.text, "tags": ", ".join(t.tag for t in q.tags.all())} for q in page]
     context = ctx.base(
         tab="tags",

@@ -17,7 +17,7 @@ from judging.access import Member, campaign_view
 from judging.charts.online import scatter_svg
 from judging.jobs import model_endpoint_configured, model_judge_job_start
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judges
-from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures
+from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures, per_query_for_page
 from judging.views.leaderboard import BoardRequest, leaderboard_page
 
 
@@ -39,11 +39,7 @@ def online(request, ctx: BoardRequest):
             r["best"] = data["best"].get(metric, {}).get("measure") == r["measure"]
         by_metric.append({"metric": metric, "rows": rows, "n": rows[0]["n_systems"] if rows else 0})
     # per query: the best measure of each metric (the full table is in the API)
-    per_query = [
-        q
-        for q in data["per_query"]
-        if data["best"].get(q["metric"], {}).get("measure", f"nDCG@{ctx.params.k}") == q["measure"]
-    ]
+    per_query = per_query_for_page(data)
     return render(
         request,
         "judging/online.html",

@@ -68,6 +68,9 @@ def knitwear_campaign():
         user = User.objects.create_user(name, password=f"{name}-pw-secret-1")
         membership_add(campaign=campaign, user=user, role="annotator")
         people.append(user)
+    # Added by the lead, link not used yet: the members page's widest row (e-mail, "no password yet", New link).
+    dora = User.objects.create_user("dora", email="dora.knitwear@example.org", password=None)
+    membership_add(campaign=campaign, user=dora, role="annotator")
     pairs = list(campaign.pairs.filter(pooled=True).order_by("id"))
     for i, pair in enumerate(pairs[:4]):
         judgment_record(pair=pair, annotator=people[0], grade=i % 3, seconds_spent=5)

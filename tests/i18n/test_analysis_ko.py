@@ -15,7 +15,6 @@ from judging.models import Pair
 from judging.scoring import leaderboard_data, trust
 from judging.services import judgment_record
 from judging.services.online import online_import
-from tests.judging.test_leaderboard_views import as_lead, tiny  # noqa: F401
 
 
 @pytest.fixture
@@ -28,7 +27,7 @@ def korean(settings):
 
 
 @pytest.fixture
-def campaign(tiny, annotator, lead):  # noqa: F811
+def campaign(tiny, annotator, lead):
     """tiny (query q4 still unlabelled) with two people grading q1's documents and online figures of its systems."""
     grades = {"d1": 2, "d2": 0, "d3": 1}
     for user in (annotator, lead):
@@ -57,7 +56,7 @@ def assert_no_english(html, *sentences):
         assert sentence not in html, sentence
 
 
-def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean):  # noqa: F811
+def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean):
     html = page(as_lead, "leaderboard", measure="P", k=3)
     assert "<h1>리더보드</h1>" in html
     assert re.search(r"남은 미판정 쌍 <strong>2</strong>개가 P@3 순위를 아직 바꿀 수 있습니다", html)
@@ -82,7 +81,7 @@ def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean
             assert f">{system['measures'][name]:.4f}<" in html, (system["name"], name)
 
 
-def test_trust_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+def test_trust_page_in_korean(as_lead, campaign, korean):
     html = page(as_lead, "leaderboard_trust", measure="P", k=3)
     texts = ("판정을 멈춰도 될까?", "풀 편향", "모든 측정의 범위", "매크로 P@3", "매크로 평균은 모든 질의에")
     for text in texts:
@@ -91,14 +90,14 @@ def test_trust_page_in_korean(as_lead, campaign, korean):  # noqa: F811
     assert re.search(r'<td class="num"><strong>0\.\d{4}</strong></td>', html)
 
 
-def test_agreement_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+def test_agreement_page_in_korean(as_lead, campaign, korean):
     html = page(as_lead, "agreement")
     for text in ("<h1>일치도</h1>", "단순 일치율", "판정자 두 명 사이", "집계 정책", "같은 등급"):
         assert text in html, text
     assert_no_english(html, "Raw agreement", "Between two annotators", "Switch the policy")
 
 
-def test_online_page_in_korean(as_lead, campaign, korean):  # noqa: F811
+def test_online_page_in_korean(as_lead, campaign, korean):
     html = page(as_lead, "online")
     assert "<h1>오프라인 대 온라인</h1>" in html and "요약" in html
     # the verdict on which measure predicts the online metric, and the caveat of three systems
@@ -108,7 +107,7 @@ def test_online_page_in_korean(as_lead, campaign, korean):  # noqa: F811
     assert_no_english(html, "agrees best with", "orders the systems exactly as", "Few systems.")
 
 
-def test_chart_in_korean(as_lead, campaign, korean):  # noqa: F811
+def test_chart_in_korean(as_lead, campaign, korean):
     svg = page(as_lead, "leaderboard_chart", "bars", measure="P", k=3)
     assert "<title>시스템별 P@3</title>" in svg and "질의 평균" in svg
     assert_no_english(svg, "per system", "mean over queries")
@@ -116,3 +115,12 @@ def test_chart_in_korean(as_lead, campaign, korean):  # noqa: F811
     assert f"alpha: P@3 = {alpha['measures']['P@3']:.4f}" in svg
     progress = page(as_lead, "leaderboard_chart", "progress")
     assert "판정 진행 상황" in progress and "Judging progress" not in progress
+
+
+def test_unknown_measure_refused_in_korean(as_lead, campaign, korean):
+    response = as_lead.get(
+        reverse("judging:leaderboard", args=["tiny"]), {"measure": "NDCG"}, HTTP_ACCEPT_LANGUAGE="ko"
+    )
+    html = response.content.decode()
+    assert response.status_code == 400 and "알 수 없는 측정" in html
+    assert_no_english(html, "unknown measure")

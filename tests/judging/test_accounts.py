@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core import mail
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 from rest_framework.test import APIClient
 
 from judging.models import Membership
@@ -264,3 +268,20 @@ def test_api_new_link_only_for_pending_members(campaign, lead, annotator):
     other = APIClient()
     other.force_authenticate(annotator)
     assert other.post("/api/campaigns/demo/members/dave/link/").status_code == 403
+
+
+@pytest.mark.parametrize(("age", "works"), [(timedelta(days=2, hours=23), True), (timedelta(days=3, hours=1), False)])
+def test_set_password_link_lasts_three_days(campaign, lead, age, works):
+    """The link a lead passes on is valid for settings.PASSWORD_RESET_TIMEOUT (3 days), then refused."""
+
+    class IssuedEarlier(PasswordResetTokenGenerator):
+        def _now(self):
+            return datetime.now() - age
+
+    login(lead).post(members_url(campaign), {"action": "add", "username": "dave", "role": "annotator", "create": "on"})
+    dave = User.objects.get(username="dave")
+    uid = urlsafe_base64_encode(force_bytes(dave.pk))
+    link = reverse("judging:set_password", args=[uid, IssuedEarlier().make_token(dave)])
+    page = Client().get(link, follow=True).content.decode()
+    assert ('name="new_password1"' in page) is works
+    assert ("This link no longer works" in page) is not works

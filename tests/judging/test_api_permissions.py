@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
 
 from tests.data import DOCS, SYSTEM_NAMES, TOPICS, body_of, client_for
 
@@ -211,3 +214,24 @@ def test_api_anonymous_requests_are_throttled(world, settings):
     statuses = [client.get("/api/campaigns/").status_code for _ in range(61)]
     assert statuses[:60] == [401] * 60 and statuses[60] == 429
     cache.clear()
+
+
+@pytest.mark.parametrize(
+    ("who", "may"),
+    [("annotator", False), ("granted", True), ("superuser", True), ("lead", True)],
+)
+def test_who_may_create_campaigns_is_one_rule_for_the_page_and_the_api(world, make_user, who, may):
+    """judging.access.can_create_campaigns decides for both: the API's permission reads it from the roles it
+    already holds, the page asks it directly."""
+    users = {"annotator": world.annotator, "lead": world.lead}
+    if who == "granted":
+        users[who] = make_user("granted")
+        users[who].user_permissions.add(Permission.objects.get(codename="add_campaign"))
+    elif who == "superuser":
+        users[who] = make_user("root", is_superuser=True)
+    user = users[who]
+    response = client_for(user).post("/api/campaigns/", {"slug": f"new-{who}"}, format="json")
+    assert response.status_code == (201 if may else 403)
+    page = Client()
+    page.force_login(user)
+    assert page.get(reverse("judging:campaign_new")).status_code == (200 if may else 403)

@@ -39,7 +39,13 @@ def test_empty_campaign_says_what_to_do_next(campaign, lead, annotator):
     html = login(lead).get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
     assert "Campaign complete" not in html and "100%" not in html
     assert "Getting this campaign ready" in html
-    for step in ("Import the queries", "Import the documents", "Import the systems", "Judge the pool"):
+    for step in (
+        "Import the queries",
+        "Import the documents",
+        "Import the systems",
+        "Add annotators",
+        "Judge the pool",
+    ):
         assert step in html
     assert "Nothing to judge yet" in html
     html = login(annotator).get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
@@ -180,3 +186,19 @@ def test_successful_upload_is_one_message(campaign, lead):
     page = login(lead).post(url, {"kind": "run", "run-kind": "run", "run-file": upload}, follow=True)
     html = page.content.decode()
     assert html.count('class="message success"') == 1, html
+
+
+def test_guidelines_grades_and_query_descriptions_render_markdown(pooled, lead, annotator):
+    """Headings, lists, emphasis, links and quoted examples as HTML wherever an annotator reads them;
+    raw HTML stays text."""
+    pooled.guidelines = "# What counts\n\n- a **size** match\n\n<script>window.__x = 1</script>"
+    pooled.save()
+    pooled.grades.filter(value=2).update(description="*Exactly* what was asked", examples="> merino beanie -> 2")
+    pooled.queries.update(description="Wool, see [the guide](https://example.org/wool)")
+    judge_page = login(annotator).get(reverse("judging:judge", args=[pooled.slug])).content.decode()
+    overview = login(lead).get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
+    for html in (judge_page, overview):
+        assert "<h3>What counts</h3>" in html and "<li>a <strong>size</strong> match</li>" in html
+        assert "<em>Exactly</em> what was asked" in html and "<blockquote>" in html
+        assert "<script>window.__x" not in html and "&lt;script&gt;window.__x = 1&lt;/script&gt;" in html
+    assert '<a href="https://example.org/wool" rel="noopener noreferrer nofollow">the guide</a>' in judge_page

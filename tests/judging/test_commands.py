@@ -1,12 +1,22 @@
 """The management commands (create, import, export, scores, members, demo), as a lead runs them."""
 
 import io
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command, get_commands
+from rest_framework.test import APIClient
 
 from judging.models import Campaign, Document, Judgment, Membership, Pair, Query, System
 from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
+
+User = get_user_model()
 
 
 def run(*args):
@@ -102,3 +112,75 @@ def test_add_member_roles(campaign, make_user):
     assert Membership.objects.get(user__username="newbie").role == "lead"
     with pytest.raises(CommandError, match="no user named"):
         run("add_member", "demo", "ghost", "--role", "annotator")
+
+
+# --------------------------------------------------------------------------- the README's walk-through
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def walkthrough() -> tuple[str, list[str]]:
+    """The README's "Run your first campaign": the shell block that makes the example files, and every
+    command-line step of its table, in order (code spans of the table's last column)."""
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Run your first campaign", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    files = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    steps = []
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith(("| step", "|---")):
+            steps += re.findall(r"`([^`]+)`", line.rstrip(" |").rsplit(" | ", 1)[-1])
+    return files, steps
+
+
+def test_readme_walkthrough_runs_as_written(db, tmp_path, monkeypatch, make_user):
+    """Every command of the walk-through, exactly as the README prints it, from the example files it makes."""
+    files, steps = walkthrough()
+    subprocess.run(["bash", "-euc", files], cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)
+    commands = get_commands()
+    ran, posted = [], False
+    for i, step in enumerate(steps):
+        words = shlex.split(step.removeprefix("scripts/manage "))
+        if words[0] in commands:
+            output = run(*words)
+            ran.append(words[0])
+            if words[0] == "add_member":
+                link = re.search(r"https?://\S+/accounts/set-password/\S+/", output).group(0)
+                assert link.startswith("http://127.0.0.1:8000/")
+                dave = User.objects.get(username="dave")
+                assert not dave.has_usable_password() and dave.email == "dave@example.org"
+        elif step.startswith("POST /api/judgments/"):
+            # The annotator's judgment, as the README's API call sends it.
+            client = APIClient()
+            client.force_authenticate(User.objects.get(username="dave"))
+            response = client.post("/api/judgments/", json.loads(steps[i + 1]), format="json")
+            assert response.status_code == 201, response.content
+            posted = True
+    assert ran == [
+        "create_campaign",
+        "import_topics",
+        "import_docs",
+        "import_run",
+        "import_run",
+        "add_member",
+        "scores",
+        "export_qrels",
+    ]
+    assert posted
+    campaign = Campaign.objects.get(slug="shoes")
+    assert campaign.pairs.filter(pooled=True).count() == 5 and campaign.systems.count() == 2
+    assert (tmp_path / "shoes.qrels").read_text() == "t1 0 p1 2\n"
+
+
+def test_scripts_manage_runs_from_a_fresh_shell(tmp_path):
+    """scripts/manage needs nothing exported: not the settings module, not a secret key, not an activated venv."""
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        pytest.skip(f"{ROOT / '.venv'} is missing (scripts/quickstart.sh or scripts/setup.sh makes it)")
+    keep = ("PATH", "HOME", "LANG", "TMPDIR")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "manage"), "check"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout

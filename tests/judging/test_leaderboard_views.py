@@ -8,6 +8,7 @@ from django.db import connection
 from django.template.defaultfilters import floatformat
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 
 from judging import scoring
 from judging.models import Pair
@@ -15,59 +16,15 @@ from judging.scoring import leaderboard_data
 from judging.scoring import stats as scoring_stats
 from judging.services import (
     campaign_create,
-    documents_import,
     judgment_record,
     membership_add,
     qrels_import,
-    queries_import,
     run_import,
 )
+from tests.data import client_for
 
-# Three systems, three queries with labels and one without. P@1 per query (q1, q2, q3):
-# alpha (1, 0, 1), beta (0, 1, 1), gamma (1, 0, 0) - gamma returned nothing for q2 and q3.
-# alpha vs beta on P@1: q1 win, q2 loss, q3 tie. d9 and d10 are unjudged.
-TOPICS = "q1\tmerino <b>wool</b> sweater\nq2\train jacket\nq3\tcable knit\nq4\tnot judged yet\n"
-DOCS = "".join(
-    f'{{"docid": "d{i}", "title": "Title {i}{" <script>alert(1)</script>" if i == 1 else ""}", "text": "t"}}\n'
-    for i in range(1, 11)
-)
-RUNS = (
-    "q1 Q0 d1 1 3 alpha\nq1 Q0 d2 2 2 alpha\nq1 Q0 d3 3 1 alpha\n"
-    "q2 Q0 d4 1 3 alpha\nq2 Q0 d5 2 2 alpha\nq2 Q0 d6 3 1 alpha\n"
-    "q3 Q0 d7 1 3 alpha\nq3 Q0 d8 2 2 alpha\nq3 Q0 d9 3 1 alpha\n"
-    "q1 Q0 d2 1 3 beta\nq1 Q0 d1 2 2 beta\nq1 Q0 d3 3 1 beta\n"
-    "q2 Q0 d6 1 3 beta\nq2 Q0 d5 2 2 beta\nq2 Q0 d4 3 1 beta\n"
-    "q3 Q0 d8 1 3 beta\nq3 Q0 d7 2 2 beta\nq3 Q0 d10 3 1 beta\n"
-    "q1 Q0 d3 1 3 <em>gamma</em>\nq1 Q0 d2 2 2 <em>gamma</em>\nq1 Q0 d1 3 1 <em>gamma</em>\n"
-)
-QRELS = "q1 0 d1 2\nq1 0 d2 0\nq1 0 d3 1\nq2 0 d4 0\nq2 0 d5 0\nq2 0 d6 1\nq3 0 d7 1\nq3 0 d8 1\n"
+# The "tiny" campaign (tests/conftest.py, data in tests/data.py): alpha, beta and <em>gamma</em> over q1-q4.
 GAMMA = "<em>gamma</em>"
-
-
-@pytest.fixture
-def tiny(db, lead, annotator, make_user):
-    c = campaign_create(slug="tiny", name="Tiny", pool_depth=3)
-    membership_add(campaign=c, user=lead, role="lead")
-    membership_add(campaign=c, user=annotator, role="annotator")
-    assessor = make_user("assessor")
-    membership_add(campaign=c, user=assessor, role="annotator")
-    queries_import(campaign=c, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=c, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=c, data=RUNS.encode(), filename="runs.trec")
-    qrels_import(campaign=c, data=QRELS.encode(), filename="q.qrels", annotator=assessor)
-    return c
-
-
-@pytest.fixture
-def as_lead(client, lead):
-    client.force_login(lead)
-    return client
-
-
-@pytest.fixture
-def as_annotator(client, annotator):
-    client.force_login(annotator)
-    return client
 
 
 def url(name, *args, **query):
@@ -389,6 +346,18 @@ def test_compare_wins_ties_losses(as_lead, tiny):
     assert svg["Content-Type"].startswith("image/svg+xml") and b"&lt;em&gt;gamma" in svg.content
 
 
+def test_leaderboard_draws_a_narrow_bar_chart_for_phones(as_lead, tiny):
+    html = as_lead.get(url("leaderboard")).content.decode()
+    wide = re.search(r'<div class="lb-chart-wide"><svg[^>]*viewBox="0 0 (\d+) ', html)
+    narrow = re.search(r'<div class="lb-chart-narrow"><svg[^>]*viewBox="0 0 (\d+) (.*?)</svg>', html, re.S)
+    assert wide and narrow and int(wide.group(1)) == 900 and int(narrow.group(1)) <= 350
+    # Its heading starts at the left edge and is squeezed to the chart's width rather than cut off.
+    heading = re.search(r"<text ([^>]*)>nDCG@10 \(mean over queries\)", narrow.group(2)).group(1)
+    assert 'x="4"' in heading and f'textLength="{int(narrow.group(1)) - 8}"' in heading
+    for name in ("alpha", "beta", "&lt;em&gt;gamma&lt;/em&gt;"):
+        assert f">{name}</text>" in narrow.group(2)
+
+
 def test_charts_are_svg(as_lead, tiny):
     for kind in ("bars", "distribution", "progress"):
         response = as_lead.get(url("leaderboard_chart", kind))
@@ -504,3 +473,30 @@ def test_main_page_query_budget(client, tiny, lead, django_assert_max_num_querie
         client.get(url("leaderboard"))
     with django_assert_max_num_queries(14):
         client.get(url("leaderboard_table"), HTTP_HX_REQUEST="true")
+
+
+@pytest.mark.parametrize(
+    ("measure", "message"),
+    [
+        ("nDCG@5", "nDCG@5 does not match k=10"),
+        ("MRR@10", "MRR has no cutoff"),
+        ("NDCG", "unknown measure 'NDCG'; expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref, Judged"),
+    ],
+)
+def test_page_and_api_read_a_measure_alike(as_lead, tiny, lead, measure, message):
+    """The page's form and the API's leaderboard endpoints read a measure with one function (resolve_measure):
+    the API's significance test no longer takes nDCG@5 for nDCG@10."""
+    page = as_lead.get(url("leaderboard", measure=measure, k=10))
+    assert page.status_code == 400 and escape(message) in page.content.decode()
+    api = client_for(lead)
+    for endpoint in ("segments", "significance"):
+        response = api.get(f"/api/campaigns/tiny/leaderboard/{endpoint}/", {"measure": measure, "k": 10})
+        assert response.status_code == 400, endpoint
+        assert message in str(response.json()), (endpoint, response.json())
+
+
+def test_api_significance_compares_on_the_measure_asked_for(tiny, lead):
+    response = client_for(lead).get("/api/campaigns/tiny/leaderboard/significance/", {"measure": "P@3", "k": 3})
+    assert response.status_code == 200 and response.json()["measure"] == "P@3"
+    refused = client_for(lead).get("/api/campaigns/tiny/leaderboard/significance/", {"measure": "Judged"})
+    assert refused.status_code == 400 and "expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref" in str(refused.json())

@@ -11,6 +11,7 @@ from judging.services import (
     judgment_record,
     membership_add,
     queries_import,
+    query_tags_set,
     run_import,
 )
 from tests.data import RUN_BM25, TOPICS
@@ -173,7 +174,7 @@ def test_judgment_neighbours_walk_the_history(pooled, annotator):
     assert selectors.judgment_neighbours(campaign=pooled, annotator=annotator, judgment=middle) == (order[1], order[3])
 
 
-def test_judgments_of_is_only_the_annotators_own(pooled, annotator, ann2):
+def test_judgment_list_is_only_the_annotators_own(pooled, annotator, ann2):
     pairs = list(Pair.objects.filter(campaign=pooled).order_by("id"))
     judgment_record(pair=pairs[0], annotator=annotator, grade=2, note="mine")
     judgment_record(pair=pairs[0], annotator=ann2, grade=0, note="theirs")
@@ -200,3 +201,23 @@ def test_campaign_and_annotator_progress(pooled, annotator, ann2, lead):
     assert (rows["ann"]["judgments"], rows["ann"]["unsure"], rows["ann"]["notes"]) == (2, 1, 1)
     assert rows["ann"]["mean_seconds"] == pytest.approx(15.0)
     assert rows["ann2"]["judgments"] == 0 and rows["ann2"]["mean_seconds"] is None
+
+
+def test_query_list_finds_queries_by_qid_or_tag_once_each(tiny):
+    query_tags_set(campaign=tiny, qid="q1", tags=["q2", "head"])  # q1 carries the tag "q2"
+    query_tags_set(campaign=tiny, qid="q3", tags=["head"])
+
+    def qids(search):
+        return [q.qid for q in selectors.query_list(campaign=tiny, search=search)]
+
+    assert qids("") == ["q1", "q2", "q3", "q4"]
+    assert qids("q2") == ["q1", "q2"]  # by tag and by qid, each once
+    assert qids("head") == ["q1", "q3"]
+    assert selectors.query_tag_exists(campaign=tiny, tag="head")
+    assert not selectors.query_tag_exists(campaign=tiny, tag="tail")
+
+
+def test_campaign_setup_counts_systems_documents_and_annotators(tiny):
+    setup = selectors.campaign_setup(campaign=tiny)
+    assert [s["name"] for s in setup["systems"]] == ["<em>gamma</em>", "alpha", "beta"]
+    assert (setup["documents"], setup["annotators"]) == (10, 2)  # the annotator and the assessor

@@ -8,12 +8,14 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from judging.formats import FormatError
-from judging.models import Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
+from judging.models import Campaign, Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.selectors import system_rankings
 from judging.services import (
     ImportConflict,
     adjudication_set,
+    campaign_create,
     campaign_policy_set,
+    campaign_update,
     documents_import,
     judgment_record,
     labels_refresh,
@@ -29,7 +31,7 @@ def pooled(campaign):
     return set(Pair.objects.filter(campaign=campaign, pooled=True).values_list("query__qid", "document__docid"))
 
 
-def test_topics_import_creates_and_is_idempotent(campaign):
+def test_queries_import_creates_and_is_idempotent(campaign):
     s1 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     s2 = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
     assert (s1.added, s2.added, s2.unchanged) == (2, 0, 2)
@@ -37,7 +39,7 @@ def test_topics_import_creates_and_is_idempotent(campaign):
     assert (q.text, q.description) == ("wool knit sweater", "A warm sweater knitted from wool.")
 
 
-def test_topics_import_fills_in_stub_query(campaign):
+def test_queries_import_fills_in_stub_query(campaign):
     run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
     assert Query.objects.get(qid="q1").is_stub
     s = queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
@@ -45,7 +47,7 @@ def test_topics_import_fills_in_stub_query(campaign):
     assert (s.updated, q.is_stub, q.text) == (2, False, "wool knit sweater")
 
 
-def test_docs_import_keeps_html_verbatim(campaign):
+def test_documents_import_keeps_html_verbatim(campaign):
     data = b'{"docid": "x", "title": "<b>t</b>", "text": "<script>alert(1)</script>"}\n'
     documents_import(campaign=campaign, data=data, filename="d.jsonl")
     assert Document.objects.get(docid="x").text == "<script>alert(1)</script>"
@@ -245,3 +247,28 @@ def test_imports_and_policy_switches_are_logged(campaign, lead, caplog):
     refused = r"run_import bad\.run -> demo refused after \d+\.\d\d s: bad\.run, line 1, field 'score': .*"
     assert re.fullmatch(imported, messages[0]) and re.fullmatch(refused, messages[1])
     assert messages[2] == "campaign demo: policy median -> max by lead, 0 labels changed"
+
+
+# --------------------------------------------------------------------------- the grading scale's one check
+
+SCALE_REFUSALS = [
+    ([], "a grading scale needs at least one grade"),
+    ([{"value": 1, "name": "a"}, {"value": 1, "name": "b"}], "each grade value may appear only once"),
+    ([{"value": 0, "name": "no"}, {"value": 101, "name": "too high"}], "grades must be whole numbers from 0 to 100"),
+]
+
+
+@pytest.mark.parametrize(("scale", "message"), SCALE_REFUSALS)
+def test_campaign_create_refuses_a_bad_scale_and_creates_nothing(db, scale, message):
+    with pytest.raises(ValidationError) as exc:
+        campaign_create(slug="bad", scale=scale)
+    assert exc.value.messages == [message]
+    assert not Campaign.objects.filter(slug="bad").exists()
+
+
+@pytest.mark.parametrize(("scale", "message"), SCALE_REFUSALS)
+def test_campaign_update_refuses_a_bad_scale_and_keeps_the_grades(campaign, scale, message):
+    with pytest.raises(ValidationError) as exc:
+        campaign_update(campaign=campaign, scale=scale)
+    assert exc.value.message_dict == {"scale": [message]}
+    assert list(campaign.grades.values_list("value", flat=True)) == [0, 1, 2]

@@ -6,13 +6,13 @@ import io
 import numpy as np
 import pytest
 import pytrec_eval
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from judging.models import Campaign
 from judging.scoring import Params, leaderboard, leaderboard_data, trust
 from judging.services import documents_import, membership_add
-from tests.judging.test_scoring import random_campaign
+from tests.oracle import random_campaign
 
 PYTREC = {"P@{k}": "P_{k}", "R@{k}": "recall_{k}", "Hit@{k}": "success_{k}", "MRR": "recip_rank", "MAP": "map"}
 
@@ -113,7 +113,13 @@ def test_settled_lists_adjacent_systems_and_open_pairs(make_user):
             if d not in qrels[q]
         }
         assert entry["open_pairs"] == (0 if disjoint else len(unjudged))
+        # ... and where they are: how many queries hold them, the busiest first (ties by query order)
+        per_query = {q: sum(pq == q for pq, _ in unjudged) for q in qrels}
+        busiest = sorted((q for q in qrels if per_query[q]), key=lambda q: (-per_query[q], int(q[1:])))[:5]
+        assert entry["open_queries"] == (0 if disjoint else sum(n > 0 for n in per_query.values()))
+        assert entry["top_queries"] == ([] if disjoint else [{"qid": q, "pairs": per_query[q]} for q in busiest])
     assert data["pairs_left"] > 0
+    assert any(entry["top_queries"] for entry in data["settled"])  # some comparison really is open
 
 
 def test_judging_every_pair_settles_the_ranking(make_user):
@@ -307,6 +313,46 @@ def test_scores_json_carries_bounds_and_settled(make_user):
     assert {"bounds", "measures", "per_query"} <= set(data["systems"][0])
     assert "bpref" in data["systems"][0]["measures"]
     assert len(data["settled"]) == len(data["systems"]) - 1
+
+
+def test_scores_command_segment_measure_micro_and_attribute(make_user, tmp_path):
+    """`scores` takes the leaderboard's trust parameters: the same numbers as the API, and the settled lines."""
+    campaign, runs, qrels = random_campaign(make_user, seed=13)
+    tags = tmp_path / "tags.tsv"
+    tags.write_text("q0\ttail\nq4\ttail\nq5\ttail\nq1\thead\n")
+    call_command("import_query_tags", campaign.slug, str(tags), stdout=io.StringIO())
+    docs = "".join(f'{{"docid": "d{i}", "text": "t", "attributes": {{"brand": "b{i % 3}"}}}}\n' for i in range(40))
+    documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
+    args = ["--k", "5", "--segment", "tail", "--measure", "P", "--micro", "--attribute", "brand"]
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", *args, stdout=out)
+    import json
+
+    data = json.loads(out.getvalue())
+    api = leaderboard_data(campaign=campaign, k=5, segment="tail", measure="P", micro=True, attribute="brand")
+    assert data == json.loads(json.dumps(api))
+    assert (data["segment"], data["queries"], data["ranked_by"]) == ("tail", 3, "P@5")
+    for system in data["systems"]:
+        expected = evaluate({q: qrels[q] for q in ("q0", "q4", "q5")}, runs[system["name"]], 5)
+        mean = np.mean([v["P@5"] for v in expected.values()])
+        assert system["measures"]["P@5"] == pytest.approx(mean, abs=1e-12)
+        assert {"ILD@5", "Coverage@5"} <= set(system["measures"]) and set(system["micro"]) == {"P@5", "R@5"}
+    table = io.StringIO()
+    call_command("scores", campaign.slug, *args, stdout=table)
+    lines = table.getvalue().splitlines()
+    assert "3 queries with labels" in lines[0] and "segment=tail" in lines[0]
+    assert lines[1].split()[-2:] == ["ILD@5", "Coverage@5"]
+    ranked = sorted(data["systems"], key=lambda s: (-round(s["measures"]["P@5"], 12), s["name"]))
+    assert [line.split()[0] for line in lines[2:5]] == [s["name"] for s in ranked]
+    assert f"ranked by P@5: {data['pairs_left']} unjudged pairs left can still change the ranking" in lines
+    for entry in data["settled"]:
+        a, b = entry["systems"]
+        verdict = "settled" if entry["settled"] else f"open ({entry['open_pairs']} unjudged pairs could change it)"
+        assert f"  {a} above {b}: {verdict}" in lines
+    with pytest.raises(CommandError, match="no query of this campaign has the tag 'nowhere'"):
+        call_command("scores", campaign.slug, "--segment", "nowhere", stdout=io.StringIO())
+    with pytest.raises(CommandError, match="unknown measure 'XYZ'"):
+        call_command("scores", campaign.slug, "--measure", "XYZ", stdout=io.StringIO())
 
 
 def test_bounds_are_recomputed_when_a_label_changes(make_user):

@@ -21,7 +21,6 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from tests.judging.test_leaderboard_views import as_annotator, as_lead, tiny  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +37,7 @@ def url(name, *args, **query):
 
 
 @pytest.fixture
-def tagged(tiny):  # noqa: F811
+def tagged(tiny):
     queries_import(
         campaign=tiny,
         data=b"qid\ttext\tdescription\ttags\nq1\tmerino wool sweater\t\thead\nq2\train jacket\t\thead,outerwear\n"
@@ -51,7 +50,7 @@ def tagged(tiny):  # noqa: F811
 # --------------------------------------------------------------------------- pages
 
 
-def test_leaderboard_shows_bounds_settled_and_pairs_left(as_lead, tagged):  # noqa: F811
+def test_leaderboard_shows_bounds_settled_and_pairs_left(as_lead, tagged):
     html = as_lead.get(url("leaderboard", measure="P", k=3)).content.decode()
     assert "Bounds" in html and "vs next" in html
     # d9 (alpha, q3) and d10 (beta, q3) are the unjudged pairs in the top 3
@@ -61,7 +60,7 @@ def test_leaderboard_shows_bounds_settled_and_pairs_left(as_lead, tagged):  # no
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
 
-def test_segment_filters_the_leaderboard_page(as_lead, tagged):  # noqa: F811
+def test_segment_filters_the_leaderboard_page(as_lead, tagged):
     html = as_lead.get(url("leaderboard", segment="tail")).content.decode()
     assert "<strong>1</strong> of 4 queries have labels and are scored" in html
     assert '<option value="tail" selected>tail (1)</option>' in html
@@ -70,7 +69,7 @@ def test_segment_filters_the_leaderboard_page(as_lead, tagged):  # noqa: F811
     assert "no query of this campaign has the tag &#x27;nowhere&#x27;" in bad.content.decode()
 
 
-def test_trust_page_sections(as_lead, tagged):  # noqa: F811
+def test_trust_page_sections(as_lead, tagged):
     html = as_lead.get(url("leaderboard_trust", measure="P", k=3)).content.decode()
     for text in (
         "Can we stop judging?",
@@ -85,7 +84,13 @@ def test_trust_page_sections(as_lead, tagged):  # noqa: F811
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
 
-def test_trust_page_diversity_over_an_attribute(as_lead, tagged):  # noqa: F811
+def test_trust_page_says_which_queries_hold_the_open_pairs(as_lead, tagged):
+    # By P@3, alpha and beta are open: d9 (alpha's) and d10 (beta's) are unjudged, both in q3.
+    html = as_lead.get(url("leaderboard_trust", measure="P", k=3)).content.decode()
+    assert re.search(r"against (alpha|beta): 2 unjudged pairs in either cutoff, in 1 query: q3 \(2\)", html)
+
+
+def test_trust_page_diversity_over_an_attribute(as_lead, tagged):
     docs = "".join(
         f'{{"docid": "d{i}", "title": "T{i}", "text": "t", "attributes": {{"brand": "b{i % 2}"}}}}\n'
         for i in range(1, 11)
@@ -100,7 +105,43 @@ def test_trust_page_diversity_over_an_attribute(as_lead, tagged):  # noqa: F811
     assert bad.status_code == 400
 
 
-def test_curves_page_chart_and_table(as_lead, tagged):  # noqa: F811
+def test_trust_page_diversity_per_query(as_lead, tagged, monkeypatch):
+    """Each scored query's ILD@k and coverage@k for every system, a page of queries at a time."""
+    from judging.services import documents_import
+    from judging.views import leaderboard as leaderboard_views
+
+    brands = {1: "x", 2: "x", 3: "y", 4: "x", 5: "y", 6: "z", 7: "x", 8: "x", 9: "x", 10: "y"}
+    docs = "".join(
+        f'{{"docid": "d{i}", "title": "T{i}", "text": "t", "attributes": {{"brand": "{b}"}}}}\n'
+        for i, b in brands.items()
+    )
+    documents_import(campaign=tagged, data=docs.encode(), filename="d.jsonl")
+
+    def table(**query):
+        html = as_lead.get(url("leaderboard_trust", k=3, attribute="brand", **query)).content.decode()
+        assert "Per query: ILD@3 · Coverage@3" in html
+        part = html.split('class="data lb-table lb-diversity-queries"', 1)[1].split("</table>", 1)[0]
+        systems = re.findall(r'<th class="num" scope="col">(.*?)</th>', part)
+        rows = re.findall(r'<tr><th scope="row" class="lb-system">(\w+)</th>(.*?)</tr>', part)
+        cells = {qid: re.findall(r'<td class="num">(.*?)</td>', tds) for qid, tds in rows}
+        return html, {qid: dict(zip(systems, values, strict=True)) for qid, values in cells.items()}
+
+    _, got = table()
+    # top 3 of each run (see test_leaderboard_views' RUNS): alpha q3 = d7 d8 d9, all "x"; beta q3 = d8 d7 d10
+    gamma = "&lt;em&gt;gamma&lt;/em&gt;"
+    assert got == {
+        "q1": {"alpha": "0.667 · 2", "beta": "0.667 · 2", gamma: "0.667 · 2"},
+        "q2": {"alpha": "1.000 · 3", "beta": "1.000 · 3", gamma: "0.000 · 0"},
+        "q3": {"alpha": "0.000 · 1", "beta": "0.667 · 2", gamma: "0.000 · 0"},
+    }  # q4 has no label yet: not in the means, not listed
+    monkeypatch.setattr(leaderboard_views, "PAGE_SIZE", 2)
+    html, first = table()
+    assert list(first) == ["q1", "q2"] and "page 1 of 2" in html and "attribute=brand" in html
+    _, second = table(page=2)
+    assert list(second) == ["q3"]
+
+
+def test_curves_page_chart_and_table(as_lead, tagged):
     response = as_lead.get(url("leaderboard_curves", measure="P", k_max=3))
     html = response.content.decode()
     assert response.status_code == 200
@@ -109,19 +150,19 @@ def test_curves_page_chart_and_table(as_lead, tagged):  # noqa: F811
     assert as_lead.get(url("leaderboard_curves", k_max=0)).status_code == 400
 
 
-def test_segments_page_warns_about_small_segments(as_lead, tagged):  # noqa: F811
+def test_segments_page_warns_about_small_segments(as_lead, tagged):
     html = as_lead.get(url("leaderboard_segments", measure="P", k=1)).content.decode()
     assert "fewer than 10 scored queries" in html
     for tag in ("head", "outerwear", "tail"):
         assert f">{tag}</a>" in html
 
 
-def test_segments_page_without_tags_says_how_to_add_them(as_lead, tiny):  # noqa: F811
+def test_segments_page_without_tags_says_how_to_add_them(as_lead, tiny):
     html = as_lead.get(url("leaderboard_segments")).content.decode()
     assert "No query has a tag yet" in html and "import_query_tags" in html
 
 
-def test_lead_edits_query_tags_on_a_page(as_lead, tagged):  # noqa: F811
+def test_lead_edits_query_tags_on_a_page(as_lead, tagged):
     response = as_lead.post(url("leaderboard_tags"), {"qid": "q3", "tags": "tail, knit , tail"})
     assert response.status_code == 200
     assert set(QueryTag.objects.filter(query__qid="q3").values_list("tag", flat=True)) == {"tail", "knit"}
@@ -133,12 +174,12 @@ def test_lead_edits_query_tags_on_a_page(as_lead, tagged):  # noqa: F811
     assert unknown.status_code == 400 and "unknown qid" in unknown.content.decode()
 
 
-def test_annotators_never_edit_tags(as_annotator, tagged):  # noqa: F811
+def test_annotators_never_edit_tags(as_annotator, tagged):
     assert as_annotator.post(url("leaderboard_tags"), {"qid": "q3", "tags": "x"}).status_code == 403
     assert not QueryTag.objects.filter(tag="x").exists()
 
 
-def test_annotators_see_trust_pages_only_when_the_leaderboard_is_shown(as_annotator, tagged):  # noqa: F811
+def test_annotators_see_trust_pages_only_when_the_leaderboard_is_shown(as_annotator, tagged):
     assert as_annotator.get(url("leaderboard_trust")).status_code == 403
     Campaign.objects.filter(pk=tagged.pk).update(leaderboard_visible_to_annotators=True)
     assert as_annotator.get(url("leaderboard_curves")).status_code == 200
@@ -184,7 +225,7 @@ def test_docs_attributes_must_be_flat():
     assert "field 'attributes.brand': expected a string, number or boolean, found an array" in str(err.value)
 
 
-def test_reimporting_docs_without_attributes_keeps_them(tiny):  # noqa: F811
+def test_reimporting_docs_without_attributes_keeps_them(tiny):
     from judging.services import documents_import
 
     documents_import(
@@ -195,7 +236,7 @@ def test_reimporting_docs_without_attributes_keeps_them(tiny):  # noqa: F811
     assert summary.unchanged == 1
 
 
-def test_import_query_tags_command(tagged, write):  # noqa: F811
+def test_import_query_tags_command(tagged, write):
     out = io.StringIO()
     call_command("import_query_tags", "tiny", write("tags.tsv", "q1\thead,new\nq3\t\n"), stdout=out)
     assert "2 updated" in out.getvalue()
@@ -283,7 +324,7 @@ def test_demo_topics_carry_tags_and_products_attributes():
     assert len({d.attributes["brand"] for d in docs}) >= 10
 
 
-def test_lead_chooses_the_queue_mode_through_the_api(tiny, lead, annotator):  # noqa: F811
+def test_lead_chooses_the_queue_mode_through_the_api(tiny, lead, annotator):
     from rest_framework.test import APIClient
 
     client = APIClient()

@@ -19,7 +19,7 @@ from judging.services import (
     queries_import,
     run_import,
 )
-from tests.data import DOCS, RUN_BM25, TOPICS
+from tests.data import DOCS, RUN_BM25, TOPICS, client_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
@@ -807,25 +807,34 @@ def test_create_campaign_needs_permission(annotator):
     assert login(annotator).get(reverse("judging:campaign_new")).status_code == 403
 
 
+def settings_form(campaign, *, grades=None, **changes) -> dict:
+    """The settings page's POST body: the campaign's settings with ``changes``, and its grades (or ``grades``,
+    (value, name) pairs)."""
+    grades = grades if grades is not None else [(g.value, g.name) for g in campaign.grades.all()]
+    form = {
+        "name": campaign.name,
+        "description": campaign.description,
+        "guidelines": campaign.guidelines,
+        "pool_depth": campaign.pool_depth,
+        "redundancy": campaign.redundancy,
+        "aggregation": campaign.aggregation,
+        "grades-TOTAL_FORMS": len(grades),
+        "grades-INITIAL_FORMS": len(grades),
+        "grades-MIN_NUM_FORMS": 0,
+        "grades-MAX_NUM_FORMS": 1000,
+        **changes,
+    }
+    for i, (value, name) in enumerate(grades):
+        form.update({f"grades-{i}-value": value, f"grades-{i}-name": name})
+    return form
+
+
 def test_deeper_pool_adds_pairs(pooled, lead):
     run_import(campaign=pooled, data=b"q2 Q0 d4 1 3 deep\nq2 Q0 d2 2 2 deep\nq2 Q0 d1 3 1 deep\n", filename="deep.run")
     before = Pair.objects.filter(pooled=True).count()
-    form = {
-        "name": "Demo",
-        "description": "",
-        "guidelines": "",
-        "pool_depth": 3,
-        "redundancy": 1,
-        "aggregation": "median",
-        "grades-TOTAL_FORMS": 3,
-        "grades-INITIAL_FORMS": 3,
-        "grades-MIN_NUM_FORMS": 0,
-        "grades-MAX_NUM_FORMS": 1000,
-    }
-    for g in pooled.grades.all():
-        form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
     client = login(lead)
-    response = client.post(reverse("judging:campaign_settings", args=[pooled.slug]), form)
+    url = reverse("judging:campaign_settings", args=[pooled.slug])
+    response = client.post(url, settings_form(pooled, pool_depth=3))
     assert response.status_code == 302
     assert Pair.objects.filter(pooled=True).count() == before + 1  # q2 d1, third in the deep run
     assert pair_of(pooled, "q2", "d1").pooled
@@ -882,19 +891,28 @@ def test_settings_switch_aggregation_relabels(pooled, lead, annotator, make_user
     judgment_record(pair=pair, annotator=annotator, grade=0)
     judgment_record(pair=pair, annotator=other, grade=2)
     assert Pair.objects.get(id=pair.id).label == 0  # median, ties to the lower grade
-    form = {
-        "name": "Demo",
-        "description": "",
-        "guidelines": "",
-        "pool_depth": 2,
-        "redundancy": 2,
-        "aggregation": "max",
-        "grades-TOTAL_FORMS": 3,
-        "grades-INITIAL_FORMS": 3,
-        "grades-MIN_NUM_FORMS": 0,
-        "grades-MAX_NUM_FORMS": 1000,
-    }
-    for g in pooled.grades.all():
-        form.update({f"grades-{g.value}-value": g.value, f"grades-{g.value}-name": g.name})
+    form = settings_form(pooled, redundancy=2, aggregation="max")
     assert login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form).status_code == 302
     assert Pair.objects.get(id=pair.id).label == 2
+
+
+def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled, lead):
+    """The page's formset and the API's serializer both use the service's scale check: same rule, same words."""
+    form = settings_form(pooled, grades=[(1, g.name) for g in pooled.grades.all()])  # every grade given the value 1
+    response = login(lead).post(reverse("judging:campaign_settings", args=[pooled.slug]), form)
+    assert response.status_code == 422 and "each grade value may appear only once" in response.content.decode()
+    scale = [{"value": 1, "name": "a"}, {"value": 1, "name": "b"}]
+    response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": scale}, format="json")
+    assert response.status_code == 400 and response.json() == {"scale": ["each grade value may appear only once"]}
+    response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": []}, format="json")
+    assert response.status_code == 400 and response.json() == {"scale": ["a grading scale needs at least one grade"]}
+    assert list(pooled.grades.values_list("value", flat=True)) == [0, 1, 2]
+
+
+def test_members_page_answers_404_for_a_user_who_is_not_a_member(pooled, lead, make_user):
+    outsider = make_user("outsider")
+    url = reverse("judging:campaign_members", args=[pooled.slug])
+    for action in ("role", "remove", "link"):
+        response = login(lead).post(url, {"action": action, "user": outsider.id, "role": "lead"})
+        assert response.status_code == 404, action
+    assert not Membership.objects.filter(user=outsider).exists()

@@ -222,6 +222,35 @@ def test_open_pairs_counts_union_on_random_campaign():
                 assert counts[a, b] == (len(sets[a] | sets[b]) if a != b else 0)
 
 
+def test_open_pairs_by_query_by_hand_and_on_a_random_campaign():
+    # Query 0: A = [d1 U, d2 rel, d3 U], B = [d3 U, d4 non-rel, d5 U]; query 1: A = [d7 U], B = [d7 U], C = [d8 U].
+    labels = np.array([[[U, 1, U], [U, PAD, PAD]], [[U, 0, U], [U, PAD, PAD]], [[1, 0, U], [U, PAD, PAD]]])
+    docs = np.array([[[1, 2, 3], [7, -1, -1]], [[3, 4, 5], [7, -1, -1]], [[2, 4, 6], [8, -1, -1]]])
+    # A-B: {d1, d3, d5} and {d7}; B-C: {d3, d5, d6} and {d7, d8}; within the top 1, A-B: {d1, d3} and {d7}
+    np.testing.assert_array_equal(metrics.open_pairs_by_query(labels, docs, [[0, 1], [1, 2]]), [[3, 1], [3, 2]])
+    np.testing.assert_array_equal(metrics.open_pairs_by_query(labels, docs, [[0, 1]], cutoff=1), [[2, 1]])
+
+    qrels, runs = random_campaign(4, n_queries=15)
+    labels, qrels_array, qids = metrics.labels_from_dicts(qrels, runs)
+    docs = doc_id_array(runs, qids, labels.shape[2])
+    pairs = [[0, 1], [1, 2], [2, 0]]
+    for cutoff in [3, None]:
+        got = metrics.open_pairs_by_query(labels, docs, pairs, cutoff=cutoff)
+        totals = metrics.open_pairs(labels, docs, np.zeros((3, 3), dtype=np.int8), cutoff=cutoff)
+        for c, (a, b) in enumerate(pairs):
+            for i in range(len(qids)):
+                unjudged = {
+                    d
+                    for s in (a, b)
+                    for d, lab in zip(docs[s, i, :cutoff], labels[s, i, :cutoff], strict=True)
+                    if lab == U
+                }
+                assert got[c, i] == len(unjudged), (cutoff, a, b, i)
+            assert got[c].sum() == totals[a, b]
+    with pytest.raises(ValueError, match="comparisons must hold system indices from 0 to 2"):
+        metrics.open_pairs_by_query(labels, docs, [[0, 3]])
+
+
 def test_open_pairs_more_than_64_systems():
     rng = np.random.default_rng(1)
     labels = rng.choice([U, 0, 1], size=(70, 2, 4))

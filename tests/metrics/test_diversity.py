@@ -22,11 +22,11 @@ def test_ild_and_coverage_by_hand():
             ]
         ]
     )
-    np.testing.assert_allclose(metrics.intra_list_diversity(values, 4), [[5 / 6, 0.0, 1.0, 0.0]])
-    np.testing.assert_array_equal(metrics.coverage(values, 4), [[3, 1, 2, 1]])
+    np.testing.assert_allclose(metrics.intra_list_diversity(values, k=4), [[5 / 6, 0.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(metrics.coverage(values, k=4), [[3, 1, 2, 1]])
     # k = 5 adds the fifth document: 10 pairs, 1 equal -> 9/10; 4 then repeats: pairs 3, equal 1.
-    np.testing.assert_allclose(metrics.intra_list_diversity(values, 5), [[9 / 10, 0.0, 2 / 3, 0.0]])
-    np.testing.assert_array_equal(metrics.coverage(values, 5), [[4, 1, 2, 1]])
+    np.testing.assert_allclose(metrics.intra_list_diversity(values, k=5), [[9 / 10, 0.0, 2 / 3, 0.0]])
+    np.testing.assert_array_equal(metrics.coverage(values, k=5), [[4, 1, 2, 1]])
 
 
 @pytest.mark.parametrize("k", [1, 3, 8, 12])
@@ -34,8 +34,8 @@ def test_ild_matches_counting_every_pair(k):
     rng = np.random.default_rng(k)
     values = rng.integers(-1, 4, size=(3, 7, 10))
     values[0, 0, 6:] = PAD
-    ild = metrics.intra_list_diversity(values, k)
-    cov = metrics.coverage(values, k)
+    ild = metrics.intra_list_diversity(values, k=k)
+    cov = metrics.coverage(values, k=k)
     for s, q in itertools.product(range(3), range(7)):
         known = [v for v in values[s, q, :k] if v >= 0]
         pairs = list(itertools.combinations(known, 2))
@@ -46,8 +46,14 @@ def test_ild_matches_counting_every_pair(k):
 
 def test_diversity_rejects_bad_arguments():
     with pytest.raises(ValueError, match="values .* must be a 3-D array"):
-        metrics.intra_list_diversity(np.zeros((2, 2), dtype=int), 2)
+        metrics.intra_list_diversity(np.zeros((2, 2), dtype=int), k=2)
     with pytest.raises(ValueError, match="values .* contains values below -2"):
-        metrics.coverage(np.full((1, 1, 2), -3), 2)
+        metrics.coverage(np.full((1, 1, 2), -3), k=2)
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
-        metrics.coverage(np.zeros((1, 1, 2), dtype=int), 0)
+        metrics.coverage(np.zeros((1, 1, 2), dtype=int), k=0)
+
+
+@pytest.mark.parametrize("measure", [metrics.intra_list_diversity, metrics.coverage])
+def test_diversity_cutoff_is_keyword_only(measure):
+    with pytest.raises(TypeError):
+        measure(np.zeros((1, 1, 2), dtype=np.int64), 2)

@@ -124,3 +124,18 @@ def test_password_reset_requests_are_rate_limited(client, make_user):
     page = client.post("/accounts/password_reset/", {"email": "other@example.com"})
     # The same address asking for other accounts is limited too.
     assert page.status_code == 429 and "Too many password reset requests" in page.content.decode()
+
+
+@override_settings(PASSWORD_RESET_ENABLED=True)
+def test_password_reset_pages_are_reljudges_not_the_admins(client, make_user):
+    """Every page of the reset flow extends RelJudge's base.html; none is the Django admin's look-alike."""
+    make_user("mailed", email="mailed@example.com")
+    client.post("/accounts/password_reset/", {"email": "mailed@example.com"})
+    link = re.search(r"/accounts/reset/[^/\s]+/[^/\s]+/", mail.outbox[0].body).group(0)
+    form_url = client.get(link)["Location"]
+    for url in ("/accounts/password_reset/", "/accounts/password_reset/done/", form_url, "/accounts/reset/done/"):
+        response = client.get(url)
+        names = [t.name for t in response.templates]
+        assert response.status_code == 200 and "base.html" in names, (url, names)
+        assert not any(name.startswith("admin/") for name in names), (url, names)
+        assert "Django administration" not in response.content.decode()

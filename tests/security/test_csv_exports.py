@@ -106,3 +106,15 @@ def test_qrels_export_keeps_ids_byte_exact(hostile, lead):
     ids = {tuple(line.split()[::2][:2]) for line in body.splitlines()}
     assert ("=1+1", "@d1") in ids or ("=1+1", "+d2") in ids
     assert "'" not in body
+
+
+def test_leaderboard_csv_neutralizes_formulas_in_system_names(hostile, lead):
+    """A system is named by its run's tag (or the uploader): "=HYPERLINK(...)" went out as a live formula."""
+    run_import(campaign=hostile, data=b"q2 Q0 d4 1 3 r\n", filename="x.run", system_name='=HYPERLINK("http://e","x")')
+    run_import(campaign=hostile, data=b"q2 Q0 d4 1 3 r\n", filename="y.run", system_name="@evil")
+    response = client_for(lead).get(f"/api/campaigns/{hostile.slug}/leaderboard/", {"format": "csv"})
+    assert response.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(body_of(response).decode(), newline="")))
+    assert {r["system"] for r in rows} == {'\'=HYPERLINK("http://e","x")', "'@evil", "r"}
+    for row in rows:
+        assert not any(value.startswith(("=", "+", "-", "@", "\t", "\r")) for value in row.values()), row

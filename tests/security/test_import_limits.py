@@ -364,3 +364,96 @@ def test_import_run_command_system_name_over_the_limit_names_the_option(campaign
         "r.run, field 'system': system name too long: 200 characters (at most 100) — nothing was imported"
     )
     _nothing_written()
+
+
+# --------------------------------------------------------------------------- query tags and online figures
+
+
+@pytest.fixture
+def with_run(campaign):
+    from judging.services import run_import
+
+    run_import(campaign=campaign, data=b"q1 Q0 d1 1 2.0 bm25\n", filename="bm25.run")
+    return campaign
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ("q1\thead,t\x00il\n", "tags"),
+        ("q1\thead\nq\x001\ttail\n", "qid"),
+    ],
+    ids=["tag", "qid"],
+)
+def test_import_query_tags_command_refuses_a_nul_naming_line_and_field(with_run, tmp_path, content, field):
+    """A NUL in a tag was stored on SQLite and failed the import with a traceback on PostgreSQL."""
+    path = tmp_path / "tags.tsv"
+    path.write_bytes(content.encode())
+    with pytest.raises(CommandError) as exc:
+        call_command("import_query_tags", with_run.slug, str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    line = content.count("\n", 0, content.index("\x00")) + 1
+    assert str(exc.value) == (
+        f"tags.tsv, line {line}, field '{field}': contains a NUL character (U+0000) — nothing was imported"
+    )
+    assert not Query.objects.filter(tags__isnull=False).exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "field"),
+    [
+        ("bm25,ctr,0.5\nbm25,c\x00tr,0.4\n", 2, "metric"),
+        ("bm25,ctr,0.5,q\x001\n", 1, "qid"),
+        ("bm\x0025,ctr,0.5\n", 1, "system"),
+    ],
+    ids=["metric", "qid", "system"],
+)
+def test_online_upload_refuses_a_nul_naming_line_and_field(with_run, lead, content, line, field):
+    """A NUL in a metric was stored on SQLite and answered 500 on PostgreSQL (in a qid too)."""
+    from judging.models import OnlineMetric
+
+    client = APIClient()
+    client.force_authenticate(lead)
+    upload = SimpleUploadedFile("o.csv", content.encode())
+    response = client.post(f"/api/campaigns/{with_run.slug}/upload/online/", {"file": upload}, format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": f"o.csv, line {line}, field '{field}': contains a NUL character (U+0000)",
+        "file": "o.csv",
+        "line": line,
+        "field": field,
+    }
+    assert not OnlineMetric.objects.exists()
+
+
+# --------------------------------------------------------------------------- people lists
+
+LONG_EMAIL = "a@" + ".".join(["b" * 60] * 5) + ".com"  # a valid address of 310 characters; the column holds 254
+
+
+@pytest.mark.parametrize("how", ["bulk", "add", "api"])
+def test_member_email_longer_than_its_column_is_refused_naming_it(campaign, lead, how):
+    """Django's validate_email takes up to 320 characters: a longer address than the column was a 500 on
+    PostgreSQL (value too long for varchar(254)), on the Members page's list and form and in the API."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    expected = "at most 254 characters"
+    if how == "api":
+        client = APIClient()
+        client.force_authenticate(lead)
+        body = {"username": "dave", "email": LONG_EMAIL, "role": "annotator", "create": True}
+        response = client.post(f"/api/campaigns/{campaign.slug}/members/", body, format="json")
+        assert response.status_code == 400 and expected in str(response.json())
+    else:
+        client = Client()
+        client.force_login(lead)
+        url = reverse("judging:campaign_members", args=[campaign.slug])
+        if how == "bulk":
+            post = {"action": "bulk", "people": f"erin\ndave,{LONG_EMAIL}", "role": "annotator"}
+        else:
+            post = {"action": "add", "username": "dave", "email": LONG_EMAIL, "role": "annotator", "create": "on"}
+        response = client.post(url, post)
+        assert response.status_code == 422
+        page = response.content.decode().replace("&#x27;", "'")
+        assert expected in page and ("the list, line 2: e-mail 'a@bbb" in page or how == "add")
+    assert not get_user_model().objects.filter(username__in=["dave", "erin"]).exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -58,10 +59,12 @@ def test_leaderboard_api_refuses_annotators_the_drill_down(board, annotator, val
 def test_leaderboard_api_limits_annotators_parameters_as_the_page_does(board, annotator, lead, params):
     response = api(annotator).get(URL, params)
     assert response.status_code == 400
-    assert "top grade of this campaign's scale" in response.json()["threshold"][0]
+    message = "must be between 0 and 2, the top grade of this campaign's scale"
+    assert response.json()["threshold"] == [message]
     web = Client()
     web.force_login(annotator)
-    assert web.get(reverse("judging:leaderboard", args=["demo"]), params).status_code == 400
+    page = web.get(reverse("judging:leaderboard", args=["demo"]), params)
+    assert page.status_code == 400 and escape(message) in page.content.decode()  # one rule, the same words
     assert api(lead).get(URL, params).status_code == 200  # leads' scripts keep the full range
 
 
@@ -77,3 +80,25 @@ def test_leaderboard_api_annotators_get_the_page_parameters(board, annotator):
 def test_leaderboard_api_still_hidden_when_the_leads_say_so(board, annotator):
     Campaign.objects.filter(pk=board.pk).update(leaderboard_visible_to_annotators=False)
     assert api(annotator).get(URL, {"per_query": "false"}).status_code == 403
+
+
+def test_online_api_gives_annotators_the_pages_per_query_rows_only(board, annotator, lead):
+    """The page shows each metric's best measure per query; the API gave annotators every measure's."""
+    from judging.services.online import online_import
+
+    figures = b"bm25,ctr,0.3\ndense,ctr,0.2\nbm25,ctr,0.5,q1\ndense,ctr,0.4,q1\n"
+    online_import(campaign=board, data=figures, filename="o.csv")
+    url = "/api/campaigns/demo/online/"
+    led = api(lead).get(url, {"k": 2}).json()
+    assert len({row["measure"] for row in led["per_query"]}) > 1  # leads: every measure
+    mine = api(annotator).get(url, {"k": 2})
+    assert mine.status_code == 200
+    data = mine.json()
+    best = led["best"]["ctr"]["measure"]
+    assert [(r["metric"], r["measure"]) for r in data["per_query"]] == [("ctr", best)]
+    # the page shows the annotator the same rows
+    web = Client()
+    web.force_login(annotator)
+    page = web.get(reverse("judging:online", args=["demo"]), {"k": 2})
+    assert page.status_code == 200
+    assert [(r["metric"], r["measure"]) for r in page.context["per_query"]] == [("ctr", best)]

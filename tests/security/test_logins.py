@@ -152,3 +152,20 @@ def test_a_successful_login_clears_earlier_failures(client, lead):
     assert web_login(Client(), "lead", "pw-lead").status_code == 302
     assert web_login(Client(), "lead", "wrong").status_code == 200  # counting starts again
     assert web_login(client, "lead", "pw-lead").status_code == 302
+
+
+@pytest.mark.parametrize("login", ["web", "token"])
+def test_a_login_to_another_account_from_the_same_address_keeps_the_failures(client, lead, annotator, login):
+    """axes' reset on success deleted every failure from the address: an attacker with an account of their own
+    could guess 4 passwords of the lead, log in as themselves, and guess again, without end."""
+    for _ in range(4):
+        web_login(Client(), "lead", "wrong")
+    if login == "web":
+        assert web_login(Client(), "ann", "pw-ann").status_code == 302
+    else:
+        assert token_login("ann", "pw-ann").status_code == 200
+    assert web_login(Client(), "lead", "wrong").status_code == 429  # the fifth failure locks the account
+    assert web_login(client, "lead", "pw-lead").status_code == 429
+    # ann's own slate is clean: her success cleared her failures, and only hers
+    assert not AccessAttempt.objects.filter(username="ann").exists()
+    assert AccessAttempt.objects.filter(username="lead").exists()

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import requests
 
 from tests.data import DOCS, RUN_BM25, TOPICS
-from tests.serving.servers import ROOT, login
+from tests.serving.servers import ROOT, free_port, login
 
 
 def test_gunicorn_serves_login_page_static_files_and_a_judgment(site):
@@ -61,7 +63,6 @@ def test_healthz_is_503_when_the_database_is_unreachable(site, tmp_path):
     env = {"DATABASE_URL": "postgres://postgres@127.0.0.1:1/none", "DATABASE_POOL": "0"}
     if site.vendor == "sqlite":
         env = {"DATABASE_URL": f"sqlite:///{tmp_path}/missing-dir/db.sqlite3"}
-    from tests.serving.servers import free_port
 
     port = free_port()
     site._start(
@@ -79,8 +80,6 @@ def test_healthz_is_503_when_the_database_is_unreachable(site, tmp_path):
         env,
         site.logs / "down.log",
     )
-    import time
-
     deadline = time.monotonic() + 60
     status = None
     while time.monotonic() < deadline:
@@ -154,11 +153,6 @@ def _serve_sh(site, port, **env):
 
 
 def test_serve_sh_starts_gunicorn_and_a_task_worker_and_stops_both(site):
-    import signal
-    import time
-
-    from tests.serving.servers import free_port
-
     port = free_port()
     proc = _serve_sh(site, port)
     try:
@@ -179,8 +173,6 @@ def test_serve_sh_starts_gunicorn_and_a_task_worker_and_stops_both(site):
 
 
 def test_serve_sh_refuses_a_database_without_migrations(site, tmp_path):
-    from tests.serving.servers import free_port
-
     empty = f"sqlite:///{tmp_path}/empty.sqlite3"
     if site.vendor == "postgresql":
         pytest.skip("the SQLite case shows the check; it does not depend on the database")

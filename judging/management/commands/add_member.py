@@ -2,6 +2,7 @@
 
 import os
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management.base import CommandError
 
@@ -56,6 +57,4 @@ class Command(CampaignCommand):
 
 def _operator():
     """A stand-in superuser for the lead checks: whoever runs manage.py already controls the database."""
-    from django.contrib.auth import get_user_model
-
     return get_user_model()(username="manage.py", is_superuser=True)

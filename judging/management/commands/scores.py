@@ -11,8 +11,9 @@ from judging.scoring import leaderboard_data
 
 class Command(CampaignCommand):
     help = (
-        "Per-system means (and per-query values with --json) of P@k, R@k, F1@k, Hit@k, MRR, MAP, nDCG@k and "
-        "Judged@k over every query that has a label (queries a system did not answer score 0, as trec_eval -c)."
+        "Per-system means (and per-query values with --json) of P@k, R@k, F1@k, Hit@k, MRR, MAP, nDCG@k, bpref "
+        "and Judged@k over every query that has a label (queries a system did not answer score 0, as trec_eval -c), "
+        "and whether each adjacent order of the ranking is settled (the JSON adds each system's score bounds)."
     )
 
     def add_arguments(self, parser):
@@ -28,9 +29,36 @@ class Command(CampaignCommand):
             help="label source: humans (default), model:NAME (a model judge's labels) or hybrid:NAME "
             "(the human label where one exists, the model's elsewhere)",
         )
+        parser.add_argument("--segment", default=None, help="only the queries carrying this tag (e.g. tail)")
+        parser.add_argument(
+            "--measure",
+            default="nDCG",
+            help="rank the systems by this measure (nDCG, P, R, F1, Hit, MRR, MAP, bpref) and say, for each "
+            "adjacent pair, whether its order is settled (default nDCG)",
+        )
+        parser.add_argument(
+            "--attribute", default=None, help="a document attribute (e.g. brand): add ILD@k and Coverage@k"
+        )
+        parser.add_argument("--micro", action="store_true", help="add micro-averaged P@k and R@k")
         parser.add_argument("--json", action="store_true", help="print the API's JSON shape")
 
-    def handle(self, *args, slug, k, gain, threshold, judged_only, policy, labels, json: bool, **options):
+    def handle(
+        self,
+        *args,
+        slug,
+        k,
+        gain,
+        threshold,
+        judged_only,
+        policy,
+        labels,
+        segment,
+        measure,
+        attribute,
+        micro,
+        json: bool,
+        **options,
+    ):
         campaign = self.campaign(slug)
         try:
             data = leaderboard_data(
@@ -42,6 +70,10 @@ class Command(CampaignCommand):
                 policy=policy,
                 labels=labels,
                 per_query=json,
+                segment=segment,
+                measure=measure,
+                attribute=attribute,
+                micro=micro,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -54,13 +86,28 @@ class Command(CampaignCommand):
             f"{campaign.slug}: {data['queries']} queries with labels, k={k}, gain={gain}, threshold={threshold}"
             f"{', judged only' if judged_only else ''}, policy={data['policy']}"
             f"{'' if labels == 'humans' else ', labels=' + labels}"
+            f"{'' if segment is None else ', segment=' + segment}"
         )
-        self.stdout.write("system".ljust(width) + "".join(n.rjust(11) for n in names))
-        ranked = sorted(data["systems"], key=lambda s: -s["measures"].get(str(metrics.Measure("nDCG", k)), 0))
+        widths = [max(11, len(n) + 2) for n in names]
+        self.stdout.write("system".ljust(width) + "".join(n.rjust(w) for n, w in zip(names, widths, strict=True)))
+        by = data["ranked_by"]
+        ranked = sorted(data["systems"], key=lambda s: (-round(s["measures"][by], 12), s["name"]))
         for s in ranked:
-            self.stdout.write(s["name"].ljust(width) + "".join(f"{s['measures'][n]:11.4f}" for n in names))
+            values = "".join(f"{s['measures'][n]:{w}.4f}" for n, w in zip(names, widths, strict=True))
+            self.stdout.write(s["name"].ljust(width) + values)
         if not data["systems"]:
             self.stdout.write("(no systems: import a run first)")
+            return
+        for s in ranked:
+            if "micro" in s:
+                micro_text = ", ".join(f"{n} {v:.4f}" for n, v in s["micro"].items())
+                self.stdout.write(f"micro {s['name']}: {micro_text}")
+        # Whether more judgments can still reorder the ranking (see judging.scoring.trust.verdicts).
+        self.stdout.write(f"ranked by {by}: {data['pairs_left']} unjudged pairs left can still change the ranking")
+        for entry in data["settled"]:
+            a, b = entry["systems"]
+            state = "settled" if entry["settled"] else f"open ({entry['open_pairs']} unjudged pairs could change it)"
+            self.stdout.write(f"  {a} above {b}: {state}")
 
 
 def _dumps(data: dict) -> str:
