@@ -67,7 +67,8 @@ MIDDLEWARE = [
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Django's AuthenticationMiddleware, taking the user that judging.sessions read with the session.
+    "judging.sessions.SessionUserMiddleware",
     # A signed-in user's own choice of language (kept on their account) wins over the cookie and the browser.
     "judging.languages.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -230,6 +231,8 @@ if DEBUG or TESTING:
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# Database sessions with the user's id beside them: a request reads its session and user in one query.
+SESSION_ENGINE = "judging.sessions"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)

@@ -15,14 +15,16 @@ from functools import wraps
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Subquery
+from django.db.models import CharField, OuterRef, Subquery
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from judging.compiled import Slots, compiled_select, model_columns, model_from
 from judging.models import Campaign, Grade, Membership, Pair, User
 from judging.selectors import pair_get
 from judging.selectors.campaigns import grades_json, grades_parse
+from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
 
 LEAD = Membership.Role.LEAD
 ANNOTATOR = Membership.Role.ANNOTATOR
@@ -92,26 +94,39 @@ class Member:
         }
 
 
+def _campaign_member_query(*, superuser: bool, grades: bool):
+    args = Slots({"slug": CharField()})
+    campaigns = Campaign.objects.filter(slug=args["slug"]).order_by("pk")  # as first() orders
+    columns = model_columns(Campaign)
+    if not superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("pk"), user_id=args["user_id"]).values("role")[:1]
+        campaigns = campaigns.annotate(member_role=Subquery(role))
+        columns.append("member_role")
+    if grades:
+        campaigns = campaigns.annotate(scale_json=grades_json())
+        columns.append("scale_json")
+    return campaigns.values_list(*columns)[:1]
+
+
 def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = False) -> Member:
     """The caller's Member for the campaign ``slug``: 404 for outsiders, 403 for annotators when ``lead``.
 
-    One query: the campaign with the caller's role (and, with ``grades``, its scale) beside it."""
+    One query (compiled once per process): the campaign with the caller's role (and, with ``grades``, its
+    scale) beside it."""
     user = request.user
-    campaigns = Campaign.objects.filter(slug=slug)
-    if not user.is_superuser:
-        role = Membership.objects.filter(campaign_id=OuterRef("pk"), user_id=user.pk).values("role")[:1]
-        campaigns = campaigns.annotate(member_role=Subquery(role))
-    if grades:
-        campaigns = campaigns.annotate(scale_json=grades_json())
-    campaign = campaigns.first()
-    if campaign is None:
+    shape = {"superuser": user.is_superuser, "grades": grades}
+    query = compiled_select(("campaign_member", *shape.values()), lambda: _campaign_member_query(**shape))
+    row = query.first({"slug": slug, "user_id": user.pk})
+    if row is None:
         raise Http404("No Campaign matches the given query.")
-    role = LEAD if user.is_superuser else campaign.member_role
+    campaign, at = model_from(Campaign, row)
+    extra = row[at:]
+    role = LEAD if user.is_superuser else extra[0]
     if role is None:
         raise Http404(_("No such campaign."))
     if lead and role != LEAD:
         raise PermissionDenied(_("Only the campaign's leads can open this page."))
-    return Member(campaign, role, grades_parse(campaign, campaign.scale_json) if grades else None)
+    return Member(campaign, role, grades_parse(campaign, extra[-1]) if grades else None)
 
 
 def _refuse_anonymous(request) -> HttpResponse | None:
@@ -156,34 +171,48 @@ def logged_in(view):
     return wrapped
 
 
+def _member_pair_query(*, superuser: bool, lock: bool):
+    """campaign_member_pair's query, built with Slots (slug, public_id, user_id): the pair's PAIR_COLUMNS, its
+    campaign's columns, the scale as JSON text and (not for superusers) the caller's role."""
+    args = Slots({"slug": CharField()})
+    pairs = (
+        Pair.objects.filter(campaign__slug=args["slug"], public_id=args["public_id"], pooled=True)
+        .annotate(scale_json=grades_json())  # grades_json names the joined "judging_campaign"
+        .order_by()
+    )
+    columns = [*PAIR_COLUMNS, *model_columns(Campaign, "campaign__"), "scale_json"]
+    if not superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("campaign_id"), user_id=args["user_id"]).values("role")
+        pairs = pairs.annotate(member_role=Subquery(role[:1]))
+        columns.append("member_role")
+    if lock:
+        pairs = pairs.select_for_update(of=("self",))
+    return pairs.values_list(*columns)[:1]
+
+
 def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -> tuple[Member, Pair]:
     """campaign_member(request, slug, grades=True) and campaign_pair(campaign, public_id, public=True) in one
-    query (the judging page's hot path); ``lock`` as pair_get's. Answers outsiders and unknown pairs
-    exactly as the two would."""
+    query (the judging page's hot path, compiled once per process: judging.compiled); ``lock`` as pair_get's.
+    Answers outsiders and unknown pairs exactly as the two would."""
     try:
         public_id = int(public_id)
     except (TypeError, ValueError, OverflowError):
         public_id = None
     user = request.user
-    pairs = (
-        Pair.objects.filter(campaign__slug=slug, public_id=public_id, pooled=True)
-        .select_related("campaign", "query", "document")
-        .annotate(scale_json=grades_json())  # grades_json names the joined "judging_campaign"
-        .order_by()
-    )
-    if not user.is_superuser:
-        role = Membership.objects.filter(campaign_id=OuterRef("campaign_id"), user_id=user.pk).values("role")[:1]
-        pairs = pairs.annotate(member_role=Subquery(role))
-    if lock:
-        pairs = pairs.select_for_update(of=("self",))
-    pair = pairs.first() if public_id is not None else None
-    if pair is None:
+    row = None
+    if public_id is not None:
+        shape = {"superuser": user.is_superuser, "lock": lock}
+        query = compiled_select(("campaign_member_pair", *shape.values()), lambda: _member_pair_query(**shape))
+        row = query.first({"slug": slug, "public_id": public_id, "user_id": user.pk})
+    if row is None:
         campaign_member(request, slug)  # 404 for outsiders, as on every campaign page
         raise Http404(_("No such pair in this campaign."))
-    role = LEAD if user.is_superuser else pair.member_role
+    pair, at = pair_from_row(row)
+    pair.campaign, at = model_from(Campaign, row, at)
+    role = LEAD if user.is_superuser else row[at + 1]
     if role is None:
         raise Http404(_("No such campaign."))
-    return Member(pair.campaign, role, grades_parse(pair.campaign, pair.scale_json)), pair
+    return Member(pair.campaign, role, grades_parse(pair.campaign, row[at])), pair
 
 
 def campaign_pair(

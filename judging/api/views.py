@@ -27,6 +27,7 @@ from rest_framework.throttling import AnonRateThrottle, ScopedRateThrottle
 from rest_framework.views import APIView, exception_handler
 
 from judging import formats
+from judging.access import LEAD, Member
 from judging.api import serializers
 from judging.api.filters import (
     DocumentFilter,
@@ -76,8 +77,10 @@ from judging.selectors import (
     campaign_progress,
     grade_top,
     judgment_export_chunks,
+    judgment_export_row,
     judgments_visible,
     membership_get,
+    pair_with_scale,
     qrels_chunks,
     system_rankings,
 )
@@ -1185,7 +1188,7 @@ class JudgmentViewSet(
         form = serializers.JudgmentRecordSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         values = dict(form.validated_data)
-        pair = self._pair(values)
+        member, pair = self._pair(values)
         # 201 only for the call that created the judgment: the service decides that under the pair lock,
         # so of many identical posts racing for one pair exactly one is answered 201 and the rest 200.
         recorded = judgment_record(
@@ -1196,30 +1199,33 @@ class JudgmentViewSet(
             tentative_grade=values.get("tentative_grade"),
             note=values["note"],
             seconds_spent=values["seconds_spent"],
+            member=member,
         )
-        body = self.get_serializer(self.get_queryset().get(pk=recorded.judgment.pk)).data
+        # The judgment as stored, written from memory: the pair, campaign, query, document and grades are
+        # the ones just read, the caller is the annotator (no second read of what was just written).
+        body = judgment_export_row(recorded.judgment)
         return Response(body, status=status.HTTP_201_CREATED if recorded.created else status.HTTP_200_OK)
 
-    def _pair(self, values: dict) -> Pair:
-        """The pair a judgment is for, among those the caller may judge (404 otherwise)."""
+    def _pair(self, values: dict) -> tuple[Member, Pair]:
+        """The pair a judgment is for, among those the caller may judge (404 otherwise), with the caller's
+        Member of its campaign (role and scale) and its campaign, query and document loaded."""
         acc = access(self.request)
         if "pair" in values:
-            pair = (
-                Pair.objects.filter(public_id=values["pair"], campaign__in=acc.campaigns())
-                .select_related("campaign")
-                .first()
-            )
-            if pair is None or not (pair.pooled or acc.is_lead(pair.campaign_id)):
+            found = pair_with_scale(public_id=values["pair"])
+            pair, grades = found if found is not None else (None, None)
+            role = acc.role(pair.campaign_id) if pair is not None else None
+            if role is None or not (pair.pooled or role == LEAD):
                 raise NotFound(_("No pair %(pair)s in your campaigns.") % {"pair": values["pair"]})
-            return pair
+            return Member(pair.campaign, role, grades), pair
         campaign = acc.campaign(values["campaign"])
         pair = (
             Pair.objects.filter(campaign=campaign, query__qid=values["qid"], document__docid=values["docid"])
-            .select_related("campaign")
+            .select_related("query", "document")
             .first()
         )
         if pair is not None and (pair.pooled or acc.is_lead(campaign.id)):
-            return pair
+            pair.campaign = campaign
+            return Member(campaign, acc.role(campaign.id)), pair
         names = {"campaign": repr(campaign.slug), "qid": repr(values["qid"]), "docid": repr(values["docid"])}
         if not campaign.queries.filter(qid=values["qid"]).exists():
             raise DRFValidationError({"qid": [_("Campaign %(campaign)s has no query %(qid)s.") % names]})

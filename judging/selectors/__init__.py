@@ -23,6 +23,7 @@ from judging.selectors.judgments import (  # noqa: F401
     JUDGMENT_EXPORT_COLUMNS,
     judgment_current,
     judgment_export_chunks,
+    judgment_export_row,
     judgment_following,
     judgment_following_pair,
     judgment_list,
@@ -34,13 +35,16 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_rows,
 )
 from judging.selectors.queue import (  # noqa: F401
+    QUEUE_FIELDS,
     JudgeProgress,
     NextPair,
     judge_progress,
     latest_query_id,
-    open_pair,
+    open_pair_of,
     overlap_q,
     pair_get,
     pair_is_open,
     pair_next,
+    pair_with_scale,
+    queue_values,
 )

@@ -50,6 +50,21 @@ JUDGMENT_EXPORT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def judgment_export_row(judgment: Judgment) -> dict:
+    """A judgment already in memory as the API writes it (``JUDGMENT_EXPORT_COLUMNS``, the same fields and
+    values as the rows read from the database), its pair (campaign, query, document), annotator and grades
+    loaded."""
+    row = {}
+    for name, path in JUDGMENT_EXPORT_COLUMNS:
+        value = judgment
+        for step in path.split("__"):
+            value = getattr(value, step)
+            if value is None:
+                break
+        row[name] = value
+    return row
+
+
 def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
     """(qid, docid, label) of every labelled pair — exactly what the leaderboard scores — streamed."""
     return (

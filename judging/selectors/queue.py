@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
-from judging.models import Assignment, Campaign, Judgment, Membership, Pair, Query, User
-from judging.selectors.campaigns import _pooled, pool_size
+from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
+from judging.models import Assignment, Campaign, Document, Grade, Judgment, Membership, Pair, Query, User
+from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
 
 _P = 100_003  # prime
 
@@ -28,18 +29,20 @@ def _salt(user_id: int, consts: tuple[int, int]) -> int:
     return (user_id * consts[0] + consts[1]) % _P
 
 
-def _mixed(column: str, salt: int):
+def _mixed(column: str, salt):
     x = (F(column) * _ID_MUL + salt) % _P
     return (x * x) % _P, x
 
 
-def _doc_order(annotator_id: int) -> list:
-    key, tie = _mixed("document_id", _salt(annotator_id, _DOC_SALT))
+def _doc_order(salt) -> list:
+    """The annotator's own document order; ``salt``: _salt(annotator id, _DOC_SALT), or its placeholder."""
+    key, tie = _mixed("document_id", salt)
     return [key.asc(), tie.asc(), F("id").asc()]
 
 
-def _query_order(annotator_id: int, column: str = "id") -> list:
-    key, tie = _mixed(column, _salt(annotator_id, _QUERY_SALT))
+def _query_order(salt, column: str = "id") -> list:
+    """The annotator's own query order; ``salt``: _salt(annotator id, _QUERY_SALT), or its placeholder."""
+    key, tie = _mixed(column, salt)
     return [key.asc(), tie.asc(), F(column).asc()]
 
 
@@ -53,48 +56,80 @@ def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
     return qs.alias(overlap_bucket=Mod(F("id") * 7919 + 13, 100))
 
 
-def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
+# The queue's queries are built by the functions below from named values (judging.compiled): with Slots,
+# once per process and shape, then run as plain SQL with each request's values; with Values, as an ORM
+# query run at once. The values, by name: annotator_id, campaign_id, redundancy, overlap_percent, now (the
+# time holds are compared with), exclude (pair ids), current_query_id, pair_id, query_salt, doc_salt.
+QUEUE_FIELDS = {"now": DateTimeField()}
+
+
+def queue_values(*, campaign: Campaign, annotator_id: int, **more) -> dict:
+    """The named values of the queue's queries for this annotator and campaign (and ``more``)."""
+    return {
+        "annotator_id": annotator_id,
+        "campaign_id": campaign.id,
+        "redundancy": campaign.redundancy,
+        "overlap_percent": campaign.overlap_percent,
+        "now": timezone.now(),
+        "query_salt": _salt(annotator_id, _QUERY_SALT),
+        "doc_salt": _salt(annotator_id, _DOC_SALT),
+        **more,
+    }
+
+
+def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair]:
     """Pooled pairs this annotator has not judged and that still need judgments from someone.
 
     A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
     annotators have on screen right now (Assignment) count too, so the campaign's redundancy is never
-    exceeded. Unsure judgments count: the pair was looked at. Pairs of the overlap sample stay open for
-    every annotator.
+    exceeded. Unsure judgments count: the pair was looked at. Pairs of the overlap sample (``overlap``:
+    the campaign has one) stay open for every annotator. ``exclude``: leave out the pairs ``exclude``.
 
     Callers always narrow this to one query. It deliberately does not filter on the campaign: the
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
     the (query, document) index, 50 rows, instead of a walk of the campaign's pool index.
     """
     held = (
-        Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=timezone.now())
-        .exclude(annotator_id=annotator_id)
+        Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=args["now"])
+        .exclude(annotator_id=args["annotator_id"])
         .order_by()
         .values("pair_id")
         .annotate(n=Count("id"))
         .values("n")
     )
     qs = Pair.objects.filter(pooled=True).exclude(
-        Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
+        Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     )
-    needs_more = Q(judgment_count__lt=campaign.redundancy) & Q(load__lt=campaign.redundancy)
+    needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
     qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
-    if campaign.overlap_percent:
-        qs = _with_overlap_bucket(qs).filter(needs_more | overlap_q(campaign))
+    if overlap:
+        qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
         qs = qs.filter(needs_more)
     if exclude:
-        qs = qs.exclude(id__in=list(exclude))
+        qs = qs.filter(args.not_in("id", "exclude"))
     return qs
 
 
-def open_pair(*, campaign: Campaign, annotator_id: int, pair_id: int) -> QuerySet[Pair]:
-    """``pair_id`` if it may still be handed to this annotator (an Exists() for a hold's UPDATE)."""
-    return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id)
+def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
+    """_open_pairs_of as an ORM query with this call's values."""
+    args = Values(QUEUE_FIELDS, **queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude))
+    return _open_pairs_of(args, overlap=bool(campaign.overlap_percent), exclude=bool(exclude))
+
+
+def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair]:
+    """The pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built from named
+    values (queue_values): an Exists() for a hold's UPDATE (services.pair_assign_locked)."""
+    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"])
 
 
 def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
     """Whether ``pair_id`` may still be handed to this annotator (checked again under the pair's lock)."""
-    return _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=()).filter(id=pair_id).exists()
+    overlap = bool(campaign.overlap_percent)
+    query = compiled_select(
+        ("pair_is_open", overlap), lambda: open_pair_of(Slots(QUEUE_FIELDS), overlap=overlap).values("id")[:1]
+    )
+    return query.first(queue_values(campaign=campaign, annotator_id=annotator_id, pair_id=pair_id)) is not None
 
 
 @dataclass(frozen=True)
@@ -161,6 +196,47 @@ def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequen
     return None
 
 
+# A pair, its query and its document, read as plain columns in this order (see pair_from_row).
+PAIR_COLUMNS = (*model_columns(Pair), *model_columns(Query, "query__"), *model_columns(Document, "document__"))
+
+
+def pair_from_row(row: Sequence, start: int = 0) -> tuple[Pair, int]:
+    """The Pair of a row's PAIR_COLUMNS from ``start`` on, with its query and document loaded; and where
+    those columns end."""
+    pair, at = model_from(Pair, row, start)
+    pair.query, at = model_from(Query, row, at)
+    pair.document, at = model_from(Document, row, at)
+    return pair, at
+
+
+def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool):
+    """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
+    ``lock`` the progress figures query_done, query_total, campaign_done."""
+    open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
+    candidates = []
+    if current:
+        candidates.append(
+            Query.objects.filter(id=args["current_query_id"], campaign_id=args["campaign_id"])
+            .filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))
+            .values("id")[:1]
+        )
+    for level in range(levels):
+        candidates.append(
+            Query.objects.filter(campaign_id=args["campaign_id"])
+            .filter(Exists(open_pairs.filter(judgment_count=args[f"level{level}"], query_id=OuterRef("pk"))))
+            .order_by(*_query_order(args["query_salt"]))
+            .values("id")[:1]
+        )
+    subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
+    query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
+    qs = open_pairs.filter(query_id=query_id).order_by("judgment_count", *_doc_order(args["doc_salt"]))
+    columns = list(PAIR_COLUMNS)
+    if lock:
+        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args)
+        columns += ["query_done", "query_total", "campaign_done"]
+    return qs.values_list(*columns)[:1]
+
+
 def _pair_next(
     *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int], lock: bool = False
 ) -> Pair | None:
@@ -171,15 +247,10 @@ def _pair_next(
     query walks the (query, ...) index of one query's 50-odd pairs; each level probe is the indexed
     search the queue always did. Within the picked query the least-judged pair comes first, which at
     level L is a pair at level L: no query has open pairs at a lower level, or it would have been picked.
+
+    The query is built and compiled once per process for each shape (judging.compiled): whether there is
+    a current query, the number of levels, an overlap sample, skipped pairs, a lock.
     """
-    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
-    candidates = []
-    if current_query_id is not None:
-        candidates.append(
-            Query.objects.filter(id=current_query_id, campaign_id=campaign.id)
-            .filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))
-            .values("id")[:1]
-        )
     # At most `redundancy` (<= 5) levels. Overlap-sample pairs can carry a judgment from every annotator,
     # so look at more levels there.
     levels = (
@@ -187,30 +258,42 @@ def _pair_next(
         if not campaign.overlap_percent
         else max(campaign.redundancy, Membership.objects.filter(campaign_id=campaign.id).count())
     )
-    for level in range(levels):
-        candidates.append(
-            Query.objects.filter(campaign_id=campaign.id)
-            .filter(Exists(open_pairs.filter(judgment_count=level, query_id=OuterRef("pk"))))
-            .order_by(*_query_order(annotator_id))
-            .values("id")[:1]
-        )
-    if not candidates:
+    current = current_query_id is not None
+    if not current and not levels:
         return None
-    subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
-    query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
-    qs = (
-        open_pairs.filter(query_id=query_id)
-        .select_related("query", "document")
-        .order_by("judgment_count", *_doc_order(annotator_id))
+    shape = {
+        "current": current,
+        "levels": levels,
+        "overlap": bool(campaign.overlap_percent),
+        "exclude": bool(exclude),
+        "lock": lock,
+    }
+    query = compiled_select(("pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape))
+    values = queue_values(
+        campaign=campaign,
+        annotator_id=annotator_id,
+        current_query_id=current_query_id,
+        exclude=exclude,
+        **{f"level{level}": level for level in range(levels)},
     )
+    row = query.first(values)
+    if row is None:
+        return None
+    pair, at = pair_from_row(row)
     if lock:
-        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), campaign, annotator_id)
-    pair = qs.first()
-    if pair is not None and lock:
-        pair.progress = JudgeProgress(
-            pair.query_done, pair.query_total, pair.campaign_done or 0, pool_size(campaign=campaign)
-        )
+        query_done, query_total, campaign_done = row[at:]
+        pair.progress = JudgeProgress(query_done, query_total, campaign_done or 0, pool_size(campaign=campaign))
     return pair
+
+
+def _pair_get_query(*, by: str, pooled_only: bool, lock: bool):
+    args = Slots()
+    # order_by("pk"): as first() orders an unordered query; Pair's default ordering would join the campaign,
+    # query and document tables again.
+    qs = Pair.objects.filter(campaign_id=args["campaign_id"], **{by: args["key"]}).order_by("pk")
+    if lock:
+        qs = qs.select_for_update(of=("self",))
+    return (qs.filter(pooled=True) if pooled_only else qs).values_list(*PAIR_COLUMNS)[:1]
 
 
 def pair_get(
@@ -221,15 +304,36 @@ def pair_get(
     pooled_only: bool = True,
     lock: bool = False,
 ) -> Pair | None:
-    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query.
-    Named by its row id (leads' pages) or by its public id (what annotators see). ``lock`` (inside a
-    transaction): the pair's row is locked (FOR UPDATE) as every writer of its judgments locks it."""
-    key = {"id": pair_id} if public_id is None else {"public_id": public_id}
-    # order_by(): Pair's default ordering would join the campaign, query and document tables again.
-    qs = Pair.objects.filter(campaign_id=campaign.id, **key).select_related("query", "document").order_by()
-    if lock:
-        qs = qs.select_for_update(of=("self",))
-    return (qs.filter(pooled=True) if pooled_only else qs).first()
+    """A pair of this campaign (pooled, unless told otherwise) with its query and document: one query
+    (compiled once per process). Named by its row id (leads' pages) or by its public id (what annotators
+    see). ``lock`` (inside a transaction): the pair's row is locked (FOR UPDATE) as every writer of its
+    judgments locks it."""
+    shape = {"by": "id" if public_id is None else "public_id", "pooled_only": pooled_only, "lock": lock}
+    query = compiled_select(("pair_get", *shape.values()), lambda: _pair_get_query(**shape))
+    row = query.first({"campaign_id": campaign.id, "key": pair_id if public_id is None else public_id})
+    return None if row is None else pair_from_row(row)[0]
+
+
+def _pair_with_scale_query():
+    args = Slots()
+    return (
+        Pair.objects.filter(public_id=args["public_id"])
+        .annotate(scale_json=grades_json())  # grades_json names the joined "judging_campaign"
+        .order_by()
+        .values_list(*PAIR_COLUMNS, *model_columns(Campaign, "campaign__"), "scale_json")[:1]
+    )
+
+
+def pair_with_scale(*, public_id: int) -> tuple[Pair, list[Grade]] | None:
+    """The pair of this public id, pooled or not, in any campaign (the caller checks who may see it), with its
+    query, document and campaign loaded and its campaign's scale (as grades_parse gives it): one query,
+    compiled once per process (judging.compiled)."""
+    row = compiled_select(("pair_with_scale",), _pair_with_scale_query).first({"public_id": public_id})
+    if row is None:
+        return None
+    pair, at = pair_from_row(row)
+    pair.campaign, at = model_from(Campaign, row, at)
+    return pair, grades_parse(pair.campaign, row[at])
 
 
 def latest_query_id(*, campaign: Campaign, annotator: User) -> int | None:
@@ -258,15 +362,20 @@ class JudgeProgress:
 def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict:
     """The judging page's figures (judge_progress) as subqueries, for the query named by the outer query's
     column ``query_ref``."""
+    args = Values(campaign_id=campaign.id, annotator_id=annotator_id, redundancy=campaign.redundancy)
+    return _progress_parts_of(args, query_ref=query_ref)
+
+
+def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict:
     of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator_id))
+    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     return {
         "query_total": Subquery(of_query.annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()),
         "query_done": Subquery(
             of_query.filter(mine).annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
         ),
         "campaign_done": Subquery(
-            Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+            Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
             .order_by()
             .values("campaign_id")
             .annotate(n=Count("id"))
@@ -276,8 +385,8 @@ def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "
     }
 
 
-def _with_progress(qs: QuerySet[Pair], campaign: Campaign, annotator_id: int) -> QuerySet[Pair]:
-    parts = _progress_parts(campaign, annotator_id)
+def _with_progress(qs: QuerySet[Pair], args: Args) -> QuerySet[Pair]:
+    parts = _progress_parts_of(args)
     return qs.annotate(
         query_total=Coalesce(parts["query_total"], Value(0)),
         query_done=Coalesce(parts["query_done"], Value(0)),
@@ -285,28 +394,37 @@ def _with_progress(qs: QuerySet[Pair], campaign: Campaign, annotator_id: int) ->
     )
 
 
-def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
-    """The figures on the judging page in one round trip: each one an index range that does not grow
-    with the pool (the pool's size itself is cached, see ``pool_size``)."""
+def _judge_progress_query():
+    args = Slots()
     campaign_done = Subquery(
-        Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
+        Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
         .order_by()
         .values("campaign_id")
         .annotate(n=Count("id"))
         .values("n")[:1]
     )
+    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
+    return (
+        Pair.objects.filter(query_id=args["query_id"], pooled=True)
+        .order_by()
+        .values("query_id")
+        .annotate(done=Count("id", filter=Q(mine)), total=Count("id"), campaign_done=Max(campaign_done))
+        .values_list("done", "total", "campaign_done")
+    )
+
+
+def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
+    """The figures on the judging page in one round trip (compiled once per process): each one an index
+    range that does not grow with the pool (the pool's size itself is cached, see ``pool_size``). A query
+    without pooled pairs has no row: nothing of it is done, and the campaign's figure is not read."""
     if query_id is None:
         done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
         return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
-    row = (
-        Pair.objects.filter(query_id=query_id, pooled=True)
-        .order_by()
-        .aggregate(
-            total=Count("id"),
-            done=Count(
-                "id", filter=Q(Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id)))
-            ),
-            campaign_done=Max(campaign_done),
-        )
-    )
-    return JudgeProgress(row["done"], row["total"], row["campaign_done"] or 0, pool_size(campaign=campaign))
+    values = {
+        "query_id": query_id,
+        "annotator_id": annotator.id,
+        "campaign_id": campaign.id,
+        "redundancy": campaign.redundancy,
+    }
+    row = compiled_select(("judge_progress",), _judge_progress_query).first(values) or (0, 0, None)
+    return JudgeProgress(row[0], row[1], row[2] or 0, pool_size(campaign=campaign))

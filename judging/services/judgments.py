@@ -7,11 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import BooleanField, DateTimeField, Exists, F, FloatField, OuterRef, Subquery, TextField
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from judging.access import lead_required, membership_role
 from judging.aggregation import aggregate_grades
+from judging.compiled import Slots, compiled_delete, compiled_insert, compiled_select, compiled_update
 from judging.models import (
     Adjudication,
     AnnotatorProfile,
@@ -122,6 +124,26 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     for i in range(0, len(queries), _IDS_PER_STATEMENT):
         Query.objects.filter(id__in=queries[i : i + _IDS_PER_STATEMENT]).update(labels_version=F("labels_version") + 1)
     return changed
+
+
+def pair_lock(*, pair_id: int) -> None:
+    """Lock the pair's row (inside a transaction): every writer of a pair's judgments and label takes this
+    lock first. One statement compiled once per process; Pair.DoesNotExist if there is no such pair."""
+    lock = compiled_select(
+        ("pair_lock",), lambda: Pair.objects.select_for_update().filter(id=Slots()["pair_id"]).order_by().values("id")
+    )
+    if lock.first({"pair_id": pair_id}) is None:
+        raise Pair.DoesNotExist("Pair matching query does not exist.")
+
+
+def hold_delete(*, annotator_id: int, pair_id: int) -> None:
+    """Release the annotator's hold on the pair, if they hold it (one statement compiled once per process)."""
+
+    def build():
+        args = Slots()
+        return Assignment.objects.filter(annotator_id=args["annotator_id"], pair_id=args["pair_id"])
+
+    compiled_delete(("hold_delete",), build).rowcount({"annotator_id": annotator_id, "pair_id": pair_id})
 
 
 def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
@@ -276,7 +298,7 @@ def judgment_record(
             with transaction.atomic():
                 # Lock the pair first: every writer of this pair's judgments and label queues here, so
                 # the label is recomputed from a consistent set and no revision is lost.
-                Pair.objects.select_for_update().filter(id=pair.id).order_by().values_list("id", flat=True).get()
+                pair_lock(pair_id=pair.id)
                 return _judgment_write(**write)
         except IntegrityError:
             # Only reachable where the pair lock is not honoured (SQLite has no row locks but serializes
@@ -303,6 +325,74 @@ _JUDGMENT_COLUMNS = (
 )
 
 
+def _pair_state_query():
+    """_judgment_write's read (Slots: pair_id, annotator_id), compiled once per process (judging.compiled)."""
+    args = Slots()
+    model_ids = AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL).values("user_id")
+    return (
+        Pair.objects.filter(id=args["pair_id"])
+        .order_by()
+        .annotate(
+            adjudication_value=Subquery(
+                Adjudication.objects.filter(pair_id=OuterRef("pk")).order_by().values("grade__value")[:1]
+            ),
+            annotator_is_model=Exists(model_ids.filter(user_id=args["annotator_id"])),
+        )
+        .values_list(
+            *_PAIR_COLUMNS,
+            "annotator_is_model",
+            *(f"judgments__{c}" for c in _JUDGMENT_COLUMNS),
+            "judgments__annotator__annotator_profile__kind",
+        )
+    )
+
+
+# The writes of a judgment, each compiled once per process (judging.compiled): no Model.save() runs (the
+# models have no save() logic or signals); created_at and updated_at are set here as auto_now would.
+_JUDGMENT_INSERT = ("pair_id", "annotator_id", "grade_id", "unsure", "tentative_grade_id", "note", "seconds_spent")
+_REVISION_INSERT = (
+    "judgment_id",
+    "changed_by_id",
+    "old_grade",
+    "new_grade",
+    "old_unsure",
+    "new_unsure",
+    "old_tentative_grade",
+    "new_tentative_grade",
+    "old_note",
+    "new_note",
+    "seconds_spent",
+    "changed_at",
+    "imported_from",
+)
+_FLAGS = {"unsure": BooleanField(), "adjudicated": BooleanField(), "note": TextField(), "now": DateTimeField()}
+
+
+def _judgment_change():
+    args = Slots({**_FLAGS, "seconds_spent": FloatField()})
+    return Judgment.objects.filter(id=args["id"]), {
+        "grade_id": args["grade_id"],
+        "unsure": args["unsure"],
+        "tentative_grade_id": args["tentative_grade_id"],
+        "note": args["note"],
+        "seconds_spent": args["seconds_spent"],
+        "updated_at": args["now"],
+    }
+
+
+def _pair_label_change():
+    args = Slots(_FLAGS)
+    return Pair.objects.filter(id=args["pair_id"]), {
+        "label": args["label"],
+        "judgment_count": args["judgment_count"],
+        "adjudicated": args["adjudicated"],
+    }
+
+
+def _labels_version_bump():
+    return Query.objects.filter(id=Slots()["query_id"]), {"labels_version": F("labels_version") + 1}
+
+
 def _judgment_write(
     *,
     pair: Pair,
@@ -319,23 +409,7 @@ def _judgment_write(
     """judgment_record's writes, under the pair's lock: the judgment, its revision, the hold, the pair's
     label and count, the query's labels version. The label is computed from the judgments read once under
     the lock plus the one written here (the same aggregation labels_refresh runs), not read back."""
-    model_ids = AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL).values("user_id")
-    rows = list(
-        Pair.objects.filter(id=pair.id)
-        .order_by()
-        .annotate(
-            adjudication_value=Subquery(
-                Adjudication.objects.filter(pair_id=OuterRef("pk")).order_by().values("grade__value")[:1]
-            ),
-            annotator_is_model=Exists(model_ids.filter(user_id=annotator.id)),
-        )
-        .values_list(
-            *_PAIR_COLUMNS,
-            "annotator_is_model",
-            *(f"judgments__{c}" for c in _JUDGMENT_COLUMNS),
-            "judgments__annotator__annotator_profile__kind",
-        )
-    )
+    rows = compiled_select(("pair_state",), _pair_state_query).rows({"pair_id": pair.id, "annotator_id": annotator.id})
     query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
     by_id = {g.id: g for g in grades}
     judgment, others = None, []  # others: (grade value or None, unsure) of other people's judgments
@@ -352,6 +426,21 @@ def _judgment_write(
             others.append((by_id[j["grade_id"]].value if j["grade_id"] else None, j["unsure"]))
 
     created = judgment is None
+    now = timezone.now()
+    revision = {
+        "changed_by_id": annotator.id,
+        "old_grade": None,
+        "new_grade": grade.value if grade else None,
+        "old_unsure": None,
+        "new_unsure": unsure,
+        "old_tentative_grade": None,
+        "new_tentative_grade": tentative.value if tentative else None,
+        "old_note": "",
+        "new_note": note,
+        "seconds_spent": seconds,
+        "changed_at": now,
+        "imported_from": "",
+    }
     if not created:
         old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
         new = (grade.id if grade else None, unsure, tentative.id if tentative else None, note)
@@ -359,24 +448,30 @@ def _judgment_write(
             raise JudgmentConflict(judgment)
         if old == new:
             return JudgmentRecorded(judgment, False, created=False)
-        JudgmentRevision.objects.create(
-            judgment=judgment,
-            changed_by=annotator,
+        revision.update(
+            judgment_id=judgment.id,
             old_grade=judgment.grade.value if judgment.grade else None,
-            new_grade=grade.value if grade else None,
             old_unsure=judgment.unsure,
-            new_unsure=unsure,
             old_tentative_grade=judgment.tentative_grade.value if judgment.tentative_grade else None,
-            new_tentative_grade=tentative.value if tentative else None,
             old_note=judgment.note,
-            new_note=note,
-            seconds_spent=seconds,
         )
+        compiled_insert(JudgmentRevision, _REVISION_INSERT).inserted_id(revision)
         judgment.grade, judgment.unsure, judgment.tentative_grade, judgment.note = grade, unsure, tentative, note
         judgment.seconds_spent += seconds
-        judgment.save(update_fields=["grade", "unsure", "tentative_grade", "note", "seconds_spent", "updated_at"])
+        judgment.updated_at = now
+        compiled_update(("judgment_change",), _judgment_change).rowcount(
+            {
+                "id": judgment.id,
+                "grade_id": judgment.grade_id,
+                "unsure": unsure,
+                "tentative_grade_id": judgment.tentative_grade_id,
+                "note": note,
+                "seconds_spent": judgment.seconds_spent,
+                "now": now,
+            }
+        )
     else:
-        judgment = Judgment.objects.create(
+        judgment = Judgment(
             pair=pair,
             annotator=annotator,
             grade=grade,
@@ -384,16 +479,16 @@ def _judgment_write(
             tentative_grade=tentative,
             note=note,
             seconds_spent=seconds,
+            created_at=now,
+            updated_at=now,
         )
-        JudgmentRevision.objects.create(
-            judgment=judgment,
-            changed_by=annotator,
-            new_grade=grade.value if grade else None,
-            new_unsure=unsure,
-            new_tentative_grade=tentative.value if tentative else None,
-            new_note=note,
-            seconds_spent=seconds,
+        values = {name: getattr(judgment, name) for name in _JUDGMENT_INSERT}
+        judgment.id = compiled_insert(Judgment, (*_JUDGMENT_INSERT, "created_at", "updated_at")).inserted_id(
+            {**values, "created_at": now, "updated_at": now}
         )
+        judgment._state.adding, judgment._state.db = False, "default"
+        revision["judgment_id"] = judgment.id
+        compiled_insert(JudgmentRevision, _REVISION_INSERT).inserted_id(revision)
     humans = others if me_model else [*others, (grade.value if grade else None, unsure)]
     confident = [value for value, is_unsure in humans if not is_unsure]
     if adjudication is not None:
@@ -404,14 +499,16 @@ def _judgment_write(
         label = None
     fresh = (label, len(humans), adjudication is not None)
     if fresh != (stored_label, stored_count, stored_adjudicated):
-        Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
+        compiled_update(("pair_label_change",), _pair_label_change).rowcount(
+            {"pair_id": pair.id, "label": fresh[0], "judgment_count": fresh[1], "adjudicated": fresh[2]}
+        )
     # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
-    Query.objects.filter(id=query_id).update(labels_version=F("labels_version") + 1)
+    compiled_update(("labels_version_bump",), _labels_version_bump).rowcount({"query_id": query_id})
     if not keep_hold:
         # The pair is judged now: the annotator's hold on it must not count twice toward redundancy. Last, as
         # the judging page moves its hold after the query's version: every writer locks pair, query, hold in
         # that order, so an annotator posting from the page and the API at once cannot deadlock.
-        Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+        hold_delete(annotator_id=annotator.id, pair_id=pair.id)
     return JudgmentRecorded(judgment, True, created=created)
 
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Exists
+from django.db.models import DateTimeField, Exists
 from django.utils import timezone
 
 from judging import selectors
+from judging.compiled import Slots, compiled_update
 from judging.models import (
     Assignment,
     Campaign,
     Pair,
     User,
 )
+from judging.services.judgments import hold_delete, pair_lock
 
 ASSIGNMENT_MINUTES = 15
 
@@ -22,7 +24,7 @@ ASSIGNMENT_MINUTES = 15
 def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
     """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
     with transaction.atomic():
-        Pair.objects.select_for_update().filter(id=pair_id).order_by().values_list("id").get()
+        pair_lock(pair_id=pair_id)
         if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
             return False
         Assignment.objects.update_or_create(
@@ -83,13 +85,7 @@ def pair_assign_locked(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
         )
         if found.pair is not None:
-            moved = (
-                Assignment.objects.filter(campaign=campaign, annotator=annotator)
-                .filter(
-                    Exists(selectors.open_pair(campaign=campaign, annotator_id=annotator.id, pair_id=found.pair.id))
-                )
-                .update(pair_id=found.pair.id, expires_at=timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES))
-            )
+            moved = _hold_move(campaign=campaign, annotator=annotator, pair_id=found.pair.id)
             # No hold to move (the annotator's first pair here, or one released): take one.
             if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
                 return found
@@ -97,6 +93,22 @@ def pair_assign_locked(
     return None
 
 
+def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
+    """Move the annotator's hold in the campaign to ``pair_id`` if that pair is still open to them (one
+    UPDATE, compiled once per process: judging.compiled); how many holds moved (0 or 1)."""
+    overlap = bool(campaign.overlap_percent)
+
+    def build():
+        args = Slots({**selectors.QUEUE_FIELDS, "expires_at": DateTimeField()})
+        holds = Assignment.objects.filter(campaign_id=args["campaign_id"], annotator_id=args["annotator_id"])
+        is_open = Exists(selectors.open_pair_of(args, overlap=overlap))
+        return holds.filter(is_open), {"pair_id": args["pair_id"], "expires_at": args["expires_at"]}
+
+    values = selectors.queue_values(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id)
+    values["expires_at"] = values["now"] + timedelta(minutes=ASSIGNMENT_MINUTES)
+    return compiled_update(("hold_move", overlap), build).rowcount(values)
+
+
 def hold_release(*, annotator: User, pair: Pair) -> None:
     """Release the annotator's hold on ``pair`` (judged now: it must not count twice toward redundancy)."""
-    Assignment.objects.filter(annotator=annotator, pair=pair).delete()
+    hold_delete(annotator_id=annotator.id, pair_id=pair.id)

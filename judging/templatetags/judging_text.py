@@ -1,5 +1,6 @@
 """Template filters for showing text to annotators: imported documents as plain text, Markdown as sanitized HTML."""
 
+import functools
 import html
 import re
 
@@ -55,15 +56,17 @@ def markdown(value) -> str:
     """Markdown as sanitized HTML (marked safe only after nh3 has cleaned it)."""
     if not value:
         return ""
-    tokens = _MD.parse(str(value))
+    return mark_safe(_sanitized_html(str(value)))  # noqa: S308 - nh3 has cleaned it (_sanitized_html)
+
+
+# The same texts come back on every page (a query's description for each of its 50-odd pairs, a campaign's
+# guidelines): their HTML, a pure function of the text, is kept for the most recent ones.
+@functools.lru_cache(maxsize=256)
+def _sanitized_html(text: str) -> str:
+    tokens = _MD.parse(text)
     _shift_headings(tokens)
     html_out = _MD.renderer.render(tokens, _MD.options, {})
-    return mark_safe(  # noqa: S308 - nh3 has just removed every tag, attribute and URL scheme not listed above
-        nh3.clean(
-            html_out,
-            tags=_TAGS,
-            attributes=_ATTRIBUTES,
-            url_schemes=_SCHEMES,
-            link_rel="noopener noreferrer nofollow",
-        )
+    # nh3 removes every tag, attribute and URL scheme not listed above
+    return nh3.clean(
+        html_out, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes=_SCHEMES, link_rel="noopener noreferrer nofollow"
     )

@@ -148,7 +148,9 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     campaign = member.campaign
     if "grades" not in extra:
         extra["grades"] = member.grades if member.grades is not None else selectors.grade_list(campaign=campaign)
-    ctx = member.context(nav="judge", pair=pair, **extra)
+    # The panel's links, reversed once here rather than by a {% url %} tag at each of their places.
+    judge_url = reverse("judging:judge", args=[campaign.slug])
+    ctx = member.context(nav="judge", pair=pair, judge_url=judge_url, **extra)
     if pair is None:
         ctx["progress"] = selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None)
         ctx["mine"] = selectors.judgments_count(campaign=campaign, annotator=request.user)
@@ -173,6 +175,8 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     typed = extra.get("values") or {"unsure": False, "note": current["note"]}
     url = pair.document.url or ""
     ctx.update(
+        record_url=reverse("judging:judge_record", args=[campaign.slug, pair.public_id]),
+        skip_url=reverse("judging:judge_skip", args=[campaign.slug, pair.public_id]),
         judgment=judgment,
         version=_version(judgment),
         current=current,
@@ -301,7 +305,7 @@ def judge_record(request, slug: str, public_id: int):
 
     One transaction: the pair is looked up with the campaign, the caller's role and the scale and locked,
     the judgment written, its label refreshed, and the next pair of the queue chosen and held: at most
-    12 SQL statements in all, session included (tests/judging/test_views.py holds that count)."""
+    11 SQL statements in all, session and user included (tests/judging/test_views.py holds that count)."""
     with transaction.atomic():
         member, pair = campaign_member_pair(request, slug, public_id, lock=True)
         campaign, grades = member.campaign, member.grades

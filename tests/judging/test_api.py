@@ -206,6 +206,31 @@ def test_api_judgment_record_by_names_then_change(world):
     assert history[0]["changed_by"] == "ann"
 
 
+def test_api_judgment_record_answers_the_judgment_as_stored(world):
+    """The answer to a post (written from memory) is the judgment as the API reads it back, field for field."""
+    client = client_for(world.annotator)
+    pair = world.pair_of("q1", "d2").public_id
+    posts = [
+        ({"pair": pair, "grade": 1, "seconds_spent": 2.5}, 201),
+        ({"pair": pair, "grade": 1}, 200),  # no change
+        ({"pair": pair, "unsure": True, "tentative_grade": 2, "note": "hm"}, 200),
+        ({"campaign": "demo", "qid": "q1", "docid": "d2", "grade": 0, "seconds_spent": 1}, 200),
+    ]
+    for body, status in posts:
+        answer = client.post("/api/judgments/", body, format="json")
+        assert answer.status_code == status
+        stored = client.get(f"/api/judgments/{answer.json()['id']}/").json()
+        listed = client.get("/api/judgments/", {"campaign": "demo", "unsure": "include"}).json()["results"]
+        assert answer.json() == stored
+        assert [row for row in listed if row["id"] == stored["id"]] == [stored]
+    assert (stored["grade"], stored["unsure"], stored["tentative_grade"], stored["seconds_spent"]) == (
+        0,
+        False,
+        None,
+        3.5,
+    )
+
+
 @pytest.mark.parametrize(
     ("body", "status", "field"),
     [

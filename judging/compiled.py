@@ -1,0 +1,274 @@
+"""ORM queries built and compiled once per process, then run as plain SQL with each call's values.
+
+The judging queue asks the same few queries on every request; only their values change (the annotator,
+the campaign's redundancy, the time, the pairs skipped). Building and compiling such a query with the ORM
+(filters, subqueries, expressions) cost more CPU than everything else in "record + next" together, so a
+query is built once per shape with a named placeholder (``Param``) wherever a value goes, compiled to SQL,
+and kept with the layout of its parameters; a call only fills in its values and runs the SQL.
+
+A builder takes an ``Args``: ``Slots`` (placeholders, to make the template) or ``Values`` (the call's own
+values, for an ORM query run at once), so one builder serves both ways and the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection
+from django.db.models import Expression, Field, IntegerField, Model, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
+from django.db.models.sql import DeleteQuery, UpdateQuery
+
+_INT = IntegerField()
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class _IdListField(Field):
+    """A list of ids bound as one parameter: a PostgreSQL array, or JSON text for SQLite's json_each."""
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        ids = [int(i) for i in value]
+        return ids if connection.vendor == "postgresql" else json.dumps(ids)
+
+
+_ID_LIST = _IdListField()
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """Where a named value goes among a compiled query's parameters."""
+
+    name: str
+    field: Field
+
+
+class Param(Expression):
+    """A named placeholder: compiles to one parameter, filled in by each call (Compiled.run)."""
+
+    def __init__(self, name: str, output_field: Field):
+        super().__init__(output_field=output_field)
+        self.name = name
+
+    def as_sql(self, compiler, connection):
+        return "%s", [_Slot(self.name, self.output_field)]
+
+
+class Slots:
+    """Arguments of a template: every named value is a Param (an integer unless ``fields`` says otherwise)."""
+
+    def __init__(self, fields: dict[str, Field] | None = None):
+        self.fields = fields or {}
+
+    def __getitem__(self, name: str) -> Expression:
+        return Param(name, self.fields.get(name, _INT))
+
+    def not_in(self, column: str, name: str) -> Q:
+        """``column`` is none of the ids of ``name``: one parameter whatever their number, so the SQL stays
+        the same (an array on PostgreSQL, a JSON list on SQLite)."""
+        if connection.vendor == "postgresql":
+            subquery = RawSQL("SELECT unnest(%s::bigint[])", [_Slot(name, _ID_LIST)])
+        else:
+            subquery = RawSQL("SELECT value FROM json_each(%s)", [_Slot(name, _ID_LIST)])
+        return ~Q(**{f"{column}__in": subquery})
+
+
+class Values:
+    """Arguments of an ORM query run at once: each named value as itself."""
+
+    def __init__(self, fields: dict[str, Field] | None = None, **values):
+        self.fields = fields or {}
+        self.values = values
+
+    def __getitem__(self, name: str) -> Expression:
+        return Value(self.values[name], output_field=self.fields.get(name, _INT))
+
+    def not_in(self, column: str, name: str) -> Q:
+        return ~Q(**{f"{column}__in": [int(i) for i in self.values[name]]})
+
+
+Args = Slots | Values
+
+
+@dataclass
+class Compiled:
+    """One compiled statement: its SQL, its parameters (constants, and slots for a call's values) and, for
+    a SELECT, its columns' expressions (for the ORM's conversions of what the database returns)."""
+
+    sql: str
+    params: tuple
+    columns: Sequence[Expression] = ()
+    converters: dict = field(default_factory=dict)  # per database alias: [(column index, [converter])]
+
+    def _params(self, values: dict) -> list | None:
+        """The parameters for these values, or None when one is a whole number no column can hold: as the
+        ORM, such a value matches nothing (it never reaches the database, which would refuse it)."""
+        params = [
+            p.field.get_db_prep_value(values[p.name], connection, prepared=False) if isinstance(p, _Slot) else p
+            for p in self.params
+        ]
+        if any(type(p) is int and not _INT64[0] <= p <= _INT64[1] for p in params):
+            return None
+        return params
+
+    def first(self, values: dict) -> list | None:
+        """The first row for these values, each column converted as the ORM converts it, or None."""
+        params = self._params(values)
+        if params is None:
+            return None
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            row = cursor.fetchone()
+        return None if row is None else self._converted(row, self._converters())
+
+    def rows(self, values: dict) -> list[list]:
+        """Every row for these values, converted as ``first``'s."""
+        params = self._params(values)
+        if params is None:
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            rows = cursor.fetchall()
+        converters = self._converters()
+        return [self._converted(row, converters) for row in rows]
+
+    def inserted_id(self, values: dict) -> int:
+        """Run an INSERT (compiled_insert's) for these values: the new row's primary key."""
+        params = self._params(values)
+        if params is None:
+            raise ValueError("a whole number out of the database's range")
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            if connection.features.can_return_columns_from_insert:
+                return cursor.fetchone()[0]
+            return connection.ops.last_insert_id(cursor, self.columns[0], self.columns[1])
+
+    def _converted(self, row, converters) -> list:
+        row = list(row)
+        for i, fns in converters:
+            value = row[i]
+            for fn in fns:
+                value = fn(value, self.columns[i], connection)
+            row[i] = value
+        return row
+
+    def rowcount(self, values: dict) -> int:
+        """Run an UPDATE or DELETE for these values: how many rows it changed."""
+        params = self._params(values)
+        if params is None:
+            return 0
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, params)
+            return cursor.rowcount
+
+    def _converters(self) -> list:
+        found = self.converters.get(connection.alias)
+        if found is None:
+            found = self.converters[connection.alias] = [
+                (i, fns)
+                for i, col in enumerate(self.columns)
+                if (fns := connection.ops.get_db_converters(col) + col.get_db_converters(connection))
+            ]
+        return found
+
+
+_CACHE: dict[tuple, Compiled] = {}
+_LOCK = threading.Lock()
+
+
+def _once(key: tuple, compile_: Callable[[], Compiled]) -> Compiled:
+    key = (connection.vendor, *key)
+    found = _CACHE.get(key)
+    if found is None:
+        with _LOCK:
+            found = _CACHE.get(key)
+            if found is None:
+                found = _CACHE[key] = compile_()
+    return found
+
+
+def compiled_select(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
+    """The SELECT of ``build()`` (a query built with Slots), compiled once per process for ``key``, which
+    names everything that changes the query's shape (the database vendor is added to it). A query that
+    locks rows (select_for_update) is compiled, like any, inside a transaction."""
+
+    def compile_() -> Compiled:
+        qs = build()
+        compiler = qs.query.get_compiler(using=qs.db)
+        sql, params = compiler.as_sql()
+        return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select])
+
+    return _once(key, compile_)
+
+
+def compiled_insert(model: type[Model], names: Sequence[str]) -> Compiled:
+    """INSERT one row of ``model`` with values for the fields (attnames) ``names``, returning its primary key
+    (Compiled.inserted_id). The values are prepared as the ORM prepares them for saving; defaults and
+    auto_now fields are the caller's to pass: no Model.save() runs (the models here have no save() logic or
+    signals)."""
+
+    def compile_() -> Compiled:
+        meta, qn = model._meta, connection.ops.quote_name
+        fields = [meta.get_field(name) for name in names]
+        sql = (
+            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"
+        )
+        if connection.features.can_return_columns_from_insert:
+            sql += f" RETURNING {qn(meta.pk.column)}"
+        slots = tuple(_Slot(name, _SaveAs(f)) for name, f in zip(names, fields, strict=True))
+        return Compiled(sql, slots, (meta.db_table, meta.pk.column))
+
+    return _once(("insert", model._meta.label, *names), compile_)
+
+
+class _SaveAs:
+    """A field's value prepared for saving (get_db_prep_save), where a query's value is prepared for lookups."""
+
+    def __init__(self, field: Field):
+        self.field = field
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        return self.field.get_db_prep_save(value, connection)
+
+
+def model_columns(model: type[Model], path: str = "") -> list[str]:
+    """The values_list() names of every concrete field of ``model`` (reached through ``path``, e.g. "query__"),
+    in the order model_from reads them."""
+    return [f"{path}{f.attname}" for f in model._meta.concrete_fields]
+
+
+def model_from(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, int]:
+    """The ``model`` instance of a row's columns from ``start`` on (model_columns' order), as the ORM loads
+    one; and where its columns end."""
+    end = start + len(model._meta.concrete_fields)
+    return model.from_db("default", [f.attname for f in model._meta.concrete_fields], row[start:end]), end
+
+
+def compiled_update(key: tuple, build: Callable[[], tuple[QuerySet, dict]]) -> Compiled:
+    """The UPDATE that ``qs.update(**values)`` runs, for ``qs, values = build()`` (built with Slots),
+    compiled once per process for ``key`` as compiled_select's."""
+
+    def compile_() -> Compiled:
+        qs, values = build()
+        query = qs.query.chain(UpdateQuery)
+        query.add_update_values(values)
+        sql, params = query.get_compiler(using=qs.db).as_sql()
+        return Compiled(sql, tuple(params))
+
+    return _once(key, compile_)
+
+
+def compiled_delete(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
+    """The DELETE of the rows of ``build()`` (built with Slots), compiled once per process for ``key`` as
+    compiled_select's: for rows nothing refers to and no signal watches (the ORM's fast delete)."""
+
+    def compile_() -> Compiled:
+        qs = build()
+        query = qs.query.chain(DeleteQuery)
+        sql, params = query.get_compiler(using=qs.db).as_sql()
+        return Compiled(sql, tuple(params))
+
+    return _once(key, compile_)
