@@ -128,7 +128,10 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # No JIT compilation: the judging page's queries run in a millisecond or two, but the planner's cost
     # for the queue's never-executed fallback subqueries passes jit_above_cost, and compiling them took
     # 250 ms a request. RelJudge's heavy lifting is numpy's, not the database's.
-    DATABASES["default"]["OPTIONS"].setdefault("options", "-c jit=off")
+    # cursor_tuple_fraction=1: the app's server-side cursors (exports, score arrays, imports' reads) always
+    # read every row, so the planner should plan them for the whole result, not for a fast first row (a
+    # million-row judgments export: 5.3 s -> 4.2 s in the database).
+    DATABASES["default"]["OPTIONS"].setdefault("options", "-c jit=off -c cursor_tuple_fraction=1")
     if not env_bool("DATABASE_POOL", True):
         del DATABASES["default"]["OPTIONS"]["pool"]
         DATABASES["default"]["CONN_MAX_AGE"] = int(os.environ.get("DATABASE_CONN_MAX_AGE", "0"))
