@@ -28,6 +28,8 @@ LEAD = "lead"
 
 
 ANNOTATORS = ("alice", "bob", "carol")
+# The interface language kept on the demo team's accounts: "" follows the browser.
+LANGUAGE = ""
 
 
 # Who judged what, as a lead would find it a few days in (annotators by position, see loader._judge): queries

@@ -34,6 +34,9 @@ LEAD = "jiwoo"
 
 
 ANNOTATORS = ("minji", "junho", "seoyeon")
+# The interface language kept on the demo team's accounts (the lead and the annotators): a Korean team
+# opens the app in Korean whatever the browser asks for.
+LANGUAGE = "ko"
 
 
 # Demo logins, printed by load_demo; they pass Django's password validators like the English demo's.

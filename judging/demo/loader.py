@@ -34,12 +34,13 @@ from judging.services import (
     queries_import,
     run_import,
 )
+from judging.services.languages import user_language_set
 from judging.services.model_judge import Verdict as ModelVerdict
 from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
 from judging.services.online import online_import
 
 # A catalogue is a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES, SYSTEMS, LEAD, ANNOTATORS,
-# PASSWORDS, ROLES, PROFILES, PLAN, demo_data(), WORDS ... (judging/demo/catalogue.py is the reference).
+# PASSWORDS, ROLES, PROFILES, PLAN, LANGUAGE, demo_data(), WORDS ... (judging/demo/catalogue.py is the reference).
 CATALOGUES = {"en": catalogue, "ko": catalogue_ko}
 
 
@@ -89,6 +90,8 @@ def _users(*, reset: bool, cat: ModuleType = catalogue) -> tuple[dict, list[str]
             user.save(update_fields=["password", "is_active", "is_staff", "is_superuser"])
             if username == cat.LEAD:
                 user.user_permissions.clear()
+        if username in (cat.LEAD, *cat.ANNOTATORS) and (username in created or reset):
+            user_language_set(user=user, language=cat.LANGUAGE)
         users[username] = user
     return users, created
 

@@ -6,6 +6,7 @@ import unicodedata
 from collections import Counter
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
@@ -201,3 +202,16 @@ def test_josa_follows_the_final_consonant():
     assert catalogue_ko.josa("피자", "을", "를") == "를"
     assert catalogue_ko.josa("적합", "으로", "로") == "으로"
     assert catalogue_ko.adjudication_note((), 2) == "검색어의 조건을 모두 충족: 질의 설명에 따라 적합으로 판정합니다."
+
+
+def test_korean_demo_team_sees_korean_in_an_english_browser(shop):
+    """The Korean team's accounts keep Korean as their language: minji logging in from a browser that asks for
+    English still gets the judging page in Korean; the superuser's account follows the browser."""
+    browser = Client(HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9")
+    browser.force_login(shop.memberships.get(user__username="minji").user)
+    page = browser.get("/campaigns/shopping-ko/judge/").content.decode()
+    assert '<html lang="ko"' in page and "로그아웃" in page and "Log out" not in page
+    admin = Client(HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9")
+    admin.force_login(get_user_model().objects.get(username="admin"))
+    home = admin.get("/").content.decode()
+    assert '<html lang="en"' in home and "Log out" in home
