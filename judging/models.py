@@ -410,6 +410,19 @@ class JudgmentRevision(models.Model):
     command line imported them) on behalf of the named source (``on_behalf_of``), from ``imported_from``.
     """
 
+    # What a revision says changed, old and new value side by side: the columns that the app's writes, the
+    # qrels import and the API's revision history all carry, in this order.
+    CHANGE_FIELDS = (
+        "old_grade",
+        "new_grade",
+        "old_unsure",
+        "new_unsure",
+        "old_tentative_grade",
+        "new_tentative_grade",
+        "old_note",
+        "new_note",
+    )
+
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="revisions")
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

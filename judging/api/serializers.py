@@ -245,14 +245,7 @@ class JudgmentRevisionSerializer(serializers.ModelSerializer):
             "on_behalf_of",
             "imported_from",
             "changed_at",
-            "old_grade",
-            "new_grade",
-            "old_unsure",
-            "new_unsure",
-            "old_tentative_grade",
-            "new_tentative_grade",
-            "old_note",
-            "new_note",
+            *JudgmentRevision.CHANGE_FIELDS,
             "seconds_spent",
         ]
         read_only_fields = fields

@@ -838,14 +838,7 @@ def _qrels_write(
         "on_behalf_of",
         "imported_from",
         "changed_at",
-        "old_grade",
-        "new_grade",
-        "old_unsure",
-        "new_unsure",
-        "old_tentative_grade",
-        "new_tentative_grade",
-        "old_note",
-        "new_note",
+        *JudgmentRevision.CHANGE_FIELDS,
         "seconds_spent",
     ]
     # The source's judgments on pairs that existed before: each is unchanged, the person's own, or updated.
