@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from itertools import repeat
 
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 from django.test import override_settings
+from django.utils import timezone
 
 from judging.models import Document, Judgment, JudgmentRevision, Pair, Query
 from judging.services import ImportConflict, campaign_create, documents_import, imports, qrels_import, queries_import
@@ -160,3 +162,61 @@ def test_a_role_without_the_privilege_keeps_the_triggers(postgres):
     assert imports._set_checks_allowed()
     with override_settings(RELJUDGE_IMPORT_SET_CHECKS=False):
         assert not imports._set_checks_allowed()
+
+
+# The rows of a large import go to PostgreSQL as COPY text made by one %-format per row (imports._insert_columns):
+# identifiers must arrive byte for byte, whatever they hold; the same on SQLite, where the rows take the plain path.
+
+ODD = [("q%d", "doc\\with\\backslashes"), ("질의", "문서-%s-100%"), ("q\\N", "\\N"), ("ＮＦＫＣ", "e\u0301")]
+
+
+@pytest.mark.parametrize("set_checks", [True, False])
+def test_identifiers_with_copy_metacharacters_arrive_byte_for_byte(db, set_checks):
+    """Backslashes, percent signs, \\N (COPY's NULL), Hangul and a decomposed accent, as qids and docids of new
+    stubs, pairs, judgments and revisions."""
+    campaign = campaign_create(slug="odd")
+    data = "".join(f"{qid} 0 {docid} {i % 3}\n" for i, (qid, docid) in enumerate(ODD)).encode()
+    with override_settings(RELJUDGE_IMPORT_SET_CHECKS=set_checks):
+        summary = qrels_import(campaign=campaign, data=data, filename="odd%s.qrels", annotator="trec-odd")
+    assert summary.added == len(ODD)
+    got = sorted(Pair.objects.filter(campaign=campaign).values_list("query__qid", "document__docid", "label"))
+    assert got == sorted((qid, docid, i % 3) for i, (qid, docid) in enumerate(ODD))
+    assert sorted(Query.objects.filter(campaign=campaign).values_list("qid", "text")) == sorted(
+        (qid, qid) for qid, _ in ODD
+    )
+    assert set(JudgmentRevision.objects.filter(judgment__pair__campaign=campaign).values_list("imported_from")) == {
+        ("odd%s.qrels",)
+    }
+
+
+def test_columns_with_a_null_among_their_values_take_the_row_path(db):
+    """A column whose values mix numbers and NULL cannot be one %-conversion: the rows go one by one, stored
+    the same."""
+    campaign = campaign_create(slug="nulls")
+    qrels_import(campaign=campaign, data=b"q1 0 d1 1\nq1 0 d2 2\n", filename="a.qrels", annotator="trec-a")
+    query = Query.objects.get(campaign=campaign, qid="q1")
+    documents = list(Document.objects.filter(campaign=campaign).order_by("docid").values_list("id", flat=True))
+    fresh = Document.objects.bulk_create(
+        [Document(campaign=campaign, docid=f"d{n}", text="", is_stub=True) for n in (3, 4)]
+    )
+    ids = imports._reserve_ids(Pair, 2)
+    imports._insert_columns(
+        Pair,
+        ["id", "campaign", "query", "document", "pooled", "adjudicated", "judgment_count", "public_id", "label"]
+        + ["created_at"],
+        [
+            ids,
+            repeat(campaign.pk),
+            repeat(query.pk),
+            [d.pk for d in fresh],
+            repeat(True),
+            repeat(False),
+            repeat(0),
+            [10**12 + 1, 10**12 + 2],
+            [2, None],
+            repeat(connection.ops.adapt_datetimefield_value(timezone.now())),
+        ],
+    )
+    labels = dict(Pair.objects.filter(id__in=ids).values_list("document__docid", "label"))
+    assert labels == {"d3": 2, "d4": None}
+    assert len(documents) == 2
