@@ -5,7 +5,21 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+
+def machine_line() -> str:
+    """A yardstick printed with every figure: the CPU time of a fixed pure-Python loop. Machines of one kind
+    differ (one session's 2-core machine ran every benchmark here 2.3-3.1x slower than another's, the same
+    code), so a figure from another machine compares by this ratio."""
+    start, total = time.process_time(), 0
+    for i in range(3_000_000):
+        total += i
+    return (
+        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+        f"yardstick (3M-step Python loop) {time.process_time() - start:.2f} s of CPU"
+    )
 
 
 def django_ready(default_name: str) -> str:
@@ -26,4 +40,5 @@ def django_ready(default_name: str) -> str:
     from django.db import connection
 
     call_command("migrate", verbosity=0)
+    print(machine_line(), flush=True)
     return connection.vendor

@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench._setup import machine_line  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
 
@@ -181,6 +183,7 @@ def main() -> None:
     global ONLY
     args = parse_args()
     ONLY = args.only
+    print(machine_line(), flush=True)
     import django
 
     scratch = None

@@ -27,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench._setup import machine_line  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
 os.environ.setdefault("RELJUDGE_TESTING", "1")  # plain static storage: no collectstatic needed
@@ -234,6 +236,7 @@ def main() -> None:
     parser.add_argument("--judgments", type=int, default=300)
     parser.add_argument("--keepdb", action="store_true", help="keep (and reuse) the benchmark database")
     args = parser.parse_args()
+    print(machine_line(), flush=True)
 
     setup_test_environment()
     db = settings.DATABASES["default"]

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._setup import machine_line  # noqa: E402
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
 
@@ -176,6 +178,7 @@ def main() -> None:
     args = parser.parse_args()
 
     vendor = connection.vendor
+    print(machine_line(), flush=True)
     print(f"database: {vendor} {connection.settings_dict['NAME']}", flush=True)
     call_command("migrate", verbosity=0)
     call_command("createcachetable", verbosity=0)

@@ -39,7 +39,7 @@ import yarl
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
+from bench._setup import machine_line  # noqa: E402
 from tests.serving.servers import Site  # noqa: E402
 
 PAIR_RE = re.compile(r'data-pair-id="(\d+)"')
@@ -295,6 +295,7 @@ def main() -> None:
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         sys.exit("load_bench.py measures the PostgreSQL deployment: set DATABASE_URL=postgres://...")
+    print(machine_line(), flush=True)
 
     folder = Path(tempfile.mkdtemp(prefix="reljudge-load-"))
     site = Site.create("load", tmp_dir=folder)

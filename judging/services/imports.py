@@ -295,7 +295,10 @@ def _insert_columns(model, fields: Sequence[str], columns: Sequence, progress: P
             conversions.append(converted[0])
             columns[i] = converted[1]
     if not conversions:
-        return _insert_rows(model, fields, zip(*columns), progress=progress) if varying else 0
+        if not varying:
+            return 0
+        # zip ends with the lists of values; the repeat()s are endless.
+        return _insert_rows(model, fields, zip(*columns, strict=False), progress=progress)
     line = "\t".join(conversions) + "\n"
     meta = model._meta
     table = connection.ops.quote_name(meta.db_table)
@@ -304,7 +307,7 @@ def _insert_columns(model, fields: Sequence[str], columns: Sequence, progress: P
     step = 50_000
     with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for start in range(0, count, step):
-            copy.write("".join(map(line.__mod__, zip(*(c[start : start + step] for c in varying)))))
+            copy.write("".join(map(line.__mod__, zip(*(c[start : start + step] for c in varying), strict=True))))
             if progress:
                 progress(min(step, count - start))
     return count
@@ -418,7 +421,7 @@ def _key_checks(*, filename: str):
 
     A million qrels labels of new pairs write four million rows (stub documents, pairs, judgments, revisions) and
     nine million foreign-key values; PostgreSQL queues a trigger for each and runs them at the commit, where they
-    cost more than the writes (bench/import_bench.py on the 2-core machine: 151 s with them, 59 s without),
+    cost more than the writes (bench/import_bench.py on the 2-core machine: 151 s with them, 60-65 s without),
     besides the WAL of the row locks they take. Where the role
     may (_set_checks_allowed), the writes inside run with session_replication_role = replica, which this
     transaction alone sees: no trigger is queued for them. Yields a _Referenced the writer fills with every row
