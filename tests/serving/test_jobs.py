@@ -356,3 +356,32 @@ def test_significance_result_survives_a_lost_cache_through_the_job(client, world
     cache.clear()
     assert MATRIX in client.get(url).content.decode()
     assert Job.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("seconds", "english", "korean"),
+    [
+        (25, "<strong>Done</strong> in 25 s:", "25초"),
+        (245, "in 4 min 5 s:", "4분 5초"),
+        (7380, "in 2 h 3 min:", "2시간 3분"),
+    ],
+)
+def test_the_job_page_says_how_long_the_job_took(run_job, campaign, lead, seconds, english, korean):
+    """To the second under an hour, in both languages (Django's timesince said "0 minutes" for a 25 s import)."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from judging.jobs import job_run
+    from judging.models import Job
+
+    job = run_job(RUN_BM25)
+    job_run(job_id=job.pk)
+    start = timezone.now()
+    Job.objects.filter(pk=job.pk).update(started_at=start, finished_at=start + timedelta(seconds=seconds))
+    url = reverse("judging:job_detail", args=[campaign.slug, job.pk])
+    for language, expected in (("en", english), ("ko", korean)):
+        client = Client(HTTP_ACCEPT_LANGUAGE=language)
+        client.force_login(lead)
+        page = client.get(url).content.decode()
+        assert expected in page, page
+        assert "0 minutes" not in page and "0분" not in page
