@@ -12,6 +12,7 @@ from judging import selectors
 from judging.access import Member, campaign_view
 from judging.jobs import JobError, job_can_retry, job_get, job_percent, job_refresh, job_retry, policy_job_pending
 from judging.models import Job
+from judging.services import ImportSummary
 
 
 @campaign_view
@@ -38,9 +39,22 @@ def job_detail(request, member: Member, job_id: int):
         job=job,
         percent=job_percent(job),
         can_retry=job_can_retry(job),
+        summary_lines=import_summary_lines(job),
     )
     template = "judging/_job_status.html" if request.htmx else "judging/job.html"
     return render(request, template, context)
+
+
+def import_summary_lines(job: Job) -> list[str]:
+    """A finished import's summary in the reader's language: the lines the upload page shows for a file
+    imported at once (what was added, the source account created, labels left alone, stubs, pairs)."""
+    if job.status != Job.Status.DONE or not job.is_import or not isinstance(job.result, dict):
+        return []
+    fields = ImportSummary.__dataclass_fields__
+    try:
+        return ImportSummary(**{k: v for k, v in job.result.items() if k in fields}).lines()
+    except TypeError:  # not an import summary's fields: the "Done" line alone
+        return []
 
 
 def policy_job_context(campaign) -> dict:

@@ -385,3 +385,33 @@ def test_the_job_page_says_how_long_the_job_took(run_job, campaign, lead, second
         page = client.get(url).content.decode()
         assert expected in page, page
         assert "0 minutes" not in page and "0분" not in page
+
+
+def test_a_finished_qrels_job_shows_the_summary_the_upload_page_gives(campaign, lead):
+    """The job page reads like an import done at once, in the reader's language: the kind of rows named in it
+    (not the stored English word), the source account the labels went to, and the stubs."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from judging.jobs import job_run, job_start
+
+    job = job_start(
+        kind="qrels",
+        campaign=campaign,
+        user=lead,
+        data=b"q1 0 d1 2\nq1 0 d2 0\nq9 0 d9 1\n",
+        filename="old.qrels",
+        options={"annotator": "trec-2019"},
+    )
+    job_run(job_id=job.pk)
+    url = reverse("judging:job_detail", args=[campaign.slug, job.pk])
+    pages = {}
+    for language in ("en", "ko"):
+        client = Client(HTTP_ACCEPT_LANGUAGE=language)
+        client.force_login(lead)
+        pages[language] = client.get(url).content.decode()
+    assert "old.qrels: 3 judgments added, 0 updated, 0 unchanged" in pages["en"]
+    assert "created the source account &#x27;trec-2019&#x27; for these labels" in pages["en"]
+    assert "stubs created: 2 queries, 3 documents" in pages["en"]
+    assert "old.qrels: 판정 3건 추가" in pages["ko"] and "judgments" not in pages["ko"]
+    assert "출처 계정 &#x27;trec-2019&#x27;" in pages["ko"]
