@@ -10,7 +10,7 @@ from itertools import repeat
 import pytest
 from django.db import IntegrityError, connection, connections, transaction
 from django.test import override_settings
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from judging.models import Document, Judgment, JudgmentRevision, Pair, Query
 from judging.services import ImportConflict, campaign_create, documents_import, imports, qrels_import, queries_import
@@ -136,7 +136,7 @@ def test_a_row_deleted_by_another_session_during_the_import_refuses_it(postgres,
         hold(self, filename=filename)
 
     monkeypatch.setattr(imports._Referenced, "hold", delete_then_hold)
-    with pytest.raises(ImportConflict) as refused:
+    with pytest.raises(ImportConflict) as refused, translation.override("en"):
         qrels_import(campaign=campaign, data=QRELS.encode(), filename="old.qrels", annotator="trec-old")
     assert refused.value.filename == "old.qrels"
     assert "1 of the documents this file refers to were deleted" in str(refused.value)
