@@ -129,6 +129,11 @@ class ImportSummary:
         out.append(_("pairs added to the pool: %(n)s") % {"n": self.pairs_added})
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict) -> ImportSummary:
+        """The summary as_dict() stored (a job's result); keys a field added since does not know take its default."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
     def as_dict(self) -> dict:
         return {
             "kind": self.kind,
@@ -282,28 +287,28 @@ def _insert_columns(model, fields: Sequence[str], columns: Sequence, progress: P
     count = len(varying[0]) if varying else 0
     if any(len(c) != count for c in varying):
         raise ValueError("columns of different lengths")
-    conversions = []
+    if not count:
+        return 0
+    conversions: list[str] | None = None
     if connection.vendor == "postgresql":
-        for i, column in enumerate(columns):
+        conversions, varying = [], []
+        for column in columns:
             if isinstance(column, repeat):
                 conversions.append(_copy_literal(next(column)).replace("%", "%%"))
                 continue
             converted = _copy_values(column)
-            if converted is None:
+            if converted is None:  # a NULL among the values, or a type %-formats cannot write as COPY reads it
                 conversions = None
                 break
             conversions.append(converted[0])
-            columns[i] = converted[1]
-    if not conversions:
-        if not varying:
-            return 0
+            varying.append(converted[1])
+    if conversions is None:
         # zip ends with the lists of values; the repeat()s are endless.
         return _insert_rows(model, fields, zip(*columns, strict=False), progress=progress)
     line = "\t".join(conversions) + "\n"
     meta = model._meta
     table = connection.ops.quote_name(meta.db_table)
     names = ", ".join(connection.ops.quote_name(meta.get_field(f).column) for f in fields)
-    varying = [c for c in columns if not isinstance(c, repeat)]
     step = 50_000
     with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
         for start in range(0, count, step):
