@@ -189,10 +189,12 @@ def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequen
     open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
     for start in range(0, min(ids.size, PRIORITY_CHUNK * _MATTER_CHUNKS), PRIORITY_CHUNK):
         chunk = ids[start : start + PRIORITY_CHUNK].tolist()
-        found = set(open_pairs.filter(id__in=chunk).values_list("id", flat=True))
-        first = next((pid for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
+        # One read of the chunk's open pairs with their query and document: reading ids first and the chosen
+        # pair again afterwards lost the race when another annotator took that pair in between (a 500).
+        found = {pair.id: pair for pair in open_pairs.filter(id__in=chunk).select_related("query", "document")}
+        first = next((found[pid] for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
         if first is not None:
-            return open_pairs.select_related("query", "document").get(id=first)
+            return first
     return None
 
 

@@ -102,3 +102,40 @@ def test_policy_switch_during_judging_leaves_labels_consistent(pg_only, make_use
         grades = list(Judgment.objects.filter(pair=p, unsure=False).values_list("grade__value", flat=True))
         # the switch ends on "max": every label is its pair's highest confident grade
         assert p.label == (max(grades) if grades else None)
+
+
+def test_matter_queue_under_four_annotators_never_fails_nor_exceeds_redundancy(pg_only, make_user):
+    """Four annotators take pairs from the "pairs that matter most" queue at once until it is empty: no call
+    fails (it answered 500 on one request in six when a pair was taken between two reads), no pair is held by
+    two of them at once, and every pooled pair ends with exactly ``redundancy`` judgments."""
+    from judging.models import Assignment, Campaign
+    from judging.services import campaign_settings_update, pair_assign
+
+    campaign = campaign_create(slug="matter-race", pool_depth=6)
+    run = "".join(
+        f"q{q} Q0 {name}{q}_{d} {d + 1} {10 - d} {name}\n" for name in "abc" for q in range(6) for d in range(6)
+    )
+    run_import(campaign=campaign, data=run.encode(), filename="race.run")
+    campaign_settings_update(campaign=campaign, queue_mode=Campaign.QueueMode.MATTER)
+    users = [make_user(f"m{i}") for i in range(4)]
+    for u in users:
+        membership_add(campaign=campaign, user=u, role="annotator")
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    overlaps: list[int] = []
+
+    def work(user):
+        rng = random.Random(user.username)
+        for _ in range(500):
+            pair = pair_assign(campaign=campaign, annotator=user).pair
+            if pair is None:
+                return
+            holders = Assignment.objects.filter(pair=pair).count()
+            if holders > campaign.redundancy:
+                overlaps.append(pair.id)
+            judgment_record(pair=pair, annotator=user, grade=rng.choice([0, 1, 2]))
+
+    errors = run_concurrently(work, [(u,) for u in users])
+    assert not errors, errors
+    assert not overlaps
+    counts = list(Pair.objects.filter(campaign=campaign, pooled=True).values_list("judgment_count", flat=True))
+    assert counts and set(counts) == {campaign.redundancy}

@@ -300,6 +300,30 @@ def test_pairs_that_matter_respect_holds(make_user):
     assert Assignment.objects.filter(pair=first, annotator=a).exists()
 
 
+def test_pair_taken_between_the_queue_reads_is_passed_over(make_user):
+    """Another annotator holds the chosen pair while the queue is choosing it: the annotator is handed the next
+    open pair of the priority list, never a 500 (Pair.DoesNotExist, when two reads straddled the other's hold)."""
+    from django.db import connection
+
+    campaign, (a, b) = _queue_campaign(make_user, Campaign.QueueMode.MATTER)
+    expected = pair_next(campaign=campaign, annotator=b).pair  # the priority list, computed and cached
+    armed = [True]
+
+    def hold_after_first_read(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if armed[0] and sql.lstrip().upper().startswith("SELECT") and "judging_assignment" in sql:
+            armed[0] = False  # the queue has read its open candidates: someone else takes the first one now
+            assert pair_assign(campaign=campaign, annotator=a).pair.id == expected.id
+        return result
+
+    with connection.execute_wrapper(hold_after_first_read):
+        got = pair_assign(campaign=campaign, annotator=b).pair
+    assert not armed[0]
+    assert got is not None and got.id != expected.id and _rank(got) == 1  # the next one of the priority list
+    assert Assignment.objects.get(annotator=b).pair_id == got.id
+    assert Assignment.objects.get(annotator=a).pair_id == expected.id
+
+
 def test_settled_campaign_falls_back_to_the_shuffled_queue(make_user):
     campaign, (ann, _) = _queue_campaign(make_user, Campaign.QueueMode.MATTER)
     for pair in Pair.objects.filter(campaign=campaign, document__docid__endswith="_0"):
