@@ -174,7 +174,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
     # Not a check: its password_changed() hook runs on every password change (web form, reset link, admin,
     # changepassword) and revokes the API token, which otherwise outlives the old password.
-    {"NAME": "judging.api.account.RevokeTokenOnPasswordChange"},
+    {"NAME": "judging.auth_backends.RevokeTokenOnPasswordChange"},
 ]
 
 # Client addresses: REMOTE_ADDR, unless the server sits behind this many reverse proxies that each append
@@ -186,10 +186,10 @@ if TRUSTED_PROXIES < 0:
 # Failed logins are counted per username and per client address (django-axes), on the web login and on
 # POST /api/auth/token/ alike. The AxesBackend refuses a locked-out login before the password is checked.
 AUTHENTICATION_BACKENDS = [
-    "judging.api.account.LoginAttemptsBackend",
+    "judging.auth_backends.LoginAttemptsBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_HANDLER = "judging.api.account.LoginAttemptsHandler"
+AXES_HANDLER = "judging.auth_backends.LoginAttemptsHandler"
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 # One account: 5 wrong passwords. One address: 50, because a room of annotators shares one address
 # behind a NAT and each may mistype once or twice (LoginAttemptsHandler applies both limits).
@@ -199,8 +199,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=15)
 # A retry while locked out does not push the end of the lockout further, so the time the page names holds.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "judging.api.account.client_address"
-AXES_LOCKOUT_CALLABLE = "judging.api.account.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "judging.auth_backends.client_address"
+AXES_LOCKOUT_CALLABLE = "judging.auth_backends.lockout_response"
 # Only failures are recorded: a row per successful login would grow without bound and tell nothing new.
 AXES_DISABLE_ACCESS_LOG = True
 
@@ -321,7 +321,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "judging.api.pagination.PagePagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "judging.api.schema.ApiAutoSchema",
-    "EXCEPTION_HANDLER": "judging.api.views.api_exception_handler",
+    "EXCEPTION_HANDLER": "judging.api.views.base.api_exception_handler",
     # Throttles key on the client address: X-Forwarded-For is read only behind this many trusted proxies.
     "NUM_PROXIES": TRUSTED_PROXIES,
 }

@@ -13,7 +13,7 @@ from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
-from judging.api.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
+from judging.views.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
 from judging.views.language import language_set
 
 # The accounts routes of django.contrib.auth.urls, listed so that password reset answers 404 unless mail

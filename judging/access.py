@@ -1,9 +1,12 @@
 """Who may do what: a user's role in a campaign, and the one decorator every campaign page goes through.
 
 The rules, used alike by the pages, the API's permission classes and the services:
-- superusers are leads of every campaign; everyone else has the role of their membership, or none;
+- superusers are leads of every campaign; everyone else has the role of their membership, or none
+  (``leads_everywhere``, ``role_of``);
 - a campaign is invisible to non-members: 404, never 403, so that they cannot tell it exists;
 - an annotator asking for a lead's page gets 403;
+- members see the pooled pairs of their campaigns; leads see every pair of theirs (``may_see_pair``);
+- leads see the leaderboard; annotators only when the campaign's leads allow it (``may_see_leaderboard``);
 - leads of any campaign (and users granted ``judging.add_campaign``) may create campaigns.
 """
 
@@ -31,6 +34,26 @@ ANNOTATOR = Membership.Role.ANNOTATOR
 SESSION_EXPIRED = gettext_lazy("Your session has expired: log in again in another tab.")
 
 
+def leads_everywhere(user: User) -> bool:
+    """Superusers are leads of every campaign, member or not."""
+    return bool(user.is_authenticated and user.is_superuser)
+
+
+def role_of(user: User, membership: str | None) -> str | None:
+    """The user's role in a campaign where their membership (if any) has the role ``membership``."""
+    return LEAD if leads_everywhere(user) else membership
+
+
+def may_see_pair(*, role: str | None, pooled: bool) -> bool:
+    """Members see (and judge) the pool; a lead sees every pair of the campaign, pooled or only labelled."""
+    return role is not None and (pooled or role == LEAD)
+
+
+def may_see_leaderboard(*, campaign: Campaign, role: str | None) -> bool:
+    """Knowing which system is winning biases judgments: annotators see it only when the leads allow."""
+    return role == LEAD or (role is not None and campaign.leaderboard_visible_to_annotators)
+
+
 def membership_role(*, campaign: Campaign | int, user: User, roles: Mapping[int, str] | None = None) -> str | None:
     """'lead', 'annotator' or None (not a member, or not logged in). Superusers are leads everywhere.
 
@@ -38,7 +61,7 @@ def membership_role(*, campaign: Campaign | int, user: User, roles: Mapping[int,
     them once per request); without it, one query."""
     if not user.is_authenticated:
         return None
-    if user.is_superuser:
+    if leads_everywhere(user):
         return LEAD
     campaign_id = campaign if isinstance(campaign, int) else campaign.pk
     if roles is not None:
@@ -57,7 +80,7 @@ def can_create_campaigns(user: User, *, roles: Mapping[int, str] | None = None) 
     ``roles`` as membership_role's."""
     if not user.is_authenticated:
         return False
-    if user.is_superuser or user.has_perm("judging.add_campaign"):
+    if leads_everywhere(user) or user.has_perm("judging.add_campaign"):
         return True
     if roles is not None:
         return LEAD in roles.values()
@@ -80,8 +103,7 @@ class Member:
 
     @property
     def can_see_leaderboard(self) -> bool:
-        # Knowing which system is winning biases judgments: annotators see it only when the leads allow.
-        return self.is_lead or self.campaign.leaderboard_visible_to_annotators
+        return may_see_leaderboard(campaign=self.campaign, role=self.role)
 
     def context(self, **extra) -> dict:
         """The template context every campaign page starts from."""
@@ -114,14 +136,14 @@ def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = Fa
     One query (compiled once per process): the campaign with the caller's role (and, with ``grades``, its
     scale) beside it."""
     user = request.user
-    shape = {"superuser": user.is_superuser, "grades": grades}
+    shape = {"superuser": leads_everywhere(user), "grades": grades}
     query = compiled_select(("campaign_member", *shape.values()), lambda: _campaign_member_query(**shape))
     row = query.first({"slug": slug, "user_id": user.pk})
     if row is None:
         raise Http404("No Campaign matches the given query.")
     campaign, at = model_from(Campaign, row)
     extra = row[at:]
-    role = LEAD if user.is_superuser else extra[0]
+    role = role_of(user, None if shape["superuser"] else extra[0])
     if role is None:
         raise Http404(_("No such campaign."))
     if lead and role != LEAD:
@@ -201,7 +223,7 @@ def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -
     user = request.user
     row = None
     if public_id is not None:
-        shape = {"superuser": user.is_superuser, "lock": lock}
+        shape = {"superuser": leads_everywhere(user), "lock": lock}
         query = compiled_select(("campaign_member_pair", *shape.values()), lambda: _member_pair_query(**shape))
         row = query.first({"slug": slug, "public_id": public_id, "user_id": user.pk})
     if row is None:
@@ -209,7 +231,7 @@ def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -
         raise Http404(_("No such pair in this campaign."))
     pair, at = pair_from_row(row)
     pair.campaign, at = model_from(Campaign, row, at)
-    role = LEAD if user.is_superuser else row[at + 1]
+    role = role_of(user, None if leads_everywhere(user) else row[at + 1])
     if role is None:
         raise Http404(_("No such campaign."))
     return Member(pair.campaign, role, grades_parse(pair.campaign, row[at])), pair

@@ -10,17 +10,42 @@ from django.utils.translation import gettext_lazy
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
+from judging.params import ascii_float
 from judging.services import CAMPAIGN_SETTINGS, people_parse, scale_check
+
+
+class AsciiIntegerField(forms.IntegerField):
+    """A whole number written with the digits 0-9: IntegerField, like int(), also reads "２" and "١٠"."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and value.strip():
+            try:
+                ascii_float(value)  # Django's parsing follows (it takes "2.0" as 2)
+            except ValueError:
+                raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+        return super().to_python(value)
+
+
+class AsciiFloatField(forms.FloatField):
+    """A number written with ASCII digits: FloatField, like float(), also reads "١"."""
+
+    def to_python(self, value):
+        if isinstance(value, str) and value.strip():
+            try:
+                ascii_float(value)
+            except ValueError:
+                raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+        return super().to_python(value)
 
 
 class JudgmentForm(forms.Form):
     """One press of a grade key (or a click): the service checks the grade against the scale."""
 
-    grade = forms.IntegerField(required=False)
+    grade = AsciiIntegerField(required=False)
     unsure = forms.BooleanField(required=False)
-    tentative_grade = forms.IntegerField(required=False)
+    tentative_grade = AsciiIntegerField(required=False)
     note = forms.CharField(required=False, max_length=5000, widget=forms.Textarea)
-    seconds = forms.FloatField(required=False, min_value=0)
+    seconds = AsciiFloatField(required=False, min_value=0)
     # The judgment's state when the form was rendered: a change made meanwhile (another tab) is not
     # overwritten without the annotator seeing it.
     version = forms.CharField(required=False, max_length=64)
@@ -73,7 +98,7 @@ class CampaignSettingsForm(forms.ModelForm):
 
 
 class GradeForm(forms.Form):
-    value = forms.IntegerField(
+    value = AsciiIntegerField(
         label=gettext_lazy("Value"), min_value=0, max_value=100, widget=forms.NumberInput(attrs={"class": "narrow"})
     )
     name = forms.CharField(label=gettext_lazy("Name"), max_length=100)
@@ -169,7 +194,7 @@ class MemberChangeForm(forms.Form):
             ("link", gettext_lazy("new link")),
         ]
     )
-    user = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    user = AsciiIntegerField(min_value=1, max_value=2**63 - 1)
     role = forms.ChoiceField(required=False, choices=Membership.Role.choices)
 
     def clean(self):
@@ -248,7 +273,7 @@ class MyJudgmentsFilter(forms.Form):
         widget=forms.TextInput(attrs={"type": "search", "placeholder": gettext_lazy("title, docid, note…")}),
     )
     query = forms.CharField(required=False, label="qid", max_length=QID_MAX_LENGTH)
-    grade = forms.IntegerField(required=False, label=gettext_lazy("Grade"), min_value=0, max_value=100)
+    grade = AsciiIntegerField(required=False, label=gettext_lazy("Grade"), min_value=0, max_value=100)
     unsure = forms.ChoiceField(required=False, label=gettext_lazy("Unsure"), choices=UNSURE)
 
     def filters(self) -> dict:
@@ -260,3 +285,8 @@ class MyJudgmentsFilter(forms.Form):
             "unsure": unsure,
             "qid": (data.get("query") or "").strip(),
         }
+
+
+class QueryTagsForm(forms.Form):
+    qid = forms.CharField(max_length=100)
+    tags = forms.CharField(required=False, max_length=2000, help_text=gettext_lazy("Comma-separated, e.g. head, shoes"))

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from judging.views import campaigns, jobs, judging, leaderboard, online, review
+from judging.views import campaigns, jobs, judging, leaderboard, leaderboard_drill, leaderboard_trust, online, review
 
 app_name = "judging"
 
@@ -36,15 +36,25 @@ urlpatterns = [
         name="leaderboard_significance",
     ),
     path("campaigns/<slug:slug>/leaderboard/pictures/", leaderboard.leaderboard_pictures, name="leaderboard_pictures"),
-    path("campaigns/<slug:slug>/leaderboard/queries/", leaderboard.leaderboard_queries, name="leaderboard_queries"),
     path(
-        "campaigns/<slug:slug>/leaderboard/queries/<path:qid>/", leaderboard.leaderboard_query, name="leaderboard_query"
+        "campaigns/<slug:slug>/leaderboard/queries/", leaderboard_drill.leaderboard_queries, name="leaderboard_queries"
     ),
-    path("campaigns/<slug:slug>/leaderboard/compare/", leaderboard.leaderboard_compare, name="leaderboard_compare"),
-    path("campaigns/<slug:slug>/leaderboard/trust/", leaderboard.leaderboard_trust, name="leaderboard_trust"),
-    path("campaigns/<slug:slug>/leaderboard/curves/", leaderboard.leaderboard_curves, name="leaderboard_curves"),
-    path("campaigns/<slug:slug>/leaderboard/segments/", leaderboard.leaderboard_segments, name="leaderboard_segments"),
-    path("campaigns/<slug:slug>/leaderboard/tags/", leaderboard.leaderboard_tags, name="leaderboard_tags"),
+    path(
+        "campaigns/<slug:slug>/leaderboard/queries/<path:qid>/",
+        leaderboard_drill.leaderboard_query,
+        name="leaderboard_query",
+    ),
+    path(
+        "campaigns/<slug:slug>/leaderboard/compare/", leaderboard_drill.leaderboard_compare, name="leaderboard_compare"
+    ),
+    path("campaigns/<slug:slug>/leaderboard/trust/", leaderboard_trust.leaderboard_trust, name="leaderboard_trust"),
+    path("campaigns/<slug:slug>/leaderboard/curves/", leaderboard_trust.leaderboard_curves, name="leaderboard_curves"),
+    path(
+        "campaigns/<slug:slug>/leaderboard/segments/",
+        leaderboard_trust.leaderboard_segments,
+        name="leaderboard_segments",
+    ),
+    path("campaigns/<slug:slug>/leaderboard/tags/", leaderboard_drill.leaderboard_tags, name="leaderboard_tags"),
     path(
         "campaigns/<slug:slug>/leaderboard/chart/<str:kind>.svg",
         leaderboard.leaderboard_chart,

@@ -14,6 +14,7 @@ from rest_framework import filters
 
 from judging.api.permissions import access
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
+from judging.forms import AsciiIntegerField
 from judging.models import Campaign, Document, Judgment, Pair, Query, System
 from judging.selectors import judgments_in_campaigns
 
@@ -21,9 +22,10 @@ CAMPAIGN_HELP = "Slug of a campaign you belong to (404 if you do not)."
 
 
 class IntegerFilter(df.NumberFilter):
-    """Whole numbers only: a NumberFilter would accept 1.5 and the integer lookup would round it."""
+    """Whole numbers in ASCII digits only: a NumberFilter would accept 1.5 (the integer lookup would round it)
+    and "２"."""
 
-    field_class = forms.IntegerField
+    field_class = AsciiIntegerField
 
 
 class UTCDateTimeField(IsoDateTimeField):

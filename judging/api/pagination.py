@@ -4,6 +4,7 @@ import datetime as dt
 import re
 
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
@@ -11,10 +12,27 @@ from rest_framework.pagination import CursorPagination, PageNumberPagination
 _INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits that fit a 64-bit id column
 
 
+def _ascii_number_param(request, name: str) -> None:
+    """A 400 naming ``name`` when it is not written in ASCII: DRF reads page numbers and sizes with int(),
+    which takes "２" and "١٠" too."""
+    raw = request.query_params.get(name)
+    if raw is not None and not raw.isascii():
+        message = _("must be a whole number written with the digits 0-9, not %(value)r") % {"value": raw[:40]}
+        raise ValidationError({name: [message]})
+
+
 class PagePagination(PageNumberPagination):
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
+
+    def get_page_number(self, request, paginator):
+        _ascii_number_param(request, self.page_query_param)
+        return super().get_page_number(request, paginator)
+
+    def get_page_size(self, request):
+        _ascii_number_param(request, self.page_size_query_param)
+        return super().get_page_size(request)
 
 
 class JudgmentCursorPagination(CursorPagination):
@@ -25,6 +43,11 @@ class JudgmentCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
     ordering = "id"
+
+    def get_page_size(self, request):
+        _ascii_number_param(request, self.page_size_query_param)
+        return super().get_page_size(request)
+
     invalid_cursor_message = gettext_lazy(
         "Invalid cursor: pass back the next or previous link of an earlier page unchanged."
     )

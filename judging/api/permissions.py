@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 
-from judging.access import can_create_campaigns, membership_role
-from judging.models import Campaign, Membership, User
+from judging.access import can_create_campaigns, leads_everywhere, may_see_leaderboard, may_see_pair, membership_role
+from judging.models import Campaign, Membership, Pair, User
 from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
@@ -24,7 +24,7 @@ class Access:
 
     def __init__(self, user: User):
         self.user = user
-        self.superuser = bool(user.is_authenticated and user.is_superuser)
+        self.superuser = leads_everywhere(user)
         self.roles = membership_roles(user=user)
 
     def role(self, campaign_id: int) -> str | None:
@@ -59,6 +59,22 @@ class Access:
                 _("Only a lead of campaign %(campaign)s can %(what)s.")
                 % {"campaign": repr(campaign.slug), "what": what or _("do this")}
             )
+
+    def require_leaderboard(self, campaign: Campaign) -> None:
+        """403 unless the caller may see the campaign's leaderboard (judging.access.may_see_leaderboard)."""
+        if not may_see_leaderboard(campaign=campaign, role=self.role(campaign.id)):
+            self.require_lead(campaign, _("see its leaderboard"))
+
+    def may_see_pair(self, pair: Pair) -> bool:
+        return may_see_pair(role=self.role(pair.campaign_id), pooled=pair.pooled)
+
+    def pairs(self) -> QuerySet[Pair]:
+        """The pairs the caller may see, by judging.access.may_see_pair: every pair of the campaigns they lead,
+        the pooled ones of the others."""
+        pairs = Pair.objects.filter(campaign__in=self.campaigns())
+        if self.led_ids is None:
+            return pairs
+        return pairs.filter(Q(campaign_id__in=self.led_ids) | Q(pooled=True))
 
     def can_create_campaigns(self) -> bool:
         """The pages' rule (judging.access.can_create_campaigns), from the roles already read."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.db import models
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 
 import metrics
+from judging import params
 from judging.aggregation import POLICIES
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import (
@@ -19,15 +21,61 @@ from judging.models import (
     Query,
     System,
 )
+from judging.params import PARAMS, Param, ascii_float
 from judging.services import CAMPAIGN_SETTINGS, scale_check
 
 GRADE_RANGE = {"min_value": 0, "max_value": 100}
 
 
+class AsciiIntegerField(serializers.IntegerField):
+    """An integer written with the digits 0-9: DRF's IntegerField, like int(), also reads "２" and "١٠" (files
+    and forms refuse them)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                ascii_float(data)  # DRF's own parsing follows (it takes "2.0" as 2)
+            except ValueError:
+                self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class AsciiFloatField(serializers.FloatField):
+    """A number written with ASCII digits (FloatField, like float(), also reads "١" and "nan")."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            try:
+                ascii_float(data)
+            except ValueError:
+                self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+# DRF's ModelSerializer with the model's number fields read as ASCII numbers. (A comment, not a docstring: the
+# schema would show it as the description of every serializer without one of its own.)
+class ModelSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        **dict.fromkeys(
+            (
+                models.IntegerField,
+                models.SmallIntegerField,
+                models.BigIntegerField,
+                models.PositiveIntegerField,
+                models.PositiveSmallIntegerField,
+                models.PositiveBigIntegerField,
+            ),
+            AsciiIntegerField,
+        ),
+        models.FloatField: AsciiFloatField,
+    }
+
+
 # --------------------------------------------------------------------------- campaigns
 
 
-class GradeSerializer(serializers.ModelSerializer):
+class GradeSerializer(ModelSerializer):
     class Meta:
         model = Grade
         fields = ["value", "name", "description"]
@@ -37,13 +85,13 @@ class GradeSerializer(serializers.ModelSerializer):
 class GradeValuesField(serializers.ListField):
     """The scale's values as a plain list, e.g. [0, 1, 2]: what `create_campaign --grades` takes."""
 
-    child = serializers.IntegerField(**GRADE_RANGE)
+    child = AsciiIntegerField(**GRADE_RANGE)
 
     def get_attribute(self, instance):
         return [g.value for g in instance.grades.all()]
 
 
-class CampaignSerializer(serializers.ModelSerializer):
+class CampaignSerializer(ModelSerializer):
     grades = GradeValuesField(
         source="grade_values",
         required=False,
@@ -85,7 +133,7 @@ class CampaignSerializer(serializers.ModelSerializer):
 # --------------------------------------------------------------------------- campaign contents
 
 
-class QuerySerializer(serializers.ModelSerializer):
+class QuerySerializer(ModelSerializer):
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
 
     class Meta:
@@ -93,7 +141,7 @@ class QuerySerializer(serializers.ModelSerializer):
         fields = ["id", "campaign", "qid", "text", "description", "is_stub"]
 
 
-class DocumentSerializer(serializers.ModelSerializer):
+class DocumentSerializer(ModelSerializer):
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
     # Not a URLField: most documents have no URL, and "" is not a valid "uri" in the schema.
     url = serializers.CharField(read_only=True, help_text="Link to the original document; empty when there is none.")
@@ -103,7 +151,7 @@ class DocumentSerializer(serializers.ModelSerializer):
         fields = ["id", "campaign", "docid", "title", "text", "url", "is_stub"]
 
 
-class SystemSerializer(serializers.ModelSerializer):
+class SystemSerializer(ModelSerializer):
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
 
     class Meta:
@@ -111,25 +159,25 @@ class SystemSerializer(serializers.ModelSerializer):
         fields = ["id", "campaign", "name", "source", "imported_at", "entries"]
 
 
-class PairSerializer(serializers.ModelSerializer):
+class PairSerializer(ModelSerializer):
     """A pool pair. The label and judgment figures summarize everyone's judgments, so they are sent only
     to leads; for an annotator the fields are absent (hence optional in the schema)."""
 
     # created_at too: it says when the run that pooled the pair was imported, i.e. which system found it.
     LEAD_ONLY = ("label", "adjudicated", "judgment_count", "created_at")
 
-    id = serializers.IntegerField(
+    id = AsciiIntegerField(
         source="public_id", read_only=True, help_text="The pair's public id (random; what `pair` means elsewhere)."
     )
     campaign = serializers.CharField(source="campaign.slug", read_only=True)
     qid = serializers.CharField(source="query.qid", read_only=True)
     docid = serializers.CharField(source="document.docid", read_only=True)
     # Declared writable-but-optional (the endpoint is read-only) so the schema marks them optional.
-    label = serializers.IntegerField(
+    label = AsciiIntegerField(
         required=False, allow_null=True, help_text="Leads only: the aggregated label the scorer uses (null: unjudged)."
     )
     adjudicated = serializers.BooleanField(required=False, help_text="Leads only: a lead decided the label.")
-    judgment_count = serializers.IntegerField(required=False, help_text="Leads only: judgments of this pair.")
+    judgment_count = AsciiIntegerField(required=False, help_text="Leads only: judgments of this pair.")
     created_at = serializers.DateTimeField(required=False, help_text="Leads only: when the pair was pooled.")
 
     class Meta:
@@ -146,21 +194,21 @@ class PairSerializer(serializers.ModelSerializer):
 
 
 class AdjudicationSerializer(serializers.Serializer):
-    grade = serializers.IntegerField(**GRADE_RANGE, help_text="The label this pair gets, on the campaign's scale.")
+    grade = AsciiIntegerField(**GRADE_RANGE, help_text="The label this pair gets, on the campaign's scale.")
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
 
 
 # --------------------------------------------------------------------------- judgments
 
 
-class JudgmentSerializer(serializers.ModelSerializer):
-    pair = serializers.IntegerField(source="pair.public_id", read_only=True, help_text="The pair's public id.")
+class JudgmentSerializer(ModelSerializer):
+    pair = AsciiIntegerField(source="pair.public_id", read_only=True, help_text="The pair's public id.")
     campaign = serializers.CharField(source="pair.campaign.slug", read_only=True)
     qid = serializers.CharField(source="pair.query.qid", read_only=True)
     docid = serializers.CharField(source="pair.document.docid", read_only=True)
     annotator = serializers.CharField(source="annotator.username", read_only=True)
-    grade = serializers.IntegerField(source="grade.value", read_only=True, allow_null=True)
-    tentative_grade = serializers.IntegerField(
+    grade = AsciiIntegerField(source="grade.value", read_only=True, allow_null=True)
+    tentative_grade = AsciiIntegerField(
         source="tentative_grade.value",
         read_only=True,
         allow_null=True,
@@ -190,7 +238,7 @@ class JudgmentSerializer(serializers.ModelSerializer):
 class JudgmentRecordSerializer(serializers.Serializer):
     """Record or change the caller's own judgment of one pair, named by id or by campaign, qid and docid."""
 
-    pair = serializers.IntegerField(
+    pair = AsciiIntegerField(
         required=False,
         min_value=1,
         max_value=2**53,
@@ -199,16 +247,16 @@ class JudgmentRecordSerializer(serializers.Serializer):
     campaign = serializers.SlugField(required=False, max_length=64)
     qid = serializers.CharField(required=False, max_length=QID_MAX_LENGTH)
     docid = serializers.CharField(required=False, max_length=DOCID_MAX_LENGTH)
-    grade = serializers.IntegerField(
+    grade = AsciiIntegerField(
         required=False,
         allow_null=True,
         **GRADE_RANGE,
         help_text="A grade on the campaign's scale; with unsure it is taken as the tentative grade.",
     )
     unsure = serializers.BooleanField(required=False, default=False)
-    tentative_grade = serializers.IntegerField(required=False, allow_null=True, **GRADE_RANGE)
+    tentative_grade = AsciiIntegerField(required=False, allow_null=True, **GRADE_RANGE)
     note = serializers.CharField(required=False, allow_blank=True, max_length=5000, default="")
-    seconds_spent = serializers.FloatField(required=False, min_value=0, max_value=86400, default=0.0)
+    seconds_spent = AsciiFloatField(required=False, min_value=0, max_value=86400, default=0.0)
 
     def validate(self, attrs: dict) -> dict:
         named = [k for k in ("campaign", "qid", "docid") if attrs.get(k)]
@@ -223,7 +271,7 @@ class JudgmentRecordSerializer(serializers.Serializer):
         return attrs
 
 
-class JudgmentRevisionSerializer(serializers.ModelSerializer):
+class JudgmentRevisionSerializer(ModelSerializer):
     changed_by = serializers.CharField(
         source="changed_by.username",
         read_only=True,
@@ -254,7 +302,7 @@ class JudgmentRevisionSerializer(serializers.ModelSerializer):
 # --------------------------------------------------------------------------- members
 
 
-class MemberSerializer(serializers.ModelSerializer):
+class MemberSerializer(ModelSerializer):
     username = serializers.CharField(source="user.username", max_length=150)
     added = serializers.DateTimeField(source="created_at", read_only=True)
     password_set = serializers.SerializerMethodField(
@@ -347,16 +395,16 @@ class OnlineUploadSerializer(UploadSerializer):
 class ImportSummarySerializer(serializers.Serializer):
     kind = serializers.CharField(help_text="What the file held: queries, documents, rankings or judgments.")
     filename = serializers.CharField()
-    added = serializers.IntegerField()
-    updated = serializers.IntegerField()
-    unchanged = serializers.IntegerField()
-    stub_queries = serializers.IntegerField(help_text="Queries created as stubs (their topics were not imported).")
-    stub_documents = serializers.IntegerField(help_text="Documents created as stubs.")
-    pairs_added = serializers.IntegerField(help_text="Pairs added to the judging pool.")
+    added = AsciiIntegerField()
+    updated = AsciiIntegerField()
+    unchanged = AsciiIntegerField()
+    stub_queries = AsciiIntegerField(help_text="Queries created as stubs (their topics were not imported).")
+    stub_documents = AsciiIntegerField(help_text="Documents created as stubs.")
+    pairs_added = AsciiIntegerField(help_text="Pairs added to the judging pool.")
     systems = serializers.ListField(child=serializers.CharField(), help_text="Systems a run import touched.")
     source = serializers.CharField(allow_blank=True, help_text="Qrels: whose judgments the labels became.")
     source_created = serializers.BooleanField(help_text="Qrels: a source account was created for them.")
-    kept = serializers.IntegerField(
+    kept = AsciiIntegerField(
         help_text="Qrels: labels not applied because the source had judged the pair in the app themselves."
     )
 
@@ -364,7 +412,7 @@ class ImportSummarySerializer(serializers.Serializer):
 class UploadErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What is wrong.")
     file = serializers.CharField(help_text="Name of the uploaded file.")
-    line = serializers.IntegerField(allow_null=True, help_text="1-based line number, when known.")
+    line = AsciiIntegerField(allow_null=True, help_text="1-based line number, when known.")
     field = serializers.CharField(allow_null=True, help_text="Column or JSON key, when known.")
 
 
@@ -376,152 +424,90 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     role = serializers.ChoiceField(
         choices=Membership.Role.choices, allow_null=True, help_text="Null for a past judge who is no longer a member."
     )
-    judgments = serializers.IntegerField()
-    unsure = serializers.IntegerField()
-    notes = serializers.IntegerField()
+    judgments = AsciiIntegerField()
+    unsure = AsciiIntegerField()
+    notes = AsciiIntegerField()
     last = serializers.DateTimeField(allow_null=True, help_text="When they last judged.")
-    mean_seconds = serializers.FloatField(allow_null=True, help_text="Mean time per judgment.")
+    mean_seconds = AsciiFloatField(allow_null=True, help_text="Mean time per judgment.")
 
 
 class ProgressSerializer(serializers.Serializer):
     campaign = serializers.CharField()
-    queries = serializers.IntegerField()
-    pooled = serializers.IntegerField(help_text="Pairs in the judging pool.")
-    touched = serializers.IntegerField(help_text="Pooled pairs with at least one judgment.")
-    complete = serializers.IntegerField(help_text="Pooled pairs with as many judgments as the redundancy asks.")
-    labelled = serializers.IntegerField(help_text="Pooled pairs with a label.")
-    judgments = serializers.IntegerField()
-    needed = serializers.IntegerField(help_text="Judgments the pool needs: pooled pairs x redundancy.")
-    percent = serializers.FloatField(help_text="complete / pooled, in percent.")
-    unsure_open = serializers.IntegerField(help_text="Pairs somebody was unsure about that have no label yet.")
+    queries = AsciiIntegerField()
+    pooled = AsciiIntegerField(help_text="Pairs in the judging pool.")
+    touched = AsciiIntegerField(help_text="Pooled pairs with at least one judgment.")
+    complete = AsciiIntegerField(help_text="Pooled pairs with as many judgments as the redundancy asks.")
+    labelled = AsciiIntegerField(help_text="Pooled pairs with a label.")
+    judgments = AsciiIntegerField()
+    needed = AsciiIntegerField(help_text="Judgments the pool needs: pooled pairs x redundancy.")
+    percent = AsciiFloatField(help_text="complete / pooled, in percent.")
+    unsure_open = AsciiIntegerField(help_text="Pairs somebody was unsure about that have no label yet.")
     annotators = AnnotatorProgressSerializer(
         many=True, help_text="Per annotator; an annotator sees only their own row."
     )
 
 
-class ScoringQuerySerializer(serializers.Serializer):
-    """The scoring parameters every leaderboard endpoint reads (scoring.Params.from_settings takes them)."""
+def query_serializer(name: str, names: tuple[str, ...], doc: str, **help_texts: str | None):
+    """A serializer that documents query parameters ``names`` in the schema, from their declarations in
+    judging.params (LeaderboardQuery.parse reads them); ``help_texts`` replaces a parameter's help text."""
 
-    k = serializers.IntegerField(required=False, default=10, min_value=1, max_value=1000, help_text="Cutoff.")
-    gain = serializers.ChoiceField(
-        choices=metrics.GAINS,
-        required=False,
-        default="linear",
-        help_text="nDCG gain: the label (linear) or 2^label - 1 (exponential).",
-    )
-    threshold = serializers.IntegerField(
-        required=False,
-        default=1,
-        min_value=0,
-        max_value=100,
-        help_text="Lowest label that counts as relevant for binary measures.",
-    )
-    judged_only = serializers.BooleanField(
-        required=False, default=False, help_text="Condensed scoring: drop unjudged documents (trec_eval -J)."
-    )
-    policy = serializers.ChoiceField(
-        choices=POLICIES,
-        required=False,
-        allow_null=True,
-        default=None,
-        help_text="Score under another aggregation policy (default: the campaign's, i.e. its exported qrels).",
-    )
+    def field(p: Param) -> serializers.Field:
+        options = {"required": False, "default": p.default, "help_text": help_texts.get(p.name, p.help_text)}
+        if p.default is None:
+            options["allow_null"] = True
+        if p.kind == "int":
+            return AsciiIntegerField(min_value=p.low, max_value=p.high, **options)
+        if p.kind == "choice":
+            return serializers.ChoiceField(choices=list(p.choices), **options)
+        if p.kind == "bool":
+            return serializers.BooleanField(**options)
+        return serializers.CharField(max_length=p.max_length, **options)
+
+    return type(name, (serializers.Serializer,), {"__doc__": doc, **{n: field(PARAMS[n]) for n in names}})
 
 
-class LabelledScoringQuerySerializer(ScoringQuerySerializer):
-    """The scoring parameters and the label source (humans or a model judge)."""
-
-    labels = serializers.CharField(
-        required=False,
-        default="humans",
-        max_length=200,
-        help_text="Label source: humans (default), model:NAME (a model judge's labels alone) or hybrid:NAME "
-        "(the human label where one exists, the model judge's elsewhere).",
-    )
-
-
-class LeaderboardQuerySerializer(LabelledScoringQuerySerializer):
-    per_query = serializers.BooleanField(
-        required=False,
-        default=True,
-        help_text="Include per-query values (false: means only). Leads only: annotators get the means.",
-    )
-    segment = serializers.CharField(
-        required=False,
-        allow_null=True,
-        default=None,
-        max_length=100,
-        help_text="Only the queries carrying this tag count in the means (e.g. tail).",
-    )
-    measure = serializers.CharField(
-        required=False,
-        default="nDCG",
-        max_length=40,
-        help_text="The measure the systems are ranked by for `settled` (nDCG, P, R, F1, Hit, MRR, MAP, bpref).",
-    )
-    bounds = serializers.BooleanField(
-        required=False,
-        default=True,
-        help_text="Add each system's score bounds over its unjudged documents and the settled verdicts.",
-    )
-    attribute = serializers.CharField(
-        required=False,
-        allow_null=True,
-        default=None,
-        max_length=64,
-        help_text="A document attribute (e.g. brand): adds ILD@k and Coverage@k over its values.",
-    )
-    micro = serializers.BooleanField(
-        required=False, default=False, help_text="Add micro-averaged P@k and R@k beside the macro means."
-    )
-
-
-class SignificanceQuerySerializer(LabelledScoringQuerySerializer):
-    measure = serializers.CharField(
-        required=False, default="nDCG", max_length=40, help_text="The measure compared (nDCG, P, R, MAP, ...)."
-    )
-    test = serializers.ChoiceField(
-        choices=["randomization", "ttest", "tukey"],
-        required=False,
-        default="randomization",
-        help_text="randomization (Holm-corrected), ttest (Holm-corrected) or tukey (randomized Tukey HSD).",
-    )
-
-
-class TrustQuerySerializer(ScoringQuerySerializer):
-    """Parameters of the leaderboard's curves, segments and pool-bias endpoints."""
-
-    segment = serializers.CharField(required=False, allow_null=True, default=None, max_length=100)
-    measure = serializers.CharField(required=False, default="nDCG", max_length=40, help_text="Measure.")
-    k_max = serializers.IntegerField(
-        required=False, allow_null=True, default=None, min_value=1, max_value=1000, help_text="Curves: largest k."
-    )
+LeaderboardQuerySerializer = query_serializer(
+    "LeaderboardQuerySerializer", params.LEADERBOARD, "The leaderboard's parameters."
+)
+SignificanceQuerySerializer = query_serializer(
+    "SignificanceQuerySerializer",
+    params.SIGNIFICANCE,
+    "The significance matrix's parameters.",
+    measure="The measure compared (nDCG, P, R, MAP, ...).",
+)
+TrustQuerySerializer = query_serializer(
+    "TrustQuerySerializer",
+    params.TRUST,
+    "Parameters of the leaderboard's curves, segments and pool-bias endpoints.",
+    segment=None,
+    measure="Measure.",
+)
 
 
 class LeaderboardSystemSerializer(serializers.Serializer):
     name = serializers.CharField()
     measures = serializers.DictField(
-        child=serializers.FloatField(), help_text='Mean of each measure, e.g. {"P@10": 0.41, "nDCG@10": 0.45}.'
+        child=AsciiFloatField(), help_text='Mean of each measure, e.g. {"P@10": 0.41, "nDCG@10": 0.45}.'
     )
     per_query = serializers.DictField(
-        child=serializers.DictField(child=serializers.FloatField()),
+        child=serializers.DictField(child=AsciiFloatField()),
         required=False,
         help_text="qid -> measure -> value (absent with per_query=false).",
     )
     bounds = serializers.DictField(
-        child=serializers.ListField(child=serializers.FloatField(), min_length=2, max_length=2),
+        child=serializers.ListField(child=AsciiFloatField(), min_length=2, max_length=2),
         required=False,
         help_text="measure -> [low, high]: the mean with every unjudged document non-relevant, and with every "
         "unjudged document within the measure's cutoff at the top grade.",
     )
-    micro = serializers.DictField(child=serializers.FloatField(), required=False, help_text="Micro P@k and R@k.")
+    micro = serializers.DictField(child=AsciiFloatField(), required=False, help_text="Micro P@k and R@k.")
 
 
 class SettledSerializer(serializers.Serializer):
     systems = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
     settled = serializers.BooleanField(help_text="No grading of the unjudged documents can swap these two.")
-    open_pairs = serializers.IntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
-    open_queries = serializers.IntegerField(help_text="Queries holding those pairs (0 when settled).")
+    open_pairs = AsciiIntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
+    open_queries = AsciiIntegerField(help_text="Queries holding those pairs (0 when settled).")
     top_queries = serializers.ListField(
         child=serializers.DictField(),
         help_text='The (up to 5) queries holding most of those pairs: [{"qid", "pairs"}], most first.',
@@ -532,24 +518,24 @@ class LeaderboardSerializer(serializers.Serializer):
     """The same shape as `manage.py scores --json` (SPEC §4)."""
 
     campaign = serializers.CharField()
-    k = serializers.IntegerField()
+    k = AsciiIntegerField()
     gain = serializers.ChoiceField(choices=metrics.GAINS)
-    threshold = serializers.IntegerField()
+    threshold = AsciiIntegerField()
     judged_only = serializers.BooleanField()
     policy = serializers.ChoiceField(choices=POLICIES, help_text="The aggregation policy the labels were made with.")
     labels = serializers.CharField(help_text="The label source: humans, model:NAME or hybrid:NAME.")
-    queries = serializers.IntegerField(help_text="Queries in the mean: those with at least one label.")
+    queries = AsciiIntegerField(help_text="Queries in the mean: those with at least one label.")
     systems = LeaderboardSystemSerializer(many=True)
     settled = SettledSerializer(many=True, required=False, help_text="Adjacent systems in the ranking.")
-    pairs_left = serializers.IntegerField(required=False, help_text="Unjudged pairs that can still change it.")
+    pairs_left = AsciiIntegerField(required=False, help_text="Unjudged pairs that can still change it.")
 
 
 class OnlineAgreementSerializer(serializers.Serializer):
     measure = serializers.CharField(help_text="Offline measure, e.g. nDCG@10.")
     metric = serializers.CharField(help_text="Online metric, e.g. ctr.")
-    kendall_tau = serializers.FloatField(allow_null=True, help_text="Across systems; null when undefined.")
-    pearson_r = serializers.FloatField(allow_null=True)
-    n_systems = serializers.IntegerField()
+    kendall_tau = AsciiFloatField(allow_null=True, help_text="Across systems; null when undefined.")
+    pearson_r = AsciiFloatField(allow_null=True)
+    n_systems = AsciiIntegerField()
     discordant_pairs = serializers.ListField(
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Pairs of systems the measure and the metric order differently.",
@@ -560,9 +546,9 @@ class OnlineSerializer(serializers.Serializer):
     """Offline vs online."""
 
     campaign = serializers.CharField()
-    k = serializers.IntegerField()
+    k = AsciiIntegerField()
     gain = serializers.CharField()
-    threshold = serializers.IntegerField()
+    threshold = AsciiIntegerField()
     labels = serializers.CharField()
     measures = serializers.ListField(child=serializers.CharField())
     metrics = serializers.ListField(child=serializers.CharField())
@@ -580,12 +566,12 @@ class CalibrationSerializer(serializers.Serializer):
     campaign = serializers.CharField()
     judge = serializers.CharField()
     description = serializers.CharField()
-    categories = serializers.ListField(child=serializers.IntegerField())
-    judged = serializers.IntegerField()
-    unsure = serializers.IntegerField()
-    compared = serializers.IntegerField(help_text="Pairs the model graded confidently that have a human label.")
+    categories = serializers.ListField(child=AsciiIntegerField())
+    judged = AsciiIntegerField()
+    unsure = AsciiIntegerField()
+    compared = AsciiIntegerField(help_text="Pairs the model graded confidently that have a human label.")
     agreement = serializers.DictField()
-    confusion = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
+    confusion = serializers.ListField(child=serializers.ListField(child=AsciiIntegerField()))
     leniency = serializers.DictField()
     per_query = serializers.ListField(child=serializers.DictField())
     ranking = serializers.DictField()

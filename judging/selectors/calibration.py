@@ -58,9 +58,12 @@ def label_source_choices(*, campaign: Campaign) -> list[tuple[str, str]]:
     return choices
 
 
-def model_judge_profile(*, name: str) -> AnnotatorProfile:
+def model_judge_profile(*, name: str, campaign: Campaign) -> AnnotatorProfile:
+    """The campaign's model judge ``name``; UnknownJudge for a judge of other campaigns as for a name nobody has."""
     profile = (
-        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__username=name)
+        AnnotatorProfile.objects.filter(
+            kind=AnnotatorProfile.Kind.MODEL, user__username=name, user__memberships__campaign=campaign
+        )
         .select_related("user")
         .first()
     )
@@ -81,7 +84,7 @@ def judge_calibration(
     system ranking under the model's labels against the humans' (Kendall's tau per measure, and the pairs
     of systems that swap on the main measure, nDCG@k).
     """
-    profile = model_judge_profile(name=name)
+    profile = model_judge_profile(name=name, campaign=campaign)
     params = params or Params()
     categories = list(campaign.grades.order_by("value").values_list("value", flat=True))
     grade_names = dict(campaign.grades.values_list("value", "name"))

@@ -214,9 +214,11 @@ def _pair_in(pairs: QuerySet[Pair]) -> Q:
 
 def judgments_visible(*, user: User) -> QuerySet[Judgment]:
     """Judgments a user may read: everything in the campaigns they lead, their own in the others."""
+    from judging.access import leads_everywhere  # judging.access reads through the selectors
+
     if not user.is_authenticated:
         return Judgment.objects.none()
-    if user.is_superuser:
+    if leads_everywhere(user):
         return Judgment.objects.all()
     roles = membership_roles(user=user)
     led = [cid for cid, role in roles.items() if role == Membership.Role.LEAD]

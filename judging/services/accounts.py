@@ -31,6 +31,7 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from rest_framework.authtoken.models import Token
 
 from judging.access import lead_required
 from judging.models import AnnotatorProfile, Campaign, Membership, User
@@ -311,3 +312,29 @@ def members_add(
         )
         for p in people
     ]
+
+
+# --------------------------------------------------------------------------- API tokens
+
+
+def api_token_get(*, user: User) -> Token:
+    """The user's API token, created on first use (the token endpoint's login)."""
+    token, _created = Token.objects.get_or_create(user=user)
+    return token
+
+
+@transaction.atomic
+def api_token_rotate(*, user: User) -> Token:
+    """A new API token for the user: the old one, if any, stops working at once (scripts get 401)."""
+    Token.objects.filter(user=user).delete()
+    token = Token.objects.create(user=user)
+    logger.info("API token of %s rotated", user.get_username())
+    return token
+
+
+def api_token_revoke(*, user: User) -> bool:
+    """Delete the user's API token (a logout of every script, or a password change); True if there was one."""
+    deleted, _per_model = Token.objects.filter(user=user).delete()
+    if deleted:
+        logger.info("API token of %s revoked", user.get_username())
+    return bool(deleted)

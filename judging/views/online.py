@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_view
 from judging.charts.online import scatter_svg
+from judging.forms import AsciiIntegerField
 from judging.jobs import model_endpoint_configured, model_judge_job_start
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judges
 from judging.selectors.online import FEW_SYSTEMS, best_sentence, offline_vs_online, online_figures, per_query_for_page
@@ -74,7 +75,7 @@ class JudgeRunForm(forms.Form):
         error_messages={"invalid": gettext_lazy("Use 1-150 letters, digits and @.+-_ characters.")},
     )
     pairs = forms.ChoiceField(label=gettext_lazy("Pairs"), choices=PAIRS, initial="unjudged")
-    sample = forms.IntegerField(label=gettext_lazy("Sample size"), min_value=1, max_value=1_000_000, required=False)
+    sample = AsciiIntegerField(label=gettext_lazy("Sample size"), min_value=1, max_value=1_000_000, required=False)
 
     def clean(self):
         data = super().clean()

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import charts
 from judging.access import Member, campaign_pair, campaign_view
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
+from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, policy_job_start
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair
 from judging.scoring import LEADERBOARD_MEASURES, measure_names
@@ -110,7 +111,7 @@ class ReviewFilter(forms.Form):
 
 
 class DecisionForm(forms.Form):
-    grade = forms.IntegerField()
+    grade = AsciiIntegerField()
     note = forms.CharField(required=False, max_length=5000)
 
 

@@ -13,7 +13,7 @@ from django.test import Client, RequestFactory, override_settings
 from rest_framework.test import APIClient
 from rest_framework.throttling import AnonRateThrottle
 
-from judging.api.account import client_address
+from judging.auth_backends import client_address
 
 LOGIN = "/accounts/login/"
 TOKEN = "/api/auth/token/"

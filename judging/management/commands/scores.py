@@ -5,7 +5,9 @@ import json as jsonlib
 from django.core.management.base import CommandError
 
 import metrics
+from judging import params
 from judging.management.commands._base import CampaignCommand
+from judging.params import LeaderboardQuery, ParamErrors
 from judging.scoring import leaderboard_data
 
 
@@ -18,63 +20,37 @@ class Command(CampaignCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("slug")
-        parser.add_argument("--k", type=int, default=10, help="cutoff for the @k measures (default 10)")
-        parser.add_argument("--gain", choices=metrics.GAINS, default="linear", help="nDCG gain")
-        parser.add_argument("--threshold", type=int, default=1, help="lowest label that counts as relevant")
+        # Values are read by judging.params.LeaderboardQuery, as the page and the API read them.
+        parser.add_argument("--k", help="cutoff for the @k measures (default 10)")
+        parser.add_argument("--gain", help=f"nDCG gain: {' or '.join(metrics.GAINS)} (default linear)")
+        parser.add_argument("--threshold", help="lowest label that counts as relevant (default 1)")
         parser.add_argument("--judged-only", action="store_true", help="condensed scoring (trec_eval -J)")
-        parser.add_argument("--policy", default=None, help="aggregation policy (default: the campaign's)")
+        parser.add_argument("--policy", help="aggregation policy (default: the campaign's)")
         parser.add_argument(
             "--labels",
-            default="humans",
             help="label source: humans (default), model:NAME (a model judge's labels) or hybrid:NAME "
             "(the human label where one exists, the model's elsewhere)",
         )
-        parser.add_argument("--segment", default=None, help="only the queries carrying this tag (e.g. tail)")
+        parser.add_argument("--segment", help="only the queries carrying this tag (e.g. tail)")
         parser.add_argument(
             "--measure",
-            default="nDCG",
             help="rank the systems by this measure (nDCG, P, R, F1, Hit, MRR, MAP, bpref) and say, for each "
             "adjacent pair, whether its order is settled (default nDCG)",
         )
-        parser.add_argument(
-            "--attribute", default=None, help="a document attribute (e.g. brand): add ILD@k and Coverage@k"
-        )
+        parser.add_argument("--attribute", help="a document attribute (e.g. brand): add ILD@k and Coverage@k")
         parser.add_argument("--micro", action="store_true", help="add micro-averaged P@k and R@k")
         parser.add_argument("--json", action="store_true", help="print the API's JSON shape")
 
-    def handle(
-        self,
-        *args,
-        slug,
-        k,
-        gain,
-        threshold,
-        judged_only,
-        policy,
-        labels,
-        segment,
-        measure,
-        attribute,
-        micro,
-        json: bool,
-        **options,
-    ):
+    def handle(self, *args, slug, json: bool, **options):
         campaign = self.campaign(slug)
+        names = [n for n in params.LEADERBOARD if n not in ("per_query", "bounds")]
         try:
-            data = leaderboard_data(
-                campaign=campaign,
-                k=k,
-                gain=gain,
-                threshold=threshold,
-                judged_only=judged_only,
-                policy=policy,
-                labels=labels,
-                per_query=json,
-                segment=segment,
-                measure=measure,
-                attribute=attribute,
-                micro=micro,
-            )
+            query = LeaderboardQuery.parse(options, campaign=campaign, names=names)
+        except ParamErrors as exc:
+            problems = "; ".join(f"--{name.replace('_', '-')}: {' '.join(m)}" for name, m in exc.errors.items())
+            raise CommandError(problems) from None
+        try:
+            data = leaderboard_data(campaign=campaign, **query.settings(*names), per_query=json)
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if json:
@@ -83,10 +59,10 @@ class Command(CampaignCommand):
         names = list(data["systems"][0]["measures"]) if data["systems"] else []
         width = max([len(s["name"]) for s in data["systems"]] + [6])
         self.stdout.write(
-            f"{campaign.slug}: {data['queries']} queries with labels, k={k}, gain={gain}, threshold={threshold}"
-            f"{', judged only' if judged_only else ''}, policy={data['policy']}"
-            f"{'' if labels == 'humans' else ', labels=' + labels}"
-            f"{'' if segment is None else ', segment=' + segment}"
+            f"{campaign.slug}: {data['queries']} queries with labels, k={query.k}, gain={query.gain}, "
+            f"threshold={query.threshold}{', judged only' if query.judged_only else ''}, policy={data['policy']}"
+            f"{'' if query.labels == 'humans' else ', labels=' + query.labels}"
+            f"{'' if query.segment is None else ', segment=' + query.segment}"
         )
         widths = [max(11, len(n) + 2) for n in names]
         self.stdout.write("system".ljust(width) + "".join(n.rjust(w) for n, w in zip(names, widths, strict=True)))

@@ -1,60 +1,26 @@
-"""Accounts: the API token page, login lockouts, password changes that revoke the token, password reset."""
+"""Logins: the client address, django-axes' lockouts (its backend, handler and 429 answer), and the
+password-change hook that revokes the API token. settings.py names these (AUTHENTICATION_BACKENDS, AXES_*,
+AUTH_PASSWORD_VALIDATORS)."""
 
 from __future__ import annotations
 
 import math
 from datetime import timedelta
-from functools import wraps
 
 from axes.backends import AxesStandaloneBackend
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username
 from axes.models import AccessAttempt
 from django.conf import settings
-from django.contrib import messages
-from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.db.models import Max, Q, Sum
-from django.http import Http404, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods
-from rest_framework.authtoken.models import Token
 
-
-@never_cache  # the page shows the token itself: no browser or proxy may keep a copy
-@login_required
-@require_http_methods(["GET", "POST"])
-def token_page(request):
-    if request.method == "POST":
-        action = request.POST.get("action")
-        if action == "create":
-            # A new key each time: "create" on a page that already shows a token means "rotate it".
-            Token.objects.filter(user=request.user).delete()
-            Token.objects.create(user=request.user)
-            messages.success(request, _("A new API token was created. Scripts using the old one get 401 now."))
-        elif action == "revoke":
-            deleted, _per_model = Token.objects.filter(user=request.user).delete()
-            if deleted:
-                messages.success(request, _("Your API token was revoked. Scripts using it get 401 now."))
-        else:
-            messages.error(request, _("Unknown action."))
-        return redirect("account-token")
-    token = Token.objects.filter(user=request.user).first()
-    return render(
-        request,
-        "account/token.html",
-        {
-            "token": token,
-            "api_root": request.build_absolute_uri(reverse("api:api-root")),
-        },
-    )
-
+from judging.services.accounts import api_token_revoke
 
 # --------------------------------------------------------------------------- client address
 
@@ -71,9 +37,6 @@ def client_address(request) -> str | None:
         if hops:
             return hops[-min(proxies, len(hops))]
     return request.META.get("REMOTE_ADDR")
-
-
-# --------------------------------------------------------------------------- login lockouts
 
 
 class LoginAttemptsBackend(AxesStandaloneBackend):
@@ -170,47 +133,7 @@ class RevokeTokenOnPasswordChange:
 
     def password_changed(self, password, user=None):
         if user is not None and user.pk is not None:
-            Token.objects.filter(user=user).delete()
+            api_token_revoke(user=user)
 
     def get_help_text(self):
         return _("Changing your password also revokes your API token: scripts need a new one.")
-
-
-# --------------------------------------------------------------------------- login and password reset
-
-
-class LoginView(auth_views.LoginView):
-    """Django's login page, offering the password reset link only where mail can be sent."""
-
-    def get_context_data(self, **kwargs):
-        return super().get_context_data(**kwargs) | {"password_reset_enabled": settings.PASSWORD_RESET_ENABLED}
-
-
-def needs_mail(view):
-    """A password reset route that does not exist (404) without an e-mail backend (``EMAIL_HOST``)."""
-
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not settings.PASSWORD_RESET_ENABLED:
-            raise Http404(_("Password reset is not available: this server cannot send e-mail."))
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
-class RateLimitedPasswordResetView(auth_views.PasswordResetView):
-    """Django's password reset, at most ``PASSWORD_RESET_RATE`` mails an hour per client address and per
-    e-mail address, so the form cannot be used to flood an inbox or the mail server."""
-
-    template_name = "registration/password_reset_form.html"
-
-    def form_valid(self, form):
-        email = form.cleaned_data["email"].strip().lower()
-        keys = [f"reljudge:pwreset:addr:{client_address(self.request)}", f"reljudge:pwreset:email:{email}"]
-        for key in keys:
-            cache.add(key, 0, timeout=3600)
-        counts = [cache.incr(key) for key in keys]
-        if max(counts) > settings.PASSWORD_RESET_RATE:
-            form.add_error(None, _("Too many password reset requests. Try again in an hour."))
-            return self.render_to_response(self.get_context_data(form=form), status=429)
-        return super().form_valid(form)

@@ -1,0 +1,158 @@
+"""What every API view shares: the ApiMixin, the exception handler, download and parameter helpers."""
+
+from __future__ import annotations
+
+import re
+
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import status
+from rest_framework.exceptions import APIException
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle
+from rest_framework.views import exception_handler
+
+from judging.api.permissions import access
+from judging.api.renderers import CSVRenderer, JSONLinesRenderer, PlainTextRenderer
+from judging.models import Campaign
+from judging.params import LeaderboardQuery, ParamErrors
+
+SLUG_PATH = r"[-a-zA-Z0-9_]+"
+ID_PATH = r"[0-9]+"
+# Actions on one object differ from the list defaults: their own query parameters (k, gain, format...)
+# must not reach the list filters while get_object() looks the object up, and there is no page to cut.
+ONE_OBJECT = {"filter_backends": [], "pagination_class": None}
+
+
+class DRFConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with work under way."
+    default_code = "conflict"
+
+
+def api_exception_handler(exc, context):
+    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field."""
+    if isinstance(exc, DjangoValidationError):
+        if hasattr(exc, "error_dict"):
+            detail = {
+                ("non_field_errors" if name == NON_FIELD_ERRORS else name): messages
+                for name, messages in exc.message_dict.items()
+            }
+        else:
+            detail = {"non_field_errors": exc.messages}
+        exc = DRFValidationError(detail)
+    return exception_handler(exc, context)
+
+
+def not_member(username: str, campaign: Campaign) -> str:
+    names = {"username": repr(username), "campaign": repr(campaign.slug)}
+    return _("%(username)s is not a member of %(campaign)s.") % names
+
+
+def download_name(*parts: str) -> str:
+    """A file name from parts: letters (Hangul too), digits, ".", "_" and "-" kept, anything else "_"."""
+    return re.sub(r"[^\w.-]+", "_", "-".join(parts)).strip("_") or "export"
+
+
+def attachment(filename: str) -> str:
+    """Content-Disposition for a download; a non-ASCII name ("demo-형태소-bm25.run") goes as RFC 6266 filename*."""
+    return content_disposition_header(True, filename)
+
+
+def base_url(request) -> str:
+    """Scheme and host the caller reached us at: links handed back must work for them."""
+    return request.build_absolute_uri("/").rstrip("/")
+
+
+# ``?bom=1`` on a CSV export: Excel reads a UTF-8 CSV without a byte order mark as the system's legacy code page
+# (Korean notes come out as mojibake); with the BOM it reads UTF-8. Off by default: scripts and other tools
+# expect plain UTF-8, and the BOM would stick to the first column's name for them.
+_BOM_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
+
+
+def bom_param(request) -> bool:
+    value = request.query_params.get("bom", "").strip().lower()
+    if value not in _BOM_VALUES:
+        message = _("Expected 1 (add a UTF-8 byte order mark for Excel) or 0, not %(value)s.") % {"value": repr(value)}
+        raise DRFValidationError({"bom": [message]})
+    return _BOM_VALUES[value]
+
+
+BOM_PARAMETER = OpenApiParameter(
+    "bom",
+    str,
+    enum=["0", "1"],
+    description="With `format=csv`: 1 starts the file with a UTF-8 byte order mark, so that Excel reads Korean "
+    "and other non-ASCII text right (default 0: plain UTF-8).",
+)
+
+
+def with_bom(chunks, bom: bool):
+    if bom:
+        yield "\ufeff"
+    yield from chunks
+
+
+def streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse((c.encode() for c in chunks), content_type=content_type)
+    response["Content-Disposition"] = attachment(filename)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def leaderboard_query(request, campaign: Campaign, names: tuple[str, ...], **options) -> LeaderboardQuery:
+    """The request's leaderboard parameters ``names`` (LeaderboardQuery.parse), or a 400 naming each bad one."""
+    try:
+        return LeaderboardQuery.parse(request.query_params, campaign=campaign, names=names, **options)
+    except ParamErrors as exc:
+        raise DRFValidationError(exc.errors) from None
+
+
+class ApiMixin:
+    """What every API view shares beyond settings.REST_FRAMEWORK (authentication, filters, pagination,
+    schema and exception handler come from there): the anonymous throttle, checked before permissions,
+    the caller's access in the serializer context, JSON errors for streamed formats, role lookups."""
+
+    # Not in settings: the schema and its docs (drf-spectacular's views) stay unthrottled and need no
+    # database, while every API endpoint counts anonymous requests.
+    throttle_classes = [AnonRateThrottle]
+
+    def check_permissions(self, request):
+        # Throttle first: DRF checks permissions before throttles, so a refused anonymous request
+        # (every one, on a protected endpoint) would otherwise never be counted.
+        self.check_throttles(request)
+        super().check_permissions(request)
+
+    def check_throttles(self, request):
+        if getattr(request, "_reljudge_throttle_checked", False):
+            return
+        request._reljudge_throttle_checked = True
+        super().check_throttles(request)
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["access"] = access(self.request)
+        return context
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # A streamed format was negotiated but the view answered with data (an error): send JSON.
+        renderer = getattr(request, "accepted_renderer", None)
+        if isinstance(response, Response) and isinstance(renderer, (CSVRenderer, JSONLinesRenderer, PlainTextRenderer)):
+            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().finalize_response(request, response, *args, **kwargs)
+
+    def campaign_param(self, *, lead: bool = False, what: str | None = None):
+        """The campaign named by ``?campaign=``, checked: 404 for non-members, 403 if ``lead`` is needed."""
+        slug = self.request.query_params.get("campaign")
+        if slug is None:
+            return None
+        campaign = access(self.request).campaign(slug)
+        if lead:
+            access(self.request).require_lead(campaign, what or _("see this"))
+        return campaign

@@ -1,0 +1,257 @@
+"""Leaderboard endpoints under /api/campaigns/SLUG/: scores, curves, segments, pool bias, significance, online."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.response import Response
+
+from judging import params
+from judging.api import serializers
+from judging.api.jobs import JobStartedSerializer, job_accepted
+from judging.api.permissions import access
+from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv
+from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
+from judging.jobs import significance_get
+from judging.models import Campaign
+from judging.params import LeaderboardQuery
+from judging.scoring import (
+    TESTS,
+    leaderboard,
+    leaderboard_data,
+    leaderboard_json,
+    measure_names,
+    trust,
+)
+from judging.selectors import grade_top
+from judging.selectors.online import offline_vs_online, online_figures, per_query_for_page
+from metrics import Measure
+
+
+class LeaderboardActions:
+    """CampaignViewSet's leaderboard actions."""
+
+    @extend_schema(
+        parameters=[serializers.LeaderboardQuerySerializer, BOM_PARAMETER],
+        responses=serializers.LeaderboardSerializer,
+        description=(
+            "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
+            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
+            "they get what the leaderboard page shows them, the means only (no `per_query`, 403 if asked for) "
+            "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        renderer_classes=[JSONRenderer, BrowsableAPIRenderer, LeaderboardCSVRenderer],
+        **ONE_OBJECT,
+    )
+    def leaderboard(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_leaderboard(campaign)
+        if access(request).is_lead(campaign.id):
+            query = leaderboard_query(request, campaign, params.LEADERBOARD)
+        else:
+            query = self._annotator_query(request, campaign)
+        as_csv = isinstance(request.accepted_renderer, LeaderboardCSVRenderer)
+        if as_csv:
+            query = query.but(per_query=False)
+            bom = bom_param(request)
+        settings = query.settings(*params.LEADERBOARD)
+        try:
+            if type(request.accepted_renderer) is JSONRenderer and query.per_query:
+                # Every per-query value of every system: written as JSON text directly (leaderboard_json).
+                text = leaderboard_json(campaign=campaign, **settings)
+                if text is not None:
+                    return HttpResponse(text, content_type="application/json")
+            data = leaderboard_data(campaign=campaign, **settings)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        if as_csv:
+            response = HttpResponse(
+                ("\ufeff" if bom else "") + leaderboard_csv(data), content_type="text/csv; charset=utf-8"
+            )
+            stem = download_name(campaign.slug, "leaderboard", f"k{data['k']}", data["gain"], f"t{data['threshold']}")
+            response["Content-Disposition"] = attachment(f"{stem}.csv")
+            response["Cache-Control"] = "no-store"
+            return response
+        return Response(data)
+
+    @staticmethod
+    def _annotator_query(request, campaign: Campaign) -> LeaderboardQuery:
+        """Hold an annotator to what the leaderboard page shows them: the parameters checked as the page checks
+        them, and the means only (the per-query drill-down is the leads': the page answers 403 there)."""
+        query = leaderboard_query(request, campaign, params.LEADERBOARD, top_grade=grade_top(campaign=campaign))
+        if "per_query" in request.query_params and query.per_query:
+            raise PermissionDenied(
+                _("Only a lead of campaign %(campaign)s can see per-query values; annotators get the means.")
+                % {"campaign": repr(campaign.slug)}
+            )
+        return query.but(per_query=False)
+
+    def _trust_board(self, request):
+        """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
+        campaign = self.get_object()
+        access(request).require_leaderboard(campaign)
+        query = leaderboard_query(request, campaign, params.TRUST)
+        try:
+            lb = leaderboard(campaign, query.params())
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return campaign, lb, query
+
+    @extend_schema(
+        parameters=[serializers.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Each system's mean `measure` (P, R, F1, Hit or nDCG) at every cutoff k = 1..k_max (default: the "
+            'pool depth, at most 100): `{"measure", "k": [...], "systems": [{"name", "values": [...]}]}`.'
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_OBJECT)
+    def leaderboard_curves(self, request, slug=None):
+        campaign, lb, query = self._trust_board(request)
+        measure = query.measure.partition("@")[0]
+        k_max = query.k_max or trust.curve_k_default(lb)
+        try:
+            values = trust.curves(lb, measure, k_max)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        systems = [{"name": n, "values": values[i].tolist()} for i, n in enumerate(lb.cube.system_names)]
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": measure,
+                "k": list(range(1, k_max + 1)),
+                "queries": lb.n_scored,
+                "systems": systems,
+            }
+        )
+
+    @extend_schema(
+        parameters=[serializers.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Each query tag's leaderboard: every system's mean `measure` over the segment's scored queries, its "
+            "95% bootstrap CI and the Holm-corrected randomization test against the segment's best system; "
+            f"`few_queries` marks segments of fewer than {10} scored queries."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_OBJECT)
+    def leaderboard_segments(self, request, slug=None):
+        campaign, lb, query = self._trust_board(request)
+        try:
+            measure = trust.resolve_measure(query.measure, lb.params.k)
+            segments = trust.segments(lb, measure)
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": measure,
+                "segments": [trust.segment_json(seg, lb.cube.system_names) for seg in segments],
+            }
+        )
+
+    @extend_schema(
+        parameters=[serializers.TrustQuerySerializer],
+        responses=OpenApiTypes.OBJECT,
+        description=(
+            "Leave one run out: each system's means when the pool pairs only it contributed count as unjudged "
+            "(same query set), the drop from its real means, and how many of its top-k documents (summed over "
+            "the queries) and pool pairs only it contributed."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_OBJECT)
+    def leaderboard_pool_bias(self, request, slug=None):
+        campaign, lb, _query = self._trust_board(request)
+        result = trust.pool_bias(lb)
+        return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
+
+    @extend_schema(
+        parameters=[serializers.SignificanceQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT, 202: JobStartedSerializer},
+        description=(
+            "Every pair of systems compared on one measure with the chosen test: `diff[i][j]` (mean of row "
+            "minus column) and the adjusted `p[i][j]` (null on the diagonal), systems in `systems` order. "
+            "Above RELJUDGE_STATS_JOB_CELLS (systems x queries x permutations) the test runs as a background "
+            "job: 202 with its URL in Location; ask again once it is done (its result holds the matrix too). "
+            "A matrix is only ever returned for the current labels (`state`)."
+        ),
+    )
+    @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_OBJECT)
+    def leaderboard_significance(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_leaderboard(campaign)
+        query = leaderboard_query(request, campaign, params.SIGNIFICANCE)
+        # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
+        tested = [n for n in measure_names(query.k) if Measure.parse(n).base != "Judged"]
+        try:
+            measure = trust.resolve_measure(query.measure, query.k)
+        except ValueError as exc:
+            raise DRFValidationError({"measure": [str(exc)]}) from None
+        if measure not in tested:
+            raise DRFValidationError(
+                {
+                    "measure": [
+                        _("unknown measure %(measure)r; expected one of %(choices)s")
+                        % {"measure": query.measure[:40], "choices": ", ".join(Measure.parse(n).base for n in tested)}
+                    ]
+                }
+            )
+        try:
+            lb = leaderboard(campaign, query.params())
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        pairwise, job = significance_get(lb=lb, measure=measure, test=query.test, user=request.user)
+        if pairwise is None:
+            return job_accepted(request, job)
+        return Response(
+            {
+                "campaign": campaign.slug,
+                "measure": pairwise.measure,
+                "test": pairwise.test,
+                "test_label": TESTS[pairwise.test],
+                "state": pairwise.state,
+                "queries": pairwise.n_queries,
+                "alpha": pairwise.alpha,
+                "systems": list(lb.cube.system_names),
+                "diff": [[round(float(x), 10) for x in row] for row in pairwise.diff],
+                "p": [[None if x != x else float(x) for x in row] for row in pairwise.p],
+                "computed_at": pairwise.computed_at,
+            }
+        )
+
+    @extend_schema(
+        parameters=[serializers.LeaderboardQuerySerializer],
+        responses=serializers.OnlineSerializer,
+        description=(
+            "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
+            "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
+            "systems the two order differently; the same per query where per-query figures exist. Leads, or "
+            "annotators when the campaign shows them the leaderboard (they get the page's per-query rows: each "
+            "metric's best measure only)."
+        ),
+    )
+    @action(detail=True, methods=["get"], **ONE_OBJECT)
+    def online(self, request, slug=None):
+        campaign = self.get_object()
+        access(request).require_leaderboard(campaign)
+        query = leaderboard_query(request, campaign, params.LEADERBOARD)
+        try:
+            data = offline_vs_online(campaign=campaign, params=query.params())
+        except ValueError as exc:
+            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        data.pop("_points")
+        if not access(request).is_lead(campaign.id):
+            # the page's per-query table (each metric's best measure), not every measure's
+            data["per_query"] = per_query_for_page(data)
+        data["figures"] = online_figures(campaign=campaign)
+        return Response(data)
