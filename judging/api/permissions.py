@@ -13,6 +13,7 @@ from judging.models import Campaign, Membership, Pair, User
 from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
+_LEAD_ONLY = gettext_lazy("Only a lead of campaign %(campaign)s can %(what)s.")
 
 
 class Access:
@@ -55,15 +56,7 @@ class Access:
     def require_lead(self, campaign: Campaign, what: str | None = None) -> None:
         """``what`` completes "only a lead of campaign X can ..." (translated by the caller)."""
         if not self.is_lead(campaign.id):
-            raise PermissionDenied(
-                _("Only a lead of campaign %(campaign)s can %(what)s.")
-                % {"campaign": repr(campaign.slug), "what": what or _("do this")}
-            )
-
-    def require_leaderboard(self, campaign: Campaign) -> None:
-        """403 unless the caller may see the campaign's leaderboard (judging.access.may_see_leaderboard)."""
-        if not may_see_leaderboard(campaign=campaign, role=self.role(campaign.id)):
-            self.require_lead(campaign, _("see its leaderboard"))
+            raise PermissionDenied(_LEAD_ONLY % {"campaign": repr(campaign.slug), "what": what or _("do this")})
 
     def may_see_pair(self, pair: Pair) -> bool:
         return may_see_pair(role=self.role(pair.campaign_id), pooled=pair.pooled)
@@ -100,6 +93,17 @@ class CanCreateCampaign(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return view.action != "create" or access(request).can_create_campaigns()
+
+
+class CanSeeLeaderboard(BasePermission):
+    """Object permission on a campaign for its leaderboard's endpoints: judging.access.may_see_leaderboard
+    (leads; annotators only while the leads show it to them)."""
+
+    def has_object_permission(self, request, view, obj: Campaign) -> bool:
+        if may_see_leaderboard(campaign=obj, role=access(request).role(obj.id)):
+            return True
+        self.message = _LEAD_ONLY % {"campaign": repr(obj.slug), "what": _("see its leaderboard")}
+        return False
 
 
 class IsCampaignLead(BasePermission):

@@ -9,13 +9,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from judging import params
 from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
-from judging.api.permissions import access
+from judging.api.permissions import CanSeeLeaderboard, access
 from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv
 from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
 from judging.jobs import significance_get
@@ -32,6 +33,9 @@ from judging.scoring import (
 from judging.selectors import grade_top
 from judging.selectors.online import offline_vs_online, online_figures, per_query_for_page
 from metrics import Measure
+
+# One campaign's leaderboard: leads see it, annotators while the leads show it to them (get_object() checks).
+ONE_BOARD = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
 
 
 class LeaderboardActions:
@@ -51,11 +55,10 @@ class LeaderboardActions:
         detail=True,
         methods=["get"],
         renderer_classes=[JSONRenderer, BrowsableAPIRenderer, LeaderboardCSVRenderer],
-        **ONE_OBJECT,
+        **ONE_BOARD,
     )
     def leaderboard(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_leaderboard(campaign)
         if access(request).is_lead(campaign.id):
             query = leaderboard_query(request, campaign, params.LEADERBOARD)
         else:
@@ -99,7 +102,6 @@ class LeaderboardActions:
     def _trust_board(self, request):
         """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
         campaign = self.get_object()
-        access(request).require_leaderboard(campaign)
         query = leaderboard_query(request, campaign, params.TRUST)
         try:
             lb = leaderboard(campaign, query.params())
@@ -115,7 +117,7 @@ class LeaderboardActions:
             'pool depth, at most 100): `{"measure", "k": [...], "systems": [{"name", "values": [...]}]}`.'
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_OBJECT)
+    @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_BOARD)
     def leaderboard_curves(self, request, slug=None):
         campaign, lb, query = self._trust_board(request)
         measure = query.measure.partition("@")[0]
@@ -144,7 +146,7 @@ class LeaderboardActions:
             f"`few_queries` marks segments of fewer than {10} scored queries."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_OBJECT)
+    @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_BOARD)
     def leaderboard_segments(self, request, slug=None):
         campaign, lb, query = self._trust_board(request)
         try:
@@ -169,7 +171,7 @@ class LeaderboardActions:
             "the queries) and pool pairs only it contributed."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_OBJECT)
+    @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_BOARD)
     def leaderboard_pool_bias(self, request, slug=None):
         campaign, lb, _query = self._trust_board(request)
         result = trust.pool_bias(lb)
@@ -186,10 +188,9 @@ class LeaderboardActions:
             "A matrix is only ever returned for the current labels (`state`)."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_OBJECT)
+    @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_BOARD)
     def leaderboard_significance(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_leaderboard(campaign)
         query = leaderboard_query(request, campaign, params.SIGNIFICANCE)
         # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
         tested = [n for n in measure_names(query.k) if Measure.parse(n).base != "Judged"]
@@ -240,10 +241,9 @@ class LeaderboardActions:
             "metric's best measure only)."
         ),
     )
-    @action(detail=True, methods=["get"], **ONE_OBJECT)
+    @action(detail=True, methods=["get"], **ONE_BOARD)
     def online(self, request, slug=None):
         campaign = self.get_object()
-        access(request).require_leaderboard(campaign)
         query = leaderboard_query(request, campaign, params.LEADERBOARD)
         try:
             data = offline_vs_online(campaign=campaign, params=query.params())
