@@ -36,7 +36,7 @@ from judging.api.filters import (
     QueryFilter,
     SystemFilter,
 )
-from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted, upload_as_job
+from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted, job_limit_response, upload_as_job
 from judging.api.pagination import JudgmentCursorPagination
 from judging.api.permissions import CanCreateCampaign, IsCampaignLead, access
 from judging.api.renderers import (
@@ -53,6 +53,7 @@ from judging.api.renderers import (
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import (
     JobError,
+    JobLimit,
     job_needed,
     model_endpoint_configured,
     model_judge_job_start,
@@ -121,7 +122,10 @@ class DRFConflict(APIException):
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field."""
+    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field, and a job
+    refused for the queued-jobs limits as a 429."""
+    if isinstance(exc, JobLimit):
+        return job_limit_response(exc)
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             detail = {
@@ -911,6 +915,8 @@ class CampaignViewSet(
             )
         except DjangoValidationError as exc:
             raise DRFValidationError({"name": exc.messages}) from None
+        except JobLimit:
+            raise
         except ValueError as exc:
             raise DRFValidationError({"pairs": [str(exc)]}) from None
         return job_accepted(request, job)
