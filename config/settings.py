@@ -360,5 +360,8 @@ LOGGING = {
         "judging": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
         "django_tasks": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
         "django_tasks_db": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
+        # Both log each request's whole URL below WARNING: the model endpoint's query string may hold a key.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

@@ -297,6 +297,10 @@ class ChatClient:
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
         self._http = httpx.Client(transport=transport, headers=headers, follow_redirects=False, trust_env=False)
+        # The key goes as a Bearer token: user info in the URL is dropped, never sent as Basic credentials.
+        parts = urlsplit(endpoint.url)
+        netloc = parts.netloc.rpartition("@")[2]
+        self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
     def complete(self, messages: list[dict]) -> str:
         """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
@@ -343,7 +347,7 @@ class ChatClient:
         """One request: (status, Retry-After, the answer's body), within the deadline and the size cap."""
         _deadline.at = time.monotonic() + self.endpoint.timeout
         try:
-            with self._http.stream("POST", self.endpoint.url, content=body, timeout=self.endpoint.timeout) as answer:
+            with self._http.stream("POST", self._url, content=body, timeout=self.endpoint.timeout) as answer:
                 return answer.status_code, answer.headers.get("Retry-After"), self._read(answer)
         finally:
             _deadline.at = None

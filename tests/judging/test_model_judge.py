@@ -20,7 +20,7 @@ from judging.models import AnnotatorProfile, Judgment, Pair
 from judging.scoring import leaderboard_data
 from judging.selectors.agreement import review_queue
 from judging.selectors.calibration import judge_calibration
-from judging.services import judgment_record, membership_add, qrels_import, run_import
+from judging.services import judgment_record, membership_add, qrels_import
 from judging.services.model_judge import (
     ChatClient,
     Endpoint,
@@ -103,22 +103,6 @@ def fake_model():
     fake = FakeModel()
     yield fake
     fake.close()
-
-
-@pytest.fixture
-def judged(campaign, annotator):
-    """The conftest campaign with two systems pooled to depth 2 and human labels on every pooled pair."""
-    from judging.services import documents_import, queries_import
-    from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
-
-    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=campaign, data=(RUN_BM25 + RUN_DENSE).encode(), filename="r.trec")
-    campaign.guidelines = "Judge the product, not the brand."
-    campaign.save()
-    qrels = "q1 0 d1 2\nq1 0 d3 1\nq1 0 d2 0\nq2 0 d4 2\nq2 0 d2 0\n"
-    qrels_import(campaign=campaign, data=qrels.encode(), filename="h.qrels", annotator=annotator)
-    return campaign
 
 
 def _endpoint(fake, **kw):
