@@ -111,7 +111,7 @@ def test_a_huge_answer_is_refused_without_growing_the_worker(serve, length):
     finally:
         tracemalloc.stop()
         client.close()
-    assert peak < 4 * 1024 * 1024, f"the client grew by {peak / 1e6:.1f} MB"
+    assert peak < 6 * 1024 * 1024, f"the client grew by {peak / 1e6:.1f} MB"
     assert time.monotonic() - started < 5
     server.closed.wait(10)
     assert server.sent < 50 * 1024 * 1024  # it stopped reading: the server could not send the 300 MB
@@ -137,7 +137,7 @@ def test_a_compressed_answer_is_capped_once_inflated(serve):
     finally:
         tracemalloc.stop()
         client.close()
-    assert peak < 4 * 1024 * 1024
+    assert peak < 6 * 1024 * 1024
 
 
 def test_a_small_compressed_answer_reads(serve):

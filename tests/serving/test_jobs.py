@@ -1,4 +1,4 @@
-"""judging/jobs.py in process: starting, running, reaping and retrying jobs (the worker's code, called directly)."""
+"""judging/jobs/ in process: starting, running, reaping and retrying jobs (the worker's code, called directly)."""
 
 from __future__ import annotations
 
