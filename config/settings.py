@@ -151,7 +151,17 @@ if os.environ.get("REDIS_URL"):
 
 # Background jobs. The database backend stores queued tasks in the database the app already uses, so
 # `manage.py db_worker` on any machine that reaches it runs them (no broker to operate).
-TASKS = {"default": {"BACKEND": os.environ.get("RELJUDGE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend")}}
+# A model judge's run goes to the "models" queue, which its own worker serves (scripts/serve.sh): a run can
+# call the endpoint for hours and must not hold up the imports and tests waiting on "default".
+TASKS = {
+    "default": {
+        "BACKEND": os.environ.get("RELJUDGE_TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
+        "QUEUES": ["default", "models"],
+    }
+}
+# Jobs waiting for a worker, at most, per user and per campaign: past either, starting one more is refused.
+RELJUDGE_JOBS_QUEUED_PER_USER = int(os.environ.get("RELJUDGE_JOBS_QUEUED_PER_USER", "5"))
+RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN = int(os.environ.get("RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN", "20"))
 # Uploads larger than this are imported by a background job instead of inside the web request.
 RELJUDGE_JOB_THRESHOLD_BYTES = int(os.environ.get("RELJUDGE_JOB_THRESHOLD_BYTES", str(5 * 1024 * 1024)))
 # A running job whose worker has not reported for this long is taken as dead and marked failed.
@@ -350,5 +360,8 @@ LOGGING = {
         "judging": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
         "django_tasks": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
         "django_tasks_db": {"level": os.environ.get("RELJUDGE_LOG_LEVEL", "INFO")},
+        # Both log each request's whole URL below WARNING: the model endpoint's query string may hold a key.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
     },
 }

@@ -7,7 +7,9 @@ The rules, used alike by the pages, the API's permission classes and the service
 - an annotator asking for a lead's page gets 403;
 - members see the pooled pairs of their campaigns; leads see every pair of theirs (``may_see_pair``);
 - leads see the leaderboard; annotators only when the campaign's leads allow it (``may_see_leaderboard``);
-- leads of any campaign (and users granted ``judging.add_campaign``) may create campaigns.
+- leads of any campaign (and users granted ``judging.add_campaign``) may create campaigns;
+- a background job is read, retried and cancelled by the campaign's leads, and by an annotator who started
+  it only while they may still do what it does (see ``job_access``): membership and role as they are now.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from judging.compiled import Slots, compiled_select, model_columns, model_from
-from judging.models import Campaign, Grade, Membership, Pair, User
+from judging.models import Campaign, Grade, Job, Membership, Pair, User
 from judging.selectors import pair_get
 from judging.selectors.campaigns import grades_json, grades_parse
 from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
@@ -253,3 +255,31 @@ def campaign_pair(
         raise Http404(_("No such pair in this campaign."))
     pair.campaign = campaign  # already loaded: spares the services a query
     return pair
+
+
+# --------------------------------------------------------------------------- background jobs
+
+JOB_ACTIONS = ("read", "retry", "cancel")
+
+
+def job_access(*, job: Job, user: User, action: str = "read") -> bool:
+    """Whether ``user`` may ``action`` (read, retry or cancel) ``job``, decided on the membership and role
+    the user has *now*, not the one they had when the job started:
+
+    - the campaign's leads (superusers included) may, whoever started the job;
+    - an annotator may only for a job they started themselves that annotators may start: a significance
+      test, and only while the leads let annotators see the leaderboard (its result is the leaderboard's);
+    - anyone else, a member who left the campaign included, may not (the pages and the API answer 404).
+    """
+    if action not in JOB_ACTIONS:
+        raise ValueError(f"action must be one of {', '.join(JOB_ACTIONS)}, not {action!r}")
+    role = membership_role(campaign=job.campaign_id, user=user)
+    if role is None:
+        return False
+    if role == LEAD:
+        return True
+    return (
+        job.started_by_id == user.pk
+        and job.kind == Job.Kind.SIGNIFICANCE
+        and Member(job.campaign, role).can_see_leaderboard
+    )

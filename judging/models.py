@@ -527,7 +527,7 @@ class Assignment(models.Model):
 
 class Job(models.Model):
     """A background import of one uploaded file, or other long work: a model judge's run, an aggregation
-    policy switch on a large campaign, a slow significance test (judging/jobs.py runs them in the task worker).
+    policy switch on a large campaign, a slow significance test (judging/jobs/ runs them in the task worker).
 
     The upload itself waits in ``upload`` (in the database, so a worker on any machine can read it)
     until the job ends (a model judge's run keeps the ids of its pairs there). ``done``/``total`` count

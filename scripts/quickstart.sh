@@ -2,7 +2,7 @@
 # One command from a fresh clone to a running RelJudge with a realistic demo campaign:
 #   PORT=8080 bash scripts/quickstart.sh
 #   DEMO_LANG=ko bash scripts/quickstart.sh     # the Korean demo campaign (shopping-ko) instead
-# It serves through scripts/serve.sh (gunicorn and a task worker), as a team's deployment does.
+# It serves through scripts/serve.sh (gunicorn, a task worker and a model-run worker), as a team's deployment does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -3,7 +3,9 @@
 #
 # Environment (README, "Configuration"): HOST (127.0.0.1), PORT (8000), WEB_CONCURRENCY (gunicorn worker
 # processes, default: the number of CPUs), GUNICORN_THREADS (threads per process, 4), RELJUDGE_TASK_WORKERS
-# (db_worker processes started beside gunicorn, 1; 0 on an app server whose jobs run elsewhere),
+# (db_worker processes started beside gunicorn for imports, policy switches and significance tests, 1; 0 on
+# an app server whose jobs run elsewhere), RELJUDGE_MODEL_WORKERS (db_worker processes for model judges' runs,
+# queue "models", 1; 0 likewise),
 # RELJUDGE_MIGRATE=1 to apply migrations here instead of refusing to start when some are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ PORT=${PORT:-8000}
 export WEB_CONCURRENCY=${WEB_CONCURRENCY:-$(nproc 2>/dev/null || echo 2)}
 export GUNICORN_THREADS=${GUNICORN_THREADS:-4}
 TASK_WORKERS=${RELJUDGE_TASK_WORKERS:-1}
+MODEL_WORKERS=${RELJUDGE_MODEL_WORKERS:-1}
 
 # Migrations are a deploy step, not a start step: several app servers starting at once must not race
 # to alter the schema, and a server must not run code against a schema it does not match. So by
@@ -38,14 +41,21 @@ stop() {
 trap stop EXIT
 trap 'exit 0' INT TERM
 
+# A worker runs one job at a time on one connection (plus its heartbeat's): a pool of 2 is enough.
+# A model judge's run can call its endpoint for hours: it has a queue and workers of its own, so that the
+# imports and tests queued behind it start at once.
 for i in $(seq 1 "$TASK_WORKERS"); do
-  # A worker runs one job at a time on one connection (plus its heartbeat's): a pool of 2 is enough.
   DATABASE_POOL_MAX=${RELJUDGE_WORKER_POOL_MAX:-2} "$PY" manage.py db_worker --no-reload --interval 1 \
-    --worker-id "$(hostname)-$$-$i" &
+    --queue-name default --worker-id "$(hostname)-$$-$i" &
+  pids+=($!)
+done
+for i in $(seq 1 "$MODEL_WORKERS"); do
+  DATABASE_POOL_MAX=${RELJUDGE_WORKER_POOL_MAX:-2} "$PY" manage.py db_worker --no-reload --interval 1 \
+    --queue-name models --worker-id "$(hostname)-$$-models-$i" &
   pids+=($!)
 done
 
-echo "Serving RelJudge at http://$HOST:$PORT with $WEB_CONCURRENCY x $GUNICORN_THREADS threads and $TASK_WORKERS task worker(s)"
+echo "Serving RelJudge at http://$HOST:$PORT with $WEB_CONCURRENCY x $GUNICORN_THREADS threads, $TASK_WORKERS task worker(s) and $MODEL_WORKERS model-run worker(s)"
 "$PY" -m gunicorn config.wsgi:application \
   --bind "$HOST:$PORT" \
   --workers "$WEB_CONCURRENCY" \

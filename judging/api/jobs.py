@@ -10,8 +10,30 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from judging.jobs import JobError, job_as_dict, job_get, job_retry, job_start
+from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start
 from judging.models import Job
+
+
+def job_as_dict(job: Job) -> dict:
+    """The job as the API returns it (SPEC §5)."""
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "campaign": job.campaign.slug,
+        "filename": job.filename,
+        "status": job.status,
+        "progress": {"done": job.total if job.status == Job.Status.DONE else job.done, "total": job.total},
+        "result": job.result or {},
+        "error": job.error or {},
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }
+
+
+def job_limit_response(exc: JobLimit) -> Response:
+    """429 naming the queued-jobs limit reached (the API's exception handler answers every JobLimit so)."""
+    return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
 
 
 class JobProgressSerializer(serializers.Serializer):
@@ -82,13 +104,13 @@ def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Resp
 
 
 class JobViewSet(viewsets.ViewSet):
-    """Background imports: visible to the lead who started one and to its campaign's leads (404 for others)."""
+    """Background jobs, read and retried by whom access.job_access lets (404 for anyone else)."""
 
     lookup_value_regex = r"[0-9]+"
 
-    def _job(self, request, pk) -> Job:
+    def _job(self, request, pk, action: str = "read") -> Job:
         try:
-            return job_get(job_id=int(pk), user=request.user)
+            return job_get(job_id=int(pk), user=request.user, action=action)
         except Job.DoesNotExist:
             raise NotFound(_("No such job.")) from None
 
@@ -98,14 +120,20 @@ class JobViewSet(viewsets.ViewSet):
 
     @extend_schema(
         request=None,
-        responses={202: JobStartedSerializer, 409: OpenApiResponse(description="The job cannot be retried.")},
+        responses={
+            202: JobStartedSerializer,
+            409: OpenApiResponse(description="The job cannot be retried."),
+            429: OpenApiResponse(description="Too many jobs queued for the caller or the campaign."),
+        },
         description="Queue a failed job again whose upload is still kept (its worker died).",
     )
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
-        job = self._job(request, pk)
+        job = self._job(request, pk, "retry")
         try:
             job = job_retry(job=job)
+        except JobLimit as exc:
+            return job_limit_response(exc)
         except JobError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))

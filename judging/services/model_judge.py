@@ -5,16 +5,15 @@ A model judge is a user (username = the judge's name, unusable password, inactiv
 judgments by annotator shows it. Its judgments never enter the human labels (``labels_refresh`` leaves them
 out); the leaderboard scores them only when asked (``labels=model:NAME`` or ``hybrid:NAME``).
 
-The client speaks the OpenAI chat-completions protocol (``POST .../chat/completions``) over the standard
-library's ``http.client``: one keep-alive connection per worker thread, ``concurrency`` requests in flight,
-retries with exponential backoff on 429, 5xx, timeouts and dropped connections. Nothing is called unless an
-endpoint is configured (``--endpoint`` or ``RELJUDGE_MODEL_ENDPOINT``); the key comes from
+The client speaks the OpenAI chat-completions protocol (``POST .../chat/completions``) over httpx: one pool
+of keep-alive connections, ``concurrency`` requests in flight, a deadline for each attempt as a whole and a
+cap on the answer's size, retries with exponential backoff on 429, 5xx, timeouts and dropped connections.
+Nothing is called unless an endpoint is configured (``--endpoint`` or ``RELJUDGE_MODEL_ENDPOINT``); the key comes from
 ``RELJUDGE_MODEL_API_KEY`` only, never from the command line (it would land in the shell history).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import random
@@ -22,11 +21,14 @@ import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
+import httpcore
+import httpx
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -161,21 +163,27 @@ def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
 
 
 class ModelCallError(Exception):
-    """A call that failed for good (after the retries, or at once for a 4xx other than 429)."""
+    """A call that failed for good (after the retries, or at once for a 4xx other than 429, an answer
+    larger than the cap, or one in an encoding the client cannot bound)."""
+
+
+class _TooLarge(Exception):
+    pass
 
 
 @dataclass
 class Endpoint:
     """An OpenAI-compatible chat-completions endpoint."""
 
-    url: str
+    url: str = field(repr=False)  # its query string may hold a key: shown only as ``display``
     model: str
-    api_key: str = ""
-    timeout: float = 60.0
+    api_key: str = field(default="", repr=False)
+    timeout: float = 60.0  # seconds one attempt may take in all: connecting, sending, and the whole answer
     retries: int = 4
     backoff: float = 0.5  # seconds before the first retry, doubled each time (with jitter)
     temperature: float = 0.0
     max_tokens: int = 200
+    max_answer_bytes: int = 1024 * 1024  # a chat completion of max_tokens is a few kB; past this, stop reading
 
     @classmethod
     def configured(cls, *, url: str | None, model: str, **kw) -> Endpoint:
@@ -185,62 +193,114 @@ class Endpoint:
             raise ValueError(f"no model endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the endpoint must be an http(s) URL, not {url!r}")
+            raise ValueError(f"the endpoint must be an http(s) URL, not {endpoint_display(url)!r}")
         if not parts.path.rstrip("/").endswith("/chat/completions"):
-            url = url.rstrip("/") + "/chat/completions"
+            path = parts.path.rstrip("/") + "/chat/completions"
+            url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
         return cls(url=url, model=model, api_key=os.environ.get(API_KEY_ENV, ""), **kw)
 
-
-class _NoDelay:
-    """Send each request at once (TCP_NODELAY, as urllib3 does): with Nagle's algorithm on, a request or an
-    answer written in two pieces waits for the peer's delayed ACK, 40 ms a call on Linux."""
-
-    def connect(self):
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    @property
+    def display(self) -> str:
+        """The URL as pages, the API and logs may show it: without user info, query string or fragment."""
+        return endpoint_display(self.url)
 
 
-class _HTTP(_NoDelay, http.client.HTTPConnection):
-    pass
+def endpoint_display(url: str) -> str:
+    """``url`` without user info, query string or fragment (any of them may carry a key)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an invalid URL)"
+    if ":" in host:
+        host = f"[{host}]"
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
-class _HTTPS(_NoDelay, http.client.HTTPSConnection):
-    pass
+_deadline = threading.local()  # the calling thread's attempt: when it must be over (time.monotonic())
+
+
+def _left(timeout: float | None) -> float | None:
+    """``timeout`` cut to what is left of the calling thread's deadline; ReadTimeout once it has passed."""
+    end = getattr(_deadline, "at", None)
+    if end is None:
+        return timeout
+    left = end - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every wait ends by the deadline of the attempt using it."""
+
+    def __init__(self, stream: httpcore.NetworkStream):
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _left(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
+
+    def get_extra_info(self, info: str):
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, wrapped in _DeadlineStream. Per-read timeouts alone let a server that sends
+    a byte every few seconds hold a call for ever; cutting each wait to the time left bounds the whole."""
+
+    def __init__(self):
+        self._backend = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        return _DeadlineStream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        return _DeadlineStream(self._backend.connect_unix_socket(path, _left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
 
 
 class ChatClient:
-    """Calls one endpoint from many threads; each thread keeps its own keep-alive connection."""
+    """Calls one endpoint from many threads over one httpx connection pool (``connections`` kept alive).
 
-    def __init__(self, endpoint: Endpoint):
+    Each attempt has a deadline for the whole exchange (``Endpoint.timeout``: connecting, sending and the
+    whole answer), not only per read. The answer is read as a stream and abandoned past
+    ``Endpoint.max_answer_bytes``, so that a huge answer costs the worker that much memory at most.
+    """
+
+    CHUNK = 16 * 1024
+
+    def __init__(self, endpoint: Endpoint, *, connections: int = 8):
         self.endpoint = endpoint
-        parts = urlsplit(endpoint.url)
-        self._https = parts.scheme == "https"
-        self._host, self._port = parts.hostname, parts.port
-        self._path = parts.path + (f"?{parts.query}" if parts.query else "")
-        self._local = threading.local()
-        self._open: set[http.client.HTTPConnection] = set()  # every thread's, for close()
-        self._open_lock = threading.Lock()
-        self._headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if endpoint.api_key:
-            self._headers["Authorization"] = f"Bearer {endpoint.api_key}"
-
-    def _connection(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = _HTTPS if self._https else _HTTP
-            conn = cls(self._host, self._port, timeout=self.endpoint.timeout)
-            self._local.conn = conn
-            with self._open_lock:
-                self._open.add(conn)
-        return conn
-
-    def _drop(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-            with self._open_lock:
-                self._open.discard(conn)
+            headers["Authorization"] = f"Bearer {endpoint.api_key}"
+        transport = httpx.HTTPTransport()
+        transport._pool = httpcore.ConnectionPool(  # httpx's transport around a pool with the deadline backend
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=connections,
+            max_keepalive_connections=connections,
+            network_backend=_DeadlineBackend(),
+            # TCP_NODELAY, as urllib3 sets it: with Nagle's algorithm a request written in two pieces waits
+            # for the peer's delayed ACK, 40 ms a call on Linux.
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        )
+        self._http = httpx.Client(transport=transport, headers=headers, follow_redirects=False, trust_env=False)
+        # The key goes as a Bearer token: user info in the URL is dropped, never sent as Basic credentials.
+        parts = urlsplit(endpoint.url)
+        netloc = parts.netloc.rpartition("@")[2]
+        self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
     def complete(self, messages: list[dict]) -> str:
         """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
@@ -258,15 +318,16 @@ class ChatClient:
                 delay = self.endpoint.backoff * 2 ** (attempt - 1)
                 time.sleep(delay * (0.5 + random.random()))  # jitter: 8 workers must not retry in lockstep
             try:
-                conn = self._connection()
-                conn.request("POST", self._path, body=body, headers=self._headers)
-                response = conn.getresponse()
-                payload = response.read()
-                status = response.status
-                retry_after = response.getheader("Retry-After")
-            except (OSError, http.client.HTTPException) as exc:  # TimeoutError is an OSError
-                self._drop()
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                status, retry_after, payload = self._attempt(body)
+            except _TooLarge:
+                raise ModelCallError(
+                    f"the answer was larger than {self.endpoint.max_answer_bytes} bytes; it was not read further"
+                ) from None
+            except httpx.TimeoutException:
+                problem = f"no whole answer within {self.endpoint.timeout:g} s"
+                continue
+            except (OSError, httpx.TransportError) as exc:
+                problem = self._clean(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
                 continue
             if status == 429 or status >= 500:
                 problem = f"HTTP {status}"
@@ -274,7 +335,7 @@ class ChatClient:
                     time.sleep(min(float(retry_after), 30.0))
                 continue
             if status >= 400:
-                raise ModelCallError(f"HTTP {status}: {payload[:300].decode('utf-8', 'replace')}")
+                raise ModelCallError(self._clean(f"HTTP {status}: {payload[:300].decode('utf-8', 'replace')}"))
             try:
                 return json.loads(payload)["choices"][0]["message"]["content"] or ""
             except (ValueError, KeyError, IndexError, TypeError):
@@ -282,12 +343,48 @@ class ChatClient:
                 return payload.decode("utf-8", "replace")
         raise ModelCallError(f"gave up after {self.endpoint.retries + 1} attempts ({problem})")
 
+    def _attempt(self, body: bytes) -> tuple[int, str | None, bytes]:
+        """One request: (status, Retry-After, the answer's body), within the deadline and the size cap."""
+        _deadline.at = time.monotonic() + self.endpoint.timeout
+        try:
+            with self._http.stream("POST", self._url, content=body, timeout=self.endpoint.timeout) as answer:
+                return answer.status_code, answer.headers.get("Retry-After"), self._read(answer)
+        finally:
+            _deadline.at = None
+
+    def _read(self, response: httpx.Response) -> bytes:
+        cap = self.endpoint.max_answer_bytes
+        length = response.headers.get("Content-Length", "")
+        if length.isdigit() and int(length) > cap:
+            raise _TooLarge
+        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            # Inflated here, never past the cap: a small compressed answer can inflate a thousandfold.
+            inflate = zlib.decompressobj(47)  # 32 + 15: a gzip or a zlib header, whichever comes
+        elif encoding in ("", "identity"):
+            inflate = None
+        else:
+            raise ModelCallError(f"the answer came in an encoding this client does not read ({encoding[:40]})")
+        out = bytearray()
+        for chunk in response.iter_raw(self.CHUNK):
+            if inflate is not None:
+                chunk = inflate.decompress(chunk, cap + 1 - len(out))
+            out += chunk
+            if len(out) > cap:
+                raise _TooLarge
+        return bytes(out)
+
+    def _clean(self, text: str) -> str:
+        """An error's text without the endpoint's query string or user info (httpx may quote the URL)."""
+        text = text.replace(self.endpoint.url, self.endpoint.display)
+        query = urlsplit(self.endpoint.url).query
+        if query:
+            text = text.replace(query, "...")
+        return text
+
     def close(self) -> None:
-        """Close every thread's connection (call once the workers are done)."""
-        with self._open_lock:
-            for conn in self._open:
-                conn.close()
-            self._open.clear()
+        """Close the pool's connections (call once the calls are done)."""
+        self._http.close()
 
 
 # --------------------------------------------------------------------------- a run
@@ -442,6 +539,7 @@ def model_judge_run(
     on_batch: Callable[[int, list[int], RunSummary], None] | None = None,
     give_up_after: int | None = None,
     client: ChatClient | None = None,
+    on_failure: Callable[[str, str], None] | None = None,
 ) -> RunSummary:
     """Ask the endpoint to grade each pair, ``concurrency`` requests in flight, storing verdicts a batch at
     a time (an interrupted run keeps what it stored; ``--pairs unjudged`` resumes it).
@@ -452,6 +550,7 @@ def model_judge_run(
     batch's transaction, after its verdicts are stored: ``n`` pairs of ``pair_ids`` were consumed in order,
     ``failed_ids`` of them got no judgment (raise to roll the batch back). After ``give_up_after`` failed
     calls in a row nothing more is sent: the batches in flight are stored and ModelJudgeAborted is raised.
+    ``on_failure(pair, reason)`` hears of each pair left without a judgment (the job logs it).
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -459,7 +558,7 @@ def model_judge_run(
     values = [v for v, _, _ in scale]
     summary = RunSummary(judge=judge.username, pairs=len(pair_ids))
     own_client = client is None
-    client = client or ChatClient(endpoint)
+    client = client or ChatClient(endpoint, connections=concurrency)
     started = time.perf_counter()
     stop = threading.Event()
     streak = {"n": 0, "last": ""}
@@ -476,6 +575,8 @@ def model_judge_run(
                 streak["last"] = str(exc)
                 if give_up_after and streak["n"] >= give_up_after:
                     stop.set()
+            if on_failure:
+                on_failure(f"qid {pair.qid} docid {pair.docid}", str(exc))
             return (pair.pair_id, f"qid {pair.qid} docid {pair.docid}: {exc}")
         finally:
             if progress:

@@ -42,7 +42,7 @@ from judging.services import (
 )
 from judging.services.accounts import LINK_DAYS
 from judging.services.model_judge import model_judge_upload_annotator
-from judging.views.jobs import policy_job_context
+from judging.views.job_presenters import policy_job_context
 
 LEAD = Membership.Role.LEAD
 
@@ -336,6 +336,8 @@ def campaign_upload(request, member: Member):
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:
                 error = _("%(error)s — nothing was imported") % {"error": exc}
+            except jobs.JobLimit as exc:
+                error = str(exc)
             else:
                 # One message for one upload: a success is one event, however many lines describe it.
                 messages.success(request, " · ".join(summary.lines()))

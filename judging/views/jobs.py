@@ -1,4 +1,4 @@
-"""The job page: live progress of a background import (htmx polls a partial) and its outcome."""
+"""The job page: live progress of a background job (htmx polls a partial), its outcome, and Retry."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ from django.views.decorators.http import require_http_methods
 
 from judging import selectors
 from judging.access import Member, campaign_view
-from judging.jobs import JobError, job_can_retry, job_get, job_percent, job_refresh, job_retry, policy_job_pending
+from judging.jobs import JobError, job_get, job_retry
 from judging.models import Job
-from judging.services import ImportSummary
+from judging.views.job_presenters import job_context
 
 
 @campaign_view
 @require_http_methods(["GET", "POST"])
 def job_detail(request, member: Member, job_id: int):
-    """The lead who started the job and the campaign's leads see it; anyone else gets 404."""
+    """Shown to whom access.job_access lets read the job, Retry to whom it lets retry it; 404 for anyone else."""
+    action = "retry" if request.method == "POST" else "read"
     try:
-        job = job_get(job_id=job_id, user=request.user)
+        job = job_get(job_id=job_id, user=request.user, action=action)
     except Job.DoesNotExist:
         raise Http404(_("No such job.")) from None
     if job.campaign_id != member.campaign.pk:
@@ -34,29 +35,6 @@ def job_detail(request, member: Member, job_id: int):
     if job.status == Job.Status.DONE and job.is_import:
         # This process may hold the campaign's old pool size; the import ran in the worker.
         selectors.pool_size_forget(campaign=job.campaign)
-    context = member.context(
-        nav="upload",
-        job=job,
-        percent=job_percent(job),
-        can_retry=job_can_retry(job),
-        summary_lines=import_summary_lines(job),
-    )
+    context = member.context(nav="upload", **job_context(job, request.user))
     template = "judging/_job_status.html" if request.htmx else "judging/job.html"
     return render(request, template, context)
-
-
-def import_summary_lines(job: Job) -> list[str]:
-    """A finished import's summary in the reader's language: the lines the upload page shows for a file
-    imported at once (what was added, the source account created, labels left alone, stubs, pairs)."""
-    if job.status != Job.Status.DONE or not job.is_import or not isinstance(job.result, dict):
-        return []
-    return ImportSummary.from_dict(job.result).lines()
-
-
-def policy_job_context(campaign) -> dict:
-    """The policy switch under way, if any, for a page to show (its status partial polls the job)."""
-    job = policy_job_pending(campaign=campaign)
-    if job is None:
-        return {"policy_job": None}
-    job = job_refresh(job)
-    return {"policy_job": job, "percent": job_percent(job), "can_retry": False}

@@ -14,20 +14,22 @@ from urllib.parse import urlencode
 
 import numpy as np
 from csp.decorators import csp_update
+from django.contrib import messages
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from judging import charts, params, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import Policy
-from judging.jobs import job_can_retry, job_percent, significance_get
+from judging.jobs import JobError, significance_get
 from judging.models import Campaign
 from judging.params import LeaderboardQuery, ParamErrors, ascii_int
 from judging.scoring import trust
 from judging.selectors import grade_top, query_tag_exists
 from judging.selectors.calibration import label_source_choices
+from judging.views.job_presenters import job_context
 from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
@@ -318,9 +320,17 @@ def leaderboard_significance(request, ctx: BoardRequest):
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     # Above RELJUDGE_STATS_JOB_CELLS the test runs in the task worker; the page shows its progress and then
     # the matrix (cached under the labels' state it was computed from, so never a stale one as current).
-    pairwise, job = significance_get(
-        lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path()
-    )
+    # A job starts only from the page's button (a POST with the CSRF token), never from a visit.
+    start = request.method == "POST"
+    pairwise = job = None
+    try:
+        pairwise, job = significance_get(
+            lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path(), start=start
+        )
+    except JobError as exc:  # too many jobs queued
+        messages.error(request, str(exc))
+    if start:
+        return redirect(request.get_full_path())
     context = ctx.base(
         test=test,
         tests=scoring.TESTS,
@@ -328,8 +338,8 @@ def leaderboard_significance(request, ctx: BoardRequest):
         too_few_queries=lb.n_scored < scoring.MIN_QUERIES_FOR_STATS,
         tab="significance",
         stats_job=job if pairwise is None else None,
-        percent=job_percent(job) if job is not None else 0,
-        can_retry=job is not None and job_can_retry(job),
+        stats_needs_job=pairwise is None,
+        **(job_context(job, request.user) if job is not None else {}),
         poll_url=request.get_full_path(),
     )
     if pairwise is not None:

@@ -44,7 +44,7 @@ from judging.services import (
     gold_label_set,
     policy_switch_needs_job,
 )
-from judging.views.jobs import policy_job_context
+from judging.views.job_presenters import policy_job_context
 from metrics import Measure
 
 PAGE_SIZE = 50

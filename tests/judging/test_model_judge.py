@@ -20,7 +20,7 @@ from judging.models import AnnotatorProfile, Judgment, Pair
 from judging.scoring import leaderboard_data
 from judging.selectors.agreement import review_queue
 from judging.selectors.calibration import judge_calibration
-from judging.services import judgment_record, membership_add, qrels_import, run_import
+from judging.services import judgment_record, membership_add, qrels_import
 from judging.services.model_judge import (
     ChatClient,
     Endpoint,
@@ -103,22 +103,6 @@ def fake_model():
     fake = FakeModel()
     yield fake
     fake.close()
-
-
-@pytest.fixture
-def judged(campaign, annotator):
-    """The conftest campaign with two systems pooled to depth 2 and human labels on every pooled pair."""
-    from judging.services import documents_import, queries_import
-    from tests.data import DOCS, RUN_BM25, RUN_DENSE, TOPICS
-
-    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
-    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
-    run_import(campaign=campaign, data=(RUN_BM25 + RUN_DENSE).encode(), filename="r.trec")
-    campaign.guidelines = "Judge the product, not the brand."
-    campaign.save()
-    qrels = "q1 0 d1 2\nq1 0 d3 1\nq1 0 d2 0\nq2 0 d4 2\nq2 0 d2 0\n"
-    qrels_import(campaign=campaign, data=qrels.encode(), filename="h.qrels", annotator=annotator)
-    return campaign
 
 
 def _endpoint(fake, **kw):
@@ -489,7 +473,7 @@ def test_model_judge_job_failing_endpoint_keeps_whole_batches_and_retry_judges_t
     from judging import jobs
     from judging.models import Job, JudgmentRevision
 
-    monkeypatch.setattr(jobs, "GIVE_UP_AFTER", 2)
+    monkeypatch.setattr(jobs.model_judge, "GIVE_UP_AFTER", 2)
     order = _pool_docids(judged)
     for i, docid in enumerate(order):  # the first batch (2 pairs) answers, every later call fails
         reply = (200, '{"grade": 2, "reason": "fits"}', 0) if i < 2 else (500, "model crashed", 0)
@@ -540,14 +524,14 @@ def test_model_judge_job_unreachable_endpoint_fails_clearly(judged, lead, monkey
     from judging import jobs
     from judging.models import Job
 
-    monkeypatch.setattr(jobs, "GIVE_UP_AFTER", 3)
+    monkeypatch.setattr(jobs.model_judge, "GIVE_UP_AFTER", 3)
     job = jobs.model_judge_job_start(
         campaign=judged, user=lead, model="tiny", pairs="all", endpoint="http://127.0.0.1:9/v1",
         concurrency=1, retries=0, timeout=1, enqueue=False,
     )  # fmt: skip
     jobs.job_run(job_id=job.pk)
     job = Job.objects.get(pk=job.pk)
-    assert job.status == "failed" and "ConnectionRefusedError" in job.error["detail"]
+    assert job.status == "failed" and "Connection refused" in job.error["detail"]
     assert "0 of 5 pairs were judged and are kept" in job.error["detail"]
     assert not Judgment.objects.filter(annotator__username="tiny").exists()
 
@@ -661,7 +645,7 @@ def test_model_judge_job_whose_worker_died_is_reaped_and_retry_resumes(judged, f
     Job.objects.filter(pk=job.pk).update(
         status="running",
         options={**Job.objects.get(pk=job.pk).options, "cursor": 2, "failed": []},
-        upload=jobs._pack(
+        upload=jobs.model_judge.pack(
             list(Pair.objects.filter(campaign=judged, pooled=True).order_by("id").values_list("id", flat=True))
         ),
         heartbeat_at=timezone.now() - timedelta(seconds=31),

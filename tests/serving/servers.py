@@ -222,9 +222,11 @@ print(json.dumps({{u.username: Token.objects.get_or_create(user=u)[0].key for u 
             time.sleep(0.25)
         raise RuntimeError(f"gunicorn did not answer on {url} within 60 s:\n{log.read_text()[-3000:]}")
 
-    def worker(self, *, log: Path, env: dict | None = None) -> subprocess.Popen:
-        """Start one task worker (manage.py db_worker)."""
+    def worker(self, *, log: Path, env: dict | None = None, queue: str | None = None) -> subprocess.Popen:
+        """Start one task worker (manage.py db_worker), of the default queue or of ``queue``."""
         args = [sys.executable, "manage.py", "db_worker", "--no-reload", "--interval", "0.2", "--no-startup-delay"]
+        if queue:
+            args += ["--queue-name", queue]
         return self._start(args, {"DATABASE_POOL_MAX": "2", **(env or {})}, log)
 
     def stop(self, proc: subprocess.Popen, *, kill: bool = False, timeout: float = 20) -> None:

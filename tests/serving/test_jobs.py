@@ -1,4 +1,4 @@
-"""judging/jobs.py in process: starting, running, reaping and retrying jobs (the worker's code, called directly)."""
+"""judging/jobs/ in process: starting, running, reaping and retrying jobs (the worker's code, called directly)."""
 
 from __future__ import annotations
 
@@ -285,6 +285,12 @@ def test_significance_above_threshold_runs_as_a_job_and_the_page_shows_the_resul
     client.force_login(world.lead)
     url = "/campaigns/demo/leaderboard/significance/?test=tukey"
     html = client.get(url).content.decode()
+    # A visit offers the job and does not start it; the button (a POST) does.
+    assert 'id="significance-job"' in html and 'method="post"' in html and MATRIX not in html
+    assert not Job.objects.exists()
+    started = client.post(url)
+    assert started.status_code == 302 and started["Location"] == url
+    html = client.get(url).content.decode()
     assert 'id="significance-job"' in html and 'hx-trigger="every 1s"' in html and MATRIX not in html
     job = Job.objects.get(kind="significance")
     assert (job.status, job.total, job.options["test"], job.options["measure"]) == ("queued", 5000, "tukey", "nDCG@10")
@@ -304,7 +310,8 @@ def test_significance_above_threshold_runs_as_a_job_and_the_page_shows_the_resul
     # New labels: the old matrix is not current any more, so it is not shown; a new job starts.
     judgment_record(pair=world.pair_of("q1", "d2"), annotator=world.annotator, grade=2)
     html = client.get(url).content.decode()
-    assert MATRIX not in html and 'id="significance-job"' in html
+    assert MATRIX not in html and 'id="significance-job"' in html and 'method="post"' in html
+    client.post(url)
     assert Job.objects.filter(kind="significance").count() == 2
 
 
@@ -351,7 +358,7 @@ def test_significance_result_survives_a_lost_cache_through_the_job(client, world
     settings.RELJUDGE_STATS_JOB_CELLS = 0
     client.force_login(world.lead)
     url = "/campaigns/demo/leaderboard/significance/?test=randomization"
-    client.get(url)
+    client.post(url)
     job_run(job_id=Job.objects.get().pk)
     cache.clear()
     assert MATRIX in client.get(url).content.decode()

@@ -185,3 +185,33 @@ def test_slow_significance_test_runs_in_the_worker_and_the_app_then_serves_its_m
     assert matrix.status_code == 200 and matrix.json()["p"] == final["result"]["p"]
     page = lead.get(f"{base}/campaigns/sig/leaderboard/significance/?test=tukey", timeout=60).text
     assert '<table class="lb-matrix">' in page
+
+
+def test_an_import_queued_behind_a_long_model_run_starts_at_once(site):
+    """A model judge's run goes to the "models" queue and its own worker (scripts/serve.sh starts both): the
+    default queue's worker takes the import queued after it while the run is still calling the endpoint."""
+    from tests.data import RUN_BM25, RUN_DENSE
+    from tests.judging.test_model_judge import FakeModel
+
+    model = FakeModel(default=(200, '{"grade": 1, "reason": "slow"}', 12.0))  # every call takes 12 s
+    try:
+        slug = "jobq"
+        site.seed(slug=slug, leads=(f"{slug}-lead",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25, RUN_DENSE))
+        env = {**JOB_ENV, "RELJUDGE_JOB_STALE_SECONDS": "30", "RELJUDGE_MODEL_ENDPOINT": model.url}
+        base = site.gunicorn(log=site.logs / "gunicorn.log", workers=1, threads=4, env=env)
+        lead = login(base, f"{slug}-lead", f"pw-{slug}-lead")
+        started = lead.post(f"{base}/api/campaigns/{slug}/judges/run/", json={"model": "tiny"}, timeout=60)
+        assert started.status_code == 202, started.text
+        run_url = started.headers["Location"]
+        site.worker(log=site.logs / "worker.log", env=env, queue="default")
+        site.worker(log=site.logs / "models.log", env=env, queue="models")
+        _poll(lead, run_url, until=("running", "done", "failed"))
+
+        imported = _upload(lead, base, slug, "later.run", run_text(tag="later", queries=5, depth=100))
+        assert imported.status_code == 202, imported.text
+        final = _poll(lead, imported.headers["Location"], timeout=60)[-1]
+        assert final["status"] == "done", final
+        assert lead.get(run_url, timeout=30).json()["status"] == "running"  # the run still calls the endpoint
+        assert _poll(lead, run_url, timeout=90)[-1]["status"] == "done"
+    finally:
+        model.close()

@@ -18,8 +18,10 @@ from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import exception_handler
 
+from judging.api.jobs import job_limit_response
 from judging.api.permissions import access
 from judging.api.renderers import CSVRenderer, JSONLinesRenderer, PlainTextRenderer
+from judging.jobs import JobLimit
 from judging.models import Campaign
 from judging.params import LeaderboardQuery, ParamErrors
 
@@ -37,7 +39,10 @@ class DRFConflict(APIException):
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field."""
+    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field, and a job
+    refused for the queued-jobs limits as a 429."""
+    if isinstance(exc, JobLimit):
+        return job_limit_response(exc)
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             detail = {

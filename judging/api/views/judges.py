@@ -16,7 +16,7 @@ from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, leaderboard_query
-from judging.jobs import model_endpoint_configured, model_judge_job_start
+from judging.jobs import JobLimit, model_endpoint_configured, model_judge_job_start
 from judging.scoring import Params
 from judging.selectors.calibration import UnknownJudge, judge_calibration
 
@@ -91,6 +91,8 @@ class ModelJudgeActions:
             )
         except DjangoValidationError as exc:
             raise DRFValidationError({"name": exc.messages}) from None
+        except JobLimit:
+            raise
         except ValueError as exc:
             raise DRFValidationError({"pairs": [str(exc)]}) from None
         return job_accepted(request, job)

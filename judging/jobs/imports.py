@@ -1,0 +1,131 @@
+"""Import jobs: a large upload stored in its job row and imported by the task worker in one transaction.
+
+The import is the service the command line uses, inside one transaction, so a failure (bad input, a crash,
+or the worker being killed) writes nothing of the file; the job is marked done *inside* that transaction,
+so "done" and the imported rows commit together. A failure is recorded after the rollback, with the file,
+line and field of the error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from judging import services
+from judging.formats import FormatError, ImportRefused
+from judging.jobs.runner import (
+    Heartbeat,
+    JobError,
+    Superseded,
+    job_create,
+    job_enqueue,
+    mark_done,
+    mark_failed,
+    runs,
+    sidecar_remove,
+)
+from judging.models import Campaign, Job
+
+logger = logging.getLogger(__name__)
+
+KINDS = Job.IMPORTS  # the uploads that become jobs above the size threshold
+
+
+def job_needed(*, size: int) -> bool:
+    """Whether an upload of this many bytes goes to a background job rather than the request."""
+    return size > settings.RELJUDGE_JOB_THRESHOLD_BYTES
+
+
+def job_start(*, kind: str, campaign: Campaign, user, data: bytes, filename: str, options: dict | None = None) -> Job:
+    """Store the upload and queue its import. ``options``: ``system_name``/``replace`` for runs,
+    ``annotator`` (the source's name, see qrels_import) for qrels. JobLimit past the queued-jobs limits."""
+    if kind not in KINDS:
+        raise JobError(f"unknown kind of import {kind!r} (one of {', '.join(KINDS)})")
+    total = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    job = job_create(
+        kind=kind, campaign=campaign, user=user, total=total, options=options or {}, upload=data, filename=filename
+    )
+    job_enqueue(job)
+    logger.info("job %s queued: %s import of %s (%d bytes, %d lines)", job.pk, kind, filename, len(data), total)
+    return job
+
+
+def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
+    """Start a job from the upload page's validated form (its fields name the import's options)."""
+    data = form.cleaned_data
+    upload = data["file"]
+    options = {}
+    if kind == Job.Kind.RUN:
+        options = {"system_name": data.get("system") or None, "replace": bool(data.get("replace"))}
+    elif kind == Job.Kind.QRELS:
+        options = {"annotator": data.get("annotator") or user.get_username()}
+    return job_start(kind=kind, campaign=campaign, user=user, data=upload.read(), filename=upload.name, options=options)
+
+
+@runs(*KINDS)
+def import_run(job: Job, *, progress=None) -> dict:
+    """Import the stored upload (in the worker)."""
+    data = bytes(job.upload)
+    beat = Heartbeat(job)
+    started = time.monotonic()
+    error = None
+    try:
+        with transaction.atomic():
+            with beat:
+                summary = _import(job, data, progress=beat.add)
+            # "done" commits with the imported rows, or neither does.
+            result = summary.as_dict()
+            mark_done(job, result, upload=None)
+    except Superseded:
+        logger.error("job %s was marked failed while its worker still ran it; its import was rolled back", job.pk)
+        return {"status": "superseded"}
+    except ImportRefused as exc:  # bad input or a conflict: the same answer a synchronous upload gives
+        error = exc.as_dict()
+    except ValidationError as exc:
+        error = {"detail": "; ".join(exc.messages), "file": job.filename, "line": None, "field": None}
+    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+        logger.exception("job %s crashed", job.pk)
+        error = {"detail": f"internal error: {exc}", "file": job.filename, "line": None, "field": None}
+    finally:
+        sidecar_remove(job.pk)
+    seconds = time.monotonic() - started
+    if error is not None:
+        mark_failed(job, error, upload=None)
+        logger.info("job %s failed after %.2f s: %r (nothing was imported)", job.pk, seconds, error["detail"])
+        return {"status": "failed", "error": error}
+    logger.info(
+        "job %s done in %.2f s: %s import of %s, %d lines, %d added, %d updated, %d unchanged, %d pairs added",
+        job.pk,
+        seconds,
+        job.kind,
+        job.filename,
+        job.total,
+        result["added"],
+        result["updated"],
+        result["unchanged"],
+        result["pairs_added"],
+    )
+    return {"status": "done", "result": result}
+
+
+def _import(job: Job, data: bytes, *, progress):
+    """Call the import service for the job's kind (looked up on ``services`` at call time, so that tests can
+    substitute one)."""
+    common = {"campaign": job.campaign, "data": data, "filename": job.filename}
+    opts = job.options
+    if job.kind == Job.Kind.TOPICS:
+        return services.queries_import(**common)
+    if job.kind == Job.Kind.DOCS:
+        return services.documents_import(progress=progress, **common)
+    if job.kind == Job.Kind.RUN:
+        return services.run_import(
+            system_name=opts.get("system_name") or None, replace=bool(opts.get("replace")), progress=progress, **common
+        )
+    if job.started_by is None:
+        raise FormatError("the lead who started this import no longer exists", filename=job.filename)
+    annotator = opts.get("annotator") or job.started_by.get_username()
+    return services.qrels_import(annotator=annotator, imported_by=job.started_by, progress=progress, **common)

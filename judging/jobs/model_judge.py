@@ -1,0 +1,223 @@
+"""A model judge's run as a job: the pairs' ids wait in the job's ``upload``, each batch of verdicts commits on
+its own, with the job's cursor in the same transaction.
+
+A run can call the endpoint for hours and holding one transaction that long would lock SQLite against every
+annotator. So the pairs judged before a failure *stay* (each batch whole: judgments, history and labels
+together; model judgments never change the human labels), the job ends failed saying how many were kept,
+and Retry judges the rest. The endpoint and key come from the worker's environment only. Runs go to their
+own task queue (runner.MODEL_QUEUE), so that a long one never holds up imports and other jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from judging.jobs.runner import (
+    Heartbeat,
+    Superseded,
+    clean_json,
+    job_create,
+    job_enqueue,
+    mark_failed,
+    runs,
+    sidecar_remove,
+)
+from judging.models import Campaign, Job
+from judging.services.model_judge import (
+    ENDPOINT_ENV,
+    Endpoint,
+    ModelJudgeAborted,
+    model_judge_get_or_create,
+    model_judge_run,
+    pairs_to_judge,
+)
+
+logger = logging.getLogger(__name__)
+
+GIVE_UP_AFTER = 20  # failed calls in a row after which a model judge's job stops (the endpoint is down)
+
+
+def model_endpoint_configured() -> bool:
+    """Whether the server (and so its workers) has a model endpoint: the web form and API start runs only then."""
+    return bool(os.environ.get(ENDPOINT_ENV, "").strip())
+
+
+def pack(ids) -> bytes:
+    """Pair ids as the job's ``upload`` keeps them (little-endian int64)."""
+    return np.asarray(ids, dtype="<i8").tobytes()
+
+
+def unpack(data) -> list[int]:
+    return np.frombuffer(bytes(data or b""), dtype="<i8").tolist()
+
+
+def model_judge_job_start(
+    *,
+    campaign: Campaign,
+    user,
+    model: str,
+    name: str | None = None,
+    pairs: str = "unjudged",
+    seed: int = 0,
+    description: str = "",
+    endpoint: str | None = None,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    retries: int = 4,
+    batch: int = 256,
+    enqueue: bool = True,
+) -> Job:
+    """Choose the pairs and queue a model judge's run of them (``enqueue=False``: the caller runs it, as the
+    command line does). ``endpoint`` is for the command line only: the web and the API pass none, so the
+    worker calls the endpoint of its environment. ValueError / ValidationError on a bad argument or when no
+    endpoint is configured; JobLimit past the queued-jobs limits."""
+    if concurrency < 1 or retries < 0 or timeout <= 0:
+        raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+    target = Endpoint.configured(url=endpoint, model=model)
+    judge = model_judge_get_or_create(
+        name=name or model, description=description or f"{model} at {target.display}", campaign=campaign
+    )
+    pair_ids = pairs_to_judge(campaign=campaign, judge=judge, mode=pairs, seed=seed)
+    options = {
+        "model": model,
+        "judge": judge.get_username(),
+        "pairs": pairs,
+        "endpoint": endpoint or "",
+        "concurrency": concurrency,
+        "timeout": timeout,
+        "retries": retries,
+        "batch": batch,
+        "cursor": 0,  # pairs of the stored list done (in order), and those of them that failed
+        "failed": [],
+        "tally": {"graded": 0, "unsure": 0, "unchanged": 0},
+    }
+    job = job_create(
+        kind=Job.Kind.MODEL_JUDGE,
+        campaign=campaign,
+        user=user,
+        total=len(pair_ids),
+        options=options,
+        upload=pack(pair_ids),
+    )
+    if enqueue:
+        job_enqueue(job)
+    logger.info("job %s: model judge %s on %d pairs of %s", job.pk, judge.get_username(), len(pair_ids), campaign.slug)
+    return job
+
+
+@runs(Job.Kind.MODEL_JUDGE)
+def model_judge_job_run(job: Job, *, progress=None) -> dict:
+    """Judge the pairs not judged yet by this job, a batch at a time (in the worker)."""
+    opts = dict(job.options)
+    ids = unpack(job.upload)
+    # Resume: the pairs not reached yet, and those whose call failed.
+    remaining = sorted(set(opts.get("failed", [])) | set(ids[opts.get("cursor", 0) :]))
+    opts.update(cursor=0, failed=[])
+    tally = dict(opts.get("tally") or {"graded": 0, "unsure": 0, "unchanged": 0})
+    already = job.total - len(remaining)
+    Job.objects.filter(pk=job.pk).update(upload=pack(remaining), options=opts, done=already)
+    beat = Heartbeat(job)
+    beat.done = already
+    started = time.monotonic()
+    summary = None
+
+    def add(n: int) -> None:
+        beat.add(n)
+        if progress:
+            progress(n)
+
+    def totals(run) -> dict:
+        return {k: tally[k] + getattr(run, k) for k in ("graded", "unsure", "unchanged")}
+
+    def on_batch(n: int, failed_ids: list[int], run) -> None:
+        new = {**opts, "cursor": opts["cursor"] + n, "failed": opts["failed"] + failed_ids, "tally": totals(run)}
+        mine = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
+        if not mine.update(options=new, heartbeat_at=timezone.now()):
+            raise Superseded  # rolls this batch back; the batches before it stay
+        # Only what committed counts (this runs inside the batch's transaction, which commits next).
+        opts.update(new)
+
+    def on_failure(where: str, reason: str) -> None:
+        logger.warning("job %s: %s got no judgment: %s", job.pk, where, reason)
+
+    error = None
+    try:
+        judge = get_user_model().objects.get(username=opts["judge"])
+        target = Endpoint.configured(
+            url=opts.get("endpoint") or None, model=opts["model"], timeout=opts["timeout"], retries=opts["retries"]
+        )
+        with beat:
+            summary = model_judge_run(
+                campaign=job.campaign,
+                judge=judge,
+                endpoint=target,
+                pair_ids=remaining,
+                concurrency=opts["concurrency"],
+                batch=opts.get("batch", 256),
+                progress=add,
+                on_batch=on_batch,
+                on_failure=on_failure,
+                give_up_after=GIVE_UP_AFTER,
+            )
+    except Superseded:
+        logger.error("job %s was marked failed while its worker still ran it; it stopped", job.pk)
+        return {"status": "superseded"}
+    except ModelJudgeAborted as exc:
+        summary = exc.summary
+        error = (
+            f"the model endpoint failed {GIVE_UP_AFTER} calls in a row and the run stopped "
+            f"(last error: {exc.last_error})"
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+        logger.exception("job %s crashed", job.pk)
+        error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    finally:
+        sidecar_remove(job.pk)
+    seconds = time.monotonic() - started
+    run_failed = summary.failed if summary else 0
+    result = {
+        "judge": opts["judge"],
+        "model": opts["model"],
+        "pairs": job.total,
+        **(totals(summary) if summary else opts.get("tally", tally)),
+        "failed": run_failed,
+        "errors": summary.errors if summary else [],
+        "seconds": round(seconds, 2),
+    }
+    if error is not None:
+        kept = result["graded"] + result["unsure"] + result["unchanged"]
+        left = len(set(opts["failed"]) | set(remaining[opts["cursor"] :]))
+        detail = f"{error}. {kept} of {job.total} pairs were judged and are kept; Retry judges the {left} left"
+        mark_failed(
+            job, {"detail": detail, "file": None, "line": None, "field": None}, done=job.total - left, result=result
+        )
+        logger.info("job %s failed after %.2f s: %r", job.pk, seconds, detail)
+        return {"status": "failed", "error": {"detail": detail}}
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts).update(
+        status=Job.Status.DONE,
+        done=job.total,
+        result=clean_json(result),
+        error=None,
+        upload=None,
+        finished_at=now,
+        heartbeat_at=now,
+    )
+    logger.info(
+        "job %s done in %.2f s: model judge %s, %d pairs, %d graded, %d unsure, %d unchanged, %d failed",
+        job.pk,
+        seconds,
+        opts["judge"],
+        job.total,
+        result["graded"],
+        result["unsure"],
+        result["unchanged"],
+        result["failed"],
+    )
+    return {"status": "done", "result": result}
