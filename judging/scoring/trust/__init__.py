@@ -15,6 +15,7 @@ from judging.scoring.cube import segment_mask  # noqa: F401
 from judging.scoring.trust.arrays import (  # noqa: F401
     PATCH_QUERIES,
     TrustArrays,
+    campaign_arrays,
     cutoff_of,
     ranking_order,
     resolve_measure,
@@ -22,7 +23,18 @@ from judging.scoring.trust.arrays import (  # noqa: F401
     top_grade,
     trust_arrays,
 )
-from judging.scoring.trust.bounds import TOP_OPEN_QUERIES, Bounds, Verdicts, bounds, verdicts  # noqa: F401
+from judging.scoring.trust.bounds import (  # noqa: F401
+    TOP_OPEN_QUERIES,
+    Bounds,
+    Verdicts,
+    bounds,
+    comparison_pairs_by_query,
+    pair_priority,
+    pairs_left_by_query,
+    query_bounds,
+    unjudged,
+    verdicts,
+)
 from judging.scoring.trust.curves import (  # noqa: F401
     CURVE_K_DEFAULT,
     CURVE_K_MAX,

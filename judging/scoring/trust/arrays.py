@@ -73,14 +73,13 @@ class TrustArrays:
     positions: np.ndarray  # (Qs,) cube positions of these queries
 
 
-def trust_arrays(lb: Leaderboard) -> TrustArrays:
-    """Ranked labels, qrels and document ids of the leaderboard's scored queries, built once per labels state.
+def campaign_arrays(lb: Leaderboard) -> TrustArrays:
+    """Ranked labels, qrels and document ids of every query of the campaign, built once per labels state.
 
-    The whole campaign's arrays (every query) are cached under the unsegmented table key and the labels
-    versions; the leaderboard's query set (its ``labelled`` mask, a segment's) is taken out of them. After a
-    few new judgments only the queries whose labels version moved are read and probed again: a copy of
-    the previous state's arrays with those columns replaced (reading every label and probing 10M ranked
-    documents is most of the cost otherwise).
+    Cached under the unsegmented table key and the labels versions. After a few new judgments only the
+    queries whose labels version moved are read and probed again: a copy of the previous state's arrays
+    with those columns replaced (reading every label and probing 10M ranked documents is most of the
+    cost otherwise).
     """
     h = hashlib.sha256(lb.base_key.encode())
     versions = lb.table.versions
@@ -91,6 +90,13 @@ def trust_arrays(lb: Leaderboard) -> TrustArrays:
         full = remember(_ARRAYS, key, _arrays_build(lb), _KEEP_ARRAYS)
         with LOCK:
             _LATEST[lb.base_key] = (versions.copy(), full)
+    return full
+
+
+def trust_arrays(lb: Leaderboard) -> TrustArrays:
+    """The arrays of the leaderboard's scored queries (its ``labelled`` mask, a segment's): taken out of
+    :func:`campaign_arrays`, or those themselves when every query is scored."""
+    full = campaign_arrays(lb)
     wanted = np.flatnonzero(lb.table.labelled)
     if wanted.size == full.positions.size:
         return full

@@ -9,7 +9,7 @@ import numpy as np
 
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Params, ScoreTable, leaderboard
-from judging.scoring.trust.bounds import verdicts
+from judging.scoring.trust.bounds import pair_priority
 from judging.scoring.trust.store import LOCK, process_store
 from metrics import Measure
 
@@ -49,9 +49,9 @@ def priority_pairs(campaign: Campaign) -> np.ndarray:
     # means, yet every comparison is open and the queue needs an order.
     every = np.ones(len(lb.cube.query_ids), dtype=bool)
     lb = replace(lb, table=ScoreTable(lb.table.versions, lb.table.scores, every), key=f"{lb.key}:queue", _means=None)
-    v = verdicts(lb, QUEUE_MEASURE)
+    priority = pair_priority(lb, QUEUE_MEASURE)
     ids = np.zeros(0, dtype=np.int64)
-    if v.priority is not None and v.priority.query.size:
+    if priority is not None and priority.query.size:
         rows = np.array(
             list(
                 Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
@@ -63,7 +63,7 @@ def priority_pairs(campaign: Campaign) -> np.ndarray:
         keys = (rows[:, 0] << 32) | rows[:, 1]
         order = np.argsort(keys)
         keys, pair_ids = keys[order], rows[order, 2]
-        wanted = (lb.cube.query_ids[v.priority.query] << 32) | v.priority.doc
+        wanted = (lb.cube.query_ids[priority.query] << 32) | priority.doc
         at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
         found = keys[at] == wanted if keys.size else np.zeros(wanted.size, bool)
         ids = pair_ids[at[found]] if keys.size else ids

@@ -9,7 +9,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
+
+import numpy as np
 
 from judging.scoring.cache import Leaderboard
 
@@ -54,6 +57,48 @@ def cached(lb: Leaderboard, what: tuple, compute: Callable[[], T]) -> T:
     if got is None:
         got = remember(_RESULTS, key, compute(), _KEEP_RESULTS)
     return got
+
+
+@dataclass(frozen=True)
+class _PerQuery:
+    versions: np.ndarray  # (Q,) the labels versions the value was made for
+    token: object
+    value: object
+
+
+_PER_QUERY: OrderedDict[tuple, _PerQuery] = process_store(OrderedDict())
+_KEEP_PER_QUERY = 32
+
+
+def per_query(
+    lb: Leaderboard,
+    what: tuple,
+    *,
+    token: object,
+    build: Callable[[], T],
+    patch: Callable[[T, np.ndarray], T],
+    patch_queries: int,
+) -> T:
+    """A value made of one part per query of the campaign (every query, segment or not), at ``lb``'s labels.
+
+    A new label changes its query's part only: the value kept for the table's latest labels versions
+    is patched where they moved (``patch(old, dirty cube positions)``, which returns a new value and
+    leaves ``old`` as it is, as other threads may be reading it) when at most ``patch_queries`` queries
+    moved, and built whole (``build()``) otherwise, or when ``token`` (whatever else the parts depend on,
+    compared with ==) changed. Kept per unsegmented table (``lb.base_key``) and ``what``, the latest only.
+    """
+    key = (lb.base_key, *what)
+    versions = lb.table.versions
+    got = recall(_PER_QUERY, key)
+    if got is not None and got.token == token and got.versions.shape == versions.shape:
+        dirty = np.flatnonzero(got.versions != versions)
+        if not dirty.size:
+            return got.value
+        value = patch(got.value, dirty) if dirty.size <= patch_queries else build()
+    else:
+        value = build()
+    remember(_PER_QUERY, key, _PerQuery(versions.copy(), token, value), _KEEP_PER_QUERY)
+    return value
 
 
 def caches_clear() -> None:
