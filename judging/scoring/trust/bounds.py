@@ -46,6 +46,9 @@ class _Scored(Mapping):
             got = self._taken[measure] = every if self._scored.all() else every[:, self._scored]
         return got
 
+    def __contains__(self, measure: object) -> bool:
+        return measure in self._every
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._every)
 
@@ -116,17 +119,23 @@ def bounds(lb: Leaderboard) -> Bounds:
 # --------------------------------------------------------------------------- the unjudged pairs per query
 
 
+_NO_DOCS = np.zeros(0, dtype=np.int64)
+
+
 def _pairs_of(arrays: TrustArrays, cutoff: int | None, queries: np.ndarray | None) -> metrics.UnjudgedPairs:
-    """The unjudged pairs of some queries (all with None), their query as a cube position."""
+    """The unjudged pairs of some queries (all with None), their query as a cube position. Their documents
+    are left out (an empty ``doc``): the counts need the systems only, and 10M ranked entries can hold
+    millions of pairs."""
     if queries is None:
-        return metrics.unjudged_pairs(arrays.labels, arrays.doc_ids, cutoff=cutoff)
+        got = metrics.unjudged_pairs(arrays.labels, arrays.doc_ids, cutoff=cutoff)
+        return got._replace(doc=_NO_DOCS)
     got = metrics.unjudged_pairs(arrays.labels[:, queries], arrays.doc_ids[:, queries], cutoff=cutoff)
-    return got._replace(query=queries[got.query])
+    return got._replace(query=queries[got.query], doc=_NO_DOCS)
 
 
 def unjudged(lb: Leaderboard, cutoff: int | None) -> metrics.UnjudgedPairs:
-    """Every query's unjudged pairs within ``cutoff`` (metrics.unjudged_pairs) with their systems, in query
-    order; after a judgment only the moved queries' pairs are grouped again and spliced in."""
+    """Every query's unjudged pairs within ``cutoff`` (metrics.unjudged_pairs, without their documents) with
+    their systems, in query order; after a judgment only the moved queries' pairs are grouped again."""
     arrays = campaign_arrays(lb)
 
     def patch(old: metrics.UnjudgedPairs, dirty: np.ndarray) -> metrics.UnjudgedPairs:
@@ -134,11 +143,7 @@ def unjudged(lb: Leaderboard, cutoff: int | None) -> metrics.UnjudgedPairs:
         keep = ~np.isin(old.query, dirty)
         query = np.concatenate([old.query[keep], new.query])
         order = np.argsort(query, kind="stable")
-        return metrics.UnjudgedPairs(
-            query[order],
-            np.concatenate([old.doc[keep], new.doc])[order],
-            np.concatenate([old.members[keep], new.members])[order],
-        )
+        return metrics.UnjudgedPairs(query[order], _NO_DOCS, np.concatenate([old.members[keep], new.members])[order])
 
     return per_query(
         lb,
