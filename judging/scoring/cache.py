@@ -156,11 +156,31 @@ class Leaderboard:
 def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params):
     """Score the queries at positions ``q_idx`` of the cube: (M, S, len(q_idx)) scores and a labelled mask."""
     grid, qrels, _, counts = label_arrays(cube, q_idx, labels)
+    return _score(grid, qrels, counts, params)
+
+
+def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Params):
     result = metrics.evaluate(
         grid, qrels, k=params.k, threshold=params.threshold, gain=params.gain, judged_only=params.judged_only
     )
     names = measure_names(params.k)
     return np.stack([result[n] for n in names]), counts > 0
+
+
+# The ranked labels and qrels of the last table scored whole (a cold start), until the trust measures take
+# them (judging.scoring.trust.arrays): they read the same arrays, and reading every label and probing every
+# ranked document again would double a cold leaderboard's cost. One table at a time: 10 MB at 10M entries.
+_WHOLE: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def whole_label_arrays_take(key: str, versions: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ranked labels (S, Q, D), qrels rows (Q, M)) of every query of the table ``key`` (a Leaderboard's
+    ``base_key``) if it was last scored whole at these labels ``versions``, else None; forgotten either way."""
+    with _LOCK:
+        got = _WHOLE.pop(key, None)
+    if got is None or not np.array_equal(got[0], versions):
+        return None
+    return got[1], got[2]
 
 
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
@@ -210,7 +230,13 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         dirty = np.flatnonzero(table.versions != versions)
     if dirty.size:
         labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
-        scores, labelled = score_queries(cube, dirty, labels, params)
+        grid, qrels, _, counts = label_arrays(cube, dirty, labels)
+        scores, labelled = _score(grid, qrels, counts, params)
+        if dirty.size == n_q:
+            with _LOCK:
+                _WHOLE.clear()
+                _WHOLE[key] = (versions.copy(), grid, qrels)
+        del grid, qrels
         table.scores[:, :, dirty] = scores
         table.labelled[dirty] = labelled
         table.versions[dirty] = versions[dirty]
@@ -270,3 +296,4 @@ def scores_clear() -> None:
     """Forget this process's score tables (the shared cache in Django's cache stays)."""
     with _LOCK:
         _SCORES.clear()
+        _WHOLE.clear()

@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 
 import metrics
 from judging.models import Campaign, Grade
-from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard
+from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, whole_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.trust.store import LOCK, process_store, recall, remember
 from metrics import Measure
@@ -124,6 +124,9 @@ def _arrays_build(lb: Leaderboard) -> TrustArrays:
             rows[dirty] = metrics.UNJUDGED
             rows[dirty, : qrels.shape[1]] = qrels
             return TrustArrays(patched, rows, old.doc_ids, old.positions)
+    kept = whole_label_arrays_take(lb.base_key, versions)
+    if kept is not None:  # the leaderboard was just scored whole from the same labels
+        return TrustArrays(kept[0], kept[1], lb.cube.doc_ids, np.arange(n_q))
     labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)
     grid, qrels, doc_ids, _ = label_arrays(lb.cube, np.arange(n_q), labels)
     return TrustArrays(grid, qrels, doc_ids, np.arange(n_q))
