@@ -7,7 +7,10 @@ Usage (builds leaderboard_bench's campaign, or reuses it with --reuse):
 
 For each endpoint it prints the request time right after a new judgment (the arrays and the result are
 recomputed for the new labels state: "fresh") and the median of repeated requests on an unchanged state
-("warm", served from the per-state cache), plus the CPU seconds of the fresh request.
+("warm", served from the per-state cache), plus the CPU seconds of the fresh request. Then, in process, the
+pieces of a request from scratch (empty trust caches) and after one more judgment (the judged query's
+arrays, bounds and unjudged pairs recomputed, the rest kept): the shared machine's load inflates wall time,
+so CPU time is printed beside it, with the machine line.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from django.db import connection  # noqa: E402
 from django.db.models import F  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from bench._setup import machine_line  # noqa: E402
 from bench.leaderboard_bench import SLUG, build, generate, qid_of  # noqa: E402
 from judging import scoring, services  # noqa: E402
 from judging.models import Campaign, Document, Pair, QueryTag, Ranking  # noqa: E402
@@ -79,6 +83,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="keep an existing complete bench campaign")
     parser.add_argument("--seed", type=int, default=20240)
     args = parser.parse_args()
+    print(machine_line(), flush=True)
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}", flush=True)
     call_command("migrate", verbosity=0)
     call_command("createcachetable", verbosity=0)
@@ -122,8 +127,9 @@ def main() -> None:
     unjudged = list(
         Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
         .order_by("?")
-        .values_list("id", flat=True)[: len(endpoints)]
+        .values_list("id", flat=True)[: len(endpoints) + 1]
     )
+    unjudged, unjudged_more = unjudged[: len(endpoints)], unjudged[len(endpoints) :]
     print(f"{'endpoint':10} {'fresh':>9} {'cpu':>8} {'warm':>9}   (fresh: first request after a new judgment)")
     for (name, url), pair_id in zip(endpoints.items(), unjudged, strict=True):
         pair = Pair.objects.select_related("campaign").get(id=pair_id)
@@ -146,6 +152,23 @@ def main() -> None:
         print(
             f"  {label:9} {(time.perf_counter() - wall) * 1000:7.0f} ms wall {(time.process_time() - cpu) * 1000:6.0f}"
             " ms cpu",
+            flush=True,
+        )
+    # the same after one more judgment: the arrays, bounds and verdicts of the judged query only
+    pair = Pair.objects.select_related("campaign").get(id=unjudged_more[0])
+    services.judgment_record(pair=pair, annotator=assessor, grade=1)
+    board = {}
+    for label, fn in (
+        ("scores", lambda: board.setdefault("lb", scoring.leaderboard(campaign, scoring.Params(k=10)))),
+        ("arrays", lambda: trust.trust_arrays(board["lb"])),
+        ("bounds", lambda: trust.bounds(board["lb"])),
+        ("verdicts", lambda: trust.verdicts(board["lb"], "nDCG@10")),
+    ):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        print(
+            f"  {label:9} {(time.perf_counter() - wall) * 1000:7.1f} ms wall {(time.process_time() - cpu) * 1000:6.1f}"
+            " ms cpu  (after one more judgment: its query only)",
             flush=True,
         )
 

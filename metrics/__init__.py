@@ -15,7 +15,18 @@ from metrics.agreement import (
     pairwise_agreement,
     raw_agreement,
 )
-from metrics.bounds import PairPriority, Settled, open_pairs, open_pairs_by_query, pair_priority, score_bounds, settled
+from metrics.bounds import (
+    PairPriority,
+    Settled,
+    UnjudgedPairs,
+    open_pairs,
+    open_pairs_by_query,
+    pair_priority,
+    pairs_by_query,
+    score_bounds,
+    settled,
+    unjudged_pairs,
+)
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.measures import WHOLE_RUN, Measure, measure_names
@@ -67,6 +78,9 @@ __all__ = [
     "Settled",
     "open_pairs",
     "open_pairs_by_query",
+    "pairs_by_query",
+    "unjudged_pairs",
+    "UnjudgedPairs",
     "pair_priority",
     "score_bounds",
     "settled",

@@ -23,9 +23,21 @@ from metrics.ranking import (
     _num_nonrel,
     _num_rel,
     _safe_divide,
+    _weighted_sum,
 )
 
-__all__ = ["PairPriority", "Settled", "open_pairs", "open_pairs_by_query", "pair_priority", "score_bounds", "settled"]
+__all__ = [
+    "PairPriority",
+    "Settled",
+    "UnjudgedPairs",
+    "open_pairs",
+    "open_pairs_by_query",
+    "pair_priority",
+    "pairs_by_query",
+    "score_bounds",
+    "settled",
+    "unjudged_pairs",
+]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -60,7 +72,7 @@ def _idcg_from_counts(counts: np.ndarray, k: int, gain: str) -> np.ndarray:
     start = end - descending
     cumulative = np.concatenate([[0.0], np.cumsum(_discounts(k))])
     share = cumulative[np.minimum(end, k)] - cumulative[np.minimum(start, k)]
-    return share @ _gains(np.arange(counts.shape[-1])[::-1], gain)
+    return _weighted_sum(share, _gains(np.arange(counts.shape[-1])[::-1], gain))
 
 
 def _check_doc_ids(doc_ids, labels: np.ndarray) -> np.ndarray:
@@ -217,7 +229,7 @@ def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gai
     today[f"nDCG@{k}"] = _safe_divide(dcg, _idcg(qrels, k, gain))
     counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
     counts[..., top_grade] += u_k
-    high_dcg = dcg + top_gain * (unjudged[..., :k] @ discounts)
+    high_dcg = dcg + top_gain * _weighted_sum(unjudged[..., :k], discounts)
     high[f"nDCG@{k}"] = _safe_divide(high_dcg, _idcg_from_counts(counts, k, gain))
 
     bounds = {}
@@ -379,19 +391,68 @@ def open_pairs_by_query(labels, doc_ids, comparisons, *, cutoff: int | None = No
     labels = _check_labels(labels)
     doc_ids = _check_doc_ids(doc_ids, labels)
     n_systems, n_queries = labels.shape[:2]
-    comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
-    if comparisons.size and (comparisons.min() < 0 or comparisons.max() >= n_systems):
-        raise ValueError(f"comparisons must hold system indices from 0 to {n_systems - 1}")
+    comparisons = _check_comparisons(comparisons, n_systems)
     cutoff = _check_cutoff(cutoff)
     wanted = np.zeros(n_systems, dtype=bool)
     wanted[comparisons.reshape(-1)] = True
-    query, _, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, wanted)
+    query, doc, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, wanted)
+    return pairs_by_query(UnjudgedPairs(query, doc, members), comparisons, n_queries)
+
+
+def _check_comparisons(comparisons, n_systems: int) -> np.ndarray:
+    comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    if comparisons.size and (comparisons.min() < 0 or comparisons.max() >= n_systems):
+        raise ValueError(f"comparisons must hold system indices from 0 to {n_systems - 1}")
+    return comparisons
+
+
+class UnjudgedPairs(NamedTuple):
+    """Distinct unjudged (query, document) pairs and the systems that retrieved each, in query order."""
+
+    #: (P,) query index (position on the Q axis), ascending.
+    query: np.ndarray
+    #: (P,) document id.
+    doc: np.ndarray
+    #: (P, W) uint64 words: system s retrieved the pair within the cutoff when bit s % 64 of word s // 64 is set.
+    members: np.ndarray
+
+
+def unjudged_pairs(labels, doc_ids, *, cutoff: int | None = None) -> UnjudgedPairs:
+    """Every distinct unjudged (query, document) pair within the top ``cutoff`` of some run, with its systems.
+
+    The per-query material of :func:`open_pairs` and :func:`open_pairs_by_query`: each query's pairs
+    depend on that query's labels only, so a caller that keeps them can replace one query's pairs after
+    a new label instead of grouping every ranked document again (see :func:`pairs_by_query`).
+
+    Parameters
+    ----------
+    labels, doc_ids, cutoff
+        As for :func:`open_pairs`.
+
+    Returns
+    -------
+    UnjudgedPairs
+    """
+    labels = _check_labels(labels)
+    doc_ids = _check_doc_ids(doc_ids, labels)
+    cutoff = _check_cutoff(cutoff)
+    query, doc, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, np.ones(labels.shape[0], dtype=bool))
+    return UnjudgedPairs(query, doc, members)
+
+
+def pairs_by_query(pairs: UnjudgedPairs, comparisons, n_queries: int) -> np.ndarray:
+    """(C, n_queries) int64: per comparison (a, b), the number of ``pairs`` in each query that a or b
+    retrieved (:func:`open_pairs_by_query` from pairs already grouped, e.g. by :func:`unjudged_pairs`)."""
+    comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    members = pairs.members
+    if comparisons.size and (comparisons.min() < 0 or comparisons.max() >= 64 * members.shape[1]):
+        raise ValueError(f"comparisons must hold system indices from 0 to {64 * members.shape[1] - 1}")
     out = np.zeros((comparisons.shape[0], n_queries), dtype=np.int64)
     for c, (a, b) in enumerate(comparisons.tolist()):  # over comparisons (at most S - 1 adjacent ones)
         either = ((members[:, a // 64] >> np.uint64(a % 64)) | (members[:, b // 64] >> np.uint64(b % 64))) & np.uint64(
             1
         )
-        out[c] = np.bincount(query[either.astype(bool)], minlength=n_queries)
+        out[c] = np.bincount(pairs.query[either.astype(bool)], minlength=n_queries)
     return out
 
 

@@ -190,8 +190,9 @@ def _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k: int,
     """Every measure of metrics.evaluate but nDCG (filled in by the caller) from cumulative counts."""
     depth = relevant.shape[-1]
     rel_at_k = c_rel[..., at_k].astype(np.int64)
-    products = (c_rel * relevant).astype(np.float64).reshape(-1, depth)
-    precision_sum = (products @ (1.0 / np.arange(1, depth + 1))).reshape(relevant.shape[:2])
+    products = (c_rel * relevant).astype(np.float64)
+    products *= 1.0 / np.arange(1, depth + 1)
+    precision_sum = products.sum(axis=-1)  # not a matmul: see _weighted_sum
     first = np.argmax(relevant, axis=-1)
     return {
         f"P@{k}": rel_at_k / k,
@@ -233,14 +234,27 @@ def _discounts(n: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
+def _weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` over the last axis, summed in an order that depends on that axis's length only.
+
+    BLAS's matrix-vector product sums a row in an order that depends on the rows around it, so a query's
+    score would differ in its last bits with the queries scored along with it; a caller that rescores
+    only the queries whose labels moved must get the value a computation over every query gives.
+    """
+    return (values * weights).sum(axis=-1)
+
+
 def _dcg(labels: np.ndarray, k: int, gain: str) -> np.ndarray:
     top = labels[..., :k]
-    return _gains(top, gain) @ _discounts(top.shape[-1])
+    return _weighted_sum(_gains(top, gain), _discounts(top.shape[-1]))
 
 
 def _idcg(qrels: np.ndarray, k: int, gain: str) -> np.ndarray:
     best = np.sort(qrels, axis=-1)[:, ::-1][:, :k]
-    return _gains(best, gain) @ _discounts(best.shape[-1])
+    if best.shape[-1] < k:
+        # always k columns: how many labels pad a qrels row must not change how the row is summed
+        best = np.pad(best, ((0, 0), (0, k - best.shape[-1])), constant_values=UNJUDGED)
+    return _weighted_sum(_gains(best, gain), _discounts(k))
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 import numbers
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "bootstrap_ci",
@@ -269,6 +268,8 @@ def paired_ttest(a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         t = mean_d / (sd / np.sqrt(n))
     t = np.where(constant, np.where(mean_d == 0, 0.0, np.copysign(np.inf, mean_d)), t)
+    from scipy import stats  # imported here: scipy.stats costs half a second to import, for two functions
+
     p = np.minimum(2.0 * stats.t.sf(np.abs(t), df=n - 1), 1.0)
     return _scalar(t), _scalar(p)
 
@@ -430,6 +431,8 @@ def kendall_tau(a, b) -> float:
         raise ValueError(f"a and b must be 1-D of the same length >= 2, got shapes {a.shape} and {b.shape}")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
+    from scipy import stats
+
     return float(stats.kendalltau(a, b).statistic)
 
 

@@ -9,9 +9,14 @@ query), rescores only the queries whose version moved, and averages.
 Derived results are cached under the same fingerprint (``Leaderboard.state``): bootstrap confidence
 intervals and significance tests (``stats_refresh``, ``pairwise_cached``). ``presenters`` shapes scores for
 the pages: ranking rows, significance cells, the queries heatmap, head-to-head, one query's ranked lists
-(``query_rankings``) and the judging timeline (``judging_timeline``).
+(``query_rankings``) and the judging timeline (``judging_timeline``). ``trust`` says how far to trust the
+ranking (bounds, settled comparisons, pool bias ...); ``board`` writes the leaderboard JSON of the API and
+`scores --json`, scores and trust together.
+
+Modules depend one way: cube <- cache <- stats <- trust <- board (presenters beside trust).
 """
 
+from judging.scoring.board import leaderboard_data, leaderboard_json, process_caches_clear  # noqa: F401
 from judging.scoring.cache import (  # noqa: F401
     BLOCK,
     CACHE_SECONDS,
@@ -20,10 +25,7 @@ from judging.scoring.cache import (  # noqa: F401
     Params,
     ScoreTable,
     leaderboard,
-    leaderboard_data,
-    leaderboard_json,
     measure_names,
-    process_caches_clear,
     score_queries,
     threshold_check,
 )

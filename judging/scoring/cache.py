@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import re
-import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
@@ -26,7 +22,15 @@ from django.utils.translation import gettext as _
 import metrics
 from judging.aggregation import POLICIES
 from judging.models import Campaign, Query
-from judging.scoring.cube import _CUBES, _LOCK, RunCube, _KeyIndex, _rows, label_source_judge, labels_for, run_cube
+from judging.scoring.cube import (
+    RunCube,
+    cursor_rows,
+    label_arrays,
+    label_source_judge,
+    labels_for,
+    run_cube,
+    segment_mask,
+)
 
 # Queries per shared-cache entry: a new label rewrites one block (64 queries x 20 systems x 8 measures is
 # 80 kB), not the whole table.
@@ -46,6 +50,7 @@ def measure_names(k: int) -> list[str]:
     return [str(metrics.Measure(base).at(k)) for base in LEADERBOARD_MEASURES]
 
 
+_LOCK = threading.Lock()
 _SCORES: dict[str, ScoreTable] = {}
 
 
@@ -57,7 +62,7 @@ class Params:
     judged_only: bool = False
     policy: str | None = None  # None: the campaign's own policy (the stored labels)
     labels: str = "humans"  # or "model:NAME" / "hybrid:NAME": which judgments the labels come from
-    # Only the queries carrying this tag count in the means (judging.scoring.trust.segment_mask); the
+    # Only the queries carrying this tag count in the means (judging.scoring.cube.segment_mask); the
     # per-query scores are the same, so the score table is shared with the whole leaderboard.
     segment: str | None = None
 
@@ -148,50 +153,34 @@ class Leaderboard:
         return [q for q, m in zip(self.cube.qids, self.table.labelled, strict=True) if m]
 
 
-def label_arrays(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...]):
-    """The metrics inputs of the queries at positions ``q_idx`` of the cube.
-
-    Returns the ranked labels (S, len(q_idx), D) int8 (``metrics.UNJUDGED`` for unjudged documents,
-    ``metrics.PAD`` after the end of a run), the qrels rows (len(q_idx), M) padded with UNJUDGED, the
-    document ids (S, len(q_idx), D) and each query's number of labels.
-    """
-    lq, ld, lab = labels
-    q_idx = np.asarray(q_idx)
-    # q_idx is ascending: all of it means the whole cube, which need not be copied
-    everything = len(q_idx) == len(cube.query_ids)
-    sub = cube.doc_ids if everything else cube.doc_ids[:, q_idx, :]  # (S, Qd, D)
-    qids = cube.query_ids[q_idx]
-    keep = np.isin(lq, qids)
-    lq, ld, lab = lq[keep], ld[keep], lab[keep]
-    # int8 labels: grades are 0..100 and metrics is fastest on the smallest dtype
-    if lq.size:
-        index = _KeyIndex((lq << 32) | ld, lab.astype(np.int8))
-        probe = np.maximum(sub, 0)  # padding (-1) becomes document 0, which no label has
-        probe |= (qids << 32)[None, :, None]
-        grid = index.get(probe, metrics.UNJUDGED)
-        del probe
-    else:
-        grid = np.full(sub.shape, metrics.UNJUDGED, dtype=np.int8)
-    grid[sub < 0] = metrics.PAD
-    # qrels rows: every label of each query, padded with UNJUDGED
-    q_of_label = np.searchsorted(qids, lq)
-    counts = np.bincount(q_of_label, minlength=len(qids)) if lq.size else np.zeros(len(qids), np.int64)
-    width = max(int(counts.max()) if counts.size else 0, 1)
-    qrels = np.full((len(qids), width), metrics.UNJUDGED, dtype=np.int8)
-    if lq.size:
-        starts = np.cumsum(counts) - counts
-        qrels[q_of_label, np.arange(lq.size) - starts[q_of_label]] = lab
-    return grid, qrels, sub, counts
-
-
 def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params):
     """Score the queries at positions ``q_idx`` of the cube: (M, S, len(q_idx)) scores and a labelled mask."""
     grid, qrels, _, counts = label_arrays(cube, q_idx, labels)
+    return _score(grid, qrels, counts, params)
+
+
+def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Params):
     result = metrics.evaluate(
         grid, qrels, k=params.k, threshold=params.threshold, gain=params.gain, judged_only=params.judged_only
     )
     names = measure_names(params.k)
     return np.stack([result[n] for n in names]), counts > 0
+
+
+# The ranked labels and qrels of the last table scored whole (a cold start), until the trust measures take
+# them (judging.scoring.trust.arrays): they read the same arrays, and reading every label and probing every
+# ranked document again would double a cold leaderboard's cost. One table at a time: 10 MB at 10M entries.
+_WHOLE: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def whole_label_arrays_take(key: str, versions: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ranked labels (S, Q, D), qrels rows (Q, M)) of every query of the table ``key`` (a Leaderboard's
+    ``base_key``) if it was last scored whole at these labels ``versions``, else None; forgotten either way."""
+    with _LOCK:
+        got = _WHOLE.pop(key, None)
+    if got is None or not np.array_equal(got[0], versions):
+        return None
+    return got[1], got[2]
 
 
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
@@ -207,8 +196,9 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
     started = time.perf_counter()
     params = (params or Params()).validate()
     cube = run_cube(campaign)
+    queries = Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version")
     versions = np.array(
-        [v for (v,) in _rows(Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version"))],
+        [v for (v,) in cursor_rows(queries)],
         dtype=np.int64,
     )
     n_q, n_m = len(cube.query_ids), len(measure_names(params.k))
@@ -240,7 +230,13 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         dirty = np.flatnonzero(table.versions != versions)
     if dirty.size:
         labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
-        scores, labelled = score_queries(cube, dirty, labels, params)
+        grid, qrels, _, counts = label_arrays(cube, dirty, labels)
+        scores, labelled = _score(grid, qrels, counts, params)
+        if dirty.size == n_q:
+            with _LOCK:
+                _WHOLE.clear()
+                _WHOLE[key] = (versions.copy(), grid, qrels)
+        del grid, qrels
         table.scores[:, :, dirty] = scores
         table.labelled[dirty] = labelled
         table.versions[dirty] = versions[dirty]
@@ -279,9 +275,6 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         )
     base_key = key
     if params.segment is not None:
-        # Imported here: judging.scoring.trust imports this module (Leaderboard, Params, leaderboard).
-        from judging.scoring.trust import segment_mask
-
         inside = segment_mask(campaign, cube, params.segment)
         # A view of the shared table: the same scores, fewer queries in the means (and in their cache keys).
         table = ScoreTable(table.versions, table.scores, table.labelled & inside)
@@ -299,180 +292,8 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
     )
 
 
-def leaderboard_data(
-    *,
-    campaign: Campaign,
-    k: int = 10,
-    gain: str = "linear",
-    threshold: int = 1,
-    judged_only: bool = False,
-    policy: str | None = None,
-    labels: str = "humans",
-    per_query: bool = True,
-    segment: str | None = None,
-    measure: str | None = None,
-    bounds: bool = True,
-    attribute: str | None = None,
-    micro: bool = False,
-    _as_text: _PerQueryText | None = None,
-) -> dict:
-    """The SPEC §4 JSON shape shared by `scores --json` and the API.
-
-    With ``bounds`` (the default) each system gains ``"bounds"`` and the top level ``"settled"`` for the
-    systems adjacent in the ranking by ``measure`` (default nDCG@k); ``attribute`` adds ILD@k and
-    Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
-    judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
-    """
-    params = Params(
-        k=k,
-        gain=gain,
-        threshold=threshold,
-        judged_only=judged_only,
-        policy=policy,
-        labels=labels or "humans",
-        segment=segment,
-    )
-    lb = leaderboard(campaign, params)
-    means = lb.means()
-    names = lb.measures
-    qids = lb.scored_qids()
-    systems = []
-    state = lb.state if per_query and _as_text is not None else ""
-    for s, name in enumerate(lb.cube.system_names):
-        entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
-        if per_query and _as_text is not None:
-            entry["per_query"] = _as_text.put(
-                lambda s=s: lb.table.scores[:, s][:, lb.table.labelled].T, qids, names, block=f"{state}:{s}"
-            )
-        elif per_query:
-            values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
-            entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
-        systems.append(entry)
-    data = {
-        "campaign": campaign.slug,
-        "k": k,
-        "gain": gain,
-        "threshold": threshold,
-        "judged_only": judged_only,
-        "policy": policy or campaign.aggregation,
-        "labels": lb.params.labels,
-        "queries": len(qids),
-        "systems": systems,
-    }
-    if segment is not None:
-        data["segment"] = segment
-    if bounds or attribute or micro:
-        from judging.scoring import trust  # imported here: trust imports this module
-
-        trust.leaderboard_data_extend(
-            lb, data, measure=measure, with_bounds=bounds, attribute=attribute, with_micro=micro, per_query=per_query
-        )
-    return data
-
-
-# Per-query rows already written as JSON, by measure names and the row's float64 bytes: the same values
-# give the same text, so after one new judgment only the rescored query's rows are formatted again.
-_ROW_TEXT: dict[tuple[str, ...], dict[bytes, str]] = {}
-_ROW_TEXT_MAX = 400_000
-# Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and
-# every query's labels version) and system: a poll with nothing changed since the last one joins them
-# instead of formatting 100,000 rows again. The last two states only (a lead's script polls one parameter
-# set, the state moves with each judgment): 20 systems x 5,000 queries is 19 MB of text a state.
-_BLOCK_TEXT: OrderedDict[str, str] = OrderedDict()
-_BLOCK_TEXT_STATES = 2
-_BLOCK_LOCK = threading.Lock()
-
-
-def _block_text(block: str, make) -> str:
-    with _BLOCK_LOCK:
-        text = _BLOCK_TEXT.get(block)
-        if text is not None:
-            _BLOCK_TEXT.move_to_end(block)
-            return text
-    text = make()
-    state = block.rpartition(":")[0]
-    with _BLOCK_LOCK:
-        _BLOCK_TEXT[block] = text
-        states = {b.rpartition(":")[0] for b in _BLOCK_TEXT}
-        while len(states) > _BLOCK_TEXT_STATES:
-            oldest = next(iter(_BLOCK_TEXT)).rpartition(":")[0]
-            if oldest == state:
-                break
-            for b in [b for b in _BLOCK_TEXT if b.rpartition(":")[0] == oldest]:
-                del _BLOCK_TEXT[b]
-            states.discard(oldest)
-    return text
-
-
-class _PerQueryText:
-    """Per-query values written straight to JSON text for leaderboard_json: a placeholder string stands in
-    the data for each system's ``per_query`` object and is replaced by the text afterwards."""
-
-    def __init__(self):
-        self.token = secrets.token_hex(8)
-        self.parts: dict[str, str] = {}
-        self.keys: tuple[tuple, list[str]] | None = None
-
-    def put(self, values, qids: list[str], names: list[str], *, block: str) -> str:
-        """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
-        block ``block`` names (the scores' state and the system): written once per state."""
-        placeholder = f"per-query:{self.token}:{len(self.parts)}"
-        self.parts[placeholder] = _block_text(block, lambda: self._text(values(), qids, names))
-        return placeholder
-
-    def _text(self, values: np.ndarray, qids: list[str], names: list[str]) -> str:
-        values = np.ascontiguousarray(values, dtype=np.float64)
-        if not np.isfinite(values).all():
-            raise _NotFinite
-        if self.keys is None or self.keys[0] != tuple(qids):
-            self.keys = (tuple(qids), [json.dumps(q, ensure_ascii=False) + ":" for q in qids])
-        texts = _ROW_TEXT.setdefault(tuple(names), {})
-        if len(texts) > _ROW_TEXT_MAX:
-            texts.clear()
-        # {"P@10":%r,...}: repr writes a float exactly as json.dumps does.
-        row_format = "{" + ",".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ":%r" for n in names) + "}"
-        rows = values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
-        out = []
-        for key_text, row_bytes, row in zip(self.keys[1], rows, values.tolist(), strict=True):
-            text = texts.get(row_bytes)
-            if text is None:
-                text = texts[row_bytes] = row_format % tuple(row)
-            out.append(key_text + text)
-        return "{" + ",".join(out) + "}"
-
-    def fill(self, text: str) -> str:
-        """``text`` (JSON with the placeholders) with the per-query objects in their place, in one pass."""
-        pieces = re.split(f'"(per-query:{self.token}:[0-9]+)"', text)
-        pieces[1::2] = [self.parts[p] for p in pieces[1::2]]
-        return "".join(pieces)
-
-
-class _NotFinite(Exception):
-    pass
-
-
-def leaderboard_json(*, campaign: Campaign, **params) -> str | None:
-    """leaderboard_data(..., per_query=True) as the API's JSON text (compact, UTF-8, what DRF's JSONRenderer
-    writes), or None where only the general path applies (no per-query values, the diversity measures,
-    a value that is not finite). Building a dict per query and system and encoding them took seconds for
-    20 systems x 5,000 queries; the per-query objects are written as text in one formatting step each."""
-    if not params.get("per_query", True) or params.get("attribute"):
-        return None
-    as_text = _PerQueryText()
-    try:
-        data = leaderboard_data(campaign=campaign, **params, _as_text=as_text)
-    except _NotFinite:
-        return None
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    # As DRF's JSONRenderer: U+2028/2029 are valid JSON but not valid JavaScript string literals.
-    return as_text.fill(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def process_caches_clear() -> None:
-    """Forget this process's run cubes and score tables, as a freshly started server process would not have
-    them (the shared cache in Django's cache stays): for tests and benchmarks."""
+def scores_clear() -> None:
+    """Forget this process's score tables (the shared cache in Django's cache stays)."""
     with _LOCK:
         _SCORES.clear()
-        _CUBES.clear()
-    with _BLOCK_LOCK:
-        _BLOCK_TEXT.clear()
+        _WHOLE.clear()

@@ -11,9 +11,11 @@ from functools import cached_property
 import numpy as np
 from django.db import connections
 from django.db.models import Count, Max, QuerySet
+from django.utils.translation import gettext
 
+import metrics
 from judging.aggregation import aggregate_grades
-from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, Ranking, System
+from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ class RunCube:
         return self.doc_ids[:, :, 0] >= 0
 
 
-def _rows(qs: QuerySet) -> list[tuple]:
+def cursor_rows(qs: QuerySet) -> list[tuple]:
     """The rows of a ``values_list`` queryset straight from the database cursor.
 
     Callers clear the models' default ordering (``order_by()``): Pair and Ranking order by related models,
@@ -74,7 +76,7 @@ def run_cube(campaign: Campaign) -> RunCube:
     query_rows = list(Query.objects.filter(campaign=campaign).order_by("id").values_list("id", "qid"))
     system_ids = np.array([s[0] for s in systems], dtype=np.int64)
     query_ids = np.array([q[0] for q in query_rows], dtype=np.int64)
-    rows = _rows(
+    rows = cursor_rows(
         Ranking.objects.filter(system__campaign=campaign)
         .order_by()
         .values_list("system_id", "query_id", "length", "doc_ids")
@@ -112,6 +114,23 @@ def run_cube(campaign: Campaign) -> RunCube:
         time.perf_counter() - started,
     )
     return cube
+
+
+def cubes_clear() -> None:
+    """Forget every run cube read by this process (for tests and benchmarks)."""
+    with _LOCK:
+        _CUBES.clear()
+
+
+def segment_mask(campaign: Campaign, cube: RunCube, segment: str) -> np.ndarray:
+    """(Q,) bool over the cube's queries: the query carries the tag. ValueError for a tag no query has."""
+    ids = np.fromiter(
+        QueryTag.objects.filter(query__campaign=campaign, tag=segment).order_by().values_list("query_id", flat=True),
+        dtype=np.int64,
+    )
+    if ids.size == 0:
+        raise ValueError(gettext("segment: no query of this campaign has the tag %(tag)r") % {"tag": segment[:100]})
+    return np.isin(cube.query_ids, ids)
 
 
 def _query_chunks(campaign: Campaign, query_ids: np.ndarray, total: int | None = None) -> list[list[int] | None]:
@@ -170,7 +189,9 @@ def labels_for(
         for chunk in chunks:
             js = Judgment.objects.filter(annotator_id=judge, unsure=False)
             js = js.filter(pair__campaign=campaign) if chunk is None else js.filter(pair__query_id__in=chunk)
-            model_rows.extend(_rows(js.order_by().values_list("pair__query_id", "pair__document_id", "grade__value")))
+            model_rows.extend(
+                cursor_rows(js.order_by().values_list("pair__query_id", "pair__document_id", "grade__value"))
+            )
         arr = np.array(model_rows, dtype=np.int64).reshape(-1, 3)
         if kind == "hybrid":
             human = _human_labels(campaign, chunks, policy)
@@ -192,7 +213,7 @@ def _human_labels(campaign: Campaign, chunks: list[list[int] | None], policy: st
                 qs = Pair.objects.filter(campaign=campaign, label__isnull=False)
             else:
                 qs = Pair.objects.filter(query_id__in=chunk, label__isnull=False)
-            rows.extend(_rows(qs.order_by().values_list("query_id", "document_id", "label")))
+            rows.extend(cursor_rows(qs.order_by().values_list("query_id", "document_id", "label")))
         arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
     else:
         model_judges = AnnotatorProfile.model_user_ids()
@@ -210,9 +231,9 @@ def _human_labels(campaign: Campaign, chunks: list[list[int] | None], policy: st
                 ps = Pair.objects.filter(query_id__in=chunk, judgment_count__gt=0)
             if model_judges:
                 js = js.exclude(annotator_id__in=model_judges)
-            jrows.extend(_rows(js.order_by().values_list("pair_id", "grade__value")))
+            jrows.extend(cursor_rows(js.order_by().values_list("pair_id", "grade__value")))
             adj.extend(ad.order_by().values_list("pair_id", "grade__value"))
-            pair_rows.extend(_rows(ps.order_by().values_list("id", "query_id", "document_id")))
+            pair_rows.extend(cursor_rows(ps.order_by().values_list("id", "query_id", "document_id")))
             pair_rows.extend(ad.order_by().values_list("pair_id", "pair__query_id", "pair__document_id"))
         j = np.array(jrows, dtype=np.int64).reshape(-1, 2)
         keys, labels = aggregate_grades(j[:, 0], j[:, 1], policy=policy)
@@ -227,6 +248,42 @@ def _human_labels(campaign: Campaign, chunks: list[list[int] | None], policy: st
         idx = np.searchsorted(pr[:, 0], keys)
         arr = np.column_stack([pr[idx, 1], pr[idx, 2], labels]) if keys.size else np.empty((0, 3), np.int64)
     return arr
+
+
+def label_arrays(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...]):
+    """The metrics inputs of the queries at positions ``q_idx`` of the cube.
+
+    Returns the ranked labels (S, len(q_idx), D) int8 (``metrics.UNJUDGED`` for unjudged documents,
+    ``metrics.PAD`` after the end of a run), the qrels rows (len(q_idx), M) padded with UNJUDGED, the
+    document ids (S, len(q_idx), D) and each query's number of labels.
+    """
+    lq, ld, lab = labels
+    q_idx = np.asarray(q_idx)
+    # q_idx is ascending: all of it means the whole cube, which need not be copied
+    everything = len(q_idx) == len(cube.query_ids)
+    sub = cube.doc_ids if everything else cube.doc_ids[:, q_idx, :]  # (S, Qd, D)
+    qids = cube.query_ids[q_idx]
+    keep = np.isin(lq, qids)
+    lq, ld, lab = lq[keep], ld[keep], lab[keep]
+    # int8 labels: grades are 0..100 and metrics is fastest on the smallest dtype
+    if lq.size:
+        index = _KeyIndex((lq << 32) | ld, lab.astype(np.int8))
+        probe = np.maximum(sub, 0)  # padding (-1) becomes document 0, which no label has
+        probe |= (qids << 32)[None, :, None]
+        grid = index.get(probe, metrics.UNJUDGED)
+        del probe
+    else:
+        grid = np.full(sub.shape, metrics.UNJUDGED, dtype=np.int8)
+    grid[sub < 0] = metrics.PAD
+    # qrels rows: every label of each query, padded with UNJUDGED
+    q_of_label = np.searchsorted(qids, lq)
+    counts = np.bincount(q_of_label, minlength=len(qids)) if lq.size else np.zeros(len(qids), np.int64)
+    width = max(int(counts.max()) if counts.size else 0, 1)
+    qrels = np.full((len(qids), width), metrics.UNJUDGED, dtype=np.int8)
+    if lq.size:
+        starts = np.cumsum(counts) - counts
+        qrels[q_of_label, np.arange(lq.size) - starts[q_of_label]] = lab
+    return grid, qrels, sub, counts
 
 
 class _KeyIndex:

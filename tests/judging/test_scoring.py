@@ -183,3 +183,20 @@ def test_systems_imported_out_of_name_order_keep_their_own_scores(make_user):
     qrels_import(campaign=campaign, data=b"q1 0 good 2\nq1 0 bad 0\n", filename="q", annotator=user)
     data = leaderboard_data(campaign=campaign, k=1)
     assert {s["name"]: s["measures"]["P@1"] for s in data["systems"]} == {"alpha": 0.0, "zeta": 1.0}
+
+
+@pytest.mark.parametrize("options", [[], ["--k", "3", "--attribute", "brand", "--micro"], ["--gain", "exponential"]])
+def test_scores_command_json_is_what_the_json_module_writes(make_user, options):
+    """`scores --json` writes each per-query object by a format string: the text of json.dumps(indent=1)."""
+    campaign, runs, qrels = random_campaign(make_user, seed=12)
+    from judging.models import Document
+
+    docs = list(Document.objects.filter(campaign=campaign).order_by("id"))
+    for i, doc in enumerate(docs):
+        doc.attributes = {"brand": f"b{i % 3}"}
+    Document.objects.bulk_update(docs, ["attributes"])
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", *options, stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["systems"][0]["per_query"]
+    assert out.getvalue() == json.dumps(data, indent=1) + "\n"

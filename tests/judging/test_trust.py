@@ -400,3 +400,63 @@ def test_arrays_after_a_judgment_equal_a_fresh_build(make_user):
     )
     assert (patched.qrels[:, fresh.qrels.shape[1] :] == -1).all()
     np.testing.assert_array_equal(patched.positions, fresh.positions)
+
+
+def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
+    """Bounds and verdicts after judgments are the previous state's per-query parts with the judged queries
+    recomputed: byte for byte the JSON a process computing everything from scratch writes."""
+    import metrics
+    from judging import scoring
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    campaign, runs, qrels = random_campaign(make_user, seed=21, n_queries=10)
+    user = make_user("incremental")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    requests = [
+        {"k": 10},  # the default request: bounds and verdicts by nDCG@10, every per-query value
+        {"k": 5, "measure": "MAP", "per_query": False},  # a whole-run measure: every rank counts
+        {"k": 3, "measure": "P", "per_query": False, "segment": "odd"},
+    ]
+    from judging.models import Query, QueryTag
+
+    QueryTag.objects.bulk_create(
+        QueryTag(query=q, tag="odd") for q in Query.objects.filter(campaign=campaign) if int(q.qid[1:]) % 2
+    )
+
+    def texts():
+        return [
+            scoring.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
+            for r in requests
+        ]
+
+    texts()  # every part computed once, for the labels before the judgments
+    bounded = []
+    real_bounds = metrics.score_bounds
+    monkeypatch.setattr(
+        metrics,
+        "score_bounds",
+        lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
+    )
+    unjudged = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).order_by("id")
+    # three rounds of judgments on different queries: q9 had no label (it joins the means), q2's label
+    # changes, several queries at once
+    for qids, grade in ((["q9"], 2), (["q2", "q5"], 1), (["q2", "q0", "q7"], 0)):
+        for qid in qids:
+            judgment_record(pair=unjudged.filter(query__qid=qid).first(), annotator=user, grade=grade)
+        bounded.clear()
+        incremental = texts()
+        # only the judged queries were bounded again
+        assert bounded and set(bounded) == {len(set(qids))}, bounded
+    trust.caches_clear()
+    scoring.process_caches_clear()
+    from django.core.cache import cache
+
+    cache.clear()
+    bounded.clear()
+    cold = texts()
+    assert bounded == [10] * len(requests)  # from scratch: every query at once, once per parameter set
+    for got, expected in zip(incremental, cold, strict=True):
+        assert got == expected
+    data = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    assert any(not a["settled"] for a in data["settled"])  # open comparisons were counted, not all settled

@@ -273,3 +273,48 @@ def test_open_pairs_rejects_mismatched_doc_ids():
         metrics.open_pairs(labels, np.array([[[1, -1, -1]]]), np.zeros((1, 1)))
     with pytest.raises(ValueError, match=r"order must have shape \(1, 1\)"):
         metrics.open_pairs(labels, np.array([[[1, -1]]]), np.zeros((2, 2)))
+
+
+def test_unjudged_pairs_by_hand_and_pairs_by_query_per_query():
+    # the by-hand campaign of test_open_pairs_by_query_by_hand_and_on_a_random_campaign
+    labels = np.array([[[U, 1, U], [U, PAD, PAD]], [[U, 0, U], [U, PAD, PAD]], [[1, 0, U], [U, PAD, PAD]]])
+    docs = np.array([[[1, 2, 3], [7, -1, -1]], [[3, 4, 5], [7, -1, -1]], [[2, 4, 6], [8, -1, -1]]])
+    got = metrics.unjudged_pairs(labels, docs)
+    np.testing.assert_array_equal(got.query, [0, 0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(got.doc, [1, 3, 5, 6, 7, 8])
+    np.testing.assert_array_equal(got.members[:, 0], [0b001, 0b011, 0b010, 0b100, 0b011, 0b100])
+    top1 = metrics.unjudged_pairs(labels, docs, cutoff=1)
+    np.testing.assert_array_equal(top1.doc, [1, 3, 7, 8])
+    # one query's pairs grouped alone are that query's part of the whole: a caller can replace them
+    qrels, runs = random_campaign(5, n_queries=12)
+    labels, _, qids = metrics.labels_from_dicts(qrels, runs)
+    docs = doc_id_array(runs, qids, labels.shape[2])
+    comparisons = [[0, 1], [1, 2], [0, 2]]
+    for cutoff in [3, None]:
+        whole = metrics.pairs_by_query(metrics.unjudged_pairs(labels, docs, cutoff=cutoff), comparisons, len(qids))
+        np.testing.assert_array_equal(whole, metrics.open_pairs_by_query(labels, docs, comparisons, cutoff=cutoff))
+        for i in range(len(qids)):
+            alone = metrics.unjudged_pairs(labels[:, i : i + 1], docs[:, i : i + 1], cutoff=cutoff)
+            np.testing.assert_array_equal(metrics.pairs_by_query(alone, comparisons, 1)[:, 0], whole[:, i])
+    with pytest.raises(ValueError, match="comparisons must hold system indices from 0 to 63"):
+        metrics.pairs_by_query(alone, [[0, 64]], 1)
+
+
+@pytest.mark.parametrize("gain", ["linear", "exponential"])
+def test_scores_and_bounds_of_a_query_do_not_depend_on_the_queries_scored_with_it(gain):
+    """Bit for bit: the leaderboard rescores and bounds only the queries whose labels moved, and its
+    result must equal a computation over every query (and qrels rows padded wider must not matter)."""
+    qrels, runs = random_campaign(6, max_grade=3, n_queries=40)
+    labels, qrels_array, qids = metrics.labels_from_dicts(qrels, runs)
+    wider = np.pad(qrels_array, ((0, 0), (0, 9)), constant_values=U)
+    for k in (3, 10):
+        every = metrics.evaluate(labels, qrels_array, k=k, gain=gain)
+        bounds = metrics.score_bounds(labels, qrels_array, k=k, top_grade=3, gain=gain)
+        for i in (0, 7, 39):
+            alone = metrics.evaluate(labels[:, i : i + 1], wider[i : i + 1], k=k, gain=gain)
+            some = metrics.score_bounds(labels[:, i : i + 3], wider[i : i + 3], k=k, top_grade=3, gain=gain)
+            for name, values in every.items():
+                np.testing.assert_array_equal(alone[name][:, 0], values[:, i], err_msg=name)
+            for name, (low, high) in bounds.items():
+                np.testing.assert_array_equal(some[name][0], low[:, i : i + 3], err_msg=name)
+                np.testing.assert_array_equal(some[name][1], high[:, i : i + 3], err_msg=name)

@@ -1,6 +1,9 @@
 """Score every system of a campaign from the current labels, trec_eval-exact."""
 
 import json as jsonlib
+import math
+import re
+import secrets
 
 from django.core.management.base import CommandError
 
@@ -87,4 +90,45 @@ class Command(CampaignCommand):
 
 
 def _dumps(data: dict) -> str:
-    return jsonlib.dumps(data, indent=1)
+    """``json.dumps(data, indent=1)``, byte for byte, with each system's per-query values written by one
+    %-format per query: the json module indents in pure Python, 1.5 s for 20 systems x 5,000 queries."""
+    systems = data.get("systems") or []
+    if not all(isinstance(entry.get("per_query"), dict) for entry in systems):
+        return jsonlib.dumps(data, indent=1)
+    token = secrets.token_hex(8)
+    blocks = []
+    outline = dict(data, systems=[])
+    for i, entry in enumerate(systems):
+        block = _per_query_text(entry["per_query"])
+        if block is None:  # a value the shortcut does not write as json does (not a finite float)
+            return jsonlib.dumps(data, indent=1)
+        blocks.append(block)
+        outline["systems"].append(dict(entry, per_query=f"{token}:{i}"))
+    pieces = re.split(f'"{token}:([0-9]+)"', jsonlib.dumps(outline, indent=1))
+    pieces[1::2] = [blocks[int(i)] for i in pieces[1::2]]
+    return "".join(pieces)
+
+
+_QUERY_INDENT = " " * 4  # the per-query objects are the fourth level: top, systems, a system, per_query
+
+
+def _per_query_text(per_query: dict[str, dict]) -> str | None:
+    """One system's ``per_query`` object as json.dumps(indent=1) writes it at its depth, or None when a value
+    is not a finite float."""
+    if not per_query:
+        return "{}"
+    rows = []
+    row_format, names = None, None
+    for qid, values in per_query.items():  # one format per query, not one encoder call per value
+        if names != tuple(values):
+            names = tuple(values)
+            row_format = (
+                "{\n"
+                + ",\n".join(f"{_QUERY_INDENT} " + jsonlib.dumps(n).replace("%", "%%") + ": %r" for n in names)
+                + f"\n{_QUERY_INDENT}}}"
+            )
+        numbers = tuple(values.values())
+        if not all(type(v) is float and math.isfinite(v) for v in numbers):
+            return None
+        rows.append(f"{_QUERY_INDENT}{jsonlib.dumps(qid)}: " + row_format % numbers)
+    return "{\n" + ",\n".join(rows) + "\n   }"

@@ -1,0 +1,109 @@
+"""What the trust measures keep in process memory: results per labels state, per-query parts patched per judgment.
+
+Everything here is derived from the database and cheap to rebuild, so it lives in this process only and is
+forgotten by ``caches_clear`` (tests and benchmarks) or, entry by entry, as newer labels states push it out.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from judging.scoring.cache import Leaderboard
+
+T = TypeVar("T")
+
+LOCK = threading.Lock()
+_RESULTS: OrderedDict[tuple, object] = OrderedDict()
+_KEEP_RESULTS = 64
+_STORES: list[dict] = []  # every store made by process_store(), for caches_clear
+
+
+def process_store(store: dict | None = None) -> dict:
+    """A dict (or the given one) that ``caches_clear`` empties: a module's own process-memory cache."""
+    store = {} if store is None else store
+    _STORES.append(store)
+    return store
+
+
+def remember(store: OrderedDict, key, value: T, keep: int) -> T:
+    """Keep ``value`` under ``key``, forgetting the least recently used entries beyond ``keep``."""
+    with LOCK:
+        store[key] = value
+        store.move_to_end(key)
+        while len(store) > keep:
+            store.popitem(last=False)
+    return value
+
+
+def recall(store: OrderedDict, key):
+    """The value kept under ``key`` (now the most recently used), or None."""
+    with LOCK:
+        value = store.get(key)
+        if value is not None:
+            store.move_to_end(key)
+        return value
+
+
+def cached(lb: Leaderboard, what: tuple, compute: Callable[[], T]) -> T:
+    """``compute()`` once per labels state (``lb.state``) and ``what``."""
+    key = (lb.state, *what)
+    got = recall(_RESULTS, key)
+    if got is None:
+        got = remember(_RESULTS, key, compute(), _KEEP_RESULTS)
+    return got
+
+
+@dataclass(frozen=True)
+class _PerQuery:
+    versions: np.ndarray  # (Q,) the labels versions the value was made for
+    token: object
+    value: object
+
+
+_PER_QUERY: OrderedDict[tuple, _PerQuery] = process_store(OrderedDict())
+_KEEP_PER_QUERY = 32
+
+
+def per_query(
+    lb: Leaderboard,
+    what: tuple,
+    *,
+    token: object,
+    build: Callable[[], T],
+    patch: Callable[[T, np.ndarray], T],
+    patch_queries: int,
+) -> T:
+    """A value made of one part per query of the campaign (every query, segment or not), at ``lb``'s labels.
+
+    A new label changes its query's part only: the value kept for the table's latest labels versions
+    is patched where they moved (``patch(old, dirty cube positions)``, which returns a new value and
+    leaves ``old`` as it is, as other threads may be reading it) when at most ``patch_queries`` queries
+    moved, and built whole (``build()``) otherwise, or when ``token`` (whatever else the parts depend on,
+    compared with ==) changed. Kept per unsegmented table (``lb.base_key``) and ``what``, the latest only.
+    """
+    key = (lb.base_key, *what)
+    versions = lb.table.versions
+    got = recall(_PER_QUERY, key)
+    if got is not None and got.token == token and got.versions.shape == versions.shape:
+        dirty = np.flatnonzero(got.versions != versions)
+        if not dirty.size:
+            return got.value
+        value = patch(got.value, dirty) if dirty.size <= patch_queries else build()
+    else:
+        value = build()
+    remember(_PER_QUERY, key, _PerQuery(versions.copy(), token, value), _KEEP_PER_QUERY)
+    return value
+
+
+def caches_clear() -> None:
+    """Forget every array and result kept here (for tests and benchmarks)."""
+    with LOCK:
+        _RESULTS.clear()
+        for store in _STORES:
+            store.clear()
