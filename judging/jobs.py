@@ -443,13 +443,14 @@ def model_judge_job_start(
     command line does). ``endpoint`` is for the command line only: the web and the API pass none, so the
     worker calls the endpoint of its environment. ValueError / ValidationError on a bad argument or when no
     endpoint is configured."""
+    from judging.services.endpoints import endpoint_display
     from judging.services.model_judge import Endpoint, model_judge_get_or_create, pairs_to_judge
 
     if concurrency < 1 or retries < 0 or timeout <= 0:
         raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
     target = Endpoint.configured(url=endpoint, model=model)
     judge = model_judge_get_or_create(
-        name=name or model, description=description or f"{model} at {target.url}", campaign=campaign
+        name=name or model, description=description or f"{model} at {endpoint_display(target.url)}", campaign=campaign
     )
     pair_ids = pairs_to_judge(campaign=campaign, judge=judge, mode=pairs, seed=seed)
     options = {
