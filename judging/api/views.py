@@ -606,6 +606,7 @@ class CampaignViewSet(
                 created=added.created,
                 set_password_url=added.url(_base_url(request)),
                 emailed=added.emailed,
+                mail_refused=added.mail_refused,
             )
             return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
         memberships = campaign.memberships.select_related("user").order_by("user__username")
@@ -663,6 +664,7 @@ class CampaignViewSet(
                 created=False,
                 set_password_url=added.url(_base_url(request)),
                 emailed=added.emailed,
+                mail_refused=added.mail_refused,
             )
         )
 

@@ -355,6 +355,7 @@ class MemberAdded:
     created: bool
     link_path: str | None = None
     emailed: bool = False
+    mail_refused: str | None = None  # why the link was not e-mailed (the hourly limits) and when to retry
 
     @property
     def username(self) -> str:
@@ -363,9 +364,20 @@ class MemberAdded:
     def url(self, base: str) -> str | None:
         return base.rstrip("/") + self.link_path if self.link_path else None
 
+    def mail(self, *, campaign: Campaign, by: User, base_url: str) -> None:
+        """E-mail the link (see ``_link_mail``); past the hourly limits, say why it was not sent instead."""
+        try:
+            self.emailed = _link_mail(user=self.membership.user, campaign=campaign, url=self.url(base_url), by=by)
+        except MailThrottled as exc:
+            self.mail_refused = exc.messages[0]
+
+
+class MailThrottled(ValidationError):
+    """Too many set-password mails for one address or from one lead this hour; the message says when to retry."""
+
 
 def _mail_throttle(*, user: User, by: User) -> None:
-    """Count one set-password mail to ``user`` sent by ``by``; ValidationError saying when to try again once
+    """Count one set-password mail to ``user`` sent by ``by``; MailThrottled saying when to try again once
     ``SET_PASSWORD_MAIL_RATE`` (per recipient, per lead, per ``SET_PASSWORD_MAIL_WINDOW`` seconds) is reached.
     A lead cannot use the server to flood an inbox, nor to mail many addresses text of their own."""
     per_recipient, per_lead = settings.SET_PASSWORD_MAIL_RATE
@@ -381,12 +393,12 @@ def _mail_throttle(*, user: User, by: User) -> None:
             since = cache.get(f"{key}:since", now)
             minutes = max(1, math.ceil((since + window - now) / 60))
             who = user.email if key.startswith("reljudge:setpw-mail:to:") else by.username
-            raise ValidationError(
+            raise MailThrottled(
                 ngettext(
-                    "Too many set-password e-mails for %(who)s (at most %(limit)s an hour); try again in %(n)s "
-                    "minute, or pass the link on yourself from the Members page.",
-                    "Too many set-password e-mails for %(who)s (at most %(limit)s an hour); try again in %(n)s "
-                    "minutes, or pass the link on yourself from the Members page.",
+                    "Not e-mailed: too many set-password e-mails for %(who)s (at most %(limit)s an hour). Pass "
+                    "the link on yourself, or ask for a new one by e-mail in %(n)s minute.",
+                    "Not e-mailed: too many set-password e-mails for %(who)s (at most %(limit)s an hour). Pass "
+                    "the link on yourself, or ask for a new one by e-mail in %(n)s minutes.",
                     minutes,
                 )
                 % {"who": who, "limit": limit, "n": minutes}
@@ -400,8 +412,9 @@ def _mail_throttle(*, user: User, by: User) -> None:
 
 def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
     """E-mail the link, once the transaction commits, when the account has an address and an e-mail backend
-    is configured; True when it will be sent. The lead sees the link on the page in any case. The subject
-    carries nothing a lead wrote; the body quotes the campaign's name and the inviter's."""
+    is configured; True when it will be sent, MailThrottled past the hourly limits. The lead sees the link on
+    the page in any case. The subject carries nothing a lead wrote; the body quotes the campaign's name and
+    the inviter's."""
     if not user.email or not mail_configured():
         return False
     _mail_throttle(user=user, by=by)
@@ -469,7 +482,7 @@ def member_add(
     if created or _may_issue_link(by=by, user=user) is None:
         result.link_path = set_password_path(user=user, by=by)
         if base_url:
-            result.emailed = _link_mail(user=user, campaign=campaign, url=result.url(base_url), by=by)
+            result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
 
 
@@ -484,7 +497,7 @@ def set_password_link_issue(*, campaign: Campaign, by: User, user: User, base_ur
         raise ValidationError(why_not)
     result = MemberAdded(membership=membership, created=False, link_path=set_password_path(user=user, by=by))
     if base_url:
-        result.emailed = _link_mail(user=user, campaign=campaign, url=result.url(base_url), by=by)
+        result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
 
 
