@@ -284,6 +284,14 @@ if PASSWORD_RESET_ENABLED:
     DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", f"reljudge@{EMAIL_HOST}")
 # Reset requests per client address and per e-mail address per hour: each one sends a mail.
 PASSWORD_RESET_RATE = 5
+# Set-password links e-mailed by leads: at most this many per recipient address and per lead (the operator's
+# add_member is not limited per sender) per SET_PASSWORD_MAIL_WINDOW seconds; beyond, the lead is told when
+# to try again and can pass the link on from the page.
+SET_PASSWORD_MAIL_RATE = (
+    int(os.environ.get("RELJUDGE_SET_PASSWORD_MAILS_PER_RECIPIENT", "3")),
+    int(os.environ.get("RELJUDGE_SET_PASSWORD_MAILS_PER_LEAD", "200")),
+)
+SET_PASSWORD_MAIL_WINDOW = 3600
 # One-time links (a lead's set-password link for a new member, a password reset) work once, for this long.
 PASSWORD_RESET_TIMEOUT = 3 * 24 * 3600
 
@@ -353,7 +361,9 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(process)d] %(message)s"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # A set-password link's token never reaches a log (config/log_redaction.py; gunicorn's access log too).
+    "filters": {"secret_paths": {"()": "config.log_redaction.SecretPathFilter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["secret_paths"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
     "loggers": {
         # Imports and jobs say what they did and how long it took (row counts, durations).

@@ -150,6 +150,11 @@ class Membership(models.Model):
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(_("role"), max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    # A model judge's description as this campaign knows it: a judge serves many campaigns, and one
+    # campaign's lead must not rewrite what another's reads.
+    description = models.TextField(
+        _("description"), blank=True, help_text=_("For a model judge: which model and prompt produced its labels here.")
+    )
     created_at = models.DateTimeField(_("added"), auto_now_add=True)
 
     class Meta:

@@ -462,11 +462,20 @@ def pearson_r(a, b) -> float:
     b = np.asarray(b, dtype=np.float64)
     if a.ndim != 1 or a.shape != b.shape or a.size < 2:
         raise ValueError(f"a and b must be 1-D of the same length >= 2, got shapes {a.shape} and {b.shape}")
+    # r does not change when a vector is scaled: scaling each into [-1, 1] first keeps every step finite for
+    # any finite scores (1e308 and -1e308 would overflow the mean, the squares and their product).
+    a, b = _unit_scaled(a), _unit_scaled(b)
     da, db = a - a.mean(), b - b.mean()
-    denom = np.sqrt((da @ da) * (db @ db))
+    denom = np.sqrt(da @ da) * np.sqrt(db @ db)
     if denom == 0:
         return float("nan")
     return float(np.clip((da @ db) / denom, -1.0, 1.0))
+
+
+def _unit_scaled(x: np.ndarray) -> np.ndarray:
+    """``x`` divided by its largest magnitude (when finite and non-zero), so that its values lie in [-1, 1]."""
+    top = np.max(np.abs(x)) if x.size else 0.0
+    return x / top if np.isfinite(top) and top > 0 else x
 
 
 def discordant_pairs(a, b) -> np.ndarray:
@@ -491,5 +500,8 @@ def discordant_pairs(a, b) -> np.ndarray:
     if a.ndim != 1 or a.shape != b.shape:
         raise ValueError(f"a and b must be 1-D of the same length, got shapes {a.shape} and {b.shape}")
     i, j = np.triu_indices(a.size, k=1)
-    bad = (a[i] - a[j]) * (b[i] - b[j]) < 0
+    # The signs of the differences, by comparison: a difference of scores near the float limit overflows.
+    sign_a = (a[i] > a[j]).astype(np.int8) - (a[i] < a[j])
+    sign_b = (b[i] > b[j]).astype(np.int8) - (b[i] < b[j])
+    bad = sign_a * sign_b < 0
     return np.column_stack([i[bad], j[bad]]).astype(np.intp)

@@ -66,6 +66,7 @@ echo "Serving RelJudge at http://$HOST:$PORT with $WEB_CONCURRENCY x $GUNICORN_T
   --no-control-socket \
   --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-127.0.0.1}" \
   --access-logfile "${GUNICORN_ACCESS_LOG:--}" \
+  --logger-class config.log_redaction.GunicornLogger \
   --access-logformat '%(t)s %(h)s "%(r)s" %(s)s %(b)s %(M)sms' &
 pids+=($!)
 # Whichever stops first (gunicorn or a worker), stop the rest: a half-running server hides its failure.

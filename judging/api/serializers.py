@@ -337,9 +337,14 @@ class MemberAddedSerializer(MemberSerializer):
         "Null when the account already has a password or belongs to campaigns you do not lead.",
     )
     emailed = serializers.BooleanField(help_text="True when the link is also sent to the account's e-mail address.")
+    mail_refused = serializers.CharField(
+        allow_null=True,
+        help_text="Why the link was not e-mailed although the account has an address (too many set-password "
+        "e-mails for it, or from you, this hour) and when to ask again; null otherwise.",
+    )
 
     class Meta(MemberSerializer.Meta):
-        fields = [*MemberSerializer.Meta.fields, "created", "set_password_url", "emailed"]
+        fields = [*MemberSerializer.Meta.fields, "created", "set_password_url", "emailed", "mail_refused"]
 
 
 # --------------------------------------------------------------------------- uploads

@@ -5,6 +5,8 @@ Takes plain numbers and names and returns markup safe to put in a template: ever
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 
 from django.utils.html import escape
@@ -16,17 +18,25 @@ LEFT, RIGHT, TOP, BOTTOM = 58, 14, 14, 38
 
 
 def _scale(values: Sequence[float], low: float, high: float):
+    """Map the finite ``values`` onto [low, high], their range padded by 8% on each side.
+
+    Worked with the midpoint and half the range, each computed from halves, so that no step overflows
+    for any finite value (1e308 and -1e308 included) and a range too small to draw (one value, or values
+    a few ulps apart) is centred instead of divided by."""
     lo, hi = min(values), max(values)
-    if hi == lo:  # every system the same: centre them rather than divide by zero
-        lo, hi = lo - 0.5, hi + 0.5
-    pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
-    return lambda v: low + (v - lo) / (hi - lo) * (high - low)
+    mid = lo / 2 + hi / 2
+    half = hi / 2 - lo / 2
+    if not half > 1e-300 * max(1.0, abs(mid)):  # every system the same: centre them rather than divide by zero
+        half = max(abs(mid) / 2, 0.5)
+    half = min(half * 1.08, sys.float_info.max)
+    return lambda v: low + ((v / 2 - mid / 2) / half + 0.5) * (high - low)
 
 
 def scatter_svg(points: Sequence[dict], discordant: Sequence[Sequence[str]], *, x_name: str, y_name: str) -> SafeString:
     """Systems as dots at (offline measure, online metric); each pair of systems the two order differently
     is joined by a dashed orange line, so the eye finds the disagreements first."""
+    # inf and NaN have no place on an axis: such a system is left out of the chart (its row says the figure)
+    points = [p for p in points if math.isfinite(p["offline"]) and math.isfinite(p["online"])]
     if not points:
         return mark_safe("")
     xs = [p["offline"] for p in points]

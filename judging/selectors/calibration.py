@@ -10,8 +10,9 @@ from django.db.models import Count
 from django.utils.translation import gettext
 
 import metrics
-from judging.models import AnnotatorProfile, Campaign, Judgment
+from judging.models import AnnotatorProfile, Campaign, Judgment, Membership
 from judging.scoring import Params, leaderboard
+from judging.services.endpoints import urls_display
 
 DISAGREEMENTS = 50  # rows of the "biggest disagreements" table
 
@@ -21,23 +22,25 @@ class UnknownJudge(LookupError):
 
 
 def model_judges(*, campaign: Campaign) -> list[dict]:
-    """The model judges of this campaign (its members of kind "model"): name, description, judgments."""
-    profiles = list(
-        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__memberships__campaign=campaign)
+    """The model judges of this campaign (its members of kind "model"): name, this campaign's description of
+    it (endpoint URLs without credentials), judgments."""
+    members = list(
+        Membership.objects.filter(campaign=campaign, user__annotator_profile__kind=AnnotatorProfile.Kind.MODEL)
         .select_related("user")
         .order_by("user__username")
     )
-    if not profiles:
+    if not members:
         return []
     counts = dict(
-        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=[p.user_id for p in profiles])
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=[m.user_id for m in members])
         .order_by()
         .values("annotator_id")
         .annotate(n=Count("id"))
         .values_list("annotator_id", "n")
     )
     return [
-        {"name": p.user.username, "description": p.description, "judgments": counts.get(p.user_id, 0)} for p in profiles
+        {"name": m.user.username, "description": urls_display(m.description), "judgments": counts.get(m.user_id, 0)}
+        for m in members
     ]
 
 
@@ -104,7 +107,12 @@ def judge_calibration(
     out: dict = {
         "campaign": campaign.slug,
         "judge": profile.user.username,
-        "description": profile.description,
+        "description": urls_display(
+            Membership.objects.filter(campaign=campaign, user=profile.user)
+            .values_list("description", flat=True)
+            .first()
+            or ""
+        ),
         "categories": categories,
         "grade_names": {str(k): v for k, v in grade_names.items()},
         "judged": judged,

@@ -10,32 +10,46 @@ What a lead may do to an account is bounded by their campaigns: they may add any
 campaign they lead (a person on several campaigns keeps one account), but they may issue a set-password
 link only for an account that has never had a password and that belongs to no campaign they do not lead,
 and never for a superuser or staff account. Otherwise a lead could take over an account that holds powers
-outside their campaigns.
+outside their campaigns. The same rules are checked again when the link is used (``set_password_refusal``):
+a link names the account that issued it, so an account made an administrator, or added to a campaign its
+issuer does not lead, after the link was issued cannot be taken over with it.
+
+Usernames are compared as Django's own forms compare them: NFKC-normalised and case-insensitively. A name
+that only looks like an existing one (``lеad2`` with a Cyrillic е, full-width letters, Greek omicron) is
+refused with the account it resembles (``account_name_resolve``), wherever an account is created or named.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import logging
+import math
+import time
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.mail import send_mail
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
+from django.utils.http import base36_to_int, int_to_base36, urlsafe_base64_encode
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from rest_framework.authtoken.models import Token
 
 from judging.access import lead_required
-from judging.models import AnnotatorProfile, Campaign, Membership, User
-from judging.services.campaigns import membership_add, no_user
+from judging.models import Campaign, Membership, User
+from judging.services.campaigns import membership_add, no_user, not_a_person
+from judging.services.endpoints import urls_display
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +57,8 @@ LINK_DAYS = settings.PASSWORD_RESET_TIMEOUT // 86400
 
 
 def _username_check(username: str) -> str:
-    username = (username or "").strip()
+    """``username`` as it is stored (trimmed, NFKC-normalised as Django's forms do), or ValidationError."""
+    username = unicodedata.normalize("NFKC", (username or "").strip())
     field = get_user_model()._meta.get_field("username")
     if not username:
         raise ValidationError(_("a username is required"))
@@ -59,6 +74,112 @@ def _username_check(username: str) -> str:
             % {"username": repr(username), "limit": field.max_length}
         )
     return username
+
+
+# Letters of other scripts that read as a Latin letter, both cases (Unicode's confusables, the Cyrillic and
+# Greek part that matters for usernames); a skeleton is compared after casefolding.
+_CONFUSABLES = str.maketrans(
+    {
+        **dict(zip("аАвВеЕһНіІјЈкКмМоОрРсСтТуУхХѕЅԁԛԝӏ", "aAbBeEhHiIjJkKmMoOpPcCtTyYxXsSdqwl", strict=True)),
+        **dict(zip("αΑΒεΕΖηΗιΙκΚΜνΝοΟρΡτΤυΥχΧϲ", "aABeEZnHiIkKMvNoOpPtTuYxXc", strict=True)),
+        "ı": "i",
+    }
+)
+
+
+def username_skeleton(username: str) -> str:
+    """What ``username`` looks like: NFKC, look-alike letters of other scripts read as Latin, casefolded.
+    Two names with one skeleton are one name to a reader (``lead2``, ``LEAD2``, ``ｌｅａｄ２``, ``lеad2``)."""
+    return unicodedata.normalize("NFKC", username).translate(_CONFUSABLES).casefold()
+
+
+# Scripts whose letters pass for one another; other mixes are ordinary (Japanese writes kanji with kana).
+_LOOKALIKE_SCRIPTS = {"LATIN", "CYRILLIC", "GREEK"}
+
+
+def _scripts(username: str) -> set[str]:
+    """The writing systems of the letters of ``username`` (LATIN, CYRILLIC, GREEK, HANGUL, ...)."""
+    return {unicodedata.name(ch, "?").split(" ")[0] for ch in username if ch.isalpha()}
+
+
+class AccountNames:
+    """Every account's username by skeleton, read once for a batch of names (a bulk add, an import)."""
+
+    def __init__(self) -> None:
+        self._by_skeleton: dict[str, list[str]] | None = None
+
+    def like(self, username: str) -> list[str]:
+        if self._by_skeleton is None:
+            self._by_skeleton = {}
+            # One pass over the usernames (a team's accounts, not its documents) instead of a stored skeleton.
+            for name in get_user_model().objects.order_by("pk").values_list("username", flat=True).iterator():
+                self.add(name)
+        return self._by_skeleton.get(username_skeleton(username), [])
+
+    def add(self, username: str) -> None:
+        if self._by_skeleton is not None:
+            self._by_skeleton.setdefault(username_skeleton(username), []).append(username)
+
+
+def _name_lock(username: str) -> bool:
+    """On PostgreSQL, hold a lock on ``username``'s skeleton until the transaction ends, so that two requests
+    creating ``newbie`` (or ``newbie`` and ``NEWBIE``) at once create one account: the second waits, then
+    finds the first's. True when a lock was taken (SQLite writes one transaction at a time anyway)."""
+    if connection.vendor != "postgresql" or not connection.in_atomic_block:
+        return False
+    digest = hashlib.blake2b(username_skeleton(username).encode(), digest_size=8, person=b"reljudge-user").digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest, "big", signed=True)])
+    return True
+
+
+def account_name_resolve(
+    username: str, *, names: AccountNames | None = None, error: Callable[[str], Exception] = ValidationError
+) -> tuple[str, User | None]:
+    """The username to store and the existing account it names (None: no such account, the name is free).
+
+    The one rule for every place that creates or names an account (members page, API, add_member, a qrels
+    import's source, a model judge): the name is NFKC-normalised and validated; an account whose name
+    differs only in case is that account (``ALICE`` names ``alice``, as Django's forms compare usernames);
+    a name that looks like another account's (mixed-in Cyrillic or Greek letters, full-width forms) or that
+    mixes scripts is refused, naming the account it resembles. ``error`` builds the exception raised.
+    """
+    try:
+        username = _username_check(username)
+    except ValidationError as exc:
+        raise error(exc.messages[0]) from None
+    model = get_user_model()
+    user = model.objects.filter(username=username).first()
+    if user is not None:
+        return username, user
+    if _name_lock(username):
+        user = model.objects.filter(username=username).first()
+        if user is not None:
+            return username, user
+    like = (names or AccountNames()).like(username)
+    same = [name for name in like if name.casefold() == username.casefold()]
+    if len(same) == 1:
+        return same[0], model.objects.get(username=same[0])
+    if same:
+        raise error(
+            _("%(username)s names several accounts (%(accounts)s): type one exactly")
+            % {"username": repr(username), "accounts": ", ".join(sorted(same))}
+        )
+    if like:
+        raise error(
+            _(
+                "%(username)s looks like the existing account %(account)s: use that name, or one nobody can "
+                "mistake for it"
+            )
+            % {"username": repr(username), "account": repr(like[0])}
+        )
+    scripts = _scripts(username) & _LOOKALIKE_SCRIPTS
+    if len(scripts) > 1:
+        raise error(
+            _("%(username)s mixes letters of several scripts (%(scripts)s): use letters of one script")
+            % {"username": repr(username), "scripts": ", ".join(sorted(s.title() for s in scripts))}
+        )
+    return username, None
 
 
 def _email_check(email: str) -> str:
@@ -92,17 +213,101 @@ def password_pending(user: User) -> bool:
     return not user.has_usable_password()
 
 
-def not_a_person(user: User) -> bool:
-    """A model judge or a source of imported labels (e.g. trec-2019): an account nobody may log in as."""
-    profile = getattr(user, "annotator_profile", None)
-    return hasattr(user, "label_source") or (profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL)
+class SetPasswordTokens:
+    """One-time set-password tokens that name who issued them: ``<issuer>-<timestamp>-<hash>``.
+
+    The hash is Django's password-reset token (it covers the password, so the link works once, and expires
+    after ``PASSWORD_RESET_TIMEOUT``) keyed also by the issuer's id, so the issuer cannot be changed without
+    the secret key. The issuer ``0`` is the operator (``manage.py add_member``). ``check_token`` is the
+    interface Django's reset-confirm view calls; ``issuer`` reads the issuer of a token it accepted."""
+
+    OPERATOR = 0
+
+    def _generator(self, issuer: int) -> PasswordResetTokenGenerator:
+        generator = PasswordResetTokenGenerator()
+        generator.key_salt = f"judging.services.accounts.SetPasswordTokens:{issuer}"
+        return generator
+
+    def make_token(self, user: User, *, by: User) -> str:
+        issuer = by.pk or self.OPERATOR
+        return f"{int_to_base36(issuer)}-{self._generator(issuer).make_token(user)}"
+
+    def issuer(self, token: str | None) -> int | None:
+        head, _dash, _rest = (token or "").partition("-")
+        try:
+            return base36_to_int(head) if head and len(head) <= 13 else None
+        except ValueError:
+            return None
+
+    def check_token(self, user: User | None, token: str | None) -> bool:
+        issuer = self.issuer(token)
+        if user is None or issuer is None:
+            return False
+        return self._generator(issuer).check_token(user, token.partition("-")[2])
 
 
-def set_password_path(*, user: User) -> str:
-    """The path of a fresh one-time set-password link for ``user`` (Django's reset-confirm view)."""
+set_password_tokens = SetPasswordTokens()
+
+
+def set_password_path(*, user: User, by: User) -> str:
+    """The path of a fresh one-time set-password link for ``user`` issued by ``by`` (Django's reset-confirm
+    view, with RelJudge's tokens)."""
     uid = urlsafe_base64_encode(force_bytes(user.pk))
-    token = default_token_generator.make_token(user)
+    token = set_password_tokens.make_token(user, by=by)
     return reverse("judging:set_password", kwargs={"uidb64": uid, "token": token})
+
+
+def set_password_refusal(*, user: User, token: str | None) -> str | None:
+    """Why a valid set-password link may no longer be used, in words for the person who opened it, or None.
+
+    The rules for issuing the link are checked again now: the account may have been made an administrator,
+    or added to a campaign its issuer does not lead, since the link was issued; the issuer must still be an
+    active account leading one of the account's campaigns. None too for a token that is not valid at all
+    (used, expired, altered): the view then says that the link no longer works."""
+    if not set_password_tokens.check_token(user, token):
+        return None
+    names = {"username": user.username}
+    if user.is_superuser or user.is_staff:
+        return (
+            _(
+                "%(username)s is now an administrator account: a link from a campaign's lead cannot set its "
+                "password. Ask an administrator."
+            )
+            % names
+        )
+    if not_a_person(user):
+        return _("%(username)s is a model judge or a source of imported labels: nobody logs in as it.") % names
+    issuer_id = set_password_tokens.issuer(token)
+    if issuer_id == SetPasswordTokens.OPERATOR:
+        return None
+    by = get_user_model().objects.filter(pk=issuer_id, is_active=True).first()
+    if by is None:
+        return _(
+            "The account that issued this link no longer exists or was deactivated: ask a lead of your "
+            "campaign for a new link."
+        )
+    if by.is_superuser:
+        return None
+    led = Membership.objects.filter(user=by, role=Membership.Role.LEAD).values("campaign")
+    memberships = Membership.objects.filter(user=user)
+    names["issuer"] = by.username
+    if not memberships.filter(campaign__in=led).exists():
+        return (
+            _(
+                "%(issuer)s, who issued this link, no longer leads a campaign of %(username)s: ask a lead of "
+                "your campaign for a new link."
+            )
+            % names
+        )
+    if memberships.exclude(campaign__in=led).exists():
+        return (
+            _(
+                "%(username)s now belongs to a campaign that %(issuer)s, who issued this link, does not lead: "
+                "ask a lead of that campaign for a new link."
+            )
+            % names
+        )
+    return None
 
 
 def _may_issue_link(*, by: User, user: User) -> str | None:
@@ -130,6 +335,19 @@ def _may_issue_link(*, by: User, user: User) -> str | None:
     return None
 
 
+def model_judge_membership(*, campaign: Campaign, user: User, description: str = "") -> Membership:
+    """A model judge's annotator membership of ``campaign``, with this campaign's description of it when one
+    is given (every endpoint URL in it without credentials). Another campaign's description is not touched."""
+    membership, _created = Membership.objects.get_or_create(
+        campaign=campaign, user=user, defaults={"role": Membership.Role.ANNOTATOR}
+    )
+    description = urls_display(description)
+    if description and membership.description != description:
+        membership.description = description
+        membership.save(update_fields=["description"])
+    return membership
+
+
 @dataclass
 class MemberAdded:
     """What adding one person did: their membership, whether the account is new, and the link to pass on."""
@@ -138,6 +356,7 @@ class MemberAdded:
     created: bool
     link_path: str | None = None
     emailed: bool = False
+    mail_refused: str | None = None  # why the link was not e-mailed (the hourly limits) and when to retry
 
     @property
     def username(self) -> str:
@@ -146,15 +365,63 @@ class MemberAdded:
     def url(self, base: str) -> str | None:
         return base.rstrip("/") + self.link_path if self.link_path else None
 
+    def mail(self, *, campaign: Campaign, by: User, base_url: str) -> None:
+        """E-mail the link (see ``_link_mail``); past the hourly limits, say why it was not sent instead."""
+        try:
+            self.emailed = _link_mail(user=self.membership.user, campaign=campaign, url=self.url(base_url), by=by)
+        except MailThrottled as exc:
+            self.mail_refused = exc.messages[0]
+
+
+class MailThrottled(ValidationError):
+    """Too many set-password mails for one address or from one lead this hour; the message says when to retry."""
+
+
+def _mail_throttle(*, user: User, by: User) -> None:
+    """Count one set-password mail to ``user`` sent by ``by``; MailThrottled saying when to try again once
+    ``SET_PASSWORD_MAIL_RATE`` (per recipient, per lead, per ``SET_PASSWORD_MAIL_WINDOW`` seconds) is reached.
+    A lead cannot use the server to flood an inbox, nor to mail many addresses text of their own."""
+    per_recipient, per_lead = settings.SET_PASSWORD_MAIL_RATE
+    window = settings.SET_PASSWORD_MAIL_WINDOW
+    limits = [(f"reljudge:setpw-mail:to:{user.email.strip().lower()}", per_recipient)]
+    if by.pk:  # the operator (manage.py) is not limited per sender
+        limits.append((f"reljudge:setpw-mail:by:{by.pk}", per_lead))
+    now = time.time()
+    for key, limit in limits:
+        cache.add(f"{key}:since", now, timeout=window)
+        cache.add(key, 0, timeout=window)
+        if cache.get(key, 0) >= limit:
+            since = cache.get(f"{key}:since", now)
+            minutes = max(1, math.ceil((since + window - now) / 60))
+            who = user.email if key.startswith("reljudge:setpw-mail:to:") else by.username
+            raise MailThrottled(
+                ngettext(
+                    "Not e-mailed: too many set-password e-mails for %(who)s (at most %(limit)s an hour). Pass "
+                    "the link on yourself, or ask for a new one by e-mail in %(n)s minute.",
+                    "Not e-mailed: too many set-password e-mails for %(who)s (at most %(limit)s an hour). Pass "
+                    "the link on yourself, or ask for a new one by e-mail in %(n)s minutes.",
+                    minutes,
+                )
+                % {"who": who, "limit": limit, "n": minutes}
+            )
+    for key, _limit in limits:
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between the check and now: a new window starts with this mail
+            cache.set(key, 1, timeout=window)
+
 
 def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
     """E-mail the link, once the transaction commits, when the account has an address and an e-mail backend
-    is configured; True when it will be sent. The lead sees the link on the page in any case."""
+    is configured; True when it will be sent, MailThrottled past the hourly limits. The lead sees the link on
+    the page in any case. The subject carries nothing a lead wrote; the body quotes the campaign's name and
+    the inviter's."""
     if not user.email or not mail_configured():
         return False
+    _mail_throttle(user=user, by=by)
     inviter = by.get_full_name() or by.username
     names = {"campaign": campaign.name, "inviter": inviter, "username": user.username, "days": LINK_DAYS, "url": url}
-    subject = _("RelJudge: set your password for %(campaign)s") % names
+    subject = _("RelJudge: set your password")
     body = (
         _('%(inviter)s added you to the RelJudge campaign "%(campaign)s" as %(username)s.') % names
         + "\n\n"
@@ -185,19 +452,20 @@ def member_add(
     email: str = "",
     name: str = "",
     base_url: str = "",
+    names: AccountNames | None = None,
 ) -> MemberAdded:
     """Add ``username`` to ``campaign`` with ``role`` (or change their role), on behalf of the lead ``by``.
 
     With ``create`` an unknown username becomes a new account (no password, optional e-mail and name) and
     gets a one-time set-password link; an existing user is added as they are (their e-mail and name are
     theirs, not the lead's to change). An existing account still waiting for its password gets a fresh link
-    when ``by`` may issue one. ``base_url`` (scheme and host) makes the e-mailed link absolute.
+    when ``by`` may issue one. ``base_url`` (scheme and host) makes the e-mailed link absolute. The name is
+    read as ``account_name_resolve`` reads it (``names``: the accounts read once for a batch).
     """
     lead_required(campaign=campaign, user=by, what=_("add members"))
-    username = _username_check(username)
+    username, user = account_name_resolve(username, names=names)
     email = _email_check(email)
     model = get_user_model()
-    user = model.objects.filter(username=username).first()
     created = False
     if user is None:
         if not create:
@@ -206,14 +474,16 @@ def member_add(
         user = model(username=username, email=email, first_name=first[:150], last_name=last.strip()[:150])
         user.set_unusable_password()
         user.save()
+        if names is not None:
+            names.add(username)
         created = True
         logger.info("account %s created by %s for campaign %s", username, by.username, campaign.slug)
     membership = membership_add(campaign=campaign, user=user, role=role)
     result = MemberAdded(membership=membership, created=created)
     if created or _may_issue_link(by=by, user=user) is None:
-        result.link_path = set_password_path(user=user)
+        result.link_path = set_password_path(user=user, by=by)
         if base_url:
-            result.emailed = _link_mail(user=user, campaign=campaign, url=result.url(base_url), by=by)
+            result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
 
 
@@ -226,9 +496,9 @@ def set_password_link_issue(*, campaign: Campaign, by: User, user: User, base_ur
     why_not = _may_issue_link(by=by, user=user)
     if why_not:
         raise ValidationError(why_not)
-    result = MemberAdded(membership=membership, created=False, link_path=set_password_path(user=user))
+    result = MemberAdded(membership=membership, created=False, link_path=set_password_path(user=user, by=by))
     if base_url:
-        result.emailed = _link_mail(user=user, campaign=campaign, url=result.url(base_url), by=by)
+        result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
 
 
@@ -282,12 +552,13 @@ def people_parse(text: str, *, source: str | None = None) -> list[PersonRow]:
             raise ValidationError(
                 _("%(source)s, line %(line)s: %(error)s") % {"source": source, "line": i, "error": exc.messages[0]}
             ) from None
-        if username in seen:
+        key = username_skeleton(username)
+        if key in seen:
             raise ValidationError(
                 _("%(source)s, line %(line)s: %(username)s is listed twice (also line %(first)s)")
-                % {"source": source, "line": i, "username": repr(username), "first": seen[username]}
+                % {"source": source, "line": i, "username": repr(username), "first": seen[key]}
             )
-        seen[username] = i
+        seen[key] = i
         people.append(PersonRow(username=username, email=email, name=values.get("name", "")))
     if not people:
         raise ValidationError(_("%(source)s: no usernames found") % {"source": source})
@@ -299,6 +570,7 @@ def members_add(
     *, campaign: Campaign, by: User, people: list[PersonRow], role: str, base_url: str = ""
 ) -> list[MemberAdded]:
     """Add many people at once, creating the accounts that do not exist; all or nothing."""
+    names = AccountNames()
     return [
         member_add(
             campaign=campaign,
@@ -309,6 +581,7 @@ def members_add(
             email=p.email,
             name=p.name,
             base_url=base_url,
+            names=names,
         )
         for p in people
     ]

@@ -15,6 +15,7 @@ from judging.access import lead_required
 from judging.models import (
     DEFAULT_SCALE,
     Adjudication,
+    AnnotatorProfile,
     Campaign,
     Grade,
     Judgment,
@@ -143,8 +144,15 @@ def last_lead() -> str:
     return _("A campaign needs at least one lead: add another lead first.")
 
 
+def not_a_person(user: User) -> bool:
+    """A model judge or a source of imported labels (e.g. trec-2019): an account nobody may log in as."""
+    profile = getattr(user, "annotator_profile", None)
+    return hasattr(user, "label_source") or (profile is not None and profile.kind == AnnotatorProfile.Kind.MODEL)
+
+
 def _lead_stays(*, campaign: Campaign, user: User) -> None:
-    """Refuse to take away the campaign's last lead (the campaign would be orphaned).
+    """Refuse to take away the campaign's last lead (the campaign would be orphaned). A model judge or a
+    label source is never counted as a lead: nobody can log in as it to lead.
 
     The campaign's memberships are locked first, so two leads demoting each other at once cannot both win."""
     leads = list(
@@ -152,15 +160,27 @@ def _lead_stays(*, campaign: Campaign, user: User) -> None:
         .filter(campaign=campaign, role=Membership.Role.LEAD)
         .values_list("user_id", flat=True)
     )
-    if leads == [user.pk]:
+    people = set(
+        get_user_model()
+        .objects.filter(pk__in=leads, label_source__isnull=True)
+        .exclude(annotator_profile__kind=AnnotatorProfile.Kind.MODEL)
+        .values_list("pk", flat=True)
+    )
+    if user.pk in people and people == {user.pk}:
         raise ValidationError(last_lead())
 
 
 @transaction.atomic
 def membership_add(*, campaign: Campaign, user: User, role: str) -> Membership:
-    """Make ``user`` a member with ``role``, or change their role; a campaign keeps at least one lead."""
+    """Make ``user`` a member with ``role``, or change their role; a campaign keeps at least one lead.
+    A model judge or a label source is only ever an annotator."""
     if role not in Membership.Role.values:
         raise ValidationError(_("unknown role %(role)s; expected annotator or lead") % {"role": repr(role)})
+    if role != Membership.Role.ANNOTATOR and not_a_person(user):
+        raise ValidationError(
+            _("%(username)s is a model judge or a source of imported labels: it can only be an annotator")
+            % {"username": user.username}
+        )
     membership, created = Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": role})
     if not created and membership.role != role:
         if membership.role == Membership.Role.LEAD:

@@ -850,7 +850,9 @@ def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str
             _("%(name)s is not a valid source name: use letters, digits and @ . + - _ only") % {"name": repr(name)}
         ) from None
     User = get_user_model()
-    user = User.objects.filter(username=name).select_related("label_source").first()
+    from judging.services.accounts import account_name_resolve  # here: accounts imports this module
+
+    name, user = account_name_resolve(name, error=refuse)  # ALICE names alice; a look-alike is refused
     if user is None:
         user = User.objects.create_user(username=name, password=None)  # no usable password
         user.is_active = False  # and no login of any kind, token included

@@ -36,7 +36,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.formats import FormatError
-from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Membership, Pair
+from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Pair
+from judging.services.accounts import account_name_resolve, model_judge_membership
+from judging.services.endpoints import urls_display
 from judging.services.judgments import labels_refresh
 
 ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
@@ -56,27 +58,26 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
     """The model judge called ``name`` (created if new), made an annotator of ``campaign`` if given.
 
     A person's account is never turned into a model judge: ValidationError if ``name`` is a human user's.
-    A non-empty ``description`` replaces the stored one (the model or prompt may have changed).
+    A non-empty ``description`` replaces the one ``campaign`` shows (the model or prompt may have changed).
     """
     _username(name)
     User = get_user_model()
-    user = User.objects.filter(username=name).first()
+    name, user = account_name_resolve(name)  # a judge's name follows the rule of every account name
     if user is None:
         user = User(username=name, is_active=False)
         user.set_unusable_password()
         user.save()
-        AnnotatorProfile.objects.create(user=user, kind=AnnotatorProfile.Kind.MODEL, description=description)
+        AnnotatorProfile.objects.create(
+            user=user, kind=AnnotatorProfile.Kind.MODEL, description=urls_display(description)
+        )
     else:
         profile = AnnotatorProfile.objects.filter(user=user).first()
         if profile is None or profile.kind != AnnotatorProfile.Kind.MODEL:
             raise ValidationError(
                 f"{name!r} is a person's account or a label source, not a model judge: choose another name"
             )
-        if description and profile.description != description:
-            profile.description = description
-            profile.save(update_fields=["description"])
     if campaign is not None:
-        Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": Membership.Role.ANNOTATOR})
+        model_judge_membership(campaign=campaign, user=user, description=description)
     return user
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.views import PasswordResetConfirmView
+from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN, PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
+from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
 from judging import jobs, selectors
@@ -40,7 +42,7 @@ from judging.services import (
     scale_from_values,
     set_password_link_issue,
 )
-from judging.services.accounts import LINK_DAYS
+from judging.services.accounts import LINK_DAYS, set_password_refusal, set_password_tokens
 from judging.services.model_judge import model_judge_upload_annotator
 from judging.views.job_presenters import policy_job_context
 
@@ -296,10 +298,25 @@ def _members_page(request, member: Member, form, bulk, links: list, *, status: i
 class SetPasswordView(PasswordResetConfirmView):
     """The page a set-password link from a lead opens: Django's reset-confirm view (the token is checked, then
     moved into the session so that the address bar no longer shows it), on RelJudge's own template. Unlike
-    password reset by e-mail it works on servers that send no mail: the lead passed the link on."""
+    password reset by e-mail it works on servers that send no mail: the lead passed the link on.
+
+    Every request (the link, the form, its POST) checks again that the link's issuer may still set this
+    account's password (``set_password_refusal``) and otherwise answers 403 saying why."""
 
     template_name = "registration/set_password.html"
     success_url = reverse_lazy("judging:set_password_done")
+    token_generator = set_password_tokens
+
+    @method_decorator(never_cache)
+    def dispatch(self, request, *args, **kwargs):
+        user = self.get_user(kwargs.get("uidb64", ""))
+        token = kwargs.get("token")
+        if token == self.reset_url_token:
+            token = request.session.get(INTERNAL_RESET_SESSION_TOKEN)
+        why_not = set_password_refusal(user=user, token=token) if user is not None else None
+        if why_not:
+            return render(request, "registration/set_password_refused.html", {"reason": why_not}, status=403)
+        return super().dispatch(request, *args, **kwargs)
 
 
 set_password_done = TemplateView.as_view(template_name="registration/set_password_done.html")

@@ -64,7 +64,8 @@ def test_no_axe_violations(live_server, new_page, judged, size):  # noqa: F811
     page, watch = new_page(**(PHONE if size == "phone" else DESKTOP))
     found = {}
     # The first page a new annotator sees: the one-time link a lead passed on (dora has not used hers).
-    link = set_password_path(user=get_user_model().objects.get(username="dora"))
+    users = get_user_model().objects
+    link = set_password_path(user=users.get(username="dora"), by=users.get(username="lena"))
     for path in [*ANONYMOUS_PAGES, link]:
         page.goto(live_server.url + path)
         found[path] = violations(page)

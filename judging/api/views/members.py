@@ -48,6 +48,7 @@ class MemberActions:
                 created=added.created,
                 set_password_url=added.url(base_url(request)),
                 emailed=added.emailed,
+                mail_refused=added.mail_refused,
             )
             return Response(data, status=status.HTTP_201_CREATED if added.created else status.HTTP_200_OK)
         memberships = campaign.memberships.select_related("user").order_by("user__username")
@@ -105,5 +106,6 @@ class MemberActions:
                 created=False,
                 set_password_url=added.url(base_url(request)),
                 emailed=added.emailed,
+                mail_refused=added.mail_refused,
             )
         )

@@ -53,6 +53,8 @@ class Command(CampaignCommand):
             self.stdout.write(f"one-time set-password link for {added.username}: {added.url(base_url)}")
             if added.emailed:
                 self.stdout.write(f"(also e-mailed to {added.membership.user.email})")
+            elif added.mail_refused:
+                self.stdout.write(f"({added.mail_refused})")
 
 
 def _operator():

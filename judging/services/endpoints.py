@@ -1,0 +1,42 @@
+"""How a model endpoint's URL is written where people read it: without credentials (user:password@, a query
+string such as ``?api-key=...``, a fragment). Pure functions, shared by the model-judge client and the pages."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+# An http(s) URL inside free text, up to the first space or quote (a sentence's final full stop or comma is
+# left outside): a key in its query string may hold any other character.
+_URL_IN_TEXT = re.compile(r"""https?://[^\s<>"']+(?<![.,;:!?])""", re.IGNORECASE)
+
+
+def endpoint_display(url: str) -> str:
+    """``url`` with its userinfo, query string and fragment removed: scheme, host, port and path only.
+
+    >>> endpoint_display("https://key:secret@llm.example.org:8443/v1/chat/completions?api-key=S#x")
+    'https://llm.example.org:8443/v1/chat/completions'
+    """
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:  # an unparseable URL (a bad port, an open bracket): show none of it
+        return ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def urls_display(text: str) -> str:
+    """``text`` with every http(s) URL in it written by ``endpoint_display`` (a description that names an
+    endpoint, typed by a lead or stored before credentials were kept out of it)."""
+
+    def shown(match: re.Match) -> str:
+        url, closing = match.group(0), ""
+        while url.endswith(")") and url.count(")") > url.count("("):  # "(see https://...)": keep the bracket
+            url, closing = url[:-1], ")" + closing
+        return endpoint_display(url) + closing
+
+    return _URL_IN_TEXT.sub(shown, text or "")
