@@ -38,7 +38,7 @@ from django.utils import timezone
 from judging.formats import FormatError
 from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Pair
 from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.endpoints import urls_display
+from judging.services.endpoints import endpoint_display, urls_display
 from judging.services.judgments import labels_refresh
 
 ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
@@ -204,19 +204,6 @@ class Endpoint:
     def display(self) -> str:
         """The URL as pages, the API and logs may show it: without user info, query string or fragment."""
         return endpoint_display(self.url)
-
-
-def endpoint_display(url: str) -> str:
-    """``url`` without user info, query string or fragment (any of them may carry a key)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "(an invalid URL)"
-    if ":" in host:
-        host = f"[{host}]"
-    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
 
 
 _deadline = threading.local()  # the calling thread's attempt: when it must be over (time.monotonic())
