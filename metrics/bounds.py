@@ -7,7 +7,6 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray
-
 from metrics.ranking import (
     UNJUDGED,
     _bpref_from_counts,
