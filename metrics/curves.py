@@ -1,12 +1,11 @@
 """Measure-versus-cutoff curves: P, R, F1, Hit and nDCG at every k from 1 to K in one pass."""
 
 from collections.abc import Iterable, Set
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from metrics._types import BoolArray, FloatArray, IntArray
+from metrics._types import BoolArray, FloatArray, IntArray, NumberArray
 from metrics.ranking import (
     PAD,
     _check_gain,
@@ -121,8 +120,8 @@ def curves(
 
 
 def _group_sums(
-    values: npt.NDArray[np.number[Any] | np.bool_], keys: npt.NDArray[np.number[Any]], dtype: npt.DTypeLike = None
-) -> tuple[npt.NDArray[np.number[Any]], npt.NDArray[np.number[Any]]]:
+    values: NumberArray | BoolArray, keys: NumberArray, dtype: npt.DTypeLike = None
+) -> tuple[NumberArray, NumberArray]:
     """Sums of (S, Q, K) values over the queries that share a key row: (distinct keys, (S, G, K) sums).
 
     The curves' means only need, per cutoff, sums over queries with the same denominator (num_rel, or
