@@ -23,7 +23,8 @@ CAMPAIGN_HELP = "Slug of a campaign you belong to (404 if you do not)."
 class IntegerFilter(df.NumberFilter):
     """Whole numbers only: a NumberFilter would accept 1.5 and the integer lookup would round it."""
 
-    field_class = forms.IntegerField
+    # django-filter's stubs type NumberFilter.field_class as a DecimalField; the filter takes any number field.
+    field_class = forms.IntegerField  # type: ignore[assignment]
 
 
 class UTCDateTimeField(IsoDateTimeField):
