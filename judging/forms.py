@@ -205,7 +205,7 @@ class MemberChangeForm(forms.Form):
 
     def error_text(self) -> str:
         """One line naming each bad field, for a page that shows it as a message."""
-        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in self.errors.items())
+        return "; ".join(f"{field}: {' '.join(map(str, errors))}" for field, errors in self.errors.items())
 
 
 class UploadForm(forms.Form):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import secrets
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import numpy as np
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as Account
 from django.contrib.sessions.base_session import AbstractBaseSession
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -24,9 +25,10 @@ from judging.formats import (
 )
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
-User: TypeAlias = AbstractBaseUser | AnonymousUser
+# Account is settings.AUTH_USER_MODEL (Django's own, which is what django-stubs types request.user with).
+User: TypeAlias = Account | AnonymousUser
 
-DEFAULT_SCALE = [
+DEFAULT_SCALE: list[dict[str, Any]] = [
     {
         "value": 0,
         "name": "Not relevant",

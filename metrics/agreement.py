@@ -21,6 +21,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
+
+from metrics._types import BoolArray, FloatArray, IntArray, NumberArray
 
 __all__ = [
     "LEVELS",
@@ -53,8 +56,8 @@ _BLOCK_CELLS = 1 << 22
 # Argument checking
 
 
-def _check_categories(categories) -> np.ndarray:
-    cats = np.asarray(categories)
+def _check_categories(categories: npt.ArrayLike) -> NumberArray:
+    cats: NumberArray = np.asarray(categories)
     if cats.ndim != 1 or cats.size < 2:
         raise ValueError(f"categories must be a 1-D sequence of at least 2 grades, got {categories!r}")
     if cats.dtype.kind not in "iuf" or not np.all(np.isfinite(cats)):
@@ -64,19 +67,20 @@ def _check_categories(categories) -> np.ndarray:
     return cats
 
 
-def _missing(values: np.ndarray, name: str) -> np.ndarray:
+def _missing(values: NumberArray, name: str) -> BoolArray:
     """Boolean mask of missing ratings: NaN in float arrays, MISSING in integer arrays."""
     if values.dtype.kind == "f":
         return np.isnan(values)
     if values.dtype.kind in "iu":
-        return values == MISSING
+        missing: BoolArray = values == MISSING
+        return missing
     if values.size == 0:
         # np.asarray([]) and friends carry no value to misread whatever their dtype.
         return np.zeros(values.shape, dtype=bool)
     raise ValueError(f"{name} must be an integer or float array, got dtype {values.dtype}")
 
 
-def _codes(values, categories: np.ndarray, name: str, ndim: int) -> np.ndarray:
+def _codes(values: npt.ArrayLike, categories: NumberArray, name: str, ndim: int) -> IntArray:
     """Grades as indices into ``categories`` (0 .. C-1), -1 where missing."""
     values = np.asarray(values)
     if values.ndim != ndim:
@@ -95,38 +99,42 @@ def _codes(values, categories: np.ndarray, name: str, ndim: int) -> np.ndarray:
     if outside.any():
         bad = np.unique(values[outside])[:5].tolist()
         raise ValueError(f"{name} contains grades {bad} outside categories {categories.tolist()}")
-    return np.where(missing, -1, index)
+    codes: IntArray = np.where(missing, -1, index)
+    return codes
 
 
-def _check_pair(a, b, categories: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a = _codes(a, categories, "a", 1)
-    b = _codes(b, categories, "b", 1)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must rate the same items, got shapes {a.shape} and {b.shape}")
-    return a, b
+def _check_pair(a: npt.ArrayLike, b: npt.ArrayLike, categories: NumberArray) -> tuple[IntArray, IntArray]:
+    codes_a = _codes(a, categories, "a", 1)
+    codes_b = _codes(b, categories, "b", 1)
+    if codes_a.shape != codes_b.shape:
+        raise ValueError(f"a and b must rate the same items, got shapes {codes_a.shape} and {codes_b.shape}")
+    return codes_a, codes_b
 
 
-def _check_weights(weights):
+def _check_weights(weights: str | None) -> str | None:
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     return weights
 
 
-def _check_level(level):
+def _check_level(level: str) -> str:
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
     return level
 
 
-def _divide(numerator, denominator) -> np.ndarray:
+def _divide(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> FloatArray:
     """numerator / denominator, NaN where the denominator is 0 (the statistic is undefined there)."""
     numerator, denominator = np.broadcast_arrays(
         np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     )
-    return np.divide(numerator, denominator, out=np.full(numerator.shape, np.nan), where=denominator != 0)
+    quotient: FloatArray = np.divide(
+        numerator, denominator, out=np.full(numerator.shape, np.nan), where=denominator != 0
+    )
+    return quotient
 
 
-def _scalar(value) -> float:
+def _scalar(value: npt.ArrayLike) -> float:
     return float(np.asarray(value).reshape(()))
 
 
@@ -135,22 +143,23 @@ def _scalar(value) -> float:
 # directly, the bootstrap sums with resampling weights.
 
 
-def _pair_cells(a: np.ndarray, b: np.ndarray, n_categories: int) -> np.ndarray:
+def _pair_cells(a: IntArray, b: IntArray, n_categories: int) -> IntArray:
     """(n_items,) flat confusion cell ``a * C + b`` of each item, -1 where either rating is missing."""
     both = (a >= 0) & (b >= 0)
-    return np.where(both, a * n_categories + b, -1)
+    cells: IntArray = np.where(both, a * n_categories + b, -1)
+    return cells
 
 
-def _value_counts(codes: np.ndarray, n_categories: int) -> np.ndarray:
+def _value_counts(codes: IntArray, n_categories: int) -> IntArray:
     """(n_items, C) number of raters who gave each item each grade."""
     n_items = codes.shape[0]
     rated = codes >= 0
     rows = np.broadcast_to(np.arange(n_items)[:, None], codes.shape)[rated]
-    flat = np.bincount(rows * n_categories + codes[rated], minlength=n_items * n_categories)
+    flat: IntArray = np.bincount(rows * n_categories + codes[rated], minlength=n_items * n_categories)
     return flat.reshape(n_items, n_categories)
 
 
-def _weight_matrix(n_categories: int, weights) -> np.ndarray:
+def _weight_matrix(n_categories: int, weights: str | None) -> FloatArray:
     """Cohen's disagreement weights on grade ranks, as sklearn: 1 - I, |i - j| or (i - j)^2."""
     rank = np.arange(n_categories)
     distance = np.abs(rank[:, None] - rank[None, :]).astype(np.float64)
@@ -159,7 +168,7 @@ def _weight_matrix(n_categories: int, weights) -> np.ndarray:
     return distance if weights == "linear" else distance**2
 
 
-def _kappa_from_confusion(confusion: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def _kappa_from_confusion(confusion: npt.ArrayLike, weight: FloatArray) -> FloatArray:
     """Cohen's kappa of confusion matrices of shape (..., C, C); NaN where chance disagreement is 0."""
     confusion = np.asarray(confusion, dtype=np.float64)
     n = confusion.sum(axis=(-2, -1))
@@ -169,25 +178,25 @@ def _kappa_from_confusion(confusion: np.ndarray, weight: np.ndarray) -> np.ndarr
     return 1.0 - _divide(observed, chance)
 
 
-def _raw_from_confusion(confusion: np.ndarray) -> np.ndarray:
+def _raw_from_confusion(confusion: npt.ArrayLike) -> FloatArray:
     confusion = np.asarray(confusion, dtype=np.float64)
     return _divide(np.trace(confusion, axis1=-2, axis2=-1), confusion.sum(axis=(-2, -1)))
 
 
-def _fleiss_parts(counts: np.ndarray) -> np.ndarray:
+def _fleiss_parts(counts: IntArray) -> FloatArray:
     """(n_items, 2 + C) per item: [rated >= 2 times, P_i, n_ij / n_i for each grade j]; 0 rows otherwise."""
-    counts = counts.astype(np.float64)
-    m = counts.sum(axis=1)
+    shares = counts.astype(np.float64)
+    m = shares.sum(axis=1)
     kept = m >= 2
-    parts = np.zeros((counts.shape[0], 2 + counts.shape[1]))
-    mk, ck = m[kept], counts[kept]
+    parts = np.zeros((shares.shape[0], 2 + shares.shape[1]))
+    mk, ck = m[kept], shares[kept]
     parts[kept, 0] = 1.0
     parts[kept, 1] = ((ck * (ck - 1.0)).sum(axis=1)) / (mk * (mk - 1.0))
     parts[kept, 2:] = ck / mk[:, None]
     return parts
 
 
-def _observed_parts(ratings) -> np.ndarray:
+def _observed_parts(ratings: npt.ArrayLike) -> FloatArray:
     """(n_items, 2) per item: [rated >= 2 times, share of its ordered rater pairs that agree]; 0 rows otherwise.
 
     Only equality matters, so the distinct grades present stand in for the categories."""
@@ -201,41 +210,43 @@ def _observed_parts(ratings) -> np.ndarray:
     return _fleiss_parts(flat.reshape(ratings.shape[0], grades.size))[:, :2]
 
 
-def _observed_finish(sums: np.ndarray) -> np.ndarray:
+def _observed_finish(sums: FloatArray) -> FloatArray:
     return _divide(sums[..., 1], sums[..., 0])
 
 
-def _fleiss_finish(sums: np.ndarray) -> np.ndarray:
+def _fleiss_finish(sums: FloatArray) -> FloatArray:
     n_items = sums[..., 0]
     observed = _divide(sums[..., 1], n_items)
     chance = (_divide(sums[..., 2:], n_items[..., None]) ** 2).sum(axis=-1)
     return _divide(observed - chance, 1.0 - chance)
 
 
-def _pairable_scale(counts: np.ndarray) -> np.ndarray:
+def _pairable_scale(counts: FloatArray) -> FloatArray:
     """(n_items,) 1 / (m_u - 1) for items with m_u >= 2 ratings, 0 for the unpairable rest."""
     m = counts.sum(axis=1)
-    return np.where(m >= 2, 1.0 / np.maximum(m - 1.0, 1.0), 0.0)
+    scale: FloatArray = np.where(m >= 2, 1.0 / np.maximum(m - 1.0, 1.0), 0.0)
+    return scale
 
 
-def _coincidence_parts(counts: np.ndarray) -> np.ndarray:
+def _coincidence_parts(counts: IntArray) -> FloatArray:
     """(n_items, C * C) each item's contribution to Krippendorff's coincidence matrix (0 if unpairable)."""
-    counts = counts.astype(np.float64)
-    n_items, n_categories = counts.shape
-    scale = _pairable_scale(counts)
-    outer = counts[:, :, None] * counts[:, None, :]
-    outer[:, np.arange(n_categories), np.arange(n_categories)] -= counts
+    n = counts.astype(np.float64)
+    n_items, n_categories = n.shape
+    scale = _pairable_scale(n)
+    outer = n[:, :, None] * n[:, None, :]
+    outer[:, np.arange(n_categories), np.arange(n_categories)] -= n
     return (outer * scale[:, None, None]).reshape(n_items, n_categories * n_categories)
 
 
-def _coincidences(counts: np.ndarray) -> np.ndarray:
+def _coincidences(counts: IntArray) -> FloatArray:
     """(C, C) coincidence matrix o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1) over m_u >= 2."""
-    counts = counts.astype(np.float64)
-    scaled = counts * _pairable_scale(counts)[:, None]
-    return scaled.T @ counts - np.diag(scaled.sum(axis=0))
+    n = counts.astype(np.float64)
+    scaled = n * _pairable_scale(n)[:, None]
+    coincidences: FloatArray = scaled.T @ n - np.diag(scaled.sum(axis=0))
+    return coincidences
 
 
-def _alpha_from_coincidences(o: np.ndarray, categories: np.ndarray, level: str) -> np.ndarray:
+def _alpha_from_coincidences(o: FloatArray, categories: NumberArray, level: str) -> FloatArray:
     """Krippendorff's alpha of coincidence matrices of shape (..., C, C); NaN where D_e is 0."""
     n_c = o.sum(axis=-1)
     n = n_c.sum(axis=-1)
@@ -259,7 +270,7 @@ def _alpha_from_coincidences(o: np.ndarray, categories: np.ndarray, level: str) 
 # Statistics
 
 
-def confusion_matrix(a, b, categories) -> np.ndarray:
+def confusion_matrix(a: npt.ArrayLike, b: npt.ArrayLike, categories: npt.ArrayLike) -> npt.NDArray[np.int64]:
     """Confusion matrix of two raters over the items both rated.
 
     ``C[i, j]`` is the number of items that rater ``a`` gave ``categories[i]`` and rater ``b`` gave
@@ -283,13 +294,13 @@ def confusion_matrix(a, b, categories) -> np.ndarray:
         If a or b is not 1-D, their lengths differ, or a grade is not one of ``categories``.
     """
     cats = _check_categories(categories)
-    a, b = _check_pair(a, b, cats)
-    cells = _pair_cells(a, b, cats.size)
+    codes_a, codes_b = _check_pair(a, b, cats)
+    cells = _pair_cells(codes_a, codes_b, cats.size)
     counts = np.bincount(cells[cells >= 0], minlength=cats.size * cats.size)
     return counts.reshape(cats.size, cats.size).astype(np.int64)
 
 
-def raw_agreement(a, b) -> float:
+def raw_agreement(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     r"""Observed proportion of agreement of two raters over the items both rated.
 
     .. math:: p_o = \frac{|\{i : a_i = b_i\}|}{|\{i : a_i, b_i \text{ both rated}\}|}
@@ -317,7 +328,7 @@ def raw_agreement(a, b) -> float:
     return _scalar(_divide(np.count_nonzero(both & (a == b)), np.count_nonzero(both)))
 
 
-def observed_agreement(ratings) -> float:
+def observed_agreement(ratings: npt.ArrayLike) -> float:
     r"""Raw agreement of any number of raters: the share of agreeing rater pairs of an item, averaged over items.
 
     Over the :math:`N` items rated by at least two raters (the others are skipped), with :math:`n_i` the
@@ -353,7 +364,7 @@ def observed_agreement(ratings) -> float:
     return _scalar(_observed_finish(_observed_parts(ratings).sum(axis=0)))
 
 
-def cohen_kappa(a, b, categories, weights=None) -> float:
+def cohen_kappa(a: npt.ArrayLike, b: npt.ArrayLike, categories: npt.ArrayLike, weights: str | None = None) -> float:
     r"""Cohen's kappa of two raters over the items both rated, optionally weighted for ordinal grades.
 
     With the confusion matrix :math:`O` of :func:`confusion_matrix` over the :math:`n` items both rated,
@@ -398,7 +409,7 @@ def cohen_kappa(a, b, categories, weights=None) -> float:
     return _scalar(_kappa_from_confusion(confusion, _weight_matrix(confusion.shape[0], weights)))
 
 
-def fleiss_kappa(ratings, categories) -> float:
+def fleiss_kappa(ratings: npt.ArrayLike, categories: npt.ArrayLike) -> float:
     r"""Fleiss' kappa of any number of raters, tolerating missing ratings.
 
     Over the :math:`N` items rated by at least two raters (the others are skipped), with :math:`n_i` the
@@ -447,7 +458,7 @@ def fleiss_kappa(ratings, categories) -> float:
     return _scalar(_fleiss_finish(_fleiss_parts(counts).sum(axis=0)))
 
 
-def krippendorff_alpha(ratings, categories, level="ordinal") -> float:
+def krippendorff_alpha(ratings: npt.ArrayLike, categories: npt.ArrayLike, level: str = "ordinal") -> float:
     r"""Krippendorff's alpha of any number of raters, tolerating missing ratings.
 
     Items rated fewer than twice are not pairable and are skipped. From the coincidence matrix
@@ -504,7 +515,9 @@ def krippendorff_alpha(ratings, categories, level="ordinal") -> float:
     return _scalar(_alpha_from_coincidences(_coincidences(counts), cats, level))
 
 
-def agreement_by_group(ratings, groups, categories, level="ordinal") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def agreement_by_group(
+    ratings: npt.ArrayLike, groups: npt.ArrayLike, categories: npt.ArrayLike, level: str = "ordinal"
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64]]:
     r"""Krippendorff's alpha and pairwise percent agreement within each group of items (e.g. per query).
 
     One coincidence matrix per group, summed from the items' contributions with ``np.add.at``: no loop
@@ -532,34 +545,35 @@ def agreement_by_group(ratings, groups, categories, level="ordinal") -> tuple[np
     if groups.shape != (counts.shape[0],) or (groups.size and groups.min() < 0):
         raise ValueError("groups must be a non-negative integer array with one entry per item")
     n_groups = int(groups.max()) + 1 if groups.size else 0
-    o = np.zeros((n_groups, cats.size * cats.size))
-    np.add.at(o, groups, _coincidence_parts(counts))
-    o = o.reshape(n_groups, cats.size, cats.size)
+    flat_o = np.zeros((n_groups, cats.size * cats.size))
+    np.add.at(flat_o, groups, _coincidence_parts(counts))
+    o = flat_o.reshape(n_groups, cats.size, cats.size)
     pairable = np.bincount(groups, weights=(counts.sum(axis=1) >= 2), minlength=n_groups).astype(np.int64)
     alpha = _alpha_from_coincidences(o, cats, level)
     agreement = _divide(np.trace(o, axis1=1, axis2=2), o.sum(axis=(1, 2)))
-    alpha = np.where(pairable > 0, alpha, np.nan)
-    return alpha, np.where(pairable > 0, agreement, np.nan), pairable
+    alpha_or_nan: FloatArray = np.where(pairable > 0, alpha, np.nan)
+    agreement_or_nan: FloatArray = np.where(pairable > 0, agreement, np.nan)
+    return alpha_or_nan, agreement_or_nan, pairable
 
 
 class PairwiseAgreement(NamedTuple):
     """Agreement of every pair of raters ``(rater_a[p], rater_b[p])``, ``rater_a[p] < rater_b[p]``."""
 
     #: (P,) int column index of the first rater of each pair (``np.triu_indices(n_raters, 1)`` order).
-    rater_a: np.ndarray
+    rater_a: IntArray
     #: (P,) int column index of the second rater.
-    rater_b: np.ndarray
+    rater_b: IntArray
     #: (P,) int number of items both raters rated.
-    n_common: np.ndarray
+    n_common: IntArray
     #: (P,) float :func:`raw_agreement` over those items.
-    raw: np.ndarray
+    raw: FloatArray
     #: (P,) float unweighted :func:`cohen_kappa`.
-    kappa: np.ndarray
+    kappa: FloatArray
     #: (P,) float quadratic-weighted :func:`cohen_kappa`.
-    quadratic_kappa: np.ndarray
+    quadratic_kappa: FloatArray
 
 
-def pairwise_agreement(ratings, categories) -> PairwiseAgreement:
+def pairwise_agreement(ratings: npt.ArrayLike, categories: npt.ArrayLike) -> PairwiseAgreement:
     """Raw agreement, Cohen's kappa and quadratic-weighted kappa of every pair of raters.
 
     All P = R (R - 1) / 2 confusion matrices come from one (R C x R C) product of the one-hot ratings,
@@ -607,28 +621,34 @@ def pairwise_agreement(ratings, categories) -> PairwiseAgreement:
 # Bootstrap
 
 
-def _batched(stat_fn) -> Callable[[np.ndarray], tuple[np.ndarray, Callable]] | None:
+#: Turns the per-item parts summed over items (..., K) into the statistic (...,).
+Finish = Callable[[FloatArray], FloatArray]
+
+
+def _batched(stat_fn: Callable[..., float]) -> Callable[[NumberArray], tuple[FloatArray, Finish]] | None:
     """For a statistic of this module (bare, or a functools.partial with keyword arguments only), a function
     ``prepare(ratings) -> (parts, finish)``: per-item parts of shape (n_items, K) whose sums over items,
     of shape (..., K), ``finish`` turns into the statistic. None for any other callable."""
-    func, keywords = stat_fn, {}
+    func, keywords = stat_fn, dict[str, object]()
     if isinstance(stat_fn, functools.partial):
         if stat_fn.args:
             return None
         func, keywords = stat_fn.func, dict(stat_fn.keywords)
 
-    def two_raters(ratings):
+    def two_raters(ratings: NumberArray) -> tuple[NumberArray, NumberArray]:
         if ratings.shape[1] != 2:
             raise ValueError(f"{func.__name__} needs ratings of shape (n_items, 2), got {ratings.shape}")
         return ratings[:, 0], ratings[:, 1]
 
-    def raw_prepare(ratings):
+    def raw_prepare(ratings: NumberArray) -> tuple[FloatArray, Finish]:
         a, b = two_raters(ratings)
         both = ~_missing(a, "a") & ~_missing(b, "b")
         parts = np.stack([both, both & (a == b)], axis=1).astype(np.float64)
         return parts, lambda sums: _divide(sums[..., 1], sums[..., 0])
 
-    def cohen_prepare(ratings, categories, weights=None):
+    def cohen_prepare(
+        ratings: NumberArray, categories: npt.ArrayLike, weights: str | None = None
+    ) -> tuple[FloatArray, Finish]:
         weights = _check_weights(weights)
         cats = _check_categories(categories)
         a, b = _check_pair(*two_raters(ratings), cats)
@@ -638,39 +658,48 @@ def _batched(stat_fn) -> Callable[[np.ndarray], tuple[np.ndarray, Callable]] | N
         shape = (cats.size, cats.size)
         return parts, lambda sums: _kappa_from_confusion(sums.reshape(sums.shape[:-1] + shape), weight)
 
-    def observed_prepare(ratings):
+    def observed_prepare(ratings: NumberArray) -> tuple[FloatArray, Finish]:
         return _observed_parts(ratings), _observed_finish
 
-    def fleiss_prepare(ratings, categories):
+    def fleiss_prepare(ratings: NumberArray, categories: npt.ArrayLike) -> tuple[FloatArray, Finish]:
         cats = _check_categories(categories)
         counts = _value_counts(_codes(ratings, cats, "ratings", 2), cats.size)
         return _fleiss_parts(counts), _fleiss_finish
 
-    def alpha_prepare(ratings, categories, level="ordinal"):
+    def alpha_prepare(
+        ratings: NumberArray, categories: npt.ArrayLike, level: str = "ordinal"
+    ) -> tuple[FloatArray, Finish]:
         level = _check_level(level)
         cats = _check_categories(categories)
         counts = _value_counts(_codes(ratings, cats, "ratings", 2), cats.size)
         shape = (cats.size, cats.size)
 
-        def finish(sums):
+        def finish(sums: FloatArray) -> FloatArray:
             return _alpha_from_coincidences(sums.reshape(sums.shape[:-1] + shape), cats, level)
 
         return _coincidence_parts(counts), finish
 
-    prepare = {
+    # The statistics and their preparations differ in their further arguments, which come from the partial.
+    preparations: dict[Callable[..., float], Callable[..., tuple[FloatArray, Finish]]] = {
         raw_agreement: raw_prepare,
         observed_agreement: observed_prepare,
         cohen_kappa: cohen_prepare,
         fleiss_kappa: fleiss_prepare,
         krippendorff_alpha: alpha_prepare,
-    }.get(func)
+    }
+    prepare = preparations.get(func)
     if prepare is None:
         return None
     return functools.partial(prepare, **keywords)
 
 
 def bootstrap_agreement(
-    stat_fn: Callable, ratings, *, n_resamples: int = 1000, confidence: float = 0.95, seed=0
+    stat_fn: Callable[..., float],
+    ratings: npt.ArrayLike,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
 ) -> tuple[float, float]:
     r"""Percentile bootstrap confidence interval of an agreement statistic, resampling items.
 

@@ -1,10 +1,12 @@
 """How far to trust a leaderboard: score bounds over unjudged documents, settled comparisons, open pairs."""
 
 import numbers
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 
+from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.ranking import (
     UNJUDGED,
     _bpref_from_counts,
@@ -44,7 +46,7 @@ __all__ = [
 # Shared with metrics.pool
 
 
-def _check_top_grade(top_grade, qrels: np.ndarray) -> int:
+def _check_top_grade(top_grade: object, qrels: IntArray) -> int:
     if isinstance(top_grade, bool) or not isinstance(top_grade, numbers.Integral) or top_grade < 0:
         raise ValueError(f"top_grade must be an integer >= 0, got {top_grade!r}")
     if qrels.size and int(qrels.max()) > top_grade:
@@ -52,15 +54,16 @@ def _check_top_grade(top_grade, qrels: np.ndarray) -> int:
     return int(top_grade)
 
 
-def _grade_counts(qrels: np.ndarray, n_grades: int) -> np.ndarray:
+def _grade_counts(qrels: IntArray, n_grades: int) -> IntArray:
     """(Q, n_grades) number of labels of each grade per query (the UNJUDGED padding left out)."""
     n_queries = qrels.shape[0]
     row, _ = np.nonzero(qrels >= 0)
     values = qrels[qrels >= 0].astype(np.int64)
-    return np.bincount(row * n_grades + values, minlength=n_queries * n_grades).reshape(n_queries, n_grades)
+    counts: IntArray = np.bincount(row * n_grades + values, minlength=n_queries * n_grades)
+    return counts.reshape(n_queries, n_grades)
 
 
-def _idcg_from_counts(counts: np.ndarray, k: int, gain: str) -> np.ndarray:
+def _idcg_from_counts(counts: IntArray, k: int, gain: str) -> FloatArray:
     """IDCG@k from label histograms (..., G): the ideal ranking is every grade's labels, best grade first.
 
     Grade g fills the ranks from the number of better labels on, so its share of IDCG is gain(g) times
@@ -72,10 +75,11 @@ def _idcg_from_counts(counts: np.ndarray, k: int, gain: str) -> np.ndarray:
     start = end - descending
     cumulative = np.concatenate([[0.0], np.cumsum(_discounts(k))])
     share = cumulative[np.minimum(end, k)] - cumulative[np.minimum(start, k)]
-    return _weighted_sum(share, _gains(np.arange(counts.shape[-1])[::-1], gain))
+    idcg: FloatArray = _weighted_sum(share, _gains(np.arange(counts.shape[-1])[::-1], gain))
+    return idcg
 
 
-def _check_doc_ids(doc_ids, labels: np.ndarray) -> np.ndarray:
+def _check_doc_ids(doc_ids: npt.ArrayLike, labels: IntArray) -> IntArray:
     doc_ids = _int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1)
     if doc_ids.shape[:2] == labels.shape[:2] and doc_ids.shape[2] == 0:
         doc_ids = np.full(labels.shape, -1, dtype=np.int64)  # labels padded a depth-0 array to one column
@@ -86,7 +90,7 @@ def _check_doc_ids(doc_ids, labels: np.ndarray) -> np.ndarray:
     return doc_ids.astype(np.int64, copy=False)
 
 
-def _group_entries(mask: np.ndarray, doc_ids: np.ndarray):
+def _group_entries(mask: BoolArray, doc_ids: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, BoolArray]:
     """Group the masked (system, query, rank) entries by (query, document).
 
     Returns per entry, in group order: system, query, rank (0-based) and a flag opening each group.
@@ -113,7 +117,9 @@ def _group_entries(mask: np.ndarray, doc_ids: np.ndarray):
     return system, query, rank, doc, opens
 
 
-def _unjudged_groups(labels, doc_ids, cutoff, systems):
+def _unjudged_groups(
+    labels: IntArray, doc_ids: IntArray, cutoff: int | None, systems: BoolArray
+) -> tuple[IntArray, IntArray, IntArray, IntArray, npt.NDArray[np.uint64]]:
     """Distinct unjudged (query, document) pairs in the top ``cutoff`` of the chosen systems.
 
     Returns query, document, best (smallest) 0-based rank, number of systems, and membership as an
@@ -137,7 +143,7 @@ def _unjudged_groups(labels, doc_ids, cutoff, systems):
     return query[starts], doc[starts], best, count, members
 
 
-def _check_cutoff(cutoff):
+def _check_cutoff(cutoff: object) -> int | None:
     return None if cutoff is None else _check_k(cutoff)
 
 
@@ -145,7 +151,15 @@ def _check_cutoff(cutoff):
 # Bounds
 
 
-def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gain: str = "linear") -> dict:
+def score_bounds(
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    *,
+    k: int = 10,
+    top_grade: int,
+    threshold: float = 1,
+    gain: str = "linear",
+) -> dict[str, tuple[FloatArray, FloatArray]]:
     r"""Lowest and highest score of every measure over the gradings of each run's unjudged documents.
 
     Two completions of the qrels bound the score of system s:
@@ -210,29 +224,32 @@ def score_bounds(labels, qrels, *, k: int = 10, top_grade: int, threshold=1, gai
     u_all, u_k = c_unj[..., -1].astype(np.int64), c_unj[..., at_k].astype(np.int64)
     top_relevant = top_grade >= threshold
 
-    today = _from_counts(relevant, c_rel, c_non, num_rel, num_rel, num_nonrel, k, at_k)
+    discounts = _discounts(min(k, depth))
+    top_gain = _gains(np.array(top_grade), gain)
+    dcg = _dcg(labels, k, gain)
+    ndcg = _safe_divide(dcg, _idcg(qrels, k, gain))
+    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
+    counts[..., top_grade] += u_k
+    high_dcg = dcg + top_gain * _weighted_sum(unjudged[..., :k], discounts)
+    high_ndcg = _safe_divide(high_dcg, _idcg_from_counts(counts, k, gain))
+
+    today = _from_counts(relevant, c_rel, c_non, num_rel, num_rel, num_nonrel, k, at_k, ndcg)
     if top_relevant:
         high_relevant = relevant | unjudged
-        high = _from_counts(high_relevant, c_rel + c_unj, c_non, num_rel + u_k, num_rel + u_all, num_nonrel, k, at_k)
+        high = _from_counts(
+            high_relevant, c_rel + c_unj, c_non, num_rel + u_k, num_rel + u_all, num_nonrel, k, at_k, high_ndcg
+        )
     else:
         # The top grade is below the threshold: the completion adds judged non-relevant documents.
         high = dict(today)
         high["bpref"] = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
+        high[f"nDCG@{k}"] = high_ndcg
     low_bpref = today["bpref"]
     if threshold > 0:
         # Judged non-relevant, the unjudged documents join the ones counted above each relevant one.
         low_bpref = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
 
-    discounts = _discounts(min(k, depth))
-    top_gain = _gains(np.array(top_grade), gain)
-    dcg = _dcg(labels, k, gain)
-    today[f"nDCG@{k}"] = _safe_divide(dcg, _idcg(qrels, k, gain))
-    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
-    counts[..., top_grade] += u_k
-    high_dcg = dcg + top_gain * _weighted_sum(unjudged[..., :k], discounts)
-    high[f"nDCG@{k}"] = _safe_divide(high_dcg, _idcg_from_counts(counts, k, gain))
-
-    bounds = {}
+    bounds: dict[str, tuple[FloatArray, FloatArray]] = {}
     for name in today:
         candidates = [today[name], high[name]] + ([low_bpref] if name == "bpref" else [])
         bounds[name] = (np.minimum.reduce(candidates), np.maximum.reduce(candidates))
@@ -247,14 +264,14 @@ class Settled(NamedTuple):
     """Pairwise verdicts on the mean order of systems (row a against column b)."""
 
     #: (S, S) int8: 1 when a's mean is above b's under every grading, -1 when below, 0 when open.
-    order: np.ndarray
+    order: npt.NDArray[np.int8]
     #: (S, S) smallest possible mean difference a - b: mean over queries of low[a] - high[b].
-    diff_low: np.ndarray
+    diff_low: FloatArray
     #: (S, S) largest possible mean difference a - b: mean over queries of high[a] - low[b].
-    diff_high: np.ndarray
+    diff_high: FloatArray
 
 
-def settled(low, high) -> Settled:
+def settled(low: npt.ArrayLike, high: npt.ArrayLike) -> Settled:
     r"""Whether each pair of systems keeps its mean order whatever the unjudged documents turn out to be.
 
     Per query, a - b lies between low[a] - high[b] and high[a] - low[b]; the mean difference therefore
@@ -308,20 +325,27 @@ def settled(low, high) -> Settled:
     return Settled(order, diff_low, diff_high)
 
 
-def _check_order(order, n_systems: int) -> np.ndarray:
-    order = np.asarray(order)
-    if order.shape != (n_systems, n_systems):
-        raise ValueError(f"order must have shape ({n_systems}, {n_systems}), got {order.shape}")
-    return order
+def _check_order(order: npt.ArrayLike, n_systems: int) -> IntArray:
+    array: IntArray = np.asarray(order)
+    if array.shape != (n_systems, n_systems):
+        raise ValueError(f"order must have shape ({n_systems}, {n_systems}), got {array.shape}")
+    return array
 
 
-def _open_comparisons(order: np.ndarray) -> np.ndarray:
-    open_ = order == 0
+def _open_comparisons(order: IntArray) -> BoolArray:
+    open_: BoolArray = order == 0
     np.fill_diagonal(open_, False)
     return open_
 
 
-def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarray:
+def _systems_with_open(open_: BoolArray) -> BoolArray:
+    # numpy types a reduction along an axis as "scalar or array"; along one axis of a 2-D array it is 1-D.
+    return cast(BoolArray, open_.any(axis=1))
+
+
+def open_pairs(
+    labels: npt.ArrayLike, doc_ids: npt.ArrayLike, order: npt.ArrayLike, *, cutoff: int | None = None
+) -> IntArray:
     """How many unjudged pairs could still change each open comparison.
 
     For an open comparison of systems a and b (``order[a, b] == 0``, see :func:`settled`): the number
@@ -350,7 +374,7 @@ def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarr
     n_systems = labels.shape[0]
     open_ = _open_comparisons(_check_order(order, n_systems))
     cutoff = _check_cutoff(cutoff)
-    _, _, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, open_.any(axis=1))
+    _, _, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, _systems_with_open(open_))
     result = np.zeros((n_systems, n_systems), dtype=np.int64)
     if not members.size:
         return result
@@ -366,10 +390,13 @@ def open_pairs(labels, doc_ids, order, *, cutoff: int | None = None) -> np.ndarr
     per_system = n_pairs @ inside
     both = inside.T @ (inside * n_pairs[:, None])
     union = per_system[:, None] + per_system[None, :] - both
-    return np.where(open_, union, 0)
+    counts: IntArray = np.where(open_, union, 0)
+    return counts
 
 
-def open_pairs_by_query(labels, doc_ids, comparisons, *, cutoff: int | None = None) -> np.ndarray:
+def open_pairs_by_query(
+    labels: npt.ArrayLike, doc_ids: npt.ArrayLike, comparisons: npt.ArrayLike, *, cutoff: int | None = None
+) -> IntArray:
     """Where the unjudged pairs that could change some comparisons are: their number in each query.
 
     For each comparison (a, b): per query, the number of distinct unjudged documents within the top
@@ -460,16 +487,18 @@ class PairPriority(NamedTuple):
     """Unjudged (query, document) pairs in the order they should be judged, most urgent first."""
 
     #: (P,) query index (position on the Q axis).
-    query: np.ndarray
+    query: IntArray
     #: (P,) document id.
-    doc: np.ndarray
+    doc: IntArray
     #: (P,) the best (smallest) 1-based rank any system with an open comparison gives the document.
-    best_rank: np.ndarray
+    best_rank: IntArray
     #: (P,) how many systems with an open comparison have it within the cutoff.
-    systems: np.ndarray
+    systems: IntArray
 
 
-def pair_priority(labels, doc_ids, order, *, cutoff: int | None = None) -> PairPriority:
+def pair_priority(
+    labels: npt.ArrayLike, doc_ids: npt.ArrayLike, order: npt.ArrayLike, *, cutoff: int | None = None
+) -> PairPriority:
     """Unjudged pairs that matter most for the comparisons still open, most urgent first.
 
     Rule: only systems that still have an open comparison (a 0 off the diagonal of ``order``) count,
@@ -492,6 +521,6 @@ def pair_priority(labels, doc_ids, order, *, cutoff: int | None = None) -> PairP
     doc_ids = _check_doc_ids(doc_ids, labels)
     open_ = _open_comparisons(_check_order(order, labels.shape[0]))
     cutoff = _check_cutoff(cutoff)
-    query, doc, best, count, _ = _unjudged_groups(labels, doc_ids, cutoff, open_.any(axis=1))
+    query, doc, best, count, _ = _unjudged_groups(labels, doc_ids, cutoff, _systems_with_open(open_))
     ranked = np.lexsort((doc, query, -count, best))
     return PairPriority(query[ranked], doc[ranked], best[ranked] + 1, count[ranked])

@@ -1,7 +1,11 @@
 """Measure-versus-cutoff curves: P, R, F1, Hit and nDCG at every k from 1 to K in one pass."""
 
-import numpy as np
+from collections.abc import Iterable, Set
 
+import numpy as np
+import numpy.typing as npt
+
+from metrics._types import BoolArray, FloatArray, IntArray, NumberArray
 from metrics.ranking import (
     PAD,
     _check_gain,
@@ -21,7 +25,16 @@ __all__ = ["CURVE_MEASURES", "curves"]
 CURVE_MEASURES = ("P", "R", "F1", "Hit", "nDCG")
 
 
-def curves(labels, qrels, k_max: int, *, threshold=1, gain: str = "linear", measures=CURVE_MEASURES, average=True):
+def curves(
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    k_max: int,
+    *,
+    threshold: float = 1,
+    gain: str = "linear",
+    measures: Iterable[str] = CURVE_MEASURES,
+    average: bool = True,
+) -> dict[str, FloatArray]:
     r"""P@k, R@k, F1@k, Hit@k and nDCG@k for every k from 1 to k_max, every system, in one pass.
 
     With :math:`\mathrm{rel}@k` the cumulative sum of relevance along the ranking and
@@ -65,8 +78,8 @@ def curves(labels, qrels, k_max: int, *, threshold=1, gain: str = "linear", meas
     k_max = _check_k(k_max)
     threshold = _check_threshold(threshold)
     gain = _check_gain(gain)
-    measures = tuple(measures)
-    unknown = [name for name in measures if name not in CURVE_MEASURES]
+    names = tuple(measures)
+    unknown = [name for name in names if name not in CURVE_MEASURES]
     if unknown:
         raise ValueError(f"unknown curve measure(s) {unknown}; choose from {CURVE_MEASURES}")
 
@@ -79,7 +92,7 @@ def curves(labels, qrels, k_max: int, *, threshold=1, gain: str = "linear", meas
     ks = np.arange(1, k_max + 1)
     if n_queries == 0:
         shape = (labels.shape[0], k_max) if average else (labels.shape[0], 0, k_max)
-        return {name: np.full(shape, np.nan) if average else np.zeros(shape) for name in measures}
+        return {name: np.full(shape, np.nan) if average else np.zeros(shape) for name in names}
     num_rel = _num_rel(qrels, threshold)
     discounts = _discounts(k_max)
     best = np.sort(qrels, axis=-1)[:, ::-1][:, :k_max]
@@ -87,22 +100,28 @@ def curves(labels, qrels, k_max: int, *, threshold=1, gain: str = "linear", meas
     ideal[:, : best.shape[1]] = _gains(best, gain) * discounts[: best.shape[1]]
     ideal = np.cumsum(ideal, axis=-1)  # (Q, K) IDCG@k
     if average:
-        out = _mean_curves(top >= threshold, top, num_rel, ideal, set(measures), threshold, gain, discounts)
+        out = _mean_curves(top >= threshold, top, num_rel, ideal, set(names), gain, discounts)
     else:
         out = {}
         relevant = top >= threshold
-        rel = np.cumsum(relevant, axis=-1, dtype=np.int16 if k_max < 2**15 else np.int32)
-        num_rel = num_rel[:, None]  # (Q, 1) against (S, Q, K)
+        rel: IntArray = (
+            np.cumsum(relevant, axis=-1, dtype=np.int16)
+            if k_max < 2**15
+            else np.cumsum(relevant, axis=-1, dtype=np.int32)
+        )
+        num_rel_q = num_rel[:, None]  # (Q, 1) against (S, Q, K)
         out["P"] = rel / ks
-        out["R"] = _safe_divide(rel, num_rel)
-        out["F1"] = _safe_divide(2.0 * rel, np.where(num_rel > 0, ks + num_rel, 0))
+        out["R"] = _safe_divide(rel, num_rel_q)
+        out["F1"] = _safe_divide(2.0 * rel, np.where(num_rel_q > 0, ks + num_rel_q, 0))
         out["Hit"] = (rel > 0).astype(np.float64)
-        if "nDCG" in measures:
+        if "nDCG" in names:
             out["nDCG"] = _safe_divide(np.cumsum(_gains(top, gain) * discounts, axis=-1), ideal)
-    return {name: out[name] for name in measures}
+    return {name: out[name] for name in names}
 
 
-def _group_sums(values: np.ndarray, keys: np.ndarray, dtype=None):
+def _group_sums(
+    values: NumberArray | BoolArray, keys: NumberArray, dtype: npt.DTypeLike = None
+) -> tuple[NumberArray, NumberArray]:
     """Sums of (S, Q, K) values over the queries that share a key row: (distinct keys, (S, G, K) sums).
 
     The curves' means only need, per cutoff, sums over queries with the same denominator (num_rel, or
@@ -114,7 +133,15 @@ def _group_sums(values: np.ndarray, keys: np.ndarray, dtype=None):
     return distinct, np.add.reduceat(values[:, order], starts, axis=1, dtype=dtype)
 
 
-def _mean_curves(relevant, top, num_rel, ideal, measures, threshold, gain, discounts) -> dict:
+def _mean_curves(
+    relevant: BoolArray,
+    top: IntArray,
+    num_rel: IntArray,
+    ideal: FloatArray,
+    measures: Set[str],
+    gain: str,
+    discounts: FloatArray,
+) -> dict[str, FloatArray]:
     """Macro means over queries of the curves, (S, K) each, summing before the cumulative sums.
 
     A cumulative sum along the ranking commutes with a sum over queries, so each measure sums the
@@ -123,7 +150,7 @@ def _mean_curves(relevant, top, num_rel, ideal, measures, threshold, gain, disco
     """
     n_systems, n_queries, k_max = top.shape
     ks = np.arange(1, k_max + 1)
-    out = {}
+    out: dict[str, FloatArray] = {}
     if "P" in measures:
         out["P"] = np.cumsum(np.count_nonzero(relevant, axis=1), axis=-1) / (n_queries * ks)
     if {"R", "F1"} & measures:

@@ -1,7 +1,9 @@
 """Diversity of the top k: intra-list diversity and coverage of an attribute's values."""
 
 import numpy as np
+import numpy.typing as npt
 
+from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.ranking import PAD, _check_k, _int_array, _safe_divide
 
 __all__ = ["NO_VALUE", "coverage", "intra_list_diversity"]
@@ -10,12 +12,12 @@ __all__ = ["NO_VALUE", "coverage", "intra_list_diversity"]
 NO_VALUE = -1
 
 
-def _check_values(values) -> np.ndarray:
+def _check_values(values: npt.ArrayLike) -> IntArray:
     # PAD (-2) marks the end of a run, as in the labels array.
     return _int_array(values, "values (systems, queries, depth)", 3, PAD)
 
 
-def _sorted_top(values: np.ndarray, k: int):
+def _sorted_top(values: IntArray, k: int) -> tuple[IntArray, BoolArray]:
     """The top k values sorted per ranking, and a flag on the first of each run of equal values."""
     top = np.sort(values[..., :k], axis=-1)
     first = np.ones(top.shape, dtype=bool)
@@ -23,7 +25,7 @@ def _sorted_top(values: np.ndarray, k: int):
     return top, first
 
 
-def intra_list_diversity(values, *, k: int) -> np.ndarray:
+def intra_list_diversity(values: npt.ArrayLike, *, k: int) -> FloatArray:
     r"""Intra-list diversity at k: the share of pairs of top-k documents whose attribute values differ.
 
     .. math:: \mathrm{ILD}@k = \frac{\binom{n}{2} - \sum_v \binom{n_v}{2}}{\binom{n}{2}}
@@ -64,7 +66,7 @@ def intra_list_diversity(values, *, k: int) -> np.ndarray:
     return _safe_divide(pairs - same, pairs)
 
 
-def coverage(values, *, k: int) -> np.ndarray:
+def coverage(values: npt.ArrayLike, *, k: int) -> npt.NDArray[np.int64]:
     """Coverage at k: the number of distinct attribute values among the top k documents.
 
     Documents without the attribute (``NO_VALUE``) add nothing; divide by the number of values of the
@@ -84,4 +86,5 @@ def coverage(values, *, k: int) -> np.ndarray:
     values = _check_values(values)
     k = _check_k(k)
     top, first = _sorted_top(values, k)
-    return np.count_nonzero(first & (top >= 0), axis=-1).astype(np.int64)
+    distinct: IntArray = np.count_nonzero(first & (top >= 0), axis=-1)
+    return distinct.astype(np.int64)

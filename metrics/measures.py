@@ -34,7 +34,7 @@ class Measure:
     base: str
     cutoff: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.base not in BASES:
             raise ValueError(f"unknown measure {self.base!r}; expected one of {', '.join(BASES)}")
         if self.cutoff is None:

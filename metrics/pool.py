@@ -4,7 +4,9 @@ import numbers
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
+from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import _check_doc_ids, _grade_counts, _group_entries, _idcg_from_counts
 from metrics.ranking import (
     UNJUDGED,
@@ -26,14 +28,14 @@ class PoolBias(NamedTuple):
     """Scores without each system's unique pool pairs, and how many such pairs it has."""
 
     #: Measure name -> (S, Q) per-query scores, the keys and order of :func:`metrics.evaluate`.
-    measures: dict
+    measures: dict[str, FloatArray]
     #: (S, Q) int: documents in the system's top k that only it contributed to the pool.
-    unique_at_k: np.ndarray
+    unique_at_k: IntArray
     #: (S, Q) int: documents in the system's top pool_depth that only it contributed (judged or not).
-    unique: np.ndarray
+    unique: IntArray
 
 
-def unique_contributions(doc_ids, pool_depth: int) -> np.ndarray:
+def unique_contributions(doc_ids: npt.ArrayLike, pool_depth: int) -> BoolArray:
     """Which ranked documents only their own system contributed to the pool.
 
     A system contributes its top ``pool_depth`` documents of every query (the campaign's pool depth);
@@ -56,20 +58,20 @@ def unique_contributions(doc_ids, pool_depth: int) -> np.ndarray:
     return _unique(doc_ids, _check_pool_depth(pool_depth))
 
 
-def _check_pool_depth(pool_depth) -> int:
+def _check_pool_depth(pool_depth: object) -> int:
     if isinstance(pool_depth, bool) or not isinstance(pool_depth, numbers.Integral) or pool_depth < 1:
         raise ValueError(f"pool_depth must be an integer >= 1, got {pool_depth!r}")
     return int(pool_depth)
 
 
-def _unique(doc_ids: np.ndarray, pool_depth: int) -> np.ndarray:
+def _unique(doc_ids: IntArray, pool_depth: int) -> BoolArray:
     pooled = _unique_pooled(doc_ids, pool_depth)
     unique = np.zeros(doc_ids.shape, dtype=bool)
     unique[..., : pooled.shape[2]] = pooled
     return unique
 
 
-def _unique_pooled(doc_ids: np.ndarray, pool_depth: int) -> np.ndarray:
+def _unique_pooled(doc_ids: IntArray, pool_depth: int) -> BoolArray:
     """:func:`unique_contributions` over the pooled ranks only: shape (S, Q, min(pool_depth, D))."""
     depth = min(pool_depth, doc_ids.shape[2])
     pooled = doc_ids[..., :depth]
@@ -82,13 +84,13 @@ def _unique_pooled(doc_ids: np.ndarray, pool_depth: int) -> np.ndarray:
 
 
 def pool_bias(
-    labels,
-    qrels,
-    doc_ids,
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    doc_ids: npt.ArrayLike,
     *,
     pool_depth: int,
     k: int = 10,
-    threshold=1,
+    threshold: float = 1,
     gain: str = "linear",
     judged_only: bool = False,
 ) -> PoolBias:

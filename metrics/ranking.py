@@ -3,8 +3,12 @@
 import numbers
 from collections.abc import Mapping, Sequence
 from itertools import repeat
+from typing import cast, overload
 
 import numpy as np
+import numpy.typing as npt
+
+from metrics._types import BoolArray, FloatArray, IdArray, IntArray, NumberArray
 
 __all__ = [
     "GAINS",
@@ -41,8 +45,8 @@ GAINS = ("linear", "exponential")
 # Argument checking
 
 
-def _int_array(values, name: str, ndim: int, lowest: int) -> np.ndarray:
-    array = np.asarray(values)
+def _int_array(values: npt.ArrayLike, name: str, ndim: int, lowest: int) -> IntArray:
+    array: IntArray = np.asarray(values)
     if array.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array, got shape {array.shape}")
     if array.dtype.kind not in "iu":
@@ -58,7 +62,7 @@ def _int_array(values, name: str, ndim: int, lowest: int) -> np.ndarray:
     return array
 
 
-def _check_labels(labels, *, pad_empty: bool = True) -> np.ndarray:
+def _check_labels(labels: npt.ArrayLike, *, pad_empty: bool = True) -> IntArray:
     labels = _int_array(labels, "labels (systems, queries, depth)", 3, PAD)
     if pad_empty and labels.shape[-1] == 0:
         # A depth-0 array is a campaign where no run returned anything: one column of padding scores
@@ -67,7 +71,7 @@ def _check_labels(labels, *, pad_empty: bool = True) -> np.ndarray:
     return labels
 
 
-def _check_qrels(qrels, labels: np.ndarray) -> np.ndarray:
+def _check_qrels(qrels: npt.ArrayLike, labels: IntArray) -> IntArray:
     qrels = _int_array(qrels, "qrels (queries, labelled documents)", 2, UNJUDGED)
     if qrels.shape[0] != labels.shape[1]:
         raise ValueError(
@@ -77,17 +81,19 @@ def _check_qrels(qrels, labels: np.ndarray) -> np.ndarray:
     return qrels
 
 
-def _check_k(k) -> int:
+def _check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     return int(k)
 
 
-def _check_threshold(threshold):
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not threshold >= 0:
+def _check_threshold(threshold: object) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not float(threshold) >= 0:
         # Below 0 the UNJUDGED and PAD sentinels would count as relevant.
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
-    return threshold
+    # Returned as given (an int stays an int); typeshed's numbers.Real declares no comparisons, and the
+    # measures only compare labels with it, as they would a float.
+    return cast(float, threshold)
 
 
 def _check_gain(gain: str) -> str:
@@ -96,34 +102,43 @@ def _check_gain(gain: str) -> str:
     return gain
 
 
-def _safe_divide(numerator, denominator) -> np.ndarray:
+def _safe_divide(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> FloatArray:
     """numerator / denominator, 0 where the denominator is 0 (trec_eval's rule for empty queries)."""
     numerator, denominator = np.broadcast_arrays(
         np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     )
-    return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
+    quotient: FloatArray = np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
+    return quotient
 
 
 # --------------------------------------------------------------------------------------------------------
 # Shared intermediates
 
 
-def _num_rel(qrels: np.ndarray, threshold) -> np.ndarray:
+def _num_rel(qrels: IntArray, threshold: float) -> IntArray:
     """(Q,) number of labelled documents with label >= threshold, retrieved or not."""
-    return np.count_nonzero(qrels >= threshold, axis=-1)
+    count: IntArray = np.count_nonzero(qrels >= threshold, axis=-1)
+    return count
 
 
-def _num_nonrel(qrels: np.ndarray, threshold) -> np.ndarray:
+def _num_nonrel(qrels: IntArray, threshold: float) -> IntArray:
     """(Q,) number of judged non-relevant documents: labelled, label < threshold, retrieved or not."""
-    return np.count_nonzero((qrels >= 0) & (qrels < threshold), axis=-1)
+    count: IntArray = np.count_nonzero((qrels >= 0) & (qrels < threshold), axis=-1)
+    return count
 
 
-def _rel_in_top(labels: np.ndarray, k: int, threshold) -> np.ndarray:
+def _rel_in_top(labels: IntArray, k: int, threshold: float) -> IntArray:
     """(S, Q) number of relevant documents among the first k ranks."""
-    return np.count_nonzero(labels[..., :k] >= threshold, axis=-1)
+    count: IntArray = np.count_nonzero(labels[..., :k] >= threshold, axis=-1)
+    return count
 
 
-def _relevant_ranks(labels: np.ndarray, threshold):
+#: (row, rank, rank among the row's relevant documents) of each relevant entry, then per row: the count and
+#: the index of its first entry.
+RelevantRanks = tuple[IntArray, IntArray, IntArray, IntArray, IntArray]
+
+
+def _relevant_ranks(labels: IntArray, threshold: float) -> RelevantRanks:
     """Relevant documents as (row, rank, rank-among-relevant) triples, rows = flattened (S, Q).
 
     Runs are long and relevant documents comparatively rare, so walking the relevant entries is several
@@ -138,14 +153,14 @@ def _relevant_ranks(labels: np.ndarray, threshold):
     return row, rank0, nth, per_row, first_of_row
 
 
-def _ap_from_ranks(shape, rel_ranks, num_rel: np.ndarray) -> np.ndarray:
+def _ap_from_ranks(shape: tuple[int, ...], rel_ranks: RelevantRanks, num_rel: IntArray) -> FloatArray:
     row, rank0, nth, _, _ = rel_ranks
     # P@i at each relevant rank i, summed per row in rank order (the order trec_eval adds them).
     summed = np.bincount(row, weights=nth / (rank0 + 1.0), minlength=shape[0] * shape[1])
     return _safe_divide(summed.reshape(shape[:2]), num_rel)
 
 
-def _rr_from_ranks(shape, rel_ranks) -> np.ndarray:
+def _rr_from_ranks(shape: tuple[int, ...], rel_ranks: RelevantRanks) -> FloatArray:
     _, rank0, _, per_row, first_of_row = rel_ranks
     rr = np.zeros(shape[0] * shape[1])
     found = per_row > 0
@@ -153,13 +168,13 @@ def _rr_from_ranks(shape, rel_ranks) -> np.ndarray:
     return rr.reshape(shape[:2])
 
 
-def _bpref(labels: np.ndarray, threshold, num_rel, num_nonrel) -> np.ndarray:
+def _bpref(labels: IntArray, threshold: float, num_rel: IntArray, num_nonrel: IntArray) -> FloatArray:
     """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q). See :func:`_bpref_from_counts`."""
     (nonrel_above,) = _cumulative_counts((labels >= 0) & (labels < threshold))
     return _bpref_from_counts(labels >= threshold, nonrel_above, num_rel, num_nonrel)
 
 
-def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
+def _cumulative_counts(*masks: BoolArray) -> list[IntArray]:
     """Running counts of up to four boolean (S, Q, D) masks along the ranking, inclusive, as int16.
 
     numpy's cumulative sum along a short last axis costs about the same for one 16-bit lane as for
@@ -186,8 +201,18 @@ def _cumulative_counts(*masks: np.ndarray) -> list[np.ndarray]:
     return [np.ascontiguousarray(lanes[..., i]).astype(np.int16, copy=False) for i in range(len(masks))]
 
 
-def _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k: int, at_k: int) -> dict:
-    """Every measure of metrics.evaluate but nDCG (filled in by the caller) from cumulative counts."""
+def _from_counts(
+    relevant: BoolArray,
+    c_rel: IntArray,
+    c_non: IntArray,
+    num_rel_k: IntArray,
+    num_rel: IntArray,
+    num_nonrel: IntArray,
+    k: int,
+    at_k: int,
+    ndcg: FloatArray,
+) -> dict[str, FloatArray]:
+    """Every measure of metrics.evaluate but Judged@k from cumulative counts, with the caller's nDCG."""
     depth = relevant.shape[-1]
     rel_at_k = c_rel[..., at_k].astype(np.int64)
     products = (c_rel * relevant).astype(np.float64)
@@ -201,12 +226,14 @@ def _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k: int,
         f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
         "MRR": np.where(c_rel[..., -1] > 0, 1.0 / (first + 1.0), 0.0),
         "MAP": _safe_divide(precision_sum, num_rel),
-        f"nDCG@{k}": None,
+        f"nDCG@{k}": ndcg,
         "bpref": _bpref_from_counts(relevant, c_non, num_rel, num_nonrel),
     }
 
 
-def _bpref_from_counts(relevant, nonrel_above, num_rel, num_nonrel) -> np.ndarray:
+def _bpref_from_counts(
+    relevant: BoolArray, nonrel_above: IntArray, num_rel: IntArray, num_nonrel: IntArray
+) -> FloatArray:
     """(S, Q) bpref from the relevant mask and the judged non-relevant count above each rank.
 
     trec_eval sums 1 - min(n_r, R) / min(N, R) over the relevant retrieved documents r; that sum is
@@ -223,18 +250,18 @@ def _bpref_from_counts(relevant, nonrel_above, num_rel, num_nonrel) -> np.ndarra
     return _safe_divide(kept, num_rel)
 
 
-def _gains(values: np.ndarray, gain: str) -> np.ndarray:
+def _gains(values: IntArray, gain: str) -> FloatArray:
     positive = np.maximum(values, 0).astype(np.float64)
     if gain == "exponential":
         return np.exp2(positive) - 1.0
     return positive
 
 
-def _discounts(n: int) -> np.ndarray:
+def _discounts(n: int) -> FloatArray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-def _weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _weighted_sum(values: NumberArray, weights: FloatArray) -> FloatArray:
     """``values @ weights`` over the last axis, summed in an order that depends on that axis's length only.
 
     BLAS's matrix-vector product sums a row in an order that depends on the rows around it, so a query's
@@ -244,12 +271,12 @@ def _weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return (values * weights).sum(axis=-1)
 
 
-def _dcg(labels: np.ndarray, k: int, gain: str) -> np.ndarray:
+def _dcg(labels: IntArray, k: int, gain: str) -> FloatArray:
     top = labels[..., :k]
     return _weighted_sum(_gains(top, gain), _discounts(top.shape[-1]))
 
 
-def _idcg(qrels: np.ndarray, k: int, gain: str) -> np.ndarray:
+def _idcg(qrels: IntArray, k: int, gain: str) -> FloatArray:
     best = np.sort(qrels, axis=-1)[:, ::-1][:, :k]
     if best.shape[-1] < k:
         # always k columns: how many labels pad a qrels row must not change how the row is summed
@@ -261,7 +288,7 @@ def _idcg(qrels: np.ndarray, k: int, gain: str) -> np.ndarray:
 # Measures
 
 
-def precision(labels, *, k: int, threshold=1) -> np.ndarray:
+def precision(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""Precision at cutoff k (trec_eval ``P.k``).
 
     .. math:: P@k = \frac{|\{i \le k : \mathrm{label}_i \ge \mathrm{threshold}\}|}{k}
@@ -292,7 +319,7 @@ def precision(labels, *, k: int, threshold=1) -> np.ndarray:
     return _rel_in_top(labels, k, threshold) / k
 
 
-def recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
+def recall(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""Recall at cutoff k (trec_eval ``recall.k``).
 
     .. math:: R@k = \frac{|\{i \le k : \mathrm{label}_i \ge \mathrm{threshold}\}|}{\mathrm{num\_rel}}
@@ -326,7 +353,7 @@ def recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
     return _safe_divide(_rel_in_top(labels, k, threshold), _num_rel(qrels, threshold))
 
 
-def f1(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
+def f1(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""F1 at cutoff k: the per-query harmonic mean of P@k and R@k.
 
     .. math:: F_1@k = \frac{2 \, P@k \, R@k}{P@k + R@k} = \frac{2 \, \mathrm{rel}@k}{k + \mathrm{num\_rel}}
@@ -360,12 +387,12 @@ def f1(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
     return _f1(_rel_in_top(labels, k, threshold), k, _num_rel(qrels, threshold))
 
 
-def _f1(rel_at_k: np.ndarray, k: int, num_rel: np.ndarray) -> np.ndarray:
+def _f1(rel_at_k: IntArray, k: int, num_rel: IntArray) -> FloatArray:
     # With num_rel = 0, R is 0 by convention and so is F1, whatever P is.
     return _safe_divide(2.0 * rel_at_k, np.where(num_rel > 0, k + num_rel, 0))
 
 
-def hit(labels, *, k: int, threshold=1) -> np.ndarray:
+def hit(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""Hit at cutoff k (trec_eval ``success.k``): 1 if a relevant document is in the top k, else 0.
 
     .. math:: \mathrm{Hit}@k = [\exists\, i \le k : \mathrm{label}_i \ge \mathrm{threshold}]
@@ -393,7 +420,7 @@ def hit(labels, *, k: int, threshold=1) -> np.ndarray:
     return (_rel_in_top(labels, k, threshold) > 0).astype(np.float64)
 
 
-def reciprocal_rank(labels, *, threshold=1) -> np.ndarray:
+def reciprocal_rank(labels: npt.ArrayLike, *, threshold: float = 1) -> FloatArray:
     r"""Reciprocal rank of the first relevant document over the whole run (trec_eval ``recip_rank``).
 
     .. math:: RR = \frac{1}{\min\{i : \mathrm{label}_i \ge \mathrm{threshold}\}}
@@ -422,7 +449,7 @@ def reciprocal_rank(labels, *, threshold=1) -> np.ndarray:
     return np.where(found, 1.0 / (first + 1.0), 0.0)
 
 
-def average_precision(labels, qrels, *, threshold=1) -> np.ndarray:
+def average_precision(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, threshold: float = 1) -> FloatArray:
     r"""Average precision over the whole run (trec_eval ``map`` per query).
 
     .. math:: AP = \frac{1}{\mathrm{num\_rel}} \sum_{i : \mathrm{label}_i \ge \mathrm{threshold}} P@i
@@ -455,7 +482,7 @@ def average_precision(labels, qrels, *, threshold=1) -> np.ndarray:
     return _ap_from_ranks(labels.shape, ranks, _num_rel(qrels, threshold))
 
 
-def bpref(labels, qrels, *, threshold=1) -> np.ndarray:
+def bpref(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, threshold: float = 1) -> FloatArray:
     r"""Binary preference over the whole run (trec_eval ``bpref``).
 
     .. math::
@@ -497,7 +524,7 @@ def bpref(labels, qrels, *, threshold=1) -> np.ndarray:
     return _bpref(labels, threshold, _num_rel(qrels, threshold), _num_nonrel(qrels, threshold))
 
 
-def ndcg(labels, qrels, *, k: int, gain: str = "linear") -> np.ndarray:
+def ndcg(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, gain: str = "linear") -> FloatArray:
     r"""Normalised discounted cumulative gain at cutoff k (trec_eval ``ndcg_cut.k``).
 
     .. math::
@@ -538,7 +565,7 @@ def ndcg(labels, qrels, *, k: int, gain: str = "linear") -> np.ndarray:
     return _safe_divide(_dcg(labels, k, gain), _idcg(qrels, k, gain))
 
 
-def judged(labels, *, k: int) -> np.ndarray:
+def judged(labels: npt.ArrayLike, *, k: int) -> FloatArray:
     r"""Share of the top k that has a label (ir_measures ``Judged@k``).
 
     .. math:: \mathrm{Judged}@k = \frac{|\{i \le \min(k, n) : \mathrm{label}_i \ne \mathrm{UNJUDGED}\}|}{\min(k, n)}
@@ -566,13 +593,13 @@ def judged(labels, *, k: int) -> np.ndarray:
     return _judged(labels, k)
 
 
-def _judged(labels: np.ndarray, k: int) -> np.ndarray:
+def _judged(labels: IntArray, k: int) -> FloatArray:
     top = labels[..., :k]
     # Padding only ever follows the run, so non-PAD entries of the top k number min(k, run length).
     return _safe_divide(np.count_nonzero(top >= 0, axis=-1), np.count_nonzero(top != PAD, axis=-1))
 
 
-def condense(labels) -> np.ndarray:
+def condense(labels: npt.ArrayLike) -> IntArray:
     """Drop unjudged documents from every ranking and close the gaps (trec_eval ``-J``).
 
     Judged documents keep their relative order and move up; the freed ranks at the end become ``PAD``.
@@ -595,7 +622,7 @@ def condense(labels) -> np.ndarray:
     return _condense(labels)
 
 
-def _condense(labels: np.ndarray) -> np.ndarray:
+def _condense(labels: IntArray) -> IntArray:
     n_rows, depth = labels.shape[0] * labels.shape[1], labels.shape[2]
     if labels.size == 0:
         return labels.copy()
@@ -608,7 +635,15 @@ def _condense(labels: np.ndarray) -> np.ndarray:
     return out
 
 
-def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", judged_only: bool = False):
+def evaluate(
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    *,
+    k: int = 10,
+    threshold: float = 1,
+    gain: str = "linear",
+    judged_only: bool = False,
+) -> dict[str, FloatArray]:
     """Every RelJudge measure per system and query, sharing the work between them.
 
     Parameters
@@ -665,7 +700,18 @@ def evaluate(labels, qrels, *, k: int = 10, threshold=1, gain: str = "linear", j
     return scores
 
 
-def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, idcg, dense=False) -> dict:
+def _measure_set(
+    labels: IntArray,
+    *,
+    k: int,
+    threshold: float,
+    gain: str,
+    num_rel_k: IntArray,
+    num_rel: IntArray,
+    num_nonrel: IntArray,
+    idcg: FloatArray,
+    dense: bool = False,
+) -> dict[str, FloatArray]:
     """Every measure but Judged@k from checked labels and per-query (or per system and query) totals.
 
     ``dense`` computes every measure from cumulative counts over the whole array instead of walking
@@ -680,9 +726,9 @@ def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, 
     if dense:
         relevant = labels >= threshold
         c_rel, c_non = _cumulative_counts(relevant, (labels >= 0) & (labels < threshold))
-        scores = _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k, min(k, labels.shape[-1]) - 1)
-        scores[f"nDCG@{k}"] = _safe_divide(_dcg(labels, k, gain), idcg)
-        return scores
+        at_k = min(k, labels.shape[-1]) - 1
+        ndcg = _safe_divide(_dcg(labels, k, gain), idcg)
+        return _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k, at_k, ndcg)
     rel_at_k = _rel_in_top(labels, k, threshold)
     ranks = _relevant_ranks(labels, threshold)
     rr, ap = _rr_from_ranks(labels.shape, ranks), _ap_from_ranks(labels.shape, ranks, num_rel)
@@ -698,7 +744,11 @@ def _measure_set(labels, *, k, threshold, gain, num_rel_k, num_rel, num_nonrel, 
     }
 
 
-def mean(per_query, axis: int = -1):
+@overload
+def mean(per_query: Mapping[str, npt.ArrayLike], axis: int = -1) -> dict[str, FloatArray]: ...
+@overload
+def mean(per_query: npt.ArrayLike, axis: int = -1) -> FloatArray: ...
+def mean(per_query: Mapping[str, npt.ArrayLike] | npt.ArrayLike, axis: int = -1) -> dict[str, FloatArray] | FloatArray:
     """Macro mean over queries: every query weighs the same, as trec_eval's and the seeds' averages.
 
     Parameters
@@ -722,10 +772,11 @@ def mean(per_query, axis: int = -1):
         raise ValueError("per_query must have a query axis")
     if values.shape[axis] == 0:
         return np.full(np.delete(values.shape, axis), np.nan)
-    return values.mean(axis=axis)
+    means: FloatArray = values.mean(axis=axis)
+    return means
 
 
-def micro_precision(labels, *, k: int, threshold=1) -> np.ndarray:
+def micro_precision(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""Micro-averaged precision at k: relevant documents over retrieved documents, pooled over queries.
 
     .. math:: \mathrm{micro\,P}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \min(k, n_q)}
@@ -763,7 +814,7 @@ def micro_precision(labels, *, k: int, threshold=1) -> np.ndarray:
     return _safe_divide(relevant, retrieved)
 
 
-def micro_recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
+def micro_recall(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     r"""Micro-averaged recall at k: relevant retrieved over relevant, pooled over queries.
 
     .. math:: \mathrm{micro\,R}@k = \frac{\sum_q \mathrm{rel}_q@k}{\sum_q \mathrm{num\_rel}_q}
@@ -804,7 +855,7 @@ def micro_recall(labels, qrels, *, k: int, threshold=1) -> np.ndarray:
 # Ordering a run the way trec_eval does, and building the arrays
 
 
-def _key_columns(values: np.ndarray) -> list[np.ndarray]:
+def _key_columns(values: IdArray) -> list[IdArray]:
     """Integer columns, most significant first, whose lexicographic order is the order of ``values``.
 
     Strings become their code points packed into uint64 words: code point order is UTF-8 byte order,
@@ -822,7 +873,7 @@ def _key_columns(values: np.ndarray) -> list[np.ndarray]:
     codes = np.ascontiguousarray(values).view(code_unit).reshape(n, -1)
     bits = max(int(codes.max()).bit_length(), 1)
     per_word = 64 // bits
-    words = []
+    words: list[IdArray] = []
     for first in range(0, codes.shape[1], per_word):  # over character positions, not documents
         word = np.zeros(n, dtype=np.uint64)
         for offset, column in enumerate(codes[:, first : first + per_word].T):
@@ -831,17 +882,17 @@ def _key_columns(values: np.ndarray) -> list[np.ndarray]:
     return words
 
 
-def _score_keys(scores, n: int) -> np.ndarray:
+def _score_keys(scores: npt.ArrayLike, n: int) -> npt.NDArray[np.float32]:
     # trec_eval keeps scores as C floats: scores equal in float32 tie and fall back on the docid.
-    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
-    if scores.shape[0] != n:
-        raise ValueError(f"got {n} docids but {scores.shape[0]} scores")
-    if np.isnan(scores).any():
+    values = np.asarray(scores, dtype=np.float64).reshape(-1)
+    if values.shape[0] != n:
+        raise ValueError(f"got {n} docids but {values.shape[0]} scores")
+    if np.isnan(values).any():
         raise ValueError("scores contain NaN")
-    return -scores.astype(np.float32)
+    return -values.astype(np.float32)
 
 
-def _adjacent_equal(columns: list[np.ndarray]) -> np.ndarray:
+def _adjacent_equal(columns: list[IdArray]) -> BoolArray:
     """Whether each row after the first equals the previous one in every column."""
     equal = np.ones(columns[0].shape[0] - 1, dtype=bool)
     for column in columns:
@@ -849,7 +900,7 @@ def _adjacent_equal(columns: list[np.ndarray]) -> np.ndarray:
     return equal
 
 
-def trec_order(docids, scores) -> np.ndarray:
+def trec_order(docids: Sequence[str] | Sequence[bytes] | IdArray, scores: npt.ArrayLike) -> IntArray:
     """Indices that put one query's retrieved documents in trec_eval's order.
 
     Score descending, ties broken by docid in descending byte order (``strcmp``, which for ``str``
@@ -883,7 +934,7 @@ def trec_order(docids, scores) -> np.ndarray:
     return order
 
 
-def trec_ranks(qids, docids, scores) -> np.ndarray:
+def trec_ranks(qids: npt.ArrayLike, docids: npt.ArrayLike, scores: npt.ArrayLike) -> IntArray:
     """0-based rank of each row of a whole run within its query, in trec_eval's order.
 
     The vectorised counterpart of :func:`trec_order` for a flat run (one row per retrieved document,
@@ -916,7 +967,9 @@ def trec_ranks(qids, docids, scores) -> np.ndarray:
         return np.zeros(0, dtype=np.intp)
     query_columns = _key_columns(qids)
     # ~word reverses the order of unsigned words: docids descending.
-    doc_columns = [~word if word.dtype == np.uint64 else -word for word in _key_columns(docids)]
+    doc_columns: list[IdArray] = [
+        np.invert(word) if word.dtype == np.uint64 else np.negative(word) for word in _key_columns(docids)
+    ]
 
     # Grouped by query, docid descending: a repeated docid lands next to itself.
     by_doc = np.lexsort(doc_columns[::-1] + query_columns[::-1])
@@ -939,8 +992,8 @@ def labels_from_dicts(
     runs: Sequence[Mapping[str, Mapping[str, float]]],
     *,
     qids: Sequence[str] | None = None,
-    dtype=np.int16,
-):
+    dtype: npt.DTypeLike = np.int16,
+) -> tuple[IntArray, IntArray, list[str]]:
     """Build the ``labels`` and ``qrels`` arrays from pytrec_eval-style dicts.
 
     A convenience for scripts, tests and benchmarks (the web app builds its arrays from the database).
@@ -974,7 +1027,11 @@ def labels_from_dicts(
     filled = np.array([len(row) for row in judged_qrels], dtype=np.intp)
     qrels_array[np.arange(width) < filled[:, None]] = [label for row in judged_qrels for label in row]
 
-    rows, lengths, docids, scores, values = [], [], [], [], []
+    rows: list[int] = []
+    lengths: list[int] = []
+    docids: list[str] = []
+    scores: list[float] = []
+    values: list[int] = []
     for s, run in enumerate(runs):
         for qid, docs in run.items():
             if qid not in position:
@@ -984,12 +1041,12 @@ def labels_from_dicts(
             docids.extend(docs)
             scores.extend(docs.values())
             values.extend(map(qrels.get(qid, {}).get, docs, repeat(UNJUDGED, len(docs))))
-    rows = np.repeat(np.array(rows, dtype=np.intp), lengths)
-    ranks = trec_ranks(rows, np.array(docids, dtype=str), np.array(scores, dtype=np.float64))
+    row_of = np.repeat(np.array(rows, dtype=np.intp), lengths)
+    ranks = trec_ranks(row_of, np.array(docids, dtype=str), np.array(scores, dtype=np.float64))
     # trec_eval's "in the pool but unjudged" (negative) labels are unjudged here.
-    values = np.maximum(np.array(values, dtype=np.int64), UNJUDGED)
+    label_of = np.maximum(np.array(values, dtype=np.int64), UNJUDGED)
     depth = int(ranks.max()) + 1 if ranks.size else 0
     labels = np.full((len(runs), len(qids), depth), PAD, dtype=dtype)
     if ranks.size:
-        labels.reshape(-1, depth)[rows, ranks] = values
+        labels.reshape(-1, depth)[row_of, ranks] = label_of
     return labels, qrels_array, qids

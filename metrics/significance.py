@@ -1,8 +1,12 @@
 """Paired significance tests, confidence intervals and rank correlation over per-query scores."""
 
 import numbers
+from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
+
+from metrics._types import FloatArray, IntArray
 
 __all__ = [
     "bootstrap_ci",
@@ -16,6 +20,11 @@ __all__ = [
     "tukey_hsd_randomized",
 ]
 
+#: Seed of numpy.random.default_rng: the same seed gives the same result.
+Seed = int | np.random.Generator | None
+#: Called with the number of permutations drawn after each block.
+Progress = Callable[[int], object]
+
 # Entries of the random matrices generated at a time: about 32 MB of float64, whatever the problem size.
 _BLOCK = 1 << 22
 # Permuted statistics within this relative distance of the observed one count as ties (>=): they differ
@@ -23,13 +32,13 @@ _BLOCK = 1 << 22
 _RTOL = 1e-9
 
 
-def _check_count(value, name: str) -> int:
+def _check_count(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
-def _scores_matrix(scores, name: str = "scores") -> np.ndarray:
+def _scores_matrix(scores: npt.ArrayLike, name: str = "scores") -> FloatArray:
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D (systems, queries) array, got shape {x.shape}")
@@ -40,16 +49,18 @@ def _scores_matrix(scores, name: str = "scores") -> np.ndarray:
     return x
 
 
-def _paired_vectors(a, b) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"a and b must be 1-D arrays of the same length, got shapes {a.shape} and {b.shape}")
-    return np.stack([a, b])
+def _paired_vectors(a: npt.ArrayLike, b: npt.ArrayLike) -> FloatArray:
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"a and b must be 1-D arrays of the same length, got shapes {x.shape} and {y.shape}")
+    return np.stack([x, y])
 
 
-def _pairwise_p(counts: np.ndarray, total: int, plus_one: bool) -> np.ndarray:
-    p = (counts + 1.0) / (total + 1.0) if plus_one else counts / float(total)
+def _pairwise_p(counts: npt.NDArray[np.int64] | FloatArray, total: int, plus_one: bool) -> FloatArray:
+    share = (counts + 1.0) / (total + 1.0) if plus_one else counts / float(total)
+    # Already float64 (a count over a float), which numpy's typing leaves as "some float": no copy made.
+    p = share.astype(np.float64, copy=False)
     np.fill_diagonal(p, np.nan)
     return p
 
@@ -58,7 +69,9 @@ def _pairwise_p(counts: np.ndarray, total: int, plus_one: bool) -> np.ndarray:
 # Randomization tests
 
 
-def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0, progress=None) -> np.ndarray:
+def permutation_test_matrix(
+    scores: npt.ArrayLike, *, n_permutations: int = 10000, seed: Seed = 0, progress: Progress | None = None
+) -> FloatArray:
     r"""Paired two-sided randomization (sign-flip) test for every pair of systems.
 
     For systems i and j with per-query differences :math:`d_q = x_{iq} - x_{jq}`, the statistic is
@@ -109,11 +122,12 @@ def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0, prog
     magnitude = np.abs(centred).sum(axis=1)
     cutoff = observed - _RTOL * (magnitude[:, None] + magnitude[None, :])
 
-    def count(bits: np.ndarray) -> np.ndarray:
+    def count(bits: IntArray) -> IntArray:
         # s = 2 * bits - 1, so s . x = 2 (bits . x) - sum(x): the 0/1 matrix goes to BLAS as it is.
         flipped = 2.0 * (bits.astype(np.float64) @ centred.T) - totals
         diffs = np.abs(flipped[:, :, None] - flipped[:, None, :])
-        return np.count_nonzero(diffs >= cutoff, axis=0)
+        counts: IntArray = np.count_nonzero(diffs >= cutoff, axis=0)
+        return counts
 
     per_block = max(1, min(_BLOCK // n_queries, _BLOCK // (n_systems * n_systems)))
     counts = np.zeros((n_systems, n_systems), dtype=np.int64)
@@ -136,7 +150,7 @@ def permutation_test_matrix(scores, *, n_permutations: int = 10000, seed=0, prog
     return _pairwise_p(counts, n_permutations, plus_one=True)
 
 
-def permutation_test(a, b, *, n_permutations: int = 10000, seed=0) -> float:
+def permutation_test(a: npt.ArrayLike, b: npt.ArrayLike, *, n_permutations: int = 10000, seed: Seed = 0) -> float:
     """Paired two-sided randomization (sign-flip) test of two systems' per-query scores.
 
     The two-system case of :func:`permutation_test_matrix` (same statistic, same p-value convention,
@@ -157,7 +171,9 @@ def permutation_test(a, b, *, n_permutations: int = 10000, seed=0) -> float:
     return float(permutation_test_matrix(_paired_vectors(a, b), n_permutations=n_permutations, seed=seed)[0, 1])
 
 
-def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0, progress=None) -> np.ndarray:
+def tukey_hsd_randomized(
+    scores: npt.ArrayLike, *, n_permutations: int = 10000, seed: Seed = 0, progress: Progress | None = None
+) -> FloatArray:
     r"""Randomised Tukey HSD: all-pairs test that controls the familywise error rate.
 
     Under the null hypothesis the S systems are exchangeable within each query, so each query's scores
@@ -226,7 +242,7 @@ def tukey_hsd_randomized(scores, *, n_permutations: int = 10000, seed=0, progres
 # Parametric test, interval, correction, correlation
 
 
-def paired_ttest(a, b):
+def paired_ttest(a: npt.ArrayLike, b: npt.ArrayLike) -> tuple[float | FloatArray, float | FloatArray]:
     r"""Paired Student t-test of per-query scores (two-sided).
 
     .. math:: t = \frac{\bar{d}}{s_d / \sqrt{Q}}, \qquad p = 2\, P(T_{Q-1} \ge |t|)
@@ -249,14 +265,14 @@ def paired_ttest(a, b):
     Student (1908). The probable error of a mean. Biometrika 6(1). Same values as
     ``scipy.stats.ttest_rel``.
     """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.ndim == 0 or b.ndim == 0:
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if x.ndim == 0 or y.ndim == 0:
         raise ValueError("a and b need a query axis")
     try:
-        d = a - b
+        d = x - y
     except ValueError as error:
-        raise ValueError(f"a and b do not broadcast: shapes {a.shape} and {b.shape}") from error
+        raise ValueError(f"a and b do not broadcast: shapes {x.shape} and {y.shape}") from error
     n = d.shape[-1]
     if n < 2:
         nan = np.full(d.shape[:-1], np.nan)
@@ -274,11 +290,13 @@ def paired_ttest(a, b):
     return _scalar(t), _scalar(p)
 
 
-def _scalar(values: np.ndarray):
+def _scalar(values: FloatArray) -> float | FloatArray:
     return float(values) if values.ndim == 0 else values
 
 
-def bootstrap_ci(x, *, n_resamples: int = 10000, confidence: float = 0.95, seed=0):
+def bootstrap_ci(
+    x: npt.ArrayLike, *, n_resamples: int = 10000, confidence: float = 0.95, seed: Seed = 0
+) -> tuple[float | FloatArray, float | FloatArray]:
     r"""Percentile bootstrap confidence interval of the mean over queries.
 
     Each resample draws Q queries with replacement; the interval is the
@@ -331,7 +349,7 @@ def bootstrap_ci(x, *, n_resamples: int = 10000, confidence: float = 0.95, seed=
     return _scalar(low.reshape(lead)), _scalar(high.reshape(lead))
 
 
-def holm(pvalues, *, symmetric: bool | None = None) -> np.ndarray:
+def holm(pvalues: npt.ArrayLike, *, symmetric: bool | None = None) -> FloatArray:
     r"""Holm-Bonferroni step-down adjustment of a family of p-values.
 
     With the m p-values sorted ascending, :math:`p_{(1)} \le \dots \le p_{(m)}`:
@@ -387,7 +405,7 @@ def holm(pvalues, *, symmetric: bool | None = None) -> np.ndarray:
     return out
 
 
-def _holm_flat(p: np.ndarray) -> np.ndarray:
+def _holm_flat(p: FloatArray) -> FloatArray:
     out = np.full(p.shape, np.nan)
     keep = ~np.isnan(p)
     values = p[keep]
@@ -400,7 +418,7 @@ def _holm_flat(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def kendall_tau(a, b) -> float:
+def kendall_tau(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     r"""Kendall's rank correlation tau-b between two score vectors (or rankings) of the same items.
 
     .. math:: \tau_b = \frac{n_c - n_d}{\sqrt{(n_0 - n_1)(n_0 - n_2)}}
@@ -436,7 +454,7 @@ def kendall_tau(a, b) -> float:
     return float(stats.kendalltau(a, b).statistic)
 
 
-def pearson_r(a, b) -> float:
+def pearson_r(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     r"""Pearson's linear correlation coefficient between two score vectors of the same items.
 
     .. math:: r = \frac{\sum_i (a_i - \bar a)(b_i - \bar b)}{\sqrt{\sum_i (a_i - \bar a)^2 \sum_i (b_i - \bar b)^2}}
@@ -478,7 +496,7 @@ def _unit_scaled(x: np.ndarray) -> np.ndarray:
     return x / top if np.isfinite(top) and top > 0 else x
 
 
-def discordant_pairs(a, b) -> np.ndarray:
+def discordant_pairs(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.intp]:
     """The pairs of items that two score vectors order in opposite directions.
 
     Items i < j are discordant when ``(a[i] - a[j]) * (b[i] - b[j]) < 0``; a tie in either vector is not a

@@ -10,8 +10,10 @@ import math
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
@@ -205,7 +207,7 @@ def distribution_chart(
         body.append(f"<g><title>{escape(tip)}</title>")
         body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(_clip(name, 28))}</text>')
         if values.shape[1] <= points_up_to:
-            jitter = rng.uniform(-6, 6, values.shape[1])
+            jitter = rng.uniform(-6, 6, int(values.shape[1]))
             dots = "".join(
                 f'<circle cx="{x(v):.1f}" cy="{cy + j:.1f}" r="1.8"/>'
                 for v, j in zip(values[i].tolist(), jitter.tolist(), strict=True)
@@ -329,7 +331,7 @@ def difference_chart(
     """
     left, right, top, bottom = 48, 12, 26, 24
     plot_w, plot_h = width - left - right, height - top - bottom
-    d = np.sort(np.asarray(diffs, dtype=np.float64))[::-1]
+    d: npt.NDArray[np.floating[Any]] = np.sort(np.asarray(diffs, dtype=np.float64))[::-1]
     heading = ngettext(
         "%(measure)s: %(a)s − %(b)s per query, sorted (%(n)s query)",
         "%(measure)s: %(a)s − %(b)s per query, sorted (%(n)s queries)",

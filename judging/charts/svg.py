@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from django.contrib.staticfiles import finders
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -44,6 +45,8 @@ def clip(text: str, n: int) -> str:
 @functools.cache
 def _stylesheet() -> str:
     path = finders.find("judging/app.css")
+    if path is None:
+        raise ImproperlyConfigured("judging/app.css is not among the static files")
     css = Path(path).read_text(encoding="utf-8")
     root = re.search(r":root\s*\{.*?\}", css, re.S)
     start, end = css.find(CSS_BEGIN), css.find(CSS_END)

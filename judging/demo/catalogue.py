@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
+from typing import Any, Protocol
 
 SLUG = "shop"
 
@@ -1042,6 +1043,21 @@ QUERIES = (
 )
 
 
+class ProductSheet(Protocol):
+    """What :func:`relevance` reads of a product; the English and the Korean catalogue's products have it."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def audience(self) -> str: ...
+    @property
+    def material(self) -> str: ...
+    @property
+    def features(self) -> frozenset[str]: ...
+    @property
+    def colour_family(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Product:
     docid: str
@@ -1109,7 +1125,7 @@ def _variants(rng: random.Random, need: Need) -> list[Spec]:
         k = KINDS[kind]
         audiences = [a for a in k.audiences if not need.audiences or a in need.audiences]
         materials = [m for m in k.materials if not need.materials or m in need.materials]
-        args = {
+        args: dict[str, Any] = {
             "audience": rng.choice(audiences or list(k.audiences)),
             "material": rng.choice(materials or list(k.materials)),
             "colour_family": rng.choice(sorted(need.colours)) if need.colours else None,
@@ -1241,7 +1257,7 @@ class Verdict:
     on_topic: bool = False  # the right kind of product or a close substitute
 
 
-def relevance(need: Need, product: Product) -> Verdict:
+def relevance(need: Need, product: ProductSheet) -> Verdict:
     """The grade a careful annotator with the full product sheet would give (never shown in the app)."""
     if product.kind in need.kinds:
         top = 2
@@ -1425,7 +1441,7 @@ PROFILES = {
 }
 
 
-UNCLEAR_NOTES = {
+UNCLEAR_NOTES: dict[str, tuple[str, ...]] = {
     "kids": ("Can't tell if this is for kids — listing doesn't say.", "No size range given: adult or kids?"),
     "women": ("Listing doesn't say if this is a women's or a unisex fit.", "No fit info; could be men's only."),
     "men": ("Fit not stated — might be a women's cut.", "Can't tell whose fit this is from the text."),
@@ -1468,7 +1484,7 @@ RECHECK_NOTE = "Re-read the query description and changed my grade."
 def adjudication_note(misses: tuple[str, ...], grade: int) -> str:
     """The lead's note on a settled dispute."""
     reason = REASONS[misses[0]] if misses else "Meets every requirement of the query"
-    return f"{reason}: {SCALE[grade]['name'].lower()}, as the query description says."
+    return f"{reason}: {str(SCALE[grade]['name']).lower()}, as the query description says."
 
 
 @dataclass

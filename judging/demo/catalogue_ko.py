@@ -13,6 +13,7 @@ import random
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from judging.demo.catalogue import DemoData, Need, Profile, Words, bm25, relevance
 
@@ -946,7 +947,7 @@ def _variants(rng: random.Random, need: Need) -> list[Spec]:
         k = KINDS[kind]
         audiences = [a for a in k.audiences if not need.audiences or a in need.audiences]
         materials = [m for m in k.materials if not need.materials or m in need.materials]
-        args = {
+        args: dict[str, Any] = {
             "audience": rng.choice(audiences or list(k.audiences) or ["unisex"]),
             "material": rng.choice(materials or list(k.materials)),
             "features": need.features,
@@ -1176,7 +1177,7 @@ PROFILES = {
 }
 
 
-UNCLEAR_NOTES = {
+UNCLEAR_NOTES: dict[str, tuple[str, ...]] = {
     "kids": ("아동용인지 알 수 없음 — 상세 설명에 사이즈가 없습니다.", "성인용인지 아이용인지 표기가 없습니다."),
     "women": ("여성용인지 남녀공용인지 상세 설명에 나와 있지 않습니다.", "핏 정보가 없어 남성 전용일 수도 있습니다."),
     "men": ("사이즈 표기가 없어 여성용일 수도 있습니다.", "누구를 위한 상품인지 본문만으로는 알 수 없습니다."),
@@ -1219,7 +1220,7 @@ RECHECK_NOTE = "질의 설명을 다시 읽고 등급을 바꿨습니다."
 def adjudication_note(misses: tuple[str, ...], grade: int) -> str:
     """The lead's note on a settled dispute."""
     reason = REASONS[misses[0]] if misses else "검색어의 조건을 모두 충족"
-    name = SCALE[grade]["name"]
+    name = str(SCALE[grade]["name"])
     return f"{reason}: 질의 설명에 따라 {name}{josa(name, '으로', '로')} 판정합니다."
 
 

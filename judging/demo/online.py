@@ -96,7 +96,7 @@ def online_csv(runs: dict[str, str], truth: dict, seed: int) -> bytes:
         rankings = parse_run(runs[system].encode(), filename=f"{system}.run")
         ctrs, conversions = [], []
         for ranking in next(iter(rankings.values())):
-            grades = [truth.get((ranking.qid, d)).grade if (ranking.qid, d) in truth else 0 for d in ranking.docids]
+            grades = [truth[(ranking.qid, d)].grade if (ranking.qid, d) in truth else 0 for d in ranking.docids]
             seen = sum(g / (i + 1) for i, g in enumerate(grades[:5])) / sum(2 / (i + 1) for i in range(5))
             top = sum(g == 2 for g in grades[:3]) / 3
             ctr = min(0.9, 0.04 + 0.55 * seen + rng.uniform(-0.02, 0.02))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db.models import Count, Exists, Max, OuterRef, Prefetch, Q, QuerySet
@@ -64,16 +67,16 @@ def ratings_matrix(*, campaign: Campaign) -> Ratings:
     return Ratings(pair_ids, query_ids, annotator_ids, [names[i] for i in annotator_ids.tolist()], values, categories)
 
 
-def _partial(stat, categories, **kw):
+def _partial(stat: Callable[..., float], categories: list[int], **kw: str) -> functools.partial[float]:
     return functools.partial(stat, categories=categories, **kw)
 
 
-def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
+def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict[str, Any]:
     """Agreement figures of a campaign: overall, per annotator pair (with confusion matrices), per query."""
     r = ratings_matrix(campaign=campaign)
     cats = r.categories
     rated_twice = (~np.isnan(r.values)).sum(axis=1) >= 2 if r.values.size else np.zeros(0, bool)
-    result: dict = {
+    result: dict[str, Any] = {
         "annotators": r.usernames,
         "categories": cats,
         "items": int(r.values.shape[0]),
@@ -158,7 +161,7 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict:
     return result
 
 
-def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPLES) -> dict:
+def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPLES) -> dict[str, Any]:
     """campaign_agreement, cached until a judgment of the campaign changes.
 
     The key hashes the judgments' count and latest updated_at, as well as the latest revision id: bulk
@@ -170,14 +173,14 @@ def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPL
     )
     raw = repr((stamp["n"], stamp["last"].isoformat() if stamp["last"] else "", stamp["rev"], n_resamples))
     key = f"reljudge:agreement:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
-    data = cache.get(key)
+    data: dict[str, Any] | None = cache.get(key)
     if data is None:
         data = campaign_agreement(campaign=campaign, n_resamples=n_resamples)
         cache.set(key, data, AGREEMENT_CACHE_SECONDS)
     return data
 
 
-def annotator_quality(*, campaign: Campaign) -> list[dict]:
+def annotator_quality(*, campaign: Campaign) -> list[dict[str, Any]]:
     """Per annotator: judgments, median seconds, unsure rate, agreement with adjudicated labels, gold accuracy."""
     rows = list(
         Judgment.objects.filter(pair__campaign=campaign)
@@ -204,7 +207,9 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
     users, idx = np.unique(names, return_inverse=True)
     n = np.bincount(idx, minlength=users.size)
 
-    def share(mask, hit):
+    def share(
+        mask: npt.NDArray[np.bool_], hit: npt.NDArray[np.bool_]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int_]]:
         total = np.bincount(idx, weights=mask, minlength=users.size)
         good = np.bincount(idx, weights=mask & hit, minlength=users.size)
         return np.divide(good, total, out=np.full(users.size, np.nan), where=total > 0), total.astype(int)
@@ -233,7 +238,7 @@ def annotator_quality(*, campaign: Campaign) -> list[dict]:
     ]
 
 
-def review_queue(*, campaign: Campaign, kind: str = "all", model_ids: list[int] | None = None):
+def review_queue(*, campaign: Campaign, kind: str = "all", model_ids: list[int] | None = None) -> QuerySet[Pair]:
     """Pairs a lead should look at: any unsure judgment, or a dispute (grades two apart, or no majority
     among three or more confident judgments). Adjudicated pairs drop out.
 
@@ -265,7 +270,7 @@ def review_queue(*, campaign: Campaign, kind: str = "all", model_ids: list[int] 
     return qs.select_related("query", "document").order_by("query__qid", "id")
 
 
-def _with_judgments(pairs: QuerySet) -> QuerySet:
+def _with_judgments(pairs: QuerySet[Pair]) -> QuerySet[Pair]:
     """Pairs with what a review card shows: query, document, decision, and every judgment by annotator."""
     judgments = Judgment.objects.select_related(
         "annotator__annotator_profile", "pair", "grade", "tentative_grade"
@@ -277,7 +282,7 @@ def _with_judgments(pairs: QuerySet) -> QuerySet:
 
 def review_pair_list(
     *, campaign: Campaign, kind: str = "all", search: str = "", model_ids: list[int] | None = None
-) -> QuerySet:
+) -> QuerySet[Pair]:
     """The pairs of one review tab (``kind``: all, unsure, disputed, or decided, latest decision first),
     narrowed to a query id or words of the query text, each with ``judgment_list``."""
     if kind == "decided":
@@ -326,7 +331,7 @@ def gold_pair_search(*, campaign: Campaign, qid: str = "", docid: str = "", limi
     return list(pairs.order_by("query__qid", "document__docid")[: limit + 1])
 
 
-def gold_pair_list(*, campaign: Campaign) -> QuerySet:
+def gold_pair_list(*, campaign: Campaign) -> QuerySet[Pair]:
     """The campaign's gold pairs with ``n_judgments``, by qid and docid."""
     return (
         Pair.objects.filter(campaign=campaign, gold_label__isnull=False)
@@ -347,7 +352,8 @@ def review_reasons(judgments: list[Judgment]) -> list[tuple[str, str]]:
     unsure = sum(j.unsure for j in judgments)
     if unsure:
         out.append(("unsure", ngettext("%(n)d unsure", "%(n)d unsure", unsure) % {"n": unsure}))
-    grades = [j.grade.value for j in judgments if not j.unsure]
+    # A confident judgment has a grade (the judgment_grade_xor_unsure constraint).
+    grades = [j.grade.value for j in judgments if not j.unsure and j.grade is not None]
     if grades and max(grades) - min(grades) >= 2:
         out.append(
             (
@@ -359,7 +365,7 @@ def review_reasons(judgments: list[Judgment]) -> list[tuple[str, str]]:
         out.append(("dispute", _("no majority among %(n)d grades") % {"n": len(grades)}))
     label = judgments[0].pair.label if judgments else None
     for j in models_:
-        if not j.unsure and label is not None and j.grade.value != label:
+        if not j.unsure and j.grade is not None and label is not None and j.grade.value != label:
             out.append(
                 (
                     "model",
@@ -396,10 +402,11 @@ def disputed_pair_ids(*, campaign: Campaign, model_ids: list[int] | None = None)
     top = np.zeros(pair_ids.size, np.int64)
     np.maximum.at(top, cells[0][:, 0], cells[1])
     no_majority = (count >= 3) & (top * 2 <= count)
-    return pair_ids[(hi - lo >= 2) | no_majority].tolist()
+    disputed: list[int] = pair_ids[(hi - lo >= 2) | no_majority].tolist()
+    return disputed
 
 
-def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = None) -> list[dict]:
+def policy_stability(*, campaign: Campaign, k: int = 10, measure: str | None = None) -> list[dict[str, Any]]:
     """How much the system ranking moves between aggregation policies: Kendall's tau against the campaign's
     (nothing without systems)."""
     if not campaign.systems.exists():

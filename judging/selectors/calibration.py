@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from django.db.models import Count
@@ -21,7 +22,7 @@ class UnknownJudge(LookupError):
     """No model judge of that name."""
 
 
-def model_judges(*, campaign: Campaign) -> list[dict]:
+def model_judges(*, campaign: Campaign) -> list[dict[str, Any]]:
     """The model judges of this campaign (its members of kind "model"): name, this campaign's description of
     it (endpoint URLs without credentials), judgments."""
     members = list(
@@ -77,7 +78,7 @@ def model_judge_profile(*, name: str, campaign: Campaign) -> AnnotatorProfile:
 
 def judge_calibration(
     *, campaign: Campaign, name: str, params: Params | None = None, n_resamples: int = 1000, seed: int = 0
-) -> dict:
+) -> dict[str, Any]:
     """How far a model judge's grades can stand in for the human labels of this campaign.
 
     Compared on the pairs both judged: the model graded them confidently and they have a human label
@@ -104,7 +105,7 @@ def judge_calibration(
     human = np.array([r[5] for r in both], dtype=np.int64)
     model = np.array([r[4] for r in both], dtype=np.int64)
     n = len(both)
-    out: dict = {
+    out: dict[str, Any] = {
         "campaign": campaign.slug,
         "judge": profile.user.username,
         "description": urls_display(
@@ -120,7 +121,7 @@ def judge_calibration(
         "compared": n,
     }
     ratings = np.column_stack([human, model]) if n else np.empty((0, 2), np.int64)
-    agreement = {}
+    agreement: dict[str, Any] = {}
     for key, weights in (("kappa", None), ("kappa_quadratic", "quadratic")):
         if n >= 2:
             value = metrics.cohen_kappa(human, model, categories, weights=weights)
@@ -180,7 +181,7 @@ def judge_calibration(
     return out
 
 
-def _ranking(campaign: Campaign, params: Params, name: str) -> dict:
+def _ranking(campaign: Campaign, params: Params, name: str) -> dict[str, Any]:
     humans = leaderboard(campaign, replace(params, labels="humans"))
     model = leaderboard(campaign, replace(params, labels=f"model:{name}"))
     names = humans.cube.system_names
@@ -201,5 +202,5 @@ def _ranking(campaign: Campaign, params: Params, name: str) -> dict:
     }
 
 
-def _num(x) -> float | None:
+def _num(x: float | None) -> float | None:
     return None if x is None or np.isnan(x) else float(x)

@@ -5,16 +5,31 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, TypedDict
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
 
 from judging.formats import RankedList
-from judging.models import Campaign, Document, Grade, Judgment, Membership, Pair, Query, QueryTag, Ranking, User
+from judging.models import (
+    Campaign,
+    Document,
+    Grade,
+    Judgment,
+    Membership,
+    Pair,
+    Query,
+    QueryTag,
+    Ranking,
+    System,
+    User,
+)
 
 
 def campaign_list(*, user: User) -> QuerySet[Campaign]:
@@ -23,6 +38,8 @@ def campaign_list(*, user: User) -> QuerySet[Campaign]:
 
     if leads_everywhere(user):
         return Campaign.objects.all()
+    if isinstance(user, AnonymousUser):
+        return Campaign.objects.none()
     return Campaign.objects.filter(memberships__user=user)
 
 
@@ -75,7 +92,14 @@ _GRADES_JSON = {
 }
 
 
-def scale_rows(*, campaign: Campaign) -> list[dict]:
+class ScaleRow(TypedDict):
+    value: int
+    name: str
+    description: str
+    examples: str
+
+
+def scale_rows(*, campaign: Campaign) -> list[ScaleRow]:
     """The campaign's scale as stored, lowest grade first (names as the lead wrote them, for editing)."""
     return list(campaign.grades.order_by("value").values("value", "name", "description", "examples"))
 
@@ -109,7 +133,7 @@ def grades_parse(campaign: Campaign, text: str | None) -> list[Grade]:
     return sorted(grades, key=lambda g: g.value)
 
 
-def campaign_setup(*, campaign: Campaign) -> dict:
+def campaign_setup(*, campaign: Campaign) -> dict[str, Any]:
     """What a lead's overview shows of the campaign's setup: its systems (by name), how many documents and
     how many annotators it has."""
     return {
@@ -142,7 +166,7 @@ def campaign_members(*, campaign: Campaign) -> QuerySet[Membership]:
 
 def membership_get(*, campaign: Campaign, username: str | None = None, user_id: int | None = None) -> Membership | None:
     """One member of the campaign, by username or user id, with the user loaded; None for a non-member."""
-    key = {"user__username": username} if username is not None else {"user_id": user_id}
+    key: dict[str, str | int | None] = {"user__username": username} if username is not None else {"user_id": user_id}
     return campaign.memberships.filter(**key).select_related("user").first()
 
 
@@ -157,7 +181,7 @@ POOL_SIZE_TTL = 60.0  # seconds
 
 # (campaign id, created) -> (expires at, size), per process. The creation time is part of the key so that a
 # campaign id reused after a delete (SQLite reuses ids, tests roll back) never sees another's count.
-_pool_sizes: dict[tuple, tuple[float, int]] = {}
+_pool_sizes: dict[tuple[int, datetime], tuple[float, int]] = {}
 
 
 def pool_size(*, campaign: Campaign) -> int:
@@ -179,7 +203,7 @@ def pool_size_forget(*, campaign: Campaign) -> None:
     _pool_sizes.pop((campaign.id, campaign.created_at), None)
 
 
-def campaign_progress(*, campaign: Campaign) -> dict:
+def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
     """Pool-wide figures for the campaign page and the lead's progress page."""
     row = Pair.objects.filter(campaign_id=campaign.id, pooled=True).aggregate(
         pooled=Count("id"),
@@ -198,7 +222,7 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     return row
 
 
-def annotators_progress(*, campaign: Campaign) -> list[dict]:
+def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
     """One row per member (and per past judge who is no longer a member): what they have done."""
     User = get_user_model()
     stats = {
@@ -233,7 +257,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict]:
     return rows
 
 
-def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
+def system_rankings(*, system: System, queries_per_chunk: int = 200) -> Iterator[RankedList]:
     """A system's run as ``formats.RankedList`` objects in qid order, for a TREC run download.
 
     Read a chunk of queries at a time, resolving only that chunk's document ids, so memory stays bounded
@@ -246,9 +270,9 @@ def system_rankings(*, system, queries_per_chunk: int = 200) -> Iterator:
     )
     batch: list[tuple[str, np.ndarray, np.ndarray]] = []
 
-    def flush():
+    def flush() -> Iterator[RankedList]:
         ids = np.unique(np.concatenate([b[1] for b in batch])).tolist() if batch else []
-        docids = {}
+        docids: dict[int, str] = {}
         for start in range(0, len(ids), 5000):  # SQLite allows a limited number of query parameters
             docids.update(Document.objects.filter(id__in=ids[start : start + 5000]).values_list("id", "docid"))
         for qid, doc_ids, scores in batch:
@@ -269,12 +293,14 @@ def membership_roles(*, user: User) -> dict[int, str]:
     return dict(Membership.objects.filter(user=user).values_list("campaign_id", "role"))
 
 
-def campaign_rows(*, user: User) -> list[dict]:
+def campaign_rows(*, user: User) -> list[dict[str, Any]]:
     """The home page's rows: each campaign the user may open, their role in it and how many pairs they judged."""
+    if isinstance(user, AnonymousUser):
+        return []
     from judging.access import membership_role  # judging.access reads through the selectors
 
     roles = membership_roles(user=user)
-    mine = dict(
+    mine: dict[int, int] = dict(
         Judgment.objects.filter(annotator=user).values_list("pair__campaign_id").annotate(n=Count("id")).order_by()
     )
     return [

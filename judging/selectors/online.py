@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 from django.utils.translation import gettext, ngettext
@@ -16,7 +17,7 @@ from judging.scoring import Leaderboard, Params, leaderboard
 FEW_SYSTEMS = 5
 
 
-def online_figures(*, campaign: Campaign) -> list[dict]:
+def online_figures(*, campaign: Campaign) -> list[dict[str, Any]]:
     """Every imported online figure, for the API and the page's table."""
     rows = (
         OnlineMetric.objects.filter(campaign=campaign)
@@ -32,7 +33,7 @@ def _nan_to_none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict:
+def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]:
     n = len(x)
     tau = metrics.kendall_tau(x, y) if n >= 2 else float("nan")
     r = metrics.pearson_r(x, y) if n >= 2 else float("nan")
@@ -50,7 +51,9 @@ def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict:
     }
 
 
-def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: Leaderboard | None = None) -> dict:
+def offline_vs_online(
+    *, campaign: Campaign, params: Params | None = None, lb: Leaderboard | None = None
+) -> dict[str, Any]:
     """For each offline measure (every leaderboard measure under ``params``) and each online metric: Kendall's
     tau and Pearson's r across the systems that have both, with how many systems and which pairs of systems
     the two order differently; the same per query where per-query online figures exist.
@@ -162,7 +165,7 @@ def offline_vs_online(*, campaign: Campaign, params: Params | None = None, lb: L
     }
 
 
-def best_sentence(result: dict) -> list[str]:
+def best_sentence(result: dict[str, Any]) -> list[str]:
     """The plain statements the page leads with: which offline measure best predicts which online metric."""
     out = []
     for metric, b in result["best"].items():
@@ -208,7 +211,7 @@ def best_sentence(result: dict) -> list[str]:
     return out
 
 
-def per_query_for_page(data: dict) -> list[dict]:
+def per_query_for_page(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-query rows the "Offline vs online" page shows: for each online metric, its best offline measure
     only (nDCG@k where none is best). Annotators get these from the API too, and no more (issue 11 #7)."""
     fallback = str(metrics.Measure("nDCG", data["k"]))

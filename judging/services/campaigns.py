@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
@@ -14,6 +15,7 @@ from django.utils.translation import gettext as _
 from judging.access import lead_required
 from judging.models import (
     DEFAULT_SCALE,
+    Account,
     Adjudication,
     AnnotatorProfile,
     Campaign,
@@ -38,21 +40,21 @@ def _values_check(values: Sequence[int]) -> None:
         raise ValidationError(_("grades must be whole numbers from 0 to 100"))
 
 
-def scale_check(scale: Sequence[dict]) -> list[dict]:
+def scale_check(scale: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The one check of a grading scale, whoever sends it (the settings page's formset, the API's serializer,
     the services): at least one grade, each value once, values 0 to 100. Returns it sorted by value."""
     _values_check([int(g["value"]) for g in scale])
     return sorted(scale, key=lambda g: int(g["value"]))
 
 
-def scale_from_values(values: Sequence[int]) -> list[dict]:
+def scale_from_values(values: Sequence[int]) -> list[dict[str, Any]]:
     """A scale for the given grade values, named like the default 0/1/2 scale where it can be."""
     values = sorted({int(v) for v in values})
     _values_check(values)
     if values == [0, 1, 2]:
         return [dict(g) for g in DEFAULT_SCALE]
     top = values[-1]
-    scale = []
+    scale: list[dict[str, Any]] = []
     for v in values:
         if v == 0:
             name = "Not relevant"
@@ -69,13 +71,13 @@ def campaign_create(
     *,
     slug: str,
     name: str = "",
-    scale: Sequence[dict] | None = None,
+    scale: Sequence[dict[str, Any]] | None = None,
     pool_depth: int = 10,
     guidelines: str = "",
     description: str = "",
     redundancy: int = 1,
-    lead: User | None = None,
-    **settings,
+    lead: Account | None = None,
+    **settings: Any,
 ) -> Campaign:
     """Create a campaign with its grading scale (the default 0/1/2 unless ``scale``).
 
@@ -119,7 +121,7 @@ def campaign_has_judgments(*, campaign: Campaign) -> bool:
 
 
 @transaction.atomic
-def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict]) -> None:
+def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict[str, Any]]) -> None:
     """Replace the grading scale; refused once judging has started (labels would change meaning)."""
     scale = scale_check(scale)
     new_values = [int(g["value"]) for g in scale]
@@ -171,7 +173,7 @@ def _lead_stays(*, campaign: Campaign, user: User) -> None:
 
 
 @transaction.atomic
-def membership_add(*, campaign: Campaign, user: User, role: str) -> Membership:
+def membership_add(*, campaign: Campaign, user: Account, role: str) -> Membership:
     """Make ``user`` a member with ``role``, or change their role; a campaign keeps at least one lead.
     A model judge or a label source is only ever an annotator."""
     if role not in Membership.Role.values:
@@ -191,7 +193,7 @@ def membership_add(*, campaign: Campaign, user: User, role: str) -> Membership:
 
 
 @transaction.atomic
-def membership_remove(*, campaign: Campaign, user: User) -> None:
+def membership_remove(*, campaign: Campaign, user: Account) -> None:
     """Take a user off a campaign, never its last lead. Their judgments stay: they are part of the labels
     and the history."""
     _lead_stays(campaign=campaign, user=user)
@@ -207,7 +209,7 @@ def no_user(username: str) -> str:
     ) % {"username": repr(username)}
 
 
-def user_get(*, username: str):
+def user_get(*, username: str) -> Account:
     User = get_user_model()
     try:
         return User.objects.get(username=username)
@@ -228,7 +230,7 @@ CAMPAIGN_SETTINGS = (
 
 
 @transaction.atomic
-def campaign_settings_update(*, campaign: Campaign, **values) -> int:
+def campaign_settings_update(*, campaign: Campaign, **values: Any) -> int:
     """Change a campaign's settings (a lead's edit page); returns how many pairs joined the pool.
 
     A deeper pool adds the runs' next documents to it; a shallower one keeps the pairs already pooled,
@@ -248,7 +250,9 @@ def campaign_settings_update(*, campaign: Campaign, **values) -> int:
     return added
 
 
-def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None, progress=None) -> int:
+def _labels_reaggregate(
+    *, campaign: Campaign, old_policy: str, by: Account | None, progress: Callable[[int], object] | None = None
+) -> int:
     """Recompute every judged pair's label under the campaign's new policy; how many labels changed.
 
     Every judged pair's lock is taken first, as judgment_record takes it, before any judgment is read: a
@@ -281,7 +285,7 @@ def _labels_reaggregate(*, campaign: Campaign, old_policy: str, by: User | None,
 
 
 @transaction.atomic
-def campaign_update(*, campaign: Campaign, scale: Sequence[dict] | None = None, **settings) -> int:
+def campaign_update(*, campaign: Campaign, scale: Sequence[dict[str, Any]] | None = None, **settings: Any) -> int:
     """Change settings and, optionally, the grading scale in one transaction; returns pairs added to the pool.
 
     The scale's values are fixed once anything refers to its grades (a judgment or an adjudication);
@@ -314,7 +318,9 @@ def policy_switch_needs_job(*, campaign: Campaign) -> bool:
 
 
 @transaction.atomic
-def campaign_policy_set(*, campaign: Campaign, lead: User, policy: str, progress=None) -> int:
+def campaign_policy_set(
+    *, campaign: Campaign, lead: Account, policy: str, progress: Callable[[int], object] | None = None
+) -> int:
     """Switch the campaign's aggregation policy and recompute every judged pair's label under it, in one
     transaction (the leaderboard never scores a mix of policies). Returns how many labels changed."""
     lead_required(campaign=campaign, user=lead, what=_("change the aggregation policy"))

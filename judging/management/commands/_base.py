@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -34,7 +35,9 @@ class CampaignCommand(BaseCommand):
         return p.read_bytes(), p.name
 
     def run_import(self, func, *, total: int | None = None, **kwargs):
-        bar = tqdm(total=total, unit=self.progress_unit, disable=(total or 0) < 50_000, file=self.stderr._out)
+        # OutputWrapper keeps the stream it wraps in _out (django-stubs types its other attributes as callables).
+        stream = cast(TextIO, self.stderr._out)
+        bar = tqdm(total=total, unit=self.progress_unit, disable=(total or 0) < 50_000, file=stream)
         try:
             summary = func(progress=bar.update, **kwargs)
         except ImportRefused as exc:
