@@ -145,7 +145,8 @@ def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = Fa
         raise Http404("No Campaign matches the given query.")
     campaign, at = model_from(Campaign, row)
     extra = row[at:]
-    role = role_of(user, None if shape["superuser"] else extra[0])
+    membership = None if shape["superuser"] else extra[0]  # the superusers' query reads no membership
+    role = role_of(user, membership)
     if role is None:
         raise Http404(_("No such campaign."))
     if lead and role != LEAD:
@@ -233,7 +234,8 @@ def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -
         raise Http404(_("No such pair in this campaign."))
     pair, at = pair_from_row(row)
     pair.campaign, at = model_from(Campaign, row, at)
-    role = role_of(user, None if leads_everywhere(user) else row[at + 1])
+    membership = None if leads_everywhere(user) else row[at + 1]  # the superusers' query reads no membership
+    role = role_of(user, membership)
     if role is None:
         raise Http404(_("No such campaign."))
     return Member(pair.campaign, role, grades_parse(pair.campaign, row[at])), pair
