@@ -161,12 +161,6 @@ RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "500
 # Significance tests costing more than this many systems x queries x permutations run as a background job.
 RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
-# PostgreSQL: a large qrels import checks its rows' foreign keys set-wise, in one statement per referenced table,
-# instead of by one trigger per row at commit, when the database role may set session_replication_role
-# (a superuser, or PostgreSQL 15+ after GRANT SET ON PARAMETER session_replication_role; see the README).
-# 0 keeps PostgreSQL's per-row checks for every import.
-RELJUDGE_IMPORT_SET_CHECKS = env_bool("RELJUDGE_IMPORT_SET_CHECKS", True)
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -52,7 +52,7 @@ from django.db.models import F
 from django.utils import timezone
 from django_tasks import task
 
-from judging.formats import FormatError, ImportRefused
+from judging.imports.errors import FormatError, ImportRefused
 from judging.models import Campaign, Job, Membership
 
 logger = logging.getLogger(__name__)

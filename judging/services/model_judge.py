@@ -33,7 +33,7 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
-from judging.formats import FormatError
+from judging.imports.errors import FormatError
 from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Membership, Pair
 from judging.services.judgments import labels_refresh
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging import formats
+from judging.imports import parse
 from judging.models import Document, Judgment, Query, System
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -174,16 +175,16 @@ CASES = [
     ("qrels", "a.qrels", "q1 0 d\x001 1\n", "a.qrels, line 1, field 'docid': contains a NUL character (U+0000)"),
 ]
 PARSERS = {
-    "topics": formats.parse_topics,
-    "docs": formats.parse_docs,
-    "run": formats.parse_run,
-    "qrels": formats.parse_qrels,
+    "topics": parse.parse_topics,
+    "docs": parse.parse_docs,
+    "run": parse.parse_run,
+    "qrels": parse.parse_qrels,
 }
 
 
 @pytest.mark.parametrize(("kind", "name", "content", "message"), CASES, ids=[c[3][:60] for c in CASES])
 def test_parse_refuses_values_the_database_cannot_hold(kind, name, content, message):
-    with pytest.raises(formats.FormatError) as exc:
+    with pytest.raises(parse.FormatError) as exc:
         PARSERS[kind](content.encode("utf-8"), filename=name)
     assert str(exc.value) == message
 
