@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
@@ -27,6 +29,7 @@ from judging.imports.parse.text import (
     empty_file,
     gc_paused,
     json_type,
+    not_finite_message,
     show,
     split_lines,
     tsv_rows,
@@ -127,6 +130,15 @@ def _json_attributes(obj: dict, filename: str, line: int, *, chars: bool = True)
         if isinstance(item, (dict, list)):
             raise FormatError(
                 _("expected a string, number or boolean, found %(found)s") % {"found": json_type(item)},
+                filename=filename,
+                line=line,
+                field=f"attributes.{key[:40]}",
+            )
+        if isinstance(item, float) and not math.isfinite(item):
+            # JSON has no NaN or infinity (Python's reader takes them, and 1e999 overflows to infinity):
+            # neither database's JSON column stores one.
+            raise FormatError(
+                not_finite_message() % {"value": json.dumps(item)},
                 filename=filename,
                 line=line,
                 field=f"attributes.{key[:40]}",
