@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import BinaryIO
+
 from django.db import transaction
 from django.utils.translation import gettext as _
 
@@ -12,7 +14,9 @@ from judging.models import Campaign, OnlineMetric, Query, System
 
 
 @transaction.atomic
-def online_import(*, campaign: Campaign, data: bytes, filename: str, progress: Progress = None) -> ImportSummary:
+def online_import(
+    *, campaign: Campaign, data: bytes | BinaryIO, filename: str, progress: Progress = None
+) -> ImportSummary:
     """Import online figures (CSV ``system,metric,value[,ci_low,ci_high][,qid]``) in one transaction.
 
     Every system must exist (import its run first: an online figure of a system without a run cannot be

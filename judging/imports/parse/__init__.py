@@ -7,8 +7,17 @@ first bad value; nothing here writes. The modules: ``text`` (decoding and the ch
 
 from judging.imports.errors import FormatError, ImportRefused
 from judging.imports.parse.online import ONLINE_COLUMNS, OnlineFigure, parse_online
-from judging.imports.parse.records import Doc, Topic, parse_docs, parse_query_tags, parse_topics, tag_list
-from judging.imports.parse.text import decode_lines
+from judging.imports.parse.records import (
+    Doc,
+    Topic,
+    iter_docs,
+    iter_topics,
+    parse_docs,
+    parse_query_tags,
+    parse_topics,
+    tag_list,
+)
+from judging.imports.parse.text import decode_lines, numbered_lines, read_whole
 from judging.imports.parse.trec import Qrel, parse_qrels, parse_qrels_columns, parse_run
 
 __all__ = [
@@ -20,6 +29,9 @@ __all__ = [
     "Qrel",
     "Topic",
     "decode_lines",
+    "iter_docs",
+    "iter_topics",
+    "numbered_lines",
     "parse_docs",
     "parse_online",
     "parse_qrels",
@@ -27,5 +39,6 @@ __all__ = [
     "parse_query_tags",
     "parse_run",
     "parse_topics",
+    "read_whole",
     "tag_list",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PureWindowsPath
 
 from django.utils.translation import gettext as _
@@ -99,8 +99,10 @@ def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> Format
     )
 
 
-def json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, dict]]:
-    for lineno, line in enumerate(lines, 1):
+def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator[tuple[int, dict, bool]]:
+    """Each non-blank numbered line as (its number, its object, whether its values may hold a NUL or a lone
+    surrogate: see json_may_hold_bad_chars)."""
+    for lineno, line in numbered:
         if not line.strip():
             continue
         try:
@@ -115,7 +117,7 @@ def json_objects(lines: Sequence[str], filename: str) -> Iterator[tuple[int, dic
                 filename=filename,
                 line=lineno,
             )
-        yield lineno, obj
+        yield lineno, obj, json_may_hold_bad_chars(line)
 
 
 def json_id(obj: dict, key: str, filename: str, line: int, *, chars: bool = True) -> str:

@@ -6,6 +6,7 @@ import csv
 import math
 import re
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 
@@ -63,7 +64,7 @@ def _online_number(value: str, name: str, filename: str, line: int, *, required:
     return number
 
 
-def parse_online(data: bytes, *, filename: str) -> list[OnlineFigure]:
+def parse_online(data: bytes | BinaryIO, *, filename: str) -> list[OnlineFigure]:
     """Parse online figures, CSV ``system,metric,value[,ci_low,ci_high][,qid]`` (an optional header row
     naming these columns may reorder them).
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 
@@ -14,7 +17,6 @@ from judging.imports.parse.jsonl import (
     expected_string,
     is_jsonl,
     json_id,
-    json_may_hold_bad_chars,
     json_objects,
     json_text,
 )
@@ -24,14 +26,13 @@ from judging.imports.parse.text import (
     check_id,
     check_value,
     claim,
-    decode,
     decode_lines,
     empty_file,
     gc_paused,
     json_type,
     not_finite_message,
+    numbered_lines,
     show,
-    split_lines,
     tsv_rows,
 )
 
@@ -149,32 +150,36 @@ def _json_attributes(obj: dict, filename: str, line: int, *, chars: bool = True)
     return value
 
 
-@gc_paused
-def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
-    """Parse topics: TSV ``qid<TAB>text[<TAB>description[<TAB>tags]]`` or JSONL
-    ``{"qid", "text", "description"?, "tags"?}``.
+def _first_record(numbered: Iterator[tuple[int, str]]) -> tuple[str, Iterator[tuple[int, str]]]:
+    """The first non-blank line, and the lines again from the start (read once, a line at a time)."""
+    head: list[tuple[int, str]] = []
+    for item in numbered:
+        head.append(item)
+        if item[1].strip():
+            return item[1], itertools.chain(head, numbered)
+    return "", iter(head)
 
-    JSONL is recognised by a ``.jsonl``/``.json``/``.ndjson`` name or a first record starting with ``{``.
-    A TSV first line naming the columns is taken as a header and skipped; a JSON ``qid`` may be an
-    integer. Tags (query segments such as ``head``/``tail``) are a comma-separated fourth TSV column or a
-    JSON array of strings; a topic without them leaves the query's tags as they are.
-    """
-    raw = decode(data, filename)
-    lines = split_lines(raw)
-    topics: list[Topic] = []
+
+def _records_jsonl(numbered: Iterator[tuple[int, str]], filename: str) -> tuple[bool, Iterator[tuple[int, str]]]:
+    """Whether a file of records is JSON Lines (by its name or a first record starting with ``{``)."""
+    first, numbered = _first_record(numbered)
+    return is_jsonl([first], filename), numbered
+
+
+def iter_topics(data: bytes | BinaryIO, *, filename: str) -> Iterator[Topic]:
+    """parse_topics one topic at a time, reading a file object a line at a time (see parse_topics)."""
+    jsonl, numbered = _records_jsonl(numbered_lines(data, filename), filename)
     seen: dict[str, int] = {}
-    if is_jsonl(lines, filename):
-        chars = json_may_hold_bad_chars(raw)
-        for line, obj in json_objects(lines, filename):
+    if jsonl:
+        for line, obj, chars in json_objects(numbered, filename):
             qid = json_id(obj, "qid", filename, line, chars=chars)
             text = json_text(obj, "text", filename, line, required=True, chars=chars)
             description = json_text(obj, "description", filename, line, required=False, chars=chars)
             tags = _json_tags(obj, filename, line, chars=chars)
             claim(seen, qid, what=f"qid {show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, nfc(text), nfc(description), tags))
+            yield Topic(qid, nfc(text), nfc(description), tags)
     else:
-        nul = "\x00" in raw
-        for line, cols in tsv_rows(lines, _TOPIC_HEADERS):
+        for line, cols in tsv_rows(numbered, _TOPIC_HEADERS):
             if len(cols) not in (2, 3, 4):
                 raise FormatError(
                     _("expected 2 to 4 tab-separated columns (qid, text[, description[, tags]]), found %(found)s")
@@ -182,6 +187,7 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
                     filename=filename,
                     line=line,
                 )
+            nul = any("\x00" in col for col in cols)
             qid = check_id(cols[0], "qid", filename, line, chars=nul)
             if not cols[1]:
                 raise FormatError(_("empty"), filename=filename, line=line, field="text")
@@ -190,38 +196,40 @@ def parse_topics(data: bytes, *, filename: str) -> list[Topic]:
                     check_value(col, name, filename, line)
             tags = tag_list(cols[3], filename, line, "tags") if len(cols) == 4 else None
             claim(seen, qid, what=f"qid {show(qid)}", field="qid", filename=filename, line=line)
-            topics.append(Topic(qid, nfc(cols[1]), nfc(cols[2]) if len(cols) >= 3 else "", tags))
-    if not topics:
+            yield Topic(qid, nfc(cols[1]), nfc(cols[2]) if len(cols) >= 3 else "", tags)
+    if not seen:
         raise empty_file(filename)
-    return topics
 
 
 @gc_paused
-def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
-    """Parse documents: JSONL ``{"docid", "title"?, "text", "url"?, "attributes"?}`` or TSV
-    ``docid<TAB>title<TAB>text``. ``attributes`` is an object of facets (``{"brand": ..., "category": ...}``)
-    whose values are strings, numbers or booleans.
+def parse_topics(data: bytes | BinaryIO, *, filename: str) -> list[Topic]:
+    """Parse topics: TSV ``qid<TAB>text[<TAB>description[<TAB>tags]]`` or JSONL
+    ``{"qid", "text", "description"?, "tags"?}``, from bytes or a file object.
 
-    TSV also accepts two columns ``docid<TAB>text`` (the MS MARCO collection layout) and skips a header
-    line naming the columns; a JSON ``docid`` may be an integer.
+    JSONL is recognised by a ``.jsonl``/``.json``/``.ndjson`` name or a first record starting with ``{``.
+    A TSV first line naming the columns is taken as a header and skipped; a JSON ``qid`` may be an
+    integer. Tags (query segments such as ``head``/``tail``) are a comma-separated fourth TSV column or a
+    JSON array of strings; a topic without them leaves the query's tags as they are.
     """
-    raw = decode(data, filename)
-    lines = split_lines(raw)
-    docs: list[Doc] = []
+    return list(iter_topics(data, filename=filename))
+
+
+def iter_docs(data: bytes | BinaryIO, *, filename: str) -> Iterator[Doc]:
+    """parse_docs one document at a time, reading a file object a line at a time: an import of a large
+    collection holds one batch of documents in memory, never the file (see parse_docs)."""
+    jsonl, numbered = _records_jsonl(numbered_lines(data, filename), filename)
     seen: dict[str, int] = {}
-    if is_jsonl(lines, filename):
-        chars = json_may_hold_bad_chars(raw)
-        for line, obj in json_objects(lines, filename):
+    if jsonl:
+        for line, obj, chars in json_objects(numbered, filename):
             docid = json_id(obj, "docid", filename, line, chars=chars)
             title = json_text(obj, "title", filename, line, required=False, chars=chars)
             text = json_text(obj, "text", filename, line, required=True, chars=chars)
             url = json_text(obj, "url", filename, line, required=False, chars=chars)
             attributes = _json_attributes(obj, filename, line, chars=chars)
             claim(seen, docid, what=f"docid {show(docid)}", field="docid", filename=filename, line=line)
-            docs.append(Doc(docid, nfc(text), title=nfc(title), url=url, attributes=attributes))
+            yield Doc(docid, nfc(text), title=nfc(title), url=url, attributes=attributes)
     else:
-        nul = "\x00" in raw
-        for line, cols in tsv_rows(lines, _DOC_HEADERS):
+        for line, cols in tsv_rows(numbered, _DOC_HEADERS):
             if len(cols) not in (2, 3):
                 raise FormatError(
                     _("expected 3 tab-separated columns (docid, title, text) or 2 (docid, text), found %(found)s")
@@ -229,6 +237,7 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
                     filename=filename,
                     line=line,
                 )
+            nul = any("\x00" in col for col in cols)
             docid = check_id(cols[0], "docid", filename, line, chars=nul)
             title, text = ("", cols[1]) if len(cols) == 2 else (cols[1], cols[2])
             if not text:
@@ -237,14 +246,25 @@ def parse_docs(data: bytes, *, filename: str) -> list[Doc]:
                 check_value(title, "title", filename, line)
                 check_value(text, "text", filename, line)
             claim(seen, docid, what=f"docid {show(docid)}", field="docid", filename=filename, line=line)
-            docs.append(Doc(docid, nfc(text), title=nfc(title)))
-    if not docs:
+            yield Doc(docid, nfc(text), title=nfc(title))
+    if not seen:
         raise empty_file(filename)
-    return docs
 
 
 @gc_paused
-def parse_query_tags(data: bytes, *, filename: str) -> list[tuple[str, tuple[str, ...]]]:
+def parse_docs(data: bytes | BinaryIO, *, filename: str) -> list[Doc]:
+    """Parse documents: JSONL ``{"docid", "title"?, "text", "url"?, "attributes"?}`` or TSV
+    ``docid<TAB>title<TAB>text``, from bytes or a file object. ``attributes`` is an object of facets
+    (``{"brand": ..., "category": ...}``) whose values are strings, numbers or booleans.
+
+    TSV also accepts two columns ``docid<TAB>text`` (the MS MARCO collection layout) and skips a header
+    line naming the columns; a JSON ``docid`` may be an integer.
+    """
+    return list(iter_docs(data, filename=filename))
+
+
+@gc_paused
+def parse_query_tags(data: bytes | BinaryIO, *, filename: str) -> list[tuple[str, tuple[str, ...]]]:
     """Parse query tags: TSV ``qid<TAB>tag,tag,...`` (a header ``qid<TAB>tags`` is skipped).
 
     An empty second column means "no tags" for that query; a qid may appear once.
@@ -252,7 +272,7 @@ def parse_query_tags(data: bytes, *, filename: str) -> list[tuple[str, tuple[str
     lines = decode_lines(data, filename=filename)
     rows: list[tuple[str, tuple[str, ...]]] = []
     seen: dict[str, int] = {}
-    for line, cols in tsv_rows(lines, _TAG_HEADERS):
+    for line, cols in tsv_rows(enumerate(lines, 1), _TAG_HEADERS):
         if len(cols) not in (1, 2):
             raise FormatError(
                 _("expected 2 tab-separated columns (qid, comma-separated tags), found %(found)s")

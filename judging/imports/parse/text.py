@@ -6,7 +6,8 @@ import codecs
 import functools
 import gc
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -69,8 +70,10 @@ def gc_paused(parse):
     return wrapper
 
 
-def decode(data: bytes, filename: str) -> str:
-    """UTF-8 text of the file with any BOM removed and every line ending turned into "\\n"."""
+def decode(data: bytes | BinaryIO, filename: str) -> str:
+    """UTF-8 text of the file (bytes, or a file object read whole) with any BOM removed and every line ending
+    turned into "\\n"."""
+    data = read_whole(data)
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     try:
@@ -98,7 +101,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def decode_lines(data: bytes, *, filename: str) -> list[str]:
+def decode_lines(data: bytes | BinaryIO, *, filename: str) -> list[str]:
     """Split a UTF-8 file into lines; ``lines[i]`` is line ``i + 1``, without its line ending.
 
     A leading BOM is dropped; LF, CRLF and CR line endings are accepted. Blank lines are kept so that
@@ -113,6 +116,57 @@ def decode_lines(data: bytes, *, filename: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- field helpers
+
+
+def read_whole(data: bytes | BinaryIO) -> bytes:
+    """The bytes of an import's data: bytes as they are, a file object (an upload on disk) read from its start.
+    For the formats parsed a whole column at a time (runs, qrels), whose checks need every row at once."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    if data.seekable():
+        data.seek(0)
+    return data.read()
+
+
+def numbered_lines(data: bytes | BinaryIO, filename: str) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` for each line of a UTF-8 file, numbered and cut as decode_lines cuts them (a BOM
+    dropped; LF, CRLF and a lone CR each end a line). A file object is read a line at a time: only the line
+    at hand is in memory, never the file.
+
+    Raises
+    ------
+    FormatError
+        If a line is not UTF-8, naming it.
+    """
+    if isinstance(data, bytes | bytearray | memoryview):
+        yield from enumerate(decode_lines(bytes(data), filename=filename), 1)
+        return
+    if data.seekable():
+        data.seek(0)
+    number = 0
+    for raw in data:
+        if number == 0 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if number == 0 and raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+                raise FormatError(_("the file is UTF-16; save it as UTF-8"), filename=filename) from None
+            head = raw[: exc.start]
+            line = number + 1 + head.count(b"\r") - head.count(b"\r\n")
+            bad = " ".join(f"0x{byte:02x}" for byte in raw[exc.start : exc.end])
+            raise FormatError(
+                _("not valid UTF-8 (bad bytes %(bytes)s)") % {"bytes": bad}, filename=filename, line=line
+            ) from None
+        if text.endswith("\n"):
+            text = text[:-1]
+        if text.endswith("\r"):
+            text = text[:-1]
+        for part in text.split("\r") if "\r" in text else (text,):
+            number += 1
+            yield number, part
 
 
 def show(value: str, limit: int = 60) -> str:
@@ -212,10 +266,12 @@ def check_lengths(columns: Sequence[tuple[str, Sequence[str]]], line_of: Callabl
             raise length_error(len(values[i]), name, filename, line_of(i))
 
 
-def tsv_rows(lines: Sequence[str], headers: frozenset[tuple[str, ...]]) -> Iterator[tuple[int, list[str]]]:
-    """Tab-split non-blank lines, skipping a first line that is a header."""
+def tsv_rows(
+    numbered: Iterable[tuple[int, str]], headers: frozenset[tuple[str, ...]]
+) -> Iterator[tuple[int, list[str]]]:
+    """Tab-split non-blank numbered lines, skipping a first line that is a header."""
     first = True
-    for lineno, line in enumerate(lines, 1):
+    for lineno, line in numbered:
         if not line.strip():
             continue
         # Stripped of ASCII whitespace only: a trailing no-break space stays, for check_id to report.

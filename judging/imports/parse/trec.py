@@ -7,13 +7,14 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
+from typing import BinaryIO
 
 import numpy as np
 from django.utils.translation import gettext as _
 
 from judging.formats import QRELS_COLUMNS, RUN_COLUMNS, SYSTEM_NAME_MAX_LENGTH, RankedList
 from judging.imports.errors import FormatError
-from judging.imports.parse.jsonl import expected_string, json_id, json_may_hold_bad_chars, json_objects
+from judging.imports.parse.jsonl import expected_string, json_id, json_objects
 from judging.imports.parse.text import (
     JSONL_SUFFIXES,
     SHORTEST_LIMIT,
@@ -263,7 +264,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList
     linenos: list[int] = []
     width = None
     nul = any("\x00" in line for line in lines)
-    for line, cols in tsv_rows(lines, _RUN_TSV_HEADERS):
+    for line, cols in tsv_rows(enumerate(lines, 1), _RUN_TSV_HEADERS):
         if width is None:
             width = len(cols)
         if len(cols) != width:
@@ -296,7 +297,7 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList
     return _rankings(qids, docids, tags, sortkey, scores, line_of, filename)
 
 
-def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[str, list[RankedList]]:
+def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[RankedList]]:
     default_tag = _default_tag(filename)
     qids: list[str] = []
     docids: list[str] = []
@@ -305,7 +306,7 @@ def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[st
     scores: list[float] = []
     linenos: list[int] = []
     scored: bool | None = None  # whether the file gives scores; decided by its first record
-    for line, obj in json_objects(lines, filename):
+    for line, obj, chars in json_objects(enumerate(lines, 1), filename):
         qid = json_id(obj, "qid", filename, line, chars=chars)
         docid = json_id(obj, "docid", filename, line, chars=chars)
         tag = obj.get("tag")
@@ -364,7 +365,7 @@ def _parse_jsonl_run(lines: list[str], filename: str, *, chars: bool) -> dict[st
 
 
 @gc_paused
-def parse_run(data: bytes, *, filename: str) -> dict[str, list[RankedList]]:
+def parse_run(data: bytes | BinaryIO, *, filename: str) -> dict[str, list[RankedList]]:
     """Parse a run into ``{tag: [RankedList, ...]}``, one ranking per query, each in trec_eval order.
 
     Formats, recognised from the first non-blank line:
@@ -390,7 +391,7 @@ def parse_run(data: bytes, *, filename: str) -> dict[str, list[RankedList]]:
     if first is None:
         raise empty_file(filename)
     if first.lstrip().startswith("{") or PureWindowsPath(filename).suffix.lower() in JSONL_SUFFIXES:
-        return _parse_jsonl_run(split_lines(text), filename, chars=json_may_hold_bad_chars(text))
+        return _parse_jsonl_run(split_lines(text), filename)
     if "\t" in first and len(first.strip().split("\t")) in (3, 4):
         return _parse_tsv_run(split_lines(text), filename)
     return _parse_trec_run(text, filename)
@@ -399,7 +400,7 @@ def parse_run(data: bytes, *, filename: str) -> dict[str, list[RankedList]]:
 # --------------------------------------------------------------------------- qrels
 
 
-def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
+def parse_qrels(data: bytes | BinaryIO, *, filename: str) -> list[Qrel]:
     """Parse TREC qrels ``qid iteration docid label`` (iteration ignored, ``#`` lines are comments).
 
     Labels are integers and may be negative (trec_eval keeps them); checking them against a grading
@@ -415,7 +416,7 @@ def parse_qrels(data: bytes, *, filename: str) -> list[Qrel]:
 
 
 @gc_paused
-def parse_qrels_columns(data: bytes, *, filename: str) -> tuple[list[str], list[str], list[int]]:
+def parse_qrels_columns(data: bytes | BinaryIO, *, filename: str) -> tuple[list[str], list[str], list[int]]:
     """``parse_qrels`` as three columns (qids, docids, labels) in file order, with the same checks and errors:
     the import of a million labels works on whole columns and needs no object per line."""
     text = decode(data, filename)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import repeat
+from typing import BinaryIO
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -84,7 +85,7 @@ def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str
 def qrels_import(
     *,
     campaign: Campaign,
-    data: bytes,
+    data: bytes | BinaryIO,
     filename: str,
     annotator: User,
     imported_by=None,
@@ -375,9 +376,10 @@ def _qrels_write(
     summary.added = len(new)
 
 
-def _qrels_line(data: bytes, qid: str, docid: str) -> int | None:
+def _qrels_line(data: bytes | BinaryIO, qid: str, docid: str) -> int | None:
     """The line of a parsed qrel, looked up only on the error path."""
-    for number, line in enumerate(data.decode("utf-8-sig", errors="replace").splitlines(), start=1):
+    text = parse.read_whole(data).decode("utf-8-sig", errors="replace")
+    for number, line in enumerate(text.splitlines(), start=1):
         cols = line.split()
         if len(cols) >= 4 and cols[0] == qid and cols[2] == docid:
             return number

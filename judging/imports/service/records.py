@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import BinaryIO
 
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -17,7 +18,7 @@ from judging.models import Campaign, Document, Query, QueryTag
 
 @logged
 @transaction.atomic
-def queries_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportSummary:
+def queries_import(*, campaign: Campaign, data: bytes | BinaryIO, filename: str) -> ImportSummary:
     topics = parse.parse_topics(data, filename=filename)
     summary = ImportSummary(kind="queries", filename=filename)
     existing = {q.qid: q for q in Query.objects.filter(campaign=campaign)}
@@ -66,7 +67,7 @@ def tags_replace(*, campaign: Campaign, tags: dict[str, Sequence[str]]) -> set[s
 
 @logged
 @transaction.atomic
-def query_tags_import(*, campaign: Campaign, data: bytes, filename: str) -> ImportSummary:
+def query_tags_import(*, campaign: Campaign, data: bytes | BinaryIO, filename: str) -> ImportSummary:
     """Replace the tags of the queries a ``qid<TAB>tag,tag`` file names (parse.parse_query_tags).
 
     Every qid must be a query of the campaign: a typo would otherwise tag nothing without a word.
@@ -101,14 +102,37 @@ def query_tags_set(*, campaign: Campaign, qid: str, tags: Sequence[str]) -> bool
 
 @logged
 @transaction.atomic
-def documents_import(*, campaign: Campaign, data: bytes, filename: str, progress: Progress = None) -> ImportSummary:
-    docs = parse.parse_docs(data, filename=filename)
+def documents_import(
+    *, campaign: Campaign, data: bytes | BinaryIO, filename: str, progress: Progress = None
+) -> ImportSummary:
+    """Import documents (parse.parse_docs) from bytes or a file object: new ones added, changed ones updated.
+
+    A file object is read a line at a time and written DOCUMENT_BATCH documents at a time, each batch compared
+    with the stored documents of its docids: a collection of any size holds one batch in memory, never the file
+    or the campaign's stored texts. The import is one transaction all the same: a bad line refuses it whole.
+    """
     summary = ImportSummary(kind="documents", filename=filename)
+    batch: list[parse.Doc] = []
+    for doc in parse.iter_docs(data, filename=filename):
+        batch.append(doc)
+        if len(batch) == DOCUMENT_BATCH:
+            _documents_write(campaign=campaign, docs=batch, summary=summary, progress=progress)
+            batch = []
+    if batch:
+        _documents_write(campaign=campaign, docs=batch, summary=summary, progress=progress)
+    return summary
+
+
+DOCUMENT_BATCH = 1000
+
+
+def _documents_write(*, campaign: Campaign, docs: list[parse.Doc], summary: ImportSummary, progress: Progress) -> None:
+    """Add or update one batch of documents, counting them in ``summary``."""
     existing = {
-        d[0]: d
-        for d in Document.objects.filter(campaign=campaign)
-        .values_list("docid", "id", "title", "text", "url", "is_stub", "attributes")
-        .iterator(chunk_size=20000)
+        row[0]: row
+        for row in Document.objects.filter(campaign=campaign, docid__in=[d.docid for d in docs]).values_list(
+            "docid", "id", "title", "text", "url", "is_stub", "attributes"
+        )
     }
     new, changed = [], []
     for d in docs:
@@ -135,8 +159,9 @@ def documents_import(*, campaign: Campaign, data: bytes, filename: str, progress
         Document,
         ["campaign", "docid", "title", "text", "url", "is_stub", "attributes"],
         ((campaign.pk, d.docid, d.title, d.text, d.url, False, json.dumps(d.attributes or {})) for d in new),
-        progress=progress,
     )
     Document.objects.bulk_update(changed, ["title", "text", "url", "is_stub", "attributes"], batch_size=BATCH)
-    summary.added, summary.updated = len(new), len(changed)
-    return summary
+    summary.added += len(new)
+    summary.updated += len(changed)
+    if progress:
+        progress(len(docs))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import BinaryIO
 
 import numpy as np
 from django.db import transaction
@@ -32,7 +33,7 @@ def _fingerprint(rows: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
 def run_import(
     *,
     campaign: Campaign,
-    data: bytes,
+    data: bytes | BinaryIO,
     filename: str,
     system_name: str | None = None,
     replace: bool = False,
