@@ -75,8 +75,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
-    # Last, so that it sees the response of a login that axes refused and answers the lockout page instead.
+    # Last but one, so that it sees the response of a login that axes refused and answers the lockout page instead.
     "axes.middleware.AxesMiddleware",
+    # A body over the upload limit is answered 413 before anything reads it (after the language and the user
+    # are known; CsrfViewMiddleware reads forms only in process_view, after every middleware's request phase).
+    "judging.uploads.UploadLimitMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -171,12 +174,6 @@ RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "500
 # Significance tests costing more than this many systems x queries x permutations run as a background job.
 RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
-# PostgreSQL: a large qrels import checks its rows' foreign keys set-wise, in one statement per referenced table,
-# instead of by one trigger per row at commit, when the database role may set session_replication_role
-# (a superuser, or PostgreSQL 15+ after GRANT SET ON PARAMETER session_replication_role; see the README).
-# 0 keeps PostgreSQL's per-row checks for every import.
-RELJUDGE_IMPORT_SET_CHECKS = env_bool("RELJUDGE_IMPORT_SET_CHECKS", True)
-
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -246,9 +243,17 @@ STORAGES = {
 if DEBUG or TESTING:
     STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
 
-# Uploads of runs can be large; files above this are streamed to a temporary file by Django.
+# The largest request body (an upload with its form) accepted, in MB: a larger one is answered 413 before it is
+# read (judging.uploads). A 1M-line TREC run is about 40 MB, 1M qrels labels 18 MB.
+RELJUDGE_MAX_UPLOAD_BYTES = int(float(os.environ.get("RELJUDGE_MAX_UPLOAD_MB", "64")) * 1024 * 1024)
+# Uploaded files stream to a temporary file on disk as they arrive, never whole into memory; the first handler
+# counts their bytes against the limit above.
+FILE_UPLOAD_HANDLERS = [
+    "judging.uploads.UploadLimitHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
+# Form fields other than files (the upload forms' few small fields).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
-FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Database sessions with the user's id beside them: a request reads its session and user in one query.
 SESSION_ENGINE = "judging.sessions"

@@ -17,7 +17,7 @@ import random
 import re
 import unicodedata
 
-from judging.formats import parse_run
+from judging.imports.parse import parse_run
 
 JUDGE = "term-overlap"
 JUDGE_DESCRIPTION = (

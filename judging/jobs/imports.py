@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from judging import services
-from judging.formats import FormatError, ImportRefused
+from judging.imports.errors import FormatError, ImportRefused
 from judging.jobs.runner import (
     Heartbeat,
     JobError,

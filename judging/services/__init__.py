@@ -1,5 +1,20 @@
 """Everything that writes and every rule: campaigns and members, imports, judgments and labels, the judging queue."""
 
+from judging.imports.service import (  # noqa: F401
+    BATCH,
+    IMPORTERS,
+    ImportConflict,
+    ImportRefused,
+    ImportSummary,
+    Progress,
+    documents_import,
+    pool_build,
+    qrels_import,
+    queries_import,
+    query_tags_import,
+    query_tags_set,
+    run_import,
+)
 from judging.services.accounts import (  # noqa: F401
     MemberAdded,
     PersonRow,
@@ -27,21 +42,6 @@ from judging.services.campaigns import (  # noqa: F401
     scale_check,
     scale_from_values,
     user_get,
-)
-from judging.services.imports import (  # noqa: F401
-    BATCH,
-    IMPORTERS,
-    ImportConflict,
-    ImportRefused,
-    ImportSummary,
-    Progress,
-    documents_import,
-    pool_build,
-    qrels_import,
-    queries_import,
-    query_tags_import,
-    query_tags_set,
-    run_import,
 )
 from judging.services.judgments import (  # noqa: F401
     JudgmentConflict,

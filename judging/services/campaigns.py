@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from judging.access import lead_required
+from judging.imports.service import pool_build
 from judging.models import (
     DEFAULT_SCALE,
     Account,
@@ -25,7 +26,6 @@ from judging.models import (
     Pair,
     User,
 )
-from judging.services.imports import pool_build
 from judging.services.judgments import labels_refresh
 
 logger = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
-from judging.formats import FormatError
+from judging.imports.errors import FormatError
 from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Pair
 from judging.services.accounts import account_name_resolve, model_judge_membership
 from judging.services.endpoints import endpoint_display, urls_display

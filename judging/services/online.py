@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
+from typing import BinaryIO
+
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from judging import formats
+from judging.imports import parse
+from judging.imports.errors import FormatError
+from judging.imports.service import ImportSummary, Progress
 from judging.models import Campaign, OnlineMetric, Query, System
-from judging.services.imports import ImportSummary, Progress
 
 
 @transaction.atomic
-def online_import(*, campaign: Campaign, data: bytes, filename: str, progress: Progress = None) -> ImportSummary:
+def online_import(
+    *, campaign: Campaign, data: bytes | BinaryIO, filename: str, progress: Progress = None
+) -> ImportSummary:
     """Import online figures (CSV ``system,metric,value[,ci_low,ci_high][,qid]``) in one transaction.
 
     Every system must exist (import its run first: an online figure of a system without a run cannot be
     compared with anything) and every qid must be a query of the campaign. A figure already stored for
     the same (system, metric, qid) is replaced; re-importing the same file changes nothing.
     """
-    figures = formats.parse_online(data, filename=filename)
+    figures = parse.parse_online(data, filename=filename)
     systems = dict(System.objects.filter(campaign=campaign).values_list("name", "id"))
     qids = {f.qid for f in figures if f.qid}
     queries = dict(Query.objects.filter(campaign=campaign, qid__in=qids).values_list("qid", "id")) if qids else {}
     for f in figures:
         if f.system not in systems:
             known = ", ".join(sorted(systems)) or _("none yet: import a run first")
-            raise formats.FormatError(
+            raise FormatError(
                 _("unknown system %(system)s (systems of %(campaign)s: %(known)s)")
                 % {"system": repr(f.system), "campaign": repr(campaign.slug), "known": known},
                 filename=filename,
@@ -33,7 +38,7 @@ def online_import(*, campaign: Campaign, data: bytes, filename: str, progress: P
                 field="system",
             )
         if f.qid and f.qid not in queries:
-            raise formats.FormatError(
+            raise FormatError(
                 _("unknown qid %(qid)s in campaign %(campaign)s")
                 % {"qid": repr(f.qid), "campaign": repr(campaign.slug)},
                 filename=filename,

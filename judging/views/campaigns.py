@@ -344,7 +344,7 @@ def campaign_upload(request, member: Member):
                 if kind in jobs.KINDS and jobs.job_needed(size=upload.size):  # large files: the task worker
                     job = jobs.job_start_from_form(kind=kind, campaign=campaign, user=request.user, form=form)
                     return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
-                kwargs = {"campaign": campaign, "data": upload.read(), "filename": upload.name}
+                kwargs = {"campaign": campaign, "data": upload, "filename": upload.name}  # read as it is parsed
                 if kind == "run":
                     kwargs.update(system_name=form.cleaned_data["system"] or None, replace=form.cleaned_data["replace"])
                 elif kind == "qrels":

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from judging import scoring
-from judging.formats import parse_docs, parse_topics
+from judging.imports.parse import parse_docs, parse_topics
 from judging.models import Document, Judgment, Pair, Query
 from judging.services import documents_import, judgment_record, qrels_import, queries_import, run_import
 from tests.data import body_of, client_for

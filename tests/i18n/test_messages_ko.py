@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import translation
 from rest_framework.test import APIClient
 
-from judging import formats
+from judging.imports import parse
 from judging.models import Judgment, Membership, Pair, Query, System
 from judging.services import ImportRefused, membership_remove, queries_import, run_import
 from tests.data import DOCS, RUN_BM25, TOPICS
@@ -105,8 +105,8 @@ def test_api_upload_error_detail_in_korean_keeps_file_line_field(pooled, lead):
 
 def test_import_errors_in_korean_name_the_json_type_found():
     data = b'{"qid": "q1", "text": "a"}\n{"qid": ["q2"], "text": "b"}\n'
-    with translation.override("ko"), pytest.raises(formats.FormatError) as caught:
-        formats.parse_topics(data, filename="t.jsonl")
+    with translation.override("ko"), pytest.raises(parse.FormatError) as caught:
+        parse.parse_topics(data, filename="t.jsonl")
     assert str(caught.value) == "t.jsonl, 2행, 필드 'qid': 문자열이나 정수여야 하는데 배열입니다"
     assert (caught.value.filename, caught.value.line, caught.value.field) == ("t.jsonl", 2, "qid")
 

@@ -212,7 +212,7 @@ def test_load_demo_systems_differ_in_quality(shop):
 
 
 def test_demo_hidden_truth_ranks_the_systems_the_same_way():
-    from judging.formats import parse_run
+    from judging.imports.parse import parse_run
 
     data = demo.demo_data()
     p10 = {}

@@ -1,4 +1,4 @@
-"""Tests of judging.formats: parsing and writing runs, qrels, topics and documents (no Django needed)."""
+"""Tests of judging.imports.parse and judging.formats: parsing and writing runs, qrels, topics and documents."""
 
 import gc
 import pickle
@@ -6,15 +6,13 @@ import pickle
 import numpy as np
 import pytest
 
-from judging.formats import (
+from judging.formats import RankedList, format_qrels, format_run
+from judging.imports.parse import (
     Doc,
     FormatError,
     Qrel,
-    RankedList,
     Topic,
     decode_lines,
-    format_qrels,
-    format_run,
     parse_docs,
     parse_qrels,
     parse_run,

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from scipy import stats
 
 import metrics
-from judging.formats import FormatError, OnlineFigure, parse_online
+from judging.imports.parse import FormatError, OnlineFigure, parse_online
 from judging.models import OnlineMetric
 from judging.scoring import Params, leaderboard
 from judging.selectors.online import offline_vs_online

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from judging.formats import FormatError
+from judging.imports.errors import FormatError
 from judging.models import Campaign, Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.selectors import system_rankings
 from judging.services import (
@@ -239,7 +239,7 @@ def test_imports_and_policy_switches_are_logged(campaign, lead, caplog):
     with pytest.raises(FormatError):
         run_import(campaign=campaign, data=b"q1 Q0 d1 1 abc bm25\n", filename="bad.run")
     campaign_policy_set(campaign=campaign, lead=lead, policy="max")
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith("judging.services")]
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith(("judging.services", "judging.imports"))]
     imported = (
         r"run_import bm25\.run -> demo: 100 bytes, 2 rankings added, 0 updated, 0 unchanged, 6 stubs, "
         r"4 pairs added in \d+\.\d\d s"

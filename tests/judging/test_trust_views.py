@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judging import formats
+from judging.imports import parse
 from judging.models import Assignment, Campaign, Document, Pair, QueryTag
 from judging.scoring import trust
 from judging.selectors import pair_next
@@ -189,9 +189,9 @@ def test_annotators_see_trust_pages_only_when_the_leaderboard_is_shown(as_annota
 
 
 def test_topics_tags_from_tsv_and_jsonl():
-    tsv = formats.parse_topics(b"q1\tshoes\t\thead, sale\nq2\tsocks\n", filename="t.tsv")
+    tsv = parse.parse_topics(b"q1\tshoes\t\thead, sale\nq2\tsocks\n", filename="t.tsv")
     assert [t.tags for t in tsv] == [("head", "sale"), None]
-    jsonl = formats.parse_topics(b'{"qid": "q1", "text": "shoes", "tags": ["tail"]}\n', filename="t.jsonl")
+    jsonl = parse.parse_topics(b'{"qid": "q1", "text": "shoes", "tags": ["tail"]}\n', filename="t.jsonl")
     assert jsonl[0].tags == ("tail",)
 
 
@@ -210,18 +210,18 @@ def test_topics_tags_from_tsv_and_jsonl():
 )
 def test_topics_tags_errors_name_line_and_field(data, message):
     name = "t.jsonl" if data.startswith(b"{") else "t.tsv"
-    with pytest.raises(formats.FormatError) as err:
-        formats.parse_topics(data, filename=name)
+    with pytest.raises(parse.FormatError) as err:
+        parse.parse_topics(data, filename=name)
     assert message in str(err.value)
 
 
 def test_docs_attributes_must_be_flat():
-    docs = formats.parse_docs(
+    docs = parse.parse_docs(
         b'{"docid": "d1", "text": "t", "attributes": {"brand": "acme", "n": 3}}\n', filename="d.jsonl"
     )
     assert docs[0].attributes == {"brand": "acme", "n": 3}
-    with pytest.raises(formats.FormatError) as err:
-        formats.parse_docs(b'{"docid": "d1", "text": "t", "attributes": {"brand": ["a"]}}\n', filename="d.jsonl")
+    with pytest.raises(parse.FormatError) as err:
+        parse.parse_docs(b'{"docid": "d1", "text": "t", "attributes": {"brand": ["a"]}}\n', filename="d.jsonl")
     assert "field 'attributes.brand': expected a string, number or boolean, found an array" in str(err.value)
 
 
@@ -339,11 +339,11 @@ def test_demo_topics_carry_tags_and_products_attributes():
     from judging.demo.catalogue import demo_data
 
     data = demo_data()
-    topics = formats.parse_topics(data.topics_tsv(), filename="topics.tsv")
+    topics = parse.parse_topics(data.topics_tsv(), filename="topics.tsv")
     tiers = [t.tags[0] for t in topics]
     assert {tier: tiers.count(tier) for tier in set(tiers)} == {"head": 9, "torso": 9, "tail": 10}
     assert {t.tags[1] for t in topics} == {"clothing", "footwear", "gear"}
-    docs = formats.parse_docs(data.docs_jsonl(), filename="docs.jsonl")
+    docs = parse.parse_docs(data.docs_jsonl(), filename="docs.jsonl")
     assert all({"brand", "category"} <= set(d.attributes) for d in docs)
     assert len({d.attributes["brand"] for d in docs}) >= 10
 

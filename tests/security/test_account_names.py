@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from judging.formats import FormatError
+from judging.imports.errors import FormatError
 from judging.models import Judgment, LabelSource, Membership
 from judging.services import qrels_import, run_import
 from judging.services.model_judge import model_judge_get_or_create

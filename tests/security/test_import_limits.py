@@ -12,6 +12,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from judging import formats
+from judging.imports import parse
 from judging.models import Document, Judgment, Query, System
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -174,16 +175,16 @@ CASES = [
     ("qrels", "a.qrels", "q1 0 d\x001 1\n", "a.qrels, line 1, field 'docid': contains a NUL character (U+0000)"),
 ]
 PARSERS = {
-    "topics": formats.parse_topics,
-    "docs": formats.parse_docs,
-    "run": formats.parse_run,
-    "qrels": formats.parse_qrels,
+    "topics": parse.parse_topics,
+    "docs": parse.parse_docs,
+    "run": parse.parse_run,
+    "qrels": parse.parse_qrels,
 }
 
 
 @pytest.mark.parametrize(("kind", "name", "content", "message"), CASES, ids=[c[3][:60] for c in CASES])
 def test_parse_refuses_values_the_database_cannot_hold(kind, name, content, message):
-    with pytest.raises(formats.FormatError) as exc:
+    with pytest.raises(parse.FormatError) as exc:
         PARSERS[kind](content.encode("utf-8"), filename=name)
     assert str(exc.value) == message
 
@@ -296,7 +297,22 @@ ROUTES = [
         "too long: 101 characters (at most 100)",
     ),
 ]
-ROUTE_IDS = [f"{r[0]}-{r[6]}-{r[7][:20]}" for r in ROUTES]
+# JSON has no NaN or infinity; Python's reader takes NaN, Infinity and 1e999 (as infinity), and neither database's
+# JSON column stores them: a document attribute holding one answered 500.
+ROUTES += [
+    (
+        "import_docs",
+        "docs",
+        "documents",
+        "d.jsonl",
+        '{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": "x", "attributes": {"price": ' + number + "}}\n",
+        2,
+        "attributes.price",
+        f"not a finite number: {shown}",
+    )
+    for number, shown in (("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"), ("1e999", "Infinity"))
+]
+ROUTE_IDS = [f"{r[0]}-{r[6]}-{r[7][:20]}-{r[4][-12:-3]}" for r in ROUTES]
 
 
 def _nothing_written():
@@ -352,6 +368,26 @@ def test_api_upload_answers_400_with_file_line_field(
         "line": line,
         "field": field,
     }
+    _nothing_written()
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "1e999"])
+def test_a_documents_job_with_a_nonfinite_attribute_fails_naming_file_line_field(campaign, lead, number):
+    """The background job's error is the parser's, not the database's text about its JSON column."""
+    from judging.jobs import job_run, job_start
+    from judging.models import Job
+
+    data = ('{"docid": "d1", "text": "x", "attributes": {"stars": ' + number + "}}\n").encode()
+    job = job_start(kind="docs", campaign=campaign, user=lead, data=data, filename="d.jsonl", options={})
+    job_run(job_id=job.pk)
+    job = Job.objects.get(pk=job.pk)
+    assert job.status == "failed"
+    assert {k: job.error[k] for k in ("file", "line", "field")} == {
+        "file": "d.jsonl",
+        "line": 1,
+        "field": "attributes.stars",
+    }
+    assert "not a finite number" in job.error["detail"]
     _nothing_written()
 
 

@@ -1,0 +1,162 @@
+"""What an import did (ImportSummary), and the log line every importer writes."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from judging.imports.errors import ImportRefused
+
+if TYPE_CHECKING:
+    from judging.models import Campaign
+
+logger = logging.getLogger(__name__)
+
+BATCH = 2000  # rows per ORM bulk statement
+Progress = Callable[[int], None] | None
+
+# What the summary calls each kind of row (``kind`` itself stays English: the API and the logs name it).
+_KIND_NAMES = {
+    "queries": gettext_lazy("queries"),
+    "query tags": gettext_lazy("query tags"),
+    "documents": gettext_lazy("documents"),
+    "rankings": gettext_lazy("rankings"),
+    "judgments": gettext_lazy("judgments"),
+    "online figures": gettext_lazy("online figures"),
+}
+
+
+@dataclass
+class ImportSummary:
+    """What one import did, for the command's output, the upload page and the API."""
+
+    kind: str
+    filename: str
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    stub_queries: int = 0
+    stub_documents: int = 0
+    pairs_added: int = 0
+    systems: list[str] = field(default_factory=list)
+    # Qrels only: whose judgments the labels became, and how many labels were not applied because that
+    # person had judged the pair in the app (imports never rewrite a person's own judgment).
+    source: str = ""
+    source_created: bool = False
+    kept: int = 0
+
+    def lines(self) -> list[str]:
+        counts = {
+            "file": self.filename,
+            "kind": _KIND_NAMES.get(self.kind, self.kind),
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "source": self.source,
+            "kept": self.kept,
+        }
+        out = [_("%(file)s: %(added)s %(kind)s added, %(updated)s updated, %(unchanged)s unchanged") % counts]
+        if self.source_created:
+            out.append(
+                _("created the source account %(source)s for these labels (nobody can log in with it)")
+                % {"source": repr(self.source)}
+            )
+        if self.kept:
+            out.append(
+                _(
+                    "%(kept)s labels left alone: %(source)s had already judged those pairs in the app, "
+                    "and imports never overwrite a person's own judgment"
+                )
+                % counts
+            )
+        if self.systems:
+            out.append(_("systems: %(names)s") % {"names": ", ".join(self.systems)})
+        if self.stub_queries or self.stub_documents:
+            out.append(
+                _(
+                    "stubs created: %(queries)s queries, %(documents)s documents "
+                    "(import their topics/documents to fill them in)"
+                )
+                % {"queries": self.stub_queries, "documents": self.stub_documents}
+            )
+        out.append(_("pairs added to the pool: %(n)s") % {"n": self.pairs_added})
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ImportSummary:
+        """The summary as_dict() stored (a job's result); keys a field added since does not know take its default."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "filename": self.filename,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "stub_queries": self.stub_queries,
+            "stub_documents": self.stub_documents,
+            "pairs_added": self.pairs_added,
+            "systems": self.systems,
+            "source": self.source,
+            "source_created": self.source_created,
+            "kept": self.kept,
+        }
+
+
+def logged(importer):
+    """Log each import with its row counts and duration (outside its transaction: the commit counts too)."""
+
+    @functools.wraps(importer)
+    def logged(*, campaign: Campaign, filename: str, **kwargs) -> ImportSummary:
+        started = time.monotonic()
+        try:
+            summary = importer(campaign=campaign, filename=filename, **kwargs)
+        except ImportRefused as exc:
+            logger.info(
+                "%s %s -> %s refused after %.2f s: %s",
+                importer.__name__,
+                filename,
+                campaign.slug,
+                time.monotonic() - started,
+                exc,
+            )
+            raise
+        logger.info(
+            "%s %s -> %s: %d bytes, %d %s added, %d updated, %d unchanged, %d stubs, %d pairs added in %.2f s",
+            importer.__name__,
+            filename,
+            campaign.slug,
+            size_of(kwargs.get("data", b"")),
+            summary.added,
+            summary.kind,
+            summary.updated,
+            summary.unchanged,
+            summary.stub_queries + summary.stub_documents,
+            summary.pairs_added,
+            time.monotonic() - started,
+        )
+        return summary
+
+    return logged
+
+
+def size_of(data) -> int:
+    """Bytes in an import's data: bytes, or a file object (an upload, a file on disk)."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        return len(data)
+    size = getattr(data, "size", None)
+    if size is not None:
+        return int(size)
+    try:
+        return os.fstat(data.fileno()).st_size
+    except (AttributeError, OSError, ValueError):
+        return 0
