@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from rest_framework.authtoken.models import Token
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from judging.services import membership_add
-
-schemathesis = pytest.importorskip("schemathesis")
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import not_a_server_error  # noqa: E402
-from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 
 # Examples per operation: valid requests, then invalid ones (which must get a 4xx, never a 5xx).
 # About a minute for the whole API; raise it locally to search harder.
