@@ -67,7 +67,6 @@ def keep_connection():
     request_finished.connect(close_old_connections)
 
 
-@pytest.mark.slow  # about 40 s; `pytest -m "not slow"` skips it locally, CI runs it
 def test_api_conforms_to_its_schema(world, keep_connection):
     from django.core.wsgi import get_wsgi_application
 
