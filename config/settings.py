@@ -113,7 +113,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # with threads x processes until PostgreSQL refused clients (issue 10). Instead every process keeps
     # a bounded psycopg pool: a request borrows a connection and returns it when it ends, and a request
     # that finds the pool exhausted waits up to DATABASE_POOL_TIMEOUT seconds instead of failing.
-    # Size: workers x DATABASE_POOL_MAX <= max_connections minus headroom (README, "Serving a team").
+    # Size: workers x DATABASE_POOL_MAX <= max_connections minus headroom (docs/deployment.md, "Database connections").
     _threads = int(os.environ.get("GUNICORN_THREADS", "4"))
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool, not Django, keeps connections open
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -163,7 +163,7 @@ RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "10000
 
 # PostgreSQL: a large qrels import checks its rows' foreign keys set-wise, in one statement per referenced table,
 # instead of by one trigger per row at commit, when the database role may set session_replication_role
-# (a superuser, or PostgreSQL 15+ after GRANT SET ON PARAMETER session_replication_role; see the README).
+# (a superuser, or PostgreSQL 15+ after GRANT SET ON PARAMETER session_replication_role; see docs/deployment.md).
 # 0 keeps PostgreSQL's per-row checks for every import.
 RELJUDGE_IMPORT_SET_CHECKS = env_bool("RELJUDGE_IMPORT_SET_CHECKS", True)
 
