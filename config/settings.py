@@ -116,7 +116,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # with threads x processes until PostgreSQL refused clients (issue 10). Instead every process keeps
     # a bounded psycopg pool: a request borrows a connection and returns it when it ends, and a request
     # that finds the pool exhausted waits up to DATABASE_POOL_TIMEOUT seconds instead of failing.
-    # Size: workers x DATABASE_POOL_MAX <= max_connections minus headroom (README, "Serving a team").
+    # Size: workers x DATABASE_POOL_MAX <= max_connections minus headroom (docs/deployment.md, "Database connections").
     _threads = int(os.environ.get("GUNICORN_THREADS", "4"))
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool, not Django, keeps connections open
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

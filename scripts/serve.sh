@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Serve RelJudge for a team: check migrations, collect static files, start the task worker(s) and gunicorn.
 #
-# Environment (README, "Configuration"): HOST (127.0.0.1), PORT (8000), WEB_CONCURRENCY (gunicorn worker
+# Environment (docs/settings.md): HOST (127.0.0.1), PORT (8000), WEB_CONCURRENCY (gunicorn worker
 # processes, default: the number of CPUs), GUNICORN_THREADS (threads per process, 4), RELJUDGE_TASK_WORKERS
 # (db_worker processes started beside gunicorn for imports, policy switches and significance tests, 1; 0 on
 # an app server whose jobs run elsewhere), RELJUDGE_MODEL_WORKERS (db_worker processes for model judges' runs,

@@ -20,6 +20,29 @@ from judging.services import (
 )
 from tests.data import DOCS, RUN_BM25, RUN_DENSE, TINY_DOCS, TINY_QRELS, TINY_RUNS, TINY_TOPICS, TOPICS
 
+TESTS = Path(__file__).resolve().parent
+
+# The slow lane (`pytest -m "not slow"` leaves it out; CI runs everything): what starts a browser or real
+# servers, the schemathesis run over the whole API, and single tests measured above 5 s (--durations).
+SLOW_DIRECTORIES = {"browser", "serving"}
+SLOW_MODULES = {"judging/test_api_schema.py"}
+SLOW_TESTS = {"i18n/test_korean_demo.py::test_korean_demo_leaves_the_english_demo_alone"}  # loads both demos
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(item.path).resolve()
+        if not path.is_relative_to(TESTS):
+            continue
+        relative = path.relative_to(TESTS)
+        if (
+            relative.parts[0] in SLOW_DIRECTORIES
+            or relative.as_posix() in SLOW_MODULES
+            or f"{relative.as_posix()}::{item.originalname}" in SLOW_TESTS
+            or item.get_closest_marker("browser")
+        ):
+            item.add_marker(pytest.mark.slow)
+
 
 def pytest_sessionstart(session):
     # The translations are compiled by scripts/setup.sh; a test run without it (or after a .po changed)

@@ -2,12 +2,14 @@
 
 The strings are extracted from the code as it is now (Django's makemessages, GNU gettext's xgettext,
 into a copy of locale/), not read from the committed catalog, so a string marked in the code but never
-brought into locale/ko/LC_MESSAGES/ by scripts/i18n.sh fails here too.
+brought into locale/ko/LC_MESSAGES/ by scripts/i18n.sh fails here too. The catalogs are stored once, as the
+.po files Django compiles; a merge that left two versions of an entry is refused by the compiler.
 """
 
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -84,7 +86,7 @@ def test_korean_catalog_translates_every_marked_string(extracted, domain):
     )
     assert not problems, (
         f"{catalog_path.relative_to(ROOT)}: {len(problems)} string(s) need a Korean translation "
-        "(add them to locale/ko/parts/<area>.po, then run scripts/i18n.sh):\n" + "\n".join(problems)
+        f"(run scripts/i18n.sh, then translate them in {catalog_path.relative_to(ROOT)}):\n" + "\n".join(problems)
     )
 
 
@@ -98,3 +100,56 @@ def test_korean_catalog_keeps_placeholders_and_plural_forms(domain):
     # Babel's checks: %(name)s placeholders of each translation match its msgid's.
     problems = [f"{_label(m)}: {e}" for m, errors in catalog.check() for e in errors]
     assert not problems, "\n".join(problems)
+
+
+def test_each_catalog_is_stored_once_as_the_file_django_compiles():
+    catalogs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "locale").rglob("*.po"))
+    assert catalogs == ["locale/ko/LC_MESSAGES/django.po", "locale/ko/LC_MESSAGES/djangojs.po"]
+
+
+COMPILER = runpy.run_path(str(ROOT / "scripts" / "compile_messages.py"))
+HEADER = (
+    'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n"Plural-Forms: nplurals=1; plural=0;\\n"\n\n'
+)
+
+
+def test_strings_added_on_two_branches_and_merged_side_by_side_compile(tmp_path):
+    """What git's union merge makes of two branches that each appended a string: both entries, no blank line."""
+    po = tmp_path / "locale" / "ko" / "LC_MESSAGES" / "django.po"
+    po.parent.mkdir(parents=True)
+    po.write_text(HEADER + 'msgid "Alpha"\nmsgstr "알파"\nmsgid "Beta"\nmsgstr "베타"\n', encoding="utf-8")
+    assert COMPILER["compile_all"](root=tmp_path) == [po.with_suffix(".mo")]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'msgid "Alpha"\nmsgstr "알파"\nmsgstr "알파!"\n',
+            "django.po:8: a second msgstr in the entry that starts at line 6",
+        ),
+        (
+            'msgid "Alpha"\nmsgstr "알파"\n\nmsgid "Beta"\nmsgstr "베타"\n\nmsgid "Alpha"\nmsgstr "알파!"\n',
+            'django.po:12: msgid "Alpha" is already defined at line 6',
+        ),
+        (
+            'msgctxt "grade"\nmsgid "Alpha"\nmsgstr "알파"\n\nmsgctxt "grade"\nmsgid "Alpha"\nmsgstr "알파!"\n',
+            'django.po:10: msgid "Alpha" is already defined at line 6',
+        ),
+    ],
+)
+def test_a_merge_that_kept_two_versions_of_an_entry_is_refused(tmp_path, body, message):
+    po = tmp_path / "locale" / "ko" / "LC_MESSAGES" / "django.po"
+    po.parent.mkdir(parents=True)
+    po.write_text(HEADER + body, encoding="utf-8")
+    with pytest.raises(ValueError, match="broken translations") as refused:
+        COMPILER["compile_all"](root=tmp_path)
+    assert f"locale/ko/LC_MESSAGES/{message}" in str(refused.value)
+    assert not po.with_suffix(".mo").exists()
+
+
+def test_one_string_in_two_contexts_is_two_entries():
+    text = (
+        HEADER + 'msgctxt "a"\nmsgid "x"\nmsgstr "1"\n\nmsgctxt "b"\nmsgid "x"\nmsgstr "2"\n\nmsgid "x"\nmsgstr "3"\n'
+    )
+    assert COMPILER["doubled_entries"](text) == []

@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from rest_framework.authtoken.models import Token
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from judging.services import membership_add
-
-schemathesis = pytest.importorskip("schemathesis")
-from schemathesis import GenerationMode  # noqa: E402
-from schemathesis.checks import not_a_server_error  # noqa: E402
-from schemathesis.specs.openapi.checks import response_schema_conformance  # noqa: E402
 
 # Examples per operation: valid requests, then invalid ones (which must get a 4xx, never a 5xx).
 # About a minute for the whole API; raise it locally to search harder.
@@ -68,7 +67,6 @@ def keep_connection():
     request_finished.connect(close_old_connections)
 
 
-@pytest.mark.slow  # about 40 s; `pytest -m "not slow"` skips it locally, CI runs it
 def test_api_conforms_to_its_schema(world, keep_connection):
     from django.core.wsgi import get_wsgi_application
 

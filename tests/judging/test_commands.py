@@ -175,7 +175,10 @@ def test_readme_walkthrough_runs_as_written(db, tmp_path, monkeypatch, make_user
 def test_scripts_manage_runs_from_a_fresh_shell(tmp_path):
     """scripts/manage needs nothing exported: not the settings module, not a secret key, not an activated venv."""
     if not (ROOT / ".venv" / "bin" / "python").exists():
-        pytest.skip(f"{ROOT / '.venv'} is missing (scripts/quickstart.sh or scripts/setup.sh makes it)")
+        message = f"{ROOT / '.venv'} is missing (scripts/quickstart.sh or scripts/setup.sh makes it)"
+        if os.environ.get("RELJUDGE_REQUIRE_BROWSER") == "1" or os.environ.get("CI"):
+            pytest.fail(message)  # .ci/run makes it first: there this test must run
+        pytest.skip(message)
     keep = ("PATH", "HOME", "LANG", "TMPDIR")
     env = {k: v for k, v in os.environ.items() if k in keep}
     env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"

@@ -5,6 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
+import pytrec_eval
 
 from judging.formats import RankedList, format_qrels, format_run
 from judging.imports.parse import (
@@ -367,7 +368,6 @@ def test_parse_run_breaks_only_exact_ties_by_docid():
 
 @pytest.mark.parametrize("relevant", ["d10", "d9", "D1"])
 def test_parse_run_tie_order_matches_trec_eval(relevant):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     evaluator = pytrec_eval.RelevanceEvaluator({"1": {relevant: 1}}, {"recip_rank"})
 
     (run,) = parse_run(b"1 Q0 d10 1 1 t\n1 Q0 d9 2 1 t\n1 Q0 D1 3 1 t\n", filename="run.txt")["t"]

@@ -21,8 +21,8 @@ def _postgres_only():
 
 
 def test_40_concurrent_clients_get_no_errors_and_connections_stay_within_the_pool(site):
-    """The bug of issue 10: one persistent connection per server thread exhausted max_connections.
-    Now 2 processes x a pool of 3 is the most the server ever holds, whatever the number of clients."""
+    """One persistent connection per server thread would exhaust max_connections: 2 processes x a pool of 3
+    is the most the server ever holds, whatever the number of clients."""
     names = [f"cc{i}" for i in range(40)]
     site.seed(
         slug="conc",
@@ -78,7 +78,11 @@ def test_two_app_servers_share_postgres_and_redis(site):
     try:
         redis.Redis.from_url(redis_url, socket_timeout=3).flushdb()
     except redis.RedisError as exc:
-        pytest.skip(f"Redis not reachable at {redis_url}: {exc}")
+        message = f"Redis not reachable at {redis_url}: {exc} (start redis-server, or set RELJUDGE_TEST_REDIS_URL)"
+        # CI must run this test: there a missing Redis is a failure, not a skip.
+        if os.environ.get("RELJUDGE_REQUIRE_REDIS") == "1" or os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     site.seed(
         slug="two", leads=("two-lead",), annotators=("two-ann",), topics=TOPICS, docs=DOCS, runs=(RUN_BM25, RUN_DENSE)
     )
