@@ -152,7 +152,7 @@ def _serve_sh(site, port, **env):
     )
 
 
-def test_serve_sh_starts_gunicorn_and_a_task_worker_and_stops_both(site):
+def test_serve_sh_starts_gunicorn_and_the_task_workers_and_stops_them(site):
     port = free_port()
     proc = _serve_sh(site, port)
     try:
@@ -165,10 +165,12 @@ def test_serve_sh_starts_gunicorn_and_a_task_worker_and_stops_both(site):
         assert status == 200
         children = subprocess.run(["pgrep", "-g", str(proc.pid), "-a"], capture_output=True, text=True).stdout
         assert "gunicorn" in children and "db_worker" in children
+        # One worker for imports, policy switches and tests, one for model judges' runs.
+        assert "--queue-name default" in children and "--queue-name models" in children
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         out, _ = proc.communicate(timeout=60)
-    assert "Serving RelJudge at" in out and "with 1 x 2 threads and 1 task worker" in out
+    assert "Serving RelJudge at" in out and "with 1 x 2 threads, 1 task worker(s) and 1 model-run worker(s)" in out
     assert subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).returncode == 1  # all gone
 
 
