@@ -48,6 +48,7 @@ from judging.api.renderers import (
     judgments_csv,
     judgments_jsonl,
     leaderboard_csv,
+    leaderboard_json,
     qrels_text,
 )
 from judging.jobs import KINDS as JOB_KINDS
@@ -66,7 +67,6 @@ from judging.scoring import (
     Params,
     leaderboard,
     leaderboard_data,
-    leaderboard_json,
     measure_names,
     threshold_check,
     trust,

@@ -21,7 +21,6 @@ from judging.scoring.cache import (  # noqa: F401
     ScoreTable,
     leaderboard,
     leaderboard_data,
-    leaderboard_json,
     measure_names,
     process_caches_clear,
     score_queries,
