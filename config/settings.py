@@ -240,8 +240,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Django's database sessions and its AuthenticationMiddleware: a request reads its session, then its user (two
-# indexed reads, 0.1-0.2 ms of CPU; bench/judge_bench.py). Its checks of the session's password hash and of the
-# account stay Django's, upgraded with Django.
+# indexed reads). The checks of the session's password hash and of the account are Django's, upgraded with it.
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
