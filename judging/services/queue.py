@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging import selectors
+from judging.access import Member
 from judging.models import Assignment, Campaign, Judgment, Pair, User
 from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
 
@@ -118,7 +119,7 @@ class RecordedNext:
 
 def judgment_record_next(
     *,
-    member,
+    member: Member,
     pair: Pair,
     annotator: User,
     grade: int | None,
