@@ -240,6 +240,27 @@ async def phase(base, slug, web_names, api_names, tokens, api_pairs, seconds, th
 # --------------------------------------------------------------------------- checks and output
 
 
+def server_cpu(site: Site) -> float:
+    """CPU seconds used so far by gunicorn (its master and workers: the processes of its process group, and
+    the workers it has reaped), read from /proc (Linux)."""
+    master = site.processes[0].pid
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == master:  # pgrp (fields from the state on: state, ppid, pgrp, ...)
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+            if int(entry) == master:
+                total += int(fields[13]) + int(fields[14])  # cutime, cstime: reaped workers
+    return total / ticks
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -345,6 +366,7 @@ def main() -> None:
             # The targets assume the machine is ours: say how busy it was, as judge_bench.py does.
             load = os.getloadavg()[0]
             print(f"\n{label}, {args.seconds:.0f} s (load average {load:.1f} on {os.cpu_count()} CPUs at start):")
+            cpu_before = server_cpu(site)
             with site.connection_peak() as peak:
                 stats, elapsed = asyncio.run(
                     phase(
@@ -358,7 +380,12 @@ def main() -> None:
                         think_a if p == "a" else think_b,
                     )
                 )
+            cpu = server_cpu(site) - cpu_before
             report(stats, elapsed)
+            print(
+                f"  server CPU (gunicorn, every request and the lead's polls): {cpu:.1f} s, "
+                f"{1000 * cpu / max(1, stats.judgments):.2f} ms per judgment"
+            )
             lost = verify(site, slug, stats)
             print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
             errors = sum(stats.errors.values())

@@ -67,8 +67,7 @@ MIDDLEWARE = [
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    # Django's AuthenticationMiddleware, taking the user that judging.sessions read with the session.
-    "judging.sessions.SessionUserMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
     # A signed-in user's own choice of language (kept on their account) wins over the cookie and the browser.
     "judging.languages.UserLanguageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -255,8 +254,9 @@ FILE_UPLOAD_HANDLERS = [
 # Form fields other than files (the upload forms' few small fields).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 
-# Database sessions with the user's id beside them: a request reads its session and user in one query.
-SESSION_ENGINE = "judging.sessions"
+# Django's database sessions and its AuthenticationMiddleware: a request reads its session, then its user (two
+# indexed reads). The checks of the session's password hash and of the account are Django's, upgraded with it.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)

@@ -1,13 +1,23 @@
-"""ORM queries built and compiled once per process, then run as plain SQL with each call's values.
+"""The judging page's hottest reads, built with the ORM and compiled once per process, then run as plain SQL.
 
-The judging queue asks the same few queries on every request; only their values change (the annotator,
-the campaign's redundancy, the time, the pairs skipped). Building and compiling such a query with the ORM
-(filters, subqueries, expressions) cost more CPU than everything else in "record + next" together, so a
-query is built once per shape with a named placeholder (``Param``) wherever a value goes, compiled to SQL,
-and kept with the layout of its parameters; a call only fills in its values and runs the SQL.
+A shortcut around Django, kept only where it is measured: building and compiling these queries with the ORM
+costs more CPU than everything else in "record + next" together (the queue's next-pair query alone, a
+COALESCE of subqueries over the open pairs, takes ~20 ms to build and compile, where the whole request
+takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing else (a test keeps this list):
 
-A builder takes an ``Args``: ``Slots`` (placeholders, to make the template) or ``Values`` (the call's own
-values, for an ORM query run at once), so one builder serves both ways and the two cannot drift apart.
+- ``selectors.queue._pair_next``: the next pair of the queue, and with ``lock`` its progress figures;
+- ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
+- ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
+- ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
+
+Everything else reads and writes through the ORM. A query is built once per shape with a named placeholder
+(``Param``) wherever a value goes, compiled to SQL, and kept with the layout of its parameters; a call only
+fills in its values and runs the SQL, and rows become model instances through ``Model.from_db``, as the ORM
+loads them. A builder takes an ``Args``: ``Slots`` (placeholders, to make the template) or ``Values`` (the
+call's own values, for an ORM query run at once), so one builder serves both ways and the two cannot drift
+apart. tests/judging/test_compiled.py checks every query kept here, and the instances built from its rows,
+against the ORM: run it at every Django upgrade (this module relies on the SQL compiler's ``select`` and
+``as_sql``).
 """
 
 from __future__ import annotations
@@ -17,10 +27,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Expression, Field, IntegerField, Model, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.sql import DeleteQuery, UpdateQuery
 
 _INT = IntegerField()
 _INT64 = (-(2**63), 2**63 - 1)
@@ -134,17 +143,6 @@ class Compiled:
         converters = self._converters()
         return [self._converted(row, converters) for row in rows]
 
-    def inserted_id(self, values: dict) -> int:
-        """Run an INSERT (compiled_insert's) for these values: the new row's primary key."""
-        params = self._params(values)
-        if params is None:
-            raise ValueError("a whole number out of the database's range")
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, params)
-            if connection.features.can_return_columns_from_insert:
-                return cursor.fetchone()[0]
-            return connection.ops.last_insert_id(cursor, self.columns[0], self.columns[1])
-
     def _converted(self, row, converters) -> list:
         row = list(row)
         for i, fns in converters:
@@ -153,15 +151,6 @@ class Compiled:
                 value = fn(value, self.columns[i], connection)
             row[i] = value
         return row
-
-    def rowcount(self, values: dict) -> int:
-        """Run an UPDATE or DELETE for these values: how many rows it changed."""
-        params = self._params(values)
-        if params is None:
-            return 0
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, params)
-            return cursor.rowcount
 
     def _converters(self) -> list:
         found = self.converters.get(connection.alias)
@@ -203,37 +192,6 @@ def compiled_select(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
     return _once(key, compile_)
 
 
-def compiled_insert(model: type[Model], names: Sequence[str]) -> Compiled:
-    """INSERT one row of ``model`` with values for the fields (attnames) ``names``, returning its primary key
-    (Compiled.inserted_id). The values are prepared as the ORM prepares them for saving; defaults and
-    auto_now fields are the caller's to pass: no Model.save() runs (the models here have no save() logic or
-    signals)."""
-
-    def compile_() -> Compiled:
-        meta, qn = model._meta, connection.ops.quote_name
-        fields = [meta.get_field(name) for name in names]
-        sql = (
-            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) "
-            f"VALUES ({', '.join(['%s'] * len(fields))})"
-        )
-        if connection.features.can_return_columns_from_insert:
-            sql += f" RETURNING {qn(meta.pk.column)}"
-        slots = tuple(_Slot(name, _SaveAs(f)) for name, f in zip(names, fields, strict=True))
-        return Compiled(sql, slots, (meta.db_table, meta.pk.column))
-
-    return _once(("insert", model._meta.label, *names), compile_)
-
-
-class _SaveAs:
-    """A field's value prepared for saving (get_db_prep_save), where a query's value is prepared for lookups."""
-
-    def __init__(self, field: Field):
-        self.field = field
-
-    def get_db_prep_value(self, value, connection, prepared=False):
-        return self.field.get_db_prep_save(value, connection)
-
-
 def model_columns(model: type[Model], path: str = "") -> list[str]:
     """The values_list() names of every concrete field of ``model`` (reached through ``path``, e.g. "query__"),
     in the order model_from reads them."""
@@ -244,31 +202,4 @@ def model_from(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model
     """The ``model`` instance of a row's columns from ``start`` on (model_columns' order), as the ORM loads
     one; and where its columns end."""
     end = start + len(model._meta.concrete_fields)
-    return model.from_db("default", [f.attname for f in model._meta.concrete_fields], row[start:end]), end
-
-
-def compiled_update(key: tuple, build: Callable[[], tuple[QuerySet, dict]]) -> Compiled:
-    """The UPDATE that ``qs.update(**values)`` runs, for ``qs, values = build()`` (built with Slots),
-    compiled once per process for ``key`` as compiled_select's."""
-
-    def compile_() -> Compiled:
-        qs, values = build()
-        query = qs.query.chain(UpdateQuery)
-        query.add_update_values(values)
-        sql, params = query.get_compiler(using=qs.db).as_sql()
-        return Compiled(sql, tuple(params))
-
-    return _once(key, compile_)
-
-
-def compiled_delete(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
-    """The DELETE of the rows of ``build()`` (built with Slots), compiled once per process for ``key`` as
-    compiled_select's: for rows nothing refers to and no signal watches (the ORM's fast delete)."""
-
-    def compile_() -> Compiled:
-        qs = build()
-        query = qs.query.chain(DeleteQuery)
-        sql, params = query.get_compiler(using=qs.db).as_sql()
-        return Compiled(sql, tuple(params))
-
-    return _once(key, compile_)
+    return model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in model._meta.concrete_fields], row[start:end]), end

@@ -9,7 +9,6 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.models import User as Account
-from django.contrib.sessions.base_session import AbstractBaseSession
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
@@ -688,25 +687,3 @@ class OnlineMetric(models.Model):
 
     def __str__(self) -> str:
         return f"{self.system} {self.metric}={self.value:g}"
-
-
-class UserSession(AbstractBaseSession):
-    """A browser's session (Django's database session), with the signed-in user beside its data, so that a
-    request reads its session and its user in one query (judging.sessions)."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_index=True
-    )
-
-    class Meta:
-        verbose_name = _("session")
-        verbose_name_plural = _("sessions")
-
-    def __str__(self) -> str:
-        return self.session_key
-
-    @classmethod
-    def get_session_store_class(cls):
-        from judging.sessions import SessionStore
-
-        return SessionStore

@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
@@ -114,22 +114,19 @@ def grades_json() -> RawSQL:
     return RawSQL(_GRADES_JSON[connection.vendor], (), output_field=TextField())
 
 
+_GRADE_FIELDS = ("id", "campaign_id", "value", "name", "description", "examples")
+
+
 def grades_parse(campaign: Campaign, text: str | None) -> list[Grade]:
     """The Grade objects of ``grades_json``'s text, lowest grade first, named as ``grade_list`` names them
     (the default scale in the active language; for display and as foreign keys, never saved)."""
-    grades = [
-        Grade(
-            id=gid,
-            campaign=campaign,
-            value=value,
-            name=grade_text_shown(name),
-            description=grade_text_shown(description),
-            examples=examples,
-        )
-        for gid, value, name, description, examples in json.loads(text or "[]")
-    ]
-    for g in grades:
-        g._state.adding, g._state.db = False, "default"
+    grades = []
+    for gid, value, name, description, examples in json.loads(text or "[]"):
+        # Loaded as the ORM loads a row: a saved grade, with its campaign already at hand.
+        grade = Grade.from_db(DEFAULT_DB_ALIAS, _GRADE_FIELDS, [gid, campaign.id, value, name, description, examples])
+        grade.campaign = campaign
+        grade.name, grade.description = grade_text_shown(name), grade_text_shown(description)
+        grades.append(grade)
     return sorted(grades, key=lambda g: g.value)
 
 

@@ -56,7 +56,9 @@ from judging.services.judgments import (  # noqa: F401
 from judging.services.online import online_clear, online_import  # noqa: F401
 from judging.services.queue import (  # noqa: F401
     ASSIGNMENT_MINUTES,
+    RecordedNext,
     hold_release,
+    judgment_record_next,
     pair_assign,
     pair_assign_locked,
     pair_hold,

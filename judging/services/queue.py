@@ -1,22 +1,18 @@
-"""The judging queue's writes: holding a pair on an annotator's screen (Assignment)."""
+"""The judging queue's writes: holding a pair on an annotator's screen (Assignment), and "record + next"."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import DateTimeField, Exists
 from django.utils import timezone
 
 from judging import selectors
-from judging.compiled import Slots, compiled_update
-from judging.models import (
-    Assignment,
-    Campaign,
-    Pair,
-    User,
-)
-from judging.services.judgments import hold_delete, pair_lock
+from judging.access import Member
+from judging.models import Assignment, Campaign, Judgment, Pair, User
+from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
 
 ASSIGNMENT_MINUTES = 15
 
@@ -72,14 +68,14 @@ def pair_assign_locked(
     *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude=(), judged: Pair
 ) -> selectors.NextPair | None:
     """pair_assign inside the transaction that has just recorded ``annotator``'s judgment of ``judged``
-    (judgment_record(locked=True, keep_hold=True)): two statements in the usual case.
+    (judgment_record(locked=True, keep_hold=True)): three statements in the usual case.
 
     The next pair is chosen and locked in one query (SKIP LOCKED: a pair another request holds locked is
-    passed over, never waited for, so two such transactions cannot deadlock), and the annotator's hold
-    moves to it with one UPDATE whose condition re-checks, in a snapshot taken after the lock, that the
-    pair is still open to them. Returns None when this could not settle it (nothing unlocked is left,
-    the queue mode is "pairs that matter most", or the pair was taken meanwhile): the hold on ``judged``
-    is released, and the caller calls pair_assign once its transaction is committed."""
+    passed over, never waited for, so two such transactions cannot deadlock); a read in a snapshot taken
+    after the lock re-checks that the pair is still open to them, and one UPDATE moves their hold to it.
+    Returns None when this could not settle it (nothing unlocked is left, the queue mode is "pairs that
+    matter most", or the pair was taken meanwhile): the hold on ``judged`` is released, and the caller
+    calls pair_assign once its transaction is committed."""
     if campaign.queue_mode != Campaign.QueueMode.MATTER:
         found = selectors.pair_next(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
@@ -94,21 +90,94 @@ def pair_assign_locked(
 
 
 def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
-    """Move the annotator's hold in the campaign to ``pair_id`` if that pair is still open to them (one
-    UPDATE, compiled once per process: judging.compiled); how many holds moved (0 or 1)."""
-    overlap = bool(campaign.overlap_percent)
-
-    def build():
-        args = Slots({**selectors.QUEUE_FIELDS, "expires_at": DateTimeField()})
-        holds = Assignment.objects.filter(campaign_id=args["campaign_id"], annotator_id=args["annotator_id"])
-        is_open = Exists(selectors.open_pair_of(args, overlap=overlap))
-        return holds.filter(is_open), {"pair_id": args["pair_id"], "expires_at": args["expires_at"]}
-
-    values = selectors.queue_values(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id)
-    values["expires_at"] = values["now"] + timedelta(minutes=ASSIGNMENT_MINUTES)
-    return compiled_update(("hold_move", overlap), build).rowcount(values)
+    """Move the annotator's hold in the campaign to ``pair_id`` if that pair is still open to them, checked
+    under the pair's lock (taken by the caller: every writer of a pair's holds and judgments takes it
+    first, so nothing changes that answer until the commit); how many holds moved (0 or 1)."""
+    if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
+        return 0
+    return Assignment.objects.filter(campaign_id=campaign.id, annotator_id=annotator.id).update(
+        pair_id=pair_id, expires_at=timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)
+    )
 
 
 def hold_release(*, annotator: User, pair: Pair) -> None:
     """Release the annotator's hold on ``pair`` (judged now: it must not count twice toward redundancy)."""
     hold_delete(annotator_id=annotator.id, pair_id=pair.id)
+
+
+@dataclass(frozen=True)
+class RecordedNext:
+    """What "record + next" did: the judgment recorded, and the pair the annotator goes on to."""
+
+    recorded: JudgmentRecorded
+    pair: Pair | None  # the next pair (its campaign, query and document loaded), or None: nothing left
+    from_history: bool = False  # the pair judged after the one just changed, in the annotator's history
+    judgment: Judgment | None = None  # the annotator's judgment of ``pair`` (a pair of the history)
+    neighbours: tuple[int | None, int | None] | None = None  # public ids of Back and Forward (the history)
+    was_skipped: bool = False  # the queue holds nothing else: a pair skipped earlier comes back
+
+
+def judgment_record_next(
+    *,
+    member: Member,
+    pair: Pair,
+    annotator: User,
+    grade: int | None,
+    unsure: bool,
+    tentative_grade: int | None,
+    note: str,
+    seconds_spent: float,
+    version: str | None,
+    exclude: Sequence[int] = (),
+) -> RecordedNext:
+    """The judging page's "record + next": record ``annotator``'s judgment of ``pair`` and choose (and hold)
+    the pair they go on to. ``member``: their access.Member of the pair's campaign; ``exclude``: the pairs
+    they skipped (they come back at the end of the queue).
+
+    One transaction: the pair is locked, the judgment written and the pair's label refreshed
+    (judgment_record), and then either the following pair of the annotator's history is read (they were
+    changing an earlier judgment: on like a browser's Forward) or the next pair of the queue is chosen
+    and the annotator's hold moved to it (pair_assign_locked). When the queue could not be settled inside
+    the transaction, pair_assign does it after the commit. Raises JudgmentConflict, ValidationError and
+    PermissionDenied as judgment_record does, having written nothing."""
+    campaign = member.campaign
+    with transaction.atomic():
+        pair_lock(pair_id=pair.id)
+        recorded = judgment_record(
+            pair=pair,
+            annotator=annotator,
+            grade=grade,
+            unsure=unsure,
+            tentative_grade=tentative_grade,
+            note=note,
+            seconds_spent=seconds_spent,
+            version=version,
+            member=member,
+            locked=True,
+            keep_hold=True,
+        )
+        if not recorded.created:
+            # A judgment changed on the way back through the history (the annotator holds no pair they have
+            # judged, so there is no hold to release): on to the next pair of the history, with the
+            # annotator's judgment of it, its neighbours and the progress figures read in the same query.
+            following = selectors.judgment_following_pair(
+                campaign=campaign, annotator=annotator, judgment=recorded.judgment
+            )
+            # (A following pair no longer pooled cannot be shown: on along the queue instead.)
+            if following is not None and following.pooled:
+                following.campaign = campaign
+                return RecordedNext(
+                    recorded,
+                    following,
+                    from_history=True,
+                    judgment=following.judgment_of_annotator,
+                    neighbours=(pair.public_id, following.next_in_history),
+                )
+        found = pair_assign_locked(
+            campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, judged=pair
+        )
+    if found is None:
+        found = pair_assign(campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude)
+    if found.pair is not None:
+        found.pair.campaign = campaign
+    return RecordedNext(recorded, found.pair, was_skipped=found.was_skipped)

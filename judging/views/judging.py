@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,9 +23,9 @@ from judging.services import (
     JudgmentConflict,
     judgment_intent,
     judgment_record,
+    judgment_record_next,
     judgment_version,
     pair_assign,
-    pair_assign_locked,
     pair_hold,
 )
 
@@ -83,9 +82,9 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def _record(request, member: Member, pair: Pair, *, locked: bool = False, keep_hold: bool = False) -> Outcome:
-    """Validate and record the posted judgment (``locked``/``keep_hold``: see judgment_record)."""
-    campaign = member.campaign
+def _posted(request) -> tuple[dict, dict | None, list[str]]:
+    """The posted judgment: what was typed (to show it again), the values to record (or None) and the
+    errors that stop it, each naming its field."""
     form = JudgmentForm(request.POST)
     raw = {
         "grade": request.POST.get("grade", ""),
@@ -93,19 +92,13 @@ def _record(request, member: Member, pair: Pair, *, locked: bool = False, keep_h
         "tentative_grade": request.POST.get("tentative_grade", ""),
         "note": request.POST.get("note", ""),
     }
-
-    def invalid(errors: list[str]) -> Outcome:
-        current = selectors.judgment_current(pair=pair, annotator=request.user)
-        return Outcome("invalid", current, current is not None, values=raw, errors=errors)
-
     if not form.is_valid():
-        return invalid(
-            [
-                f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
-                for name, errs in form.errors.items()
-                for e in errs
-            ]
-        )
+        errors = [
+            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
+            for name, errs in form.errors.items()
+            for e in errs
+        ]
+        return raw, None, errors
     data = form.cleaned_data
     try:
         wanted = judgment_intent(
@@ -115,32 +108,39 @@ def _record(request, member: Member, pair: Pair, *, locked: bool = False, keep_h
             note=data.get("note"),
         )
     except ValidationError as exc:
-        return invalid(exc.messages)
+        return raw, None, exc.messages
+    return raw, {**wanted, "seconds_spent": data["seconds"], "version": data["version"]}, []
+
+
+def _invalid(request, pair: Pair, raw: dict, errors: list[str]) -> Outcome:
+    current = selectors.judgment_current(pair=pair, annotator=request.user)
+    return Outcome("invalid", current, current is not None, values=raw, errors=errors)
+
+
+def _saved(request, campaign: Campaign, pair: Pair, recorded, wanted: dict) -> Outcome:
+    """The Outcome of a recorded judgment; the pair is no longer among the annotator's skipped ones."""
+    skips = _skips(request, campaign)
+    if pair.id in skips:
+        _skips_set(request, campaign, [p for p in skips if p != pair.id])
+    values = {name: wanted[name] for name in ("grade", "unsure", "tentative_grade", "note")}
+    return Outcome("saved", recorded.judgment, not recorded.created, recorded.changed, values=values)
+
+
+def _record(request, member: Member, pair: Pair) -> Outcome:
+    """Validate and record the posted judgment."""
+    raw, wanted, errors = _posted(request)
+    if wanted is None:
+        return _invalid(request, pair, raw, errors)
     try:
         # The service compares the form's version with the judgment under the pair's lock: changed
         # elsewhere since this form was drawn (another tab, the API) and different from this choice, it
         # saves nothing; the page says so, keeps the new choice on screen, and a second press saves it.
-        recorded = judgment_record(
-            pair=pair,
-            annotator=request.user,
-            grade=wanted["grade"],
-            unsure=wanted["unsure"],
-            tentative_grade=wanted["tentative_grade"],
-            note=wanted["note"],
-            seconds_spent=data["seconds"],
-            version=data["version"],
-            member=member,
-            locked=locked,
-            keep_hold=keep_hold,
-        )
+        recorded = judgment_record(pair=pair, annotator=request.user, member=member, **wanted)
     except JudgmentConflict as exc:
         return Outcome("conflict", exc.judgment, True, values=raw)
     except ValidationError as exc:
-        return invalid(exc.messages)
-    skips = _skips(request, campaign)
-    if pair.id in skips:
-        _skips_set(request, campaign, [p for p in skips if p != pair.id])
-    return Outcome("saved", recorded.judgment, not recorded.created, recorded.changed, values=wanted)
+        return _invalid(request, pair, raw, exc.messages)
+    return _saved(request, member.campaign, pair, recorded, wanted)
 
 
 def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
@@ -231,34 +231,6 @@ def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -
     return nxt, {"judgment": None, "was_skipped": was_skipped}, False
 
 
-def _after_recorded(request, campaign: Campaign, pair: Pair, judgment: Judgment | None):
-    """_after for judge_record, inside the transaction that recorded the judgment with the pair locked and
-    the annotator's hold kept (judgment_record(locked=True, keep_hold=True)): the next pair of the queue
-    is chosen and held in that same transaction (pair_assign_locked). Returns _after's triple, or None
-    when the queue's next pair is to be assigned after the commit (pair_assign)."""
-    if judgment is not None:
-        # A judgment changed on the way back through the history (the annotator holds no pair they have
-        # judged, so there is no hold to release): on to the next pair of the history, with the annotator's
-        # judgment of it, its neighbours and the progress figures read in the same query.
-        following = selectors.judgment_following_pair(campaign=campaign, annotator=request.user, judgment=judgment)
-        # (A following pair no longer pooled cannot be shown: on along the queue instead.)
-        if following is not None and following.pooled:
-            following.campaign = campaign
-            mine = following.judgment_of_annotator
-            return following, {"judgment": mine, "neighbours": (pair.public_id, following.next_in_history)}, True
-    found = pair_assign_locked(
-        campaign=campaign,
-        annotator=request.user,
-        current_query_id=pair.query_id,
-        exclude=_skips(request, campaign),
-        judged=pair,
-    )
-    if found is None:
-        return None
-    found.pair.campaign = campaign
-    return found.pair, {"judgment": None, "was_skipped": found.was_skipped}, False
-
-
 @campaign_view
 @require_http_methods(["GET", "HEAD"])
 def judge(request, member: Member):
@@ -301,18 +273,25 @@ def judge_hold(request, member: Member, public_id: int):
 @logged_in
 @require_POST
 def judge_record(request, slug: str, public_id: int):
-    """Record (or change) the annotator's judgment of one pair, then show the next pair.
-
-    One transaction: the pair is looked up with the campaign, the caller's role and the scale and locked,
-    the judgment written, its label refreshed, and the next pair of the queue chosen and held: at most
-    11 SQL statements in all, session and user included (tests/judging/test_views.py holds that count)."""
-    with transaction.atomic():
-        member, pair = campaign_member_pair(request, slug, public_id, lock=True)
-        campaign, grades = member.campaign, member.grades
-        outcome = _record(request, member, pair, locked=True, keep_hold=True)
-        after = None
-        if outcome.status == "saved":
-            after = _after_recorded(request, campaign, pair, outcome.judgment if outcome.existed else None)
+    """Record (or change) the annotator's judgment of one pair, then show the next pair
+    (services.judgment_record_next: one transaction; tests/judging/test_views.py holds its SQL count)."""
+    member, pair = campaign_member_pair(request, slug, public_id)
+    campaign, grades = member.campaign, member.grades
+    raw, wanted, errors = _posted(request)
+    after = None
+    if wanted is None:
+        outcome = _invalid(request, pair, raw, errors)
+    else:
+        try:
+            after = judgment_record_next(
+                member=member, pair=pair, annotator=request.user, exclude=_skips(request, campaign), **wanted
+            )
+        except JudgmentConflict as exc:  # see _record
+            outcome = Outcome("conflict", exc.judgment, True, values=raw)
+        except ValidationError as exc:
+            outcome = _invalid(request, pair, raw, exc.messages)
+        else:
+            outcome = _saved(request, campaign, pair, after.recorded, wanted)
     if outcome.status == "invalid":
         ctx = _workspace(
             request,
@@ -343,10 +322,11 @@ def judge_record(request, slug: str, public_id: int):
         "changed": outcome.changed,
         "note": bool(outcome.values["note"]),
     }
-    if after is None:
-        nxt, was_skipped = _next_pair(request, campaign, after=pair)
-        after = nxt, {"judgment": None, "was_skipped": was_skipped}, False
-    nxt, extra, in_history = after
+    nxt, in_history = after.pair, after.from_history
+    if in_history:
+        extra = {"judgment": after.judgment, "neighbours": after.neighbours}
+    else:
+        extra = {"judgment": None, "was_skipped": after.was_skipped}
     target = reverse("judging:judge", args=[campaign.slug])
     target = f"{target}?pair={nxt.public_id}" if in_history else target
     if not request.htmx:

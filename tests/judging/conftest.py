@@ -8,10 +8,13 @@ from django.db import connection
 
 @pytest.fixture(autouse=True)
 def _fresh_score_caches():
-    """Each test starts with empty in-process score caches, like a freshly started server process."""
+    """Each test starts with empty in-process score caches and leaderboard texts, like a freshly started
+    server process."""
     from judging import scoring
+    from judging.api import renderers
 
     scoring.process_caches_clear()
+    renderers.text_caches_clear()
     yield
 
 

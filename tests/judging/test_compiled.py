@@ -1,16 +1,96 @@
-"""Queries compiled once and run as plain SQL (judging.compiled) answer exactly as the ORM query they came from."""
+"""The shortcut around the ORM (judging.compiled): each query kept there answers exactly as the ORM query it
+came from, and builds the model instances the ORM builds. Run at every Django upgrade."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from django.db import transaction
+from django.test import RequestFactory
 from django.utils import timezone
 
 from judging import selectors
+from judging.access import campaign_member_pair
 from judging.compiled import Slots, Values, compiled_select
-from judging.models import Assignment, Document, Pair
-from judging.selectors.queue import QUEUE_FIELDS, _open_pairs_of, queue_values
+from judging.models import Assignment, Campaign, Document, Pair, Query
+from judging.selectors.queue import (
+    QUEUE_FIELDS,
+    _open_pairs_of,
+    _pair_next_of,
+    open_pair_of,
+    pair_from_row,
+    queue_values,
+)
+from judging.services import judgment_record, membership_add
+from judging.services.judgments import _pair_state, _pair_state_of
+
+
+def _same_instance(built, orm) -> None:
+    """``built`` is what the ORM loads: the same class and field values, and saved state (not an instance
+    to insert, from the default database)."""
+    assert type(built) is type(orm) and built == orm
+    fields = [f.attname for f in type(orm)._meta.concrete_fields]
+    assert [getattr(built, f) for f in fields] == [getattr(orm, f) for f in fields]
+    assert (built._state.adding, built._state.db) == (orm._state.adding, orm._state.db) == (False, "default")
+
+
+@pytest.mark.parametrize("lock", [False, True])
+@pytest.mark.parametrize("current", [False, True])
+@pytest.mark.parametrize("skipped", [False, True])
+def test_compiled_pair_next_is_the_orm_query(pooled, annotator, current, skipped, lock):
+    """_pair_next's template, run with this call's values, answers the row the same query built by the ORM
+    with the values themselves answers; its pair, query and document are the ORM's instances."""
+    first = Pair.objects.filter(campaign=pooled).order_by("id").first()
+    shape = {"current": current, "levels": pooled.redundancy, "overlap": False, "exclude": skipped, "lock": lock}
+    values = queue_values(
+        campaign=pooled,
+        annotator_id=annotator.id,
+        current_query_id=first.query_id if current else None,
+        exclude=[first.id] if skipped else [],
+        **{f"level{level}": level for level in range(pooled.redundancy)},
+    )
+    with transaction.atomic():
+        template = compiled_select(
+            ("test_pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape)
+        )
+        row = template.first(values)
+        orm_row = next(iter(_pair_next_of(Values(QUEUE_FIELDS, **values), **shape)))
+    assert row == list(orm_row)
+    pair, _end = pair_from_row(row)
+    loaded = Pair.objects.select_related("query", "document").get(id=pair.id)
+    for built, orm in ((pair, loaded), (pair.query, loaded.query), (pair.document, loaded.document)):
+        _same_instance(built, orm)
+    assert not skipped or pair.id != first.id
+
+
+def test_compiled_instances_save_as_the_orms(pooled, annotator):
+    """A pair built from a compiled row is saved by an UPDATE of its row, as one the ORM loaded."""
+    pair = selectors.pair_next(campaign=pooled, annotator=annotator).pair
+    pair.gold_label = 1
+    pair.save(update_fields=["gold_label"])
+    pair.query.text = "changed"
+    pair.query.save()
+    assert Pair.objects.count() == 5 and Pair.objects.get(id=pair.id).gold_label == 1
+    assert Query.objects.get(id=pair.query_id).text == "changed"
+
+
+def test_compiled_member_pair_is_the_orms(pooled, annotator):
+    """access.campaign_member_pair: the pair (query, document, campaign) and the scale the ORM loads."""
+    pair = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").first()
+    request = RequestFactory().get("/")
+    request.user = annotator
+    member, built = campaign_member_pair(request, pooled.slug, pair.public_id, lock=False)
+    loaded = Pair.objects.select_related("query", "document", "campaign").get(id=pair.id)
+    for b, orm in ((built, loaded), (built.query, loaded.query), (built.document, loaded.document)):
+        _same_instance(b, orm)
+    _same_instance(member.campaign, Campaign.objects.get(id=pooled.id))
+    scale = list(pooled.grades.order_by("value"))
+    for b, orm in zip(member.grades, scale, strict=True):
+        _same_instance(b, orm)
+    assert member.role == "annotator"
 
 
 def test_compiled_pair_next_loads_the_pair_query_and_document_as_the_orm_does(pooled, annotator):
@@ -64,3 +144,42 @@ def test_compiled_skips_and_holds_match_the_orm(pooled, annotator, make_user):
     # Two days later the hold has lapsed: the time is a parameter, compared as the ORM compares it.
     compiled, orm = _open_ids(pooled, annotator, now=timezone.now() + timedelta(days=2))
     assert compiled == orm == {p.id for p in pairs}
+
+
+def test_compiled_pair_state_is_the_orm_query(pooled, annotator, make_user):
+    """services.judgments._pair_state: the rows the ORM query answers, converted alike (a datetime, a bool),
+    with a judgment of the annotator's, another's, and none."""
+    pair = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").first()
+    other = make_user("other")
+    membership_add(campaign=pooled, user=other, role="annotator")
+    for who in ([], [annotator], [annotator, other]):
+        for user in who:
+            judgment_record(pair=pair, annotator=user, grade=1, note="seen")
+        built = _pair_state(pair_id=pair.id, annotator_id=annotator.id)
+        orm = [list(row) for row in _pair_state_of(Values(pair_id=pair.id, annotator_id=annotator.id))]
+        assert sorted(built, key=str) == sorted(orm, key=str) and len(built) == max(1, len(who))
+
+
+@pytest.mark.parametrize("open_", [True, False])
+def test_compiled_pair_is_open_is_the_orm_query(pooled, annotator, open_):
+    pair = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").first()
+    if not open_:
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    values = queue_values(campaign=pooled, annotator_id=annotator.id, pair_id=pair.id)
+    orm = open_pair_of(Values(QUEUE_FIELDS, **values), overlap=False).exists()
+    assert selectors.pair_is_open(campaign=pooled, annotator_id=annotator.id, pair_id=pair.id) is orm is open_
+
+
+def test_compiled_is_used_only_where_its_docstring_says():
+    """A new shortcut around the ORM is a decision to measure and list in judging/compiled.py, not a habit."""
+    import judging.compiled
+
+    root = Path(judging.compiled.__file__).parent
+    users = {
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if path.name != "compiled.py" and re.search(r"^from judging\.compiled import", path.read_text(), re.M)
+    }
+    assert users == {"judging/selectors/queue.py", "judging/services/judgments.py", "judging/access.py"}
+    for user in ("selectors.queue._pair_next", "selectors.queue.pair_is_open", "services.judgments._pair_state"):
+        assert f"``{user}``" in judging.compiled.__doc__

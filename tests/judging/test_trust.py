@@ -9,6 +9,7 @@ import pytrec_eval
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from judging.api import renderers
 from judging.models import Campaign
 from judging.scoring import Params, leaderboard, leaderboard_data, trust
 from judging.services import documents_import, membership_add
@@ -426,7 +427,7 @@ def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
 
     def texts():
         return [
-            scoring.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
+            renderers.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
             for r in requests
         ]
 

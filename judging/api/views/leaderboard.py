@@ -17,7 +17,7 @@ from judging import params
 from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanSeeLeaderboard, access
-from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv
+from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json
 from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
 from judging.jobs import significance_get
 from judging.models import Campaign
@@ -26,7 +26,6 @@ from judging.scoring import (
     TESTS,
     leaderboard,
     leaderboard_data,
-    leaderboard_json,
     measure_names,
     trust,
 )
