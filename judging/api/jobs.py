@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from judging.api.serializers import AsciiIntegerField
 from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start
 from judging.models import Job
 
@@ -85,7 +86,7 @@ class JudgeRunSerializer(serializers.Serializer):
     pairs = serializers.CharField(
         default="unjudged", max_length=40, help_text="unjudged (by this judge), all, or sample:N."
     )
-    seed = serializers.IntegerField(default=0, help_text="Random seed of sample:N.")
+    seed = AsciiIntegerField(default=0, help_text="Random seed of sample:N.")
 
 
 def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Response:

@@ -419,7 +419,7 @@ def pairs_to_judge(*, campaign: Campaign, judge, mode: str = "unjudged", seed: i
         done = set(Judgment.objects.filter(pair__campaign=campaign, annotator=judge).values_list("pair_id", flat=True))
         return [pid for pid in pooled.values_list("id", flat=True) if pid not in done]
     kind, _, n = mode.partition(":")
-    if kind != "sample" or not n.isdigit() or int(n) < 1:
+    if kind != "sample" or not (n.isascii() and n.isdigit()) or int(n) < 1:  # "sample:２" is no number here
         raise ValueError(f"--pairs must be one of {', '.join(PAIR_MODES)}, not {mode!r}")
     ids = list(pooled.values_list("id", flat=True))
     return sorted(random.Random(seed).sample(ids, min(int(n), len(ids))))

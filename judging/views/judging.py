@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -28,6 +27,7 @@ from judging.services import (
     pair_assign,
     pair_hold,
 )
+from judging.views.paging import page_of
 
 SKIPS_KEY = "reljudge_skips"
 SKIPS_KEPT = 500
@@ -368,7 +368,7 @@ def my_judgments(request, member: Member):
     campaign = member.campaign
     filters = MyJudgmentsFilter(request.GET or None)
     qs = selectors.judgment_list(campaign=campaign, annotator=request.user, **filters.filters())
-    page = Paginator(qs, 50).get_page(request.GET.get("page"))
+    page = page_of(request, qs, 50)
     query_string = request.GET.copy()
     query_string.pop("page", None)
     return render(

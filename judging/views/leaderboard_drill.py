@@ -6,7 +6,6 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import numpy as np
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 from django.utils.translation import gettext as _
@@ -25,6 +24,7 @@ from judging.views.leaderboard import (
     leaderboard_page,
     two_systems,
 )
+from judging.views.paging import page_of
 
 
 @leaderboard_page(drill=True)
@@ -37,7 +37,7 @@ def leaderboard_queries(request, ctx: BoardRequest):
     search = request.GET.get("q", "").strip()[:100]
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     heat = scoring.heatmap(lb, ctx.measure, ctx.judged, sort=sort, search=search)
-    page = Paginator(heat.matching, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, heat.matching, PAGE_SIZE)
     means = lb.means()[lb.measure_index(ctx.measure)]
     context = ctx.base(
         rows=heat.rows(lb, page.object_list),
@@ -107,7 +107,7 @@ def leaderboard_compare(request, ctx: BoardRequest):
     a, b = two_systems(request, lb, order)
     h2h = scoring.head_to_head(lb, ctx.measure, a, b)
     summary = h2h.summary
-    page = Paginator(h2h.ranked, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, h2h.ranked, PAGE_SIZE)
     context = ctx.base(
         s=summary,
         rows=h2h.rows(lb, ctx.judged, page.object_list),
@@ -143,7 +143,7 @@ def leaderboard_tags(request, ctx: BoardRequest):
         else:
             error = "; ".join(f"{f}: {e}" for f, es in form.errors.items() for e in es)
     search = request.GET.get("q", "").strip()[:100]
-    page = Paginator(query_list(campaign=ctx.campaign, search=search), PAGE_SIZE).get_page(request.GET.get("page"))
+    page = page_of(request, query_list(campaign=ctx.campaign, search=search), PAGE_SIZE)
     rows = [{"qid": q.qid, "text": q.text, "tags": ", ".join(t.tag for t in q.tags.all())} for q in page]
     context = ctx.base(
         tab="tags",

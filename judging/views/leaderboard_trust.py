@@ -8,7 +8,6 @@ from dataclasses import replace
 from urllib.parse import urlencode
 
 import numpy as np
-from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import reverse
 
@@ -18,6 +17,7 @@ from judging.models import Campaign
 from judging.scoring import trust
 from judging.views import leaderboard as board
 from judging.views.leaderboard import BadArg, BoardRequest, handles_bad_args, int_arg, leaderboard_page
+from judging.views.paging import page_of
 from metrics import Measure
 
 
@@ -112,7 +112,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
             ild, cov = d.means()
             # per query, a page of the scored queries (in the cube's order) with each system's two values
             qids = lb.scored_qids()
-            page = Paginator(range(len(qids)), board.PAGE_SIZE).get_page(request.GET.get("page"))
+            page = page_of(request, range(len(qids)), board.PAGE_SIZE)
             shown = np.asarray(page.object_list, dtype=np.intp)
             ild_q = d.ild[np.ix_(order, shown)].T.tolist()  # (page, S) in ranking order
             cov_q = d.coverage[np.ix_(order, shown)].T.tolist()

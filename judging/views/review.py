@@ -9,7 +9,6 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -45,6 +44,7 @@ from judging.services import (
     policy_switch_needs_job,
 )
 from judging.views.job_presenters import policy_job_context
+from judging.views.paging import page_of
 from metrics import Measure
 
 PAGE_SIZE = 50
@@ -152,9 +152,7 @@ def review(request, member: Member):
     kind, q = filters.values()
     model_ids = AnnotatorProfile.model_user_ids()
     counts = review_counts(campaign=campaign, model_ids=model_ids)
-    page = Paginator(review_pair_list(campaign=campaign, kind=kind, search=q, model_ids=model_ids), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
+    page = page_of(request, review_pair_list(campaign=campaign, kind=kind, search=q, model_ids=model_ids), PAGE_SIZE)
     return render(
         request,
         "judging/review.html",
@@ -333,7 +331,7 @@ def agreement(request, member: Member):
         }
         for p in data["pairs"]
     ]
-    queries = Paginator(data["queries"], PAGE_SIZE).get_page(request.GET.get("page"))
+    queries = page_of(request, data["queries"], PAGE_SIZE)
     query_rows = [
         {
             "qid": q["qid"],
@@ -450,7 +448,7 @@ def quality(request, member: Member):
             docid=search.cleaned_data["docid"],
             limit=GOLD_SEARCH_LIMIT,
         )
-    gold = Paginator(gold_pair_list(campaign=campaign), PAGE_SIZE).get_page(request.GET.get("page"))
+    gold = page_of(request, gold_pair_list(campaign=campaign), PAGE_SIZE)
     return render(
         request,
         "judging/quality.html",

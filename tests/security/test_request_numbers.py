@@ -147,3 +147,21 @@ def test_list_pages_refuse_unicode_digits(board, lead, url, name):
     response = api(lead).get(url, {"campaign": "demo", name: "٢"})
     assert response.status_code == 400 and name in response.json()
     assert api(lead).get(url, {"campaign": "demo", name: "1"}).status_code == 200
+
+
+@pytest.mark.parametrize("body", [{"pairs": "sample:２"}, {"pairs": "sample:٢"}, {"pairs": "sample:1", "seed": "１"}])
+def test_model_judge_run_refuses_unicode_digits(board, lead, monkeypatch, body):
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", "http://127.0.0.1:9/v1")
+    response = api(lead).post("/api/campaigns/demo/judges/run/", {"model": "tiny", **body}, format="json")
+    assert response.status_code == 400, response.content
+    assert set(response.json()) & {"pairs", "seed"}
+    from judging.models import Job
+
+    assert not Job.objects.exists()  # nothing queued
+
+
+@pytest.mark.parametrize(("raw", "number"), [("2", 2), ("٢", 1), ("２", 1), ("99", 10), ("x", 1)])
+def test_list_pages_read_page_numbers_in_ascii_digits_only(rf, raw, number):
+    from judging.views.paging import page_of
+
+    assert page_of(rf.get("/", {"page": raw}), range(100), 10).number == number
