@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import wraps
+from typing import cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -143,7 +144,8 @@ def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = Fa
     row = query.first({"slug": slug, "user_id": user.pk})
     if row is None:
         raise Http404("No Campaign matches the given query.")
-    campaign, at = model_from(Campaign, row)
+    found, at = model_from(Campaign, row)
+    campaign = cast(Campaign, found)  # model_from builds an instance of the model it is given
     extra = row[at:]
     role = role_of(user, None if shape["superuser"] else extra[0])
     if role is None:
@@ -232,7 +234,8 @@ def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -
         campaign_member(request, slug)  # 404 for outsiders, as on every campaign page
         raise Http404(_("No such pair in this campaign."))
     pair, at = pair_from_row(row)
-    pair.campaign, at = model_from(Campaign, row, at)
+    found, at = model_from(Campaign, row, at)
+    pair.campaign = cast(Campaign, found)
     role = role_of(user, None if leads_everywhere(user) else row[at + 1])
     if role is None:
         raise Http404(_("No such campaign."))

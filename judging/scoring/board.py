@@ -7,6 +7,8 @@ import re
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,7 +34,7 @@ def leaderboard_data(
     attribute: str | None = None,
     micro: bool = False,
     _as_text: _PerQueryText | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The SPEC §4 JSON shape shared by `scores --json` and the API.
 
     With ``bounds`` (the default) each system gains ``"bounds"`` and the top level ``"settled"`` for the
@@ -58,9 +60,11 @@ def leaderboard_data(
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and _as_text is not None:
-            entry["per_query"] = _as_text.put(
-                lambda s=s: lb.table.scores[:, s][:, lb.table.labelled].T, qids, names, block=f"{state}:{s}"
-            )
+
+            def system_values(s: int = s) -> np.ndarray:
+                return lb.table.scores[:, s][:, lb.table.labelled].T
+
+            entry["per_query"] = _as_text.put(system_values, qids, names, block=f"{state}:{s}")
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
@@ -98,7 +102,7 @@ _BLOCK_TEXT_STATES = 2
 _BLOCK_LOCK = threading.Lock()
 
 
-def _block_text(block: str, make) -> str:
+def _block_text(block: str, make: Callable[[], str]) -> str:
     with _BLOCK_LOCK:
         text = _BLOCK_TEXT.get(block)
         if text is not None:
@@ -123,12 +127,12 @@ class _PerQueryText:
     """Per-query values written straight to JSON text for leaderboard_json: a placeholder string stands in
     the data for each system's ``per_query`` object and is replaced by the text afterwards."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.token = secrets.token_hex(8)
         self.parts: dict[str, str] = {}
-        self.keys: tuple[tuple, list[str]] | None = None
+        self.keys: tuple[tuple[str, ...], list[str]] | None = None
 
-    def put(self, values, qids: list[str], names: list[str], *, block: str) -> str:
+    def put(self, values: Callable[[], np.ndarray], qids: list[str], names: list[str], *, block: str) -> str:
         """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
         block ``block`` names (the scores' state and the system): written once per state."""
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
@@ -146,7 +150,9 @@ class _PerQueryText:
             texts.clear()
         # {"P@10":%r,...}: repr writes a float exactly as json.dumps does.
         row_format = "{" + ",".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ":%r" for n in names) + "}"
-        rows = values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
+        rows = cast(
+            "list[bytes]", values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
+        )
         out = []
         for key_text, row_bytes, row in zip(self.keys[1], rows, values.tolist(), strict=True):
             text = texts.get(row_bytes)
@@ -166,7 +172,7 @@ class _NotFinite(Exception):
     pass
 
 
-def leaderboard_json(*, campaign: Campaign, **params) -> str | None:
+def leaderboard_json(*, campaign: Campaign, **params: Any) -> str | None:
     """leaderboard_data(..., per_query=True) as the API's JSON text (compact, UTF-8, what DRF's JSONRenderer
     writes), or None where only the general path applies (no per-query values, the diversity measures,
     a value that is not finite). Building a dict per query and system and encoding them took seconds for
