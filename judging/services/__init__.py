@@ -1,5 +1,6 @@
 """Everything that writes and every rule: campaigns and members, imports, judgments and labels, the judging queue."""
 
+from judging.formats import ImportRefused  # noqa: F401  (the base of every import error)
 from judging.services.accounts import (  # noqa: F401
     MemberAdded,
     PersonRow,
@@ -32,7 +33,6 @@ from judging.services.imports import (  # noqa: F401
     BATCH,
     IMPORTERS,
     ImportConflict,
-    ImportRefused,
     ImportSummary,
     Progress,
     documents_import,
