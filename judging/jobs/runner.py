@@ -58,7 +58,11 @@ def queued_limit_check(*, campaign: Campaign, user: Account | None) -> None:
     cannot both take the last place."""
     per_campaign = settings.RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN
     queued = Job.objects.filter(status=Job.Status.QUEUED)
+    who = user.username if user is not None else "a script"
     if queued.filter(campaign=campaign).count() >= per_campaign:
+        logger.warning(
+            "job refused for %s: campaign %s has %d jobs queued (the limit)", who, campaign.slug, per_campaign
+        )
         raise JobLimit(
             ngettext(
                 "This campaign already has %(n)d job waiting for a worker (the limit, "
@@ -71,6 +75,7 @@ def queued_limit_check(*, campaign: Campaign, user: Account | None) -> None:
         )
     per_user = settings.RELJUDGE_JOBS_QUEUED_PER_USER
     if user is not None and queued.filter(started_by=user).count() >= per_user:
+        logger.warning("job refused for %s on campaign %s: %d jobs queued (the limit)", who, campaign.slug, per_user)
         raise JobLimit(
             ngettext(
                 "You already have %(n)d job waiting for a worker (the limit, RELJUDGE_JOBS_QUEUED_PER_USER): "
