@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.utils.translation import gettext as _
 
 from judging import formats
 from judging.models import Campaign, OnlineMetric, Query, System
 from judging.services.imports import ImportSummary, Progress
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -78,4 +82,5 @@ def online_import(*, campaign: Campaign, data: bytes, filename: str, progress: P
 def online_clear(*, campaign: Campaign) -> int:
     """Delete every online figure of the campaign; returns how many there were."""
     deleted, _ = OnlineMetric.objects.filter(campaign=campaign).delete()
+    logger.info("campaign %s: %d online figures deleted", campaign.slug, deleted)
     return deleted
