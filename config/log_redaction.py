@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 
-from gunicorn import glogging
+from gunicorn import glogging  # type: ignore[import-untyped]
 
 # /accounts/set-password/<uidb64>/<token>/ and /accounts/reset/<uidb64>/<token>/; not Django's placeholder
 # "set-password" that the link becomes once its token moved into the session.

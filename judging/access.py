@@ -14,14 +14,15 @@ The rules, used alike by the pages, the API's permission classes and the service
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import wraps
+from typing import Any, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import CharField, OuterRef, Subquery
-from django.http import Http404, HttpResponse
+from django.db.models import CharField, OuterRef, QuerySet, Subquery
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -30,6 +31,9 @@ from judging.models import Campaign, Grade, Job, Membership, Pair, User
 from judging.selectors import pair_get
 from judging.selectors.campaigns import grades_json, grades_parse
 from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
+
+# A Django view: a request (and the URL's arguments) in, a response out.
+View = Callable[..., HttpResponseBase]
 
 LEAD = Membership.Role.LEAD
 ANNOTATOR = Membership.Role.ANNOTATOR
@@ -107,7 +111,7 @@ class Member:
     def can_see_leaderboard(self) -> bool:
         return may_see_leaderboard(campaign=self.campaign, role=self.role)
 
-    def context(self, **extra) -> dict:
+    def context(self, **extra: Any) -> dict[str, Any]:
         """The template context every campaign page starts from."""
         return {
             "campaign": self.campaign,
@@ -118,7 +122,7 @@ class Member:
         }
 
 
-def _campaign_member_query(*, superuser: bool, grades: bool):
+def _campaign_member_query(*, superuser: bool, grades: bool) -> QuerySet[Any, Any]:
     args = Slots({"slug": CharField()})
     campaigns = Campaign.objects.filter(slug=args["slug"]).order_by("pk")  # as first() orders
     columns = model_columns(Campaign)
@@ -132,7 +136,7 @@ def _campaign_member_query(*, superuser: bool, grades: bool):
     return campaigns.values_list(*columns)[:1]
 
 
-def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = False) -> Member:
+def campaign_member(request: HttpRequest, slug: str, *, lead: bool = False, grades: bool = False) -> Member:
     """The caller's Member for the campaign ``slug``: 404 for outsiders, 403 for annotators when ``lead``.
 
     One query (compiled once per process): the campaign with the caller's role (and, with ``grades``, its
@@ -143,7 +147,8 @@ def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = Fa
     row = query.first({"slug": slug, "user_id": user.pk})
     if row is None:
         raise Http404("No Campaign matches the given query.")
-    campaign, at = model_from(Campaign, row)
+    found, at = model_from(Campaign, row)
+    campaign = cast(Campaign, found)  # model_from builds an instance of the model it is given
     extra = row[at:]
     membership = None if shape["superuser"] else extra[0]  # the superusers' query reads no membership
     role = role_of(user, membership)
@@ -154,7 +159,7 @@ def campaign_member(request, slug: str, *, lead: bool = False, grades: bool = Fa
     return Member(campaign, role, grades_parse(campaign, extra[-1]) if grades else None)
 
 
-def _refuse_anonymous(request) -> HttpResponse | None:
+def _refuse_anonymous(request: HttpRequest) -> HttpResponseBase | None:
     """Anonymous: an htmx request gets 401 (app.js says "log in again in another tab": swapping a login form
     into the page would throw away what the user typed), any other request the login redirect."""
     if request.user.is_authenticated:
@@ -164,16 +169,16 @@ def _refuse_anonymous(request) -> HttpResponse | None:
     return redirect_to_login(request.get_full_path())
 
 
-def campaign_view(view=None, *, lead: bool = False, grades: bool = False):
+def campaign_view(view: View | None = None, *, lead: bool = False, grades: bool = False) -> Any:
     """Guard a campaign page ``view(request, member, *args)`` reached at a URL with ``<slug:slug>``.
 
     Anonymous callers are refused as ``_refuse_anonymous`` says.
     Non-members get 404; annotators get 403 when ``lead`` is set.
     """
 
-    def decorate(view):
+    def decorate(view: View) -> View:
         @wraps(view)
-        def wrapped(request, slug: str, *args, **kwargs):
+        def wrapped(request: HttpRequest, slug: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
             refused = _refuse_anonymous(request)
             if refused is not None:
                 return refused
@@ -184,19 +189,19 @@ def campaign_view(view=None, *, lead: bool = False, grades: bool = False):
     return decorate(view) if view is not None else decorate
 
 
-def logged_in(view):
+def logged_in(view: View) -> View:
     """Refuse anonymous callers as campaign_view does, for a view that resolves its Member itself
     (``campaign_member_pair``)."""
 
     @wraps(view)
-    def wrapped(request, *args, **kwargs):
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         refused = _refuse_anonymous(request)
         return refused if refused is not None else view(request, *args, **kwargs)
 
     return wrapped
 
 
-def _member_pair_query(*, superuser: bool, lock: bool):
+def _member_pair_query(*, superuser: bool, lock: bool) -> QuerySet[Any, Any]:
     """campaign_member_pair's query, built with Slots (slug, public_id, user_id): the pair's PAIR_COLUMNS, its
     campaign's columns, the scale as JSON text and (not for superusers) the caller's role."""
     args = Slots({"slug": CharField()})
@@ -215,25 +220,29 @@ def _member_pair_query(*, superuser: bool, lock: bool):
     return pairs.values_list(*columns)[:1]
 
 
-def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -> tuple[Member, Pair]:
+def campaign_member_pair(
+    request: HttpRequest, slug: str, public_id: int | str | None, *, lock: bool = False
+) -> tuple[Member, Pair]:
     """campaign_member(request, slug, grades=True) and campaign_pair(campaign, public_id, public=True) in one
     query (the judging page's hot path, compiled once per process: judging.compiled); ``lock`` as pair_get's.
     Answers outsiders and unknown pairs exactly as the two would."""
+    number: int | None
     try:
-        public_id = int(public_id)
+        number = int(public_id)  # type: ignore[arg-type]  # None: TypeError, as for any id that is no number
     except (TypeError, ValueError, OverflowError):
-        public_id = None
+        number = None
     user = request.user
     row = None
-    if public_id is not None:
+    if number is not None:
         shape = {"superuser": leads_everywhere(user), "lock": lock}
         query = compiled_select(("campaign_member_pair", *shape.values()), lambda: _member_pair_query(**shape))
-        row = query.first({"slug": slug, "public_id": public_id, "user_id": user.pk})
+        row = query.first({"slug": slug, "public_id": number, "user_id": user.pk})
     if row is None:
         campaign_member(request, slug)  # 404 for outsiders, as on every campaign page
         raise Http404(_("No such pair in this campaign."))
     pair, at = pair_from_row(row)
-    pair.campaign, at = model_from(Campaign, row, at)
+    found, at = model_from(Campaign, row, at)
+    pair.campaign = cast(Campaign, found)
     membership = None if leads_everywhere(user) else row[at + 1]  # the superusers' query reads no membership
     role = role_of(user, membership)
     if role is None:
@@ -242,7 +251,7 @@ def campaign_member_pair(request, slug: str, public_id, *, lock: bool = False) -
 
 
 def campaign_pair(
-    campaign: Campaign, pair_id, *, pooled_only: bool = True, public: bool = False, lock: bool = False
+    campaign: Campaign, pair_id: int | str, *, pooled_only: bool = True, public: bool = False, lock: bool = False
 ) -> Pair:
     """A pair of this campaign (pooled only, unless told otherwise), or 404: one query, its query and document
     loaded. Ids of another campaign's pairs are answered exactly like ids that do not exist. ``public``: the

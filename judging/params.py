@@ -277,7 +277,7 @@ class LeaderboardQuery:
                 errors[name] = exc.messages
         labels = values.get("labels")
         if labels not in (None, "humans") and labels not in (sources or label_sources(campaign)):
-            errors["labels"] = [_label_error(labels)]
+            errors["labels"] = [_label_error(str(labels))]
         asked = str(data.get("threshold") or "").strip()
         if top_grade is not None and asked and "threshold" in values:
             try:

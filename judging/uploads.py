@@ -84,7 +84,7 @@ class UploadLimitHandler(FileUploadHandler):
         self.received += len(raw_data)
         if self.received > settings.RELJUDGE_MAX_UPLOAD_BYTES:
             if self.request is not None:
-                self.request.upload_too_large = True
+                self.request.upload_too_large = True  # type: ignore[attr-defined]  # read by the middleware
             raise StopUpload(connection_reset=True)
         return raw_data
 

@@ -426,11 +426,11 @@ def open_pairs_by_query(
     return pairs_by_query(UnjudgedPairs(query, doc, members), comparisons, n_queries)
 
 
-def _check_comparisons(comparisons, n_systems: int) -> np.ndarray:
-    comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
-    if comparisons.size and (comparisons.min() < 0 or comparisons.max() >= n_systems):
+def _check_comparisons(comparisons: npt.ArrayLike, n_systems: int) -> IntArray:
+    checked: IntArray = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    if checked.size and (checked.min() < 0 or checked.max() >= n_systems):
         raise ValueError(f"comparisons must hold system indices from 0 to {n_systems - 1}")
-    return comparisons
+    return checked
 
 
 class UnjudgedPairs(NamedTuple):
@@ -444,7 +444,7 @@ class UnjudgedPairs(NamedTuple):
     members: np.ndarray
 
 
-def unjudged_pairs(labels, doc_ids, *, cutoff: int | None = None) -> UnjudgedPairs:
+def unjudged_pairs(labels: npt.ArrayLike, doc_ids: npt.ArrayLike, *, cutoff: int | None = None) -> UnjudgedPairs:
     """Every distinct unjudged (query, document) pair within the top ``cutoff`` of some run, with its systems.
 
     The per-query material of :func:`open_pairs` and :func:`open_pairs_by_query`: each query's pairs
@@ -467,7 +467,7 @@ def unjudged_pairs(labels, doc_ids, *, cutoff: int | None = None) -> UnjudgedPai
     return UnjudgedPairs(query, doc, members)
 
 
-def pairs_by_query(pairs: UnjudgedPairs, comparisons, n_queries: int) -> np.ndarray:
+def pairs_by_query(pairs: UnjudgedPairs, comparisons: npt.ArrayLike, n_queries: int) -> np.ndarray:
     """(C, n_queries) int64: per comparison (a, b), the number of ``pairs`` in each query that a or b
     retrieved (:func:`open_pairs_by_query` from pairs already grouped, e.g. by :func:`unjudged_pairs`)."""
     comparisons = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)

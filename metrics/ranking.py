@@ -268,7 +268,8 @@ def _weighted_sum(values: NumberArray, weights: FloatArray) -> FloatArray:
     score would differ in its last bits with the queries scored along with it; a caller that rescores
     only the queries whose labels moved must get the value a computation over every query gives.
     """
-    return (values * weights).sum(axis=-1)
+    total: FloatArray = (values * weights).sum(axis=-1)
+    return total
 
 
 def _dcg(labels: IntArray, k: int, gain: str) -> FloatArray:

@@ -25,7 +25,7 @@ class IntegerFilter(df.NumberFilter):
     """Whole numbers in ASCII digits only: a NumberFilter would accept 1.5 (the integer lookup would round it)
     and "２"."""
 
-    field_class = AsciiIntegerField
+    field_class = AsciiIntegerField  # type: ignore[assignment]  # the stubs allow DecimalField subclasses only
 
 
 class UTCDateTimeField(IsoDateTimeField):

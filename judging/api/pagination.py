@@ -2,6 +2,7 @@
 
 import datetime as dt
 import re
+from typing import cast
 
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
@@ -48,8 +49,8 @@ class JudgmentCursorPagination(CursorPagination):
         _ascii_number_param(request, self.page_size_query_param)
         return super().get_page_size(request)
 
-    invalid_cursor_message = gettext_lazy(
-        "Invalid cursor: pass back the next or previous link of an earlier page unchanged."
+    invalid_cursor_message = cast(
+        str, gettext_lazy("Invalid cursor: pass back the next or previous link of an earlier page unchanged.")
     )
 
     def decode_cursor(self, request):

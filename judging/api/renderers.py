@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
 from operator import itemgetter
+from typing import cast
 
 import numpy as np
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -380,13 +381,13 @@ class _PerQueryText:
         names_key = tuple(names)
         keys = [(names_key, row) for row in rows]
         texts = ROW_TEXTS.get_many(keys)
-        new = []
+        new: list[tuple[Hashable, str]] = []
         for i, row in enumerate(values.tolist()):
             if texts[i] is None:
-                texts[i] = row_format % tuple(row)
-                new.append((keys[i], texts[i]))
+                text = texts[i] = row_format % tuple(row)
+                new.append((keys[i], text))
         ROW_TEXTS.put_many(new)
-        return "{" + ",".join(map(str.__add__, self.keys[1], texts)) + "}"
+        return "{" + ",".join(map(str.__add__, self.keys[1], cast("list[str]", texts))) + "}"
 
     def fill(self, text: str) -> str:
         """``text`` (JSON with the placeholders) with the per-query objects in their place, in one pass."""

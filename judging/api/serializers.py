@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.utils.translation import gettext as _
 from rest_framework import serializers
@@ -24,7 +26,7 @@ from judging.models import (
 from judging.params import PARAMS, Param, ascii_float
 from judging.services import CAMPAIGN_SETTINGS, scale_check
 
-GRADE_RANGE = {"min_value": 0, "max_value": 100}
+GRADE_RANGE: dict[str, Any] = {"min_value": 0, "max_value": 100}
 
 
 class AsciiIntegerField(serializers.IntegerField):
@@ -173,7 +175,7 @@ class PairSerializer(ModelSerializer):
     qid = serializers.CharField(source="query.qid", read_only=True)
     docid = serializers.CharField(source="document.docid", read_only=True)
     # Declared writable-but-optional (the endpoint is read-only) so the schema marks them optional.
-    label = AsciiIntegerField(
+    label = AsciiIntegerField(  # type: ignore[assignment]  # the API field "label" shadows Field.label
         required=False, allow_null=True, help_text="Leads only: the aggregated label the scorer uses (null: unjudged)."
     )
     adjudicated = serializers.BooleanField(required=False, help_text="Leads only: a lead decided the label.")
@@ -322,7 +324,7 @@ class MemberAddSerializer(serializers.Serializer):
 
     username = serializers.CharField(max_length=150)
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.ANNOTATOR)
-    create = serializers.BooleanField(
+    create = serializers.BooleanField(  # type: ignore[assignment]  # the API field "create"
         default=False, help_text="Create the account when no user has this username (no password is ever sent)."
     )
     email = serializers.EmailField(required=False, allow_blank=True, default="")
@@ -407,7 +409,9 @@ class ImportSummarySerializer(serializers.Serializer):
     stub_documents = AsciiIntegerField(help_text="Documents created as stubs.")
     pairs_added = AsciiIntegerField(help_text="Pairs added to the judging pool.")
     systems = serializers.ListField(child=serializers.CharField(), help_text="Systems a run import touched.")
-    source = serializers.CharField(allow_blank=True, help_text="Qrels: whose judgments the labels became.")
+    source = serializers.CharField(  # type: ignore[assignment]  # the API field "source"
+        allow_blank=True, help_text="Qrels: whose judgments the labels became."
+    )
     source_created = serializers.BooleanField(help_text="Qrels: a source account was created for them.")
     kept = AsciiIntegerField(
         help_text="Qrels: labels not applied because the source had judged the pair in the app themselves."
@@ -457,16 +461,20 @@ def query_serializer(name: str, names: tuple[str, ...], doc: str, **help_texts: 
     judging.params (LeaderboardQuery.parse reads them); ``help_texts`` replaces a parameter's help text."""
 
     def field(p: Param) -> serializers.Field:
-        options = {"required": False, "default": p.default, "help_text": help_texts.get(p.name, p.help_text)}
+        options: dict[str, Any] = {
+            "required": False,
+            "default": p.default,
+            "help_text": help_texts.get(p.name, p.help_text),
+        }
         if p.default is None:
             options["allow_null"] = True
         if p.kind == "int":
-            return AsciiIntegerField(min_value=p.low, max_value=p.high, **options)
+            return AsciiIntegerField(min_value=p.low, max_value=p.high, **options)  # type: ignore[arg-type]  # None: no bound
         if p.kind == "choice":
             return serializers.ChoiceField(choices=list(p.choices), **options)
         if p.kind == "bool":
             return serializers.BooleanField(**options)
-        return serializers.CharField(max_length=p.max_length, **options)
+        return serializers.CharField(max_length=p.max_length, **options)  # type: ignore[arg-type]  # None: no limit
 
     return type(name, (serializers.Serializer,), {"__doc__": doc, **{n: field(PARAMS[n]) for n in names}})
 

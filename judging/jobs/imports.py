@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -69,7 +70,7 @@ def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
 @runs(*KINDS)
 def import_run(job: Job, *, progress=None) -> dict:
     """Import the stored upload (in the worker)."""
-    data = bytes(job.upload)
+    data = bytes(cast(bytes, job.upload))  # an import job always has its upload
     beat = Heartbeat(job)
     started = time.monotonic()
     error = None

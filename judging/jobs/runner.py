@@ -28,7 +28,7 @@ from django.utils.translation import ngettext
 from django_tasks import task
 
 from judging.access import job_access
-from judging.models import Campaign, Job, User
+from judging.models import Account, Campaign, Job, User
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +52,17 @@ class Superseded(Exception):
 # --------------------------------------------------------------------------- creating
 
 
-def queued_limit_check(*, campaign: Campaign, user: User | None) -> None:
+def queued_limit_check(*, campaign: Campaign, user: Account | None) -> None:
     """JobLimit when ``campaign`` or ``user`` already has as many queued jobs as the settings allow.
     Call inside a transaction that locked the campaign's row (job_create does), so that two requests
     cannot both take the last place."""
     per_campaign = settings.RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN
     queued = Job.objects.filter(status=Job.Status.QUEUED)
+    who = user.username if user is not None else "a script"
     if queued.filter(campaign=campaign).count() >= per_campaign:
+        logger.warning(
+            "job refused for %s: campaign %s has %d jobs queued (the limit)", who, campaign.slug, per_campaign
+        )
         raise JobLimit(
             ngettext(
                 "This campaign already has %(n)d job waiting for a worker (the limit, "
@@ -71,6 +75,7 @@ def queued_limit_check(*, campaign: Campaign, user: User | None) -> None:
         )
     per_user = settings.RELJUDGE_JOBS_QUEUED_PER_USER
     if user is not None and queued.filter(started_by=user).count() >= per_user:
+        logger.warning("job refused for %s on campaign %s: %d jobs queued (the limit)", who, campaign.slug, per_user)
         raise JobLimit(
             ngettext(
                 "You already have %(n)d job waiting for a worker (the limit, RELJUDGE_JOBS_QUEUED_PER_USER): "
@@ -87,7 +92,7 @@ def job_create(
     *,
     kind: str,
     campaign: Campaign,
-    user: User | None,
+    user: Account | None,
     total: int,
     options: dict,
     upload: bytes | None = None,
@@ -97,7 +102,7 @@ def job_create(
     with transaction.atomic():
         Campaign.objects.select_for_update().filter(pk=campaign.pk).exists()
         queued_limit_check(campaign=campaign, user=user)
-        return Job.objects.create(
+        job = Job.objects.create(
             kind=kind,
             campaign=campaign,
             started_by=user,
@@ -107,6 +112,10 @@ def job_create(
             size=len(upload or b""),
             total=total,
         )
+    logger.info(
+        "job %s created: %s on campaign %s by %s", job.pk, kind, campaign.slug, user.username if user else "a script"
+    )
+    return job
 
 
 def job_enqueue(job: Job) -> None:
@@ -183,6 +192,14 @@ def job_run(*, job_id: int, progress=None) -> dict:
         logger.warning("job %s is not queued any more; nothing to do", job_id)
         return {"status": "skipped"}
     job = Job.objects.select_related("campaign", "started_by").get(pk=job_id)
+    logger.info(
+        "job %s started (attempt %d): %s on campaign %s, queued by %s",
+        job.pk,
+        job.attempts,
+        job.kind,
+        job.campaign.slug,
+        job.started_by.username if job.started_by else "a script",
+    )
     return _RUNNERS[job.kind](job, progress=progress)
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from judging.models import Campaign
 from judging.scoring import trust
@@ -26,7 +29,7 @@ def leaderboard_data(
     attribute: str | None = None,
     micro: bool = False,
     per_query_text: Callable[..., str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The SPEC §4 JSON shape shared by `scores --json` and the API.
 
     With ``bounds`` (the default) each system gains ``"bounds"`` and the top level ``"settled"`` for the
@@ -57,9 +60,11 @@ def leaderboard_data(
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and per_query_text is not None:
-            entry["per_query"] = per_query_text(
-                lambda s=s: lb.table.scores[:, s][:, lb.table.labelled].T, qids, names, block=f"{state}:{s}"
-            )
+
+            def system_values(s: int = s) -> np.ndarray:
+                return lb.table.scores[:, s][:, lb.table.labelled].T
+
+            entry["per_query"] = per_query_text(system_values, qids, names, block=f"{state}:{s}")
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 from django.core.cache import cache, caches
@@ -67,7 +68,7 @@ class Params:
     segment: str | None = None
 
     @classmethod
-    def from_settings(cls, data: Mapping) -> Params:
+    def from_settings(cls, data: Mapping[str, Any]) -> Params:
         """The parameters named in ``data`` (a leaderboard form's or an API serializer's cleaned settings;
         other keys such as ``measure`` are ignored, missing ones keep their defaults)."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
@@ -136,7 +137,8 @@ class Leaderboard:
 
     def per_query(self, measure: str | metrics.Measure) -> np.ndarray:
         """(S, Q_scored) per-query values of one measure over the mean's query set."""
-        return self.table.scores[self.measure_index(measure)][:, self.table.labelled]
+        values: np.ndarray = self.table.scores[self.measure_index(measure)][:, self.table.labelled]
+        return values
 
     def means(self) -> np.ndarray:
         """(M, S) macro means over the queries that have a label (trec_eval -c)."""
@@ -147,19 +149,22 @@ class Leaderboard:
             else:
                 # a sum over the mask instead of a mean over a masked copy of the (M, S, Q) table
                 self._means = (self.table.scores @ self.table.labelled.astype(np.float64)) / n
-        return self._means
+        means: np.ndarray = self._means
+        return means
 
     def scored_qids(self) -> list[str]:
         return [q for q, m in zip(self.cube.qids, self.table.labelled, strict=True) if m]
 
 
-def score_queries(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params):
+def score_queries(
+    cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...], params: Params
+) -> tuple[np.ndarray, np.ndarray]:
     """Score the queries at positions ``q_idx`` of the cube: (M, S, len(q_idx)) scores and a labelled mask."""
     grid, qrels, _, counts = label_arrays(cube, q_idx, labels)
     return _score(grid, qrels, counts, params)
 
 
-def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Params):
+def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Params) -> tuple[np.ndarray, np.ndarray]:
     result = metrics.evaluate(
         grid, qrels, k=params.k, threshold=params.threshold, gain=params.gain, judged_only=params.judged_only
     )

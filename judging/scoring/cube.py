@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from django.db import connections
@@ -22,14 +23,14 @@ logger = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 
 
-_CUBES: dict[tuple, RunCube] = {}
+_CUBES: dict[tuple[object, ...], RunCube] = {}
 
 
 @dataclass
 class RunCube:
     """Every system's ranking of every query of a campaign, as document ids; -1 pads short runs."""
 
-    key: tuple
+    key: tuple[object, ...]
     system_ids: np.ndarray
     system_names: list[str]
     query_ids: np.ndarray  # (Q,) every query of the campaign, ascending id
@@ -42,7 +43,7 @@ class RunCube:
         return self.doc_ids[:, :, 0] >= 0
 
 
-def cursor_rows(qs: QuerySet) -> list[tuple]:
+def cursor_rows(qs: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     """The rows of a ``values_list`` queryset straight from the database cursor.
 
     Callers clear the models' default ordering (``order_by()``): Pair and Ranking order by related models,
@@ -55,10 +56,11 @@ def cursor_rows(qs: QuerySet) -> list[tuple]:
     sql, params = qs.query.get_compiler(using=qs.db).as_sql()
     with connections[qs.db].cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
 
 
-def _systems_key(campaign: Campaign) -> tuple:
+def _systems_key(campaign: Campaign) -> tuple[object, ...]:
     systems = tuple(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "fingerprint"))
     queries = Query.objects.filter(campaign=campaign).aggregate(n=Max("id"), c=Count("id"))
     # created_at tells a campaign from a deleted one whose ids the database handed out again
@@ -250,7 +252,9 @@ def _human_labels(campaign: Campaign, chunks: list[list[int] | None], policy: st
     return arr
 
 
-def label_arrays(cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...]):
+def label_arrays(
+    cube: RunCube, q_idx: np.ndarray, labels: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The metrics inputs of the queries at positions ``q_idx`` of the cube.
 
     Returns the ranked labels (S, len(q_idx), D) int8 (``metrics.UNJUDGED`` for unjudged documents,

@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDay, TruncHour
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy
 
 import metrics
@@ -151,7 +153,7 @@ def _status(stats: RankingStats, s: int) -> str:
     return "worse" if stats.worse[s] else "tied"
 
 
-def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats | None) -> list[dict]:
+def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats | None) -> list[dict[str, Any]]:
     """One row per system in leaderboard order: rank, the ranking measure, the others, coverage, CI, status."""
     ranked_row, judged_row = lb.measure_index(measure), lb.measure_index(judged)
     means = lb.means()
@@ -184,7 +186,9 @@ def ranking_rows(lb: Leaderboard, measure: str, judged: str, stats: RankingStats
     return rows
 
 
-def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None, *, width: int = 900):
+def bar_chart_of(
+    rows: list[dict[str, Any]], measure: str, stats: RankingStats | None, *, width: int = 900
+) -> SafeString | None:
     """The bar chart of ``ranking_rows``: means, CIs where known, best/tied/worse colours."""
     if not rows:
         return None
@@ -199,13 +203,13 @@ def bar_chart_of(rows: list[dict], measure: str, stats: RankingStats | None, *, 
     )
 
 
-def significance_rows(lb: Leaderboard, pairwise: PairwiseStats) -> tuple[list[dict], int, int]:
+def significance_rows(lb: Leaderboard, pairwise: PairwiseStats) -> tuple[list[dict[str, Any]], int, int]:
     """The pairwise matrix in leaderboard order: (rows of cells, number of system pairs, significant ones)."""
     order = system_order(lb, pairwise.measure).tolist()
     names = lb.cube.system_names
     rows = []
     for i in order:
-        cells = []
+        cells: list[dict[str, Any]] = []
         for j in order:
             if i == j:
                 cells.append({"self": True})
@@ -256,7 +260,7 @@ class Heatmap:
     qids: np.ndarray  # (Qs,) object
     matching: np.ndarray  # positions into scored, in the chosen order
 
-    def rows(self, lb: Leaderboard, shown: np.ndarray) -> list[dict]:
+    def rows(self, lb: Leaderboard, shown: np.ndarray) -> list[dict[str, Any]]:
         """The heatmap rows of the positions ``shown`` (one page), with colour classes and query texts."""
         shown = np.asarray(shown, dtype=np.intp)
         texts = query_texts(lb.cube.query_ids[self.scored[shown]])
@@ -314,14 +318,16 @@ class HeadToHead:
 
     a: int
     b: int
-    summary: dict  # names, n, wins / ties / losses, means, and with 2+ queries p-values and the CI of the mean
+    summary: dict[
+        str, Any
+    ]  # names, n, wins / ties / losses, means, and with 2+ queries p-values and the CI of the mean
     diff: np.ndarray  # (Qs,) a minus b
     x: np.ndarray  # (S, Qs) the measure
     scored: np.ndarray  # (Qs,) cube positions
     qids: np.ndarray  # (Qs,) object
     ranked: np.ndarray  # positions into scored
 
-    def rows(self, lb: Leaderboard, judged: str, shown: np.ndarray) -> list[dict]:
+    def rows(self, lb: Leaderboard, judged: str, shown: np.ndarray) -> list[dict[str, Any]]:
         """The per-query rows of the positions ``shown`` (one page)."""
         shown = np.asarray(shown, dtype=np.intp)
         judged_row = lb.measure_index(judged)
@@ -375,7 +381,7 @@ def head_to_head(lb: Leaderboard, measure: str, a: int, b: int) -> HeadToHead:
 
 def query_page(
     lb: Leaderboard, qid: str, *, depth: int, systems: np.ndarray, judged: str, grades: dict[int, str]
-) -> dict:
+) -> dict[str, Any]:
     """Everything the one-query page shows: the query, a rank x system grid of labelled documents, each
     system's scores, the labelled documents, the relevant ones no shown system retrieved, and the
     neighbouring scored queries in qid order for stepping through.
@@ -392,7 +398,7 @@ def query_page(
     def document(d: int) -> tuple[str, str, str]:
         return detail.documents.get(d, ("?", "", ""))
 
-    def cell(doc: int, label: int) -> dict | None:
+    def cell(doc: int, label: int) -> dict[str, Any] | None:
         if doc < 0:
             return None
         docid, title, url = document(doc)

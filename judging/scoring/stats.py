@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -50,7 +51,8 @@ class RankingStats:
     @property
     def worse(self) -> np.ndarray:
         """(S,) bool: significantly worse than the best at ``alpha``."""
-        return np.nan_to_num(self.p_vs_best, nan=1.0) < self.alpha
+        worse: np.ndarray = np.nan_to_num(self.p_vs_best, nan=1.0) < self.alpha
+        return worse
 
 
 @dataclass
@@ -84,8 +86,8 @@ def ranking_stats(
     best = int(np.argmax(means)) if n_sys else -1
     low, high, p_best = nan.copy(), nan.copy(), nan.copy()
     if n_q:
-        low, high = metrics.bootstrap_ci(x, n_resamples=n_resamples, confidence=0.95, seed=seed)
-        low, high = np.atleast_1d(low), np.atleast_1d(high)
+        ci_low, ci_high = metrics.bootstrap_ci(x, n_resamples=n_resamples, confidence=0.95, seed=seed)
+        low, high = np.atleast_1d(ci_low), np.atleast_1d(ci_high)
     if n_q and n_sys > 1:
         p = metrics.permutation_test_matrix(x, n_permutations=n_permutations, seed=seed)
         others = np.arange(n_sys) != best
@@ -115,7 +117,7 @@ def pairwise_stats(
     test: str = "randomization",
     n_permutations: int = PAIRWISE_PERMUTATIONS,
     seed: int = 0,
-    progress=None,
+    progress: Callable[[int], object] | None = None,
 ) -> PairwiseStats:
     """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``). ``progress(n)`` is
     told of the permutations drawn, block by block (the randomized tests only)."""

@@ -30,9 +30,11 @@ import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as Account
 from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -47,7 +49,7 @@ from django.utils.translation import ngettext
 from rest_framework.authtoken.models import Token
 
 from judging.access import lead_required
-from judging.models import Campaign, Membership, User
+from judging.models import Campaign, Membership
 from judging.services.campaigns import membership_add, no_user, not_a_person
 from judging.services.endpoints import urls_display
 
@@ -68,7 +70,7 @@ def _username_check(username: str) -> str:
         raise ValidationError(
             _("username %(username)s: %(errors)s") % {"username": repr(username), "errors": " ".join(exc.messages)}
         ) from None
-    if len(username) > field.max_length:
+    if len(username) > cast(int, field.max_length):
         raise ValidationError(
             _("username %(username)s: at most %(limit)s characters")
             % {"username": repr(username), "limit": field.max_length}
@@ -135,7 +137,7 @@ def _name_lock(username: str) -> bool:
 
 def account_name_resolve(
     username: str, *, names: AccountNames | None = None, error: Callable[[str], Exception] = ValidationError
-) -> tuple[str, User | None]:
+) -> tuple[str, Account | None]:
     """The username to store and the existing account it names (None: no such account, the name is free).
 
     The one rule for every place that creates or names an account (members page, API, add_member, a qrels
@@ -190,7 +192,7 @@ def _email_check(email: str) -> str:
         except ValidationError:
             raise ValidationError(_("%(email)s is not an e-mail address") % {"email": repr(email)}) from None
         # validate_email takes up to 320 characters; the column holds fewer (PostgreSQL answered a DataError).
-        limit = get_user_model()._meta.get_field("email").max_length
+        limit = cast(int, get_user_model()._meta.get_field("email").max_length)
         if len(email) > limit:
             raise ValidationError(
                 _("e-mail %(email)s: at most %(limit)s characters")
@@ -208,7 +210,7 @@ def mail_configured() -> bool:
     return backend != "django.core.mail.backends.dummy.EmailBackend"
 
 
-def password_pending(user: User) -> bool:
+def password_pending(user: Account) -> bool:
     """True for an account whose owner has not set a password yet (created by a lead, link not used)."""
     return not user.has_usable_password()
 
@@ -228,7 +230,7 @@ class SetPasswordTokens:
         generator.key_salt = f"judging.services.accounts.SetPasswordTokens:{issuer}"
         return generator
 
-    def make_token(self, user: User, *, by: User) -> str:
+    def make_token(self, user: Account, *, by: Account) -> str:
         issuer = by.pk or self.OPERATOR
         return f"{int_to_base36(issuer)}-{self._generator(issuer).make_token(user)}"
 
@@ -239,17 +241,17 @@ class SetPasswordTokens:
         except ValueError:
             return None
 
-    def check_token(self, user: User | None, token: str | None) -> bool:
+    def check_token(self, user: Account | None, token: str | None) -> bool:
         issuer = self.issuer(token)
         if user is None or issuer is None:
             return False
-        return self._generator(issuer).check_token(user, token.partition("-")[2])
+        return self._generator(issuer).check_token(user, (token or "").partition("-")[2])
 
 
 set_password_tokens = SetPasswordTokens()
 
 
-def set_password_path(*, user: User, by: User) -> str:
+def set_password_path(*, user: Account, by: Account) -> str:
     """The path of a fresh one-time set-password link for ``user`` issued by ``by`` (Django's reset-confirm
     view, with RelJudge's tokens)."""
     uid = urlsafe_base64_encode(force_bytes(user.pk))
@@ -257,7 +259,7 @@ def set_password_path(*, user: User, by: User) -> str:
     return reverse("judging:set_password", kwargs={"uidb64": uid, "token": token})
 
 
-def set_password_refusal(*, user: User, token: str | None) -> str | None:
+def set_password_refusal(*, user: Account, token: str | None) -> str | None:
     """Why a valid set-password link may no longer be used, in words for the person who opened it, or None.
 
     The rules for issuing the link are checked again now: the account may have been made an administrator,
@@ -280,7 +282,7 @@ def set_password_refusal(*, user: User, token: str | None) -> str | None:
     issuer_id = set_password_tokens.issuer(token)
     if issuer_id == SetPasswordTokens.OPERATOR:
         return None
-    by = get_user_model().objects.filter(pk=issuer_id, is_active=True).first()
+    by = get_user_model().objects.filter(pk=issuer_id, is_active=True).first() if issuer_id is not None else None
     if by is None:
         return _(
             "The account that issued this link no longer exists or was deactivated: ask a lead of your "
@@ -310,7 +312,7 @@ def set_password_refusal(*, user: User, token: str | None) -> str | None:
     return None
 
 
-def _may_issue_link(*, by: User, user: User) -> str | None:
+def _may_issue_link(*, by: Account, user: Account) -> str | None:
     """Why ``by`` may not issue a set-password link for ``user``, or None when they may."""
     names = {"username": user.username}
     if user.is_superuser or user.is_staff:
@@ -335,7 +337,7 @@ def _may_issue_link(*, by: User, user: User) -> str | None:
     return None
 
 
-def model_judge_membership(*, campaign: Campaign, user: User, description: str = "") -> Membership:
+def model_judge_membership(*, campaign: Campaign, user: Account, description: str = "") -> Membership:
     """A model judge's annotator membership of ``campaign``, with this campaign's description of it when one
     is given (every endpoint URL in it without credentials). Another campaign's description is not touched."""
     membership, _created = Membership.objects.get_or_create(
@@ -365,10 +367,13 @@ class MemberAdded:
     def url(self, base: str) -> str | None:
         return base.rstrip("/") + self.link_path if self.link_path else None
 
-    def mail(self, *, campaign: Campaign, by: User, base_url: str) -> None:
+    def mail(self, *, campaign: Campaign, by: Account, base_url: str) -> None:
         """E-mail the link (see ``_link_mail``); past the hourly limits, say why it was not sent instead."""
+        url = self.url(base_url)
+        if url is None:  # no link to send
+            return
         try:
-            self.emailed = _link_mail(user=self.membership.user, campaign=campaign, url=self.url(base_url), by=by)
+            self.emailed = _link_mail(user=self.membership.user, campaign=campaign, url=url, by=by)
         except MailThrottled as exc:
             self.mail_refused = exc.messages[0]
 
@@ -377,7 +382,7 @@ class MailThrottled(ValidationError):
     """Too many set-password mails for one address or from one lead this hour; the message says when to retry."""
 
 
-def _mail_throttle(*, user: User, by: User) -> None:
+def _mail_throttle(*, user: Account, by: Account) -> None:
     """Count one set-password mail to ``user`` sent by ``by``; MailThrottled saying when to try again once
     ``SET_PASSWORD_MAIL_RATE`` (per recipient, per lead, per ``SET_PASSWORD_MAIL_WINDOW`` seconds) is reached.
     A lead cannot use the server to flood an inbox, nor to mail many addresses text of their own."""
@@ -411,7 +416,7 @@ def _mail_throttle(*, user: User, by: User) -> None:
             cache.set(key, 1, timeout=window)
 
 
-def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
+def _link_mail(*, user: Account, campaign: Campaign, url: str, by: Account) -> bool:
     """E-mail the link, once the transaction commits, when the account has an address and an e-mail backend
     is configured; True when it will be sent, MailThrottled past the hourly limits. The lead sees the link on
     the page in any case. The subject carries nothing a lead wrote; the body quotes the campaign's name and
@@ -429,9 +434,10 @@ def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
         + f"\n{url}\n"
     )
 
-    def send():
+    def send() -> None:
         try:
             send_mail(subject, body, None, [user.email])
+            logger.info("set-password link e-mailed to %s (issued by %s)", user.username, by.username)
         except OSError:
             # A mail server that is down must not undo the membership: the lead passes the link on instead.
             logger.warning("could not e-mail the set-password link to %s", user.username, exc_info=True)
@@ -445,7 +451,7 @@ def _link_mail(*, user: User, campaign: Campaign, url: str, by: User) -> bool:
 def member_add(
     *,
     campaign: Campaign,
-    by: User,
+    by: Account,
     username: str,
     role: str = Membership.Role.ANNOTATOR,
     create: bool = False,
@@ -479,15 +485,17 @@ def member_add(
         created = True
         logger.info("account %s created by %s for campaign %s", username, by.username, campaign.slug)
     membership = membership_add(campaign=campaign, user=user, role=role)
+    logger.info("%s made %s a member of campaign %s as %s", by.username, username, campaign.slug, role)
     result = MemberAdded(membership=membership, created=created)
     if created or _may_issue_link(by=by, user=user) is None:
         result.link_path = set_password_path(user=user, by=by)
+        logger.info("set-password link for %s issued by %s (campaign %s)", username, by.username, campaign.slug)
         if base_url:
             result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
 
 
-def set_password_link_issue(*, campaign: Campaign, by: User, user: User, base_url: str = "") -> MemberAdded:
+def set_password_link_issue(*, campaign: Campaign, by: Account, user: Account, base_url: str = "") -> MemberAdded:
     """A fresh set-password link for a member of ``campaign`` who has not set a password yet ("resend")."""
     lead_required(campaign=campaign, user=by, what=_("send set-password links"))
     membership = Membership.objects.filter(campaign=campaign, user=user).select_related("user").first()
@@ -497,6 +505,7 @@ def set_password_link_issue(*, campaign: Campaign, by: User, user: User, base_ur
     if why_not:
         raise ValidationError(why_not)
     result = MemberAdded(membership=membership, created=False, link_path=set_password_path(user=user, by=by))
+    logger.info("set-password link for %s issued again by %s (campaign %s)", user.username, by.username, campaign.slug)
     if base_url:
         result.mail(campaign=campaign, by=by, base_url=base_url)
     return result
@@ -567,7 +576,7 @@ def people_parse(text: str, *, source: str | None = None) -> list[PersonRow]:
 
 @transaction.atomic
 def members_add(
-    *, campaign: Campaign, by: User, people: list[PersonRow], role: str, base_url: str = ""
+    *, campaign: Campaign, by: Account, people: list[PersonRow], role: str, base_url: str = ""
 ) -> list[MemberAdded]:
     """Add many people at once, creating the accounts that do not exist; all or nothing."""
     names = AccountNames()
@@ -590,14 +599,16 @@ def members_add(
 # --------------------------------------------------------------------------- API tokens
 
 
-def api_token_get(*, user: User) -> Token:
+def api_token_get(*, user: Account) -> Token:
     """The user's API token, created on first use (the token endpoint's login)."""
-    token, _created = Token.objects.get_or_create(user=user)
+    token, created = Token.objects.get_or_create(user=user)
+    if created:
+        logger.info("API token of %s created", user.get_username())
     return token
 
 
 @transaction.atomic
-def api_token_rotate(*, user: User) -> Token:
+def api_token_rotate(*, user: Account) -> Token:
     """A new API token for the user: the old one, if any, stops working at once (scripts get 401)."""
     Token.objects.filter(user=user).delete()
     token = Token.objects.create(user=user)
@@ -605,7 +616,7 @@ def api_token_rotate(*, user: User) -> Token:
     return token
 
 
-def api_token_revoke(*, user: User) -> bool:
+def api_token_revoke(*, user: Account) -> bool:
     """Delete the user's API token (a logout of every script, or a password change); True if there was one."""
     deleted, _per_model = Token.objects.filter(user=user).delete()
     if deleted:

@@ -139,6 +139,7 @@ def campaign_scale_set(*, campaign: Campaign, scale: Sequence[dict[str, Any]]) -
         obj.save()
     for obj in existing.values():
         obj.delete()
+    logger.info("campaign %s grading scale set: %s", campaign.slug, ", ".join(str(g["value"]) for g in scale))
 
 
 def last_lead() -> str:
@@ -184,9 +185,12 @@ def membership_add(*, campaign: Campaign, user: Account, role: str) -> Membershi
             % {"username": user.username}
         )
     membership, created = Membership.objects.get_or_create(campaign=campaign, user=user, defaults={"role": role})
-    if not created and membership.role != role:
+    if created:
+        logger.info("%s joined campaign %s as %s", user.username, campaign.slug, role)
+    elif membership.role != role:
         if membership.role == Membership.Role.LEAD:
             _lead_stays(campaign=campaign, user=user)
+        logger.info("%s's role in campaign %s: %s -> %s", user.username, campaign.slug, membership.role, role)
         membership.role = role
         membership.save(update_fields=["role"])
     return membership
@@ -197,7 +201,9 @@ def membership_remove(*, campaign: Campaign, user: Account) -> None:
     """Take a user off a campaign, never its last lead. Their judgments stay: they are part of the labels
     and the history."""
     _lead_stays(campaign=campaign, user=user)
-    Membership.objects.filter(campaign=campaign, user=user).delete()
+    deleted, _per_model = Membership.objects.filter(campaign=campaign, user=user).delete()
+    if deleted:
+        logger.info("%s left campaign %s", user.username, campaign.slug)
 
 
 def no_user(username: str) -> str:
@@ -240,11 +246,17 @@ def campaign_settings_update(*, campaign: Campaign, **values: Any) -> int:
     if unknown:
         raise ValidationError(_("unknown campaign settings: %(names)s") % {"names": ", ".join(sorted(unknown))})
     old_depth, old_policy = campaign.pool_depth, campaign.aggregation
+    # the names only: a description or guidelines may quote anything, an endpoint's credentials included
+    changed = sorted(name for name, value in values.items() if getattr(campaign, name) != value)
     for name, value in values.items():
         setattr(campaign, name, value)
     campaign.full_clean()
     campaign.save()
     added = pool_build(campaign=campaign) if campaign.pool_depth > old_depth else 0
+    if changed:
+        logger.info(
+            "campaign %s settings changed: %s (%d pairs joined the pool)", campaign.slug, ", ".join(changed), added
+        )
     if campaign.aggregation != old_policy:
         _labels_reaggregate(campaign=campaign, old_policy=old_policy, by=None)
     return added

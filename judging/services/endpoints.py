@@ -33,7 +33,7 @@ def urls_display(text: str) -> str:
     """``text`` with every http(s) URL in it written by ``endpoint_display`` (a description that names an
     endpoint, typed by a lead or stored before credentials were kept out of it)."""
 
-    def shown(match: re.Match) -> str:
+    def shown(match: re.Match[str]) -> str:
         url, closing = match.group(0), ""
         while url.endswith(")") and url.count(")") > url.count("("):  # "(see https://...)": keep the bracket
             url, closing = url[:-1], ")" + closing

@@ -15,21 +15,25 @@ Nothing is called unless an endpoint is configured (``--endpoint`` or ``RELJUDGE
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import transaction
@@ -47,6 +51,8 @@ PAIR_MODES = ("unjudged", "all", "sample:N")
 DOC_CHARS = 6000  # of the document's text sent in the prompt: enough to judge, bounded cost per call
 NOTE_CHARS = 2000
 
+logger = logging.getLogger(__name__)
+
 _username = RegexValidator(r"^[\w.@+-]{1,150}\Z", "a judge name is 1-150 letters, digits and @.+-_ characters")
 
 
@@ -54,7 +60,7 @@ _username = RegexValidator(r"^[\w.@+-]{1,150}\Z", "a judge name is 1-150 letters
 
 
 @transaction.atomic
-def model_judge_get_or_create(*, name: str, description: str = "", campaign: Campaign | None = None):
+def model_judge_get_or_create(*, name: str, description: str = "", campaign: Campaign | None = None) -> Account:
     """The model judge called ``name`` (created if new), made an annotator of ``campaign`` if given.
 
     A person's account is never turned into a model judge: ValidationError if ``name`` is a human user's.
@@ -70,6 +76,7 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
         AnnotatorProfile.objects.create(
             user=user, kind=AnnotatorProfile.Kind.MODEL, description=urls_display(description)
         )
+        logger.info("model judge %s created", name)
     else:
         profile = AnnotatorProfile.objects.filter(user=user).first()
         if profile is None or profile.kind != AnnotatorProfile.Kind.MODEL:
@@ -81,7 +88,7 @@ def model_judge_get_or_create(*, name: str, description: str = "", campaign: Cam
     return user
 
 
-def model_judge_upload_annotator(*, name: str, campaign: Campaign, filename: str, description: str = ""):
+def model_judge_upload_annotator(*, name: str, campaign: Campaign, filename: str, description: str = "") -> Account:
     """The model judge a qrels upload names, as an import error (file, field) when the name is unusable."""
     try:
         return model_judge_get_or_create(name=name, description=description, campaign=campaign)
@@ -105,7 +112,7 @@ class PairText:
     text: str
 
 
-def prompt_messages(*, guidelines: str, scale: Sequence[tuple[int, str, str]], pair: PairText) -> list[dict]:
+def prompt_messages(*, guidelines: str, scale: Sequence[tuple[int, str, str]], pair: PairText) -> list[dict[str, str]]:
     """Chat messages asking for one grade: the campaign's guidelines and scale as the system message, the
     query (with its description of what counts as relevant) and the document as the user message."""
     steps = "\n".join(f"{v} = {name}" + (f": {desc}" if desc else "") for v, name, desc in scale)
@@ -187,7 +194,7 @@ class Endpoint:
     max_answer_bytes: int = 1024 * 1024  # a chat completion of max_tokens is a few kB; past this, stop reading
 
     @classmethod
-    def configured(cls, *, url: str | None, model: str, **kw) -> Endpoint:
+    def configured(cls, *, url: str | None, model: str, **kw: Any) -> Endpoint:
         """The endpoint from ``url`` or the environment; ValueError when none is configured."""
         url = (url or os.environ.get(ENDPOINT_ENV, "")).strip()
         if not url:
@@ -211,7 +218,7 @@ _deadline = threading.local()  # the calling thread's attempt: when it must be o
 
 def _left(timeout: float | None) -> float | None:
     """``timeout`` cut to what is left of the calling thread's deadline; ReadTimeout once it has passed."""
-    end = getattr(_deadline, "at", None)
+    end: float | None = getattr(_deadline, "at", None)
     if end is None:
         return timeout
     left = end - time.monotonic()
@@ -235,10 +242,12 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
 
-    def get_extra_info(self, info: str):
+    def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
@@ -246,13 +255,22 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     """httpcore's own sockets, wrapped in _DeadlineStream. Per-read timeouts alone let a server that sends
     a byte every few seconds hold a call for ever; cutting each wait to the time left bounds the whole."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
 
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._backend.connect_unix_socket(path, _left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:
@@ -290,7 +308,7 @@ class ChatClient:
         netloc = parts.netloc.rpartition("@")[2]
         self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
-    def complete(self, messages: list[dict]) -> str:
+    def complete(self, messages: list[dict[str, str]]) -> str:
         """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
         body = json.dumps(
             {
@@ -409,7 +427,7 @@ class RunSummary:
         return out
 
 
-def pairs_to_judge(*, campaign: Campaign, judge, mode: str = "unjudged", seed: int = 0) -> list[int]:
+def pairs_to_judge(*, campaign: Campaign, judge: Account, mode: str = "unjudged", seed: int = 0) -> list[int]:
     """Ids of the pooled pairs to send: ``unjudged`` (by this judge), ``all``, or ``sample:N`` (N pairs
     drawn at random, reproducibly with ``seed``)."""
     pooled = Pair.objects.filter(campaign=campaign, pooled=True).order_by("id")
@@ -443,7 +461,7 @@ def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
 
 
 @transaction.atomic
-def model_judgments_write(*, campaign: Campaign, judge, verdicts: Sequence[Verdict]) -> tuple[int, int]:
+def model_judgments_write(*, campaign: Campaign, judge: Account, verdicts: Sequence[Verdict]) -> tuple[int, int]:
     """Store a model judge's verdicts as its judgments (history kept); returns (written, unchanged).
 
     Bulk writes: a run stores hundreds of verdicts at a time. The touched pairs' labels are refreshed,
@@ -518,7 +536,7 @@ class ModelJudgeAborted(Exception):
 def model_judge_run(
     *,
     campaign: Campaign,
-    judge,
+    judge: Account,
     endpoint: Endpoint,
     pair_ids: Sequence[int],
     concurrency: int = 8,
@@ -549,7 +567,7 @@ def model_judge_run(
     client = client or ChatClient(endpoint, connections=concurrency)
     started = time.perf_counter()
     stop = threading.Event()
-    streak = {"n": 0, "last": ""}
+    streak: dict[str, Any] = {"n": 0, "last": ""}
     streak_lock = threading.Lock()
 
     def ask(pair: PairText) -> Verdict | tuple[int, str | None]:
@@ -574,7 +592,7 @@ def model_judge_run(
         grade, note = parse_answer(answer, values)
         return Verdict(pair.pair_id, grade, note)
 
-    def finish(futures) -> None:
+    def finish(futures: list[Future[Verdict | tuple[int, str | None]]]) -> None:
         verdicts, failed_ids = [], []
         for future in futures:
             outcome = future.result()
@@ -599,7 +617,7 @@ def model_judge_run(
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
             # Two batches in flight: the workers call the next batch while this thread stores the last one.
-            pending: list = []
+            pending: list[Future[Verdict | tuple[int, str | None]]] = []
             for start in range(0, len(pair_ids), batch):
                 if stop.is_set():
                     break
@@ -613,6 +631,27 @@ def model_judge_run(
         if own_client:
             client.close()
     summary.seconds = time.perf_counter() - started
+    # the endpoint as pages show it: no user info, query string or key
+    logger.info(
+        "model judge %s on campaign %s via %s (%s): %d pairs, %d graded, %d unsure, %d failed, %d unchanged in %.1f s",
+        summary.judge,
+        campaign.slug,
+        endpoint.display,
+        endpoint.model,
+        summary.pairs,
+        summary.graded,
+        summary.unsure,
+        summary.failed,
+        summary.unchanged,
+        summary.seconds,
+    )
     if stop.is_set():
+        logger.warning(
+            "model judge %s on campaign %s stopped after %d failed calls in a row (last error: %s)",
+            summary.judge,
+            campaign.slug,
+            streak["n"],
+            streak["last"],
+        )
         raise ModelJudgeAborted(summary, streak["last"])
     return summary

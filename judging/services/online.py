@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import BinaryIO
 
 from django.db import transaction
@@ -11,6 +12,8 @@ from judging.imports import parse
 from judging.imports.errors import FormatError
 from judging.imports.service import ImportSummary, Progress
 from judging.models import Campaign, OnlineMetric, Query, System
+
+logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
@@ -83,4 +86,5 @@ def online_import(
 def online_clear(*, campaign: Campaign) -> int:
     """Delete every online figure of the campaign; returns how many there were."""
     deleted, _ = OnlineMetric.objects.filter(campaign=campaign).delete()
+    logger.info("campaign %s: %d online figures deleted", campaign.slug, deleted)
     return deleted

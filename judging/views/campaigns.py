@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN, PasswordResetConfirmView
@@ -18,6 +20,7 @@ from django.views.generic import TemplateView
 from judging import jobs, selectors
 from judging.access import Member, campaign_view, can_create_campaigns
 from judging.forms import (
+    BaseGradeFormSet,
     CampaignCreateForm,
     CampaignSettingsForm,
     GradeFormSet,
@@ -144,7 +147,7 @@ def campaign_settings(request, member: Member):
     # The form validates against its own copy: a ModelForm writes the submitted values into its instance,
     # and campaign_update must see the old pool depth and policy to know what changed.
     form = CampaignSettingsForm(request.POST or None, instance=Campaign.objects.get(pk=campaign.pk))
-    formset = GradeFormSet(request.POST or None, initial=grades, prefix="grades")
+    formset = cast(BaseGradeFormSet, GradeFormSet(request.POST or None, initial=grades, prefix="grades"))
     if request.method == "POST" and form.is_valid() and formset.is_valid():
         values = {name: form.cleaned_data[name] for name in CampaignSettingsForm.Meta.fields}
         # A large campaign's policy switch goes to the task worker; the other settings are saved now.

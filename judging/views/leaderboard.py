@@ -408,7 +408,10 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
         order = scoring.system_order(lb, ctx.measure)
         if kind == "bars":
             stats = scoring.stats_for_page(lb, ctx.measure)[0]
-            svg = scoring.bar_chart_of(scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats), ctx.measure, stats)
+            bars = scoring.bar_chart_of(scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats), ctx.measure, stats)
+            if bars is None:  # no system to draw
+                raise Http404(_("No such chart."))
+            svg = bars
         elif kind == "distribution":
             names = [lb.cube.system_names[s] for s in order.tolist()]
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)

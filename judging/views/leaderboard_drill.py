@@ -3,6 +3,7 @@ head-to-head of two systems, and the queries' tags (segments)."""
 
 from __future__ import annotations
 
+from typing import cast
 from urllib.parse import urlencode
 
 import numpy as np
@@ -40,7 +41,7 @@ def leaderboard_queries(request, ctx: BoardRequest):
     page = page_of(request, heat.matching, PAGE_SIZE)
     means = lb.means()[lb.measure_index(ctx.measure)]
     context = ctx.base(
-        rows=heat.rows(lb, page.object_list),
+        rows=heat.rows(lb, cast(np.ndarray, page.object_list)),
         systems=[lb.cube.system_names[s] for s in heat.order.tolist()],
         system_means=[float(means[s]) for s in heat.order.tolist()],
         page=page,
@@ -110,7 +111,7 @@ def leaderboard_compare(request, ctx: BoardRequest):
     page = page_of(request, h2h.ranked, PAGE_SIZE)
     context = ctx.base(
         s=summary,
-        rows=h2h.rows(lb, ctx.judged, page.object_list),
+        rows=h2h.rows(lb, ctx.judged, cast(np.ndarray, page.object_list)),
         page=page,
         systems=[lb.cube.system_names[s] for s in order.tolist()],
         chart=charts.difference_chart(h2h.diff, a=summary["a"], b=summary["b"], measure=ctx.measure),

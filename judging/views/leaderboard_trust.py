@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
@@ -214,7 +215,7 @@ def leaderboard_segments(request, ctx: BoardRequest):
     means = lb.means()[lb.measure_index(ctx.measure)]
     rows = []
     for rank, s in enumerate(order):
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for seg in segs:
             st = seg.stats
             if st is None:

@@ -139,8 +139,9 @@ def _row(pair: Pair) -> ReviewRow:
         adjudication = pair.adjudication
     except Adjudication.DoesNotExist:
         adjudication = None
-    reasons = review_reasons(pair.judgment_list)
-    return ReviewRow(pair, pair.judgment_list, adjudication, [text for kind, text in reasons], reasons)
+    judgments = pair.judgment_list  # type: ignore[attr-defined]  # prefetched with to_attr
+    reasons = review_reasons(judgments)
+    return ReviewRow(pair, judgments, adjudication, [text for kind, text in reasons], reasons)
 
 
 @campaign_view(lead=True)
@@ -210,7 +211,7 @@ def review_decide(request, member: Member, pair_id: int):
         except ValidationError as exc:
             error = "; ".join(exc.messages)
     else:
-        error = "; ".join(e for errs in form.errors.values() for e in errs)
+        error = "; ".join(str(e) for errs in form.errors.values() for e in errs)
     if not request.htmx:
         if error:
             messages.error(request, _("Not decided: %(error)s") % {"error": error})
@@ -475,7 +476,8 @@ def quality_gold(request, member: Member, pair_id: int):
     raw = (request.POST.get("grade") or "").strip()
     error = None
     try:
-        gold_label_set(pair=pair, lead=request.user, grade=None if raw == "" else raw)
+        # the service reads the posted text as a grade of the scale (a clear error if it is none)
+        gold_label_set(pair=pair, lead=request.user, grade=None if raw == "" else raw)  # type: ignore[arg-type]
     except ValidationError as exc:
         error = "; ".join(exc.messages)
     if request.htmx and request.POST.get("row") == "review":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from datetime import datetime, timedelta
 
@@ -284,3 +285,25 @@ def test_set_password_link_lasts_three_days(campaign, lead, age, works, monkeypa
     page = Client().get(link, follow=True).content.decode()
     assert ('name="new_password1"' in page) is works
     assert ("This link no longer works" in page) is not works
+
+
+def test_member_changes_are_logged_without_the_link(campaign, lead, make_user, caplog):
+    """An operator reads who added whom, role changes and removals, and that a link was issued, never the link."""
+    from judging.services import membership_remove
+
+    with caplog.at_level(logging.INFO, logger="judging.services"):
+        response = login(lead).post(
+            members_url(campaign),
+            {"action": "add", "username": "dave", "email": "", "role": "annotator", "create": "on"},
+        )
+        dave = User.objects.get(username="dave")
+        membership_add(campaign=campaign, user=dave, role="lead")
+        membership_remove(campaign=campaign, user=dave)
+    link = LINK.search(response.content.decode()).group(0)
+    assert f"account dave created by {lead.username} for campaign {campaign.slug}" in caplog.text
+    assert f"{lead.username} made dave a member of campaign {campaign.slug} as annotator" in caplog.text
+    assert f"set-password link for dave issued by {lead.username}" in caplog.text
+    assert f"dave's role in campaign {campaign.slug}: annotator -> lead" in caplog.text
+    assert f"dave left campaign {campaign.slug}" in caplog.text
+    token = link.rstrip("/").rsplit("/", 1)[-1]
+    assert token not in caplog.text and "set-password/" not in caplog.text

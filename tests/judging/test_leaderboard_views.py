@@ -505,3 +505,9 @@ def test_api_significance_compares_on_the_measure_asked_for(tiny, lead):
     assert response.status_code == 200 and response.json()["measure"] == "P@3"
     refused = client_for(lead).get("/api/campaigns/tiny/leaderboard/significance/", {"measure": "Judged"})
     assert refused.status_code == 400 and "expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref" in str(refused.json())
+
+
+def test_bar_chart_of_a_campaign_without_systems_is_not_found(as_lead, campaign):
+    """No system means no bars to draw: the chart file answers 404, not a server error."""
+    got = as_lead.get(reverse("judging:leaderboard_chart", args=[campaign.slug, "bars"]))
+    assert got.status_code == 404

@@ -232,6 +232,11 @@ def test_a_job_leaves_pairs_with_too_large_or_too_slow_answers_unjudged_and_logs
     assert "docid d1 got no judgment: the answer was larger than 1048576 bytes" in caplog.text
     assert "docid d3 got no judgment: gave up after 1 attempts (no whole answer within 1.5 s)" in caplog.text
     assert "sk-" not in caplog.text and "sk-" not in json.dumps(job.result)
+    # the operator's lines: who started the job, and the run's summary, never the endpoint's query string
+    assert f"job {job.pk} started (attempt 1)" in caplog.text and f"queued by {lead.username}" in caplog.text
+    summary = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("model judge tiny on"))
+    assert f"on campaign {judged.slug} via " in summary and "3 graded" in summary and "2 failed" in summary
+    assert "key=" not in caplog.text
     from django.contrib.auth import get_user_model
 
     profile = get_user_model().objects.get(username="tiny").annotator_profile

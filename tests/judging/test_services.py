@@ -272,3 +272,11 @@ def test_campaign_update_refuses_a_bad_scale_and_keeps_the_grades(campaign, scal
         campaign_update(campaign=campaign, scale=scale)
     assert exc.value.message_dict == {"scale": [message]}
     assert list(campaign.grades.values_list("value", flat=True)) == [0, 1, 2]
+
+
+def test_settings_changes_are_logged_by_name_only(campaign, caplog):
+    """The names of the settings that changed, not their values (a description may quote an endpoint's key)."""
+    with caplog.at_level(logging.INFO, logger="judging.services.campaigns"):
+        campaign_update(campaign=campaign, name=campaign.name, description="see https://h/?key=sk-secret")
+    assert f"campaign {campaign.slug} settings changed: description (0 pairs joined the pool)" in caplog.text
+    assert "sk-secret" not in caplog.text

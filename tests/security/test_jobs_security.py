@@ -3,6 +3,7 @@ may wait, what a visit may start, errors PostgreSQL refuses, and the SQLite prog
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -135,15 +136,18 @@ def test_queued_jobs_are_capped_per_user_with_a_429_naming_the_limit(pooled, lea
     assert Job.objects.filter(status="queued").count() == 2
 
 
-def test_queued_jobs_are_capped_per_campaign(pooled, lead, make_user, settings):
+def test_queued_jobs_are_capped_per_campaign(pooled, lead, make_user, settings, caplog):
     settings.RELJUDGE_JOB_THRESHOLD_BYTES = 10
     settings.RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN = 3
     lead2 = make_user("lead2")
     Membership.objects.create(campaign=pooled, user=lead2, role=Membership.Role.LEAD)
     assert [_upload(api(lead), f"a{i}.run").status_code for i in range(2)] == [202, 202]
     assert _upload(api(lead2), "b1.run").status_code == 202
-    refused = _upload(api(lead2), "b2.run")
+    with caplog.at_level(logging.INFO, logger="judging.jobs"):
+        refused = _upload(api(lead2), "b2.run")
     assert refused.status_code == 429 and "RELJUDGE_JOBS_QUEUED_PER_CAMPAIGN" in refused.json()["detail"]
+    # the operator sees who was refused where, and why
+    assert "job refused for lead2: campaign demo has 3 jobs queued (the limit)" in caplog.text
 
 
 def test_the_upload_page_refuses_past_the_cap_with_the_message(pooled, lead, settings):

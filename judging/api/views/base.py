@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any, cast
 
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -15,7 +17,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle
+from rest_framework.throttling import AnonRateThrottle, BaseThrottle
 from rest_framework.views import exception_handler
 
 from judging.api.jobs import job_limit_response
@@ -29,7 +31,7 @@ SLUG_PATH = r"[-a-zA-Z0-9_]+"
 ID_PATH = r"[0-9]+"
 # Actions on one object differ from the list defaults: their own query parameters (k, gain, format...)
 # must not reach the list filters while get_object() looks the object up, and there is no page to cut.
-ONE_OBJECT = {"filter_backends": [], "pagination_class": None}
+ONE_OBJECT: dict[str, Any] = {"filter_backends": [], "pagination_class": None}
 
 
 class DRFConflict(APIException):
@@ -67,7 +69,7 @@ def download_name(*parts: str) -> str:
 
 def attachment(filename: str) -> str:
     """Content-Disposition for a download; a non-ASCII name ("demo-형태소-bm25.run") goes as RFC 6266 filename*."""
-    return content_disposition_header(True, filename)
+    return cast(str, content_disposition_header(True, filename))  # a str whenever as_attachment is True
 
 
 def base_url(request) -> str:
@@ -126,7 +128,8 @@ class ApiMixin:
 
     # Not in settings: the schema and its docs (drf-spectacular's views) stay unthrottled and need no
     # database, while every API endpoint counts anonymous requests.
-    throttle_classes = [AnonRateThrottle]
+    throttle_classes: Sequence[type[BaseThrottle]] = [AnonRateThrottle]
+    request: Any  # the DRF Request, set by APIView.dispatch on the view this is mixed into
 
     def check_permissions(self, request):
         # Throttle first: DRF checks permissions before throttles, so a refused anonymous request

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -155,7 +157,7 @@ class JudgmentViewSet(
             pair, grades = found if found is not None else (None, None)
             if pair is None or not acc.may_see_pair(pair):
                 raise NotFound(_("No pair %(pair)s in your campaigns.") % {"pair": values["pair"]})
-            return Member(pair.campaign, acc.role(pair.campaign_id), grades), pair
+            return Member(pair.campaign, cast(str, acc.role(pair.campaign_id)), grades), pair  # may see: a member
         campaign = acc.campaign(values["campaign"])
         pair = (
             Pair.objects.filter(campaign=campaign, query__qid=values["qid"], document__docid=values["docid"])
@@ -164,7 +166,7 @@ class JudgmentViewSet(
         )
         if pair is not None and acc.may_see_pair(pair):
             pair.campaign = campaign
-            return Member(campaign, acc.role(campaign.id)), pair
+            return Member(campaign, cast(str, acc.role(campaign.id))), pair  # may see: a member
         names = {"campaign": repr(campaign.slug), "qid": repr(values["qid"]), "docid": repr(values["docid"])}
         if not campaign.queries.filter(qid=values["qid"]).exists():
             raise DRFValidationError({"qid": [_("Campaign %(campaign)s has no query %(qid)s.") % names]})

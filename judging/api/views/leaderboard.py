@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -34,7 +36,7 @@ from judging.selectors.online import offline_vs_online, online_figures, per_quer
 from metrics import Measure
 
 # One campaign's leaderboard: leads see it, annotators while the leads show it to them (get_object() checks).
-ONE_BOARD = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
+ONE_BOARD: dict[str, Any] = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
 
 
 class LeaderboardActions:

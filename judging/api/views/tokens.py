@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.contrib.auth import authenticate
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
@@ -10,7 +12,7 @@ from rest_framework.exceptions import NotAuthenticated
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from judging.api import serializers
@@ -23,7 +25,7 @@ class AuthTokenView(ApiMixin, APIView):
 
     # Differs: anyone may ask for a token (it is how one logs in), under the stricter login rate.
     permission_classes = [AllowAny]
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes: Sequence[type[BaseThrottle]] = [ScopedRateThrottle]
     throttle_scope = "login"
 
     @extend_schema(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -35,6 +37,8 @@ UPLOAD_RESPONSES = {
 
 class UploadActions:
     """CampaignViewSet's upload actions (leads only)."""
+
+    get_object: Any  # CampaignViewSet's (GenericAPIView.get_object)
 
     def _upload(self, request, serializer_class, importer, *, kind: str, **options):
         """Run one import on the uploaded file. Every importer is one transaction: on error, nothing of

@@ -118,7 +118,7 @@ def _per_query_text(per_query: dict[str, dict]) -> str | None:
     if not per_query:
         return "{}"
     rows = []
-    row_format, names = None, None
+    row_format, names = "", None
     for qid, values in per_query.items():  # one format per query, not one encoder call per value
         if names != tuple(values):
             names = tuple(values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,12 +33,13 @@ from judging.scoring.trust.store import cached, per_query
 TOP_OPEN_QUERIES = 5
 
 
-class _Scored(Mapping):
+class _Scored(Mapping[str, np.ndarray]):
     """measure -> (S, Qs) per-query values over the scored queries, taken out of the campaign's (S, Q)
     arrays when asked for (most callers want one measure, or only the means)."""
 
     def __init__(self, every: dict[str, np.ndarray], scored: np.ndarray):
-        self._every, self._scored, self._taken = every, scored, {}
+        self._every, self._scored = every, scored
+        self._taken: dict[str, np.ndarray] = {}
 
     def __getitem__(self, measure: str) -> np.ndarray:
         got = self._taken.get(measure)
@@ -66,7 +68,9 @@ class Bounds:
     mean_high: dict[str, np.ndarray]
 
 
-def _score_bounds(lb: Leaderboard, arrays: TrustArrays, grade: int, queries: np.ndarray | None) -> dict:
+def _score_bounds(
+    lb: Leaderboard, arrays: TrustArrays, grade: int, queries: np.ndarray | None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     labels, qrels = arrays.labels, arrays.qrels
     if queries is not None:
         labels, qrels = labels[:, queries], qrels[queries]
@@ -80,7 +84,9 @@ def query_bounds(lb: Leaderboard) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     arrays = campaign_arrays(lb)
     grade = top_grade(lb.campaign, arrays.qrels)
 
-    def patch(old: dict, dirty: np.ndarray) -> dict:
+    def patch(
+        old: dict[str, tuple[np.ndarray, np.ndarray]], dirty: np.ndarray
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         got = _score_bounds(lb, arrays, grade, dirty)
         out = {}
         for m, (low, high) in old.items():
@@ -100,7 +106,7 @@ def query_bounds(lb: Leaderboard) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def bounds(lb: Leaderboard) -> Bounds:
-    def compute():
+    def compute() -> Bounds:
         every = query_bounds(lb)
         scored = lb.table.labelled
         low = _Scored({m: v[0] for m, v in every.items()}, scored)
@@ -219,7 +225,7 @@ class Verdicts:
     order: np.ndarray  # (S,) systems best first
     # {"systems": [a, b], "settled": bool, "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]},
     # a above b
-    adjacent: list[dict]
+    adjacent: list[dict[str, Any]]
     pairs_left: int  # distinct unjudged pairs that can still change an open comparison
     settled: np.ndarray | None = None  # (S, S) metrics.settled(...).order; None without bounds for the measure
 
@@ -233,7 +239,7 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
     metrics.open_pairs and metrics.open_pairs_by_query, summed from per-query parts.
     """
 
-    def compute():
+    def compute() -> Verdicts:
         order = ranking_order(lb, measure)
         names = lb.cube.system_names
         b = bounds(lb)
@@ -280,7 +286,7 @@ def pair_priority(lb: Leaderboard, measure: str) -> metrics.PairPriority | None:
     """The unjudged pairs that can still change the ranking by ``measure``, most urgent first
     (metrics.pair_priority; query as cube positions), or None without bounds for the measure."""
 
-    def compute():
+    def compute() -> metrics.PairPriority | None:
         v = verdicts(lb, measure)
         if v.settled is None:
             return None

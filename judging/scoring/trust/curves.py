@@ -26,7 +26,7 @@ def curves(lb: Leaderboard, measure_base: str, k_max: int) -> np.ndarray:
     if not 1 <= k_max <= CURVE_K_MAX:
         raise ValueError(gettext("k_max must be between 1 and %(top)d") % {"top": CURVE_K_MAX})
 
-    def compute():
+    def compute() -> np.ndarray:
         arrays = trust_arrays(lb)
         if arrays.positions.size == 0:
             return np.zeros((len(lb.cube.system_ids), k_max))
@@ -51,7 +51,7 @@ def curve_k_default(lb: Leaderboard) -> int:
 def micro(lb: Leaderboard) -> dict[str, np.ndarray]:
     """Micro-averaged P@k and R@k, (S,) each, over the leaderboard's scored queries."""
 
-    def compute():
+    def compute() -> dict[str, np.ndarray]:
         arrays = trust_arrays(lb)
         k, t = lb.params.k, lb.params.threshold
         labels = scored_labels(lb, arrays)

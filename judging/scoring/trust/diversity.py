@@ -19,7 +19,7 @@ from judging.scoring.trust.store import LOCK, cached, process_store
 
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
-_ATTRIBUTES: dict[tuple, tuple[float, np.ndarray, np.ndarray, list[str]]] = process_store()
+_ATTRIBUTES: dict[tuple[object, ...], tuple[float, np.ndarray, np.ndarray, list[str]]] = process_store({})
 
 
 def check_attribute(attribute: str) -> str:
@@ -108,7 +108,7 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
             gettext("attribute: no document of this campaign has the attribute %(name)r") % {"name": attribute}
         )
 
-    def compute():
+    def compute() -> Diversity:
         arrays = trust_arrays(lb)
         k = lb.params.k
         docs = arrays.doc_ids[..., :k]  # both measures look at the top k only: look up no deeper

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,13 +24,14 @@ class PoolBiasResult:
 
     @property
     def drop(self) -> np.ndarray:
-        return self.real - self.without
+        drop: np.ndarray = self.real - self.without
+        return drop
 
 
 def pool_bias(lb: Leaderboard) -> PoolBiasResult:
     """Leave-one-run-out: each system scored as if the pool pairs only it contributed were unjudged."""
 
-    def compute():
+    def compute() -> PoolBiasResult:
         arrays = trust_arrays(lb)
         p = lb.params
         names = lb.measures
@@ -61,7 +63,7 @@ def pool_bias(lb: Leaderboard) -> PoolBiasResult:
     return cached(lb, ("pool-bias",), compute)
 
 
-def pool_bias_json(result: PoolBiasResult, lb: Leaderboard) -> dict:
+def pool_bias_json(result: PoolBiasResult, lb: Leaderboard) -> dict[str, Any]:
     systems = []
     for s, name in enumerate(lb.cube.system_names):
         systems.append(

@@ -28,7 +28,7 @@ class PriorityList:
     pair_ids: np.ndarray  # pooled unjudged pairs, most urgent first
 
 
-_PRIORITY: dict[int, PriorityList] = process_store()
+_PRIORITY: dict[int, PriorityList] = process_store({})
 QUEUE_PARAMS = Params()  # the queue ranks by the leaderboard's defaults: nDCG@10 under the campaign's policy
 QUEUE_MEASURE = str(Measure("nDCG", QUEUE_PARAMS.k))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from django.db.models import Count
@@ -47,8 +48,8 @@ def segments(lb: Leaderboard, measure: str) -> list[Segment]:
     One RankingStats per segment (a loop over tags, not queries), cached per labels state.
     """
 
-    def compute():
-        out = []
+    def compute() -> list[Segment]:
+        out: list[Segment] = []
         ids = QueryTag.objects.filter(query__campaign=lb.campaign).order_by().values_list("tag", "query_id")
         rows = np.array(list(ids), dtype=object).reshape(-1, 2)
         if not rows.size:
@@ -68,16 +69,21 @@ def segments(lb: Leaderboard, measure: str) -> list[Segment]:
     return cached(lb, ("segments", measure), compute)
 
 
-def _finite(v) -> float | None:
+def _finite(v: float) -> float | None:
     v = float(v)
     return v if np.isfinite(v) else None
 
 
-def segment_json(seg: Segment, names: list[str]) -> dict:
-    out = {"tag": seg.tag, "queries": seg.n_queries, "scored_queries": seg.n_scored, "few_queries": seg.few}
+def segment_json(seg: Segment, names: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "tag": seg.tag,
+        "queries": seg.n_queries,
+        "scored_queries": seg.n_scored,
+        "few_queries": seg.few,
+    }
     systems = []
     for i, name in enumerate(names):
-        entry = {"name": name, "value": None, "ci": None, "p_vs_best": None, "best": False}
+        entry: dict[str, Any] = {"name": name, "value": None, "ci": None, "p_vs_best": None, "best": False}
         if seg.stats is not None:
             st = seg.stats
             entry["value"] = float(st.means[i])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import resolve_measure
 from judging.scoring.trust.bounds import bounds, verdicts
@@ -15,7 +17,7 @@ def _float(v: float) -> float:
 
 def leaderboard_data_extend(
     lb: Leaderboard,
-    data: dict,
+    data: dict[str, Any],
     *,
     measure: str | None,
     with_bounds: bool,

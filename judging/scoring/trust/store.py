@@ -10,28 +10,30 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from judging.scoring.cache import Leaderboard
 
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+D = TypeVar("D", bound="dict[Any, Any]")
 
 LOCK = threading.Lock()
-_RESULTS: OrderedDict[tuple, object] = OrderedDict()
+_RESULTS: OrderedDict[tuple[object, ...], object] = OrderedDict()
 _KEEP_RESULTS = 64
-_STORES: list[dict] = []  # every store made by process_store(), for caches_clear
+_STORES: list[dict[Any, Any]] = []  # every store made by process_store(), for caches_clear
 
 
-def process_store(store: dict | None = None) -> dict:
-    """A dict (or the given one) that ``caches_clear`` empties: a module's own process-memory cache."""
-    store = {} if store is None else store
+def process_store(store: D) -> D:
+    """The given dict, which ``caches_clear`` empties: a module's own process-memory cache."""
     _STORES.append(store)
     return store
 
 
-def remember(store: OrderedDict, key, value: T, keep: int) -> T:
+def remember(store: OrderedDict[K, V], key: K, value: V, keep: int) -> V:
     """Keep ``value`` under ``key``, forgetting the least recently used entries beyond ``keep``."""
     with LOCK:
         store[key] = value
@@ -41,7 +43,7 @@ def remember(store: OrderedDict, key, value: T, keep: int) -> T:
     return value
 
 
-def recall(store: OrderedDict, key):
+def recall(store: OrderedDict[K, V], key: K) -> V | None:
     """The value kept under ``key`` (now the most recently used), or None."""
     with LOCK:
         value = store.get(key)
@@ -50,13 +52,13 @@ def recall(store: OrderedDict, key):
         return value
 
 
-def cached(lb: Leaderboard, what: tuple, compute: Callable[[], T]) -> T:
+def cached(lb: Leaderboard, what: tuple[object, ...], compute: Callable[[], T]) -> T:
     """``compute()`` once per labels state (``lb.state``) and ``what``."""
     key = (lb.state, *what)
     got = recall(_RESULTS, key)
     if got is None:
         got = remember(_RESULTS, key, compute(), _KEEP_RESULTS)
-    return got
+    return cast(T, got)
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,13 @@ class _PerQuery:
     value: object
 
 
-_PER_QUERY: OrderedDict[tuple, _PerQuery] = process_store(OrderedDict())
+_PER_QUERY: OrderedDict[tuple[object, ...], _PerQuery] = process_store(OrderedDict())
 _KEEP_PER_QUERY = 32
 
 
 def per_query(
     lb: Leaderboard,
-    what: tuple,
+    what: tuple[object, ...],
     *,
     token: object,
     build: Callable[[], T],
@@ -93,8 +95,8 @@ def per_query(
     if got is not None and got.token == token and got.versions.shape == versions.shape:
         dirty = np.flatnonzero(got.versions != versions)
         if not dirty.size:
-            return got.value
-        value = patch(got.value, dirty) if dirty.size <= patch_queries else build()
+            return cast(T, got.value)
+        value = patch(cast(T, got.value), dirty) if dirty.size <= patch_queries else build()
     else:
         value = build()
     remember(_PER_QUERY, key, _PerQuery(versions.copy(), token, value), _KEEP_PER_QUERY)
