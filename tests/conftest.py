@@ -51,6 +51,18 @@ def pytest_sessionstart(session):
     runpy.run_path(str(script))["compile_all"]()
 
 
+@pytest.fixture(autouse=True)
+def _settings_language():
+    """Each test starts in the settings' language. A request in Korean leaves Korean active in the thread that
+    served it (the test's own, with Django's test client), so without this a message checked in English fails
+    or passes by the order the tests ran in."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
 @pytest.fixture
 def make_user(db):
     from django.contrib.auth import get_user_model
