@@ -603,6 +603,26 @@ class Job(models.Model):
         return self.status in (self.Status.DONE, self.Status.FAILED)
 
 
+class JobChunk(models.Model):
+    """One piece (at most ``MAX_BYTES``) of an import job's uploaded file, in order of ``seq``: the upload is
+    written and read a piece at a time, so no process holds the whole file to store or hand it on. The pieces
+    are kept until the job ends (a failed job whose worker died keeps them for a retry)."""
+
+    MAX_BYTES = 1 << 20
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField(_("position in the file"))
+    data = models.BinaryField(_("bytes of the file"), editable=False)
+
+    class Meta:
+        verbose_name = _("piece of an uploaded file")
+        verbose_name_plural = _("pieces of uploaded files")
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="jobchunk_job_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"piece {self.seq} of job {self.job_id}"
+
+
 class AnnotatorProfile(models.Model):
     """What kind of annotator a user is: a person (the default, no row needed) or an automatic judge.
 
