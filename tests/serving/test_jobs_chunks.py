@@ -46,15 +46,15 @@ def _peak_while(start) -> tuple[object, int]:
 
 @pytest.mark.parametrize("via", ["form", "api"])
 def test_starting_a_job_holds_a_piece_of_the_file_not_the_file(campaign, lead, monkeypatch, via):
-    """A 6 MB upload becomes a job while the process's traced memory stays under a quarter of the file; the
+    """A 12 MB upload becomes a job while the process's traced memory stays under a quarter of the file; the
     worker then imports every document from the stored pieces and leaves none behind."""
     from judging.api.jobs import upload_as_job
-    from judging.jobs import imports, job_run, job_start_from_form
+    from judging.jobs import chunks, imports, job_run, job_start_from_form
     from judging.models import Document, Job
 
-    upload = _docs_upload("big.jsonl", docs=3000)
+    upload = _docs_upload("big.jsonl", docs=5500)
     size = upload.size
-    assert size > 6 * 10**6
+    assert size > 12 * 10**6
     monkeypatch.setattr(imports, "job_enqueue", lambda job: None)  # measure the request's work only
     reverse("api:job-detail", args=[1])  # the URLconf is imported before measuring, as in a serving process
     if via == "form":
@@ -66,13 +66,13 @@ def test_starting_a_job_holds_a_piece_of_the_file_not_the_file(campaign, lead, m
         _, peak = _peak_while(lambda: upload_as_job(request, campaign=campaign, kind="docs", upload=upload, fields={}))
     assert peak < size / 4, f"peak {peak:,} bytes to start a job for a {size:,}-byte file"
     job = Job.objects.get(campaign=campaign)
-    assert (job.size, job.total, job.status) == (size, 3000, "queued")
-    assert job.chunks.count() == -(-size // (1 << 20)) > 5
+    assert (job.size, job.total, job.status) == (size, 5500, "queued")
+    assert job.chunks.count() == -(-size // chunks.CHUNK_BYTES) > 5
     assert job_run(job_id=job.pk)["status"] == "done"
     job.refresh_from_db()
-    assert job.status == "done" and job.result["added"] == 3000 and not job.chunks.exists()
-    assert Document.objects.filter(campaign=campaign).count() == 3000
-    assert Document.objects.get(campaign=campaign, docid="d2999").text.startswith("lambswool 2999 ")
+    assert job.status == "done" and job.result["added"] == 5500 and not job.chunks.exists()
+    assert Document.objects.filter(campaign=campaign).count() == 5500
+    assert Document.objects.get(campaign=campaign, docid="d5499").text.startswith("lambswool 5499 ")
 
 
 def test_run_and_qrels_split_into_many_small_pieces_import_as_the_whole_file(campaign, lead, monkeypatch):
@@ -96,18 +96,19 @@ def test_run_and_qrels_split_into_many_small_pieces_import_as_the_whole_file(cam
 
 
 def test_a_failed_job_whose_worker_died_keeps_its_pieces_and_a_retry_reads_them_again(campaign, lead, settings):
-    from judging.jobs import job_can_retry, job_get, job_retry, job_run, job_start
+    from judging.jobs import chunks, job_can_retry, job_get, job_retry, job_run, job_start
     from judging.models import Document, Job
 
     settings.RELJUDGE_JOB_STALE_SECONDS = 30
     upload = _docs_upload("docs.jsonl", docs=700)
     job = job_start(kind="docs", campaign=campaign, user=lead, data=upload.read(), filename="docs.jsonl")
-    assert job.chunks.count() == 2
+    pieces = job.chunks.count()
+    assert pieces == -(-upload.size // chunks.CHUNK_BYTES) > 1
     Job.objects.filter(pk=job.pk).update(
         status="running", attempts=1, heartbeat_at=timezone.now() - timedelta(seconds=31)
     )
     seen = job_get(job_id=job.pk, user=lead)
-    assert seen.status == "failed" and job_can_retry(seen) and seen.chunks.count() == 2
+    assert seen.status == "failed" and job_can_retry(seen) and seen.chunks.count() == pieces
     job_retry(job=seen)
     assert job_run(job_id=job.pk)["status"] == "done"
     assert Document.objects.filter(campaign=campaign).count() == 700
