@@ -535,8 +535,8 @@ class Job(models.Model):
     """A background import of one uploaded file, or other long work: a model judge's run, an aggregation
     policy switch on a large campaign, a slow significance test (judging/jobs/ runs them in the task worker).
 
-    The upload itself waits in ``upload`` (in the database, so a worker on any machine can read it)
-    until the job ends (a model judge's run keeps the ids of its pairs there). ``done``/``total`` count
+    An import's file waits in its JobChunk pieces (in the database, so a worker on any machine can read it)
+    until the job ends; a model judge's run keeps the ids of its pairs in ``upload``. ``done``/``total`` count
     lines read of the file (pairs judged, labels recomputed, permutations drawn); ``heartbeat_at`` is refreshed
     while the worker runs the job, so one whose worker died can be told apart from a slow one.
     """

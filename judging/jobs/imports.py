@@ -1,4 +1,5 @@
-"""Import jobs: a large upload stored in its job row and imported by the task worker in one transaction.
+"""Import jobs: a large upload stored with its job (in pieces, see chunks) and imported by the task worker in one
+transaction.
 
 The import is the service the command line uses, inside one transaction, so a failure (bad input, a crash,
 or the worker being killed) writes nothing of the file; the job is marked done *inside* that transaction,

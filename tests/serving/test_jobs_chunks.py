@@ -49,7 +49,7 @@ def test_starting_a_job_holds_a_piece_of_the_file_not_the_file(campaign, lead, m
     """A 12 MB upload becomes a job while the process's traced memory stays under a quarter of the file; the
     worker then imports every document from the stored pieces and leaves none behind."""
     from judging.api.jobs import upload_as_job
-    from judging.jobs import chunks, imports, job_run, job_start_from_form
+    from judging.jobs import imports, job_run, job_start_from_form
     from judging.models import Document, Job
 
     upload = _docs_upload("big.jsonl", docs=5500)
@@ -65,6 +65,8 @@ def test_starting_a_job_holds_a_piece_of_the_file_not_the_file(campaign, lead, m
         request.user = lead
         _, peak = _peak_while(lambda: upload_as_job(request, campaign=campaign, kind="docs", upload=upload, fields={}))
     assert peak < size / 4, f"peak {peak:,} bytes to start a job for a {size:,}-byte file"
+    from judging.jobs import chunks
+
     job = Job.objects.get(campaign=campaign)
     assert (job.size, job.total, job.status) == (size, 5500, "queued")
     assert job.chunks.count() == -(-size // chunks.CHUNK_BYTES) > 5
