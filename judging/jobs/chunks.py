@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import bisect
 import io
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from django.db.models.functions import Length
 
 from judging.models import Job, JobChunk
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 # A quarter of the most a piece may hold: PostgreSQL's driver (client-side parameter binding) spells a piece out
 # as text in its INSERT, several times its size for a moment, so the process starting a job peaks at about 2 MB
@@ -87,7 +90,7 @@ class _ChunkReader(io.RawIOBase):
         self._pos = base + offset
         return self._pos
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         if self._pos >= self.size:
             return 0
         index = bisect.bisect_right(self._starts, self._pos) - 1
@@ -108,7 +111,7 @@ class _ChunkFile(io.BufferedReader):
 
     @property
     def size(self) -> int:
-        return self.raw.size
+        return cast(_ChunkReader, self.raw).size
 
 
 def chunk_file(job: Job) -> BinaryIO:
