@@ -535,8 +535,8 @@ class Job(models.Model):
     """A background import of one uploaded file, or other long work: a model judge's run, an aggregation
     policy switch on a large campaign, a slow significance test (judging/jobs/ runs them in the task worker).
 
-    The upload itself waits in ``upload`` (in the database, so a worker on any machine can read it)
-    until the job ends (a model judge's run keeps the ids of its pairs there). ``done``/``total`` count
+    An import's file waits in its JobChunk pieces (in the database, so a worker on any machine can read it)
+    until the job ends; a model judge's run keeps the ids of its pairs in ``upload``. ``done``/``total`` count
     lines read of the file (pairs judged, labels recomputed, permutations drawn); ``heartbeat_at`` is refreshed
     while the worker runs the job, so one whose worker died can be told apart from a slow one.
     """
@@ -601,6 +601,26 @@ class Job(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class JobChunk(models.Model):
+    """One piece (at most ``MAX_BYTES``) of an import job's uploaded file, in order of ``seq``: the upload is
+    written and read a piece at a time, so no process holds the whole file to store or hand it on. The pieces
+    are kept until the job ends (a failed job whose worker died keeps them for a retry)."""
+
+    MAX_BYTES = 1 << 20
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="chunks")
+    seq = models.PositiveIntegerField(_("position in the file"))
+    data = models.BinaryField(_("bytes of the file"), editable=False)
+
+    class Meta:
+        verbose_name = _("piece of an uploaded file")
+        verbose_name_plural = _("pieces of uploaded files")
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="jobchunk_job_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"piece {self.seq} of job {self.job_id}"
 
 
 class AnnotatorProfile(models.Model):

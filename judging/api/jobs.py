@@ -11,7 +11,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from judging.api.serializers import AsciiIntegerField
-from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start
+from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start_upload
 from judging.models import Job
 
 
@@ -97,8 +97,8 @@ def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Resp
     elif kind == "qrels":
         # The source is checked by qrels_import itself (a bad one fails the job with the field named).
         options = {"annotator": fields.get("annotator") or request.user.get_username()}
-    job = job_start(
-        kind=kind, campaign=campaign, user=request.user, data=upload.read(), filename=upload.name, options=options
+    job = job_start_upload(
+        kind=kind, campaign=campaign, user=request.user, upload=upload, filename=upload.name, options=options
     )
     url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
     return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})

@@ -15,7 +15,7 @@ Who may read, retry or cancel a job is ``judging.access.job_access``; how a job 
 ``judging.views.job_presenters``.
 """
 
-from judging.jobs.imports import KINDS, job_needed, job_start, job_start_from_form
+from judging.jobs.imports import KINDS, job_needed, job_start, job_start_from_form, job_start_upload
 from judging.jobs.model_judge import GIVE_UP_AFTER, model_endpoint_configured, model_judge_job_start
 from judging.jobs.policy import policy_job_pending, policy_job_start
 from judging.jobs.runner import (
@@ -49,6 +49,7 @@ __all__ = [
     "job_run",
     "job_start",
     "job_start_from_form",
+    "job_start_upload",
     "model_endpoint_configured",
     "model_judge_job_start",
     "model_judge_task",

@@ -1,4 +1,5 @@
-"""Import jobs: a large upload stored in its job row and imported by the task worker in one transaction.
+"""Import jobs: a large upload stored with its job (in pieces, see chunks) and imported by the task worker in one
+transaction.
 
 The import is the service the command line uses, inside one transaction, so a failure (bad input, a crash,
 or the worker being killed) writes nothing of the file; the job is marked done *inside* that transaction,
@@ -8,9 +9,10 @@ line and field of the error.
 
 from __future__ import annotations
 
+import io
 import logging
 import time
-from typing import cast
+from typing import BinaryIO
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -18,6 +20,7 @@ from django.db import transaction
 
 from judging import services
 from judging.imports.errors import FormatError, ImportRefused
+from judging.jobs.chunks import chunk_file, chunks_drop, chunks_store
 from judging.jobs.runner import (
     Heartbeat,
     JobError,
@@ -42,16 +45,26 @@ def job_needed(*, size: int) -> bool:
 
 
 def job_start(*, kind: str, campaign: Campaign, user, data: bytes, filename: str, options: dict | None = None) -> Job:
-    """Store the upload and queue its import. ``options``: ``system_name``/``replace`` for runs,
-    ``annotator`` (the source's name, see qrels_import) for qrels. JobLimit past the queued-jobs limits."""
+    """job_start_upload for a file already in memory."""
+    return job_start_upload(
+        kind=kind, campaign=campaign, user=user, upload=io.BytesIO(data), filename=filename, options=options
+    )
+
+
+def job_start_upload(
+    *, kind: str, campaign: Campaign, user, upload: BinaryIO, filename: str, options: dict | None = None
+) -> Job:
+    """Store the upload (a binary file object, read a piece at a time: see chunks_store) and queue its import.
+    ``options``: ``system_name``/``replace`` for runs, ``annotator`` (the source's name, see qrels_import) for
+    qrels. JobLimit past the queued-jobs limits."""
     if kind not in KINDS:
         raise JobError(f"unknown kind of import {kind!r} (one of {', '.join(KINDS)})")
-    total = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    job = job_create(
-        kind=kind, campaign=campaign, user=user, total=total, options=options or {}, upload=data, filename=filename
-    )
+    with transaction.atomic():  # the job and its file, or neither
+        job = job_create(kind=kind, campaign=campaign, user=user, total=0, options=options or {}, filename=filename)
+        job.size, job.total = chunks_store(job, upload)
+        Job.objects.filter(pk=job.pk).update(size=job.size, total=job.total)
     job_enqueue(job)
-    logger.info("job %s queued: %s import of %s (%d bytes, %d lines)", job.pk, kind, filename, len(data), total)
+    logger.info("job %s queued: %s import of %s (%d bytes, %d lines)", job.pk, kind, filename, job.size, job.total)
     return job
 
 
@@ -64,13 +77,15 @@ def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
         options = {"system_name": data.get("system") or None, "replace": bool(data.get("replace"))}
     elif kind == Job.Kind.QRELS:
         options = {"annotator": data.get("annotator") or user.get_username()}
-    return job_start(kind=kind, campaign=campaign, user=user, data=upload.read(), filename=upload.name, options=options)
+    return job_start_upload(
+        kind=kind, campaign=campaign, user=user, upload=upload, filename=upload.name, options=options
+    )
 
 
 @runs(*KINDS)
 def import_run(job: Job, *, progress=None) -> dict:
     """Import the stored upload (in the worker)."""
-    data = bytes(cast(bytes, job.upload))  # an import job always has its upload
+    data = _upload_data(job)
     beat = Heartbeat(job)
     started = time.monotonic()
     error = None
@@ -81,6 +96,7 @@ def import_run(job: Job, *, progress=None) -> dict:
             # "done" commits with the imported rows, or neither does.
             result = summary.as_dict()
             mark_done(job, result, upload=None)
+            chunks_drop(job)
     except Superseded:
         logger.error("job %s was marked failed while its worker still ran it; its import was rolled back", job.pk)
         return {"status": "superseded"}
@@ -95,7 +111,8 @@ def import_run(job: Job, *, progress=None) -> dict:
         sidecar_remove(job.pk)
     seconds = time.monotonic() - started
     if error is not None:
-        mark_failed(job, error, upload=None)
+        if mark_failed(job, error, upload=None):
+            chunks_drop(job)
         logger.info("job %s failed after %.2f s: %r (nothing was imported)", job.pk, seconds, error["detail"])
         return {"status": "failed", "error": error}
     logger.info(
@@ -113,7 +130,14 @@ def import_run(job: Job, *, progress=None) -> dict:
     return {"status": "done", "result": result}
 
 
-def _import(job: Job, data: bytes, *, progress):
+def _upload_data(job: Job) -> bytes | BinaryIO:
+    """The job's file: its pieces as a file object, or the bytes of a job queued with the file in its row."""
+    if job.upload is not None:
+        return bytes(job.upload)
+    return chunk_file(job)
+
+
+def _import(job: Job, data: bytes | BinaryIO, *, progress):
     """Call the import service for the job's kind (looked up on ``services`` at call time, so that tests can
     substitute one)."""
     common = {"campaign": job.campaign, "data": data, "filename": job.filename}

@@ -28,6 +28,7 @@ from django.utils.translation import ngettext
 from django_tasks import task
 
 from judging.access import job_access
+from judging.jobs.chunks import chunks_kept
 from judging.models import Account, Campaign, Job, User
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ def job_retry(*, job: Job) -> Job:
     with transaction.atomic():
         Campaign.objects.select_for_update().filter(pk=job.campaign_id).exists()
         locked = Job.objects.select_for_update().get(pk=job.pk)
-        if locked.status != Job.Status.FAILED or (locked.is_import and locked.upload is None):
+        if locked.status != Job.Status.FAILED or (locked.is_import and not _upload_kept(locked)):
             raise JobError("only a failed job whose upload is still kept can be retried; upload the file again")
         if locked.kind == Job.Kind.MODEL_JUDGE and locked.upload is None:
             raise JobError("this model judge's run cannot be resumed; start a new one")
@@ -409,7 +410,12 @@ def job_can_retry(job: Job) -> bool:
         return False
     if job.kind in (Job.Kind.POLICY, Job.Kind.SIGNIFICANCE):
         return True
-    return Job.objects.filter(pk=job.pk, upload__isnull=False).exists()
+    return _upload_kept(job)
+
+
+def _upload_kept(job: Job) -> bool:
+    """Whether the job's file (or a model judge's pairs) is still stored: in its row, or as pieces."""
+    return Job.objects.filter(pk=job.pk, upload__isnull=False).exists() or chunks_kept(job)
 
 
 def run_work(job: Job, work: Callable[[Job, Callable[[int], None]], dict], *, atomic: bool, progress=None) -> dict:

@@ -29,7 +29,8 @@ def test_job_start_queues_the_upload_with_its_line_count(run_job):
     job = run_job(RUN_BM25)
     job.refresh_from_db()
     assert (job.status, job.done, job.total, job.size) == ("queued", 0, 5, len(RUN_BM25))
-    assert bytes(job.upload) == RUN_BM25.encode() and job.task_id
+    assert b"".join(bytes(c) for c in job.chunks.order_by("seq").values_list("data", flat=True)) == RUN_BM25.encode()
+    assert job.upload is None and job.task_id
 
 
 def test_job_run_imports_marks_done_and_drops_the_upload(run_job, campaign):
@@ -39,7 +40,7 @@ def test_job_run_imports_marks_done_and_drops_the_upload(run_job, campaign):
     job = run_job(RUN_BM25, system_name="renamed")
     assert job_run(job_id=job.pk)["status"] == "done"
     job = Job.objects.get(pk=job.pk)
-    assert job.status == "done" and job.upload is None and job.finished_at
+    assert job.status == "done" and job.upload is None and not job.chunks.exists() and job.finished_at
     assert job.result["systems"] == ["renamed"] and job.error is None
     assert list(System.objects.filter(campaign=campaign).values_list("name", flat=True)) == ["renamed"]
     # A second delivery of the same task does nothing.
