@@ -1,20 +1,14 @@
 """Top-level URL configuration."""
 
-from datetime import UTC, datetime
-
 from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.decorators.cache import cache_control
-from django.views.decorators.http import last_modified
-from django.views.decorators.vary import vary_on_cookie
-from django.views.i18n import JavaScriptCatalog
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.health import healthz
 from judging.views.account import LoginView, RateLimitedPasswordResetView, needs_mail, token_page
-from judging.views.language import language_set
+from judging.views.language import javascript_catalog, language_set
 
 # The accounts routes of django.contrib.auth.urls, listed so that password reset answers 404 unless mail
 # can be sent (settings.PASSWORD_RESET_ENABLED); elsewhere a reset link would promise a mail that never comes.
@@ -40,21 +34,13 @@ api_docs = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 )
 
-# The scripts' translations change only with a deployment: browsers keep them an hour, then ask again with
-# If-Modified-Since (304 until the next restart). The response varies with the cookies (the language
-# cookie, the session of a signed-in user's choice) and Accept-Language (LocaleMiddleware adds that one), so
-# switching languages fetches the other catalog.
-_started = datetime.now(UTC)
-_catalog = last_modified(lambda request, **kwargs: _started)(JavaScriptCatalog.as_view())
-javascript_catalog = vary_on_cookie(cache_control(private=True, max_age=3600)(_catalog))
-
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/token/", token_page, name="account-token"),
     # the header's language switcher, and the translations of the scripts' messages (static/judging/*.js)
     path("i18n/language/", language_set, name="set_language"),
-    path("i18n/catalog.js", javascript_catalog, name="javascript-catalog"),
+    path("i18n/<str:language>/catalog-<str:version>.js", javascript_catalog, name="javascript-catalog"),
     path("accounts/", include(account_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),

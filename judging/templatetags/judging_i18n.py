@@ -1,6 +1,8 @@
 """Template filters for the interface's own words inside campaign data (the default grade names) and durations."""
 
 from django import template
+from django.conf import settings
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from judging.selectors.campaigns import grade_text_shown
@@ -29,3 +31,11 @@ def duration(start, end) -> str:
     if minutes:
         return _("%(m)d min %(s)d s") % {"m": minutes, "s": seconds}
     return _("%(s)d s") % {"s": seconds}
+
+
+@register.simple_tag
+def script_catalog_url() -> str:
+    """The URL of the scripts' translations in the page's language (see views.language.catalog_url)."""
+    from judging.views.language import catalog_url  # a view module: loaded when a page first asks
+
+    return catalog_url(translation.get_language() or settings.LANGUAGE_CODE)

@@ -1,14 +1,26 @@
-"""The header's language switcher: sets the language cookie and, for a signed-in user, keeps the choice."""
+"""The header's language switcher, and the scripts' translations (the JavaScript catalog) for each language."""
 
-from django.views.decorators.http import require_POST
-from django.views.i18n import set_language
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponseBase
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import translation
+from django.utils.cache import patch_cache_control
+from django.views.decorators.http import require_GET, require_POST
+from django.views.i18n import JavaScriptCatalog, set_language
 
 from judging.languages import remember_in_session
 from judging.services.languages import language_codes, user_language_set
 
 
 @require_POST
-def language_set(request):
+def language_set(request: HttpRequest) -> HttpResponseBase:
     """Django's set_language (the cookie, and a redirect to ``next`` only if it is on this site), plus the
     choice kept on the account of a signed-in user, so that it follows them to their next login anywhere."""
     response = set_language(request)
@@ -16,4 +28,37 @@ def language_set(request):
     if language in language_codes() and request.user.is_authenticated:
         user_language_set(user=request.user, language=language)
         remember_in_session(request, language)
+    return response
+
+
+@functools.cache
+def catalog_version(language: str) -> str:
+    """A short digest of the compiled script catalogs of ``language`` (every djangojs.mo of LOCALE_PATHS): the
+    same in every server process of one deployment, and a new one whenever a translation changes."""
+    digest = hashlib.sha256(language.encode())
+    for folder in settings.LOCALE_PATHS:
+        compiled = Path(folder) / language / "LC_MESSAGES" / "djangojs.mo"
+        if compiled.exists():
+            digest.update(compiled.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def catalog_url(language: str) -> str:
+    """Where a page in ``language`` loads its scripts' translations: the URL names the language and the
+    catalog's version, so a browser never reuses one language's catalog for another, nor an old one."""
+    return reverse("javascript-catalog", kwargs={"language": language, "version": catalog_version(language)})
+
+
+@require_GET
+def javascript_catalog(request: HttpRequest, language: str, version: str) -> HttpResponseBase:
+    """The scripts' messages in the language the URL names, whatever the request's own language. Its address
+    changes with the language and the catalog, so it is cached for a year as it is; a stale version (a page
+    from before a deployment) is sent on to the current one."""
+    if language not in language_codes():
+        raise Http404("No such language.")
+    if version != catalog_version(language):
+        return redirect(catalog_url(language))
+    with translation.override(language):
+        response = JavaScriptCatalog.as_view()(request)
+    patch_cache_control(response, public=True, max_age=365 * 24 * 3600, immutable=True)
     return response

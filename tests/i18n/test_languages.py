@@ -90,17 +90,41 @@ def test_api_follows_accept_language(client, db):
 
 
 def test_script_catalog_is_served_from_this_site_in_the_pages_language(client, db):
+    from judging.views.language import catalog_url
+
     page = client.get(reverse("login"), **KO).content.decode()
-    assert f'<script src="{reverse("javascript-catalog")}" defer></script>' in page
-    catalog = client.get(reverse("javascript-catalog"), **KO)
-    assert catalog.status_code == 200 and catalog["Content-Type"].startswith("text/javascript")
-    # the catalog is JSON: Hangul comes as \u escapes
+    korean_url, english_url = catalog_url("ko"), catalog_url("en")
+    assert korean_url != english_url and korean_url.startswith("/i18n/ko/catalog-")
+    assert f'<script src="{korean_url}" defer></script>' in page
+    assert f'<script src="{english_url}" defer></script>' in client.get(reverse("login")).content.decode()
+    # the catalog is JSON: Hangul comes as \u escapes; the URL decides the language, not the request's
     expired = "세션이 만료되었습니다".encode("unicode_escape").decode()
+    catalog = client.get(korean_url)  # a browser asking for English: still the Korean catalog
+    assert catalog.status_code == 200 and catalog["Content-Type"].startswith("text/javascript")
     assert expired in catalog.content.decode()
-    assert expired not in client.get(reverse("javascript-catalog")).content.decode()
-    # a browser keeps it a while, but one per language: switching (a cookie) or the browser's languages refetch
-    vary = {v.strip().lower() for v in catalog["Vary"].split(",")}
-    assert {"cookie", "accept-language"} <= vary
+    assert expired not in client.get(english_url, **KO).content.decode()
+    # one address per language and catalog version: kept a year, never revalidated against another language
+    assert "immutable" in catalog["Cache-Control"] and "max-age=31536000" in catalog["Cache-Control"]
+    assert not catalog.has_header("Last-Modified")
+
+
+def test_script_catalog_of_another_version_goes_to_the_current_one(client, db):
+    from judging.views.language import catalog_url
+
+    old = client.get("/i18n/ko/catalog-000000000000.js")
+    assert old.status_code == 302 and old["Location"] == catalog_url("ko")
+    assert client.get("/i18n/xx/catalog-000000000000.js").status_code == 404
+
+
+def test_a_korean_account_gets_the_korean_catalog_from_an_english_browser(client, annotator):
+    """The page is Korean for a Korean account whatever the browser asks: so is the catalog its page names."""
+    from judging.services.languages import user_language_set
+    from judging.views.language import catalog_url
+
+    user_language_set(user=annotator, language="ko")
+    client.force_login(annotator)
+    page = client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert f'<script src="{catalog_url("ko")}" defer></script>' in page
 
 
 def test_default_grade_names_are_shown_in_the_readers_language_and_a_leads_names_as_written(pooled, annotator, client):
