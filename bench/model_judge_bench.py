@@ -99,9 +99,8 @@ def main() -> None:
     vendor = django_ready("model_judge_bench")
 
     from judging.models import Judgment
+    from judging.services.model_client import ChatClient, Endpoint
     from judging.services.model_judge import (
-        ChatClient,
-        Endpoint,
         PairText,
         model_judge_get_or_create,
         model_judge_run,

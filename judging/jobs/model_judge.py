@@ -29,9 +29,8 @@ from judging.jobs.runner import (
     sidecar_remove,
 )
 from judging.models import Campaign, Job
+from judging.services.model_client import ENDPOINT_ENV, Endpoint
 from judging.services.model_judge import (
-    ENDPOINT_ENV,
-    Endpoint,
     ModelJudgeAborted,
     model_judge_get_or_create,
     model_judge_run,

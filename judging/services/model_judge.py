@@ -1,4 +1,5 @@
-"""Automatic judges: model annotators, the chat-completions client that asks them, and storing their grades.
+"""Automatic judges: model annotators, their prompts, and storing their grades (the client that asks them is
+judging.services.model_client).
 
 A model judge is a user (username = the judge's name, unusable password, inactive: it never logs in) with an
 ``AnnotatorProfile`` of kind "model" and an annotator membership, so every page, filter and export that lists
@@ -16,22 +17,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
-import socket
-import ssl
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpcore
-import httpx
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
@@ -42,11 +36,10 @@ from django.utils import timezone
 from judging.imports.errors import FormatError
 from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Pair
 from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.endpoints import endpoint_display, urls_display
+from judging.services.endpoints import urls_display
 from judging.services.judgments import labels_refresh
+from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 
-ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
-API_KEY_ENV = "RELJUDGE_MODEL_API_KEY"
 PAIR_MODES = ("unjudged", "all", "sample:N")
 DOC_CHARS = 6000  # of the document's text sent in the prompt: enough to judge, bounded cost per call
 NOTE_CHARS = 2000
@@ -165,232 +158,6 @@ def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
     if isinstance(grade, bool) or not isinstance(grade, int) or grade not in allowed:
         return None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}"
     return grade, str(reason).strip()[:NOTE_CHARS]
-
-
-# --------------------------------------------------------------------------- the client
-
-
-class ModelCallError(Exception):
-    """A call that failed for good (after the retries, or at once for a 4xx other than 429, an answer
-    larger than the cap, or one in an encoding the client cannot bound)."""
-
-
-class _TooLarge(Exception):
-    pass
-
-
-@dataclass
-class Endpoint:
-    """An OpenAI-compatible chat-completions endpoint."""
-
-    url: str = field(repr=False)  # its query string may hold a key: shown only as ``display``
-    model: str
-    api_key: str = field(default="", repr=False)
-    timeout: float = 60.0  # seconds one attempt may take in all: connecting, sending, and the whole answer
-    retries: int = 4
-    backoff: float = 0.5  # seconds before the first retry, doubled each time (with jitter)
-    temperature: float = 0.0
-    max_tokens: int = 200
-    max_answer_bytes: int = 1024 * 1024  # a chat completion of max_tokens is a few kB; past this, stop reading
-
-    @classmethod
-    def configured(cls, *, url: str | None, model: str, **kw: Any) -> Endpoint:
-        """The endpoint from ``url`` or the environment; ValueError when none is configured."""
-        url = (url or os.environ.get(ENDPOINT_ENV, "")).strip()
-        if not url:
-            raise ValueError(f"no model endpoint: pass --endpoint URL or set {ENDPOINT_ENV}")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the endpoint must be an http(s) URL, not {endpoint_display(url)!r}")
-        if not parts.path.rstrip("/").endswith("/chat/completions"):
-            path = parts.path.rstrip("/") + "/chat/completions"
-            url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-        return cls(url=url, model=model, api_key=os.environ.get(API_KEY_ENV, ""), **kw)
-
-    @property
-    def display(self) -> str:
-        """The URL as pages, the API and logs may show it: without user info, query string or fragment."""
-        return endpoint_display(self.url)
-
-
-_deadline = threading.local()  # the calling thread's attempt: when it must be over (time.monotonic())
-
-
-def _left(timeout: float | None) -> float | None:
-    """``timeout`` cut to what is left of the calling thread's deadline; ReadTimeout once it has passed."""
-    end: float | None = getattr(_deadline, "at", None)
-    if end is None:
-        return timeout
-    left = end - time.monotonic()
-    if left <= 0:
-        raise httpcore.ReadTimeout("the call's deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A connection whose every wait ends by the deadline of the attempt using it."""
-
-    def __init__(self, stream: httpcore.NetworkStream):
-        self._stream = stream
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._stream.read(max_bytes, _left(timeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._stream.write(buffer, _left(timeout))
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, _left(timeout)))
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._stream.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's own sockets, wrapped in _DeadlineStream. Per-read timeouts alone let a server that sends
-    a byte every few seconds hold a call for ever; cutting each wait to the time left bounds the whole."""
-
-    def __init__(self) -> None:
-        self._backend = httpcore.SyncBackend()
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_unix_socket(path, _left(timeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._backend.sleep(seconds)
-
-
-class ChatClient:
-    """Calls one endpoint from many threads over one httpx connection pool (``connections`` kept alive).
-
-    Each attempt has a deadline for the whole exchange (``Endpoint.timeout``: connecting, sending and the
-    whole answer), not only per read. The answer is read as a stream and abandoned past
-    ``Endpoint.max_answer_bytes``, so that a huge answer costs the worker that much memory at most.
-    """
-
-    CHUNK = 16 * 1024
-
-    def __init__(self, endpoint: Endpoint, *, connections: int = 8):
-        self.endpoint = endpoint
-        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
-        if endpoint.api_key:
-            headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        transport = httpx.HTTPTransport()
-        transport._pool = httpcore.ConnectionPool(  # httpx's transport around a pool with the deadline backend
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=connections,
-            max_keepalive_connections=connections,
-            network_backend=_DeadlineBackend(),
-            # TCP_NODELAY, as urllib3 sets it: with Nagle's algorithm a request written in two pieces waits
-            # for the peer's delayed ACK, 40 ms a call on Linux.
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-        )
-        self._http = httpx.Client(transport=transport, headers=headers, follow_redirects=False, trust_env=False)
-        # The key goes as a Bearer token: user info in the URL is dropped, never sent as Basic credentials.
-        parts = urlsplit(endpoint.url)
-        netloc = parts.netloc.rpartition("@")[2]
-        self._url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """The assistant message's text; retries 429, 5xx, timeouts and broken connections with backoff."""
-        body = json.dumps(
-            {
-                "model": self.endpoint.model,
-                "messages": messages,
-                "temperature": self.endpoint.temperature,
-                "max_tokens": self.endpoint.max_tokens,
-            }
-        ).encode()
-        problem = ""
-        for attempt in range(self.endpoint.retries + 1):
-            if attempt:
-                delay = self.endpoint.backoff * 2 ** (attempt - 1)
-                time.sleep(delay * (0.5 + random.random()))  # jitter: 8 workers must not retry in lockstep
-            try:
-                status, retry_after, payload = self._attempt(body)
-            except _TooLarge:
-                raise ModelCallError(
-                    f"the answer was larger than {self.endpoint.max_answer_bytes} bytes; it was not read further"
-                ) from None
-            except httpx.TimeoutException:
-                problem = f"no whole answer within {self.endpoint.timeout:g} s"
-                continue
-            except (OSError, httpx.TransportError) as exc:
-                problem = self._clean(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
-                continue
-            if status == 429 or status >= 500:
-                problem = f"HTTP {status}"
-                if retry_after and retry_after.isdigit() and attempt < self.endpoint.retries:
-                    time.sleep(min(float(retry_after), 30.0))
-                continue
-            if status >= 400:
-                raise ModelCallError(self._clean(f"HTTP {status}: {payload[:300].decode('utf-8', 'replace')}"))
-            try:
-                return json.loads(payload)["choices"][0]["message"]["content"] or ""
-            except (ValueError, KeyError, IndexError, TypeError):
-                # A reply that is not a chat completion at all: the model's fault, not the network's.
-                return payload.decode("utf-8", "replace")
-        raise ModelCallError(f"gave up after {self.endpoint.retries + 1} attempts ({problem})")
-
-    def _attempt(self, body: bytes) -> tuple[int, str | None, bytes]:
-        """One request: (status, Retry-After, the answer's body), within the deadline and the size cap."""
-        _deadline.at = time.monotonic() + self.endpoint.timeout
-        try:
-            with self._http.stream("POST", self._url, content=body, timeout=self.endpoint.timeout) as answer:
-                return answer.status_code, answer.headers.get("Retry-After"), self._read(answer)
-        finally:
-            _deadline.at = None
-
-    def _read(self, response: httpx.Response) -> bytes:
-        cap = self.endpoint.max_answer_bytes
-        length = response.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > cap:
-            raise _TooLarge
-        encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding in ("gzip", "x-gzip", "deflate"):
-            # Inflated here, never past the cap: a small compressed answer can inflate a thousandfold.
-            inflate = zlib.decompressobj(47)  # 32 + 15: a gzip or a zlib header, whichever comes
-        elif encoding in ("", "identity"):
-            inflate = None
-        else:
-            raise ModelCallError(f"the answer came in an encoding this client does not read ({encoding[:40]})")
-        out = bytearray()
-        for chunk in response.iter_raw(self.CHUNK):
-            if inflate is not None:
-                chunk = inflate.decompress(chunk, cap + 1 - len(out))
-            out += chunk
-            if len(out) > cap:
-                raise _TooLarge
-        return bytes(out)
-
-    def _clean(self, text: str) -> str:
-        """An error's text without the endpoint's query string or user info (httpx may quote the URL)."""
-        text = text.replace(self.endpoint.url, self.endpoint.display)
-        query = urlsplit(self.endpoint.url).query
-        if query:
-            text = text.replace(query, "...")
-        return text
-
-    def close(self) -> None:
-        """Close the pool's connections (call once the calls are done)."""
-        self._http.close()
 
 
 # --------------------------------------------------------------------------- a run

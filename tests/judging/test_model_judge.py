@@ -21,10 +21,8 @@ from judging.scoring import leaderboard_data
 from judging.selectors.agreement import review_queue
 from judging.selectors.calibration import judge_calibration
 from judging.services import judgment_record, membership_add, qrels_import
+from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 from judging.services.model_judge import (
-    ChatClient,
-    Endpoint,
-    ModelCallError,
     model_judge_get_or_create,
     parse_answer,
 )

@@ -13,7 +13,7 @@ import tracemalloc
 
 import pytest
 
-from judging.services.model_judge import ChatClient, Endpoint, ModelCallError
+from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 
 ANSWER = json.dumps({"choices": [{"message": {"role": "assistant", "content": '{"grade": 1}'}}]}).encode()
 MESSAGES = [{"role": "user", "content": "Query: q\nDocument d1\n"}]

@@ -8,7 +8,8 @@ from tqdm import tqdm
 from judging.jobs import job_run, model_judge_job_start
 from judging.management.commands._base import CampaignCommand
 from judging.models import Job
-from judging.services.model_judge import API_KEY_ENV, ENDPOINT_ENV, PAIR_MODES
+from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV
+from judging.services.model_judge import PAIR_MODES
 
 
 class Command(CampaignCommand):
