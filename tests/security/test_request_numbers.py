@@ -14,27 +14,14 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from judging.models import Campaign, Pair
-from judging.services import campaign_create, judgment_record, run_import
+from judging.models import Pair
+from judging.services import campaign_create
 from judging.services.model_judge import model_judge_get_or_create
-from tests.data import RUN_BM25, RUN_DENSE
 
 pytestmark = pytest.mark.django_db
 CAMPAIGN = "/api/campaigns/demo/"
 LEADERBOARD = CAMPAIGN + "leaderboard/"
 UNICODE_NUMBERS = ["２", "٢", "۲"]  # full-width, Arabic-Indic and Persian digits
-
-
-@pytest.fixture
-def board(campaign, lead, annotator):
-    """Two systems, a few labels, and the leaderboard shown to annotators."""
-    for run in (RUN_BM25, RUN_DENSE):
-        run_import(campaign=campaign, data=run.encode(), filename="run.txt")
-    for docid, grade in (("d1", 2), ("d3", 1), ("d2", 0)):
-        pair = Pair.objects.select_related("campaign").get(query__qid="q1", document__docid=docid)
-        judgment_record(pair=pair, annotator=annotator, grade=grade)
-    Campaign.objects.filter(pk=campaign.pk).update(leaderboard_visible_to_annotators=True)
-    return campaign
 
 
 def api(user) -> APIClient:
