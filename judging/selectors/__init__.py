@@ -48,3 +48,4 @@ from judging.selectors.queue import (  # noqa: F401
     pair_with_scale,
     queue_values,
 )
+from judging.selectors.strategies import PRIORITY_MODES, priority_for  # noqa: F401

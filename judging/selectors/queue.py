@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
@@ -12,6 +13,7 @@ from django.utils import timezone
 from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
 from judging.models import Assignment, Campaign, Document, Grade, Judgment, Membership, Pair, Query, User
 from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
+from judging.selectors.strategies import priority_for
 
 _P = 100_003  # prime
 
@@ -159,14 +161,16 @@ def pair_next(
     PostgreSQL), with the annotator's progress on its query (``pair.progress``), for the judging page's
     "record + next" to hold it in the same transaction; a pair another request has locked is passed over.
 
-    Queue mode "pairs that matter most" (``Campaign.queue_mode``, chosen by a lead) serves first, across
-    queries, the unjudged pairs that can still change an open comparison of the leaderboard, in
-    ``judging.scoring.trust.priority_pairs`` order (the best rank a system with an open comparison gives
-    the document); the same open-pair rules (redundancy, holds, the annotator's own judgments, skips)
-    filter them. When none is left it falls back to the order above.
+    Queue modes with a priority list (``Campaign.queue_mode``, chosen by a lead; judging.selectors.strategies,
+    e.g. "pairs that matter most") serve first, across queries, the pairs of their list in its order; the same
+    open-pair rules (redundancy, holds, the annotator's own judgments, skips) filter them. When none is left it
+    falls back to the order above.
     """
-    if campaign.queue_mode == Campaign.QueueMode.MATTER and not lock:
-        found = _pair_that_matters(campaign=campaign, annotator_id=annotator.id, exclude=exclude)
+    strategy = priority_for(campaign.queue_mode)
+    if strategy is not None and not lock:
+        found = _pair_of_priority(
+            strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=exclude
+        )
         if found is not None:
             return NextPair(found)
     args = {"campaign": campaign, "annotator_id": annotator.id, "current_query_id": current_query_id, "lock": lock}
@@ -177,17 +181,19 @@ def pair_next(
     return NextPair(found)
 
 
-# Candidate chunks of the priority list checked per request before the shuffled order takes over.
-_MATTER_CHUNKS = 10
+# Candidate chunks of a priority list checked per request before the shuffled order takes over.
+_PRIORITY_CHUNKS = 10
 
 
-def _pair_that_matters(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
-    """The first pair of the priority list still open to this annotator: one query per chunk of candidates."""
-    from judging.scoring.trust import PRIORITY_CHUNK, priority_pairs
+# Candidate pairs of a priority list checked against the live queue per database query.
+PRIORITY_CHUNK = 200
 
-    ids = priority_pairs(campaign)
+
+def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
+    """The first pair of a queue mode's priority list still open to this annotator: one query per chunk of
+    candidates (see judging.selectors.strategies)."""
     open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
-    for start in range(0, min(ids.size, PRIORITY_CHUNK * _MATTER_CHUNKS), PRIORITY_CHUNK):
+    for start in range(0, min(ids.size, PRIORITY_CHUNK * _PRIORITY_CHUNKS), PRIORITY_CHUNK):
         chunk = ids[start : start + PRIORITY_CHUNK].tolist()
         # One read of the chunk's open pairs with their query and document: reading ids first and the chosen
         # pair again afterwards lost the race when another annotator took that pair in between (a 500).

@@ -53,7 +53,6 @@ from judging.scoring.trust.diversity import (  # noqa: F401
 )
 from judging.scoring.trust.pool import PoolBiasResult, pool_bias, pool_bias_json  # noqa: F401
 from judging.scoring.trust.priority import (  # noqa: F401
-    PRIORITY_CHUNK,
     PRIORITY_MAX_AGE,
     QUEUE_MEASURE,
     QUEUE_PARAMS,

@@ -18,7 +18,6 @@ from metrics import Measure
 # against the live queue rules (redundancy, holds), so a slightly stale order only changes which open
 # pair comes first.
 PRIORITY_MAX_AGE = 30.0
-PRIORITY_CHUNK = 200  # candidate pairs checked against the live queue per database query
 
 
 @dataclass

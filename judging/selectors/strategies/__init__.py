@@ -1,0 +1,31 @@
+"""Queue modes that serve pairs from a priority list, one module per mode.
+
+A mode here maps (campaign, annotator id) to the ids of pooled pairs in the order it wants them judged, most
+urgent first (a numpy array of int64). ``selectors.queue.pair_next`` serves the first of them still open to the
+annotator (redundancy, holds, their own judgments and skips filter the list), and falls back to the query-by-query
+order (mode "shuffled") when none is. A mode must stay blind: its order may depend on the systems' runs, but
+nothing it returns reaches an annotator except the pair itself.
+
+Add a mode: a module beside this one with a ``priority(campaign, annotator_id)`` function, a line in
+``PRIORITY_MODES``, and its choice in ``Campaign.QueueMode``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from judging.models import Campaign
+from judging.selectors.strategies import matter
+
+PriorityFn = Callable[[Campaign, int], np.ndarray]
+
+PRIORITY_MODES: dict[str, PriorityFn] = {
+    Campaign.QueueMode.MATTER: matter.priority,
+}
+
+
+def priority_for(mode: str) -> PriorityFn | None:
+    """The priority function of queue mode ``mode``, or None for the query-by-query order."""
+    return PRIORITY_MODES.get(mode)
