@@ -33,6 +33,30 @@ class Command(CampaignCommand):
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
         parser.add_argument("--retries", type=int, default=4, help="retries of a failed request (default 4)")
         parser.add_argument(
+            "--repeat",
+            type=int,
+            default=1,
+            help="ask each pair N times (self-consistency): the judgment is the majority grade, the N answers are "
+            "kept and the calibration page shows how often the model agrees with itself (default 1)",
+        )
+        parser.add_argument(
+            "--temperature",
+            type=float,
+            default=0.0,
+            help="the sampling temperature sent to the endpoint (default 0; --repeat shows its effect)",
+        )
+        parser.add_argument(
+            "--canary",
+            type=int,
+            nargs="?",
+            const=10,
+            default=0,
+            metavar="N",
+            help="after the pairs, ask about N (default 10) documents people graded not relevant, as they are and "
+            "with the query's words inserted, and report how often the grade rises (never stored as documents); "
+            "with --pairs none, only this",
+        )
+        parser.add_argument(
             "--background",
             action="store_true",
             help="queue the run for the task worker (manage.py db_worker) and return; its page shows the progress",
@@ -64,6 +88,9 @@ class Command(CampaignCommand):
                 timeout=timeout,
                 retries=retries,
                 enqueue=background,
+                repeat=opts["repeat"],
+                temperature=opts["temperature"],
+                canary=opts["canary"] or 0,
             )
         except (ValueError, ValidationError) as exc:
             raise CommandError(exc.messages[0] if isinstance(exc, ValidationError) else str(exc)) from None
@@ -72,7 +99,7 @@ class Command(CampaignCommand):
         if background:
             self.stdout.write(f"job {job.pk} queued: {job.total} pairs for {judge}; follow it at {page}")
             return
-        if not job.total:
+        if not job.total and not job.options.get("canary"):
             Job.objects.filter(pk=job.pk).delete()
             self.stdout.write(f"{judge}: no pairs to judge ({pairs})")
             return
@@ -91,6 +118,18 @@ class Command(CampaignCommand):
             f"{r.get('graded', 0)} graded, {r.get('unsure', 0)} unreadable answers stored as unsure, "
             f"{r.get('unchanged', 0)} unchanged, {r.get('failed', 0)} failed"
         )
+        if r.get("off_scale"):
+            self.stdout.write(f"  {r['off_scale']} answers off the model's scale: those pairs were left unjudged")
+        if r.get("template"):
+            self.stdout.write(f"  prompt template version {r['template']}")
+        if r.get("repeat", 1) > 1:
+            self.stdout.write(f"  each pair asked {r['repeat']} times: see the calibration page for self-consistency")
+        c = r.get("canary")
+        if c:
+            self.stdout.write(
+                f"  canary: the grade rose on {c['rose']} of {c['compared']} non-relevant documents stuffed with "
+                f"the query's words ({c['failed']} failed)"
+            )
         for e in r.get("errors", []):
             self.stdout.write(f"  failed: {e}")
         if outcome["status"] == "failed":
