@@ -188,7 +188,8 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
             retries=opts["retries"],
             temperature=float(opts.get("temperature", 0.0)),
         )
-        template = JudgeTemplate.objects.filter(pk=opts.get("template")).first() if opts.get("template") else None
+        template_id = opts.get("template")
+        template = JudgeTemplate.objects.filter(pk=template_id).first() if template_id else None
         with beat:
             summary = model_judge_run(
                 campaign=job.campaign,

@@ -124,8 +124,12 @@ def canary_run(
     with transaction.atomic():
         CanaryProbe.objects.filter(judge=judge, pair_id__in=[p.pair_id for p in probes]).delete()
         CanaryProbe.objects.bulk_create(probes)
-    compared = [p for p in probes if p.original_grade is not None and p.stuffed_grade is not None]
-    rose = sum(1 for p in compared if p.stuffed_grade > p.original_grade)  # type: ignore[operator]
+    compared = [
+        (p.original_grade, p.stuffed_grade)
+        for p in probes
+        if p.original_grade is not None and p.stuffed_grade is not None
+    ]
+    rose = sum(1 for before, after in compared if after > before)
     logger.info(
         "canary of judge %s on %s: grade rose on %d of %d stuffed documents (%d failed)",
         judge.get_username(),
