@@ -57,7 +57,7 @@ def kappa_band(value: float) -> str:
 def kappa_verdict(value: float, low: float, high: float) -> KappaVerdict | None:
     """A plain verdict on kappa that claims no more than its confidence interval ``[low, high]`` supports.
 
-    The rule (decided here, documented in docs/scoring.md):
+    The rule (decided here, documented in docs/judging.md, "Calibration"):
 
     - the interval reaches 0 or below (``low <= 0``): **no better than chance** (chance agreement cannot be
       ruled out, whatever the estimate);

@@ -253,6 +253,11 @@ def test_canary_reports_grades_that_rise_and_never_touches_pool_or_leaderboard(j
     client.force_login(lead)
     html = client.get("/campaigns/demo/judges/tiny/calibration/").content.decode()
     assert "The grade rose on 2 of 2 documents people graded not relevant" in html
+    from judging.models import Job
+
+    job = Job.objects.get()
+    page = client.get(f"/campaigns/demo/jobs/{job.pk}/").content.decode()
+    assert "canary: the grade rose on 2 of 2 non-relevant documents stuffed with the query's words" in page
     # a judge that is not fooled: nothing rises (and the new run replaces the probes)
     fake_model.responder = lambda body: _reply('{"grade": 0}')
     call_command(
@@ -425,3 +430,32 @@ def test_template_api_is_for_leads_only(judged, annotator):
     api.force_authenticate(annotator)
     assert api.get("/api/campaigns/demo/judges/tiny/template/").status_code == 403
     assert api.post("/api/campaigns/demo/judges/tiny/template/", {"text": "x"}, format="json").status_code == 403
+
+
+def test_api_and_web_start_runs_with_repeat_and_canary(judged, lead, fake_model, monkeypatch):
+    from judging.jobs import job_run
+    from judging.models import Job
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    api = APIClient()
+    api.force_authenticate(lead)
+    bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "repeat": 0}, format="json")
+    assert bad.status_code == 400 and list(bad.json()) == ["repeat"]
+    bad = api.post("/api/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "none"}, format="json")
+    assert bad.status_code == 400 and "add --canary N" in bad.json()["pairs"][0]
+    r = api.post(
+        "/api/campaigns/demo/judges/run/",
+        {"model": "tiny", "pairs": "sample:2", "repeat": 2, "temperature": 0.5, "canary": 1},
+        format="json",
+    )
+    assert r.status_code == 202
+    job = Job.objects.get()
+    assert (job.options["repeat"], job.options["temperature"], job.options["canary"]) == (2, 0.5, 1)
+    assert job_run(job_id=job.pk)["status"] == "done"
+    assert ModelConsistency.objects.count() == 2 and CanaryProbe.objects.count() == 1
+    assert len(fake_model.calls) == 2 * 2 + 2
+    client = Client()
+    client.force_login(lead)
+    r = client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "all", "repeat": "3", "canary": "0"})
+    assert r.status_code == 302
+    assert Job.objects.order_by("-pk").first().options["repeat"] == 3
