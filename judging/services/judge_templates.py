@@ -137,11 +137,12 @@ def examples_pick(*, campaign: Campaign, per_grade: int = EXAMPLES_PER_GRADE) ->
         )
     )
     picked: dict[int, list[dict[str, Any]]] = {}
+    n_grades = campaign.grades.count()
     for pair_id, grade, note, query, title, text in rows.iterator(chunk_size=200):
         bucket = picked.setdefault(grade, [])
         if len(bucket) < per_grade and all(e["pair"] != pair_id for b in picked.values() for e in b):
             bucket.append({"pair": pair_id, "grade": grade, "note": note, "query": query, "title": title, "text": text})
-        if len(picked) == campaign.grades.count() and all(len(b) >= per_grade for b in picked.values()):
+        if len(picked) == n_grades and all(len(b) >= per_grade for b in picked.values()):
             break
     return [e for g in sorted(picked) for e in picked[g]]
 
@@ -172,6 +173,13 @@ def template_text_build(
                 f"  People's grade: {e['grade']} ({names.get(e['grade'], '')}). Why: {e['note'].strip()}\n"
             )
     return text
+
+
+def template_is_automatic(*, campaign: Campaign, template: JudgeTemplate) -> bool:
+    """Whether ``template``'s text is the one RelJudge would build for it (nobody edited it)."""
+    examples = [e for e in examples_pick(campaign=campaign) if e["pair"] in set(template.example_pairs)]
+    built = template_text_build(campaign=campaign, examples=examples, low=template.scale_low, high=template.scale_high)
+    return template.text == built.strip() + "\n" or template.text == built
 
 
 def answer_line(template: JudgeTemplate | None) -> str:

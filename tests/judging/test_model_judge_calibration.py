@@ -459,3 +459,25 @@ def test_api_and_web_start_runs_with_repeat_and_canary(judged, lead, fake_model,
     r = client.post("/campaigns/demo/judges/run/", {"model": "tiny", "pairs": "all", "repeat": "3", "canary": "0"})
     assert r.status_code == 302
     assert Job.objects.order_by("-pk").first().options["repeat"] == 3
+
+
+def test_command_sets_the_models_scale_before_the_run(judged, fake_model):
+    fake_model.responder = lambda body: _reply('{"grade": 3, "reason": "fits"}')
+    with pytest.raises(CommandError, match="--thresholds: Give 2 thresholds"):
+        call_command(
+            "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--scale", "0-3",
+            "--thresholds", "2",
+        )  # fmt: skip
+    with pytest.raises(CommandError, match="--scale must be LOW-HIGH"):
+        call_command("judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--scale", "0..3")
+    assert not fake_model.calls
+    out = io.StringIO()
+    call_command(
+        "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "all",
+        "--scale", "0-3", "--thresholds", "1,3", stdout=out,
+    )  # fmt: skip
+    assert "tiny: prompt template version 2, scale 0-3" in out.getvalue()
+    system = fake_model.calls[0]["messages"][0]["content"]
+    assert "Answer with a number from 0 (not relevant at all) to 3" in system
+    assert system.endswith('{"grade": <a number from 0 to 3>, "reason": "<one short sentence>"}')
+    assert set(Judgment.objects.filter(annotator__username="tiny").values_list("grade__value", flat=True)) == {2}
