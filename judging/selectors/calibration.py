@@ -236,7 +236,8 @@ def _ranking(campaign: Campaign, params: Params, name: str) -> tuple[dict[str, A
     per_measure = []
     for i, measure in enumerate(humans.measures):
         tau = metrics.kendall_tau(h[i], m[i]) if several else float("nan")
-        ap = metrics.tau_ap(m[i], h[i]) if several else float("nan")
+        # undefined, as Kendall's tau is, when one side ranks every system alike (e.g. no label at all)
+        ap = metrics.tau_ap(m[i], h[i]) if several and np.ptp(m[i]) > 0 and np.ptp(h[i]) > 0 else float("nan")
         per_measure.append({"measure": measure, "kendall_tau": _num(tau), "tau_ap": _num(ap)})
     ndcg = str(metrics.Measure("nDCG", params.k))
     main = humans.measures.index(ndcg)

@@ -249,6 +249,7 @@ def test_canary_reports_grades_that_rise_and_never_touches_pool_or_leaderboard(j
     assert leaderboard_data(campaign=judged, k=2)["systems"] == board["systems"]
     data = judge_calibration(campaign=judged, name="tiny", n_resamples=50)
     assert data["canary"]["rose"] == 2 and data["canary"]["compared"] == 2 and data["canary"]["share_rose"] == 1.0
+    assert data["ranking"]["tau_ap"] is None and data["ranking"]["kendall_tau"] is None  # no model label yet
     client = Client()
     client.force_login(lead)
     html = client.get("/campaigns/demo/judges/tiny/calibration/").content.decode()
