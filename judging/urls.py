@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from judging.views import campaigns, jobs, judging, leaderboard, leaderboard_drill, leaderboard_trust, online, review
+from judging.views import (
+    campaigns,
+    jobs,
+    judges,
+    judging,
+    leaderboard,
+    leaderboard_drill,
+    leaderboard_trust,
+    online,
+    review,
+)
 
 app_name = "judging"
 
@@ -73,4 +83,6 @@ urlpatterns = [
     path("campaigns/<slug:slug>/judges/", online.judges, name="judges"),
     path("campaigns/<slug:slug>/judges/run/", online.judges_run, name="judges_run"),
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
+    path("campaigns/<slug:slug>/judges/<str:name>/", judges.judge_detail, name="judge_detail"),
+    path("campaigns/<slug:slug>/judges/<str:name>/template/", judges.judge_template, name="judge_template"),
 ]
