@@ -173,6 +173,10 @@ RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "500
 # Significance tests costing more than this many systems x queries x permutations run as a background job.
 RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
+# The folder of the shared run-cube files (judging.scoring.cube_file): every worker of this machine maps one copy
+# of a campaign's runs. A local disk of each app server; empty keeps the cube in each process's memory.
+RELJUDGE_CUBE_DIR = os.environ.get("RELJUDGE_CUBE_DIR", str(BASE_DIR / "var" / "cubes"))
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
