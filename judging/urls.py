@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from judging.views import campaigns, jobs, judging, leaderboard, leaderboard_drill, leaderboard_trust, online, review
+from judging.views import (
+    audit,
+    campaigns,
+    jobs,
+    judging,
+    leaderboard,
+    leaderboard_drill,
+    leaderboard_trust,
+    online,
+    review,
+)
 
 app_name = "judging"
 
@@ -17,6 +27,7 @@ urlpatterns = [
     path("campaigns/<slug:slug>/members/", campaigns.campaign_members, name="campaign_members"),
     path("campaigns/<slug:slug>/upload/", campaigns.campaign_upload, name="campaign_upload"),
     path("campaigns/<slug:slug>/progress/", campaigns.campaign_progress, name="campaign_progress"),
+    path("campaigns/<slug:slug>/audit/", audit.campaign_audit, name="campaign_audit"),
     path("campaigns/<slug:slug>/jobs/<int:job_id>/", jobs.job_detail, name="job_detail"),
     # judging
     path("campaigns/<slug:slug>/judge/", judging.judge, name="judge"),
