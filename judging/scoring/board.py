@@ -98,5 +98,10 @@ def leaderboard_data(
 def process_caches_clear() -> None:
     """Forget this process's run cubes and score tables, as a freshly started server
     process would not have them (the shared cache in Django's cache stays): for tests and benchmarks."""
+    from judging.selectors.audit import audit_states_clear
+    from judging.selectors.strategies.doubtful import lists_clear
+
     cubes_clear()
     scores_clear()
+    audit_states_clear()
+    lists_clear()

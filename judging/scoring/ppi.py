@@ -82,7 +82,7 @@ def ppi_leaderboard(campaign: Campaign, params: Params) -> PPIBoard:
     human = leaderboard(campaign, replace(params, labels="humans", segment=None))
     cube = model.cube
     universe = np.ones(len(cube.query_ids), bool) if segment is None else segment_mask(campaign, cube, segment)
-    state = audit_state(campaign=campaign)
+    state = audit_state(campaign=campaign, total=len(cube.query_ids), stamp=(cube.key, campaign.pool_depth))
     audited_in_cube = np.isin(cube.query_ids, state.audited_ids) & universe
     # positions among the N queries of the universe, in the cube's order
     positions = np.flatnonzero(audited_in_cube[universe])

@@ -219,7 +219,7 @@ def test_doubtful_queue_serves_the_pairs_the_model_is_least_sure_of_first(make_u
     first = pair_next(campaign=campaign, annotator=people).pair
     assert (first.query.qid, first.document.docid) in flipped
     judgment_record(pair=first, annotator=people, grade=truth[(first.query.qid, first.document.docid)])
-    doubtful._LISTS.clear()
+    doubtful.lists_clear()
     following = pair_next(campaign=campaign, annotator=people).pair
     assert (following.query.qid, following.document.docid) in flipped
     assert following.pk != first.pk

@@ -28,7 +28,13 @@ class _Cached:
     pair_ids: np.ndarray
 
 
-_LISTS: dict[int, _Cached] = {}
+_LISTS: dict[tuple[int, object], _Cached] = {}
+
+
+def lists_clear() -> None:
+    """Forget the lists this process keeps (tests and benchmarks)."""
+    with _LOCK:
+        _LISTS.clear()
 
 
 def doubt(answers: np.ndarray, confidence: np.ndarray | None = None) -> np.ndarray:
@@ -115,7 +121,7 @@ def priority(campaign: Campaign, annotator_id: int) -> np.ndarray:
     ones those whose label weighs most on the ranking (``impact``). The same for every annotator; kept
     MAX_AGE seconds per campaign."""
     with _LOCK:
-        got = _LISTS.get(campaign.pk)
+        got = _LISTS.get((campaign.pk, campaign.created_at))
     if got is not None and time.monotonic() - got.computed < MAX_AGE:
         return got.pair_ids
     rows = np.array(
@@ -131,5 +137,5 @@ def priority(campaign: Campaign, annotator_id: int) -> np.ndarray:
     order = np.lexsort((ids, -weight, -d))
     pair_ids: np.ndarray = ids[order]
     with _LOCK:
-        _LISTS[campaign.pk] = _Cached(time.monotonic(), pair_ids)
+        _LISTS[(campaign.pk, campaign.created_at)] = _Cached(time.monotonic(), pair_ids)
     return pair_ids
