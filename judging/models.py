@@ -87,7 +87,9 @@ class Campaign(models.Model):
         default=QueueMode.SHUFFLED,
         help_text=_(
             "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
-            "order on the leaderboard is not settled yet."
+            "order on the leaderboard is not settled yet. “Audit” serves only the pairs of the queries drawn for "
+            "the prediction-powered leaderboard (the Audit page). “The model's doubtful pairs” serves first the "
+            "pairs the model judges are least sure of; their labels feed “humans, else model”, never the audit."
         ),
     )
     leaderboard_visible_to_annotators = models.BooleanField(
