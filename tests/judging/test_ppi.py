@@ -303,3 +303,33 @@ def test_scores_and_audit_draw_commands(make_user):
         call_command("scores", "ppi", "--labels", "ppi:nobody")
     with pytest.raises(CommandError, match="only 9 queries"):
         call_command("audit_draw", "ppi", "--queries", "10")
+
+
+def test_a_segment_audits_its_own_queries(make_user):
+    from judging.services import query_tags_set
+
+    campaign, lead, people, truth = _campaign(make_user)
+    tagged = [f"q{i}" for i in range(6)]
+    for q in tagged:
+        query_tags_set(campaign=campaign, qid=q, tags=["head"])
+    audit_draw(campaign=campaign, size=N_QUERIES, user=lead, seed=2)
+    _label(campaign, people, truth, {"q0", "q1", "q2", "q7", "q8"})
+    data = leaderboard_data(campaign=campaign, labels="ppi:bot", segment="head")
+    assert (data["audit"]["queries"], data["audit"]["of"]) == (3, 6)
+    model = _per_query(campaign, "model:bot")
+    human = _per_query(campaign, "humans")
+    for system in data["systems"]:
+        f = np.array([model[system["name"]][q] for q in tagged])
+        d = np.array([human[system["name"]][q] - model[system["name"]][q] for q in ("q0", "q1", "q2")])
+        assert system["measures"]["nDCG@10"] == pytest.approx(f.mean() + d.mean(), abs=1e-12)
+
+
+def test_doubtful_queue_serves_unreadable_and_missing_model_answers_first(make_user):
+    campaign, lead, people, truth = _campaign(make_user)
+    bot = model_judge_get_or_create(name="bot", campaign=campaign)
+    unsure = Judgment.objects.filter(annotator=bot).order_by("id").first()
+    Judgment.objects.filter(pk=unsure.pk).update(grade=None, unsure=True)
+    campaign.queue_mode = Campaign.QueueMode.DOUBTFUL
+    campaign.save()
+    first = pair_next(campaign=campaign, annotator=people).pair
+    assert first.pk == unsure.pair_id
