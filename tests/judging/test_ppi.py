@@ -241,6 +241,10 @@ def test_api_answers_estimates_intervals_and_audit_and_400_lists_the_judges(make
     assert drawn.status_code == 201, drawn.content
     assert drawn.json()["drawn"] == 4 and drawn.json()["draws"][0]["seed"] == 11
     _label(campaign, people, truth, set(_drawn_qids(campaign)))
+    assert drawn.json()["draws"][0]["audited"] == 0
+    state = api.get("/api/campaigns/ppi/audit/").json()
+    assert (state["queries"], state["of"], state["draws"][0]["audited"]) == (4, N_QUERIES, 4)
+    assert [q["qid"] for q in state["drawn_queries"]] == _drawn_qids(campaign)
     data = api.get("/api/campaigns/ppi/leaderboard/?labels=ppi:bot").json()
     assert data["audit"] == {"queries": 4, "of": N_QUERIES, "drawn": 4, "open_pairs": 0, "more_needed": 0}
     assert set(data["systems"][0]["intervals"]) == set(data["systems"][0]["measures"])
