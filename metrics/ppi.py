@@ -91,11 +91,10 @@ def ppi_mean(
         raise ValueError(f"human values {human.shape} do not match model {model.shape} and {n} audited queries")
     if n and (audited.min() < 0 or audited.max() >= N or np.unique(audited).size != n):
         raise ValueError("audited positions must be distinct positions among the N queries")
-    if N == 0:
-        raise ValueError("no queries")
     if not 0 < alpha < 1:
         raise ValueError("alpha must be between 0 and 1")
-    model_mean = model.mean(axis=-1)
+    # no query at all: 0, as the leaderboard's means before the first label, and no interval
+    model_mean = model.mean(axis=-1) if N else np.zeros(model.shape[:-1])
     if n:
         diff = human - model[..., audited]
         correction = diff.mean(axis=-1)

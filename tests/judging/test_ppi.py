@@ -337,3 +337,14 @@ def test_doubtful_queue_serves_unreadable_and_missing_model_answers_first(make_u
     campaign.save()
     first = pair_next(campaign=campaign, annotator=people).pair
     assert first.pk == unsure.pair_id
+
+
+def test_a_campaign_without_queries_answers_without_error(client, make_user):
+    lead = make_user("boss")
+    campaign = campaign_create(slug="empty", name="Empty")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    model_judge_get_or_create(name="bot", campaign=campaign)
+    client.force_login(lead)
+    assert client.get("/campaigns/empty/leaderboard/?labels=ppi:bot").status_code == 200
+    data = leaderboard_data(campaign=campaign, labels="ppi:bot")
+    assert data["audit"] == {"queries": 0, "of": 0, "drawn": 0, "open_pairs": 0, "more_needed": 2}

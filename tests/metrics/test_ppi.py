@@ -107,6 +107,12 @@ def test_every_query_audited_gives_the_human_mean_exactly():
     np.testing.assert_allclose(got.high - got.low, 0, atol=1e-12)  # the correction (1 - n/N) = 0: nothing left
 
 
+def test_no_query_gives_zero_and_no_interval():
+    got = ppi_mean(np.zeros((3, 0)), np.zeros(0, int), np.zeros((3, 0)))
+    np.testing.assert_array_equal(got.estimate, 0)
+    assert np.isnan(got.low).all()
+
+
 def test_bad_shapes_are_refused():
     with pytest.raises(ValueError):
         ppi_mean(np.zeros((2, 5)), np.array([0, 1]), np.zeros((2, 3)))
