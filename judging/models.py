@@ -390,6 +390,15 @@ class Judgment(models.Model):
     seconds_spent = models.FloatField(_("seconds spent"), default=0)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True, db_index=True)
+    # A model judge's prompt version (judging.judge_models); empty for people and imported model labels.
+    template = models.ForeignKey(
+        "judging.JudgeTemplate",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="judgments",
+        help_text=_("The model judge's prompt version this judgment was made with."),
+    )
 
     class Meta:
         verbose_name = _("judgment")
@@ -755,3 +764,7 @@ class AuditQuery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.query_id} (#{self.position} of draw {self.draw_id})"
+
+
+# The model judges' configuration and measurements, in their own module (one concern each).
+from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401

@@ -6,6 +6,7 @@ from judging.views import (
     audit,
     campaigns,
     jobs,
+    judges,
     judging,
     leaderboard,
     leaderboard_drill,
@@ -84,4 +85,6 @@ urlpatterns = [
     path("campaigns/<slug:slug>/judges/", online.judges, name="judges"),
     path("campaigns/<slug:slug>/judges/run/", online.judges_run, name="judges_run"),
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
+    path("campaigns/<slug:slug>/judges/<str:name>/", judges.judge_detail, name="judge_detail"),
+    path("campaigns/<slug:slug>/judges/<str:name>/template/", judges.judge_template, name="judge_template"),
 ]

@@ -27,6 +27,19 @@ from metrics.bounds import (
     settled,
     unjudged_pairs,
 )
+from metrics.calibration import (
+    BAND_CODES,
+    Bias,
+    KappaVerdict,
+    SelfConsistency,
+    answer_agreement,
+    kappa_band,
+    kappa_verdict,
+    paired_bias,
+    self_consistency,
+    tau_ap,
+    top_k_overlap,
+)
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.measures import WHOLE_RUN, Measure, measure_names
@@ -133,4 +146,15 @@ __all__ = [
     "observed_agreement",
     "pairwise_agreement",
     "raw_agreement",
+    "BAND_CODES",
+    "Bias",
+    "KappaVerdict",
+    "SelfConsistency",
+    "answer_agreement",
+    "kappa_band",
+    "kappa_verdict",
+    "paired_bias",
+    "self_consistency",
+    "tau_ap",
+    "top_k_overlap",
 ]

@@ -51,6 +51,20 @@ def pytest_sessionstart(session):
     runpy.run_path(str(script))["compile_all"]()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cube_dir(tmp_path_factory):
+    """The shared run-cube files of this test session go to a folder of its own (the servers some tests start
+    inherit it through the environment), never to the checkout's var/cubes."""
+    import os
+
+    from django.conf import settings
+
+    folder = str(tmp_path_factory.mktemp("cubes"))
+    os.environ["RELJUDGE_CUBE_DIR"] = folder
+    settings.RELJUDGE_CUBE_DIR = folder
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def _settings_language():
     """Each test starts in the settings' language. A request in Korean leaves Korean active in the thread that

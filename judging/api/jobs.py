@@ -10,7 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from judging.api.serializers import AsciiIntegerField
+from judging.api.serializers import AsciiFloatField, AsciiIntegerField
 from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start_upload
 from judging.models import Job
 
@@ -87,6 +87,16 @@ class JudgeRunSerializer(serializers.Serializer):
         default="unjudged", max_length=40, help_text="unjudged (by this judge), all, or sample:N."
     )
     seed = AsciiIntegerField(default=0, help_text="Random seed of sample:N.")
+    repeat = AsciiIntegerField(
+        default=1, min_value=1, max_value=20, help_text="Ask each pair N times (self-consistency); the majority wins."
+    )
+    temperature = AsciiFloatField(default=0.0, min_value=0.0, max_value=2.0, help_text="Sampling temperature sent.")
+    canary = AsciiIntegerField(
+        default=0,
+        min_value=0,
+        max_value=200,
+        help_text="After the pairs, the query-word-stuffing canary on N documents people graded not relevant.",
+    )
 
 
 def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Response:

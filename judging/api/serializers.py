@@ -587,8 +587,58 @@ class CalibrationSerializer(serializers.Serializer):
     confusion = serializers.ListField(child=serializers.ListField(child=AsciiIntegerField()))
     leniency = serializers.DictField()
     per_query = serializers.ListField(child=serializers.DictField())
-    ranking = serializers.DictField()
+    ranking = serializers.DictField(
+        help_text="System ranking under the model's labels vs the humans': kendall_tau (tau-b), tau_ap (Yilmaz, "
+        "Aslam & Robertson 2008, the humans' ranking as reference), top (the top-5 of each and their overlap)."
+    )
     disagreements = serializers.ListField(child=serializers.DictField())
+    examples_left_out = AsciiIntegerField(
+        help_text="Pairs left out of the comparison because the judge's prompt quotes them as examples."
+    )
+    verdict = serializers.DictField(
+        allow_null=True,
+        help_text="Landis & Koch band of Cohen's kappa claimed by its 95% interval: band (chance, slight, fair, "
+        "moderate, substantial, almost_perfect), at_least (the interval spans bands), point_band, text.",
+    )
+    bias = serializers.DictField(
+        help_text="Per system: the model's measure minus the humans', over the queries both scored, with a 95% "
+        "t interval (systems, for nDCG@k), and per_measure: {measure: {system: bias}}."
+    )
+    self_consistency = serializers.DictField(
+        allow_null=True,
+        help_text="Pairs asked several times (judge_with_model --repeat N): pairs, unanimous (share with all N "
+        "answers equal), pairwise (mean share of agreeing answer pairs), repeats, temperatures.",
+    )
+    canary = serializers.DictField(
+        allow_null=True,
+        help_text="Query-word-stuffing canary (judge_with_model --canary): probes, compared, rose, fell, "
+        "share_rose, rows.",
+    )
+    template_version = AsciiIntegerField(allow_null=True, help_text="The judge's current prompt template version.")
+
+
+class JudgeTemplateSerializer(serializers.Serializer):
+    """A new version of a model judge's prompt template and scale mapping (leads only)."""
+
+    text = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=20_000,
+        trim_whitespace=False,
+        help_text="The system message; empty (or rebuild=true) builds it from the guidelines, scale and examples.",
+    )
+    rebuild = serializers.BooleanField(required=False, default=False)
+    scale_low = AsciiIntegerField(
+        required=False, allow_null=True, help_text="The model's lowest answer (e.g. 0 for 0-100)."
+    )
+    scale_high = AsciiIntegerField(required=False, allow_null=True, help_text="The model's highest answer.")
+    thresholds = serializers.ListField(
+        child=AsciiFloatField(),
+        required=False,
+        max_length=50,
+        help_text="Ascending, one per campaign grade above the lowest: an answer at least the i-th threshold "
+        "maps to the i-th grade above the lowest.",
+    )
 
 
 # --------------------------------------------------------------------------- auth

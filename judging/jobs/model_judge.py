@@ -28,9 +28,12 @@ from judging.jobs.runner import (
     runs,
     sidecar_remove,
 )
-from judging.models import Campaign, Job
+from judging.models import Campaign, Job, JudgeTemplate
+from judging.services.judge_templates import judge_template_current
+from judging.services.model_canary import CANARY_MAX, canary_run
 from judging.services.model_client import ENDPOINT_ENV, Endpoint
 from judging.services.model_judge import (
+    REPEAT_MAX,
     ModelJudgeAborted,
     model_judge_get_or_create,
     model_judge_run,
@@ -71,18 +74,35 @@ def model_judge_job_start(
     retries: int = 4,
     batch: int = 256,
     enqueue: bool = True,
+    repeat: int = 1,
+    temperature: float = 0.0,
+    canary: int = 0,
 ) -> Job:
     """Choose the pairs and queue a model judge's run of them (``enqueue=False``: the caller runs it, as the
     command line does). ``endpoint`` is for the command line only: the web and the API pass none, so the
     worker calls the endpoint of its environment. ValueError / ValidationError on a bad argument or when no
-    endpoint is configured; JobLimit past the queued-jobs limits."""
+    endpoint is configured; JobLimit past the queued-jobs limits.
+
+    ``repeat`` asks each pair that many times at ``temperature`` (self-consistency); ``canary`` N > 0 runs
+    the query-word-stuffing canary on N known non-relevant documents after the pairs (``pairs="none"``:
+    the canary alone). The run uses the judge's current prompt template (version 1 is built on the first
+    run), recorded in the job's options so that an edit during the run does not change it."""
     if concurrency < 1 or retries < 0 or timeout <= 0:
         raise ValueError("concurrency must be >= 1, retries >= 0 and timeout > 0")
+    if not 1 <= repeat <= REPEAT_MAX:
+        raise ValueError(f"--repeat must be from 1 to {REPEAT_MAX}")
+    if not 0 <= temperature <= 2:
+        raise ValueError("--temperature must be from 0 to 2")
+    if not 0 <= canary <= CANARY_MAX:
+        raise ValueError(f"--canary takes 1 to {CANARY_MAX} documents")
+    if pairs == "none" and not canary:
+        raise ValueError("--pairs none judges nothing: add --canary N")
     target = Endpoint.configured(url=endpoint, model=model)
     judge = model_judge_get_or_create(
         name=name or model, description=description or f"{model} at {target.display}", campaign=campaign
     )
     pair_ids = pairs_to_judge(campaign=campaign, judge=judge, mode=pairs, seed=seed)
+    template = judge_template_current(campaign=campaign, judge=judge)
     options = {
         "model": model,
         "judge": judge.get_username(),
@@ -92,6 +112,11 @@ def model_judge_job_start(
         "timeout": timeout,
         "retries": retries,
         "batch": batch,
+        "template": template.pk if template else None,
+        "repeat": repeat,
+        "temperature": temperature,
+        "canary": canary,
+        "seed": seed,
         "cursor": 0,  # pairs of the stored list done (in order), and those of them that failed
         "failed": [],
         "tally": {"graded": 0, "unsure": 0, "unchanged": 0},
@@ -108,6 +133,13 @@ def model_judge_job_start(
         job_enqueue(job)
     logger.info("job %s: model judge %s on %d pairs of %s", job.pk, judge.get_username(), len(pair_ids), campaign.slug)
     return job
+
+
+def template_version(pk: int | None) -> int | None:
+    """The version number of the template a run used (shown in its result)."""
+    if not pk:
+        return None
+    return JudgeTemplate.objects.filter(pk=pk).values_list("version", flat=True).first()
 
 
 @runs(Job.Kind.MODEL_JUDGE)
@@ -146,11 +178,18 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         logger.warning("job %s: %s got no judgment: %s", job.pk, where, reason)
 
     error = None
+    canary = None
     try:
         judge = get_user_model().objects.get(username=opts["judge"])
         target = Endpoint.configured(
-            url=opts.get("endpoint") or None, model=opts["model"], timeout=opts["timeout"], retries=opts["retries"]
+            url=opts.get("endpoint") or None,
+            model=opts["model"],
+            timeout=opts["timeout"],
+            retries=opts["retries"],
+            temperature=float(opts.get("temperature", 0.0)),
         )
+        template_id = opts.get("template")
+        template = JudgeTemplate.objects.filter(pk=template_id).first() if template_id else None
         with beat:
             summary = model_judge_run(
                 campaign=job.campaign,
@@ -163,7 +202,20 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
                 on_batch=on_batch,
                 on_failure=on_failure,
                 give_up_after=GIVE_UP_AFTER,
+                template=template,
+                repeat=int(opts.get("repeat", 1)),
             )
+            if opts.get("canary"):
+                canary = canary_run(
+                    campaign=job.campaign,
+                    judge=judge,
+                    endpoint=target,
+                    template=template,
+                    n=int(opts["canary"]),
+                    seed=int(opts.get("seed", 0)),
+                    concurrency=min(4, opts["concurrency"]),
+                    on_failure=on_failure,
+                )
     except Superseded:
         logger.error("job %s was marked failed while its worker still ran it; it stopped", job.pk)
         return {"status": "superseded"}
@@ -186,9 +238,14 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         "pairs": job.total,
         **(totals(summary) if summary else opts.get("tally", tally)),
         "failed": run_failed,
+        "off_scale": summary.off_scale if summary else 0,
+        "repeat": int(opts.get("repeat", 1)),
+        "template": template_version(opts.get("template")),
         "errors": summary.errors if summary else [],
         "seconds": round(seconds, 2),
     }
+    if canary is not None:
+        result["canary"] = canary
     if error is not None:
         kept = result["graded"] + result["unsure"] + result["unchanged"]
         left = len(set(opts["failed"]) | set(remaining[opts["cursor"] :]))

@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 import metrics
 from judging.aggregation import aggregate_grades
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
+from judging.scoring import cube_file
 
 logger = logging.getLogger(__name__)
 
@@ -61,18 +62,57 @@ def cursor_rows(qs: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
 
 
 def _systems_key(campaign: Campaign) -> tuple[object, ...]:
-    systems = tuple(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "fingerprint"))
+    # names too: the cube file keeps them, and a renamed system must not come back under its old name
+    systems = tuple(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "fingerprint", "name"))
     queries = Query.objects.filter(campaign=campaign).aggregate(n=Max("id"), c=Count("id"))
     # created_at tells a campaign from a deleted one whose ids the database handed out again
     return (campaign.pk, campaign.created_at.isoformat(), systems, (queries["n"], queries["c"]))
 
 
 def run_cube(campaign: Campaign) -> RunCube:
+    """The campaign's run cube at its current runs state: this process's copy, else the machine's cube file
+    mapped read-only (judging.scoring.cube_file), else read from the database (and written to that file, one
+    process of the machine at a time)."""
     key = _systems_key(campaign)
     with _LOCK:
         cube = _CUBES.get(key)
     if cube is not None:
         return cube
+    folder = cube_file.cube_dir()
+    if folder is None:
+        cube = _cube_read(campaign, key)
+    else:
+        digest = cube_file.state_digest(key)
+        found = cube_file.cube_load(folder, campaign.pk, digest)
+        if found is None:
+            with cube_file.build_lock(folder, campaign.pk):
+                # another worker may have built it while this one waited for the lock
+                found = cube_file.cube_load(folder, campaign.pk, digest)
+                if found is None:
+                    cube = _cube_read(campaign, key)
+                    found = cube_file.cube_save(
+                        folder,
+                        campaign.pk,
+                        digest,
+                        system_ids=cube.system_ids,
+                        system_names=cube.system_names,
+                        query_ids=cube.query_ids,
+                        qids=cube.qids,
+                        doc_ids=cube.doc_ids,
+                    )
+        if found is not None:
+            cube = RunCube(key, found.system_ids, found.system_names, found.query_ids, found.qids, found.doc_ids)
+    assert cube is not None
+    with _LOCK:
+        # runs are immutable per key; keep only the newest cube per campaign
+        for old in [k for k in _CUBES if k[0] == campaign.pk]:
+            del _CUBES[old]
+        _CUBES[key] = cube
+    return cube
+
+
+def _cube_read(campaign: Campaign, key: tuple[object, ...]) -> RunCube:
+    """The run cube read from the database's rankings."""
     started = time.perf_counter()
     systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "name"))
     query_rows = list(Query.objects.filter(campaign=campaign).order_by("id").values_list("id", "qid"))
@@ -104,11 +144,6 @@ def run_cube(campaign: Campaign) -> RunCube:
             pos += len(sel) * length
     del rows
     cube = RunCube(key, system_ids, [s[1] for s in systems], query_ids, [q[1] for q in query_rows], doc_ids)
-    with _LOCK:
-        # runs are immutable per key; keep only the newest cube per campaign
-        for old in [k for k in _CUBES if k[0] == campaign.pk]:
-            del _CUBES[old]
-        _CUBES[key] = cube
     logger.info(
         "run cube of %s read: %d systems x %d queries x %d ranks in %.2f s",
         campaign.slug,

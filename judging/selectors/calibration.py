@@ -1,4 +1,6 @@
-"""A model judge against the people: agreement, leniency, per-query agreement and the system ranking it gives."""
+"""A model judge against the people: agreement (with a plain verdict), leniency, per-query agreement, the system
+ranking it gives (Kendall's tau, tau_AP, the top-5 overlap), per-system bias, and what its own runs measured:
+self-consistency and the query-word-stuffing canary."""
 
 from __future__ import annotations
 
@@ -8,14 +10,36 @@ from typing import Any
 
 import numpy as np
 from django.db.models import Count
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 
 import metrics
-from judging.models import AnnotatorProfile, Campaign, Judgment, Membership
+from judging.models import AnnotatorProfile, Campaign, JudgeTemplate, Judgment, Membership
 from judging.scoring import Params, leaderboard
+from judging.selectors import judges as judge_reads
 from judging.services.endpoints import urls_display
 
 DISAGREEMENTS = 50  # rows of the "biggest disagreements" table
+TOP = 5  # the top of the ranking whose overlap is shown
+
+# Landis & Koch's names of the kappa bands (metrics.calibration.BAND_CODES), as the page says them.
+BAND_NAMES = {
+    "chance": gettext_lazy("no better than chance"),
+    "slight": gettext_lazy("slight"),
+    "fair": gettext_lazy("fair"),
+    "moderate": gettext_lazy("moderate"),
+    "substantial": gettext_lazy("substantial"),
+    "almost_perfect": gettext_lazy("almost perfect"),
+}
+
+
+def kappa_verdict_json(value: float, low: float, high: float) -> dict[str, Any] | None:
+    """metrics.kappa_verdict with its words: "moderate", "at least fair", "no better than chance"."""
+    verdict = metrics.kappa_verdict(value, low, high)
+    if verdict is None:
+        return None
+    name = str(BAND_NAMES[verdict.band])
+    text = gettext("at least %(band)s") % {"band": name} if verdict.at_least else name
+    return {"band": verdict.band, "at_least": verdict.at_least, "point_band": verdict.point_band, "text": text}
 
 
 class UnknownJudge(LookupError):
@@ -102,7 +126,15 @@ def judge_calibration(
     )
     judged = len(rows)
     unsure = sum(1 for r in rows if r[3])
-    both = [r for r in rows if not r[3] and r[5] is not None]
+    # Pairs quoted as few-shot examples in the judge's prompt are left out: the model saw their human grade.
+    examples = {
+        int(p)
+        for ps in JudgeTemplate.objects.filter(campaign=campaign, judge_id=profile.user_id).values_list(
+            "example_pairs", flat=True
+        )
+        for p in ps
+    }
+    both = [r for r in rows if not r[3] and r[5] is not None and r[0] not in examples]
     human = np.array([r[5] for r in both], dtype=np.int64)
     model = np.array([r[4] for r in both], dtype=np.int64)
     n = len(both)
@@ -120,6 +152,7 @@ def judge_calibration(
         "judged": judged,
         "unsure": unsure,
         "compared": n,
+        "examples_left_out": sum(1 for r in rows if not r[3] and r[5] is not None and r[0] in examples),
     }
     ratings = np.column_stack([human, model]) if n else np.empty((0, 2), np.int64)
     agreement: dict[str, Any] = {}
@@ -134,9 +167,15 @@ def judge_calibration(
             )
         else:
             value, low, high = float("nan"), float("nan"), float("nan")
-        agreement[key] = {"value": _num(value), "ci": [_num(low), _num(high)]}
+        agreement[key] = {
+            "value": _num(value),
+            "ci": [_num(low), _num(high)],
+            "verdict": kappa_verdict_json(value, low, high),
+        }
     agreement["raw"] = _num(float(np.mean(human == model))) if n else None
     out["agreement"] = agreement
+    # The headline: Cohen's kappa (every different grade a disagreement), as the LLMJudge figures are given.
+    out["verdict"] = agreement["kappa"]["verdict"]
     out["confusion"] = (
         metrics.confusion_matrix(human, model, categories).tolist()
         if n
@@ -164,7 +203,11 @@ def judge_calibration(
         ),
         key=lambda r: (r["agreement"], r["qid"]),
     )
-    out["ranking"] = _ranking(campaign, params, profile.user.username)
+    out["ranking"], out["bias"] = _ranking(campaign, params, profile.user.username)
+    out["self_consistency"] = judge_reads.self_consistency(campaign=campaign, judge=profile.user)
+    out["canary"] = judge_reads.canary(campaign=campaign, judge=profile.user)
+    current = JudgeTemplate.objects.filter(campaign=campaign, judge=profile.user).order_by("-version").first()
+    out["template_version"] = current.version if current else None
     order = np.lexsort((np.arange(n), -np.abs(diff))) if n else np.empty(0, np.int64)
     out["disagreements"] = [
         {
@@ -182,25 +225,67 @@ def judge_calibration(
     return out
 
 
-def _ranking(campaign: Campaign, params: Params, name: str) -> dict[str, Any]:
+def _ranking(campaign: Campaign, params: Params, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ranking of the systems under the model's labels against the humans' (Kendall's tau-b, tau_AP with
+    the humans' ranking as the reference, the top-5 overlap) and the per-system bias: the model's measure
+    minus the humans', averaged over the queries both label sources scored, with a 95% t interval."""
     humans = leaderboard(campaign, replace(params, labels="humans"))
     model = leaderboard(campaign, replace(params, labels=f"model:{name}"))
     names = humans.cube.system_names
     h, m = humans.means(), model.means()
+    several = len(names) >= 2
     per_measure = []
     for i, measure in enumerate(humans.measures):
-        tau = metrics.kendall_tau(h[i], m[i]) if len(names) >= 2 else float("nan")
-        per_measure.append({"measure": measure, "kendall_tau": _num(tau)})
+        tau = metrics.kendall_tau(h[i], m[i]) if several else float("nan")
+        # undefined, as Kendall's tau is, when one side ranks every system alike (e.g. no label at all)
+        ap = metrics.tau_ap(m[i], h[i]) if several and np.ptp(m[i]) > 0 and np.ptp(h[i]) > 0 else float("nan")
+        per_measure.append({"measure": measure, "kendall_tau": _num(tau), "tau_ap": _num(ap)})
     ndcg = str(metrics.Measure("nDCG", params.k))
     main = humans.measures.index(ndcg)
     swaps = metrics.discordant_pairs(h[main], m[main]).tolist()
-    return {
+    overlap, k = metrics.top_k_overlap(m[main], h[main], TOP) if names else (0, 0)
+    top_h = np.argsort(-h[main], kind="stable")[:k].tolist()
+    top_m = np.argsort(-m[main], kind="stable")[:k].tolist()
+    ranking = {
         "measure": ndcg,
         "systems": [{"name": s, "humans": float(h[main, i]), "model": float(m[main, i])} for i, s in enumerate(names)],
         "kendall_tau": per_measure[main]["kendall_tau"],
+        "tau_ap": per_measure[main]["tau_ap"],
+        "top": {
+            "k": k,
+            "overlap": overlap,
+            "humans": [names[i] for i in top_h],
+            "model": [names[i] for i in top_m],
+        },
         "swapped_pairs": [[names[i], names[j]] for i, j in swaps],
         "per_measure": per_measure,
     }
+    both = humans.table.labelled & model.table.labelled
+    hs, ms = humans.table.scores[:, :, both], model.table.scores[:, :, both]  # (M, S, Q_both)
+    per: dict[str, dict[str, float | None]] = {}
+    main_bias = None
+    for i, measure in enumerate(humans.measures):
+        b = metrics.paired_bias(ms[i], hs[i])
+        per[measure] = {s: _num(float(b.mean[j])) for j, s in enumerate(names)}
+        if i == main:
+            main_bias = b
+    assert main_bias is not None
+    bias = {
+        "measure": ndcg,
+        "queries": int(both.sum()),
+        "systems": [
+            {
+                "name": s,
+                "humans": _num(float(hs[main, j].mean())) if both.any() else None,
+                "model": _num(float(ms[main, j].mean())) if both.any() else None,
+                "bias": _num(float(main_bias.mean[j])),
+                "ci": [_num(float(main_bias.low[j])), _num(float(main_bias.high[j]))],
+            }
+            for j, s in enumerate(names)
+        ],
+        "per_measure": per,
+    }
+    return ranking, bias
 
 
 def _num(x: float | None) -> float | None:

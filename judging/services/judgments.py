@@ -314,6 +314,7 @@ _JUDGMENT_COLUMNS = (
     "seconds_spent",
     "created_at",
     "updated_at",
+    "template_id",  # a model judge's prompt version (judging.judge_models)
 )
 
 

@@ -21,6 +21,7 @@ import random
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,13 +35,23 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.imports.errors import FormatError
-from judging.models import AnnotatorProfile, Campaign, Judgment, JudgmentRevision, Pair
+from judging.models import (
+    AnnotatorProfile,
+    Campaign,
+    JudgeTemplate,
+    Judgment,
+    JudgmentRevision,
+    ModelConsistency,
+    Pair,
+)
 from judging.services.accounts import account_name_resolve, model_judge_membership
 from judging.services.endpoints import urls_display
+from judging.services.judge_templates import ScaleMapping, answer_line, scale_mapping
 from judging.services.judgments import labels_refresh
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 
-PAIR_MODES = ("unjudged", "all", "sample:N")
+PAIR_MODES = ("unjudged", "all", "sample:N", "none")
+REPEAT_MAX = 20  # times one pair may be asked in a run (--repeat)
 DOC_CHARS = 6000  # of the document's text sent in the prompt: enough to judge, bounded cost per call
 NOTE_CHARS = 2000
 
@@ -105,16 +116,20 @@ class PairText:
     text: str
 
 
-def prompt_messages(*, guidelines: str, scale: Sequence[tuple[int, str, str]], pair: PairText) -> list[dict[str, str]]:
-    """Chat messages asking for one grade: the campaign's guidelines and scale as the system message, the
-    query (with its description of what counts as relevant) and the document as the user message."""
-    steps = "\n".join(f"{v} = {name}" + (f": {desc}" if desc else "") for v, name, desc in scale)
-    system = (
-        "You judge how relevant a document is to a search query, as a careful human assessor would.\n"
-        f"Grades:\n{steps}\n"
-        + (f"Guidelines:\n{guidelines.strip()}\n" if guidelines.strip() else "")
-        + 'Answer with JSON only: {"grade": <one of the grades>, "reason": "<one short sentence>"}'
-    )
+def prompt_messages(
+    *, guidelines: str, scale: Sequence[tuple[int, str, str]], pair: PairText, system: str | None = None
+) -> list[dict[str, str]]:
+    """Chat messages asking for one grade: the campaign's guidelines and scale as the system message (or
+    ``system``, a judge's template with its answer line), the query (with its description of what counts
+    as relevant) and the document as the user message."""
+    if system is None:
+        steps = "\n".join(f"{v} = {name}" + (f": {desc}" if desc else "") for v, name, desc in scale)
+        system = (
+            "You judge how relevant a document is to a search query, as a careful human assessor would.\n"
+            f"Grades:\n{steps}\n"
+            + (f"Guidelines:\n{guidelines.strip()}\n" if guidelines.strip() else "")
+            + answer_line(None)
+        )
     user = f"Query: {pair.query}\n"
     if pair.description:
         user += f"What counts as relevant: {pair.description}\n"
@@ -126,7 +141,65 @@ def prompt_messages(*, guidelines: str, scale: Sequence[tuple[int, str, str]], p
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
-_GRADE_WORD = re.compile(r"\bgrade\b\W{0,3}(-?\d+)", re.IGNORECASE)
+_GRADE_WORD = re.compile(r"\bgrade\b\W{0,3}(-?[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+
+
+def _answer_value(answer: str) -> tuple[object, str, str]:
+    """(the grade as found, the reason, the raw answer) of a model's answer; see parse_answer."""
+    raw = (answer or "").strip()
+    text = _FENCE.sub("", raw).strip()
+    grade: object = None
+    reason: object = ""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        grade, reason = parsed.get("grade"), parsed.get("reason") or ""
+    elif isinstance(parsed, int | float) and not isinstance(parsed, bool):
+        grade = parsed
+    else:
+        found = _GRADE_WORD.search(text)
+        if found:
+            grade = float(found.group(1)) if "." in found.group(1) else int(found.group(1))
+    if isinstance(grade, str) and _NUMBER.fullmatch(grade.strip()):
+        grade = float(grade) if "." in grade else int(grade)
+    return grade, str(reason).strip()[:NOTE_CHARS], raw
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One answer read: the campaign grade (None: unreadable, or off the model's scale), the note (the
+    model's reason, or why it could not be used), and whether it was off the model's scale."""
+
+    grade: int | None
+    note: str
+    off_scale: bool = False
+
+
+def read_answer(answer: str, grades: Sequence[int], mapping: ScaleMapping | None) -> Reading:
+    """An answer as a campaign grade: on the campaign's own scale (parse_answer), or on the model's scale
+    through ``mapping``, where a number off the scale is flagged (the pair stays unjudged)."""
+    if mapping is None:
+        return Reading(*parse_answer(answer, grades))
+    value, reason, raw = _answer_value(answer)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return Reading(None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}")
+    grade = mapping.grade(value)
+    if grade is None:
+        return Reading(None, f"answer {value:g} is off the model's scale {mapping.low}-{mapping.high}", True)
+    return Reading(grade, reason)
+
+
+def majority_grade(grades: Sequence[int | None]) -> int | None:
+    """The grade most of a pair's repeated answers give (the lower one on a tie: no leniency by chance);
+    None when no answer could be read."""
+    counts = Counter(g for g in grades if g is not None)
+    if not counts:
+        return None
+    top = max(counts.values())
+    return min(g for g, c in counts.items() if c == top)
 
 
 def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
@@ -137,27 +210,10 @@ def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
     None with the raw answer in the note, so that it is stored as an unsure judgment a lead can inspect.
     """
     allowed = set(grades)
-    raw = (answer or "").strip()
-    text = _FENCE.sub("", raw).strip()
-    grade: object = None
-    reason = ""
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        grade, reason = parsed.get("grade"), parsed.get("reason") or ""
-    elif isinstance(parsed, int) and not isinstance(parsed, bool):
-        grade = parsed
-    else:
-        found = _GRADE_WORD.search(text)
-        if found:
-            grade = int(found.group(1))
-    if isinstance(grade, str) and grade.strip().lstrip("-").isdigit() and grade.strip().isascii():
-        grade = int(grade)
+    grade, reason, raw = _answer_value(answer)
     if isinstance(grade, bool) or not isinstance(grade, int) or grade not in allowed:
         return None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}"
-    return grade, str(reason).strip()[:NOTE_CHARS]
+    return grade, reason
 
 
 # --------------------------------------------------------------------------- a run
@@ -168,6 +224,16 @@ class Verdict:
     pair_id: int
     grade: int | None  # None: unsure (the answer could not be read)
     note: str
+    answers: list[int | None] | None = None  # the grades of the repeated answers (--repeat N)
+
+
+@dataclass
+class Failure:
+    """A pair left without a judgment: ``reason`` None when it was never sent (the run gave up)."""
+
+    pair_id: int
+    reason: str | None
+    off_scale: bool = False
 
 
 @dataclass
@@ -177,6 +243,7 @@ class RunSummary:
     graded: int = 0
     unsure: int = 0
     failed: int = 0
+    off_scale: int = 0  # answers off the model's scale: the pair is left unjudged
     unchanged: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)  # the first few, for the report
@@ -188,6 +255,8 @@ class RunSummary:
             f"{self.graded} graded, {self.unsure} unreadable answers stored as unsure, "
             f"{self.unchanged} unchanged, {self.failed} failed"
         ]
+        if self.off_scale:
+            out.append(f"  {self.off_scale} answers off the model's scale: those pairs were left unjudged")
         out += [f"  failed: {e}" for e in self.errors]
         if self.failed:
             out.append("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
@@ -200,6 +269,8 @@ def pairs_to_judge(*, campaign: Campaign, judge: Account, mode: str = "unjudged"
     pooled = Pair.objects.filter(campaign=campaign, pooled=True).order_by("id")
     if mode == "all":
         return list(pooled.values_list("id", flat=True))
+    if mode == "none":  # only the canary (--canary)
+        return []
     if mode == "unjudged":
         done = set(Judgment.objects.filter(pair__campaign=campaign, annotator=judge).values_list("pair_id", flat=True))
         return [pid for pid in pooled.values_list("id", flat=True) if pid not in done]
@@ -228,8 +299,13 @@ def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
 
 
 @transaction.atomic
-def model_judgments_write(*, campaign: Campaign, judge: Account, verdicts: Sequence[Verdict]) -> tuple[int, int]:
+def model_judgments_write(
+    *, campaign: Campaign, judge: Account, verdicts: Sequence[Verdict], template: JudgeTemplate | None = None
+) -> tuple[int, int]:
     """Store a model judge's verdicts as its judgments (history kept); returns (written, unchanged).
+
+    Each judgment records ``template``, the prompt version it was made with (an unchanged grade made
+    with a new version is counted unchanged, and names the new version).
 
     Bulk writes: a run stores hundreds of verdicts at a time. The touched pairs' labels are refreshed,
     which leaves the human labels as they were but moves their queries' labels versions, so that the
@@ -242,14 +318,27 @@ def model_judgments_write(*, campaign: Campaign, judge: Account, verdicts: Seque
             "grade"
         )
     }
-    new, changed, revisions = [], [], []
+    new, changed, revisions, retemplated = [], [], [], []
+    template_id = template.pk if template else None
     for v in verdicts:
         grade = grades.get(v.grade) if v.grade is not None else None
         j = current.get(v.pair_id)
         if j is None:
-            new.append(Judgment(pair_id=v.pair_id, annotator=judge, grade=grade, unsure=grade is None, note=v.note))
+            new.append(
+                Judgment(
+                    pair_id=v.pair_id,
+                    annotator=judge,
+                    grade=grade,
+                    unsure=grade is None,
+                    note=v.note,
+                    template_id=template_id,
+                )
+            )
             continue
         if (j.grade_id, j.unsure, j.note) == (grade.id if grade else None, grade is None, v.note):
+            if j.template_id != template_id:
+                j.template_id = template_id
+                retemplated.append(j)
             continue
         revisions.append(
             JudgmentRevision(
@@ -264,6 +353,7 @@ def model_judgments_write(*, campaign: Campaign, judge: Account, verdicts: Seque
             )
         )
         j.grade, j.unsure, j.tentative_grade, j.note = grade, grade is None, None, v.note
+        j.template_id = template_id
         j.updated_at = timezone.now()
         changed.append(j)
     Judgment.objects.bulk_create(new)
@@ -283,10 +373,40 @@ def model_judgments_write(*, campaign: Campaign, judge: Account, verdicts: Seque
         )
         for j in new
     )
-    Judgment.objects.bulk_update(changed, ["grade", "unsure", "tentative_grade", "note", "updated_at"])
+    Judgment.objects.bulk_update(changed, ["grade", "unsure", "tentative_grade", "note", "updated_at", "template"])
+    Judgment.objects.bulk_update(retemplated, ["template"])
     JudgmentRevision.objects.bulk_create(revisions)
     labels_refresh(campaign=campaign, pair_ids=[j.pair_id for j in new] + [j.pair_id for j in changed])
     return len(new) + len(changed), len(verdicts) - len(new) - len(changed)
+
+
+def consistency_write(
+    *, judge: Account, template: JudgeTemplate | None, verdicts: Sequence[Verdict], temperature: float
+) -> None:
+    """Store the repeated answers of each verdict that has them (the latest run replaces a pair's row)."""
+    import numpy as np
+
+    import metrics
+
+    rows = [v for v in verdicts if v.answers and len(v.answers) >= 2]
+    if not rows:
+        return
+    coded = np.array([[-1 if g is None else g for g in v.answers or []] for v in rows], dtype=np.int64)
+    shares, unanimous = metrics.answer_agreement(coded)
+    ModelConsistency.objects.filter(judge=judge, pair_id__in=[v.pair_id for v in rows]).delete()
+    ModelConsistency.objects.bulk_create(
+        ModelConsistency(
+            pair_id=v.pair_id,
+            judge=judge,
+            template=template,
+            answers=v.answers,
+            repeats=len(v.answers or []),
+            agreement=float(share),
+            unanimous=bool(same),
+            temperature=temperature,
+        )
+        for v, share, same in zip(rows, shares.tolist(), unanimous.tolist(), strict=True)
+    )
 
 
 class ModelJudgeAborted(Exception):
@@ -313,6 +433,8 @@ def model_judge_run(
     give_up_after: int | None = None,
     client: ChatClient | None = None,
     on_failure: Callable[[str, str], None] | None = None,
+    template: JudgeTemplate | None = None,
+    repeat: int = 1,
 ) -> RunSummary:
     """Ask the endpoint to grade each pair, ``concurrency`` requests in flight, storing verdicts a batch at
     a time (an interrupted run keeps what it stored; ``--pairs unjudged`` resumes it).
@@ -324,11 +446,20 @@ def model_judge_run(
     ``failed_ids`` of them got no judgment (raise to roll the batch back). After ``give_up_after`` failed
     calls in a row nothing more is sent: the batches in flight are stored and ModelJudgeAborted is raised.
     ``on_failure(pair, reason)`` hears of each pair left without a judgment (the job logs it).
+
+    ``template`` (a JudgeTemplate) is the system message sent, and each judgment records it; with a
+    mapping, answers are read on the model's scale and one off the scale leaves the pair unjudged.
+    ``repeat`` N >= 2 asks each pair N times (self-consistency): the judgment is the majority grade and
+    the N grades are stored as the pair's ModelConsistency; any failed call leaves the pair unjudged.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
+    if not 1 <= repeat <= REPEAT_MAX:
+        raise ValueError(f"repeat must be from 1 to {REPEAT_MAX}")
     scale = list(campaign.grades.order_by("value").values_list("value", "name", "description"))
     values = [v for v, _, _ in scale]
+    mapping = scale_mapping(template, values)
+    system = template.text + answer_line(template) if template is not None else None
     summary = RunSummary(judge=judge.username, pairs=len(pair_ids))
     own_client = client is None
     client = client or ChatClient(endpoint, connections=concurrency)
@@ -337,29 +468,44 @@ def model_judge_run(
     streak: dict[str, Any] = {"n": 0, "last": ""}
     streak_lock = threading.Lock()
 
-    def ask(pair: PairText) -> Verdict | tuple[int, str | None]:
+    def ask(pair: PairText) -> Verdict | Failure:
         if stop.is_set():
-            return (pair.pair_id, None)  # not sent: the run is giving up
+            return Failure(pair.pair_id, None)  # not sent: the run is giving up
+        where = f"qid {pair.qid} docid {pair.docid}"
+        messages = prompt_messages(guidelines=campaign.guidelines, scale=scale, pair=pair, system=system)
+        readings: list[Reading] = []
         try:
-            answer = client.complete(prompt_messages(guidelines=campaign.guidelines, scale=scale, pair=pair))
-        except ModelCallError as exc:
-            with streak_lock:
-                streak["n"] += 1
-                streak["last"] = str(exc)
-                if give_up_after and streak["n"] >= give_up_after:
-                    stop.set()
-            if on_failure:
-                on_failure(f"qid {pair.qid} docid {pair.docid}", str(exc))
-            return (pair.pair_id, f"qid {pair.qid} docid {pair.docid}: {exc}")
+            for _ in range(repeat):
+                try:
+                    answer = client.complete(messages)
+                except ModelCallError as exc:
+                    with streak_lock:
+                        streak["n"] += 1
+                        streak["last"] = str(exc)
+                        if give_up_after and streak["n"] >= give_up_after:
+                            stop.set()
+                    if on_failure:
+                        on_failure(where, str(exc))
+                    return Failure(pair.pair_id, f"{where}: {exc}")
+                with streak_lock:
+                    streak["n"] = 0
+                readings.append(read_answer(answer, values, mapping))
         finally:
             if progress:
                 progress(1)
-        with streak_lock:
-            streak["n"] = 0
-        grade, note = parse_answer(answer, values)
-        return Verdict(pair.pair_id, grade, note)
+        off = next((r for r in readings if r.off_scale), None)
+        if off is not None:
+            if on_failure:
+                on_failure(where, off.note)
+            return Failure(pair.pair_id, f"{where}: {off.note}", off_scale=True)
+        if repeat == 1:
+            return Verdict(pair.pair_id, readings[0].grade, readings[0].note)
+        grades = [r.grade for r in readings]
+        grade = majority_grade(grades)
+        note = next(r.note for r in readings if r.grade == grade)
+        return Verdict(pair.pair_id, grade, note, answers=grades)
 
-    def finish(futures: list[Future[Verdict | tuple[int, str | None]]]) -> None:
+    def finish(futures: list[Future[Verdict | Failure]]) -> None:
         verdicts, failed_ids = [], []
         for future in futures:
             outcome = future.result()
@@ -368,23 +514,32 @@ def model_judge_run(
                 summary.graded += outcome.grade is not None
                 summary.unsure += outcome.grade is None
                 continue
-            failed_ids.append(outcome[0])
-            if outcome[1] is None:
+            failed_ids.append(outcome.pair_id)
+            if outcome.reason is None:
                 continue
-            summary.failed += 1
+            if outcome.off_scale:
+                summary.off_scale += 1
+            else:
+                summary.failed += 1
             if len(summary.errors) < 5:
-                summary.errors.append(outcome[1])
+                summary.errors.append(outcome.reason)
         with transaction.atomic():
             if verdicts:
-                _, unchanged = model_judgments_write(campaign=campaign, judge=judge, verdicts=verdicts)
+                _, unchanged = model_judgments_write(
+                    campaign=campaign, judge=judge, verdicts=verdicts, template=template
+                )
                 summary.unchanged += unchanged
+                if repeat > 1:
+                    consistency_write(
+                        judge=judge, template=template, verdicts=verdicts, temperature=endpoint.temperature
+                    )
             if on_batch:
                 on_batch(len(futures), failed_ids, summary)
 
     try:
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
             # Two batches in flight: the workers call the next batch while this thread stores the last one.
-            pending: list[Future[Verdict | tuple[int, str | None]]] = []
+            pending: list[Future[Verdict | Failure]] = []
             for start in range(0, len(pair_ids), batch):
                 if stop.is_set():
                     break

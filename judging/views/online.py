@@ -76,6 +76,22 @@ class JudgeRunForm(forms.Form):
     )
     pairs = forms.ChoiceField(label=gettext_lazy("Pairs"), choices=PAIRS, initial="unjudged")
     sample = AsciiIntegerField(label=gettext_lazy("Sample size"), min_value=1, max_value=1_000_000, required=False)
+    repeat = AsciiIntegerField(
+        label=gettext_lazy("Ask each pair"),
+        min_value=1,
+        max_value=20,
+        initial=1,
+        required=False,
+        help_text=gettext_lazy("times (2 or more measures self-consistency; the majority grade is stored)"),
+    )
+    canary = AsciiIntegerField(
+        label=gettext_lazy("Canary documents"),
+        min_value=0,
+        max_value=200,
+        initial=0,
+        required=False,
+        help_text=gettext_lazy("non-relevant documents asked again with the query's words inserted"),
+    )
 
     def clean(self):
         data = super().clean()
@@ -120,7 +136,12 @@ def judges_run(request, member: Member):
         return redirect("judging:judges", slug=campaign.slug)
     try:
         job = model_judge_job_start(
-            campaign=campaign, user=request.user, model=form.cleaned_data["model"], pairs=form.cleaned_data["mode"]
+            campaign=campaign,
+            user=request.user,
+            model=form.cleaned_data["model"],
+            pairs=form.cleaned_data["mode"],
+            repeat=form.cleaned_data.get("repeat") or 1,
+            canary=form.cleaned_data.get("canary") or 0,
         )
     except (ValueError, ValidationError) as exc:
         text = exc.messages[0] if isinstance(exc, ValidationError) else str(exc)

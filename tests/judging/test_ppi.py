@@ -348,3 +348,24 @@ def test_a_campaign_without_queries_answers_without_error(client, make_user):
     assert client.get("/campaigns/empty/leaderboard/?labels=ppi:bot").status_code == 200
     data = leaderboard_data(campaign=campaign, labels="ppi:bot")
     assert data["audit"] == {"queries": 0, "of": 0, "drawn": 0, "open_pairs": 0, "more_needed": 2}
+
+
+def test_doubtful_queue_reads_a_judges_repeated_answers(make_user):
+    from judging.models import ModelConsistency
+
+    campaign, lead, people, truth = _campaign(make_user)
+    bot = model_judge_get_or_create(name="bot", campaign=campaign)
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id")[:3])
+    # asked three times: unanimous, split 2-1, and all different
+    for pair, answers in zip(pairs, ([1, 1, 1], [2, 2, 0], [0, 1, None]), strict=True):
+        ModelConsistency.objects.create(
+            pair=pair, judge=bot, answers=answers, repeats=3, agreement=0.5, unanimous=False, temperature=0.7
+        )
+    ids = np.array(sorted(p.pk for p in Pair.objects.filter(campaign=campaign, pooled=True)), dtype=np.int64)
+    answers, _confidence = doubtful.model_answers(campaign, ids)
+    d = doubtful.doubt(answers)
+    at = {p.pk: int(np.searchsorted(ids, p.pk)) for p in pairs}
+    assert [d[at[p.pk]] for p in pairs] == [pytest.approx(0), pytest.approx(1 / 3), pytest.approx(1 / 2)]
+    campaign.queue_mode = Campaign.QueueMode.DOUBTFUL
+    campaign.save()
+    assert pair_next(campaign=campaign, annotator=people).pair.pk == pairs[2].pk

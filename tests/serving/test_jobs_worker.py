@@ -191,7 +191,7 @@ def test_an_import_queued_behind_a_long_model_run_starts_at_once(site):
     """A model judge's run goes to the "models" queue and its own worker (scripts/serve.sh starts both): the
     default queue's worker takes the import queued after it while the run is still calling the endpoint."""
     from tests.data import RUN_BM25, RUN_DENSE
-    from tests.judging.test_model_judge import FakeModel
+    from tests.fake_model import FakeModel
 
     model = FakeModel(default=(200, '{"grade": 1, "reason": "slow"}', 12.0))  # every call takes 12 s
     try:

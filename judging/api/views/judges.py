@@ -1,4 +1,5 @@
-"""Model judges under /api/campaigns/SLUG/judges/: a judge's calibration, and starting a judge's run."""
+"""Model judges under /api/campaigns/SLUG/judges/: a judge's calibration, its prompt template, and starting a
+judge's run."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, leaderboard_query
 from judging.jobs import JobLimit, model_endpoint_configured, model_judge_job_start
 from judging.scoring import Params
-from judging.selectors.calibration import UnknownJudge, judge_calibration
+from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judge_profile
+from judging.selectors.judges import judge_templates
+from judging.services.judge_templates import judge_template_current, judge_template_save
 
 
 class ModelJudgeActions:
@@ -57,6 +60,66 @@ class ModelJudgeActions:
         return Response(data)
 
     @extend_schema(
+        methods=["GET"],
+        responses={200: OpenApiResponse(description="The judge's template versions, newest first.")},
+        description=(
+            "A model judge's prompt template for this campaign, every version newest first: the system message "
+            "(text), the answer line the code adds after it, the pairs quoted as examples, the model's scale and "
+            "thresholds (null: the campaign's grades), and how many judgments each version made. The first "
+            "version is built (guidelines, scale, examples from human judgments with notes) when there is none. "
+            "Leads only."
+        ),
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=serializers.JudgeTemplateSerializer,
+        responses={201: OpenApiResponse(description="The new current version.")},
+        description=(
+            "Save a new version of the judge's template and scale mapping (the current one is answered, 200, when "
+            "nothing changed). A bad field answers 400 naming it. Leads only."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        url_path=r"judges/(?P<name>[\w.@+-]+)/template",
+        **ONE_OBJECT,
+    )
+    def judge_template(self, request, slug=None, name=None):
+        campaign = self.get_object()
+        access(request).require_lead(campaign, _("configure its model judges"))
+        try:
+            judge = model_judge_profile(name=name, campaign=campaign).user
+        except UnknownJudge as exc:
+            raise NotFound(str(exc)) from None
+        if request.method == "GET":
+            judge_template_current(campaign=campaign, judge=judge)
+            return Response({"judge": judge.username, "versions": judge_templates(campaign=campaign, judge=judge)})
+        body = serializers.JudgeTemplateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        v = body.validated_data
+        before = judge_template_current(campaign=campaign, judge=judge, create=False)
+        try:
+            saved = judge_template_save(
+                campaign=campaign,
+                judge=judge,
+                text=v.get("text"),
+                rebuild=v.get("rebuild", False),
+                scale_low=v.get("scale_low"),
+                scale_high=v.get("scale_high"),
+                thresholds=v.get("thresholds") or [],
+                user=request.user,
+            )
+        except DjangoValidationError as exc:
+            raise DRFValidationError(exc.message_dict) from None
+        versions = judge_templates(campaign=campaign, judge=judge)
+        created = before is None or saved.pk != before.pk
+        return Response(
+            {"judge": judge.username, "version": saved.version, "versions": versions},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
         request=JudgeRunSerializer,
         responses={
             202: JobStartedSerializer,
@@ -88,6 +151,9 @@ class ModelJudgeActions:
                 name=v.get("name"),
                 pairs=v["pairs"],
                 seed=v["seed"],
+                repeat=v["repeat"],
+                temperature=v["temperature"],
+                canary=v["canary"],
             )
         except DjangoValidationError as exc:
             raise DRFValidationError({"name": exc.messages}) from None

@@ -1,5 +1,7 @@
 """Grade a campaign's pooled pairs with an automatic judge behind an OpenAI-compatible endpoint."""
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 from django.urls import reverse
@@ -8,8 +10,14 @@ from tqdm import tqdm
 from judging.jobs import job_run, model_judge_job_start
 from judging.management.commands._base import CampaignCommand
 from judging.models import Job
+from judging.services.judge_templates import (
+    judge_template_current,
+    judge_template_save,
+    template_is_automatic,
+    thresholds_parse,
+)
 from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV
-from judging.services.model_judge import PAIR_MODES
+from judging.services.model_judge import PAIR_MODES, model_judge_get_or_create
 
 
 class Command(CampaignCommand):
@@ -33,6 +41,41 @@ class Command(CampaignCommand):
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
         parser.add_argument("--retries", type=int, default=4, help="retries of a failed request (default 4)")
         parser.add_argument(
+            "--repeat",
+            type=int,
+            default=1,
+            help="ask each pair N times (self-consistency): the judgment is the majority grade, the N answers are "
+            "kept and the calibration page shows how often the model agrees with itself (default 1)",
+        )
+        parser.add_argument(
+            "--temperature",
+            type=float,
+            default=0.0,
+            help="the sampling temperature sent to the endpoint (default 0; --repeat shows its effect)",
+        )
+        parser.add_argument(
+            "--canary",
+            type=int,
+            nargs="?",
+            const=10,
+            default=0,
+            metavar="N",
+            help="after the pairs, ask about N (default 10) documents people graded not relevant, as they are and "
+            "with the query's words inserted, and report how often the grade rises (never stored as documents); "
+            "with --pairs none, only this",
+        )
+        parser.add_argument(
+            "--scale",
+            metavar="LOW-HIGH",
+            help="the model answers on its own scale (e.g. 0-100): saved with --thresholds as a new version of the "
+            "judge's prompt template before the run; answers off the scale leave their pairs unjudged",
+        )
+        parser.add_argument(
+            "--thresholds",
+            metavar="T1,T2,...",
+            help="with --scale: one threshold per campaign grade above the lowest, ascending (0-100 onto 0/1/2: 34,67)",
+        )
+        parser.add_argument(
             "--background",
             action="store_true",
             help="queue the run for the task worker (manage.py db_worker) and return; its page shows the progress",
@@ -50,6 +93,8 @@ class Command(CampaignCommand):
                 f"--background runs in the task worker, which calls the endpoint of its own environment "
                 f"({ENDPOINT_ENV}): leave out --endpoint"
             )
+        if opts.get("scale") or opts.get("thresholds"):
+            self._mapping_save(campaign, name or model, description, opts.get("scale"), opts.get("thresholds"))
         try:
             job = model_judge_job_start(
                 campaign=campaign,
@@ -64,6 +109,9 @@ class Command(CampaignCommand):
                 timeout=timeout,
                 retries=retries,
                 enqueue=background,
+                repeat=opts["repeat"],
+                temperature=opts["temperature"],
+                canary=opts["canary"] or 0,
             )
         except (ValueError, ValidationError) as exc:
             raise CommandError(exc.messages[0] if isinstance(exc, ValidationError) else str(exc)) from None
@@ -72,7 +120,7 @@ class Command(CampaignCommand):
         if background:
             self.stdout.write(f"job {job.pk} queued: {job.total} pairs for {judge}; follow it at {page}")
             return
-        if not job.total:
+        if not job.total and not job.options.get("canary"):
             Job.objects.filter(pk=job.pk).delete()
             self.stdout.write(f"{judge}: no pairs to judge ({pairs})")
             return
@@ -91,9 +139,50 @@ class Command(CampaignCommand):
             f"{r.get('graded', 0)} graded, {r.get('unsure', 0)} unreadable answers stored as unsure, "
             f"{r.get('unchanged', 0)} unchanged, {r.get('failed', 0)} failed"
         )
+        if r.get("off_scale"):
+            self.stdout.write(f"  {r['off_scale']} answers off the model's scale: those pairs were left unjudged")
+        if r.get("template"):
+            self.stdout.write(f"  prompt template version {r['template']}")
+        if r.get("repeat", 1) > 1:
+            self.stdout.write(f"  each pair asked {r['repeat']} times: see the calibration page for self-consistency")
+        c = r.get("canary")
+        if c:
+            self.stdout.write(
+                f"  canary: the grade rose on {c['rose']} of {c['compared']} non-relevant documents stuffed with "
+                f"the query's words ({c['failed']} failed)"
+            )
         for e in r.get("errors", []):
             self.stdout.write(f"  failed: {e}")
         if outcome["status"] == "failed":
             raise CommandError(f"{job.error['detail']} (job {job.pk}: {page}); is the endpoint answering?")
         if r.get("failed"):
             self.stdout.write("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
+
+    def _mapping_save(self, campaign, name, description, scale, thresholds):
+        """Save the model's scale and thresholds as a new template version (the text rebuilt when it was the
+        automatic one, so that it asks for a number on the model's scale)."""
+        found = re.fullmatch(r"(-?[0-9]{1,7})-(-?[0-9]{1,7})", (scale or "").strip())
+        if not found:
+            raise CommandError("--scale must be LOW-HIGH in whole numbers, e.g. 0-100 (and --thresholds needs it)")
+        low, high = int(found.group(1)), int(found.group(2))
+        try:
+            values = thresholds_parse(thresholds or "")
+            judge = model_judge_get_or_create(name=name, description=description, campaign=campaign)
+            current = judge_template_current(campaign=campaign, judge=judge)
+            saved = judge_template_save(
+                campaign=campaign,
+                judge=judge,
+                text=current.text if current else None,
+                rebuild=current is None or template_is_automatic(campaign=campaign, template=current),
+                scale_low=low,
+                scale_high=high,
+                thresholds=values,
+                user=None,
+            )
+        except ValidationError as exc:
+            if hasattr(exc, "error_dict"):
+                option = {"scale_low": "--scale", "scale_high": "--scale", "thresholds": "--thresholds"}
+                field, errors = next(iter(exc.message_dict.items()))
+                raise CommandError(f"{option.get(field, '--' + field)}: {errors[0]}") from None
+            raise CommandError(exc.messages[0]) from None
+        self.stdout.write(f"{judge.get_username()}: prompt template version {saved.version}, scale {low}-{high}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judging.models import AnnotatorProfile, Campaign, Judgment, Membership, Pair
+from judging.models import AnnotatorProfile, Campaign, Judgment, Membership, ModelConsistency, Pair
 
 NO_ANSWER = -1  # a grade slot without a readable answer
 MAX_AGE = 30.0  # seconds a campaign's list is reused before the model's answers are read again
@@ -71,28 +71,63 @@ def doubt(answers: np.ndarray, confidence: np.ndarray | None = None) -> np.ndarr
 
 
 def model_answers(campaign: Campaign, pair_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """(P, J) grades of the campaign's J model judges on these pairs (NO_ANSWER where a judge has none or
-    its answer could not be read), and their stated confidences (None: not stored). The one place that reads
-    what the models said: repeated answers and stated confidences join here when they are stored."""
-    judges = list(
+    """(P, J x R) grades of the campaign's J model judges on these pairs (sorted ids), NO_ANSWER where a judge
+    has none or its answer could not be read, and their stated confidences (None: not stored). The one place
+    that reads what the models said: a judge's repeated answers to a pair (``judge_with_model --repeat N``,
+    ModelConsistency) stand for it where they exist, else its one judgment; R is the most answers a judge
+    gave one pair."""
+    judges = np.array(
         Membership.objects.filter(campaign=campaign, user__annotator_profile__kind=AnnotatorProfile.Kind.MODEL)
         .order_by("user_id")
-        .values_list("user_id", flat=True)
+        .values_list("user_id", flat=True),
+        dtype=np.int64,
     )
-    answers = np.full((pair_ids.size, max(len(judges), 1)), NO_ANSWER, dtype=np.int64)
-    if not judges or not pair_ids.size:
-        return answers, None
-    rows = np.array(
-        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=judges, unsure=False)
+    if not judges.size or not pair_ids.size:
+        return np.full((pair_ids.size, 1), NO_ANSWER, dtype=np.int64), None
+    single = np.array(
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id__in=judges.tolist(), unsure=False)
         .order_by()
         .values_list("pair_id", "annotator_id", "grade__value"),
         dtype=np.int64,
     ).reshape(-1, 3)
-    at = np.searchsorted(pair_ids, rows[:, 0])
-    found = (at < pair_ids.size) & (pair_ids[np.minimum(at, pair_ids.size - 1)] == rows[:, 0])
-    column = np.searchsorted(np.array(judges, dtype=np.int64), rows[:, 1])
-    answers[at[found], column[found]] = rows[found, 2]
-    return answers, None
+    repeated = list(
+        ModelConsistency.objects.filter(pair__campaign=campaign, judge_id__in=judges.tolist())
+        .order_by()
+        .values_list("pair_id", "judge_id", "answers")
+    )
+    R = max([len(a) for _p, _j, a in repeated if isinstance(a, list)] + [1])
+    answers = np.full((pair_ids.size, judges.size, R), NO_ANSWER, dtype=np.int64)
+    _place(answers, pair_ids, judges, single[:, 0], single[:, 1], single[:, 2:3])
+    if repeated:
+        grades = np.array(
+            [
+                [NO_ANSWER if g is None else int(g) for g in a] + [NO_ANSWER] * (R - len(a))
+                for _p, _j, a in repeated
+                if isinstance(a, list)
+            ],
+            dtype=np.int64,
+        ).reshape(-1, R)
+        keys = np.array([(p, j) for p, j, a in repeated if isinstance(a, list)], dtype=np.int64).reshape(-1, 2)
+        _place(answers, pair_ids, judges, keys[:, 0], keys[:, 1], grades)
+    return answers.reshape(pair_ids.size, judges.size * R), None
+
+
+def _place(
+    answers: np.ndarray,
+    pair_ids: np.ndarray,
+    judges: np.ndarray,
+    pairs: np.ndarray,
+    who: np.ndarray,
+    grades: np.ndarray,
+) -> None:
+    """Write rows of ``grades`` (n, width) into ``answers`` (P, J, R) at the rows' (pair, judge), replacing
+    what was there; rows of pairs not in ``pair_ids`` are left out."""
+    at = np.searchsorted(pair_ids, pairs)
+    found = (at < pair_ids.size) & (pair_ids[np.minimum(at, pair_ids.size - 1)] == pairs)
+    column = np.searchsorted(judges, who)
+    width = grades.shape[1]
+    answers[at[found], column[found], :] = NO_ANSWER
+    answers[at[found], column[found], :width] = grades[found]
 
 
 def impact(campaign: Campaign, query_ids: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:

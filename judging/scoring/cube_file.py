@@ -1,0 +1,237 @@
+"""One copy of a campaign's run arrays per machine: a file in ``RELJUDGE_CUBE_DIR`` every worker maps read-only.
+
+The run cube (judging.scoring.cube.RunCube: every system's ranked document ids, systems x queries x depth) is the
+largest array the scores read, 8 bytes an entry: 800 MB at 100M ranked entries. Built in each gunicorn worker it
+cost every worker its own copy and every restarted worker a full read of the rankings. Here it is written once per
+runs state (the cube's key: the campaign, its systems' fingerprints and its queries) to a file, and every process
+maps that file with ``mmap``: the pages live once in the machine's page cache, counted once in the workers'
+proportional memory, and a restarted worker maps the existing file instead of reading the database.
+
+Judgments never touch the file: labels are read from the database per query and kept in memory (they are small
+next to the runs). New runs or queries are a new state, a new file; the old files of the campaign go when the new
+one is in place (a worker still mapping one keeps its pages until it lets go: unlinking a mapped file is safe).
+
+The layout: an 8-byte magic, the header's length (8 bytes) and CRC-32 (4 bytes), the header (JSON: the format
+version, the digest of the state, the shape, the systems and queries), then, from the next 4096-byte boundary, the
+document ids as little-endian int64 in C order. A file is used only when its magic, format, header CRC and state
+digest match and its size is exactly what the header says; anything else (a truncated copy, another version,
+another state) is deleted and rebuilt, never trusted. A file is written under a temporary name and renamed into
+place, so a reader never sees half of one; a full disk leaves the previous file in use with a warning in the log.
+
+Several app servers: the folder is per machine (a local disk); each machine builds its own copy from the database
+the first time one of its workers needs it. The state digest includes the database's name, so two databases
+never share a file. Remove the setting (empty ``RELJUDGE_CUBE_DIR``) to keep the cube in each process's memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+MAGIC = b"RJCUBE\x00\x01"
+_PREFIX = struct.Struct("<8sQI")  # magic, header length, header CRC-32
+_ALIGN = 4096  # the data starts on a page boundary
+TEMP_MAX_AGE = 3600.0  # seconds after which a temporary file nobody renamed (a killed writer) is removed
+
+
+@dataclass
+class CubeFile:
+    """What a cube file holds: the systems and queries of the state and its mapped document ids."""
+
+    system_ids: np.ndarray
+    system_names: list[str]
+    query_ids: np.ndarray
+    qids: list[str]
+    doc_ids: np.ndarray  # (S, Q, D) int64, a read-only memory map of the file
+    path: Path
+
+
+def cube_dir() -> Path | None:
+    """The folder of the cube files, or None when the cube stays in each process's memory."""
+    raw = getattr(settings, "RELJUDGE_CUBE_DIR", "")
+    return Path(raw) if raw else None
+
+
+def state_digest(key: tuple[object, ...]) -> str:
+    """The digest naming a runs state: the cube's key and the database it was read from."""
+    raw = repr((FORMAT, connection.settings_dict.get("NAME"), connection.vendor, key))
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _path(folder: Path, campaign_pk: int, digest: str) -> Path:
+    return folder / f"cube-{campaign_pk}-{digest}.bin"
+
+
+@contextlib.contextmanager
+def build_lock(folder: Path, campaign_pk: int) -> Iterator[None]:
+    """Held while one process builds a campaign's cube file: the other workers of the machine wait for it and map
+    the result instead of each reading every ranking from the database at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"cube-{campaign_pk}.lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
+    """Map the cube file of this state if a sound one exists; a file that is not sound is removed (None)."""
+    path = _path(folder, campaign_pk, digest)
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_PREFIX.size)
+            magic, length, crc = _PREFIX.unpack(head) if len(head) == _PREFIX.size else (b"", 0, 0)
+            raw = handle.read(length) if magic == MAGIC and length < 64 * 1024 * 1024 else b""
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("cube file %s unreadable (%s): rebuilding it", path.name, exc)
+        return None
+    problem = _check(magic, raw, length, crc, digest, size)
+    if isinstance(problem, str):
+        logger.warning("cube file %s not used (%s): rebuilding it", path.name, problem)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    header, offset = problem
+    shape = tuple(int(n) for n in header["shape"])
+    doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape) if all(shape) else np.zeros(shape)
+    return CubeFile(
+        np.array(header["system_ids"], dtype=np.int64),
+        [str(n) for n in header["system_names"]],
+        np.array(header["query_ids"], dtype=np.int64),
+        [str(q) for q in header["qids"]],
+        doc_ids,
+        path,
+    )
+
+
+def _check(magic: bytes, raw: bytes, length: int, crc: int, digest: str, size: int) -> str | tuple[dict[str, Any], int]:
+    """Why the file cannot be used, or its header and data offset."""
+    if magic != MAGIC:
+        return "not a cube file of this version"
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        return "header damaged"
+    try:
+        header = json.loads(raw)
+    except ValueError:
+        return "header damaged"
+    if header.get("format") != FORMAT:
+        return f"format {header.get('format')!r}, expected {FORMAT}"
+    if header.get("state") != digest:
+        return "another state"
+    offset = _data_offset(length)
+    expected = offset + int(np.prod(header["shape"])) * 8
+    if size != expected:
+        return f"{size} bytes, expected {expected} (truncated)"
+    return header, offset
+
+
+def _data_offset(header_length: int) -> int:
+    return -(-(_PREFIX.size + header_length) // _ALIGN) * _ALIGN
+
+
+def cube_save(
+    folder: Path,
+    campaign_pk: int,
+    digest: str,
+    *,
+    system_ids: np.ndarray,
+    system_names: list[str],
+    query_ids: np.ndarray,
+    qids: list[str],
+    doc_ids: np.ndarray,
+) -> CubeFile | None:
+    """Write the state's cube file (a temporary name, then a rename) and map it; the campaign's older states'
+    files go. None when it could not be written (a full disk, a read-only folder): the caller keeps its
+    in-memory cube, and whatever file was in place stays in use."""
+    header = json.dumps(
+        {
+            "format": FORMAT,
+            "state": digest,
+            "campaign": campaign_pk,
+            "shape": list(doc_ids.shape),
+            "system_ids": system_ids.tolist(),
+            "system_names": system_names,
+            "query_ids": query_ids.tolist(),
+            "qids": qids,
+        },
+        ensure_ascii=False,
+    ).encode()
+    final = _path(folder, campaign_pk, digest)
+    temp = folder / f".{final.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(temp, "wb") as handle:
+            handle.write(_PREFIX.pack(MAGIC, len(header), zlib.crc32(header)))
+            handle.write(header)
+            handle.write(b"\0" * (_data_offset(len(header)) - _PREFIX.size - len(header)))
+            data = np.ascontiguousarray(doc_ids, dtype="<i8")
+            # in slices of systems: a write of the whole 800 MB array would need it as one bytes copy
+            for s in range(data.shape[0]):
+                handle.write(memoryview(data[s]).cast("B"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, final)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
+        logger.warning(
+            "cube file of campaign %s not written%s: %s; the previous one stays in use", campaign_pk, full, exc
+        )
+        return None
+    _clean(folder, campaign_pk, keep=final)
+    return cube_load(folder, campaign_pk, digest)
+
+
+def _clean(folder: Path, campaign_pk: int, *, keep: Path) -> None:
+    """Remove the campaign's files of older states, and temporary files a killed writer left behind."""
+    for path in folder.glob(f"cube-{campaign_pk}-*.bin"):
+        if path != keep:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                logger.info("cube file %s of an older state removed", path.name)
+    now = time.time()
+    for path in folder.glob(".cube-*.tmp"):
+        with contextlib.suppress(OSError):
+            if now - path.stat().st_mtime > TEMP_MAX_AGE:
+                path.unlink()
+
+
+def campaign_deleted(sender: object, instance: object, **kwargs: object) -> None:
+    """post_delete of a Campaign: its cube files go once the deletion is committed."""
+    pk = getattr(instance, "pk", None)
+    if isinstance(pk, int):
+        transaction.on_commit(lambda: cube_files_remove(pk))
+
+
+def cube_files_remove(campaign_pk: int) -> None:
+    """Remove every cube file of a campaign (it was deleted)."""
+    folder = cube_dir()
+    if folder is None or not folder.is_dir():
+        return
+    for path in folder.glob(f"cube-{campaign_pk}-*.bin"):
+        with contextlib.suppress(OSError):
+            path.unlink()
