@@ -290,3 +290,16 @@ class MyJudgmentsFilter(forms.Form):
 class QueryTagsForm(forms.Form):
     qid = forms.CharField(max_length=100)
     tags = forms.CharField(required=False, max_length=2000, help_text=gettext_lazy("Comma-separated, e.g. head, shoes"))
+
+
+class AuditDrawForm(forms.Form):
+    """How many more queries to draw for the audit of the prediction-powered leaderboard, and an optional seed."""
+
+    queries = AsciiIntegerField(label=gettext_lazy("Queries to draw"), min_value=1, max_value=100_000)
+    seed = AsciiIntegerField(
+        label=gettext_lazy("Seed (optional)"),
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        help_text=gettext_lazy("The same seed over the same undrawn queries draws the same queries."),
+    )

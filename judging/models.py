@@ -77,6 +77,8 @@ class Campaign(models.Model):
     class QueueMode(models.TextChoices):
         SHUFFLED = "shuffled", _("Query by query, in each annotator's own order")
         MATTER = "matter", _("Pairs that matter most: those that can still change the ranking")
+        AUDIT = "audit", _("Audit: every pair of the queries drawn at random for the prediction-powered leaderboard")
+        DOUBTFUL = "doubtful", _("The model's doubtful pairs: those the model judges are least sure of")
 
     queue_mode = models.CharField(
         _("judging queue"),
@@ -85,7 +87,9 @@ class Campaign(models.Model):
         default=QueueMode.SHUFFLED,
         help_text=_(
             "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
-            "order on the leaderboard is not settled yet."
+            "order on the leaderboard is not settled yet. “Audit” serves only the pairs of the queries drawn for "
+            "the prediction-powered leaderboard (the Audit page). “The model's doubtful pairs” serves first the "
+            "pairs the model judges are least sure of; their labels feed “humans, else model”, never the audit."
         ),
     )
     leaderboard_visible_to_annotators = models.BooleanField(
@@ -716,6 +720,50 @@ class OnlineMetric(models.Model):
 
     def __str__(self) -> str:
         return f"{self.system} {self.metric}={self.value:g}"
+
+
+class AuditDraw(models.Model):
+    """A lead's draw of queries for the audit of a prediction-powered leaderboard (``labels=ppi:NAME``).
+
+    The queries are drawn uniformly at random, without replacement, from those not drawn before: the union of
+    every draw of a campaign stays a uniform random sample of its queries. ``seed`` makes the draw repeatable
+    (the same seed over the same undrawn queries draws the same ones). People judge the drawn queries' pooled
+    pairs in the "audit" queue mode; a query counts as audited when each of them has a human label.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="audit_draws")
+    drawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("drawn by"), on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    drawn_at = models.DateTimeField(_("drawn"), auto_now_add=True)
+    seed = models.BigIntegerField(_("seed"))
+    size = models.PositiveIntegerField(_("queries drawn"))
+
+    class Meta:
+        verbose_name = _("audit draw")
+        verbose_name_plural = _("audit draws")
+        ordering = ["campaign", "drawn_at", "id"]
+        constraints = [models.CheckConstraint(condition=Q(seed__gte=0), name="auditdraw_seed_nonnegative")]
+
+    def __str__(self) -> str:
+        return f"{self.size} queries of {self.campaign_id} at {self.drawn_at:%Y-%m-%d %H:%M}"
+
+
+class AuditQuery(models.Model):
+    """One query of an audit draw, at its place in the draw's order (the audit queue serves them in it)."""
+
+    draw = models.ForeignKey(AuditDraw, on_delete=models.CASCADE, related_name="queries")
+    query = models.OneToOneField(Query, on_delete=models.CASCADE, related_name="audit")
+    position = models.PositiveIntegerField(_("position in the draw"))
+
+    class Meta:
+        verbose_name = _("audited query")
+        verbose_name_plural = _("audited queries")
+        ordering = ["draw", "position"]
+        constraints = [models.UniqueConstraint(fields=["draw", "position"], name="auditquery_unique_position")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id} (#{self.position} of draw {self.draw_id})"
 
 
 # The model judges' configuration and measurements, in their own module (one concern each).

@@ -157,8 +157,9 @@ PARAMS: dict[str, Param] = {
             "humans",
             label=gettext_lazy("Label source"),
             max_length=200,
-            help_text="Label source: humans (default), model:NAME (a model judge's labels alone) or hybrid:NAME "
-            "(the human label where one exists, the model judge's elsewhere).",
+            help_text="Label source: humans (default), model:NAME (a model judge's labels alone), hybrid:NAME "
+            "(the human label where one exists, the model judge's elsewhere) or ppi:NAME (prediction-powered: "
+            "the model judge's scores corrected by the random audit, with 95% intervals).",
         ),
         Param(
             "per_query",
@@ -276,8 +277,10 @@ class LeaderboardQuery:
             except ValidationError as exc:
                 errors[name] = exc.messages
         labels = values.get("labels")
-        if labels not in (None, "humans") and labels not in (sources or label_sources(campaign)):
-            errors["labels"] = [_label_error(str(labels))]
+        if labels not in (None, "humans"):
+            sources = sources or label_sources(campaign)
+            if labels not in sources:
+                errors["labels"] = [_label_error(str(labels), sources)]
         asked = str(data.get("threshold") or "").strip()
         if top_grade is not None and asked and "threshold" in values:
             try:
@@ -301,9 +304,16 @@ class LeaderboardQuery:
         return replace(self, **changes)
 
 
-def _label_error(labels: str) -> str:
+def _label_error(labels: str, sources: list[str]) -> str:
     kind, sep, name = labels.partition(":")
+    if sep and kind == "ppi" and name.strip():
+        # The prediction-powered leaderboard names the judges it can take (this campaign's only).
+        judges = [s.partition(":")[2] for s in sources if s.startswith("ppi:")]
+        return _("no model judge named %(name)r; this campaign's model judges: %(judges)s") % {
+            "name": name.strip()[:100],
+            "judges": ", ".join(judges) if judges else _("none (run a model judge first)"),
+        }
     if sep and kind in ("model", "hybrid") and name.strip():
         # The same words whether the judge exists in another campaign or nowhere.
         return _("no model judge named %(name)r") % {"name": name.strip()[:100]}
-    return _("must be humans, model:NAME or hybrid:NAME, not %(value)r") % {"value": labels[:40]}
+    return _("must be humans, model:NAME, hybrid:NAME or ppi:NAME, not %(value)r") % {"value": labels[:40]}

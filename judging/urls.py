@@ -3,6 +3,7 @@
 from django.urls import path
 
 from judging.views import (
+    audit,
     campaigns,
     jobs,
     judges,
@@ -27,6 +28,7 @@ urlpatterns = [
     path("campaigns/<slug:slug>/members/", campaigns.campaign_members, name="campaign_members"),
     path("campaigns/<slug:slug>/upload/", campaigns.campaign_upload, name="campaign_upload"),
     path("campaigns/<slug:slug>/progress/", campaigns.campaign_progress, name="campaign_progress"),
+    path("campaigns/<slug:slug>/audit/", audit.campaign_audit, name="campaign_audit"),
     path("campaigns/<slug:slug>/jobs/<int:job_id>/", jobs.job_detail, name="job_detail"),
     # judging
     path("campaigns/<slug:slug>/judge/", judging.judge, name="judge"),

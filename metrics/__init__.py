@@ -44,6 +44,7 @@ from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
+from metrics.ppi import PPIMean, audited_only_mean, ppi_mean
 from metrics.ranking import (
     GAINS,
     PAD,
@@ -87,6 +88,9 @@ __all__ = [
     "curves",
     "pool_bias",
     "unique_contributions",
+    "PPIMean",
+    "audited_only_mean",
+    "ppi_mean",
     "PairPriority",
     "Settled",
     "open_pairs",

@@ -11,6 +11,7 @@ from judging.models import Campaign
 from judging.scoring import trust
 from judging.scoring.cache import Params, leaderboard, scores_clear
 from judging.scoring.cube import cubes_clear
+from judging.scoring.ppi import ppi_data, ppi_judge
 
 
 def leaderboard_data(
@@ -41,6 +42,8 @@ def leaderboard_data(
     names, block=...)`` for each system, with ``values()`` its (Q_scored, M) per-query values and ``block``
     naming them (the scores' state and the system), it returns what stands in the data for that system's
     per-query object.
+
+    ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
     """
     params = Params(
         k=k,
@@ -51,6 +54,9 @@ def leaderboard_data(
         labels=labels or "humans",
         segment=segment,
     )
+    if ppi_judge(params.labels) is not None:
+        # estimates and intervals, not per-query values (see judging.scoring.ppi)
+        return ppi_data(campaign=campaign, params=params, measure=measure)
     lb = leaderboard(campaign, params)
     means = lb.means()
     names = lb.measures
@@ -92,5 +98,10 @@ def leaderboard_data(
 def process_caches_clear() -> None:
     """Forget this process's run cubes and score tables, as a freshly started server
     process would not have them (the shared cache in Django's cache stays): for tests and benchmarks."""
+    from judging.selectors.audit import audit_states_clear
+    from judging.selectors.strategies.doubtful import lists_clear
+
     cubes_clear()
     scores_clear()
+    audit_states_clear()
+    lists_clear()

@@ -1,5 +1,6 @@
 """Everything that reads for a page or an export: campaigns, the judging queue, judgments, agreement."""
 
+from judging.selectors.audit import AuditState, audit_draws, audit_queries, audit_state  # noqa: F401
 from judging.selectors.campaigns import (  # noqa: F401
     POOL_SIZE_TTL,
     annotators_progress,

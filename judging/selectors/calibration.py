@@ -82,6 +82,7 @@ def label_source_choices(*, campaign: Campaign) -> list[tuple[str, str]]:
         choices += [
             (f"model:{name}", gettext("model %(name)s only") % {"name": name}),
             (f"hybrid:{name}", gettext("humans, else model %(name)s") % {"name": name}),
+            (f"ppi:{name}", gettext("model %(name)s corrected by the audit (PPI)") % {"name": name}),
         ]
     return choices
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
 from judging.models import Assignment, Campaign, Document, Grade, Judgment, Membership, Pair, Query, User
 from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
-from judging.selectors.strategies import priority_for
+from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
 
 _P = 100_003  # prime
 
@@ -164,7 +164,8 @@ def pair_next(
     Queue modes with a priority list (``Campaign.queue_mode``, chosen by a lead; judging.selectors.strategies,
     e.g. "pairs that matter most") serve first, across queries, the pairs of their list in its order; the same
     open-pair rules (redundancy, holds, the annotator's own judgments, skips) filter them. When none is left it
-    falls back to the order above.
+    falls back to the order above, except in the modes of ``EXCLUSIVE_MODES`` (the audit), which serve their
+    list only.
     """
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
@@ -173,6 +174,13 @@ def pair_next(
         )
         if found is not None:
             return NextPair(found)
+        if campaign.queue_mode in EXCLUSIVE_MODES:
+            if exclude:  # the skipped pairs come back at the end, as in the query-by-query order
+                found = _pair_of_priority(
+                    strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=()
+                )
+                return NextPair(found, was_skipped=found is not None)
+            return NextPair(None)
     args = {"campaign": campaign, "annotator_id": annotator.id, "current_query_id": current_query_id, "lock": lock}
     found = _pair_next(**args, exclude=exclude)
     if found is None and exclude:

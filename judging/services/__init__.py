@@ -25,6 +25,7 @@ from judging.services.accounts import (  # noqa: F401
     set_password_link_issue,
     set_password_path,
 )
+from judging.services.audit import audit_draw  # noqa: F401
 from judging.services.campaigns import (  # noqa: F401
     CAMPAIGN_SETTINGS,
     campaign_create,

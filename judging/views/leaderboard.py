@@ -30,6 +30,7 @@ from judging.scoring import trust
 from judging.selectors import grade_top, query_tag_exists
 from judging.selectors.calibration import label_source_choices
 from judging.views.job_presenters import job_context
+from judging.views.leaderboard_ppi import ppi_context
 from metrics import Measure
 
 MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
@@ -101,6 +102,8 @@ class BoardRequest:
 
     def url(self, name: str, *args, **extra) -> str:
         query = {**self.changed_params, **{k: v for k, v in extra.items() if v not in (None, "")}}
+        if name not in PPI_PAGES and scoring.ppi_judge(query.get("labels")):
+            query.pop("labels")  # the prediction-powered estimates are on the leaderboard itself only
         base = reverse(f"judging:{name}", args=[self.campaign.slug, *args])
         return f"{base}?{urlencode(query, doseq=True)}" if query else base
 
@@ -149,11 +152,17 @@ class BoardRequest:
         return urls
 
 
-def leaderboard_page(*, drill: bool = False):
+# The pages that take labels=ppi:NAME (the prediction-powered leaderboard, judging.scoring.ppi); the other
+# tabs answer 400 for it and their links leave it out.
+PPI_PAGES = ("leaderboard", "leaderboard_table")
+
+
+def leaderboard_page(*, drill: bool = False, ppi: bool = False):
     """campaign_view, then the leaderboard's own checks and parameters; the view gets a BoardRequest.
 
     Annotators get 403 on the drill-down, and on the leaderboard itself unless the campaign lets them see
-    it (knowing who is winning biases judgments). Bad parameters get a 400 that says which and why.
+    it (knowing who is winning biases judgments). Bad parameters get a 400 that says which and why; so does
+    labels=ppi:NAME on a page other than the leaderboard's (``ppi``).
     """
 
     def decorate(view):
@@ -176,6 +185,16 @@ def leaderboard_page(*, drill: bool = False):
                 board = board_request(request, member)
             except ParamErrors as exc:
                 return refuse(request, member, 400, _("These leaderboard settings are not valid."), errors=exc.errors)
+            if not ppi and scoring.ppi_judge(board.params.labels):
+                return refuse(
+                    request,
+                    member,
+                    400,
+                    _(
+                        "Prediction-powered estimates (ppi:NAME) are on the leaderboard page only; this page takes "
+                        "humans, model:NAME or hybrid:NAME."
+                    ),
+                )
             return view(request, board, *args, **kwargs)
 
         return wrapped
@@ -282,17 +301,21 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
     }
 
 
-@leaderboard_page()
+@leaderboard_page(ppi=True)
 def leaderboard(request, ctx: BoardRequest):
     """The leaderboard page: controls, the live table with its bar chart, and the pictures."""
+    if scoring.ppi_judge(ctx.params.labels):
+        return render(request, "judging/leaderboard_ppi.html", ctx.base(**ppi_context(ctx)))
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     context = ctx.base(**_table_context(ctx, lb), **_pictures_context(ctx, lb), tests=scoring.TESTS)
     return render(request, "judging/leaderboard.html", context)
 
 
-@leaderboard_page()
+@leaderboard_page(ppi=True)
 def leaderboard_table(request, ctx: BoardRequest):
     """The table partial htmx polls every few seconds."""
+    if scoring.ppi_judge(ctx.params.labels):
+        return render(request, "judging/_leaderboard_ppi_table.html", ctx.base(**ppi_context(ctx)))
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     return render(request, "judging/_leaderboard_table.html", ctx.base(**_table_context(ctx, lb)))
 

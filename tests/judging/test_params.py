@@ -50,7 +50,7 @@ def test_parse_names_every_bad_parameter_at_once(campaign):
     assert errors["k"] == ["must be between 1 and 1000"]
     assert errors["threshold"] == ["must be a whole number written with the digits 0-9, not '١'"]
     assert errors["gain"] == ["'cubic' is not one of linear, exponential"]
-    assert errors["labels"] == ["must be humans, model:NAME or hybrid:NAME, not 'robots'"]
+    assert errors["labels"] == ["must be humans, model:NAME, hybrid:NAME or ppi:NAME, not 'robots'"]
 
 
 def test_parse_holds_the_threshold_to_the_top_grade_only_when_asked_for(campaign):

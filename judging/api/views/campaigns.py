@@ -18,6 +18,7 @@ from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanCreateCampaign, access
 from judging.api.renderers import PlainTextRenderer, qrels_text
+from judging.api.views.audit import AuditActions
 from judging.api.views.base import ONE_OBJECT, SLUG_PATH, ApiMixin, DRFConflict, download_name, streamed
 from judging.api.views.judges import ModelJudgeActions
 from judging.api.views.leaderboard import LeaderboardActions
@@ -52,6 +53,7 @@ class CampaignViewSet(
     MemberActions,
     UploadActions,
     ModelJudgeActions,
+    AuditActions,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,

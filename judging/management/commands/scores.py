@@ -31,8 +31,9 @@ class Command(CampaignCommand):
         parser.add_argument("--policy", help="aggregation policy (default: the campaign's)")
         parser.add_argument(
             "--labels",
-            help="label source: humans (default), model:NAME (a model judge's labels) or hybrid:NAME "
-            "(the human label where one exists, the model's elsewhere)",
+            help="label source: humans (default), model:NAME (a model judge's labels), hybrid:NAME "
+            "(the human label where one exists, the model's elsewhere) or ppi:NAME (prediction-powered: the "
+            "model's scores corrected by the random audit, with 95%% intervals; see audit_draw)",
         )
         parser.add_argument("--segment", help="only the queries carrying this tag (e.g. tail)")
         parser.add_argument(
@@ -58,6 +59,9 @@ class Command(CampaignCommand):
             raise CommandError(str(exc)) from None
         if json:
             self.stdout.write(_dumps(data))
+            return
+        if "audit" in data:
+            self._ppi(data)
             return
         names = list(data["systems"][0]["measures"]) if data["systems"] else []
         width = max([len(s["name"]) for s in data["systems"]] + [6])
@@ -87,6 +91,28 @@ class Command(CampaignCommand):
             a, b = entry["systems"]
             state = "settled" if entry["settled"] else f"open ({entry['open_pairs']} unjudged pairs could change it)"
             self.stdout.write(f"  {a} above {b}: {state}")
+
+    def _ppi(self, data: dict) -> None:
+        """The prediction-powered leaderboard as text: estimates of the ranking measure with their intervals."""
+        audit, by = data["audit"], data["ranked_by"]
+        self.stdout.write(
+            f"{data['campaign']}: {data['labels']}, k={data['k']}, audit: {audit['queries']} of {audit['of']} queries "
+            f"audited ({audit['drawn']} drawn)"
+        )
+        width = max([len(s["name"]) for s in data["systems"]] + [6])
+        self.stdout.write("system".ljust(width) + f"{by:>12}{'95% interval':>22}{'model alone':>13}")
+        for s in data["systems"]:
+            low_high = s.get("intervals", {}).get(by)
+            interval = f"{low_high[0]:.4f} - {low_high[1]:.4f}" if low_high and None not in low_high else "-"
+            self.stdout.write(
+                s["name"].ljust(width) + f"{s['measures'][by]:12.4f}{interval:>22}{s['model_measures'][by]:13.4f}"
+            )
+        if audit["more_needed"]:
+            self.stdout.write(f"no intervals yet: audit {audit['more_needed']} more queries (manage.py audit_draw)")
+        self.stdout.write(
+            "Estimates are unbiased for the all-human value; 95% of such intervals contain it. PPI buys valid "
+            "intervals, not a better ranking than the model's own."
+        )
 
 
 def _dumps(data: dict) -> str:

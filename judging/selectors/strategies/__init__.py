@@ -17,13 +17,19 @@ from collections.abc import Callable
 import numpy as np
 
 from judging.models import Campaign
-from judging.selectors.strategies import matter
+from judging.selectors.strategies import audit, doubtful, matter
 
 PriorityFn = Callable[[Campaign, int], np.ndarray]
 
 PRIORITY_MODES: dict[str, PriorityFn] = {
     Campaign.QueueMode.MATTER: matter.priority,
+    Campaign.QueueMode.AUDIT: audit.priority,
+    Campaign.QueueMode.DOUBTFUL: doubtful.priority,
 }
+
+# Modes that serve their list and nothing else: when it has no pair open to the annotator, the queue is empty
+# for them (no fall back to the query-by-query order). The audit judges the drawn queries only.
+EXCLUSIVE_MODES: frozenset[str] = frozenset({Campaign.QueueMode.AUDIT})
 
 
 def priority_for(mode: str) -> PriorityFn | None:

@@ -1,0 +1,49 @@
+"""The prediction-powered leaderboard's rows (``labels=ppi:NAME``): estimates, intervals and the audit's progress."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from django.urls import reverse
+
+from judging import scoring
+
+if TYPE_CHECKING:
+    from judging.views.leaderboard import BoardRequest
+
+
+def ppi_context(ctx: BoardRequest) -> dict[str, Any]:
+    """Template context of the PPI table: one row per system in the order of its estimate of the ranking
+    measure, with its interval (None below two audited queries), the model's own value and the correction."""
+    board = scoring.ppi_leaderboard(ctx.campaign, ctx.params)
+    r = board.result
+    m = (
+        board.measures.index(ctx.measure)
+        if ctx.measure in board.measures
+        else board.measures.index(f"nDCG@{ctx.params.k}")
+    )
+    others = [i for i, name in enumerate(board.measures) if i != m and not name.startswith("Judged")]
+    rows = []
+    for rank, s in enumerate(board.order(board.measures[m]).tolist(), start=1):
+        rows.append(
+            {
+                "rank": rank,
+                "name": board.system_names[s],
+                "estimate": float(r.estimate[m, s]),
+                "interval": (float(r.low[m, s]), float(r.high[m, s])) if board.has_intervals else None,
+                "model": float(r.model_mean[m, s]),
+                "correction": float(r.correction[m, s]),
+                "values": [float(r.estimate[i, s]) for i in others],
+            }
+        )
+    widths = np.asarray(r.high[m] - r.low[m]) if board.has_intervals else np.zeros(0)
+    return {
+        "ppi": board,
+        "ppi_rows": rows,
+        "ppi_measure": board.measures[m],
+        "ppi_others": [(board.measures[i], scoring.measure_title(board.measures[i])) for i in others],
+        "ppi_width": float(np.mean(widths)) if widths.size else None,
+        "server_ms": board.seconds * 1000,
+        "audit_url": reverse("judging:campaign_audit", args=[ctx.campaign.slug]),
+    }
