@@ -172,6 +172,49 @@ def test_readme_walkthrough_runs_as_written(db, tmp_path, monkeypatch, make_user
     assert (tmp_path / "shoes.qrels").read_text() == "t1 0 p1 2\n"
 
 
+@pytest.mark.slow
+def test_scripts_manage_links_lead_where_the_quickstart_serves(tmp_path):
+    """After `PORT=8201 bash scripts/quickstart.sh`, scripts/manage in another shell (no PORT there) prints
+    add_member --create's link on port 8201: the quickstart wrote its address and scripts/manage reads it."""
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        message = f"{ROOT / '.venv'} is missing (scripts/quickstart.sh or scripts/setup.sh makes it)"
+        if os.environ.get("RELJUDGE_REQUIRE_BROWSER") == "1" or os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    served = tmp_path / "quickstart.env"
+    # The lines scripts/quickstart.sh writes, run as it runs them (HOST and PORT as that shell had them).
+    script = (ROOT / "scripts" / "quickstart.sh").read_text()
+    block = script[script.index("served_on=$HOST") : script.index("exec bash scripts/serve.sh")]
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    subprocess.run(
+        ["bash", "-euc", block],
+        env=env | {"HOST": "0.0.0.0", "PORT": "8201", "RELJUDGE_QUICKSTART_ENV": str(served)},
+        check=True,
+    )
+    assert "RELJUDGE_BASE_URL=http://127.0.0.1:8201\n" in served.read_text()
+
+    env |= {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "RELJUDGE_QUICKSTART_ENV": str(served)}
+
+    def manage(*args, **extra):
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "manage"), *args], cwd=tmp_path, env=env | extra, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    manage("migrate", "-v", "0")
+    manage("create_campaign", "shoes", "--name", "Shoes")
+    printed = manage("add_member", "shoes", "dave", "--role", "annotator", "--create")
+    assert re.search(r"http://127\.0\.0\.1:8201/accounts/set-password/\S+/", printed), printed
+    # What this shell says wins over the file: its own RELJUDGE_BASE_URL, or its HOST and PORT.
+    printed = manage(
+        "add_member", "shoes", "erin", "--role", "annotator", "--create", RELJUDGE_BASE_URL="https://judge.example.org"
+    )
+    assert "https://judge.example.org/accounts/set-password/" in printed
+    printed = manage("add_member", "shoes", "fay", "--role", "annotator", "--create", PORT="9000")
+    assert "http://127.0.0.1:9000/accounts/set-password/" in printed
+
+
 def test_scripts_manage_runs_from_a_fresh_shell(tmp_path):
     """scripts/manage needs nothing exported: not the settings module, not a secret key, not an activated venv."""
     if not (ROOT / ".venv" / "bin" / "python").exists():
