@@ -25,6 +25,19 @@ def run(*args):
     return out.getvalue()
 
 
+def test_import_summaries_agree_in_number_and_a_refusal_names_the_flag(campaign, write):
+    run("import_topics", "demo", write("t.tsv", TOPICS))
+    out = run("import_run", "demo", write("one.run", "q1 Q0 d1 1 2.0 solo\n"))
+    assert "one.run: 1 ranking added, 0 updated, 0 unchanged" in out and "1 pair added to the pool" in out
+    out = run("import_run", "demo", write("one.run", "q1 Q0 d1 1 2.0 solo\n"))
+    assert "0 rankings added, 0 updated, 1 unchanged" in out and "no new pairs for the pool" in out
+    with pytest.raises(CommandError) as refused:
+        run("import_run", "demo", write("two.run", "q1 Q0 d2 1 2.0 solo\n"))
+    message = str(refused.value)
+    assert "system 'solo' already has a different run in campaign 'demo'; pass --replace to overwrite it" in message
+    assert "replace=true" not in message and "tick" not in message
+
+
 def test_create_campaign_with_scale_and_depth(db):
     out = run("create_campaign", "news", "--name", "News", "--grades", "0,1,2,3", "--pool-depth", "20")
     c = Campaign.objects.get(slug="news")
@@ -43,9 +56,9 @@ def test_quickstart_style_pipeline(campaign, write, annotator):
     assert "2 queries added" in run("import_topics", "demo", write("t.tsv", TOPICS))
     assert "4 documents added" in run("import_docs", "demo", write("d.jsonl", DOCS))
     out = run("import_run", "demo", write("bm25.run", RUN_BM25))
-    assert "systems: bm25" in out and "pairs added to the pool: 4" in out
+    assert "systems: bm25" in out and "4 pairs added to the pool" in out
     out = run("import_run", "demo", write("dense.run", RUN_DENSE))
-    assert "pairs added to the pool: 1" in out
+    assert "1 pair added to the pool" in out
     out = run("import_qrels", "demo", write("q.qrels", "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"), "--annotator", "ann")
     assert "3 judgments added" in out
     path = write("out.qrels", "")
