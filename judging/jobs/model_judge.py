@@ -9,8 +9,8 @@ holds up imports and other jobs.
 
 Where the endpoint comes from: the address a command line handed over (kept in the job's options only when it
 carries no credentials: no user info, no query string), else the one a command running the job itself holds
-in memory (``endpoint_here``), else the worker's own environment. The key is never kept in a job: it comes
-from the environment of the process that calls the endpoint.
+in memory (a run started with ``enqueue=False``), else the worker's own environment. The key is never kept in
+a job: it comes from the environment of the process that calls the endpoint.
 """
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -56,18 +53,9 @@ def model_endpoint_configured() -> bool:
     return bool(os.environ.get(ENDPOINT_ENV, "").strip())
 
 
-# The endpoint a command line that runs a job in its own process passes at run time (never stored).
-_ENDPOINT_HERE: ContextVar[str | None] = ContextVar("reljudge_model_endpoint_here", default=None)
-
-
-@contextmanager
-def endpoint_here(url: str | None) -> Iterator[None]:
-    """Within this block, a model judge's run in this process calls ``url`` when its job keeps no address."""
-    token = _ENDPOINT_HERE.set(url or None)
-    try:
-        yield
-    finally:
-        _ENDPOINT_HERE.reset(token)
+# Addresses with credentials of the jobs this process started to run itself (``enqueue=False``, as the command
+# line does), by job id: kept in memory only, never in the job's row.
+_ENDPOINT_HERE: dict[int, str] = {}
 
 
 def endpoint_storable(url: str) -> bool:
@@ -113,7 +101,7 @@ def model_judge_job_start(
     enqueue: bool = True,
 ) -> Job:
     """Choose the pairs and queue a model judge's run of them (``enqueue=False``: the caller runs it, as the
-    command line does, inside ``endpoint_here``). ``endpoint`` is for the command line only: the job keeps it
+    command line does). ``endpoint`` is for the command line only: the job keeps it
     when it carries no credentials (``endpoint_storable``), so that the worker calls it; the web and the API
     pass none, and the worker calls the endpoint of its environment. ValueError / ValidationError on a bad
     argument, when no endpoint is configured, or when a queued run would need an address the job may not
@@ -153,6 +141,8 @@ def model_judge_job_start(
         options=options,
         upload=pack(pair_ids),
     )
+    if endpoint and not keep:
+        _ENDPOINT_HERE[job.pk] = endpoint  # this process runs it (enqueue=False): the address stays in memory
     if enqueue:
         job_enqueue(job)
     logger.info("job %s: model judge %s on %d pairs of %s", job.pk, judge.get_username(), len(pair_ids), campaign.slug)
@@ -197,7 +187,7 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
     error = None
     try:
         judge = get_user_model().objects.get(username=opts["judge"])
-        url = opts.get("endpoint") or _ENDPOINT_HERE.get()
+        url = opts.get("endpoint") or _ENDPOINT_HERE.get(job.pk)
         if not (url or os.environ.get(ENDPOINT_ENV, "").strip()):
             raise ValueError(NO_ENDPOINT_IN_WORKER)
         target = Endpoint.configured(url=url, model=opts["model"], timeout=opts["timeout"], retries=opts["retries"])

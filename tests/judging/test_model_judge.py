@@ -657,7 +657,9 @@ def test_an_address_with_a_key_is_used_in_the_command_but_never_kept_in_the_job(
     job = Job.objects.get()
     assert job.status == "done" and job.result["graded"] == 5
     assert job.options["endpoint"] == "" and "s3cret" not in str(job.options)
-    # Retried in a worker without RELJUDGE_MODEL_ENDPOINT, a run says what the worker needs, not "--endpoint".
+    # Retried in a worker (another process: the address was only in the command's memory) without
+    # RELJUDGE_MODEL_ENDPOINT, a run says what the worker needs, not "--endpoint".
+    monkeypatch.setattr(jobs.model_judge, "_ENDPOINT_HERE", {})
     Job.objects.filter(pk=job.pk).update(status="queued", upload=jobs.model_judge.pack([]), done=0)
     jobs.job_run(job_id=job.pk)
     detail = Job.objects.get(pk=job.pk).error["detail"]

@@ -8,7 +8,6 @@ from django.urls import reverse
 from tqdm import tqdm
 
 from judging.jobs import job_run, model_judge_job_start
-from judging.jobs.model_judge import endpoint_here
 from judging.management.commands._base import CampaignCommand
 from judging.models import Job
 from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV
@@ -94,8 +93,7 @@ class Command(CampaignCommand):
         # shows the progress too, and a failed run can be retried there).
         bar = tqdm(total=job.total, unit="pairs", file=self.stderr._out, disable=job.total < 20)
         try:
-            with endpoint_here(url):  # in this process only: an address with a key in it is not kept in the job
-                outcome = job_run(job_id=job.pk, progress=bar.update)
+            outcome = job_run(job_id=job.pk, progress=bar.update)
         finally:
             bar.close()
         job.refresh_from_db()
