@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 import metrics
 from judging.aggregation import POLICIES
@@ -107,7 +107,9 @@ class Param:
                 return False
             raise ValidationError(_("must be 1 (true) or 0 (false), not %(value)r") % {"value": text[:40]})
         if self.max_length is not None and len(text) > self.max_length:
-            raise ValidationError(_("at most %(n)d characters") % {"n": self.max_length})
+            raise ValidationError(
+                ngettext("at most %(n)d character", "at most %(n)d characters", n := self.max_length) % {"n": n}
+            )
         if self.kind == "choice" and text not in self.choices:
             raise ValidationError(
                 _("%(value)r is not one of %(choices)s") % {"value": text[:40], "choices": ", ".join(self.choices)}

@@ -21,7 +21,7 @@ from django.utils.translation import ngettext, pgettext
 
 from judging.charts.svg import clip as _clip
 from judging.charts.svg import fmt as _fmt
-from judging.charts.svg import svg
+from judging.charts.svg import label_width, name_label, svg
 
 # the mark of each system's bar by its test against the best (colours: the ch-* classes of app.css)
 STATUS_CLASS = {"best": "ch-best", "tied": "ch-tied", "worse": "ch-worse", "": "ch-plain"}
@@ -90,7 +90,7 @@ def bar_chart(
     """
     n = len(names)
     row, top, bottom = 22, 26, 30
-    label_w = min(200, 16 + 7 * max((len(s) for s in names), default=4))
+    label_w = label_width(names, chart_width=width)
     plot_w = width - label_w - 56
     height = top + bottom + row * max(n, 1)
     hi_values = [v for v in list(means) + list(high or []) if v is not None and math.isfinite(v)]
@@ -126,7 +126,7 @@ def bar_chart(
         if kind == "worse":
             tip += _(", significantly worse than the best")
         body.append(f"<g><title>{escape(tip)}</title>")
-        body.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{escape(_clip(name, 28))}</text>')
+        body.append(name_label(name, x=label_w - 8, y=y + 15, px=label_w - 12))
         body.append(
             f'<rect x="{label_w}" y="{y + 4}" width="{max(0.0, x(m) - label_w):.1f}" height="{row - 8}" '
             f'class="{colour}" rx="2"/>'
@@ -161,7 +161,7 @@ def distribution_chart(
     values = np.asarray(values, dtype=np.float64)
     n = len(names)
     row, top, bottom = 24, 26, 30
-    label_w = min(200, 16 + 7 * max((len(s) for s in names), default=4))
+    label_w = label_width(names, chart_width=width)
     plot_w = width - label_w - 20
     height = top + bottom + row * max(n, 1)
     x_max = max(1.0, float(values.max()) if values.size else 1.0)
@@ -205,7 +205,7 @@ def distribution_chart(
             "n": values.shape[1],
         }
         body.append(f"<g><title>{escape(tip)}</title>")
-        body.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{escape(_clip(name, 28))}</text>')
+        body.append(name_label(name, x=label_w - 8, y=y + 16, px=label_w - 12))
         if values.shape[1] <= points_up_to:
             jitter = rng.uniform(-6, 6, int(values.shape[1]))
             dots = "".join(

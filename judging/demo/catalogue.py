@@ -105,32 +105,48 @@ SCALE = [
 
 
 GUIDELINES = """\
-What you are judging
+## What you are judging
+
 Each pair shows one search query and one product listing from the shop. Decide how well the listing answers the \
-query for a typical shopper who typed it. Read the query's description first: it says what counts as relevant and \
-what does not, and it wins over your own taste. Judge the listing as written (title and description), not the brand \
-or the price, and not whether you would buy it.
+query for a typical shopper who typed it. Read the **query's description** first: it says what counts as relevant \
+and what does not, and it wins over your own taste. Judge the listing as written (title and description), not the \
+brand or the price, and not whether you would buy it.
 
-How to grade
-2 — Highly relevant: the product type is right and every requirement in the query is met (material, audience, \
-feature, colour). A merino cable-knit jumper for "wool knit sweater".
-1 — Partially relevant: the right type of product that misses one requirement (an acrylic sweater for "wool knit \
-sweater", men's boots for "waterproof hiking boots women"), or a close substitute that meets the rest (a wool \
-cardigan for "wool knit sweater", a rain jacket for "rain poncho").
-0 — Not relevant: a different product, or one that misses two or more requirements. Kids' products for an adult \
-query (and the reverse) are not relevant.
+## How to grade
 
-When you are not sure
-Do not force a grade. If the listing does not give you what you need to decide — it does not say who it is for, \
-the material is missing, the text looks cut off — press Unsure, give your best guess as a tentative grade if you \
-have one, and write a short note saying what is missing ("Can't tell if this is for kids — listing doesn't say"). \
-Unsure pairs are not scored; a lead reviews them. Unsure is for missing evidence, not for hard decisions: if the \
-listing says everything and you still hesitate between 1 and 2, pick the grade the description supports.
+### 2 Highly relevant
 
-Tips
-Listings imported from marketplaces sometimes contain stray HTML such as <b> tags or script snippets. Ignore the \
-markup and judge the text. Duplicate listings (same title and text, different id) get the same grade. Aim for \
-10–20 seconds per pair; take a break every half hour, fatigue shows in the agreement figures.
+The product type is right and every requirement in the query is met (material, audience, feature, colour).
+
+- “wool knit sweater” → a merino cable-knit jumper
+
+### 1 Partially relevant
+
+The right type of product that misses one requirement, or a close substitute that meets the rest.
+
+- “wool knit sweater” → an acrylic sweater (wrong material), a wool cardigan (a substitute)
+- “waterproof hiking boots women” → men's waterproof hiking boots
+- “rain poncho” → a rain jacket
+
+### 0 Not relevant
+
+A different product, or one that misses two or more requirements. Kids' products for an adult query (and the \
+reverse) are not relevant.
+
+## When you are not sure
+
+Do not force a grade. If the listing does not give you what you need to decide (it does not say who it is for, the \
+material is missing, the text looks cut off), press **Unsure**, give your best guess as a tentative grade if you \
+have one, and write a short note saying what is missing, e.g. “Can't tell if this is for kids: the listing doesn't \
+say.” Unsure pairs are not scored; a lead reviews them. Unsure is for missing evidence, not for hard decisions: if \
+the listing says everything and you still hesitate between 1 and 2, pick the grade the description supports.
+
+## Tips
+
+- Listings imported from marketplaces sometimes contain stray HTML such as `<b>` tags or script snippets. Ignore the \
+markup and judge the text.
+- Duplicate listings (same title and text, different id) get the same grade.
+- Aim for 10–20 seconds per pair; take a break every half hour: fatigue shows in the agreement figures.
 """
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
-__all__ = ["FormatError", "ImportConflict", "ImportRefused"]
+__all__ = ["FormatError", "ImportConflict", "ImportRefused", "RunExists"]
 
 
 class ImportRefused(ValueError):
@@ -41,8 +41,17 @@ class ImportRefused(ValueError):
     def _rebuilt(cls, message: str, filename: str, line: int | None, field: str | None) -> ImportRefused:
         return cls(message, filename=filename, line=line, field=field)
 
-    def as_dict(self) -> dict:
-        return {"detail": str(self), "file": self.filename, "line": self.line, "field": self.field}
+    # What the user can do about it, named in the words of the interface they use (see ``explained``).
+    remedy: str | None = None
+
+    def explained(self, via: str) -> str:
+        """``str()``, and what to do about it in the words of ``via``: "form" (the upload page's controls),
+        "api" (request fields) or "command" (command-line flags)."""
+        how = _remedy(self.remedy, via)
+        return f"{self}; {how}" if how else str(self)
+
+    def as_dict(self, via: str = "api") -> dict:
+        return {"detail": self.explained(via), "file": self.filename, "line": self.line, "field": self.field}
 
 
 class FormatError(ImportRefused):
@@ -54,3 +63,21 @@ class ImportConflict(ImportRefused):
     system name without ``replace``, or a row it refers to deleted meanwhile). Nothing was written."""
 
     status = 409
+
+
+class RunExists(ImportConflict):
+    """A different run under a system name the campaign already has, imported without replacing it."""
+
+    remedy = "replace"
+
+
+def _remedy(remedy: str | None, via: str) -> str:
+    if remedy != "replace":
+        return ""
+    if via == "form":
+        # the upload page's checkbox, by its label (judging.forms.UploadForm's "replace" field)
+        label = _("replace a different run of the same system")
+        return _("tick “%(label)s” and upload the file again to overwrite it") % {"label": label}
+    if via == "command":
+        return _("pass --replace to overwrite it")
+    return _("send replace=true with the file to overwrite it")

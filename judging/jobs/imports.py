@@ -72,11 +72,11 @@ def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
     """Start a job from the upload page's validated form (its fields name the import's options)."""
     data = form.cleaned_data
     upload = data["file"]
-    options = {}
+    options: dict = {"via": "form"}  # a refusal names the page's controls, not the API's fields
     if kind == Job.Kind.RUN:
-        options = {"system_name": data.get("system") or None, "replace": bool(data.get("replace"))}
+        options |= {"system_name": data.get("system") or None, "replace": bool(data.get("replace"))}
     elif kind == Job.Kind.QRELS:
-        options = {"annotator": data.get("annotator") or user.get_username()}
+        options |= {"annotator": data.get("annotator") or user.get_username()}
     return job_start_upload(
         kind=kind, campaign=campaign, user=user, upload=upload, filename=upload.name, options=options
     )
@@ -101,7 +101,7 @@ def import_run(job: Job, *, progress=None) -> dict:
         logger.error("job %s was marked failed while its worker still ran it; its import was rolled back", job.pk)
         return {"status": "superseded"}
     except ImportRefused as exc:  # bad input or a conflict: the same answer a synchronous upload gives
-        error = exc.as_dict()
+        error = exc.as_dict(via=job.options.get("via", "api"))  # in the words of the page or API that started it
     except ValidationError as exc:
         error = {"detail": "; ".join(exc.messages), "file": job.filename, "line": None, "field": None}
     except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running

@@ -4,8 +4,13 @@ its own, with the job's cursor in the same transaction.
 A run can call the endpoint for hours and holding one transaction that long would lock SQLite against every
 annotator. So the pairs judged before a failure *stay* (each batch whole: judgments, history and labels
 together; model judgments never change the human labels), the job ends failed saying how many were kept,
-and Retry judges the rest. The endpoint and key come from the worker's environment only. Runs go to their
-own task queue (runner.MODEL_QUEUE), so that a long one never holds up imports and other jobs.
+and Retry judges the rest. Runs go to their own task queue (runner.MODEL_QUEUE), so that a long one never
+holds up imports and other jobs.
+
+Where the endpoint comes from: the address a command line handed over (kept in the job's options only when it
+carries no credentials: no user info, no query string), else the one a command running the job itself holds
+in memory (a run started with ``enqueue=False``), else the worker's own environment. The key is never kept in
+a job: it comes from the environment of the process that calls the endpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from urllib.parse import urlsplit
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -31,7 +37,7 @@ from judging.jobs.runner import (
 from judging.models import Campaign, Job, JudgeTemplate
 from judging.services.judge_templates import judge_template_current
 from judging.services.model_canary import CANARY_MAX, canary_run
-from judging.services.model_client import ENDPOINT_ENV, Endpoint
+from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV, Endpoint
 from judging.services.model_judge import (
     REPEAT_MAX,
     ModelJudgeAborted,
@@ -48,6 +54,28 @@ GIVE_UP_AFTER = 20  # failed calls in a row after which a model judge's job stop
 def model_endpoint_configured() -> bool:
     """Whether the server (and so its workers) has a model endpoint: the web form and API start runs only then."""
     return bool(os.environ.get(ENDPOINT_ENV, "").strip())
+
+
+# Addresses with credentials of the jobs this process started to run itself (``enqueue=False``, as the command
+# line does), by job id: kept in memory only, never in the job's row.
+_ENDPOINT_HERE: dict[int, str] = {}
+
+
+def endpoint_storable(url: str) -> bool:
+    """Whether a job may keep ``url`` in its options: no user info and no query string (either may hold a
+    key) and no fragment. Only such an address is handed to the task worker."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return False
+    return not (parts.username or parts.password or parts.query or parts.fragment or "@" in parts.netloc)
+
+
+NO_ENDPOINT_IN_WORKER = (
+    f"the task worker has no model endpoint: set {ENDPOINT_ENV} (and {API_KEY_ENV} if the endpoint needs a key) "
+    "in the environment the worker starts in (scripts/serve.sh starts it), restart it and Retry; or run "
+    "judge_with_model without --background, which calls the endpoint from the command's own process"
+)
 
 
 def pack(ids) -> bytes:
@@ -79,9 +107,11 @@ def model_judge_job_start(
     canary: int = 0,
 ) -> Job:
     """Choose the pairs and queue a model judge's run of them (``enqueue=False``: the caller runs it, as the
-    command line does). ``endpoint`` is for the command line only: the web and the API pass none, so the
-    worker calls the endpoint of its environment. ValueError / ValidationError on a bad argument or when no
-    endpoint is configured; JobLimit past the queued-jobs limits.
+    command line does). ``endpoint`` is for the command line only: the job keeps it
+    when it carries no credentials (``endpoint_storable``), so that the worker calls it; the web and the API
+    pass none, and the worker calls the endpoint of its environment. ValueError / ValidationError on a bad
+    argument, when no endpoint is configured, or when a queued run would need an address the job may not
+    keep; JobLimit past the queued-jobs limits.
 
     ``repeat`` asks each pair that many times at ``temperature`` (self-consistency); ``canary`` N > 0 runs
     the query-word-stuffing canary on N known non-relevant documents after the pairs (``pairs="none"``:
@@ -98,6 +128,13 @@ def model_judge_job_start(
     if pairs == "none" and not canary:
         raise ValueError("--pairs none judges nothing: add --canary N")
     target = Endpoint.configured(url=endpoint, model=model)
+    keep = endpoint if endpoint and endpoint_storable(endpoint) else ""
+    if endpoint and enqueue and not keep:
+        raise ValueError(
+            f"the endpoint {target.display} carries credentials in its address (user info or a query string), "
+            f"which a queued job never keeps: give the key in {API_KEY_ENV} of the task worker's environment and "
+            "the address without it, or run without --background"
+        )
     judge = model_judge_get_or_create(
         name=name or model, description=description or f"{model} at {target.display}", campaign=campaign
     )
@@ -107,7 +144,7 @@ def model_judge_job_start(
         "model": model,
         "judge": judge.get_username(),
         "pairs": pairs,
-        "endpoint": endpoint or "",
+        "endpoint": keep,  # never an address with credentials in it (see endpoint_storable)
         "concurrency": concurrency,
         "timeout": timeout,
         "retries": retries,
@@ -129,6 +166,8 @@ def model_judge_job_start(
         options=options,
         upload=pack(pair_ids),
     )
+    if endpoint and not keep:
+        _ENDPOINT_HERE[job.pk] = endpoint  # this process runs it (enqueue=False): the address stays in memory
     if enqueue:
         job_enqueue(job)
     logger.info("job %s: model judge %s on %d pairs of %s", job.pk, judge.get_username(), len(pair_ids), campaign.slug)
@@ -181,8 +220,11 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
     canary = None
     try:
         judge = get_user_model().objects.get(username=opts["judge"])
+        url = opts.get("endpoint") or _ENDPOINT_HERE.get(job.pk)
+        if not (url or os.environ.get(ENDPOINT_ENV, "").strip()):
+            raise ValueError(NO_ENDPOINT_IN_WORKER)
         target = Endpoint.configured(
-            url=opts.get("endpoint") or None,
+            url=url,
             model=opts["model"],
             timeout=opts["timeout"],
             retries=opts["retries"],

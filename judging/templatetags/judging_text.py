@@ -44,27 +44,34 @@ _ATTRIBUTES = {
 _SCHEMES = {"http", "https", "mailto"}
 
 
-def _shift_headings(tokens) -> None:
-    # The page has its own h1 and h2: a "# Heading" in the guidelines is a section inside a card.
+def _shift_headings(tokens, top: int = 3) -> None:
+    # The page has its own h1 and h2: the text's highest heading becomes an h``top`` (a section inside the
+    # page's card), the others keep their distance from it, so the outline never skips a level whichever
+    # level the lead started from ("## Grades" as well as "# Grades").
+    levels = [int(t.tag[1]) for t in tokens if t.type == "heading_open"]
+    if not levels:
+        return
+    shift = top - min(levels)
     for token in tokens:
         if token.type in ("heading_open", "heading_close"):
-            token.tag = f"h{min(6, int(token.tag[1]) + 2)}"
+            token.tag = f"h{max(1, min(6, int(token.tag[1]) + shift))}"
 
 
 @register.filter(is_safe=True)
-def markdown(value) -> str:
-    """Markdown as sanitized HTML (marked safe only after nh3 has cleaned it)."""
+def markdown(value, top=3) -> str:
+    """Markdown as sanitized HTML (marked safe only after nh3 has cleaned it); its highest heading an h``top``
+    (3 unless the template says, e.g. ``|markdown:4`` under an h3)."""
     if not value:
         return ""
-    return mark_safe(_sanitized_html(str(value)))  # noqa: S308 - nh3 has cleaned it (_sanitized_html)
+    return mark_safe(_sanitized_html(str(value), int(top)))  # noqa: S308 - nh3 has cleaned it (_sanitized_html)
 
 
 # The same texts come back on every page (a query's description for each of its 50-odd pairs, a campaign's
 # guidelines): their HTML, a pure function of the text, is kept for the most recent ones.
 @functools.lru_cache(maxsize=256)
-def _sanitized_html(text: str) -> str:
+def _sanitized_html(text: str, top: int = 3) -> str:
     tokens = _MD.parse(text)
-    _shift_headings(tokens)
+    _shift_headings(tokens, top)
     html_out = _MD.renderer.render(tokens, _MD.options, {})
     # nh3 removes every tag, attribute and URL scheme not listed above
     return nh3.clean(

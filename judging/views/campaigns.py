@@ -68,7 +68,7 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
-def _setup_steps(campaign, stats: dict, systems: list, documents: int, annotators: int) -> list[dict]:
+def _setup_steps(campaign, stats: dict, people, systems: list, documents: int, annotators: int) -> list[dict]:
     """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
     upload = reverse("judging:campaign_upload", args=[campaign.slug])
     members = reverse("judging:campaign_members", args=[campaign.slug])
@@ -88,7 +88,8 @@ def _setup_steps(campaign, stats: dict, systems: list, documents: int, annotator
             "count": len(systems),
         },
         {"done": annotators > 0, "text": _("Add annotators"), "url": members, "count": annotators},
-        {"done": stats["labelled"] > 0, "text": _("Judge the pool"), "url": judge, "count": stats["labelled"]},
+        # People's judgments: labels imported from a qrels file do not judge the pool for anyone.
+        {"done": people.judged > 0, "text": _("Judge the pool"), "url": judge, "count": people.judged},
     ]
 
 
@@ -101,11 +102,12 @@ def campaign_detail(request, member: Member):
         progress=selectors.judge_progress(campaign=campaign, annotator=request.user, query_id=None),
         mine=selectors.judgments_count(campaign=campaign, annotator=request.user),
     )
+    ctx["people"] = people = selectors.people_progress(campaign=campaign, pooled=ctx["progress"].campaign_total)
     if member.is_lead:
         ctx["stats"] = stats = selectors.campaign_progress(campaign=campaign)
         setup = selectors.campaign_setup(campaign=campaign)
         ctx["systems"], ctx["documents"] = setup["systems"], setup["documents"]
-        ctx["steps"] = steps = _setup_steps(campaign, stats, **setup)
+        ctx["steps"] = steps = _setup_steps(campaign, stats, people, **setup)
         ctx["setup_open"] = not all(step["done"] for step in steps)
     return render(request, "judging/campaign_detail.html", ctx)
 
@@ -245,11 +247,7 @@ def campaign_members(request, member: Member):
                 elif action == "role":
                     role = change.cleaned_data["role"]
                     membership_add(campaign=campaign, user=membership.user, role=role)
-                    messages.success(
-                        request,
-                        _("%(username)s is now a %(role)s.")
-                        % {"username": membership.user.username, "role": _role_name(role)},
-                    )
+                    messages.success(request, _now_role(membership.user.username, role, here=False))
                 else:
                     links = [
                         set_password_link_issue(
@@ -265,18 +263,20 @@ def campaign_members(request, member: Member):
                 messages.error(request, "; ".join(exc.messages))
         if not form.errors and not bulk.errors and not any(added.link_path for added in links):
             for added in links:
-                messages.success(
-                    request,
-                    _("%(username)s is now a %(role)s of this campaign.")
-                    % {"username": added.username, "role": _role_name(added.membership.role)},
-                )
+                messages.success(request, _now_role(added.username, added.membership.role, here=True))
             return redirect("judging:campaign_members", slug=campaign.slug)
     return _members_page(request, member, form, bulk, links, status=422 if form.errors or bulk.errors else 200)
 
 
-def _role_name(role: str) -> str:
-    """A role as people read it ("lead", "리드"), from its stored value."""
-    return str(Membership.Role(role).label).lower()
+def _now_role(username: str, role: str, *, here: bool) -> str:
+    """ "alice is now an annotator (of this campaign)": one whole sentence per role, so that each language
+    words it (and English gets its article) right."""
+    names = {"username": username}
+    if role == Membership.Role.LEAD:
+        return (_("%(username)s is now a lead of this campaign.") if here else _("%(username)s is now a lead.")) % names
+    return (
+        _("%(username)s is now an annotator of this campaign.") if here else _("%(username)s is now an annotator.")
+    ) % names
 
 
 def _members_page(request, member: Member, form, bulk, links: list, *, status: int):
@@ -355,7 +355,7 @@ def campaign_upload(request, member: Member):
                     kwargs["imported_by"] = request.user
                 summary = IMPORTERS[kind](**kwargs)
             except ImportRefused as exc:
-                error = _("%(error)s — nothing was imported") % {"error": exc}
+                error = _("%(error)s — nothing was imported") % {"error": exc.explained("form")}
             except jobs.JobLimit as exc:
                 error = str(exc)
             else:
@@ -384,7 +384,9 @@ def campaign_progress(request, member: Member):
         "judging/campaign_progress.html",
         member.context(
             nav="progress",
-            stats=selectors.campaign_progress(campaign=campaign),
-            annotators=selectors.annotators_progress(campaign=campaign),
+            stats=(stats := selectors.campaign_progress(campaign=campaign)),
+            people=selectors.people_progress(campaign=campaign, pooled=stats["pooled"]),
+            annotators=(annotators := selectors.annotators_progress(campaign=campaign)),
+            sources=selectors.label_source_ids(user_ids=[a["user"].id for a in annotators]),
         ),
     )

@@ -83,8 +83,35 @@
         box.removeAttribute("tabindex");
         box.removeAttribute("data-scroll-focus");
       }
+      edges(box);
+      if (!box.hasAttribute("data-edges")) {
+        box.setAttribute("data-edges", "");
+        box.addEventListener("scroll", function () { edges(this); }, { passive: true });
+      }
     }
   }
+
+  // Which side of a sideways-scrolling box has more to see: CSS fades that edge (data-more).
+  function edges(box) {
+    var left = box.scrollLeft > 1;
+    var right = box.scrollLeft + box.clientWidth < box.scrollWidth - 1;
+    var more = left && right ? "both" : left ? "left" : right ? "right" : "";
+    if (more) box.setAttribute("data-more", more);
+    else box.removeAttribute("data-more");
+  }
+
+  // The live leaderboard is swapped in anew every few seconds: keep where its table was scrolled to.
+  var kept = {};
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var box = evt.detail.target && evt.detail.target.querySelector && evt.detail.target.querySelector(".table-wrap");
+    kept = box ? { id: evt.detail.target.id, left: box.scrollLeft } : {};
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var root = kept.id && document.getElementById(kept.id);
+    var box = root && root.querySelector(".table-wrap");
+    if (box && kept.left) box.scrollLeft = kept.left;
+    kept = {};
+  });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mark(); });
   else mark();
   document.addEventListener("htmx:afterSettle", function () { mark(); });
@@ -99,7 +126,23 @@
     var nav = document.querySelector(".campaign-nav");
     var current = nav && nav.querySelector('[aria-current="page"]');
     if (!current || nav.scrollWidth <= nav.clientWidth) return;
-    nav.scrollLeft = current.offsetLeft - nav.offsetLeft - (nav.clientWidth - current.offsetWidth) / 2;
+    // The campaign's name stays at the start (sticky): centre the link in the room to its right.
+    var name = nav.querySelector(".campaign-name");
+    var pinned = name && getComputedStyle(name).position === "sticky" ? name.offsetWidth : 0;
+    var room = nav.clientWidth - pinned;
+    var at = current.getBoundingClientRect().left - nav.getBoundingClientRect().left + nav.scrollLeft;
+    nav.scrollLeft = at - pinned - (room - current.offsetWidth) / 2;
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", centre); else centre();
+})();
+
+// Settings folded on a phone (the leaderboard's scoring controls): closed there when the page opens.
+(function () {
+  "use strict";
+  function fold() {
+    if (!window.matchMedia("(max-width: 700px)").matches) return;
+    var folds = document.querySelectorAll("details.lb-fold[open]");
+    for (var i = 0; i < folds.length; i++) folds[i].open = false;
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fold); else fold();
 })();

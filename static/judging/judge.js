@@ -9,8 +9,8 @@
     return fmt.replace(/%\(\w+\)s/g, function (m) { return String(obj[m.slice(2, -2)]); });
   };
 
-  var COOLDOWN_MS = 300; // after a new document appears, ignore grade keys this long: a bounced key
-  //                        or double press must not grade the next document unseen.
+  var COOLDOWN_MS = 300; // after a new document appears, hold grade keys back this long (and say so): a
+  //                        bounced key or double press must not grade the next document unseen.
   var busy = false;
   var readyAt = 0;
   var timer = { pairId: null, start: null, spent: 0 };
@@ -71,23 +71,48 @@
       document.activeElement.blur();
     }
     unsureSync();
+    if (carried && performance.now() < carried.until && timer.pairId !== before) {
+      hint(interpolate(gettext("“%(key)s” was not recorded: it came while the last judgment was being saved. Press it again to judge this document."),
+        { key: carried.label }, true), "held");
+    }
+    carried = null;
   });
 
   function ready() { return !busy && performance.now() >= readyAt; }
 
-  function submitWith(button) {
+  // A key that comes too early is held back, never queued for the next document (that would grade a
+  // document unseen) and never dropped without a word: the annotator is told to press it again.
+  var carried = null; // a notice given while the last judgment was saving, shown again on the next document
+  function heldBack(label) {
+    if (busy) {
+      carried = { label: label, until: performance.now() + 3000 };
+      hint(interpolate(gettext("“%(key)s” was not recorded: the last judgment is still being saved. Press it again in a moment."),
+        { key: label }, true), "held");
+    } else {
+      hint(interpolate(gettext("“%(key)s” was held back: a new document has just appeared. Press it again to judge this one."),
+        { key: label }, true), "held");
+    }
+  }
+
+  function submitWith(button, label) {
     var form = judgeForm();
-    if (!form || !button || !ready()) return;
+    if (!form || !button) return;
+    if (!ready()) { heldBack(label || button.textContent.trim()); return; }
     busy = true;
     window.setTimeout(function () { busy = false; }, 20000); // never stay locked if no request went out
     button.click(); // a click, not requestSubmit(): htmx sends the clicked button's name and value
   }
 
-  function hint(text) {
+  function hint(text, kind) {
     var box = document.querySelector("#judge .notices");
     if (!box) return;
+    if (kind) {
+      var old = box.querySelector('[data-hint="' + kind + '"]');
+      if (old) old.remove(); // one notice of a kind at a time, however fast the keys come
+    }
     var p = document.createElement("p");
     p.className = "flash warn";
+    if (kind) p.setAttribute("data-hint", kind);
     p.setAttribute("role", "status");
     p.textContent = text;
     box.appendChild(p);
@@ -167,14 +192,14 @@
         hint(interpolate(gettext("There is no grade %(grade)s on this campaign's scale."), { grade: key }, true));
         return;
       }
-      submitWith(button);
+      submitWith(button, key);
     } else if (key === "u") {
       evt.preventDefault();
       var box = $("unsure");
       box.checked = !box.checked;
       unsureSync();
     } else if (key === "Enter") {
-      if ($("unsure").checked) { evt.preventDefault(); submitWith($("save-unsure")); }
+      if ($("unsure").checked) { evt.preventDefault(); submitWith($("save-unsure"), "Enter"); }
     } else if (key === "Escape") {
       $("unsure").checked = false;
       unsureSync();
@@ -186,6 +211,7 @@
     } else if (key === "s") {
       evt.preventDefault();
       if (ready()) clickIfPresent("skip-button");
+      else if ($("skip-button")) heldBack("s");
     }
   });
 

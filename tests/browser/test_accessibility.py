@@ -80,6 +80,24 @@ def test_no_axe_violations(live_server, new_page, judged, size):  # noqa: F811
     assert watch.errors == []
 
 
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_guidelines_headings_keep_the_judging_page_in_order(live_server, new_page, judged, size):  # noqa: F811
+    """Guidelines written with "##" sections and "###" grades (as both demos' are) under the judging page's
+    h1 (the query) and h2 (the document): axe-core's heading-order finds no skipped level."""
+    judged.guidelines = "## What to judge\n\nThe product.\n\n## Grades\n\n### 2 Relevant\n\nAll of it.\n"
+    judged.save(update_fields=["guidelines"])
+    page, watch = new_page(**(PHONE if size == "phone" else DESKTOP))
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/judge/")
+    found = {}
+    for path in ("/campaigns/knitwear/judge/", "/campaigns/knitwear/"):
+        page.goto(live_server.url + path)
+        page.wait_for_load_state("networkidle")
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        found[path] = violations(page)
+    assert found == {path: [] for path in found}
+    assert watch.errors == []
+
+
 def test_keyboard_focus_is_visible(live_server, new_page, judged):  # noqa: F811
     page, _ = new_page(**DESKTOP)
     log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/")

@@ -176,6 +176,38 @@ def test_annotator_judges_with_the_keyboard_alone(live_server, new_page, screens
     assert watch.errors == [] and watch.dialogs == []
 
 
+def test_a_grade_key_too_soon_after_a_new_document_is_held_back_with_a_word(live_server, new_page, setup):
+    """A grade key within 300 ms of a new document never grades it unseen, and is never dropped silently:
+    the page says it was held back and to press it again; pressed again, it records."""
+    campaign, users = setup
+    base = live_server.url
+    page, watch = new_page()
+    log_in(page, base, "ann", "pw-ann-secret", then=f"/campaigns/{campaign.slug}/judge/")
+    page.wait_for_selector("#judge .workspace[data-pair-id]")
+    page.wait_for_timeout(400)
+    first = shown(page)
+    # "1" arrives in the same moment the next document is swapped in (as a bounced or too-quick key does).
+    page.evaluate(
+        """() => document.addEventListener("htmx:afterSwap", () => setTimeout(() =>
+            document.dispatchEvent(new KeyboardEvent("keydown", {key: "1", bubbles: true})), 0), {once: true})"""
+    )
+    page.keyboard.press("2")
+    page.wait_for_function("f => document.querySelector('#judge .workspace').dataset.pairId !== String(f)", arg=first)
+    notice = page.locator('#judge [data-hint="held"]')
+    notice.wait_for()
+    assert notice.get_attribute("role") == "status"
+    assert "“1” was held back" in notice.inner_text() and "Press it again" in notice.inner_text()
+    second = shown(page)
+    page.wait_for_timeout(500)
+    assert shown(page) == second
+    assert not Judgment.objects.filter(pair__public_id=second).exists()
+    # Pressed again once the document has been seen, the key grades it.
+    third = press_and_wait(page, "1", before=second)
+    assert third != second
+    assert Judgment.objects.get(pair__public_id=second, annotator=users["ann"]).grade.value == 1
+    assert watch.errors == []
+
+
 def test_failed_save_keeps_the_note_and_says_so(live_server, new_page, screenshot, setup):
     campaign, users = setup
     base = live_server.url

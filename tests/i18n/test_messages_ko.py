@@ -88,7 +88,7 @@ def test_upload_page_summary_in_korean(campaign, lead):
     response = page_upload(client, campaign, "run", "bm25.run", RUN_BM25.encode())
     page = text_of(client.get(response["Location"]))
     assert "bm25.run: 순위 목록 2건 추가, 0건 갱신, 0건 변경 없음" in page
-    assert "풀에 추가된 쌍: 4개" in page
+    assert "쌍 4개를 풀에 추가했습니다" in page
 
 
 def test_api_upload_error_detail_in_korean_keeps_file_line_field(pooled, lead):
@@ -114,10 +114,13 @@ def test_import_errors_in_korean_name_the_json_type_found():
 def test_import_refused_for_a_campaign_in_korean_without_line(pooled):
     with translation.override("ko"), pytest.raises(ImportRefused) as caught:
         run_import(campaign=pooled, data=b"q1 Q0 d9 1 3.0 bm25\n", filename="bm25-v2.run")
-    assert str(caught.value) == (
-        "bm25-v2.run: 시스템 'bm25'에는 캠페인 'demo'에 이미 다른 런이 있습니다. "
-        "덮어쓰려면 --replace(또는 replace=true)를 주세요"
-    )
+    assert str(caught.value) == "bm25-v2.run: 시스템 'bm25'에는 캠페인 'demo'에 이미 다른 런이 있습니다"
+    # what to do about it, in the words of the interface: the upload page's checkbox, a flag, a request field
+    with translation.override("ko"):
+        form = caught.value.explained("form")
+        assert form.endswith("; 덮어쓰려면 “같은 시스템의 다른 런을 교체”에 체크하고 파일을 다시 올리세요")
+        assert caught.value.explained("command").endswith("; 덮어쓰려면 --replace를 주세요")
+        assert caught.value.explained("api").endswith("; 덮어쓰려면 파일과 함께 replace=true를 보내세요")
 
 
 def test_the_same_error_stays_english_without_a_language(campaign):

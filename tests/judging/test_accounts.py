@@ -248,7 +248,7 @@ def test_api_annotator_cannot_create_accounts(campaign, annotator):
 def test_add_member_command_create_prints_link(campaign, capsys):
     call_command("add_member", "demo", "dave", "--role", "annotator", "--create", "--email", "d@example.org")
     out = capsys.readouterr().out
-    assert "dave is now annotator of demo (new account)" in out
+    assert "dave is now an annotator of demo (new account)" in out
     link = LINK.search(out).group(0)
     assert link.startswith("http://127.0.0.1:8000/accounts/set-password/")
     set_password(link.removeprefix("http://127.0.0.1:8000"))

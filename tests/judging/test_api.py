@@ -362,6 +362,7 @@ def test_api_uploads_build_a_campaign_and_are_idempotent(world):
     # A different run for the same system needs replace=true.
     response = upload(client, "fresh", "run", "bm25.run", RUN_DENSE, system="bm25-v2")
     assert response.status_code == 409 and response.json()["file"] == "bm25.run"
+    assert response.json()["detail"].endswith("; send replace=true with the file to overwrite it")
     assert upload(client, "fresh", "run", "bm25.run", RUN_DENSE, system="bm25-v2", replace="true").status_code == 200
     membership_add(campaign=Campaign.objects.get(slug="fresh"), user=world.annotator, role="annotator")
     response = upload(client, "fresh", "qrels", "old.qrels", "q1 0 d1 2\nq1 0 d9 1\n", annotator="ann")

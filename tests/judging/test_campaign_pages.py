@@ -202,3 +202,40 @@ def test_guidelines_grades_and_query_descriptions_render_markdown(pooled, lead, 
         assert "<em>Exactly</em> what was asked" in html and "<blockquote>" in html
         assert "<script>window.__x" not in html and "&lt;script&gt;window.__x = 1&lt;/script&gt;" in html
     assert '<a href="https://example.org/wool" rel="noopener noreferrer nofollow">the guide</a>' in judge_page
+
+
+def test_imported_qrels_alone_neither_judge_the_pool_nor_complete_the_campaign(db, lead, make_user):
+    """Right after a qrels import covering the whole pool (redundancy 1, no annotator yet), the checklist does
+    not tick "Judge the pool", the campaign is 0% complete, and Progress shows the people's work and the
+    imported labels apart, the source named as such (never "no longer a member")."""
+    from judging.services import campaign_create, membership_add, qrels_import
+
+    campaign = campaign_create(slug="trec", name="TREC", pool_depth=2, redundancy=1)
+    membership_add(campaign=campaign, user=lead, role="lead")
+    queries_import(campaign=campaign, data=TOPICS.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=DOCS.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=RUN_BM25.encode(), filename="bm25.run")
+    pooled = list(campaign.pairs.filter(pooled=True).values_list("query__qid", "document__docid"))
+    qrels = "".join(f"{q} 0 {d} 1\n" for q, d in pooled)
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="nist.qrels", annotator="nist", imported_by=lead)
+    browser = login(lead)
+    page = browser.get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
+    step = re.search(r'<li class="(done)?">\s*<span class="check"[^>]*>(.)</span>\s*<a[^>]*>Judge the pool', page)
+    assert step and step.group(2) == "○", page  # not ticked, still a link to the judging page
+    assert "Campaign complete</dt><dd>0%" in page
+    assert f"Pairs with imported labels</dt><dd>{len(pooled)}" in page
+    progress = browser.get(reverse("judging:campaign_progress", args=[campaign.slug])).content.decode()
+    assert "Judged by people</dt><dd>0<" in progress
+    assert f"{len(pooled)} labels were imported from files (qrels)" in progress
+    row = re.search(r"<td>nist</td>\s*<td>(.*?)</td>", progress).group(1)
+    assert "imported labels (qrels)" in row and "no longer a member" not in progress
+
+    # A person's first judgment: the pool is being judged now.
+    person = make_user("pat")
+    membership_add(campaign=campaign, user=person, role="annotator")
+    judge(campaign, person, *pooled[0], 2)
+    page = browser.get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
+    assert "Getting this campaign ready" not in page  # every step done, "Judge the pool" by a person
+    assert "Campaign complete</dt><dd>" in page and "Campaign complete</dt><dd>0%" not in page
+    progress = browser.get(reverse("judging:campaign_progress", args=[campaign.slug])).content.decode()
+    assert "Judged by people</dt><dd>1<" in progress

@@ -25,6 +25,19 @@ def run(*args):
     return out.getvalue()
 
 
+def test_import_summaries_agree_in_number_and_a_refusal_names_the_flag(campaign, write):
+    run("import_topics", "demo", write("t.tsv", TOPICS))
+    out = run("import_run", "demo", write("one.run", "q1 Q0 d1 1 2.0 solo\n"))
+    assert "one.run: 1 ranking added, 0 updated, 0 unchanged" in out and "1 pair added to the pool" in out
+    out = run("import_run", "demo", write("one.run", "q1 Q0 d1 1 2.0 solo\n"))
+    assert "0 rankings added, 0 updated, 1 unchanged" in out and "no new pairs for the pool" in out
+    with pytest.raises(CommandError) as refused:
+        run("import_run", "demo", write("two.run", "q1 Q0 d2 1 2.0 solo\n"))
+    message = str(refused.value)
+    assert "system 'solo' already has a different run in campaign 'demo'; pass --replace to overwrite it" in message
+    assert "replace=true" not in message and "tick" not in message
+
+
 def test_create_campaign_with_scale_and_depth(db):
     out = run("create_campaign", "news", "--name", "News", "--grades", "0,1,2,3", "--pool-depth", "20")
     c = Campaign.objects.get(slug="news")
@@ -43,9 +56,9 @@ def test_quickstart_style_pipeline(campaign, write, annotator):
     assert "2 queries added" in run("import_topics", "demo", write("t.tsv", TOPICS))
     assert "4 documents added" in run("import_docs", "demo", write("d.jsonl", DOCS))
     out = run("import_run", "demo", write("bm25.run", RUN_BM25))
-    assert "systems: bm25" in out and "pairs added to the pool: 4" in out
+    assert "systems: bm25" in out and "4 pairs added to the pool" in out
     out = run("import_run", "demo", write("dense.run", RUN_DENSE))
-    assert "pairs added to the pool: 1" in out
+    assert "1 pair added to the pool" in out
     out = run("import_qrels", "demo", write("q.qrels", "q1 0 d1 2\nq1 0 d3 1\nq2 0 d4 0\n"), "--annotator", "ann")
     assert "3 judgments added" in out
     path = write("out.qrels", "")
@@ -170,6 +183,49 @@ def test_readme_walkthrough_runs_as_written(db, tmp_path, monkeypatch, make_user
     campaign = Campaign.objects.get(slug="shoes")
     assert campaign.pairs.filter(pooled=True).count() == 5 and campaign.systems.count() == 2
     assert (tmp_path / "shoes.qrels").read_text() == "t1 0 p1 2\n"
+
+
+@pytest.mark.slow
+def test_scripts_manage_links_lead_where_the_quickstart_serves(tmp_path):
+    """After `PORT=8201 bash scripts/quickstart.sh`, scripts/manage in another shell (no PORT there) prints
+    add_member --create's link on port 8201: the quickstart wrote its address and scripts/manage reads it."""
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        message = f"{ROOT / '.venv'} is missing (scripts/quickstart.sh or scripts/setup.sh makes it)"
+        if os.environ.get("RELJUDGE_REQUIRE_BROWSER") == "1" or os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    served = tmp_path / "quickstart.env"
+    # The lines scripts/quickstart.sh writes, run as it runs them (HOST and PORT as that shell had them).
+    script = (ROOT / "scripts" / "quickstart.sh").read_text()
+    block = script[script.index("served_on=$HOST") : script.index("exec bash scripts/serve.sh")]
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    subprocess.run(
+        ["bash", "-euc", block],
+        env=env | {"HOST": "0.0.0.0", "PORT": "8201", "RELJUDGE_QUICKSTART_ENV": str(served)},
+        check=True,
+    )
+    assert "RELJUDGE_BASE_URL=http://127.0.0.1:8201\n" in served.read_text()
+
+    env |= {"DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "RELJUDGE_QUICKSTART_ENV": str(served)}
+
+    def manage(*args, **extra):
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "manage"), *args], cwd=tmp_path, env=env | extra, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    manage("migrate", "-v", "0")
+    manage("create_campaign", "shoes", "--name", "Shoes")
+    printed = manage("add_member", "shoes", "dave", "--role", "annotator", "--create")
+    assert re.search(r"http://127\.0\.0\.1:8201/accounts/set-password/\S+/", printed), printed
+    # What this shell says wins over the file: its own RELJUDGE_BASE_URL, or its HOST and PORT.
+    printed = manage(
+        "add_member", "shoes", "erin", "--role", "annotator", "--create", RELJUDGE_BASE_URL="https://judge.example.org"
+    )
+    assert "https://judge.example.org/accounts/set-password/" in printed
+    printed = manage("add_member", "shoes", "fay", "--role", "annotator", "--create", PORT="9000")
+    assert "http://127.0.0.1:9000/accounts/set-password/" in printed
 
 
 def test_scripts_manage_runs_from_a_fresh_shell(tmp_path):

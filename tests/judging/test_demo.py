@@ -9,6 +9,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.management import call_command
 from django.db import transaction
+from django.test import Client
 
 from judging import demo
 from judging.models import (
@@ -301,3 +302,16 @@ def test_load_demo_counts_unsure_per_annotator(demo_output, shop):
         assert re.search(rf"\b{re.escape(expected)}(,|;)", demo_output), expected
     total = Judgment.objects.filter(pair__campaign=shop, unsure=True).count()
     assert f"; {total} unsure in all" in demo_output
+
+
+def test_english_demo_guidelines_render_as_markdown_on_the_judging_page(shop):
+    browser = Client()
+    browser.force_login(shop.memberships.get(user__username="alice").user)
+    page = browser.get("/campaigns/shop/judge/").content.decode()
+    levels = {text: int(level) for level, text in re.findall(r"<h([1-6])>([^<]+)</h\1>", page)}
+    # sections one level under the page's document heading (h2), each grade a level under "How to grade"
+    assert levels["What you are judging"] == levels["How to grade"] == levels["When you are not sure"] == 3
+    assert levels["2 Highly relevant"] == levels["1 Partially relevant"] == levels["0 Not relevant"] == 4
+    assert "<strong>Unsure</strong>" in page and "<code>&lt;b&gt;</code>" in page
+    assert "<li>“wool knit sweater” → a merino cable-knit jumper</li>" in page
+    assert "## " not in page  # no raw Markdown left

@@ -543,8 +543,58 @@ def test_command_background_queues_the_job_for_the_worker(judged, fake_model, mo
     assert (job.status, job.total, job.kind) == ("queued", 5, "model_judge") and job.task_id
     assert f"job {job.pk} queued: 5 pairs for tiny; follow it at /campaigns/demo/jobs/{job.pk}/" in out.getvalue()
     assert not fake_model.calls
-    with pytest.raises(CommandError, match="leave out --endpoint"):
-        call_command("judge_with_model", "demo", "--model", "t", "--background", "--endpoint", fake_model.url)
+    # The job carries the address this command saw (not a key): the worker calls it whatever its environment.
+    assert job.options["endpoint"] == fake_model.url
+
+
+def test_command_background_hands_the_endpoint_to_the_worker_or_refuses_at_once(judged, fake_model, monkeypatch):
+    """The endpoint only in the command's environment (or in --endpoint) reaches the worker with the job; with
+    no endpoint at all, or one whose address holds a key, the command refuses before queueing anything."""
+    from judging import jobs
+    from judging.models import Job
+
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
+    with pytest.raises(CommandError, match="no model endpoint to hand to the task worker. Pass --endpoint URL"):
+        call_command("judge_with_model", "demo", "--model", "tiny", "--background")
+    with pytest.raises(CommandError, match="carries credentials in its address"):
+        call_command(
+            "judge_with_model", "demo", "--model", "tiny", "--background", "--endpoint", fake_model.url + "?key=s3cret"
+        )
+    assert not Job.objects.exists()
+    out = io.StringIO()
+    monkeypatch.setenv("RELJUDGE_MODEL_API_KEY", "sk-command")
+    call_command(
+        "judge_with_model", "demo", "--model", "tiny", "--background", "--endpoint", fake_model.url, stdout=out
+    )
+    assert "never kept in a job" in out.getvalue()
+    job = Job.objects.get()
+    assert "sk-command" not in str(job.options)
+    # The worker: none of the command's environment.
+    monkeypatch.delenv("RELJUDGE_MODEL_API_KEY")
+    assert jobs.job_run(job_id=job.pk)["status"] == "done"
+    assert len(fake_model.calls) == 5
+
+
+def test_an_address_with_a_key_is_used_in_the_command_but_never_kept_in_the_job(judged, fake_model, monkeypatch):
+    from judging import jobs
+    from judging.models import Job
+
+    monkeypatch.delenv("RELJUDGE_MODEL_ENDPOINT", raising=False)
+    url = fake_model.url + "/chat/completions?api-key=s3cret"
+    call_command(
+        "judge_with_model", "demo", "--endpoint", url, "--model", "tiny", "--retries", "0", stdout=io.StringIO()
+    )
+    job = Job.objects.get()
+    assert job.status == "done" and job.result["graded"] == 5
+    assert job.options["endpoint"] == "" and "s3cret" not in str(job.options)
+    # Retried in a worker (another process: the address was only in the command's memory) without
+    # RELJUDGE_MODEL_ENDPOINT, a run says what the worker needs, not "--endpoint".
+    monkeypatch.setattr(jobs.model_judge, "_ENDPOINT_HERE", {})
+    Job.objects.filter(pk=job.pk).update(status="queued", upload=jobs.model_judge.pack([]), done=0)
+    jobs.job_run(job_id=job.pk)
+    detail = Job.objects.get(pk=job.pk).error["detail"]
+    assert "the task worker has no model endpoint: set RELJUDGE_MODEL_ENDPOINT" in detail
+    assert "environment the worker starts in" in detail
 
 
 def test_command_runs_the_job_now_and_it_shows_on_the_job_page(judged, fake_model):

@@ -94,6 +94,7 @@ def test_import_online_command_is_idempotent_and_replaces(three_systems, write):
     out = io.StringIO()
     call_command("import_online", "demo", path, stdout=out)
     assert "online.csv: 2 online figures added, 0 updated, 0 unchanged" in out.getvalue()
+    assert "pool" not in out.getvalue()  # online figures never add pairs: no line about the pool
     out = io.StringIO()
     call_command("import_online", "demo", path, stdout=out)
     assert "0 online figures added, 0 updated, 2 unchanged" in out.getvalue()

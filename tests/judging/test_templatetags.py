@@ -37,6 +37,18 @@ def test_markdown_renders_headings_lists_emphasis_links_and_quotes():
     assert '<a href="https://e.org/x" rel="noopener noreferrer nofollow">more</a>' in html
 
 
+def test_markdown_headings_never_skip_a_level_whichever_level_the_text_starts_at():
+    """A lead who starts at "##" (as the demos do) gets the same outline as one who starts at "#": the text's
+    highest heading is an h3 under the page's h2, the next an h4; axe-core's heading-order holds."""
+    from judging.templatetags.judging_text import markdown
+
+    for top in ("#", "##", "###"):
+        html = markdown(f"{top} Grades\n\n{top}# 2 Relevant\n\ntext\n\n{top} Doubt")
+        assert "<h3>Grades</h3>" in html and "<h4>2 Relevant</h4>" in html and "<h3>Doubt</h3>" in html
+    assert "<h4>Grades</h4>" in markdown("## Grades", 4)  # |markdown:4 under an h3
+    assert "<h6>Deep</h6>" in markdown("# Top\n\n###### Deep")  # capped at h6
+
+
 def test_markdown_plain_text_keeps_its_lines():
     from judging.templatetags.judging_text import markdown
 

@@ -682,7 +682,7 @@ def test_upload_all_four_kinds(campaign, lead):
     response = upload(client, campaign, "qrels", "old.qrels", b"q1 0 d1 2\n", annotator="ann")
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
-    assert "old.qrels: 1 judgments added" in page
+    assert "old.qrels: 1 judgment added" in page
     assert Query.objects.count() == 2 and Document.objects.count() == 4
     assert System.objects.get().name == "bm25"
     assert Judgment.objects.get().annotator.username == "ann"
@@ -737,7 +737,11 @@ def test_upload_qrels_for_a_user_outside_the_campaign(campaign, lead, make_user)
 def test_upload_different_run_for_same_system_needs_replace(pooled, lead):
     changed = RUN_BM25.replace("9.5", "1.5").encode()
     response = upload(login(lead), pooled, "run", "bm25.run", changed)
-    assert response.status_code == 422 and "already has a different run" in response.content.decode()
+    page = response.content.decode()
+    assert response.status_code == 422 and "already has a different run" in page
+    # The page names its own checkbox, not a command-line flag or an API field.
+    assert "tick “replace a different run of the same system” and upload the file again" in page
+    assert "--replace" not in page and "replace=true" not in page
     assert upload(login(lead), pooled, "run", "bm25.run", changed, replace="on").status_code == 302
 
 
@@ -851,8 +855,11 @@ def test_members_add_change_remove(pooled, lead, annotator, make_user):
     assert newbie.role == "annotator"
     response = client.post(url, {"action": "add", "username": "ghost", "role": "annotator"})
     assert response.status_code == 422 and "no user named" in response.content.decode()
+    page = client.post(url, {"action": "role", "user": newbie.user_id, "role": "lead"}, follow=True).content.decode()
+    assert Membership.objects.get(id=newbie.id).role == "lead" and "newbie is now a lead." in page
+    page = client.post(url, {"action": "role", "user": newbie.user_id, "role": "annotator"}, follow=True)
+    assert "newbie is now an annotator." in page.content.decode()  # an article that fits the word
     client.post(url, {"action": "role", "user": newbie.user_id, "role": "lead"})
-    assert Membership.objects.get(id=newbie.id).role == "lead"
     client.post(url, {"action": "remove", "user": annotator.id})
     assert not Membership.objects.filter(campaign=pooled, user=annotator).exists()
     assert login(annotator).get(judge_url(pooled)).status_code == 404

@@ -80,7 +80,7 @@ def test_qrels_import_keeps_an_unsure_judgment_made_in_the_app(pooled, lead, ann
 def test_qrels_import_keeps_a_confident_grade_made_in_the_app(pooled, lead, annotator, tmp_path):
     judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=annotator, grade=0)
     out = command_import(pooled, "q1 0 d1 2\n", "ann", tmp_path, "--by", "lead")
-    assert "1 labels left alone: ann had already judged those pairs in the app" in out
+    assert "1 label left alone: ann had already judged that pair in the app" in out
     assert Judgment.objects.get(annotator=annotator).grade.value == 0
     assert JudgmentRevision.objects.count() == 1  # ann's own, nothing on her behalf
 
@@ -135,7 +135,7 @@ def test_qrels_import_creates_a_source_account_nobody_can_log_in_with(pooled, le
 
 def test_qrels_command_without_a_lead_records_the_command_line(pooled, tmp_path):
     out = command_import(pooled, "q1 0 d1 2\n", "trec-2019", tmp_path)
-    assert "1 judgments added" in out
+    assert "1 judgment added" in out
     revision = JudgmentRevision.objects.get()
     assert revision.changed_by is None and revision.on_behalf_of.username == "trec-2019"
 

@@ -73,7 +73,7 @@ def test_large_upload_runs_as_a_job_with_progress_to_done(site):
     assert _campaign_rows(site, "jobok") == {"system": 1, "pair": 200, "ranking": 20}
 
     done_page = lead.get(job_page, timeout=30).text
-    assert "Done" in done_page and "pairs added to the pool: 200" in done_page
+    assert "Done" in done_page and "200 pairs added to the pool" in done_page
     assert 'hx-trigger="every 1s"' not in done_page  # finished: polling stops
     partial = lead.get(job_page, headers={"HX-Request": "true"}, timeout=30).text
     assert "<html" not in partial and 'id="job-status"' in partial

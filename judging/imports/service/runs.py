@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 
 from judging.formats import SYSTEM_NAME_MAX_LENGTH
 from judging.imports import parse
-from judging.imports.errors import FormatError, ImportConflict
+from judging.imports.errors import FormatError, RunExists
 from judging.imports.service.pool import pool_add, stubs_create
 from judging.imports.service.summary import ImportSummary, Progress, logged
 from judging.imports.write import insert_rows
@@ -87,11 +87,8 @@ def run_import(
                 summary.systems.append(f"{name} (unchanged)")
                 continue
             if not replace:
-                raise ImportConflict(
-                    _(
-                        "system %(system)s already has a different run in campaign %(campaign)s; "
-                        "pass --replace (or replace=true) to overwrite it"
-                    )
+                raise RunExists(
+                    _("system %(system)s already has a different run in campaign %(campaign)s")
                     % {"system": repr(name), "campaign": repr(campaign.slug)},
                     filename=filename,
                 )

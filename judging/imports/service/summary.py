@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import ngettext
 
 from judging.imports.errors import ImportRefused
 
@@ -23,15 +23,49 @@ logger = logging.getLogger(__name__)
 BATCH = 2000  # rows per ORM bulk statement
 Progress = Callable[[int], None] | None
 
-# What the summary calls each kind of row (``kind`` itself stays English: the API and the logs name it).
-_KIND_NAMES = {
-    "queries": gettext_lazy("queries"),
-    "query tags": gettext_lazy("query tags"),
-    "documents": gettext_lazy("documents"),
-    "rankings": gettext_lazy("rankings"),
-    "judgments": gettext_lazy("judgments"),
-    "online figures": gettext_lazy("online figures"),
-}
+
+# The summary's first line for each kind of row, its noun agreeing with the count added (``kind`` itself stays
+# English: the API and the logs name it). One whole sentence per kind and number, for every language's grammar.
+def _added_line(kind: str, added: int) -> str:
+    if kind == "queries":
+        return ngettext(
+            "%(file)s: %(added)s query added, %(updated)s updated, %(unchanged)s unchanged",
+            "%(file)s: %(added)s queries added, %(updated)s updated, %(unchanged)s unchanged",
+            added,
+        )
+    if kind == "query tags":
+        return ngettext(
+            "%(file)s: %(added)s query tag added, %(updated)s updated, %(unchanged)s unchanged",
+            "%(file)s: %(added)s query tags added, %(updated)s updated, %(unchanged)s unchanged",
+            added,
+        )
+    if kind == "documents":
+        return ngettext(
+            "%(file)s: %(added)s document added, %(updated)s updated, %(unchanged)s unchanged",
+            "%(file)s: %(added)s documents added, %(updated)s updated, %(unchanged)s unchanged",
+            added,
+        )
+    if kind == "rankings":
+        return ngettext(
+            "%(file)s: %(added)s ranking added, %(updated)s updated, %(unchanged)s unchanged",
+            "%(file)s: %(added)s rankings added, %(updated)s updated, %(unchanged)s unchanged",
+            added,
+        )
+    if kind == "judgments":
+        return ngettext(
+            "%(file)s: %(added)s judgment added, %(updated)s updated, %(unchanged)s unchanged",
+            "%(file)s: %(added)s judgments added, %(updated)s updated, %(unchanged)s unchanged",
+            added,
+        )
+    return ngettext(
+        "%(file)s: %(added)s online figure added, %(updated)s updated, %(unchanged)s unchanged",
+        "%(file)s: %(added)s online figures added, %(updated)s updated, %(unchanged)s unchanged",
+        added,
+    )
+
+
+# Kinds whose import can put pairs in the pool: their summary says how many it did, even none.
+_POOLING_KINDS = ("rankings", "judgments")
 
 
 @dataclass
@@ -56,14 +90,13 @@ class ImportSummary:
     def lines(self) -> list[str]:
         counts = {
             "file": self.filename,
-            "kind": _KIND_NAMES.get(self.kind, self.kind),
             "added": self.added,
             "updated": self.updated,
             "unchanged": self.unchanged,
             "source": self.source,
             "kept": self.kept,
         }
-        out = [_("%(file)s: %(added)s %(kind)s added, %(updated)s updated, %(unchanged)s unchanged") % counts]
+        out = [_added_line(self.kind, self.added) % counts]
         if self.source_created:
             out.append(
                 _("created the source account %(source)s for these labels (nobody can log in with it)")
@@ -71,23 +104,33 @@ class ImportSummary:
             )
         if self.kept:
             out.append(
-                _(
+                ngettext(
+                    "%(kept)s label left alone: %(source)s had already judged that pair in the app, "
+                    "and imports never overwrite a person's own judgment",
                     "%(kept)s labels left alone: %(source)s had already judged those pairs in the app, "
-                    "and imports never overwrite a person's own judgment"
+                    "and imports never overwrite a person's own judgment",
+                    self.kept,
                 )
                 % counts
             )
         if self.systems:
             out.append(_("systems: %(names)s") % {"names": ", ".join(self.systems)})
         if self.stub_queries or self.stub_documents:
+            stubs = {
+                "queries": ngettext("%(n)s query", "%(n)s queries", self.stub_queries) % {"n": self.stub_queries},
+                "documents": ngettext("%(n)s document", "%(n)s documents", self.stub_documents)
+                % {"n": self.stub_documents},
+            }
             out.append(
-                _(
-                    "stubs created: %(queries)s queries, %(documents)s documents "
-                    "(import their topics/documents to fill them in)"
-                )
-                % {"queries": self.stub_queries, "documents": self.stub_documents}
+                _("stubs created: %(queries)s, %(documents)s (import their topics/documents to fill them in)") % stubs
             )
-        out.append(_("pairs added to the pool: %(n)s") % {"n": self.pairs_added})
+        if self.pairs_added:
+            out.append(
+                ngettext("%(n)s pair added to the pool", "%(n)s pairs added to the pool", self.pairs_added)
+                % {"n": self.pairs_added}
+            )
+        elif self.kind in _POOLING_KINDS:
+            out.append(_("no new pairs for the pool"))
         return out
 
     @classmethod

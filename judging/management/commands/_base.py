@@ -41,7 +41,7 @@ class CampaignCommand(BaseCommand):
         try:
             summary = func(progress=bar.update, **kwargs)
         except ImportRefused as exc:
-            raise CommandError(f"{exc} — nothing was imported") from None
+            raise CommandError(f"{exc.explained('command')} — nothing was imported") from None
         finally:
             bar.close()
         for line in summary.lines():

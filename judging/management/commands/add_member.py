@@ -48,7 +48,10 @@ class Command(CampaignCommand):
             )
         except (ValidationError, PermissionDenied) as exc:
             raise CommandError(getattr(exc, "messages", [str(exc)])[0]) from None
-        self.stdout.write(f"{added.username} is now {role} of {slug}" + (" (new account)" if added.created else ""))
+        article = "an" if role[:1] in "aeiou" else "a"
+        self.stdout.write(
+            f"{added.username} is now {article} {role} of {slug}" + (" (new account)" if added.created else "")
+        )
         if added.link_path:
             self.stdout.write(f"one-time set-password link for {added.username}: {added.url(base_url)}")
             if added.emailed:

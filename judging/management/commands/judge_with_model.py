@@ -1,5 +1,6 @@
 """Grade a campaign's pooled pairs with an automatic judge behind an OpenAI-compatible endpoint."""
 
+import os
 import re
 
 from django.core.exceptions import ValidationError
@@ -26,7 +27,9 @@ class Command(CampaignCommand):
         "with a prompt built from the guidelines, the query and its description, and the document. Its grades "
         f"are stored as the judgments of the model judge NAME, never as human labels. The endpoint comes from "
         f"--endpoint or {ENDPOINT_ENV}, the key from {API_KEY_ENV}; nothing is called unless one is set. "
-        "It runs as a job (shown on the campaign's job page) right here, or in the task worker with --background."
+        "It runs as a job (shown on the campaign's job page) right here, or in the task worker with --background: "
+        "the job then carries the endpoint's address (never the key) to the worker, which sends its own "
+        f"{API_KEY_ENV}."
     )
 
     def add_arguments(self, parser):
@@ -88,10 +91,14 @@ class Command(CampaignCommand):
         if concurrency < 1 or retries < 0 or timeout <= 0:
             raise CommandError("--concurrency must be >= 1, --retries >= 0 and --timeout > 0")
         background = opts["background"]
-        if background and endpoint:
+        # The address this command sees: --endpoint, else its own environment's. A queued run hands it to the
+        # task worker in the job (the worker's environment is not this shell's); the key never goes along.
+        url = (endpoint or os.environ.get(ENDPOINT_ENV, "")).strip() or None
+        if background and not url:
             raise CommandError(
-                f"--background runs in the task worker, which calls the endpoint of its own environment "
-                f"({ENDPOINT_ENV}): leave out --endpoint"
+                f"--background: no model endpoint to hand to the task worker. Pass --endpoint URL (the job keeps "
+                f"the address, never a key) or set {ENDPOINT_ENV} for this command; the worker runs in its own "
+                "environment, which this command cannot see"
             )
         if opts.get("scale") or opts.get("thresholds"):
             self._mapping_save(campaign, name or model, description, opts.get("scale"), opts.get("thresholds"))
@@ -104,7 +111,7 @@ class Command(CampaignCommand):
                 pairs=pairs,
                 seed=seed,
                 description=description,
-                endpoint=endpoint,
+                endpoint=url,
                 concurrency=concurrency,
                 timeout=timeout,
                 retries=retries,
@@ -119,6 +126,11 @@ class Command(CampaignCommand):
         judge = job.options["judge"]
         if background:
             self.stdout.write(f"job {job.pk} queued: {job.total} pairs for {judge}; follow it at {page}")
+            if os.environ.get(API_KEY_ENV):
+                self.stdout.write(
+                    f"  the worker calls the endpoint with the {API_KEY_ENV} of its own environment: a key is "
+                    "never kept in a job, so set it where the worker runs"
+                )
             return
         if not job.total and not job.options.get("canary"):
             Job.objects.filter(pk=job.pk).delete()
