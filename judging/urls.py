@@ -2,7 +2,17 @@
 
 from django.urls import path
 
-from judging.views import campaigns, jobs, judging, leaderboard, leaderboard_drill, leaderboard_trust, online, review
+from judging.views import (
+    campaigns,
+    jobs,
+    judging,
+    leaderboard,
+    leaderboard_drill,
+    leaderboard_trust,
+    online,
+    review,
+    team,
+)
 
 app_name = "judging"
 
@@ -73,4 +83,8 @@ urlpatterns = [
     path("campaigns/<slug:slug>/judges/", online.judges, name="judges"),
     path("campaigns/<slug:slug>/judges/run/", online.judges_run, name="judges_run"),
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
+    # a lead's team: assignments, the jobs list, the budget planner
+    path("campaigns/<slug:slug>/assignments/", team.assignments, name="assignments"),
+    path("campaigns/<slug:slug>/jobs/", team.jobs_list, name="jobs"),
+    path("campaigns/<slug:slug>/plan/", team.plan, name="plan"),
 ]

@@ -130,3 +130,4 @@ __all__ = [
     "pairwise_agreement",
     "raw_agreement",
 ]
+from metrics.power import MAX_TOPICS, paired_power, paired_variance, topic_set_size  # noqa: E402,F401

@@ -31,6 +31,7 @@ from judging.forms import (
 )
 from judging.jobs import JobError, policy_job_start
 from judging.models import Campaign, Membership
+from judging.selectors.pace import campaign_pace
 from judging.services import (
     IMPORTERS,
     ImportRefused,
@@ -386,5 +387,6 @@ def campaign_progress(request, member: Member):
             nav="progress",
             stats=selectors.campaign_progress(campaign=campaign),
             annotators=selectors.annotators_progress(campaign=campaign),
+            pace=campaign_pace(campaign=campaign),
         ),
     )
