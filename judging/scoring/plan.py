@@ -27,7 +27,7 @@ from metrics.power import paired_power, paired_variance, topic_set_size
 # Measures the planner takes: these at a cutoff ("nDCG@10"), and those of the whole run.
 AT_K = ("P", "R", "F1", "Hit", "nDCG")
 WHOLE = ("MRR", "MAP", "bpref")
-DEFAULTS = {"measure": "nDCG@10", "delta": 0.05, "power": 0.8, "alpha": 0.05}
+DEFAULTS: dict[str, str] = {"measure": "nDCG@10", "delta": "0.05", "power": "0.8", "alpha": "0.05"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ def plan_params(data: Any) -> PlanParams:
         errors["delta"] = _("must be greater than 0 and at most 1 (a difference in the measure)")
     if "alpha" in values and not 0 < values["alpha"] <= 0.5:
         errors["alpha"] = _("must be greater than 0 and at most 0.5")
-    if "power" in values and not values.get("alpha", 0.05) < values["power"] < 1:
+    alpha = values["alpha"] if "alpha" in values and "alpha" not in errors else float(DEFAULTS["alpha"])
+    if "power" in values and not alpha < values["power"] < 1:
         errors["power"] = _("must be greater than alpha and less than 1 (0.8 is usual)")
     if errors:
         raise ValidationError(errors)
