@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Sum
 from django.utils.translation import gettext as _
@@ -27,6 +28,8 @@ from metrics.power import paired_power, paired_variance, topic_set_size
 # Measures the planner takes: these at a cutoff ("nDCG@10"), and those of the whole run.
 AT_K = ("P", "R", "F1", "Hit", "nDCG")
 WHOLE = ("MRR", "MAP", "bpref")
+# A standard deviation of paired differences below this is float noise of identical per-query scores.
+SPREAD_EPS = 1e-12
 DEFAULTS: dict[str, str] = {"measure": "nDCG@10", "delta": "0.05", "power": "0.8", "alpha": "0.05"}
 
 
@@ -98,7 +101,8 @@ def _per_query_cost(campaign: Campaign) -> tuple[float, int, int]:
 
 def campaign_plan(*, campaign: Campaign, params: PlanParams, seconds_per_judgment: float | None) -> dict[str, Any]:
     """The plan as the page and the API show it (see the module). ``status`` "needs_labels" (and nothing
-    else computed) until at least two systems are scored on at least two labelled queries."""
+    else computed) until at least two systems are scored on at least two labelled queries; "no_spread" when
+    the systems' per-query scores do not vary against each other at all (nothing to estimate from)."""
     lb = leaderboard(campaign, Params(k=params.k))
     scores = lb.per_query(params.measure)
     systems, n_now = scores.shape
@@ -115,6 +119,10 @@ def campaign_plan(*, campaign: Campaign, params: PlanParams, seconds_per_judgmen
     if systems < 2 or n_now < 2:
         return {**base, "status": "needs_labels"}
     sd = math.sqrt(paired_variance(scores))
+    if sd < SPREAD_EPS:
+        # Every system scores the same on every query (or differs by a constant): a t-test has no spread to
+        # work from, and "2 queries" would be an answer the data cannot support.
+        return {**base, "status": "no_spread"}
     n = topic_set_size(params.delta, sd, power=params.power, alpha=params.alpha)
     per_query, pooled_queries, made = _per_query_cost(campaign)
     judgments = None if n is None else int(math.ceil(n * per_query * campaign.redundancy))
@@ -122,7 +130,8 @@ def campaign_plan(*, campaign: Campaign, params: PlanParams, seconds_per_judgmen
     order = system_order(lb, params.measure)
     diffs = scores[order[:-1]] - scores[order[1:]]
     pair_sd = diffs.std(axis=1, ddof=1)
-    power_now = paired_power(n_now, params.delta, pair_sd, params.alpha)
+    spread = pair_sd >= SPREAD_EPS
+    power_now = paired_power(n_now, params.delta, np.where(spread, pair_sd, 1.0), params.alpha)
     names = lb.cube.system_names
     adjacent = [
         {
@@ -130,11 +139,14 @@ def campaign_plan(*, campaign: Campaign, params: PlanParams, seconds_per_judgmen
             "worse": names[int(b)],
             "difference": float(d),
             "sd": float(s),
-            "power": float(p),
-            "queries_needed": topic_set_size(params.delta, float(s), power=params.power, alpha=params.alpha),
+            # None for two systems with the same score on every query: nothing to estimate from
+            "power": float(p) if ok else None,
+            "queries_needed": topic_set_size(params.delta, float(s), power=params.power, alpha=params.alpha)
+            if ok
+            else None,
         }
-        for a, b, d, s, p in zip(
-            order[:-1].tolist(), order[1:].tolist(), diffs.mean(axis=1), pair_sd, power_now, strict=True
+        for a, b, d, s, p, ok in zip(
+            order[:-1].tolist(), order[1:].tolist(), diffs.mean(axis=1), pair_sd, power_now, spread, strict=True
         )
     ]
     return {
@@ -150,6 +162,7 @@ def campaign_plan(*, campaign: Campaign, params: PlanParams, seconds_per_judgmen
         "judgments_made": made,
         "judgments_more": None if judgments is None else max(0, judgments - made),
         "hours_needed": hours,
+        "seconds_needed": None if hours is None else hours * 3600,
         "hours_more": None
         if judgments is None or seconds_per_judgment is None
         else max(0, judgments - made) * seconds_per_judgment / 3600,

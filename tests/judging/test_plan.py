@@ -111,3 +111,17 @@ def test_the_page_shows_the_plan(planned, client):
     page = client.get(reverse("judging:plan", args=[campaign.slug]) + "?measure=P@3&delta=0.1")
     text = page.content.decode()
     assert page.status_code == 200 and "Queries needed" in text and ">a<" in text and ">b<" in text
+
+
+def test_identical_systems_leave_nothing_to_plan_from(make_user):
+    campaign = campaign_create(slug="same", pool_depth=2, redundancy=1)
+    run = "".join(f"{q} Q0 d{q}_{d} {d + 1} {5 - d} {{name}}\n" for q in range(1, 5) for d in range(2))
+    for name in ("x", "y"):
+        run_import(campaign=campaign, data=run.replace("{name}", name).encode(), filename=name)
+    lead, judge = make_user("same-lead"), make_user("same-judge")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    membership_add(campaign=campaign, user=judge, role="annotator")
+    for pair in Pair.objects.filter(campaign=campaign):
+        judgment_record(pair=pair, annotator=judge, grade=pair.id % 2)
+    plan = client_for(lead).get(reverse("api:campaign-plan", args=[campaign.slug])).json()
+    assert plan["status"] == "no_spread"  # not "2 queries": the data cannot say
