@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import translation
 
-from judging.models import Campaign, Judgment, QueryAssignment
+from judging.models import Campaign, Judgment, Pair, QueryAssignment
 from judging.services import (
     campaign_create,
     judgment_record,
@@ -239,3 +239,65 @@ def test_annotators_page_shows_their_own_only(api_world, client):
     page = client.get(url).content.decode()
     assert b.username not in page and ">1<" in page
     assert client.post(url, {"action": "add", "annotator": a.username, "batch": "qids", "qids": "3"}).status_code == 403
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("current", [False, True])
+def test_compiled_queue_with_assignments_is_the_orm_query(make_user, shared, current):
+    """The queue's compiled template (judging.compiled) answers what the ORM query answers, with the
+    annotator's own queries and another annotator's reservations in play."""
+    from django.db import transaction
+
+    from judging.compiled import Slots, Values, compiled_select
+    from judging.selectors.queue import QUEUE_FIELDS, _pair_next_of, queue_values
+
+    campaign, lead, (a, b, _c) = _campaign(make_user, slug=f"compiled-{shared}-{current}")
+    _give(campaign, lead, a, ["4", "2"])
+    _give(campaign, lead, b, ["1"])
+    first = Pair.objects.filter(campaign=campaign, query__qid="3").order_by("id").first()
+    shape = {"current": current, "levels": 1 if shared else 0, "overlap": False, "exclude": False, "lock": False}
+    values = queue_values(
+        campaign=campaign,
+        annotator_id=a.id,
+        current_query_id=first.query_id if current else None,
+        exclude=[],
+        level0=0,
+    )
+    with transaction.atomic():
+        template = compiled_select(
+            ("test_assigned", shared, *shape.values()),
+            lambda: _pair_next_of(Slots(QUEUE_FIELDS), shared=shared, **shape),
+        )
+        row = template.first(values)
+        orm_row = next(iter(_pair_next_of(Values(QUEUE_FIELDS, **values), shared=shared, **shape)))
+    assert row == list(orm_row)
+    qid = Pair.objects.filter(id=row[0]).values_list("query__qid", flat=True).get()
+    assert qid in {"2", "4"}  # a's own queries, whether or not she is on query 3
+
+
+@pytest.mark.postgres
+def test_concurrent_annotators_keep_to_their_assignments(pg_only, make_user):
+    """Six annotators at once, two with queries of their own: no pair beyond the redundancy, and with
+    redundancy 1 every pair of an assigned query judged by its assignee."""
+    from django.db.models import Count
+
+    from tests.data import run_concurrently
+
+    campaign, lead, users = _campaign(make_user, slug="race-assign", annotators=6, queries=8, docs=5)
+    _give(campaign, lead, users[0], ["1", "2"])
+    _give(campaign, lead, users[1], ["3"])
+
+    def work(user):
+        while (pair := pair_assign(campaign=campaign, annotator=user).pair) is not None:
+            judgment_record(pair=pair, annotator=user, grade=1)
+
+    errors = run_concurrently(work, [(u,) for u in users])
+    assert not errors, errors
+    counts = Pair.objects.filter(campaign=campaign).annotate(n=Count("judgments")).values_list("n", flat=True)
+    assert set(counts) == {1}
+    by = set(
+        Judgment.objects.filter(pair__campaign=campaign, pair__query__qid__in=["1", "2", "3"])
+        .values_list("pair__query__qid", "annotator__username")
+        .distinct()
+    )
+    assert by == {("1", users[0].username), ("2", users[0].username), ("3", users[1].username)}
