@@ -6,7 +6,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
@@ -116,18 +130,21 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     qs = Pair.objects.filter(pooled=True).exclude(
         Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     )
-    needs_more = (
-        Q(judgment_count__lt=args["redundancy"])
-        & Q(load__lt=args["redundancy"])
-        & (Q(mine_assigned=True) | Q(reserved_load__lt=args["redundancy"]))
-    )
-    qs = qs.alias(
-        load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)),
-        mine_assigned=Exists(
-            QueryAssignment.objects.filter(query_id=OuterRef("query_id"), annotator_id=args["annotator_id"])
+    # Others' reservations (see _reserved) count only when the campaign has assignments at all (an
+    # uncorrelated EXISTS, evaluated once per statement) and the pair's query is not the caller's own.
+    others = Case(
+        When(
+            Q(Exists(QueryAssignment.objects.filter(campaign_id=args["campaign_id"])))
+            & ~Q(
+                Exists(QueryAssignment.objects.filter(query_id=OuterRef("query_id"), annotator_id=args["annotator_id"]))
+            ),
+            then=Coalesce(Subquery(_reserved(args), output_field=IntegerField()), Value(0)),
         ),
-        reserved_load=F("load") + Coalesce(Subquery(_reserved(args), output_field=IntegerField()), Value(0)),
+        default=Value(0),
+        output_field=IntegerField(),
     )
+    needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
+    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)) + others)
     if overlap:
         qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
