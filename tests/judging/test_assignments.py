@@ -301,3 +301,15 @@ def test_concurrent_annotators_keep_to_their_assignments(pg_only, make_user):
         .distinct()
     )
     assert by == {("1", users[0].username), ("2", users[0].username), ("3", users[1].username)}
+
+
+def test_leaving_or_becoming_a_lead_gives_the_queries_back(make_user):
+    from judging.services import membership_remove
+
+    campaign, lead, (a, b, c) = _campaign(make_user, queries=2)
+    _give(campaign, lead, a, ["1"])
+    _give(campaign, lead, b, ["2"])
+    membership_remove(campaign=campaign, user=a)
+    membership_add(campaign=campaign, user=b, role="lead")
+    assert not QueryAssignment.objects.filter(campaign=campaign).exists()
+    assert set(_judge_all(campaign, c)) == {"1", "2"}  # nobody keeps a slot for them any more
