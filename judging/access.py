@@ -294,3 +294,12 @@ def job_access(*, job: Job, user: User, action: str = "read") -> bool:
         and job.kind == Job.Kind.SIGNIFICANCE
         and Member(job.campaign, role).can_see_leaderboard
     )
+
+
+# --------------------------------------------------------------------------- a lead's team
+
+
+def may_manage_assignments(*, role: str | None) -> bool:
+    """Leads give queries to annotators and take them back; an annotator sees only the queries given to
+    them; jobs lists and the budget planner are the leads' (``campaign_view(lead=True)``)."""
+    return role == LEAD

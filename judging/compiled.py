@@ -7,6 +7,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 
 - ``selectors.queue._pair_next``: the next pair of the queue, and with ``lock`` its progress figures;
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
+- ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
+  first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
 

@@ -766,5 +766,36 @@ class AuditQuery(models.Model):
         return f"{self.query_id} (#{self.position} of draw {self.draw_id})"
 
 
+class QueryAssignment(models.Model):
+    """A query a lead gave to one annotator to judge ("assignment" on the pages; not the short-lived hold of
+    a pair on someone's screen, which is ``Assignment``).
+
+    The queue serves each annotator their assigned queries first, in every queue mode. While an assignee has
+    not judged a pair of their query, the pair keeps a slot of the campaign's redundancy for them: others are
+    served it only from the slots left over (judging.selectors.queue._open_pairs_of). Queries nobody was given
+    stay shared.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="query_assignments")
+    query = models.ForeignKey(Query, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("assigned"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("assignment")
+        verbose_name_plural = _("assignments")
+        ordering = ["campaign", "annotator", "query"]
+        constraints = [
+            models.UniqueConstraint(fields=["query", "annotator"], name="query_assignment_unique"),
+        ]
+        indexes = [models.Index(fields=["annotator", "campaign"], name="query_assignment_annotator_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.query_id} to {self.annotator_id}"
+
+
 # The model judges' configuration and measurements, in their own module (one concern each).
 from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401

@@ -13,6 +13,7 @@ from judging.views import (
     leaderboard_trust,
     online,
     review,
+    team,
 )
 
 app_name = "judging"
@@ -87,4 +88,8 @@ urlpatterns = [
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
     path("campaigns/<slug:slug>/judges/<str:name>/", judges.judge_detail, name="judge_detail"),
     path("campaigns/<slug:slug>/judges/<str:name>/template/", judges.judge_template, name="judge_template"),
+    # a lead's team: assignments, the jobs list, the budget planner
+    path("campaigns/<slug:slug>/assignments/", team.assignments, name="assignments"),
+    path("campaigns/<slug:slug>/jobs/", team.jobs_list, name="jobs"),
+    path("campaigns/<slug:slug>/plan/", team.plan, name="plan"),
 ]

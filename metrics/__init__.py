@@ -158,3 +158,4 @@ __all__ = [
     "tau_ap",
     "top_k_overlap",
 ]
+from metrics.power import MAX_TOPICS, paired_power, paired_variance, topic_set_size  # noqa: E402,F401

@@ -438,6 +438,19 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     notes = AsciiIntegerField()
     last = serializers.DateTimeField(allow_null=True, help_text="When they last judged.")
     mean_seconds = AsciiFloatField(allow_null=True, help_text="Mean time per judgment.")
+    judged = AsciiIntegerField(help_text="Pairs they have judged.")
+    judged_today = AsciiIntegerField(help_text="Pairs they judged today (the server's time zone).")
+    assigned = AsciiIntegerField(help_text="Pairs of the queries given to them still to judge.")
+    remaining = AsciiIntegerField(
+        allow_null=True, help_text="Pairs assigned or still open to them (null for leads and model judges)."
+    )
+    median_seconds = AsciiFloatField(
+        allow_null=True,
+        help_text="Median seconds per judgment over their last 50 (time on the pair, else the gap "
+        "since their previous judgment, capped at 10 minutes).",
+    )
+    eta_seconds = AsciiFloatField(allow_null=True, help_text="Judging time left at their pace.")
+    eta = serializers.DateTimeField(allow_null=True, help_text="When they would finish judging without a break.")
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -453,6 +466,13 @@ class ProgressSerializer(serializers.Serializer):
     unsure_open = AsciiIntegerField(help_text="Pairs somebody was unsure about that have no label yet.")
     annotators = AnnotatorProgressSerializer(
         many=True, help_text="Per annotator; an annotator sees only their own row."
+    )
+    eta = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Leads: when the campaign would be done at the team's pace."
+    )
+    eta_seconds = AsciiFloatField(required=False, allow_null=True, help_text="Leads: the team's judging time left.")
+    median_seconds = AsciiFloatField(
+        required=False, allow_null=True, help_text="Leads: the team's median seconds per judgment."
     )
 
 

@@ -6,12 +6,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
 from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
-from judging.models import Assignment, Campaign, Document, Grade, Judgment, Membership, Pair, Query, User
+from judging.models import (
+    Assignment,
+    Campaign,
+    Document,
+    Grade,
+    Judgment,
+    Membership,
+    Pair,
+    Query,
+    QueryAssignment,
+    User,
+)
 from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
 from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
 
@@ -84,7 +109,10 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
 
     A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
     annotators have on screen right now (Assignment) count too, so the campaign's redundancy is never
-    exceeded. Unsure judgments count: the pair was looked at. Pairs of the overlap sample (``overlap``:
+    exceeded. Each other annotator who was assigned the pair's query (QueryAssignment) and has neither
+    judged it nor holds it keeps one slot too: the pair is open to someone else only while the judgments,
+    holds and such reservations stay under the redundancy; an assignee is never kept out by another
+    assignee's reservation. Unsure judgments count: the pair was looked at. Pairs of the overlap sample (``overlap``:
     the campaign has one) stay open for every annotator. ``exclude``: leave out the pairs ``exclude``.
 
     Callers always narrow this to one query. It deliberately does not filter on the campaign: the
@@ -102,8 +130,21 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     qs = Pair.objects.filter(pooled=True).exclude(
         Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     )
+    # Others' reservations (see _reserved) count only when the campaign has assignments at all (an
+    # uncorrelated EXISTS, evaluated once per statement) and the pair's query is not the caller's own.
+    others = Case(
+        When(
+            Q(Exists(QueryAssignment.objects.filter(campaign_id=args["campaign_id"])))
+            & ~Q(
+                Exists(QueryAssignment.objects.filter(query_id=OuterRef("query_id"), annotator_id=args["annotator_id"]))
+            ),
+            then=Coalesce(Subquery(_reserved(args), output_field=IntegerField()), Value(0)),
+        ),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
     needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
-    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)))
+    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)) + others)
     if overlap:
         qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
@@ -111,6 +152,29 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     if exclude:
         qs = qs.filter(args.not_in("id", "exclude"))
     return qs
+
+
+def _reserved(args: Args) -> QuerySet[QueryAssignment]:
+    """How many slots of the outer pair other annotators' assignments keep: one per annotator (not the caller)
+    given the pair's query who has neither judged the pair nor holds it now (a hold counts in ``load``)."""
+    return (
+        QueryAssignment.objects.filter(query_id=OuterRef("query_id"))
+        .exclude(annotator_id=args["annotator_id"])
+        .exclude(
+            Exists(Judgment.objects.filter(pair_id=OuterRef(OuterRef("pk")), annotator_id=OuterRef("annotator_id")))
+        )
+        .exclude(
+            Exists(
+                Assignment.objects.filter(
+                    pair_id=OuterRef(OuterRef("pk")), annotator_id=OuterRef("annotator_id"), expires_at__gt=args["now"]
+                )
+            )
+        )
+        .order_by()
+        .values("query_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
 
 
 def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
@@ -161,6 +225,12 @@ def pair_next(
     PostgreSQL), with the annotator's progress on its query (``pair.progress``), for the judging page's
     "record + next" to hold it in the same transaction; a pair another request has locked is passed over.
 
+    Queries a lead assigned to the annotator (QueryAssignment) come before everything else, in every mode:
+    the current query if it is one of theirs, then their other queries in their own order. Another
+    annotator's assigned query keeps a slot of each pair's redundancy for its assignee until they have
+    judged it, so with redundancy 1 it stays out of everyone else's queue while its assignee has work
+    there (see _open_pairs_of); unassigned queries stay shared.
+
     Queue modes with a priority list (``Campaign.queue_mode``, chosen by a lead; judging.selectors.strategies,
     e.g. "pairs that matter most") serve first, across queries, the pairs of their list in its order; the same
     open-pair rules (redundancy, holds, the annotator's own judgments, skips) filter them. When none is left it
@@ -169,6 +239,12 @@ def pair_next(
     """
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
+        # The annotator's own queries first, in every mode (the shuffled order's query does this itself).
+        mine = assigned_pair_next(
+            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude
+        )
+        if mine is not None:
+            return NextPair(mine)
         found = _pair_of_priority(
             strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=exclude
         )
@@ -225,12 +301,56 @@ def pair_from_row(row: Sequence, start: int = 0) -> tuple[Pair, int]:
     return pair, at
 
 
-def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool):
+def _assigned_candidates(args: Args, open_pairs: QuerySet[Pair], *, current: bool) -> list[QuerySet]:
+    """The first probes of the queue: the annotator's own queries (QueryAssignment) come before shared work.
+    The current query if it is one of theirs and still open to them (they stay on it), then the first of
+    their queries, in their own query order, with a pair open to them. Each an index probe of the
+    annotator's assignments (empty for most annotators)."""
+    mine = QueryAssignment.objects.filter(annotator_id=args["annotator_id"], campaign_id=args["campaign_id"])
+    found = []
+    if current:
+        found.append(
+            mine.filter(query_id=args["current_query_id"])
+            .filter(Exists(open_pairs.filter(query_id=OuterRef("query_id"))))
+            .values("query_id")[:1]
+        )
+    found.append(
+        mine.filter(Exists(open_pairs.filter(query_id=OuterRef("query_id"))))
+        .order_by(*_query_order(args["query_salt"], column="query_id"))
+        .values("query_id")[:1]
+    )
+    return found
+
+
+def assigned_pair_next(
+    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude: Sequence[int]
+) -> Pair | None:
+    """The next pair among the annotator's assigned queries only (the first step of a queue mode with a
+    priority list, whose list then orders the shared work): one indexed query, compiled once per shape."""
+    shape = {
+        "current": current_query_id is not None,
+        "overlap": bool(campaign.overlap_percent),
+        "exclude": bool(exclude),
+    }
+    values = queue_values(
+        campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude
+    )
+    query = compiled_select(
+        ("assigned_pair_next", *shape.values()),
+        lambda: _pair_next_of(Slots(QUEUE_FIELDS), levels=0, lock=False, shared=False, **shape),
+    )
+    row = query.first(values)
+    return None if row is None else pair_from_row(row)[0]
+
+
+def _pair_next_of(
+    args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool, shared: bool = True
+):
     """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total, campaign_done."""
     open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
-    candidates = []
-    if current:
+    candidates = _assigned_candidates(args, open_pairs, current=current)
+    if current and shared:
         candidates.append(
             Query.objects.filter(id=args["current_query_id"], campaign_id=args["campaign_id"])
             .filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))

@@ -24,6 +24,7 @@ from judging.models import (
     Judgment,
     Membership,
     Pair,
+    QueryAssignment,
     User,
 )
 from judging.services.judgments import labels_refresh
@@ -193,6 +194,9 @@ def membership_add(*, campaign: Campaign, user: Account, role: str) -> Membershi
         logger.info("%s's role in campaign %s: %s -> %s", user.username, campaign.slug, membership.role, role)
         membership.role = role
         membership.save(update_fields=["role"])
+        if role == Membership.Role.LEAD:
+            # A lead is not given queries to judge blind (services.assignments): theirs go back to the team.
+            QueryAssignment.objects.filter(campaign=campaign, annotator=user).delete()
     return membership
 
 
@@ -202,6 +206,8 @@ def membership_remove(*, campaign: Campaign, user: Account) -> None:
     and the history."""
     _lead_stays(campaign=campaign, user=user)
     deleted, _per_model = Membership.objects.filter(campaign=campaign, user=user).delete()
+    # The queries given to them go back to the shared queue (nobody keeps a slot for them any more).
+    QueryAssignment.objects.filter(campaign=campaign, annotator=user).delete()
     if deleted:
         logger.info("%s left campaign %s", user.username, campaign.slug)
 

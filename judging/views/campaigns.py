@@ -31,6 +31,7 @@ from judging.forms import (
 )
 from judging.jobs import JobError, policy_job_start
 from judging.models import Campaign, Membership
+from judging.selectors.pace import campaign_pace
 from judging.services import (
     IMPORTERS,
     ImportRefused,
@@ -388,5 +389,6 @@ def campaign_progress(request, member: Member):
             people=selectors.people_progress(campaign=campaign, pooled=stats["pooled"]),
             annotators=(annotators := selectors.annotators_progress(campaign=campaign)),
             sources=selectors.label_source_ids(user_ids=[a["user"].id for a in annotators]),
+            pace=campaign_pace(campaign=campaign),
         ),
     )

@@ -15,6 +15,14 @@ from judging.models import Job
 from judging.views.job_presenters import job_context
 
 
+def job_nav(job: Job, member: Member) -> str:
+    """The tab a job's page belongs under: an import under Upload, other work under Jobs (a lead's), and an
+    annotator's significance test under the Leaderboard it came from."""
+    if job.is_import:
+        return "upload"
+    return "jobs" if member.is_lead else "leaderboard"
+
+
 @campaign_view
 @require_http_methods(["GET", "POST"])
 def job_detail(request, member: Member, job_id: int):
@@ -35,6 +43,6 @@ def job_detail(request, member: Member, job_id: int):
     if job.status == Job.Status.DONE and job.is_import:
         # This process may hold the campaign's old pool size; the import ran in the worker.
         selectors.pool_size_forget(campaign=job.campaign)
-    context = member.context(nav="upload", **job_context(job, request.user))
+    context = member.context(nav=job_nav(job, member), **job_context(job, request.user))
     template = "judging/_job_status.html" if request.htmx else "judging/job.html"
     return render(request, template, context)

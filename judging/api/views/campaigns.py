@@ -23,10 +23,12 @@ from judging.api.views.base import ONE_OBJECT, SLUG_PATH, ApiMixin, DRFConflict,
 from judging.api.views.judges import ModelJudgeActions
 from judging.api.views.leaderboard import LeaderboardActions
 from judging.api.views.members import MemberActions
+from judging.api.views.team import TeamActions
 from judging.api.views.uploads import UploadActions
 from judging.jobs import JobError, policy_job_pending, policy_job_start
 from judging.models import Campaign, Membership
 from judging.selectors import annotators_progress, campaign_progress, qrels_chunks
+from judging.selectors.pace import campaign_pace, pace_fields
 from judging.services import campaign_create, campaign_update, policy_switch_needs_job, scale_from_values
 
 
@@ -54,6 +56,7 @@ class CampaignViewSet(
     UploadActions,
     ModelJudgeActions,
     AuditActions,
+    TeamActions,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,
@@ -136,7 +139,10 @@ class CampaignViewSet(
     @extend_schema(
         responses=serializers.ProgressSerializer,
         description=(
-            "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row)."
+            "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row), "
+            "with each annotator's pace and work left: `judged_today`, `judged`, `remaining` (assigned + shared "
+            "pairs still open to them), `median_seconds` over their last 50 judgments, and `eta`; leads also get "
+            "the campaign's `eta`."
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
@@ -144,8 +150,12 @@ class CampaignViewSet(
         campaign = self.get_object()
         data = dict(campaign_progress(campaign=campaign), campaign=campaign.slug)
         rows = annotators_progress(campaign=campaign)
+        pace = campaign_pace(campaign=campaign)
+        rows = pace_fields(rows, pace)
         if not access(request).is_lead(campaign.id):
             rows = [row for row in rows if row["user"].pk == request.user.pk]
+        else:
+            data.update(eta=pace.eta, eta_seconds=pace.eta_seconds, median_seconds=pace.team_median_seconds)
         data["annotators"] = rows
         return Response(serializers.ProgressSerializer(data).data)
 

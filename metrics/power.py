@@ -1,0 +1,93 @@
+"""How many queries an evaluation needs: the power of a paired t-test, and topic set size design.
+
+Sakai, T. (2016). Topic set size design. Information Retrieval Journal 19(3), 256-283: choose the number of
+topics n so that a two-sided paired t-test at level ``alpha`` detects a true mean difference of ``delta``
+between two systems with probability at least ``power``. Under the alternative the t statistic of n paired
+differences with standard deviation ``sd`` follows a noncentral t distribution with n - 1 degrees of freedom
+and noncentrality ``delta * sqrt(n) / sd``; the power is the chance it falls beyond the two-sided critical
+value. The variance comes from scores already in hand: Sakai estimates the variance of one system's score
+across topics by the residual variance V_E of a two-way ANOVA without replication (topics x systems), and the
+variance of a paired difference as 2 V_E (``paired_variance``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from metrics._types import FloatArray
+
+__all__ = ["paired_power", "paired_variance", "topic_set_size", "MAX_TOPICS"]
+
+#: topic_set_size gives up beyond this many topics (and says so: None).
+MAX_TOPICS = 1_000_000
+
+
+def _check(alpha: float, power: float | None = None) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got {alpha!r}")
+    if power is not None and not alpha < power < 1:
+        raise ValueError(f"power must be between alpha ({alpha}) and 1, got {power!r}")
+
+
+def paired_power(n: int | np.ndarray, delta: float, sd: float | np.ndarray, alpha: float = 0.05) -> np.ndarray:
+    """The power of a two-sided paired t-test over ``n`` topics (n >= 2) at level ``alpha`` to detect a mean
+    difference ``delta`` when the paired differences have standard deviation ``sd`` (arrays broadcast). A
+    zero ``sd`` with a nonzero ``delta`` has power 1; a zero ``delta`` has power ``alpha``."""
+    from scipy import stats  # scipy.stats costs half a second to import: only when a plan is asked for
+
+    _check(alpha)
+    n_arr = np.asarray(n, dtype=np.float64)
+    if np.any(n_arr < 2):
+        raise ValueError("a paired t-test needs at least 2 topics")
+    sd_arr = np.asarray(sd, dtype=np.float64)
+    df = n_arr - 1
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nc = abs(delta) * np.sqrt(n_arr) / sd_arr
+    finite = np.isfinite(nc)
+    safe = np.where(finite, nc, 0.0)
+    result = stats.nct.sf(crit, df, safe) + stats.nct.cdf(-crit, df, safe)
+    return np.asarray(np.where(finite, result, 1.0 if delta else alpha), dtype=np.float64)
+
+
+def topic_set_size(delta: float, sd: float, *, power: float = 0.8, alpha: float = 0.05) -> int | None:
+    """The smallest number of topics n >= 2 for which paired_power(n, delta, sd, alpha) >= ``power``
+    (Sakai 2016), or None beyond MAX_TOPICS. Starts from the normal approximation
+    n ~ ((z_{1-alpha/2} + z_{power}) sd / delta)^2 and searches the exact power around it."""
+    from scipy import stats
+
+    _check(alpha, power)
+    if not delta > 0:
+        raise ValueError(f"delta must be positive, got {delta!r}")
+    if not sd >= 0:
+        raise ValueError(f"sd must be >= 0, got {sd!r}")
+    if sd == 0:
+        return 2
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    guess = (z * sd / delta) ** 2
+    if guess > MAX_TOPICS:
+        return None
+    low = max(2, math.floor(guess) - 2)
+    while True:
+        ns = np.arange(low, min(MAX_TOPICS, low + 400) + 1)
+        reached = np.flatnonzero(paired_power(ns, delta, sd, alpha) >= power)
+        if reached.size:
+            return int(ns[reached[0]])
+        if ns[-1] >= MAX_TOPICS:
+            return None
+        low = int(ns[-1]) + 1
+
+
+def paired_variance(scores: FloatArray) -> float:
+    """2 V_E: the variance of a paired difference between two systems estimated from a (systems, topics)
+    score matrix by the residual mean square of a two-way ANOVA without replication (Sakai 2016, section 4).
+    Needs at least 2 systems and 2 topics."""
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 2:
+        raise ValueError("need a (systems, topics) matrix with at least 2 of each")
+    m, n = x.shape
+    residual = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+    v_e = float((residual**2).sum() / ((m - 1) * (n - 1)))
+    return 2.0 * v_e
