@@ -1,0 +1,549 @@
+"""Verdicts on the final order of systems once every pooled pair is judged: sound bounds and their probability.
+
+Three pieces, all vectorized over systems, queries and ranks:
+
+* :func:`final_pool` marks the ranked entries whose label is still to come: documents in the pool (the top
+  ``pool_depth`` of some run) with no label yet. Every other entry keeps its label to the end; an unjudged
+  document outside the pool stays unjudged (non-relevant for every measure, skipped by bpref).
+* :func:`difference_bounds` bounds, per query, the score difference of two systems over every grading of the
+  pooled unjudged documents, the documents only other systems found included (they move num_rel and the
+  ideal ranking that R, F1, MAP and nDCG divide by). A query without any label yet is bounded like any other:
+  it joins the mean once judged. The bound of the mean difference is the sum of the per-query bounds, so an
+  order whose lower bound is above zero can never flip ("settled").
+* :func:`label_model` and :func:`sample_scores` put a probability on the rest (``p_holds``): each unjudged
+  pooled document is relevant with a rate learned from the campaign's own judgments per system and rank
+  (shrunk to the rank's rate across systems, then to the campaign's), scaled by a per-query factor drawn
+  from its Gamma posterior (queries differ in how many relevant documents they hold). Per query, Monte Carlo
+  samples of the final scores give each system's mean and the covariance between systems; across queries
+  (independent given the model) the mean difference is taken as normal.
+
+References
+----------
+Carterette, B., Allan, J. & Sitaraman, R. (2006). Minimal test collections for retrieval evaluation.
+SIGIR (the distribution of a difference in a measure over unjudged documents, per-document relevance
+probabilities, the probability that an order holds).
+Aslam, J. A., Pavlu, V. & Yilmaz, E. (2006). A statistical method for system evaluation using incomplete
+judgments. SIGIR (statAP: relevance priors from the ranks at which systems retrieve a document).
+Carterette, B. (2007). Robust test collections for retrieval evaluation. SIGIR (relevance probabilities
+learned from the judgments so far, confidence in an order).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from scipy.special import gammaincinv
+
+from metrics._types import BoolArray, FloatArray, IntArray
+from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.ranking import (
+    PAD,
+    UNJUDGED,
+    _discounts,
+    _gains,
+    _safe_divide,
+    average_precision,
+    bpref,
+    f1,
+    hit,
+    ndcg,
+    precision,
+    recall,
+    reciprocal_rank,
+)
+
+__all__ = [
+    "FinalPool",
+    "LabelModel",
+    "difference_bounds",
+    "final_pool",
+    "label_model",
+    "sample_scores",
+    "system_bounds",
+]
+
+WHOLE_RUN_BASES = ("MRR", "MAP", "bpref")
+# Beyond this many samples per query the per-query mean and covariance move no more than the model is worth.
+SAMPLES_MAX = 256
+SAMPLES_MIN = 32
+SAMPLE_BUDGET = 1_500_000  # ranked entries x samples evaluated per call at most (about 50 ms)
+
+
+# ------------------------------------------------------------------------------------------ the final pool
+
+
+class FinalPool(NamedTuple):
+    """The entries of a ranking whose label is still to come, and the pooled documents behind them."""
+
+    #: (S, Q, D) ranked labels as the final scoring reads them: UNJUDGED at the pooled unjudged entries
+    #: and at unpooled unjudged ones (which stay so); condensed for ``judged_only``.
+    labels: npt.NDArray[np.int8]
+    #: (S, Q, D) index of the entry's pooled unjudged document in ``doc_query``, -1 for other entries.
+    doc_index: IntArray
+    #: (U,) query of each distinct pooled unjudged document, sorted.
+    doc_query: IntArray
+    #: (Q,) number of distinct pooled unjudged documents per query.
+    distinct: IntArray
+    #: (P,) every pooled document (judged or not), by query: its query, label (-1 unjudged) and number of runs
+    #: that pooled it.
+    pool_query: IntArray
+    pool_label: IntArray
+    pool_runs: IntArray
+    #: (E,) the pool entries (ranks within the pool depth): their (system, rank bucket) cell and document.
+    entry_cell: IntArray
+    entry_doc: IntArray
+    #: (U,) position of each unjudged pooled document among the pooled ones.
+    unjudged_at: IntArray
+
+
+def _rank_bucket(rank: IntArray) -> IntArray:
+    """0 for rank 1, 1 for ranks 2-3, 2 for 4-7 ...: floor(log2(rank)), rank 1-based given 0-based."""
+    bucket: IntArray = np.minimum(np.floor(np.log2(rank + 1.0)).astype(np.int64), N_BUCKETS - 1)
+    return bucket
+
+
+N_BUCKETS = 12
+
+
+def final_pool(
+    labels: npt.ArrayLike, doc_ids: npt.ArrayLike, *, pool_depth: int, judged_only: bool = False
+) -> FinalPool:
+    """Which ranked entries are pooled and unjudged (:class:`FinalPool`).
+
+    A document is in the pool when some run ranks it within ``pool_depth``; then every entry of it, at any
+    rank of any run, gets its label when the pool is done. ``doc_ids`` are -1 at padding.
+    """
+    lab = np.asarray(labels).astype(np.int8, copy=False)
+    docs = np.asarray(doc_ids, dtype=np.int64)
+    n_s, n_q, depth = lab.shape
+    pd = min(int(pool_depth), depth)
+    span = int(docs.max()) + 1 if docs.size else 1
+    q_of = np.arange(n_q, dtype=np.int64)[None, :, None]
+    head = docs[..., :pd] >= 0
+    head_keys = (q_of * span + docs[..., :pd])[head]
+    pooled, owner, runs = np.unique(head_keys, return_inverse=True, return_counts=True)
+    pool_label = np.full(pooled.size, -1, dtype=np.int64)
+    np.maximum.at(pool_label, owner, lab[..., :pd][head].astype(np.int64))
+    s_of = np.broadcast_to(np.arange(n_s)[:, None, None], head.shape)[head]
+    r_of = np.broadcast_to(np.arange(pd)[None, None, :], head.shape)[head]
+    unjudged_at = np.flatnonzero(pool_label < 0)
+    open_keys = pooled[unjudged_at]
+    unjudged = lab == UNJUDGED
+    keys = np.where(unjudged, q_of * span + docs, -1)
+    if open_keys.size:
+        at = np.minimum(np.searchsorted(open_keys, keys), open_keys.size - 1)
+        found = unjudged & (open_keys[at] == keys)
+        doc_index = np.where(found, at, -1).astype(np.int64)
+    else:
+        doc_index = np.full(lab.shape, -1, dtype=np.int64)
+    doc_query = open_keys // span
+    distinct = np.bincount(doc_query, minlength=n_q).astype(np.int64)
+    if judged_only:
+        keep = (lab >= 0) | (doc_index >= 0)
+        lab, condensed = _condense_pair(lab, doc_index, keep)
+        doc_index = condensed.astype(np.int64, copy=False)
+    return FinalPool(
+        lab,
+        doc_index,
+        doc_query,
+        distinct,
+        pooled // span,
+        pool_label,
+        runs.astype(np.int64),
+        s_of * N_BUCKETS + _rank_bucket(r_of),
+        owner.astype(np.int64),
+        unjudged_at,
+    )
+
+
+def _condense_pair(lab: np.ndarray, index: IntArray, keep: BoolArray) -> tuple[np.ndarray, IntArray]:
+    """Drop the entries outside ``keep`` from every ranking and close the gaps (trec_eval ``-J``)."""
+    n_rows, depth = lab.shape[0] * lab.shape[1], lab.shape[2]
+    flat = np.flatnonzero(keep.reshape(-1))
+    row = flat // depth
+    per_row = np.bincount(row, minlength=n_rows)
+    new_rank = np.arange(flat.size) - (np.cumsum(per_row) - per_row)[row]
+    out = np.full(lab.shape, PAD, dtype=lab.dtype)
+    out_index = np.full(lab.shape, -1, dtype=np.int64)
+    out.reshape(-1)[row * depth + new_rank] = lab.reshape(-1)[flat]
+    out_index.reshape(-1)[row * depth + new_rank] = index.reshape(-1)[flat]
+    return out, out_index
+
+
+# ------------------------------------------------------------------------------------------ sound bounds
+
+
+class _Parts(NamedTuple):
+    low: FloatArray  # (S, Q) lowest score of each system over every grading
+    high: FloatArray
+    # score = numerator / denominator with a denominator shared by all systems of a query (None if none):
+    num_low: FloatArray | None  # (S, Q)
+    num_high: FloatArray | None
+    den_low: FloatArray | None  # (Q,) smallest denominator, may be 0 (then every score of the query is 0)
+    den_pos: FloatArray | None  # (Q,) smallest positive denominator
+    den_high: FloatArray | None  # (Q,)
+
+
+def _cut(pool: FinalPool, depth: int | None) -> tuple[np.ndarray, BoolArray]:
+    lab = pool.labels if depth is None else pool.labels[..., :depth]
+    unc = pool.doc_index >= 0 if depth is None else pool.doc_index[..., :depth] >= 0
+    return lab, unc
+
+
+def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int) -> _Parts:
+    can = top_grade >= threshold  # an unjudged document may turn out relevant
+    must = threshold <= 0  # ... or must (threshold 0: every judged document is relevant)
+    n_unc = pool.distinct.astype(np.float64)
+    num_rel = np.count_nonzero(qrels >= threshold, axis=-1).astype(np.float64)
+    r_low, r_high = num_rel + must * n_unc, num_rel + can * n_unc
+    if base in ("P", "R", "F1", "Hit"):
+        lab, unc = _cut(pool, k)
+        r0 = np.count_nonzero(lab >= threshold, axis=-1).astype(np.float64)
+        u = np.count_nonzero(unc, axis=-1).astype(np.float64)
+        x_low, x_high = must * u, can * u
+        if base == "P":
+            return _Parts(
+                (r0 + x_low) / k, (r0 + x_high) / k, r0 + x_low, r0 + x_high, *([np.full(qrels.shape[0], float(k))] * 3)
+            )
+        if base == "Hit":
+            return _Parts(
+                (r0 + x_low > 0).astype(np.float64), (r0 + x_high > 0).astype(np.float64), None, None, None, None, None
+            )
+        others = np.maximum(n_unc[None, :] - u, 0.0)
+        y_low, y_high = must * others, can * others
+        c = 0.0 if base == "R" else float(k)
+        scale = 1.0 if base == "R" else 2.0
+        # (r0 + x) / (c + R0 + x + y) grows with x (the system's own documents) and falls with y (the others')
+        low_r, high_r = num_rel + x_low + y_high, num_rel + x_high + y_low
+        low = np.where(low_r > 0, _safe_divide(scale * (r0 + x_low), c + low_r), 0.0)
+        high = np.where(high_r > 0, _safe_divide(scale * (r0 + x_high), c + high_r), 0.0)
+        if base == "F1":
+            return _Parts(low, high, None, None, None, None, None)
+        return _Parts(low, high, r0 + x_low, r0 + x_high, r_low, np.maximum(r_low, 1.0), r_high)
+    if base == "MRR":
+        lab, unc = _cut(pool, None)
+        lo_rel, hi_rel = (lab >= threshold) | (unc & must), (lab >= threshold) | (unc & can)
+        depth = lab.shape[-1]
+        rr = 1.0 / np.arange(1, depth + 1)
+
+        def first(rel: BoolArray) -> FloatArray:
+            out: FloatArray = np.where(rel.any(axis=-1), rr[np.argmax(rel, axis=-1)], 0.0)
+            return out
+
+        return _Parts(first(lo_rel), first(hi_rel), None, None, None, None, None)
+    if base == "MAP":
+        lab, unc = _cut(pool, None)
+        depth = lab.shape[-1]
+        inv = 1.0 / np.arange(1, depth + 1)
+
+        def precision_sum(rel: BoolArray) -> FloatArray:
+            c = np.cumsum(rel, axis=-1, dtype=np.int64)
+            out: FloatArray = np.sum(c * rel * inv, axis=-1)
+            return out
+
+        ps_low = precision_sum((lab >= threshold) | (unc & must))
+        ps_high = precision_sum((lab >= threshold) | (unc & can))
+        den_pos = np.maximum(r_low, 1.0)
+        return _Parts(
+            _safe_divide(ps_low, r_high[None, :]),
+            np.minimum(1.0, ps_high / den_pos[None, :]),
+            ps_low,
+            ps_high,
+            r_low,
+            den_pos,
+            r_high,
+        )
+    if base == "nDCG":
+        lab, unc = _cut(pool, k)
+        disc = _discounts(lab.shape[-1])
+        judged_gain = _gains(lab, gain) * (lab >= 0)
+        top_gain = float(_gains(np.array(top_grade), gain)) if top_grade >= 1 else 0.0
+        dcg_low = (judged_gain * disc).sum(axis=-1)
+        dcg_high = dcg_low + top_gain * (unc * disc).sum(axis=-1)
+        counts = _grade_counts(qrels, top_grade + 1)
+        idcg_low = _idcg_from_counts(counts, k, gain)
+        counts_high = counts.copy()
+        if top_grade >= 1:
+            counts_high[:, top_grade] += pool.distinct
+        idcg_high = _idcg_from_counts(counts_high, k, gain)
+        den_pos = np.where(idcg_low > 0, idcg_low, 1.0)  # a grade-1 document at rank 1: gain 1, discount 1
+        return _Parts(
+            _safe_divide(dcg_low, idcg_high[None, :]),
+            np.minimum(1.0, dcg_high / den_pos[None, :]),
+            dcg_low,
+            dcg_high,
+            idcg_low,
+            den_pos,
+            idcg_high,
+        )
+    if base == "bpref":
+        lab, unc = _cut(pool, None)
+        exact = bpref(lab, qrels, threshold=threshold)
+        # bpref moves with every label of its query (num_rel and num_nonrel both): no finer bound than [0, 1]
+        # where any pooled document of the query is still unjudged
+        open_q = pool.distinct > 0
+        return _Parts(np.where(open_q, 0.0, exact), np.where(open_q, 1.0, exact), None, None, None, None, None)
+    raise ValueError(f"no bounds for measure {base!r}")
+
+
+def system_bounds(
+    base: str, pool: FinalPool, qrels: npt.ArrayLike, *, k: int, threshold: int, gain: str, top_grade: int
+) -> tuple[FloatArray, FloatArray]:
+    """(low, high), (S, Q) each: every system's lowest and highest score per query over every grading of the
+    pooled unjudged documents (theirs and the other systems')."""
+    p = _parts(base, pool, np.asarray(qrels), k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    return p.low, p.high
+
+
+def difference_bounds(
+    base: str,
+    pool: FinalPool,
+    qrels: npt.ArrayLike,
+    comparisons: npt.ArrayLike,
+    *,
+    k: int,
+    threshold: int,
+    gain: str,
+    top_grade: int,
+) -> tuple[FloatArray, FloatArray]:
+    r"""(low, high), (C, Q) each: the smallest and largest score difference a - b per query of each comparison
+    (a, b) of ``comparisons`` (C, 2) over every grading of the pooled unjudged documents.
+
+    Two sound bounds, intersected: the systems' own bounds (:func:`system_bounds`,
+    :math:`[\mathrm{low}_a - \mathrm{high}_b, \mathrm{high}_a - \mathrm{low}_b]`), and for measures whose
+    denominator is shared by the systems of a query (num_rel for R and MAP, IDCG for nDCG, k for P) the
+    numerator difference over the range of the denominator: :math:`n / D` with
+    :math:`n \in [n^-, n^+]` and :math:`D \in [D^-, D^+]` lies between its corner values, and is 0 when
+    :math:`D` can be 0 (a query without a relevant document scores 0 for everyone).
+    """
+    q = np.asarray(qrels)
+    pairs = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
+    p = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    a, b = pairs[:, 0], pairs[:, 1]
+    low = p.low[a] - p.high[b]
+    high = p.high[a] - p.low[b]
+    if p.num_low is not None and p.num_high is not None and p.den_pos is not None and p.den_high is not None:
+        assert p.den_low is not None
+        n_low = p.num_low[a] - p.num_high[b]
+        n_high = p.num_high[a] - p.num_low[b]
+        j_low = np.where(n_low < 0, _safe_divide(n_low, p.den_pos), _safe_divide(n_low, p.den_high))
+        j_high = np.where(n_high > 0, _safe_divide(n_high, p.den_pos), _safe_divide(n_high, p.den_high))
+        zero_possible = p.den_low <= 0
+        j_low = np.where(zero_possible, np.minimum(j_low, 0.0), j_low)
+        j_high = np.where(zero_possible, np.maximum(j_high, 0.0), j_high)
+        low, high = np.maximum(low, j_low), np.minimum(high, j_high)
+    return low, high
+
+
+# ------------------------------------------------------------------------------------------ the label model
+
+
+class LabelModel(NamedTuple):
+    """Relevance rates learned from the judged pooled documents (see the module's references)."""
+
+    cell_rate: FloatArray  # (S * N_BUCKETS,) P(relevant) per system and rank bucket
+    runs_factor: FloatArray  # (N_BUCKETS,) correction by how many runs pooled the document (bucketed)
+    grade_cdf: FloatArray  # (top_grade,) CDF of the grade of a relevant document over grades 1..top
+    kappa: float  # Gamma prior strength of the per-query factor (mean 1)
+    top_grade: int
+
+
+PRIOR_WEIGHT = 10.0  # pseudo-judgments behind each shrunken rate
+KAPPA_MAX = 5.0  # the per-query factor is never taken as surer than this many pseudo-documents
+
+
+def _mean_rate(pool: FinalPool, cell_rate: FloatArray) -> FloatArray:
+    """(P,) mean (system, rank) rate over the runs that pooled each document."""
+    n = pool.pool_query.size
+    total = np.bincount(pool.entry_doc, weights=cell_rate[pool.entry_cell], minlength=n)
+    out: FloatArray = total / np.maximum(pool.pool_runs, 1)
+    return out
+
+
+def doc_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
+    """(P,) P(relevant) of every pooled document under ``model``, before its query's factor."""
+    out: FloatArray = np.clip(
+        _mean_rate(pool, model.cell_rate) * model.runs_factor[_rank_bucket(pool.pool_runs - 1)], 1e-6, 0.999
+    )
+    return out
+
+
+def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelModel:
+    """Fit the relevance rates on every judged pooled document of ``pool`` (the campaign's every query).
+
+    P(relevant) (a grade of 1 or more) per system and rank bucket (ranks 1, 2-3, 4-7, ...) of the pool
+    entries, shrunk toward the bucket's rate over all systems and that toward the campaign's rate
+    (``PRIOR_WEIGHT`` pseudo-judgments each). A document's prior is the mean over the runs that pooled it,
+    times a factor by how many runs did (a document many runs found is more often relevant), fitted on the
+    judged documents the same way. Each query's factor has a Gamma(kappa, kappa) prior whose strength is
+    fitted by moments on the queries' relevant counts against their expected ones (over-dispersion beyond
+    Poisson noise), capped at ``KAPPA_MAX``: the judged documents were chosen by the queue, not at random.
+    """
+    judged = pool.pool_label >= 0
+    rel = (pool.pool_label >= 1).astype(np.float64)
+    entry_judged = judged[pool.entry_doc]
+    n_cells = n_systems * N_BUCKETS
+    n_cell = np.bincount(pool.entry_cell[entry_judged], minlength=n_cells).astype(np.float64)
+    r_cell = np.bincount(pool.entry_cell[entry_judged], weights=rel[pool.entry_doc][entry_judged], minlength=n_cells)
+    overall = (r_cell.sum() + 1.0) / (n_cell.sum() + 2.0)
+    n_b = n_cell.reshape(n_systems, N_BUCKETS).sum(axis=0)
+    r_b = r_cell.reshape(n_systems, N_BUCKETS).sum(axis=0)
+    bucket_rate = (r_b + PRIOR_WEIGHT * overall) / (n_b + PRIOR_WEIGHT)
+    cell_rate = (r_cell + PRIOR_WEIGHT * np.tile(bucket_rate, n_systems)) / (n_cell + PRIOR_WEIGHT)
+    grades = np.bincount(pool.pool_label[judged & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
+    grade_cdf = np.cumsum((grades + 1.0) / (grades.sum() + max(top_grade, 1))) if top_grade >= 1 else np.zeros(0)
+    mean_rate = np.clip(_mean_rate(pool, cell_rate), 1e-6, 0.999)
+    rb = _rank_bucket(pool.pool_runs - 1)
+    exp_b = np.bincount(rb[judged], weights=mean_rate[judged], minlength=N_BUCKETS)
+    got_b = np.bincount(rb[judged], weights=rel[judged], minlength=N_BUCKETS)
+    runs_factor = (got_b + PRIOR_WEIGHT * overall) / (exp_b + PRIOR_WEIGHT * overall)
+    model = LabelModel(cell_rate, runs_factor, grade_cdf, 2.0, top_grade)
+    n_q = pool.distinct.size
+    got_q, exp_q = _query_evidence(pool, doc_prior(pool, model), n_q)
+    seen = exp_q >= 1.0
+    kappa = 2.0
+    if seen.sum() >= 5:
+        ratio = got_q[seen] / exp_q[seen]
+        excess = float(np.var(ratio) - np.mean(ratio / exp_q[seen]))
+        kappa = float(np.clip(1.0 / max(excess, 0.05), 0.5, KAPPA_MAX))
+    return model._replace(kappa=kappa)
+
+
+def _query_evidence(pool: FinalPool, prior: FloatArray, n_q: int) -> tuple[FloatArray, FloatArray]:
+    """(Q,) relevant judged pooled documents per query, and how many the model expected of them."""
+    judged = pool.pool_label >= 0
+    rel = (pool.pool_label[judged] >= 1).astype(np.float64)
+    got: FloatArray = np.bincount(pool.pool_query[judged], weights=rel, minlength=n_q).astype(np.float64)
+    expected: FloatArray = np.bincount(pool.pool_query[judged], weights=prior[judged], minlength=n_q).astype(np.float64)
+    return got, expected
+
+
+# ------------------------------------------------------------------------------------------ Monte Carlo
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _uniform(*keys: np.ndarray) -> FloatArray:
+    """Deterministic uniforms in [0, 1) from integer keys (splitmix64 of a combined key): the same document,
+    query, labels version and sample give the same draw whoever computes it, so patched and fresh results
+    agree."""
+    with np.errstate(over="ignore"):
+        z = np.zeros(np.broadcast_shapes(*(k.shape for k in keys)), dtype=np.uint64)
+        for key in keys:
+            z = (z ^ key.astype(np.uint64)) * np.uint64(0xBF58476D1CE4E5B9) + _GOLDEN
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            z = z ^ (z >> np.uint64(31))
+    out: FloatArray = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return out
+
+
+def _measure(base: str, lab: np.ndarray, qrels: np.ndarray, *, k: int, threshold: int, gain: str) -> FloatArray:
+    if base == "P":
+        return precision(lab, k=k, threshold=threshold)
+    if base == "R":
+        return recall(lab, qrels, k=k, threshold=threshold)
+    if base == "F1":
+        return f1(lab, qrels, k=k, threshold=threshold)
+    if base == "Hit":
+        return hit(lab, k=k, threshold=threshold)
+    if base == "MRR":
+        return reciprocal_rank(lab, threshold=threshold)
+    if base == "MAP":
+        return average_precision(lab, qrels, threshold=threshold)
+    if base == "nDCG":
+        return ndcg(lab, qrels, k=k, gain=gain)
+    if base == "bpref":
+        return bpref(lab, qrels, threshold=threshold)
+    raise ValueError(f"no measure {base!r}")
+
+
+def sample_scores(
+    base: str,
+    pool: FinalPool,
+    qrels: npt.ArrayLike,
+    model: LabelModel,
+    *,
+    k: int,
+    threshold: int,
+    gain: str,
+    seeds: npt.ArrayLike,
+    samples: int | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """Per query, each system's expected final score (S, Q) and the covariance of the systems' final scores
+    (Q, S, S), from Monte Carlo samples of the pooled unjudged labels under ``model``.
+
+    ``seeds`` (Q,) int: one per query (its id and labels version), so a query's samples are the same whatever
+    else changed. Queries without a pooled unjudged document are exact (their covariance is 0).
+    """
+    q = np.asarray(qrels)
+    lab_all = pool.labels if base in WHOLE_RUN_BASES else pool.labels[..., :k]
+    idx_all = pool.doc_index if base in WHOLE_RUN_BASES else pool.doc_index[..., :k]
+    n_s, n_q, depth = lab_all.shape
+    seeds = np.asarray(seeds, dtype=np.int64)
+    mean = np.zeros((n_s, n_q))
+    cov = np.zeros((n_q, n_s, n_s))
+    open_q = np.flatnonzero(pool.distinct > 0)
+    shut = np.flatnonzero(pool.distinct == 0)
+    if shut.size:
+        mean[:, shut] = _measure(base, lab_all[:, shut], q[shut], k=k, threshold=threshold, gain=gain)
+    if not open_q.size:
+        return mean, cov
+    if samples is None:
+        per_query = n_s * max(depth, 1)
+        samples = int(np.clip(SAMPLE_BUDGET // max(per_query * open_q.size, 1), SAMPLES_MIN, SAMPLES_MAX))
+    m = samples
+    prior_all = doc_prior(pool, model)
+    got_q, exp_q = _query_evidence(pool, prior_all, n_q)
+    prior = prior_all[pool.unjudged_at]  # (U,) the unjudged pooled documents'
+    chunk = max(1, SAMPLE_BUDGET // max(n_s * max(depth, 1) * m, 1))
+    starts = np.searchsorted(pool.doc_query, open_q)
+    ends = np.searchsorted(pool.doc_query, open_q, side="right")
+    for c0 in range(0, open_q.size, chunk):  # chunks of queries, each vectorized
+        qs = open_q[c0 : c0 + chunk]
+        lo, hi = int(starts[c0]), int(ends[c0 + qs.size - 1])
+        docs = np.arange(lo, hi)
+        local_q = np.searchsorted(qs, pool.doc_query[docs])
+        slot = docs - np.searchsorted(pool.doc_query, pool.doc_query[docs])  # the document's place in its query
+        # the query's factor: Gamma(kappa + relevant found, kappa + relevant expected), by inverse CDF
+        shape, rate = model.kappa + got_q[qs], model.kappa + exp_q[qs]
+        draw = np.arange(m, dtype=np.int64)
+        u_q = _uniform(seeds[qs][:, None], draw[None, :], np.array([1]))
+        factor = gammaincinv(shape[:, None], np.clip(u_q, 1e-12, 1 - 1e-12)) / rate[:, None]  # (Qc, m)
+        u_rel = _uniform(seeds[pool.doc_query[docs]][:, None], slot[:, None], draw[None, :], np.array([2]))
+        p = np.clip(prior[docs][:, None] * factor[local_q], 0.0, 1.0)
+        relevant = u_rel < p
+        if model.top_grade >= 1:
+            u_g = _uniform(seeds[pool.doc_query[docs]][:, None], slot[:, None], draw[None, :], np.array([3]))
+            grade = 1 + np.searchsorted(model.grade_cdf, u_g * model.grade_cdf[-1], side="right")
+            grade = np.minimum(grade, model.top_grade)
+        else:
+            grade = np.zeros_like(u_rel, dtype=np.int64)
+        sampled = np.where(relevant, grade, 0).astype(np.int8)  # (Uc, m)
+        lab = lab_all[:, qs]  # (S, Qc, D)
+        idx = idx_all[:, qs]
+        filled = np.repeat(lab[:, :, None, :], m, axis=2)  # (S, Qc, m, D)
+        where = idx >= 0
+        si, qi, di = np.nonzero(where)
+        filled[si, qi, :, di] = sampled[idx[si, qi, di] - lo]
+        # qrels: the judged row and the query's sampled documents
+        width = int(np.max(pool.distinct[qs]))
+        extra = np.full((qs.size, m, width), UNJUDGED, dtype=np.int8)
+        extra[local_q, :, slot] = sampled
+        rows = np.concatenate([np.repeat(q[qs][:, None, :], m, axis=1), extra], axis=2)
+        values = _measure(
+            base,
+            filled.reshape(n_s, qs.size * m, depth),
+            rows.reshape(qs.size * m, -1),
+            k=k,
+            threshold=threshold,
+            gain=gain,
+        ).reshape(n_s, qs.size, m)
+        mu = values.mean(axis=2)
+        centred = values - mu[..., None]
+        mean[:, qs] = mu
+        cov[qs] = np.einsum("aqm,bqm->qab", centred, centred) / max(m - 1, 1)
+    return mean, cov
