@@ -34,7 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import gammaincinv
+from scipy import sparse
+from scipy.special import ndtri
 
 from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import _grade_counts, _idcg_from_counts
@@ -426,17 +427,34 @@ def _query_evidence(pool: FinalPool, prior: FloatArray, n_q: int) -> tuple[Float
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _uniform(*keys: np.ndarray) -> FloatArray:
-    """Deterministic uniforms in [0, 1) from integer keys (splitmix64 of a combined key): the same document,
-    query, labels version and sample give the same draw whoever computes it, so patched and fresh results
-    agree."""
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
     with np.errstate(over="ignore"):
-        z = np.zeros(np.broadcast_shapes(*(k.shape for k in keys)), dtype=np.uint64)
-        for key in keys:
-            z = (z ^ key.astype(np.uint64)) * np.uint64(0xBF58476D1CE4E5B9) + _GOLDEN
-            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            z = z ^ (z >> np.uint64(31))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _key(*parts: np.ndarray) -> np.ndarray:
+    """A uint64 hash of integer arrays (broadcast), mixed after each part."""
+    z = np.zeros(np.broadcast_shapes(*(p.shape for p in parts)), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for part in parts:
+            z = _mix((z ^ part.astype(np.uint64)) + _GOLDEN)
+    return z
+
+
+def _gamma_quantile(shape: FloatArray, u: FloatArray) -> FloatArray:
+    """Gamma(shape, 1) quantiles by the Wilson-Hilferty cube of a normal (Wilson & Hilferty, PNAS 1931),
+    0 below: close for shapes from 1 on, and a far cheaper draw than the exact inverse."""
+    z = ndtri(np.clip(u, 1e-12, 1 - 1e-12))
+    cube = np.maximum(1.0 - 1.0 / (9.0 * shape) + z / (3.0 * np.sqrt(shape)), 0.0)
+    out: FloatArray = shape * cube**3
+    return out
+
+
+def _unit(z: np.ndarray) -> FloatArray:
+    """The top 53 bits of uint64 hashes as uniforms in [0, 1)."""
     out: FloatArray = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
     return out
 
@@ -461,6 +479,117 @@ def _measure(base: str, lab: np.ndarray, qrels: np.ndarray, *, k: int, threshold
     raise ValueError(f"no measure {base!r}")
 
 
+def _draw(
+    model: LabelModel,
+    pool: FinalPool,
+    prior: FloatArray,
+    got_q: FloatArray,
+    exp_q: FloatArray,
+    seeds: IntArray,
+    qs: IntArray,
+    docs: IntArray,
+    m: int,
+) -> np.ndarray:
+    """(len(docs), m) int8 sampled grades of the unjudged pooled documents ``docs`` of the queries ``qs``."""
+    local_q = np.searchsorted(qs, pool.doc_query[docs])
+    slot = docs - np.searchsorted(pool.doc_query, pool.doc_query[docs])  # the document's place in its query
+    # the query's factor: Gamma(kappa + relevant found, kappa + relevant expected), by inverse CDF
+    shape, rate = model.kappa + got_q[qs], model.kappa + exp_q[qs]
+    # deterministic draws keyed by (query seed, document's place in its query, draw): the same whoever
+    # computes them, so a query patched after a judgment and a campaign computed afresh agree
+    draw = np.arange(m, dtype=np.uint64) * _GOLDEN
+    u_q = _unit(_mix(_key(seeds[qs], np.array(1))[:, None] ^ draw[None, :]))
+    factor = _gamma_quantile(shape[:, None], u_q) / rate[:, None]  # (Qc, m)
+    doc_key = _key(seeds[pool.doc_query[docs]], slot, np.array(2))
+    z = _mix(doc_key[:, None] ^ draw[None, :])  # (Uc, m): one hash per document and draw
+    u_rel = _unit(z)
+    relevant = u_rel < np.clip(prior[docs][:, None] * factor[local_q], 0.0, 1.0)
+    if model.top_grade < 1:
+        return np.zeros(relevant.shape, dtype=np.int8)
+    # the grade from the hash's low 32 bits (independent enough of the top 53 for a few grades)
+    u_g = (z & np.uint64(0xFFFFFFFF)).astype(np.float64) * (model.grade_cdf[-1] / 4294967296.0)
+    grade = np.ones(z.shape, dtype=np.int8)
+    for edge in model.grade_cdf[:-1].tolist():  # over grades, a handful
+        grade += u_g >= edge
+    out: np.ndarray = np.where(relevant, grade, 0).astype(np.int8)
+    return out
+
+
+ADDITIVE = ("P", "R", "F1", "Hit", "nDCG")  # scored from the draws by a sparse product
+RANKED = ("MAP", "MRR")  # scored from the sampled rankings directly; bpref through metrics.bpref
+
+
+def _additive_values(
+    base: str,
+    lab: np.ndarray,
+    idx: IntArray,
+    qrels: np.ndarray,
+    sampled: np.ndarray,
+    doc_local_q: IntArray,
+    *,
+    k: int,
+    threshold: int,
+    gain: str,
+    top_grade: int,
+) -> FloatArray:
+    """(S, Qc, m) sampled final scores of a measure that sums over ranks within k (P, R, F1, Hit, nDCG):
+    the judged entries' part once, the unjudged pooled entries' by one sparse product with the draws."""
+    n_s, n_qc, depth = lab.shape
+    m = sampled.shape[1]
+    n_u = sampled.shape[0]
+    si, qi, ri = np.nonzero(idx >= 0)
+    row = si * n_qc + qi
+    col = idx[si, qi, ri]
+    if base == "nDCG":
+        disc = _discounts(depth)
+        judged = ((_gains(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
+        weights = sparse.csr_matrix((disc[ri], (row, col)), shape=(n_s * n_qc, n_u))
+        dcg = judged.reshape(-1, 1) + weights @ _gains(sampled, gain)
+        g = top_grade + 1
+        counts = np.broadcast_to(_grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
+        cell = (doc_local_q[:, None] * m + np.arange(m)[None, :]) * g + sampled.astype(np.int64)
+        counts += np.bincount(cell.reshape(-1), minlength=n_qc * m * g).reshape(n_qc, m, g)
+        idcg = _idcg_from_counts(counts, k, gain)  # (Qc, m)
+        out: FloatArray = _safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
+        return out
+    ones = sparse.csr_matrix((np.ones(row.size), (row, col)), shape=(n_s * n_qc, n_u))
+    sampled_rel = (sampled >= threshold).astype(np.float64)
+    rel = (np.count_nonzero(lab >= threshold, axis=-1).reshape(-1, 1) + ones @ sampled_rel).reshape(n_s, n_qc, m)
+    if base == "P":
+        return rel / k
+    if base == "Hit":
+        hit_: FloatArray = (rel > 0).astype(np.float64)
+        return hit_
+    num_rel = np.count_nonzero(qrels >= threshold, axis=-1)[:, None] + np.bincount(
+        np.repeat(doc_local_q, m) * m + np.tile(np.arange(m), n_u), weights=sampled_rel.reshape(-1), minlength=n_qc * m
+    ).reshape(n_qc, m)
+    if base == "R":
+        return _safe_divide(rel, num_rel[None])
+    return _safe_divide(2.0 * rel, np.where(num_rel > 0, k + num_rel, 0)[None])
+
+
+def _ranked_values(
+    base: str, filled: np.ndarray, qrels: np.ndarray, sampled: np.ndarray, doc_local_q: IntArray, *, threshold: int
+) -> FloatArray:
+    """(S, Qc, m) AP or RR of the sampled rankings ``filled`` (S, Qc, m, D), as metrics.average_precision and
+    metrics.reciprocal_rank compute them (num_rel from the judged row and the query's sampled documents)."""
+    n_s, n_qc, m, depth = filled.shape
+    rel = filled >= threshold
+    if base == "MRR":
+        first = np.argmax(rel, axis=-1)
+        rr: FloatArray = np.where(rel.any(axis=-1), 1.0 / (first + 1.0), 0.0)
+        return rr
+    found = np.cumsum(rel, axis=-1, dtype=np.int32)
+    precision_sum = np.einsum("sqmd,d->sqm", found * rel, 1.0 / np.arange(1, depth + 1))
+    sampled_rel = (sampled >= threshold).astype(np.float64)
+    num_rel = np.count_nonzero(qrels >= threshold, axis=-1)[:, None] + np.bincount(
+        np.repeat(doc_local_q, m) * m + np.tile(np.arange(m), sampled.shape[0]),
+        weights=sampled_rel.reshape(-1),
+        minlength=n_qc * m,
+    ).reshape(n_qc, m)
+    return _safe_divide(precision_sum, num_rel[None])
+
+
 def sample_scores(
     base: str,
     pool: FinalPool,
@@ -477,7 +606,9 @@ def sample_scores(
     (Q, S, S), from Monte Carlo samples of the pooled unjudged labels under ``model``.
 
     ``seeds`` (Q,) int: one per query (its id and labels version), so a query's samples are the same whatever
-    else changed. Queries without a pooled unjudged document are exact (their covariance is 0).
+    else changed. Queries without a pooled unjudged document are exact (their covariance is 0). P, R, F1,
+    Hit and nDCG add up over ranks: their draws enter through one sparse product per chunk of queries; MRR,
+    MAP and bpref are scored per draw.
     """
     q = np.asarray(qrels)
     lab_all = pool.labels if base in WHOLE_RUN_BASES else pool.labels[..., :k]
@@ -499,49 +630,44 @@ def sample_scores(
     prior_all = doc_prior(pool, model)
     got_q, exp_q = _query_evidence(pool, prior_all, n_q)
     prior = prior_all[pool.unjudged_at]  # (U,) the unjudged pooled documents'
-    chunk = max(1, SAMPLE_BUDGET // max(n_s * max(depth, 1) * m, 1))
+    additive = base in ADDITIVE
+    per_entry = max(int(pool.distinct[open_q].mean()), 1) if additive else n_s * max(depth, 1)
+    chunk = max(1, SAMPLE_BUDGET // max(per_entry * m, 1))
     starts = np.searchsorted(pool.doc_query, open_q)
     ends = np.searchsorted(pool.doc_query, open_q, side="right")
     for c0 in range(0, open_q.size, chunk):  # chunks of queries, each vectorized
         qs = open_q[c0 : c0 + chunk]
         lo, hi = int(starts[c0]), int(ends[c0 + qs.size - 1])
         docs = np.arange(lo, hi)
+        sampled = _draw(model, pool, prior, got_q, exp_q, seeds, qs, docs, m)  # (Uc, m)
         local_q = np.searchsorted(qs, pool.doc_query[docs])
-        slot = docs - np.searchsorted(pool.doc_query, pool.doc_query[docs])  # the document's place in its query
-        # the query's factor: Gamma(kappa + relevant found, kappa + relevant expected), by inverse CDF
-        shape, rate = model.kappa + got_q[qs], model.kappa + exp_q[qs]
-        draw = np.arange(m, dtype=np.int64)
-        u_q = _uniform(seeds[qs][:, None], draw[None, :], np.array([1]))
-        factor = gammaincinv(shape[:, None], np.clip(u_q, 1e-12, 1 - 1e-12)) / rate[:, None]  # (Qc, m)
-        u_rel = _uniform(seeds[pool.doc_query[docs]][:, None], slot[:, None], draw[None, :], np.array([2]))
-        p = np.clip(prior[docs][:, None] * factor[local_q], 0.0, 1.0)
-        relevant = u_rel < p
-        if model.top_grade >= 1:
-            u_g = _uniform(seeds[pool.doc_query[docs]][:, None], slot[:, None], draw[None, :], np.array([3]))
-            grade = 1 + np.searchsorted(model.grade_cdf, u_g * model.grade_cdf[-1], side="right")
-            grade = np.minimum(grade, model.top_grade)
-        else:
-            grade = np.zeros_like(u_rel, dtype=np.int64)
-        sampled = np.where(relevant, grade, 0).astype(np.int8)  # (Uc, m)
         lab = lab_all[:, qs]  # (S, Qc, D)
-        idx = idx_all[:, qs]
-        filled = np.repeat(lab[:, :, None, :], m, axis=2)  # (S, Qc, m, D)
-        where = idx >= 0
-        si, qi, di = np.nonzero(where)
-        filled[si, qi, :, di] = sampled[idx[si, qi, di] - lo]
-        # qrels: the judged row and the query's sampled documents
-        width = int(np.max(pool.distinct[qs]))
-        extra = np.full((qs.size, m, width), UNJUDGED, dtype=np.int8)
-        extra[local_q, :, slot] = sampled
-        rows = np.concatenate([np.repeat(q[qs][:, None, :], m, axis=1), extra], axis=2)
-        values = _measure(
-            base,
-            filled.reshape(n_s, qs.size * m, depth),
-            rows.reshape(qs.size * m, -1),
-            k=k,
-            threshold=threshold,
-            gain=gain,
-        ).reshape(n_s, qs.size, m)
+        idx = np.where(idx_all[:, qs] >= 0, idx_all[:, qs] - lo, -1)
+        if additive:
+            values = _additive_values(
+                base, lab, idx, q[qs], sampled, local_q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade
+            )
+        else:
+            filled = np.repeat(lab[:, :, None, :], m, axis=2)  # (S, Qc, m, D)
+            si, qi, di = np.nonzero(idx >= 0)
+            filled[si, qi, :, di] = sampled[idx[si, qi, di]]
+            if base in RANKED:
+                values = _ranked_values(base, filled, q[qs], sampled, local_q, threshold=threshold)
+            else:
+                # bpref: the judged row and the query's sampled documents as qrels
+                width = int(np.max(pool.distinct[qs]))
+                extra = np.full((qs.size, m, width), UNJUDGED, dtype=np.int8)
+                slot = docs - np.searchsorted(pool.doc_query, pool.doc_query[docs])
+                extra[local_q, :, slot] = sampled
+                rows = np.concatenate([np.repeat(q[qs][:, None, :], m, axis=1), extra], axis=2)
+                values = _measure(
+                    base,
+                    filled.reshape(n_s, qs.size * m, depth),
+                    rows.reshape(qs.size * m, -1),
+                    k=k,
+                    threshold=threshold,
+                    gain=gain,
+                ).reshape(n_s, qs.size, m)
         mu = values.mean(axis=2)
         centred = values - mu[..., None]
         mean[:, qs] = mu

@@ -73,7 +73,9 @@ def _run(seed: int, base: str, how: str):
     order = np.lexsort((np.arange(N_SYSTEMS), -np.round(means, 12)))
     pool = final_pool(labels, runs, pool_depth=POOL_DEPTH)
     model = label_model(pool, top_grade=2, n_systems=N_SYSTEMS)
-    parts = query_parts(base, pool, qrels, model, k=K, threshold=1, gain="linear", seeds=np.arange(N_QUERIES) + seed)
+    parts = query_parts(
+        base, pool, qrels, model, k=K, threshold=1, gain="linear", seeds=np.arange(N_QUERIES) + seed, samples=64
+    )
     final = scored | (pool.distinct > 0)
     got = order_verdicts(parts, final, order[:-1], order[1:])
     end_labels, end_qrels = _arrays(runs, grades, known | pooled)

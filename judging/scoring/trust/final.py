@@ -28,11 +28,11 @@ from judging.scoring.trust.arrays import PATCH_QUERIES, campaign_arrays, top_gra
 from judging.scoring.trust.store import LOCK, cached, per_query, process_store
 from metrics import Measure
 from metrics.final_order import CONFIDENCE, QueryParts, order_verdicts, query_parts
-from metrics.verdicts import WHOLE_RUN_BASES, LabelModel, final_pool, label_model
+from metrics.verdicts import SAMPLES_MIN, WHOLE_RUN_BASES, LabelModel, final_pool, label_model
 
 TOP_K_DEFAULT = 3
 REFIT_SHARE = 0.05  # refit the relevance model when the judged pooled documents grew by this share (or 20)
-SAMPLE_ENTRIES = 8_000_000  # samples per query: about this many ranked entries x samples over the campaign
+SAMPLE_ENTRIES = 2_560_000  # draws per query: about this many ranked entries x draws over the campaign, 32 to 64
 REFIT_CELLS = 400_000  # up to this many ranked entries the model is fitted afresh at every labels state
 
 
@@ -123,7 +123,7 @@ def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
     n_s, n_q, depth = arrays.labels.shape
     eval_depth = depth if base in WHOLE_RUN_BASES else min(depth, lb.params.k)
     fit = _model(lb, n_s * n_q * eval_depth)
-    samples = int(np.clip(SAMPLE_ENTRIES // max(n_s * n_q * eval_depth, 1), 32, 256))
+    samples = int(np.clip(SAMPLE_ENTRIES // max(n_s * n_q * eval_depth, 1), SAMPLES_MIN, 64))
     every = np.arange(n_q)
     parts: QueryParts = per_query(
         lb,
