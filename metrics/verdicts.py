@@ -432,7 +432,8 @@ def _mix(z: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+        out: np.ndarray = z ^ (z >> np.uint64(31))
+        return out
 
 
 def _key(*parts: np.ndarray) -> np.ndarray:
@@ -515,6 +516,11 @@ def _draw(
     return out
 
 
+def _sparse(data: FloatArray, row: IntArray, col: IntArray, shape: tuple[int, int]) -> sparse.csr_matrix:
+    """A (rows, documents) CSR matrix of float64 weights."""
+    return sparse.csr_matrix((data.astype(np.float64), (row, col)), shape=shape, dtype=np.float64)
+
+
 ADDITIVE = ("P", "R", "F1", "Hit", "nDCG")  # scored from the draws by a sparse product
 RANKED = ("MAP", "MRR")  # scored from the sampled rankings directly; bpref through metrics.bpref
 
@@ -543,7 +549,7 @@ def _additive_values(
     if base == "nDCG":
         disc = _discounts(depth)
         judged = ((_gains(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
-        weights = sparse.csr_matrix((disc[ri], (row, col)), shape=(n_s * n_qc, n_u))
+        weights = _sparse(disc[ri], row, col, (n_s * n_qc, n_u))
         dcg = judged.reshape(-1, 1) + weights @ _gains(sampled, gain)
         g = top_grade + 1
         counts = np.broadcast_to(_grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
@@ -552,11 +558,12 @@ def _additive_values(
         idcg = _idcg_from_counts(counts, k, gain)  # (Qc, m)
         out: FloatArray = _safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
         return out
-    ones = sparse.csr_matrix((np.ones(row.size), (row, col)), shape=(n_s * n_qc, n_u))
+    ones = _sparse(np.ones(row.size), row, col, (n_s * n_qc, n_u))
     sampled_rel = (sampled >= threshold).astype(np.float64)
     rel = (np.count_nonzero(lab >= threshold, axis=-1).reshape(-1, 1) + ones @ sampled_rel).reshape(n_s, n_qc, m)
     if base == "P":
-        return rel / k
+        p_at_k: FloatArray = rel / k
+        return p_at_k
     if base == "Hit":
         hit_: FloatArray = (rel > 0).astype(np.float64)
         return hit_
