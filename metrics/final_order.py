@@ -134,16 +134,24 @@ def order_verdicts(
     as normal with the sampled means and covariances :math:`\Phi(\mu / \sigma)`; 1 when settled or tied,
     0 when no grading puts a ahead. ``likely`` from ``confidence`` on.
     """
-    cols = np.flatnonzero(np.asarray(final, dtype=bool))
+    mask = np.asarray(final, dtype=bool)
+    every = bool(mask.all())
+    cols = np.flatnonzero(mask)
     a = np.asarray(above, dtype=np.int64)
     b = np.asarray(below, dtype=np.int64)
-    low = parts.low[a][:, cols] - parts.high[b][:, cols]
-    high = parts.high[a][:, cols] - parts.low[b][:, cols]
+
+    def take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """values[rows] over the final queries (no copy of the query axis when every query is final)."""
+        got = np.take(values, rows, axis=0)
+        return got if every else got[..., cols]
+
+    low = take(parts.low, a) - take(parts.high, b)
+    high = take(parts.high, a) - take(parts.low, b)
     if parts.num_low is not None and parts.num_high is not None:
         assert parts.den_low is not None and parts.den_pos is not None and parts.den_high is not None
-        n_low = parts.num_low[a][:, cols] - parts.num_high[b][:, cols]
-        n_high = parts.num_high[a][:, cols] - parts.num_low[b][:, cols]
-        d_pos, d_high, d_low = parts.den_pos[cols], parts.den_high[cols], parts.den_low[cols]
+        n_low = take(parts.num_low, a) - take(parts.num_high, b)
+        n_high = take(parts.num_high, a) - take(parts.num_low, b)
+        d_pos, d_high, d_low = (d if every else d[cols] for d in (parts.den_pos, parts.den_high, parts.den_low))
         with np.errstate(divide="ignore", invalid="ignore"):
             j_low = np.where(n_low < 0, n_low / d_pos, np.where(d_high > 0, n_low / d_high, 0.0))
             j_high = np.where(n_high > 0, n_high / d_pos, np.where(d_high > 0, n_high / d_high, 0.0))
@@ -151,9 +159,11 @@ def order_verdicts(
         j_high = np.where(d_low <= 0, np.maximum(j_high, 0.0), j_high)
         low, high = np.maximum(low, j_low), np.minimum(high, j_high)
     low_sum, high_sum = low.sum(axis=1), high.sum(axis=1)
-    mu = (parts.mean[a][:, cols] - parts.mean[b][:, cols]).sum(axis=1)
-    cov = parts.cov[cols]
-    var = (cov[:, a, a] + cov[:, b, b] - 2.0 * cov[:, a, b]).sum(axis=0).astype(np.float64)
+    mu = (take(parts.mean, a) - take(parts.mean, b)).sum(axis=1)
+    cov = parts.cov if every else parts.cov[cols]
+    var = (cov[:, a, a].sum(axis=0, dtype=np.float64) + cov[:, b, b].sum(axis=0, dtype=np.float64)) - 2.0 * cov[
+        :, a, b
+    ].sum(axis=0, dtype=np.float64)
     sd = np.sqrt(np.maximum(var, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(sd > EPS, norm.cdf(mu / np.where(sd > EPS, sd, 1.0)), np.where(mu > EPS, 1.0, 0.0))

@@ -280,13 +280,13 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
             pairs = np.stack([above[is_open], below[is_open]], axis=1)
             where[is_open] = comparison_pairs_by_query(lb, cutoff, pairs)[:, cols]
         n_open = where.sum(axis=1)
-        busiest = np.argsort(-where, axis=1, kind="stable")[:, :TOP_OPEN_QUERIES]
+        busiest = _busiest(where, TOP_OPEN_QUERIES)
         qids = lb.cube.qids
         adjacent = []
         for i, (a, c, word, p, n) in enumerate(
             zip(above.tolist(), below.tolist(), fv.verdict, fv.p_holds.tolist(), n_open.tolist(), strict=True)
         ):  # over adjacent systems, not queries
-            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist() if where[i, q] > 0]
+            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist()]
             adjacent.append(
                 {
                     "systems": [names[a], names[c]],
@@ -303,6 +303,20 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
         )
 
     return cached(lb, ("verdicts", measure), compute)
+
+
+def _busiest(where: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per row, the columns of the n largest positive values, largest first (ties by column), without sorting
+    whole rows: the row's n-th largest value is found by np.partition, then only columns at or above it sort."""
+    if where.shape[1] > n:
+        nth = np.partition(where, where.shape[1] - n, axis=1)[:, where.shape[1] - n]
+    else:
+        nth = np.zeros(where.shape[0], dtype=where.dtype)
+    out = []
+    for i in range(where.shape[0]):  # over adjacent comparisons, not queries
+        chosen = np.flatnonzero(where[i] >= max(int(nth[i]), 1))
+        out.append(chosen[np.lexsort((chosen, -where[i, chosen]))][:n])
+    return out
 
 
 def judgments_left(lb: Leaderboard, v: Verdicts, top_k: int) -> int:

@@ -27,7 +27,8 @@ from judging.scoring.cube import segment_mask
 from judging.scoring.trust.arrays import PATCH_QUERIES, campaign_arrays, top_grade
 from judging.scoring.trust.store import LOCK, cached, per_query, process_store
 from metrics import Measure
-from metrics.final_order import CONFIDENCE, QueryParts, order_verdicts, query_parts
+from metrics.final_order import CONFIDENCE as CONFIDENCE
+from metrics.final_order import QueryParts, order_verdicts, query_parts
 from metrics.verdicts import SAMPLES_MIN, WHOLE_RUN_BASES, LabelModel, final_pool, label_model
 
 TOP_K_DEFAULT = 3
