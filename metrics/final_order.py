@@ -22,7 +22,7 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from metrics._types import FloatArray
-from metrics.verdicts import FinalPool, LabelModel, _parts, sample_scores
+from metrics.verdicts import FinalPool, LabelModel, _parts, list_signature, sample_scores
 
 __all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "order_verdicts", "query_parts"]
 
@@ -44,6 +44,7 @@ class QueryParts:
     mean: np.ndarray  # (S, Q) expected final score
     cov: np.ndarray  # (Q, S, S) float32 covariance of the final scores
     pending: np.ndarray  # (Q,) distinct pooled unjudged documents
+    same: np.ndarray | None = None  # (S, Q) uint64 metrics.verdicts.list_signature of the lists the measure reads
 
     def patched(self, new: QueryParts, dirty: np.ndarray) -> QueryParts:
         """A copy with the queries ``dirty`` taken from ``new`` (computed for those queries only)."""
@@ -72,6 +73,7 @@ class QueryParts:
             must(cols(self.mean, new.mean)),
             cov,
             must(cols(self.pending, new.pending)),
+            cols(self.same, new.same),
         )
 
 
@@ -86,8 +88,12 @@ def query_parts(
     gain: str,
     seeds: npt.ArrayLike,
     samples: int | None = None,
+    doc_ids: npt.ArrayLike | None = None,
 ) -> QueryParts:
-    """:class:`QueryParts` of the queries of ``pool`` (metrics.verdicts' bounds and samples)."""
+    """:class:`QueryParts` of the queries of ``pool`` (metrics.verdicts' bounds and samples). ``doc_ids``
+    (S, Q, D): the document ids of the ranked lists as far as the measure reads them (k for the @k measures
+    scored as retrieved, the whole run otherwise); two systems with the same list for a query differ by exactly
+    0 there, which makes identical systems tied."""
     q = np.asarray(qrels)
     parts = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
     mean, cov = sample_scores(base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples)
@@ -102,6 +108,7 @@ def query_parts(
         mean,
         cov.astype(np.float32),
         pool.distinct,
+        None if doc_ids is None else list_signature(doc_ids),
     )
 
 
@@ -158,6 +165,10 @@ def order_verdicts(
         j_low = np.where(d_low <= 0, np.minimum(j_low, 0.0), j_low)
         j_high = np.where(d_low <= 0, np.maximum(j_high, 0.0), j_high)
         low, high = np.maximum(low, j_low), np.minimum(high, j_high)
+    if parts.same is not None:
+        # the same ranked list: the same score whatever the labels
+        same = take(parts.same, a) == take(parts.same, b)
+        low, high = np.where(same, 0.0, low), np.where(same, 0.0, high)
     low_sum, high_sum = low.sum(axis=1), high.sum(axis=1)
     mu = (take(parts.mean, a) - take(parts.mean, b)).sum(axis=1)
     cov = parts.cov if every else parts.cov[cols]

@@ -454,6 +454,16 @@ def _gamma_quantile(shape: FloatArray, u: FloatArray) -> FloatArray:
     return out
 
 
+def list_signature(doc_ids: npt.ArrayLike) -> np.ndarray:
+    """(S, Q) uint64 hash of each ranked list (S, Q, D) of document ids, rank by rank: two systems with the
+    same list for a query score the same there whatever the labels (compared exactly where hashes agree)."""
+    docs = np.asarray(doc_ids, dtype=np.int64)
+    ranks = _mix(np.arange(docs.shape[-1], dtype=np.uint64) * _GOLDEN + np.uint64(1))
+    hashed = _mix((docs + 1).astype(np.uint64) ^ ranks)
+    out: np.ndarray = np.bitwise_xor.reduce(hashed, axis=-1) if docs.shape[-1] else np.zeros(docs.shape[:2], np.uint64)
+    return out
+
+
 def _unit(z: np.ndarray) -> FloatArray:
     """The top 53 bits of uint64 hashes as uniforms in [0, 1)."""
     out: FloatArray = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))

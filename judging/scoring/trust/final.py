@@ -114,6 +114,7 @@ def _compute(lb: Leaderboard, base: str, fit: _Fit, queries: np.ndarray, samples
         gain=p.gain,
         seeds=seeds,
         samples=samples,
+        doc_ids=arrays.doc_ids[:, queries, : depth if base in WHOLE_RUN_BASES or p.judged_only else p.k],
     )
 
 
