@@ -456,7 +456,7 @@ def _gamma_quantile(shape: FloatArray, u: FloatArray) -> FloatArray:
 
 def list_signature(doc_ids: npt.ArrayLike) -> np.ndarray:
     """(S, Q) uint64 hash of each ranked list (S, Q, D) of document ids, rank by rank: two systems with the
-    same list for a query score the same there whatever the labels (compared exactly where hashes agree)."""
+    same list for a query score the same there whatever the labels (a 64-bit hash: a collision is vanishingly rare)."""
     docs = np.asarray(doc_ids, dtype=np.int64)
     ranks = _mix(np.arange(docs.shape[-1], dtype=np.uint64) * _GOLDEN + np.uint64(1))
     hashed = _mix((docs + 1).astype(np.uint64) ^ ranks)
