@@ -40,7 +40,6 @@ from judging.scoring.presenters import (  # noqa: F401
     JUDGED_WARNING,
     MEASURE_TITLES,
     SORTS,
-    VERDICT_WORDS,
     HeadToHead,
     Heatmap,
     QueryRankings,
