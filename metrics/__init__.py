@@ -29,6 +29,7 @@ from metrics.bounds import (
 )
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
+from metrics.final_order import OrderVerdicts, QueryParts, order_verdicts, query_parts
 from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ranking import (
@@ -64,8 +65,28 @@ from metrics.significance import (
     permutation_test_matrix,
     tukey_hsd_randomized,
 )
+from metrics.verdicts import (
+    FinalPool,
+    LabelModel,
+    difference_bounds,
+    final_pool,
+    label_model,
+    sample_scores,
+    system_bounds,
+)
 
 __all__ = [
+    "FinalPool",
+    "LabelModel",
+    "OrderVerdicts",
+    "QueryParts",
+    "difference_bounds",
+    "final_pool",
+    "label_model",
+    "order_verdicts",
+    "query_parts",
+    "sample_scores",
+    "system_bounds",
     "NO_VALUE",
     "coverage",
     "intra_list_diversity",

@@ -458,6 +458,7 @@ def query_page(
 
 # --------------------------------------------------------------------------- verdicts in words
 
+
 def holds_percent(p_holds: float) -> int:
     """p_holds as a whole percentage for a badge: rounded down, and never 100 (that is "settled")."""
     return min(99, math.floor(p_holds * 100 + 1e-9))
