@@ -54,6 +54,7 @@ from metrics.ranking import (
     trec_order,
     trec_ranks,
 )
+from metrics.relevance_model import LabelModel, label_model, sample_scores
 from metrics.significance import (
     bootstrap_ci,
     discordant_pairs,
@@ -65,15 +66,7 @@ from metrics.significance import (
     permutation_test_matrix,
     tukey_hsd_randomized,
 )
-from metrics.verdicts import (
-    FinalPool,
-    LabelModel,
-    difference_bounds,
-    final_pool,
-    label_model,
-    sample_scores,
-    system_bounds,
-)
+from metrics.verdicts import FinalPool, difference_bounds, final_pool, system_bounds
 
 __all__ = [
     "FinalPool",

@@ -22,7 +22,8 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from metrics._types import FloatArray
-from metrics.verdicts import FinalPool, LabelModel, _parts, list_signature, sample_scores
+from metrics.relevance_model import LabelModel, list_signature, sample_scores
+from metrics.verdicts import FinalPool, _parts
 
 __all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "order_verdicts", "query_parts"]
 

@@ -14,7 +14,8 @@ import pytest
 
 import metrics
 from metrics.final_order import order_verdicts, query_parts
-from metrics.verdicts import final_pool, label_model
+from metrics.relevance_model import label_model
+from metrics.verdicts import final_pool
 
 N_SYSTEMS, N_QUERIES, N_DOCS, DEPTH, POOL_DEPTH, K = 8, 30, 50, 20, 10, 10
 

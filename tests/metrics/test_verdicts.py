@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metrics
-from metrics.verdicts import difference_bounds, final_pool, label_model, sample_scores, system_bounds
+from metrics.relevance_model import label_model, sample_scores
+from metrics.verdicts import difference_bounds, final_pool, system_bounds
 
 BASES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref")
 EPS = 1e-9
@@ -140,7 +141,7 @@ def test_samples_are_fixed_by_their_seeds_and_exact_where_nothing_is_left(base):
 def test_the_fast_sampling_paths_score_as_the_measures_do(base, monkeypatch):
     """The sparse product (P, R, F1, Hit, nDCG) and the direct AP/RR give what metrics.evaluate gives on the
     same sampled labels (the generic path), draw for draw."""
-    import metrics.verdicts as mv
+    import metrics.relevance_model as mv
 
     rng = np.random.default_rng(5)
     runs = np.stack([np.stack([rng.permutation(15)[:8] for _ in range(5)]) for _ in range(4)])

@@ -29,7 +29,8 @@ from judging.scoring.trust.store import LOCK, cached, per_query, process_store
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
 from metrics.final_order import QueryParts, order_verdicts, query_parts
-from metrics.verdicts import SAMPLES_MIN, WHOLE_RUN_BASES, LabelModel, final_pool, label_model
+from metrics.relevance_model import SAMPLES_MIN, LabelModel, label_model
+from metrics.verdicts import WHOLE_RUN_BASES, final_pool
 
 TOP_K_DEFAULT = 3
 REFIT_SHARE = 0.05  # refit the relevance model when the judged pooled documents grew by this share (or 20)
