@@ -464,10 +464,13 @@ def holds_percent(p_holds: float) -> int:
     return min(99, math.floor(p_holds * 100 + 1e-9))
 
 
-def stop_sentence(stop: dict[str, Any], without_labels: int = 0) -> str:
+def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int | None = None) -> str:
     """The stop signal of the leaderboard JSON (judging.scoring.trust.final.stop_signal) in the reader's
-    language: whether the top K's order holds with its confidence, and about how many judgments are left."""
+    language: whether the top K's order holds with its confidence, and about how many judgments are left
+    (K no more than the ``n_systems`` there are)."""
     k, left = int(stop["top_k"]), int(stop["judgments_left_estimate"])
+    if n_systems is not None:
+        k = max(1, min(k, n_systems))
     confidence = f"{stop['confidence']:.0%}"
     if stop["reached"]:
         head = ngettext(

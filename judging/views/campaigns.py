@@ -126,7 +126,7 @@ def _stop_text(campaign) -> str:
     v = trust.verdicts(lb, trust.QUEUE_MEASURE)
     if not v.adjacent:
         return ""
-    return scoring.stop_sentence(trust.stop_of(lb, v, trust.TOP_K_DEFAULT), v.without_labels)
+    return scoring.stop_sentence(trust.stop_of(lb, v, trust.TOP_K_DEFAULT), v.without_labels, len(v.order))
 
 
 @login_required

@@ -464,5 +464,5 @@ def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -
         "n_final": v.final_queries,
         "n_without_labels": v.without_labels,
         "stop": stop,
-        "stop_text": scoring.stop_sentence(stop, v.without_labels) if stop else "",
+        "stop_text": scoring.stop_sentence(stop, v.without_labels, len(v.order)) if stop else "",
     }

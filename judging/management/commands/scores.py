@@ -91,7 +91,7 @@ class Command(CampaignCommand):
             a, b = entry["systems"]
             self.stdout.write(f"  {a} above {b}: {_verdict_words(entry)}")
         if "stop" in data:
-            self.stdout.write(_stop_words(data["stop"], data["queries_without_labels"]))
+            self.stdout.write(_stop_words(data["stop"], data["queries_without_labels"], len(data["systems"])))
 
 
 def _verdict_words(entry: dict) -> str:
@@ -105,8 +105,8 @@ def _verdict_words(entry: dict) -> str:
     return f"{word}, holds with probability {entry['p_holds']:.2f} ({pairs} unjudged {noun} could change it)"
 
 
-def _stop_words(stop: dict, without_labels: int) -> str:
-    k, left = stop["top_k"], stop["judgments_left_estimate"]
+def _stop_words(stop: dict, without_labels: int, n_systems: int) -> str:
+    k, left = min(stop["top_k"], n_systems), stop["judgments_left_estimate"]
     confidence = f"{stop['confidence']:.0%}"
     head = (
         f"the top {k} are settled with {confidence} confidence"
