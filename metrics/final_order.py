@@ -46,6 +46,7 @@ class QueryParts:
     cov: np.ndarray  # (Q, S, S) float32 covariance of the final scores
     pending: np.ndarray  # (Q,) distinct pooled unjudged documents
     same: np.ndarray | None = None  # (S, Q) uint64 metrics.verdicts.list_signature of the lists the measure reads
+    overlap: np.ndarray | None = None  # (Q, S, S) float32: the shared unjudged documents' tightening (metrics.verdicts)
 
     def patched(self, new: QueryParts, dirty: np.ndarray) -> QueryParts:
         """A copy with the queries ``dirty`` taken from ``new`` (computed for those queries only)."""
@@ -63,6 +64,10 @@ class QueryParts:
 
         cov = self.cov.copy()
         cov[dirty] = new.cov
+        overlap = None
+        if self.overlap is not None and new.overlap is not None:
+            overlap = self.overlap.copy()
+            overlap[dirty] = new.overlap
         return QueryParts(
             must(cols(self.low, new.low)),
             must(cols(self.high, new.high)),
@@ -75,6 +80,7 @@ class QueryParts:
             cov,
             must(cols(self.pending, new.pending)),
             cols(self.same, new.same),
+            overlap,
         )
 
 
@@ -110,6 +116,7 @@ def query_parts(
         cov.astype(np.float32),
         pool.distinct,
         None if doc_ids is None else list_signature(doc_ids),
+        None if parts.overlap is None else parts.overlap.astype(np.float32),
     )
 
 
@@ -159,6 +166,10 @@ def order_verdicts(
         assert parts.den_low is not None and parts.den_pos is not None and parts.den_high is not None
         n_low = take(parts.num_low, a) - take(parts.num_high, b)
         n_high = take(parts.num_high, a) - take(parts.num_low, b)
+        if parts.overlap is not None:
+            ov = parts.overlap if every else parts.overlap[cols]
+            shared = ov[:, a, b].T.astype(np.float64)  # (C, Qf)
+            n_low, n_high = n_low + shared, n_high - shared
         d_pos, d_high, d_low = (d if every else d[cols] for d in (parts.den_pos, parts.den_high, parts.den_low))
         with np.errstate(divide="ignore", invalid="ignore"):
             j_low = np.where(n_low < 0, n_low / d_pos, np.where(d_high > 0, n_low / d_high, 0.0))

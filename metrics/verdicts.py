@@ -26,10 +26,11 @@ learned from the judgments so far, confidence in an order).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy import sparse
 
 from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import _grade_counts, _idcg_from_counts
@@ -160,6 +161,31 @@ class _Parts(NamedTuple):
     den_low: FloatArray | None  # (Q,) smallest denominator, may be 0 (then every score of the query is 0)
     den_pos: FloatArray | None  # (Q,) smallest positive denominator
     den_high: FloatArray | None  # (Q,)
+    # (Q, S, S) for numerators that add up over documents: how much the pooled unjudged documents both systems
+    # hold tighten the numerator difference (each adds g * min(w_a, w_b) >= g * w_a * w_b), or None
+    overlap: FloatArray | None = None
+
+
+def _overlap(pool: FinalPool, depth: int, weights: FloatArray, scale: float) -> FloatArray:
+    """(Q, S, S): ``scale`` times the sum over each query's pooled unjudged documents of w_a(d) * w_b(d), the
+    weights of the entries within ``depth`` (1 for counts, the rank's discount for DCG); one sparse product."""
+    idx = pool.doc_index[..., :depth]
+    n_s, n_q, _ = idx.shape
+    out = np.zeros((n_q, n_s, n_s))
+    si, qi, ri = np.nonzero(idx >= 0)
+    if not si.size or scale == 0:
+        return out
+    entries: Any = sparse.csr_matrix(
+        (weights[ri].astype(np.float64), (qi * n_s + si, idx[si, qi, ri])),
+        shape=(n_q * n_s, max(pool.doc_query.size, 1)),
+        dtype=np.float64,
+    )
+    both: Any = (entries @ entries.T).tocoo()  # a document belongs to one query: only same-query blocks are filled
+    q1, a = np.divmod(both.row, n_s)
+    b = both.col % n_s
+    np.add.at(out, (q1, a, b), both.data)
+    result: FloatArray = out * scale
+    return result
 
 
 def _cut(pool: FinalPool, depth: int | None) -> tuple[np.ndarray, BoolArray]:
@@ -179,9 +205,17 @@ def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: in
         r0 = np.count_nonzero(lab >= threshold, axis=-1).astype(np.float64)
         u = np.count_nonzero(unc, axis=-1).astype(np.float64)
         x_low, x_high = must * u, can * u
+        shared = _overlap(pool, k, np.ones(lab.shape[-1]), float(can) - float(must))
         if base == "P":
             return _Parts(
-                (r0 + x_low) / k, (r0 + x_high) / k, r0 + x_low, r0 + x_high, *([np.full(qrels.shape[0], float(k))] * 3)
+                (r0 + x_low) / k,
+                (r0 + x_high) / k,
+                r0 + x_low,
+                r0 + x_high,
+                np.full(qrels.shape[0], float(k)),
+                np.full(qrels.shape[0], float(k)),
+                np.full(qrels.shape[0], float(k)),
+                shared,
             )
         if base == "Hit":
             return _Parts(
@@ -197,7 +231,7 @@ def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: in
         high = np.where(high_r > 0, _safe_divide(scale * (r0 + x_high), c + high_r), 0.0)
         if base == "F1":
             return _Parts(low, high, None, None, None, None, None)
-        return _Parts(low, high, r0 + x_low, r0 + x_high, r_low, np.maximum(r_low, 1.0), r_high)
+        return _Parts(low, high, r0 + x_low, r0 + x_high, r_low, np.maximum(r_low, 1.0), r_high, shared)
     if base == "MRR":
         lab, unc = _cut(pool, None)
         lo_rel, hi_rel = (lab >= threshold) | (unc & must), (lab >= threshold) | (unc & can)
@@ -253,6 +287,7 @@ def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: in
             idcg_low,
             den_pos,
             idcg_high,
+            _overlap(pool, k, disc, top_gain),
         )
     if base == "bpref":
         lab, unc = _cut(pool, None)
@@ -304,6 +339,9 @@ def difference_bounds(
         assert p.den_low is not None
         n_low = p.num_low[a] - p.num_high[b]
         n_high = p.num_high[a] - p.num_low[b]
+        if p.overlap is not None:
+            shared = p.overlap[:, a, b].T  # (C, Q)
+            n_low, n_high = n_low + shared, n_high - shared
         j_low = np.where(n_low < 0, _safe_divide(n_low, p.den_pos), _safe_divide(n_low, p.den_high))
         j_high = np.where(n_high > 0, _safe_divide(n_high, p.den_pos), _safe_divide(n_high, p.den_high))
         zero_possible = p.den_low <= 0
