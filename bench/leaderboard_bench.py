@@ -267,6 +267,36 @@ def main() -> None:
         "the whole polled table request after one new judgment)"
     )
 
+    # The default leaderboard's trust after a judgment: bounds, verdicts, p_holds and the stop signal (the
+    # leaderboard JSON without per-query values), each request right after one new judgment.
+    scoring.leaderboard_data(campaign=campaign, k=K, per_query=False)
+    verdict_times = []
+    extra = list(
+        Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)
+        .exclude(id__in=pairs)
+        .order_by("?")
+        .values_list("id", flat=True)[: args.judgments]
+    )
+    for pair_id in extra:
+        pair = Pair.objects.select_related("campaign").get(id=pair_id)
+        services.judgment_record(pair=pair, annotator=assessor, grade=2)
+        data, t_v = timed(scoring.leaderboard_data, campaign=campaign, k=K, per_query=False)
+        verdict_times.append(t_v)
+    words = [a["verdict"] for a in data["settled"]]
+    print(
+        f"VERDICTS {statistics.median(verdict_times) * 1000:8.1f} ms  (median of {len(verdict_times)}, max "
+        f"{max(verdict_times) * 1000:.1f} ms: leaderboard JSON with bounds, verdicts, p_holds and stop after one "
+        f"new judgment; verdicts {', '.join(f'{w} {words.count(w)}' for w in ('settled', 'tied', 'likely', 'open'))}; "
+        f"stop {data.get('stop')})"
+    )
+    scoring.process_caches_clear()
+    from judging.scoring import trust
+
+    trust.caches_clear()
+    cache.clear()
+    _, t_cold_v = timed(scoring.leaderboard_data, campaign=campaign, k=K, per_query=False)
+    print(f"COLDJSON {t_cold_v * 1000:8.0f} ms  (the same JSON from an empty process memory and shared cache)")
+
     # The API with every per-query value of every system (issue 10: < 500 ms warm): once to warm this
     # labels state, then timed after one new judgment as a lead's script polling it would see it.
     api_url = f"/api/campaigns/{campaign.slug}/leaderboard/"

@@ -217,16 +217,25 @@ PARAMS: dict[str, Param] = {
             help_text="randomization (Holm-corrected), ttest (Holm-corrected) or tukey (randomized Tukey HSD).",
         ),
         Param("k_max", "int", None, label="k_max", low=1, high=1000, help_text="Curves: largest k."),
+        Param(
+            "top_k",
+            "int",
+            3,
+            label=gettext_lazy("Stop at the top"),
+            low=1,
+            high=100,
+            help_text="The stop signal: how many of the top systems must be in a settled or likely order.",
+        ),
     )
 }
 
 # The parameter sets of the leaderboard's requests.
 SCORING = ("k", "gain", "threshold", "judged_only", "policy")
 LABELLED = (*SCORING, "labels")
-LEADERBOARD = (*LABELLED, "per_query", "segment", "measure", "bounds", "attribute", "micro")
+LEADERBOARD = (*LABELLED, "per_query", "segment", "measure", "bounds", "attribute", "micro", "top_k")
 SIGNIFICANCE = (*LABELLED, "measure", "test")
 TRUST = (*SCORING, "segment", "measure", "k_max")
-PAGE = (*LABELLED, "measure", "segment")
+PAGE = (*LABELLED, "measure", "segment", "top_k")
 
 
 def label_sources(campaign: Campaign) -> list[str]:
@@ -254,6 +263,7 @@ class LeaderboardQuery:
     micro: bool = False
     test: str = "randomization"
     k_max: int | None = None
+    top_k: int = 3
 
     @classmethod
     def parse(

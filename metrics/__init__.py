@@ -42,6 +42,7 @@ from metrics.calibration import (
 )
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
+from metrics.final_order import OrderVerdicts, QueryParts, order_verdicts, query_parts
 from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ppi import PPIMean, audited_only_mean, ppi_mean
@@ -67,6 +68,7 @@ from metrics.ranking import (
     trec_order,
     trec_ranks,
 )
+from metrics.relevance_model import LabelModel, label_model, sample_scores
 from metrics.significance import (
     bootstrap_ci,
     discordant_pairs,
@@ -78,8 +80,20 @@ from metrics.significance import (
     permutation_test_matrix,
     tukey_hsd_randomized,
 )
+from metrics.verdicts import FinalPool, difference_bounds, final_pool, system_bounds
 
 __all__ = [
+    "FinalPool",
+    "LabelModel",
+    "OrderVerdicts",
+    "QueryParts",
+    "difference_bounds",
+    "final_pool",
+    "label_model",
+    "order_verdicts",
+    "query_parts",
+    "sample_scores",
+    "system_bounds",
     "NO_VALUE",
     "coverage",
     "intra_list_diversity",

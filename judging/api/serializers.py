@@ -538,12 +538,36 @@ class LeaderboardSystemSerializer(serializers.Serializer):
 
 class SettledSerializer(serializers.Serializer):
     systems = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
-    settled = serializers.BooleanField(help_text="No grading of the unjudged documents can swap these two.")
+    settled = serializers.BooleanField(
+        help_text="No grading of the pooled unjudged documents (of every query, labelled or not) can swap these two "
+        "once the pool is judged."
+    )
+    verdict = serializers.ChoiceField(
+        choices=["settled", "tied", "likely", "open"],
+        help_text="settled; tied (no judgment left can part them); likely (p_holds >= 0.95); open.",
+    )
+    p_holds = AsciiFloatField(
+        help_text="Probability that the order holds once every pooled pair is judged, under relevance rates per "
+        "system and rank learned from the campaign's judgments (1 when settled or tied)."
+    )
     open_pairs = AsciiIntegerField(help_text="Unjudged pairs in either system's cutoff (0 when settled).")
     open_queries = AsciiIntegerField(help_text="Queries holding those pairs (0 when settled).")
     top_queries = serializers.ListField(
         child=serializers.DictField(),
         help_text='The (up to 5) queries holding most of those pairs: [{"qid", "pairs"}], most first.',
+    )
+
+
+class StopSerializer(serializers.Serializer):
+    top_k = AsciiIntegerField(help_text="The lead's K (the top_k parameter, default 3).")
+    confidence = AsciiFloatField(help_text="0.95.")
+    reached = serializers.BooleanField(
+        help_text="The order of the top K, and their border with the next system, holds with this confidence "
+        "(Bonferroni over the K comparisons' p_holds)."
+    )
+    judgments_left_estimate = AsciiIntegerField(
+        help_text="About how many judgments would settle the rest: the unjudged pairs in the cutoff of the systems "
+        "in an unsettled comparison among the top K, times the annotators per pair."
     )
 
 
@@ -561,6 +585,14 @@ class LeaderboardSerializer(serializers.Serializer):
     systems = LeaderboardSystemSerializer(many=True)
     settled = SettledSerializer(many=True, required=False, help_text="Adjacent systems in the ranking.")
     pairs_left = AsciiIntegerField(required=False, help_text="Unjudged pairs that can still change it.")
+    stop = StopSerializer(required=False, help_text="Whether the order of the top top_k systems holds.")
+    verdict_queries = AsciiIntegerField(
+        required=False,
+        help_text="Queries the verdicts cover: every query the final means will hold (a label now, or pooled pairs).",
+    )
+    queries_without_labels = AsciiIntegerField(
+        required=False, help_text="Of those, queries with no label yet (they join the means once judged)."
+    )
 
 
 class OnlineAgreementSerializer(serializers.Serializer):

@@ -48,6 +48,7 @@ from judging.scoring.presenters import (  # noqa: F401
     bar_chart_of,
     head_to_head,
     heatmap,
+    holds_percent,
     judging_timeline,
     measure_title,
     query_page,
@@ -55,6 +56,7 @@ from judging.scoring.presenters import (  # noqa: F401
     query_texts,
     ranking_rows,
     significance_rows,
+    stop_sentence,
     system_order,
 )
 from judging.scoring.stats import (  # noqa: F401

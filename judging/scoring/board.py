@@ -30,12 +30,14 @@ def leaderboard_data(
     attribute: str | None = None,
     micro: bool = False,
     per_query_text: Callable[..., str] | None = None,
+    top_k: int = 3,
 ) -> dict[str, Any]:
     """The SPEC §4 JSON shape shared by `scores --json` and the API.
 
     With ``bounds`` (the default) each system gains ``"bounds"`` and the top level ``"settled"`` for the
-    systems adjacent in the ranking by ``measure`` (default nDCG@k); ``attribute`` adds ILD@k and
-    Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
+    systems adjacent in the ranking by ``measure`` (default nDCG@k), each with its ``verdict`` and
+    ``p_holds``, and ``"stop"``, whether the order of the top ``top_k`` holds with 95% confidence;
+    ``attribute`` adds ILD@k and Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
     ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
@@ -90,7 +92,14 @@ def leaderboard_data(
         data["segment"] = segment
     if bounds or attribute or micro:
         trust.leaderboard_data_extend(
-            lb, data, measure=measure, with_bounds=bounds, attribute=attribute, with_micro=micro, per_query=per_query
+            lb,
+            data,
+            measure=measure,
+            with_bounds=bounds,
+            attribute=attribute,
+            with_micro=micro,
+            per_query=per_query,
+            top_k=top_k,
         )
     return data
 

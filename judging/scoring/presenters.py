@@ -14,7 +14,7 @@ import numpy as np
 from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils.safestring import SafeString
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 import metrics
 from judging import charts
@@ -454,3 +454,50 @@ def query_page(
         "next_qid": str(scored_qids[after]) if after < scored_qids.size else None,
         "n_unsure": len(detail.unsure),
     }
+
+
+# --------------------------------------------------------------------------- verdicts in words
+
+
+def holds_percent(p_holds: float) -> int:
+    """p_holds as a whole percentage for a badge: rounded down, and never 100 (that is "settled")."""
+    return min(99, math.floor(p_holds * 100 + 1e-9))
+
+
+def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int | None = None) -> str:
+    """The stop signal of the leaderboard JSON (judging.scoring.trust.final.stop_signal) in the reader's
+    language: whether the top K's order holds with its confidence, and about how many judgments are left
+    (K no more than the ``n_systems`` there are)."""
+    k, left = int(stop["top_k"]), int(stop["judgments_left_estimate"])
+    if n_systems is not None:
+        k = max(1, min(k, n_systems))
+    confidence = f"{stop['confidence']:.0%}"
+    if stop["reached"]:
+        head = ngettext(
+            "The top %(k)d system is settled with %(confidence)s confidence.",
+            "The top %(k)d are settled with %(confidence)s confidence.",
+            k,
+        )
+    else:
+        head = ngettext(
+            "The top %(k)d system is not yet settled with %(confidence)s confidence.",
+            "The top %(k)d are not yet settled with %(confidence)s confidence.",
+            k,
+        )
+    text = head % {"k": k, "confidence": confidence}
+    if left:
+        rest = ngettext(
+            "About %(n)d more judgment would settle the rest.",
+            "About %(n)d more judgments would settle the rest.",
+            left,
+        )
+        text += " " + rest % {"n": left}
+    else:
+        text += " " + gettext("No judgment left can change their order.")
+    if without_labels:
+        text += " " + ngettext(
+            "The verdicts count the %(n)d query without any label yet: it joins the means once judged.",
+            "The verdicts count the %(n)d queries without any label yet: they join the means once judged.",
+            without_labels,
+        ) % {"n": without_labels}
+    return text

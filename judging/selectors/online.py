@@ -40,6 +40,7 @@ def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]
     bad = metrics.discordant_pairs(x, y)
     i, j = np.triu_indices(n, k=1)
     tied = (x[i] == x[j]) & (y[i] != y[j])
+    online_tied = (x[i] != x[j]) & (y[i] == y[j])
     return {
         "kendall_tau": _nan_to_none(tau),
         "pearson_r": _nan_to_none(r),
@@ -48,6 +49,11 @@ def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]
         # pairs the offline measure cannot tell apart although the online metric does: not a discordance,
         # but no evidence either
         "offline_ties": [[names[a], names[b]] for a, b in zip(i[tied].tolist(), j[tied].tolist(), strict=True)],
+        # and the other way round: tau-b counts both kinds of one-sided tie as neither agreeing nor disagreeing,
+        # so tau is 1 only without discordant pairs and without either kind
+        "online_ties": [
+            [names[a], names[b]] for a, b in zip(i[online_tied].tolist(), j[online_tied].tolist(), strict=True)
+        ],
     }
 
 
@@ -155,6 +161,7 @@ def offline_vs_online(
                 "kendall_tau": r["kendall_tau"],
                 "pearson_r": r["pearson_r"],
                 "offline_ties": r["offline_ties"],
+                "online_ties": r["online_ties"],
                 "discordant_pairs": r["discordant_pairs"],
             }
             for m, r in best.items()
@@ -207,6 +214,10 @@ def best_sentence(result: dict[str, Any]) -> list[str]:
             for a, b_ in b["discordant_pairs"]
         ]
         parts += [gettext("; it cannot tell %(a)s from %(b)s") % {"a": a, "b": b_} for a, b_ in b["offline_ties"]]
+        parts += [
+            gettext("; it tells %(a)s from %(b)s, which %(metric)s ties") % {"a": a, "b": b_, "metric": metric}
+            for a, b_ in b.get("online_ties", [])
+        ]
         out.append("".join(parts) + ".")
     return out
 

@@ -110,7 +110,26 @@ def campaign_detail(request, member: Member):
         ctx["systems"], ctx["documents"] = setup["systems"], setup["documents"]
         ctx["steps"] = steps = _setup_steps(campaign, stats, people, **setup)
         ctx["setup_open"] = not all(step["done"] for step in steps)
+        if len(setup["systems"]) >= 2:
+            ctx["stop_text"] = _stop_text(campaign)
     return render(request, "judging/campaign_detail.html", ctx)
+
+
+def _stop_text(campaign) -> str:
+    """The leaderboard's stop signal in words (default ranking, nDCG@10, top 3), or "" for a campaign too large
+    to compute it within the page's request (its leaderboard says it)."""
+    from judging import scoring
+    from judging.scoring import trust
+    from judging.views.leaderboard import INLINE_TRUST_CELLS
+
+    lb = scoring.leaderboard(campaign, scoring.Params())
+    cells = len(lb.cube.system_ids) * len(lb.cube.query_ids) * lb.cube.doc_ids.shape[2]
+    if cells > INLINE_TRUST_CELLS:
+        return ""
+    v = trust.verdicts(lb, trust.QUEUE_MEASURE)
+    if not v.adjacent:
+        return ""
+    return scoring.stop_sentence(trust.stop_of(lb, v, trust.TOP_K_DEFAULT), v.without_labels, len(v.order))
 
 
 @login_required

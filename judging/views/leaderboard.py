@@ -46,6 +46,7 @@ class BoardRequest:
     params: scoring.Params
     ranked_by: Measure  # with the cutoff k, e.g. nDCG@10
     label_sources: list[tuple[str, str]]  # (value, label) of the campaign's label sources
+    top_k: int = 3  # the stop signal's top K
 
     @property
     def measure(self) -> str:
@@ -94,6 +95,8 @@ class BoardRequest:
             q["measure"] = self.measure_base
         if p.segment:
             q["segment"] = p.segment
+        if self.top_k != 3:
+            q["top_k"] = str(self.top_k)
         return q
 
     @property
@@ -224,7 +227,7 @@ def board_request(request, member: Member) -> BoardRequest:
         errors["segment"] = [_("no query of this campaign has the tag %(tag)r") % {"tag": query.segment}]
     if errors:
         raise ParamErrors(errors)
-    return BoardRequest(member, query.params(), ranked_by, sources)
+    return BoardRequest(member, query.params(), ranked_by, sources, query.top_k)
 
 
 def refuse(request, member: Member, status: int, message: str, errors: dict[str, list[str]] | None = None):
@@ -471,13 +474,18 @@ def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -
         s = r["index"]
         r["bounds"] = (float(b.mean_low[ctx.measure][s]), float(b.mean_high[ctx.measure][s]))
         r["next_settled"] = None if verdict is None else verdict["settled"]
+        r["next_verdict"] = None if verdict is None else verdict["verdict"]
+        r["next_percent"] = None if verdict is None else scoring.holds_percent(verdict["p_holds"])
         r["next_open_pairs"] = 0 if verdict is None else verdict["open_pairs"]
-    n_open = sum(not a["settled"] for a in v.adjacent)
+    n_open = sum(a["verdict"] in ("likely", "open") for a in v.adjacent)
+    stop = trust.stop_of(lb, v, ctx.top_k) if v.adjacent else None
     return {
         "trust_shown": True,
         "trust_inline": True,
         "pairs_left": v.pairs_left,
         "n_open": n_open,
-        # outside a segment, the queries not in the means are those without a label yet
-        "n_unscored": 0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
+        "n_final": v.final_queries,
+        "n_without_labels": v.without_labels,
+        "stop": stop,
+        "stop_text": scoring.stop_sentence(stop, v.without_labels, len(v.order)) if stop else "",
     }

@@ -59,7 +59,9 @@ def leaderboard_trust(request, ctx: BoardRequest):
             for row, adj in zip(rows, [*v.adjacent, None], strict=True):
                 row["next"] = adj
                 if adj is not None:
+                    row["next_percent"] = scoring.holds_percent(adj["p_holds"])
                     row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
+        stop = trust.stop_of(lb, v, ctx.top_k) if v and v.adjacent else None
         bound_names = list(b.mean_low)
         order = trust.ranking_order(lb, measure).tolist()
         names = lb.cube.system_names
@@ -138,11 +140,11 @@ def leaderboard_trust(request, ctx: BoardRequest):
                 "page": page,
             }
         context.update(
-            n_unscored=0 if ctx.params.segment else len(lb.cube.query_ids) - lb.n_scored,
             bounded=bounded,
             verdicts=v,
             settled_rows=rows,
-            n_open=sum(not a["settled"] for a in v.adjacent) if v else 0,
+            n_open=sum(a["verdict"] in ("likely", "open") for a in v.adjacent) if v else 0,
+            stop_text=scoring.stop_sentence(stop, v.without_labels, len(v.order)) if v and stop else "",
             all_bounds=all_bounds,
             bound_names=bound_names,
             pool_rows=pool_rows,

@@ -59,10 +59,11 @@ def assert_no_english(html, *sentences):
 def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean):
     html = page(as_lead, "leaderboard", measure="P", k=3)
     assert "<h1>리더보드</h1>" in html
-    assert re.search(r"남은 미판정 쌍 <strong>2</strong>개가 P@3 순위를 아직 바꿀 수 있습니다", html)
-    assert "아직 레이블이 없는 질의 1개는 판정되면 평균에 들어가며" in html
+    assert re.search(r"남은 미판정 쌍 <strong>\d+</strong>개가 P@3 순위를 아직 바꿀 수 있습니다", html)
+    assert "그때 점수가 매겨질 질의 3개에 대한 것입니다" in html
+    assert re.search(r"상위 3개 시스템의 순서(가|는 아직) 95% 신뢰도로 확정", html)
     assert "어떤 차이가 진짜인가?" in html and "판정 진행 상황" in html
-    assert re.search(r'<span class="lb-badge (settled|open)">(확정|미정)</span>', html)
+    assert re.search(r'<span class="lb-badge (settled|open|likely|even)"[^>]*>(확정|미정|유력|동률)', html)
     # abbreviations stay, their long names are Korean
     assert 'title="P@3: 정밀도: 상위 3개 중 적합 문서의 비율">P@3</th>' in html
     assert 'title="MRR: 평균 역순위 (MRR): 첫 적합 문서 순위의 역수 평균">MRR</th>' in html

@@ -269,3 +269,26 @@ def test_web_upload_of_online_figures(client, three_systems, lead):
     page = client.post("/campaigns/demo/upload/", {"kind": "online", "online-kind": "online", "online-file": f})
     assert page.status_code == 302
     assert OnlineMetric.objects.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("offline", "online", "offline_ties", "online_ties"),
+    [
+        ([0.1, 0.2510, 0.2510], [1.0, 2.0, 3.0], [["b", "c"]], []),  # the measure ties b and c, the metric does not
+        ([0.1, 0.2, 0.3], [1.0, 2.0, 2.0], [], [["b", "c"]]),
+        ([0.1, 0.2, 0.3], [1.0, 2.0, 3.0], [], []),
+    ],
+)
+def test_tau_b_and_the_words_agree_on_ties(offline, online, offline_ties, online_ties):
+    """τ is scipy's τ-b; with no pair ordered differently it is 1 exactly when no pair is tied in one order only,
+    and the pairs tied in one order only are named, so "ordered differently: none" never stands beside an
+    unexplained τ below 1."""
+    from scipy import stats
+
+    from judging.selectors.online import _agreement
+
+    got = _agreement(np.array(offline), np.array(online), ["a", "b", "c"])
+    assert got["kendall_tau"] == pytest.approx(stats.kendalltau(offline, online, variant="b").statistic)
+    assert got["discordant_pairs"] == []
+    assert got["offline_ties"] == offline_ties and got["online_ties"] == online_ties
+    assert (got["kendall_tau"] == pytest.approx(1.0)) == (not offline_ties and not online_ties)

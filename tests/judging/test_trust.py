@@ -102,21 +102,32 @@ def test_settled_lists_adjacent_systems_and_open_pairs(make_user):
     assert [entry["systems"] for entry in data["settled"]] == [
         [a["name"], b["name"]] for a, b in zip(ranked, ranked[1:], strict=False)
     ]
+    # the verdicts cover every query the final means will hold: q7 has no label yet, but pooled pairs
+    final = sorted({q for run in runs.values() for q in run} | set(qrels), key=lambda q: int(q[1:]))
+    assert data["verdict_queries"] == len(final) and data["queries_without_labels"] == 1
     for entry, (a, b) in zip(data["settled"], zip(ranked, ranked[1:], strict=False), strict=True):
-        disjoint = a["bounds"]["P@5"][0] > b["bounds"]["P@5"][1]
+        # P@5 is a sum over documents: the worst case for a is its unjudged top 5 non-relevant and b's relevant
+        def rel(name, q, worst):
+            top = trec_sorted(runs[name].get(q, {}))[:5]
+            labels = qrels.get(q, {})
+            return sum(1 for d in top if labels.get(d, 0) >= 1 or (worst and d not in labels))
+
+        worst = sum(rel(a["name"], q, False) - rel(b["name"], q, True) for q in final)
+        disjoint = worst > 0
         assert entry["settled"] == disjoint
-        # open: the distinct unjudged documents in either system's top 5, over the scored queries
+        assert entry["verdict"] in (("settled",) if disjoint else ("likely", "open", "tied"))
+        # open: the distinct unjudged documents in either system's top 5, over the final queries
         unjudged = {
             (q, d)
             for name in (a["name"], b["name"])
-            for q in qrels
+            for q in final
             for d in trec_sorted(runs[name].get(q, {}))[:5]
-            if d not in qrels[q]
+            if d not in qrels.get(q, {})
         }
         assert entry["open_pairs"] == (0 if disjoint else len(unjudged))
         # ... and where they are: how many queries hold them, the busiest first (ties by query order)
-        per_query = {q: sum(pq == q for pq, _ in unjudged) for q in qrels}
-        busiest = sorted((q for q in qrels if per_query[q]), key=lambda q: (-per_query[q], int(q[1:])))[:5]
+        per_query = {q: sum(pq == q for pq, _ in unjudged) for q in final}
+        busiest = sorted((q for q in final if per_query[q]), key=lambda q: (-per_query[q], int(q[1:])))[:5]
         assert entry["open_queries"] == (0 if disjoint else sum(n > 0 for n in per_query.values()))
         assert entry["top_queries"] == ([] if disjoint else [{"qid": q, "pairs": per_query[q]} for q in busiest])
     assert data["pairs_left"] > 0
@@ -124,9 +135,10 @@ def test_settled_lists_adjacent_systems_and_open_pairs(make_user):
 
 
 def test_judging_every_pair_settles_the_ranking(make_user):
-    """With every retrieved document labelled, the bounds collapse to the scores and nothing is open."""
+    """With every retrieved document labelled (q3's too, which had no label), the bounds collapse to the
+    scores and nothing is open."""
     campaign, runs, qrels = random_campaign(make_user, seed=3, n_queries=4, n_docs=25)
-    lines = "".join(f"{q} 0 d{d} {d % 3}\n" for q in qrels for d in range(25))
+    lines = "".join(f"q{q} 0 d{d} {d % 3}\n" for q in range(4) for d in range(25))
     user = make_user("complete")
     membership_add(campaign=campaign, user=user, role="annotator")
     from judging.services import qrels_import
@@ -138,6 +150,9 @@ def test_judging_every_pair_settles_the_ranking(make_user):
         low, high = system["bounds"]["P@10"]
         assert low == pytest.approx(high) == pytest.approx(system["measures"]["P@10"])
     assert all(entry["open_pairs"] == 0 for entry in data["settled"])
+    assert all(entry["verdict"] in ("settled", "tied") for entry in data["settled"])
+    assert data["queries_without_labels"] == 0 and data["stop"]["judgments_left_estimate"] == 0
+    assert data["stop"]["reached"]
 
 
 # --------------------------------------------------------------------------- curves
@@ -348,8 +363,16 @@ def test_scores_command_segment_measure_micro_and_attribute(make_user, tmp_path)
     assert f"ranked by P@5: {data['pairs_left']} unjudged pairs left can still change the ranking" in lines
     for entry in data["settled"]:
         a, b = entry["systems"]
-        verdict = "settled" if entry["settled"] else f"open ({entry['open_pairs']} unjudged pairs could change it)"
+        verdict = (
+            "settled (no judgment left can flip it)"
+            if entry["settled"]
+            else f"{entry['verdict']}, holds with probability {entry['p_holds']:.2f} "
+            f"({entry['open_pairs']} unjudged pairs could change it)"
+        )
         assert f"  {a} above {b}: {verdict}" in lines
+    stop = data["stop"]
+    assert stop["top_k"] == 3 and stop["confidence"] == 0.95
+    assert any(line.startswith("stop: the top 3 are ") for line in lines)
     with pytest.raises(CommandError, match="no query of this campaign has the tag 'nowhere'"):
         call_command("scores", campaign.slug, "--segment", "nowhere", stdout=io.StringIO())
     with pytest.raises(CommandError, match="unknown measure 'XYZ'"):

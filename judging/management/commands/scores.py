@@ -43,6 +43,10 @@ class Command(CampaignCommand):
         )
         parser.add_argument("--attribute", help="a document attribute (e.g. brand): add ILD@k and Coverage@k")
         parser.add_argument("--micro", action="store_true", help="add micro-averaged P@k and R@k")
+        parser.add_argument(
+            "--top-k",
+            help="the stop signal: whether the order of the top K systems holds with 95%% confidence (default 3)",
+        )
         parser.add_argument("--json", action="store_true", help="print the API's JSON shape")
 
     def handle(self, *args, slug, json: bool, **options):
@@ -89,8 +93,37 @@ class Command(CampaignCommand):
         self.stdout.write(f"ranked by {by}: {data['pairs_left']} unjudged pairs left can still change the ranking")
         for entry in data["settled"]:
             a, b = entry["systems"]
-            state = "settled" if entry["settled"] else f"open ({entry['open_pairs']} unjudged pairs could change it)"
-            self.stdout.write(f"  {a} above {b}: {state}")
+            self.stdout.write(f"  {a} above {b}: {_verdict_words(entry)}")
+        if "stop" in data:
+            self.stdout.write(_stop_words(data["stop"], data["queries_without_labels"], len(data["systems"])))
+
+
+def _verdict_words(entry: dict) -> str:
+    word = entry["verdict"]
+    if word == "settled":
+        return "settled (no judgment left can flip it)"
+    if word == "tied":
+        return "tied (no judgment left can part them)"
+    pairs = entry["open_pairs"]
+    noun = "pair" if pairs == 1 else "pairs"
+    return f"{word}, holds with probability {entry['p_holds']:.2f} ({pairs} unjudged {noun} could change it)"
+
+
+def _stop_words(stop: dict, without_labels: int, n_systems: int) -> str:
+    k, left = min(stop["top_k"], n_systems), stop["judgments_left_estimate"]
+    confidence = f"{stop['confidence']:.0%}"
+    head = (
+        f"the top {k} are settled with {confidence} confidence"
+        if stop["reached"]
+        else (f"the top {k} are not yet settled with {confidence} confidence")
+    )
+    rest = (
+        f"about {left} more {'judgment' if left == 1 else 'judgments'} would settle the rest"
+        if left
+        else "nothing is left to judge there"
+    )
+    note = f" (verdicts count {without_labels} queries without a label yet)" if without_labels else ""
+    return f"stop: {head}; {rest}{note}"
 
     def _ppi(self, data: dict) -> None:
         """The prediction-powered leaderboard as text: estimates of the ranking measure with their intervals."""

@@ -29,6 +29,7 @@ from judging.scoring.trust.bounds import (  # noqa: F401
     Verdicts,
     bounds,
     comparison_pairs_by_query,
+    judgments_left,
     pair_priority,
     pairs_left_by_query,
     query_bounds,
@@ -51,6 +52,7 @@ from judging.scoring.trust.diversity import (  # noqa: F401
     check_attribute,
     diversity,
 )
+from judging.scoring.trust.final import CONFIDENCE, TOP_K_DEFAULT, final_verdicts, stop_signal  # noqa: F401
 from judging.scoring.trust.pool import PoolBiasResult, pool_bias, pool_bias_json  # noqa: F401
 from judging.scoring.trust.priority import (  # noqa: F401
     PRIORITY_MAX_AGE,
@@ -66,5 +68,5 @@ from judging.scoring.trust.segments import (  # noqa: F401
     segment_json,
     segments,
 )
-from judging.scoring.trust.shapes import leaderboard_data_extend  # noqa: F401
+from judging.scoring.trust.shapes import leaderboard_data_extend, stop_of  # noqa: F401
 from judging.scoring.trust.store import caches_clear  # noqa: F401

@@ -27,7 +27,9 @@ from judging.scoring.trust.arrays import (
     top_grade,
     trust_arrays,
 )
+from judging.scoring.trust.final import final_parts, final_verdicts, universe
 from judging.scoring.trust.store import cached, per_query
+from metrics import Measure
 
 # An open comparison names this many of the queries that hold most of its unjudged pairs.
 TOP_OPEN_QUERIES = 5
@@ -173,8 +175,11 @@ def _left_by_query(pairs: metrics.UnjudgedPairs, open_systems: np.ndarray, n_que
     return np.bincount(pairs.query[touched], minlength=n_queries)
 
 
-def pairs_left_by_query(lb: Leaderboard, cutoff: int | None, open_systems: np.ndarray) -> np.ndarray:
-    """(Q,) per query, the unjudged pairs within ``cutoff`` of some system in ``open_systems`` (S,) bool."""
+def pairs_left_by_query(
+    lb: Leaderboard, cutoff: int | None, open_systems: np.ndarray, what: str = "left"
+) -> np.ndarray:
+    """(Q,) per query, the unjudged pairs within ``cutoff`` of some system in ``open_systems`` (S,) bool
+    (kept under ``what``: one set of systems each)."""
     arrays = campaign_arrays(lb)
     n_q = arrays.positions.size
 
@@ -185,7 +190,7 @@ def pairs_left_by_query(lb: Leaderboard, cutoff: int | None, open_systems: np.nd
 
     return per_query(
         lb,
-        ("left", cutoff),
+        (what, cutoff),
         token=open_systems.tobytes(),
         build=lambda: _left_by_query(unjudged(lb, cutoff), open_systems, n_q),
         patch=patch,
@@ -219,67 +224,121 @@ def comparison_pairs_by_query(lb: Leaderboard, cutoff: int | None, comparisons: 
 
 @dataclass
 class Verdicts:
-    """Which adjacent systems of the ranking by one measure keep their order whatever is left to judge."""
+    """How each adjacent order of the ranking by one measure stands against the rest of the pool."""
 
     measure: str
     order: np.ndarray  # (S,) systems best first
-    # {"systems": [a, b], "settled": bool, "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]},
-    # a above b
+    # {"systems": [a, b], "settled": bool, "verdict": "settled" | "tied" | "likely" | "open", "p_holds": p,
+    #  "open_pairs": n, "open_queries": n, "top_queries": [{"qid", "pairs"}]}, a above b
     adjacent: list[dict[str, Any]]
     pairs_left: int  # distinct unjudged pairs that can still change an open comparison
     settled: np.ndarray | None = None  # (S, S) metrics.settled(...).order; None without bounds for the measure
+    final_queries: int = 0  # queries the final means will hold: those with a label, and those with pooled pairs
+    without_labels: int = 0  # of those, queries with no label yet
+    cutoff: int | None = None
 
 
 def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
-    """Settled or open for every adjacent pair, and the unjudged pairs that can still change the ranking.
+    """Settled, tied, likely or open for every adjacent pair, and the unjudged pairs that can still change
+    the ranking.
 
-    "Settled" compares the per-system bounds of :func:`metrics.settled`: exact for P@k, Hit@k and MRR;
-    for the measures normalised by the query's relevant documents (R, F1, MAP, nDCG, bpref) it is
-    settled against each system's own unjudged documents only. The counts are those of
-    metrics.open_pairs and metrics.open_pairs_by_query, summed from per-query parts.
+    The verdicts are on the final means, once every pooled pair is judged (judging.scoring.trust.final):
+    "settled" when no grading of the pooled unjudged documents, queries without a label yet included, can
+    flip the order (sound for every measure: the bounds of metrics.verdicts count the documents other
+    systems found, which move num_rel and the ideal ranking); "tied" when no grading can part the two;
+    "likely" when p_holds >= final.CONFIDENCE. The (S, S) matrix ``settled`` (for the queue's priority)
+    compares the systems' own sound bounds. The counts are those of metrics.open_pairs and
+    metrics.open_pairs_by_query, summed from per-query parts over the final queries.
     """
 
     def compute() -> Verdicts:
         order = ranking_order(lb, measure)
         names = lb.cube.system_names
-        b = bounds(lb)
-        if measure not in b.low or len(order) < 2:
+        if Measure.parse(measure).base == "Judged" or len(order) < 2:
             return Verdicts(measure, order, [], 0)
-        verdict = metrics.settled(b.low[measure], b.high[measure])
+        above, below = order[:-1], order[1:]
+        fv = final_verdicts(lb, measure, above, below)
+        parts = final_parts(lb, measure)
+        cols = np.flatnonzero(fv.final_queries)
+        verdict = metrics.settled(parts.low[:, cols], parts.high[:, cols]) if cols.size else None
+        matrix = verdict.order.copy() if verdict is not None else np.zeros((len(names),) * 2, dtype=np.int8)
+        # the adjacent bounds are the finer ones (a shared denominator): a settled adjacent order is settled
+        done = np.array([w in ("settled", "tied") for w in fv.verdict], dtype=bool)
+        settled_adj = np.array([w == "settled" for w in fv.verdict], dtype=bool)
+        matrix[above[settled_adj], below[settled_adj]] = 1
+        matrix[below[settled_adj], above[settled_adj]] = -1
+        matrix[above[done & ~settled_adj], below[done & ~settled_adj]] = 1  # tied: nothing left to judge there
+        matrix[below[done & ~settled_adj], above[done & ~settled_adj]] = -1
         cutoff = cutoff_of(measure, lb.params.k)
-        scored = lb.table.labelled
-        positions = np.flatnonzero(scored)
-        is_open_pair = verdict.order == 0
+        is_open_pair = matrix == 0
         np.fill_diagonal(is_open_pair, False)
         left = pairs_left_by_query(lb, cutoff, is_open_pair.any(axis=1))
-        above, below = order[:-1], order[1:]
-        settled_ = verdict.order[above, below] != 0
         # where the open comparisons' unjudged pairs are: their number per query, the busiest queries first
-        where = np.zeros((above.size, positions.size), dtype=np.int64)
-        is_open = np.flatnonzero(~settled_)
+        where = np.zeros((above.size, cols.size), dtype=np.int64)
+        is_open = np.flatnonzero(~done)
         if is_open.size:
             pairs = np.stack([above[is_open], below[is_open]], axis=1)
-            where[is_open] = comparison_pairs_by_query(lb, cutoff, pairs)[:, scored]
+            where[is_open] = comparison_pairs_by_query(lb, cutoff, pairs)[:, cols]
         n_open = where.sum(axis=1)
-        busiest = np.argsort(-where, axis=1, kind="stable")[:, :TOP_OPEN_QUERIES]
+        busiest = _busiest(where, TOP_OPEN_QUERIES)
         qids = lb.cube.qids
         adjacent = []
-        for i, (a, c, s, n) in enumerate(
-            zip(above.tolist(), below.tolist(), settled_.tolist(), n_open.tolist(), strict=True)
+        for i, (a, c, word, p, n) in enumerate(
+            zip(above.tolist(), below.tolist(), fv.verdict, fv.p_holds.tolist(), n_open.tolist(), strict=True)
         ):  # over adjacent systems, not queries
-            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist() if where[i, q] > 0]
+            top = [(int(q), int(where[i, q])) for q in busiest[i].tolist()]
             adjacent.append(
                 {
                     "systems": [names[a], names[c]],
-                    "settled": bool(s),
+                    "settled": word == "settled",
+                    "verdict": word,
+                    "p_holds": round(float(p), 4),
                     "open_pairs": int(n),
                     "open_queries": int(np.count_nonzero(where[i])),
-                    "top_queries": [{"qid": qids[positions[q]], "pairs": m} for q, m in top],
+                    "top_queries": [{"qid": qids[cols[q]], "pairs": m} for q, m in top],
                 }
             )
-        return Verdicts(measure, order, adjacent, int(left[scored].sum()), verdict.order)
+        return Verdicts(
+            measure, order, adjacent, int(left[cols].sum()), matrix, int(cols.size), fv.without_labels, cutoff
+        )
 
     return cached(lb, ("verdicts", measure), compute)
+
+
+def _busiest(where: np.ndarray, n: int) -> list[np.ndarray]:
+    """Per row, the columns of the n largest positive values, largest first (ties by column), without sorting
+    whole rows: the row's n-th largest value is found by np.partition, then only columns at or above it sort."""
+    if where.shape[1] > n:
+        nth = np.partition(where, where.shape[1] - n, axis=1)[:, where.shape[1] - n]
+    else:
+        nth = np.zeros(where.shape[0], dtype=where.dtype)
+    out = []
+    for i in range(where.shape[0]):  # over adjacent comparisons, not queries
+        chosen = np.flatnonzero(where[i] >= max(int(nth[i]), 1))
+        out.append(chosen[np.lexsort((chosen, -where[i, chosen]))][:n])
+    return out
+
+
+def judgments_left(lb: Leaderboard, v: Verdicts, top_k: int) -> int:
+    """About how many judgments would settle the order of the top ``top_k`` systems and the border with the
+    next: the distinct unjudged pairs within the measure's cutoff of the systems in a comparison among them
+    that is neither settled nor tied, over the final queries, times the campaign's annotators per pair."""
+    head = v.adjacent[:top_k]
+    systems = np.zeros(len(lb.cube.system_ids), dtype=bool)
+    for i, entry in enumerate(head):  # over at most top_k comparisons
+        if entry["verdict"] not in ("settled", "tied"):
+            systems[v.order[i]] = systems[v.order[i + 1]] = True
+    if not systems.any():
+        return 0
+    left = pairs_left_by_query(lb, v.cutoff, systems, what="stop-left")
+    final = final_verdicts_queries(lb, v.measure)
+    return int(left[final].sum()) * int(lb.campaign.redundancy)
+
+
+def final_verdicts_queries(lb: Leaderboard, measure: str) -> np.ndarray:
+    """(Q,) bool: the queries the final means will hold (a label now, or pooled pairs left)."""
+    parts = final_parts(lb, measure)
+    return universe(lb) & (lb.table.labelled | (parts.pending > 0))
 
 
 def pair_priority(lb: Leaderboard, measure: str) -> metrics.PairPriority | None:

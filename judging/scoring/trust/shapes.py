@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import resolve_measure
-from judging.scoring.trust.bounds import bounds, verdicts
+from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
+from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
 
 
 def _float(v: float) -> float:
@@ -24,6 +27,7 @@ def leaderboard_data_extend(
     attribute: str | None,
     with_micro: bool,
     per_query: bool,
+    top_k: int = TOP_K_DEFAULT,
 ) -> None:
     """Add bounds, settled verdicts, diversity and micro averages to ``leaderboard_data``'s JSON in place."""
     systems = data["systems"]
@@ -36,6 +40,11 @@ def leaderboard_data_extend(
         data["ranked_by"] = measure
         data["settled"] = v.adjacent
         data["pairs_left"] = v.pairs_left
+        if v.adjacent:
+            data["stop"] = stop_of(lb, v, top_k)
+        # the verdicts are on the final means: every query with a label, and every query with pooled pairs left
+        data["verdict_queries"] = v.final_queries
+        data["queries_without_labels"] = v.without_labels
     if attribute:
         d = diversity(lb, attribute)
         ild_name, cov_name = d.names
@@ -54,3 +63,9 @@ def leaderboard_data_extend(
         for s, entry in enumerate(systems):
             entry["micro"] = {name: _float(values[s]) for name, values in m.items()}
         data["micro_note"] = str(MICRO_NOTE)
+
+
+def stop_of(lb: Leaderboard, v: Verdicts, top_k: int) -> dict[str, Any]:
+    """The stop signal of the ranking ``v`` for its top ``top_k`` systems (final.stop_signal)."""
+    p = np.array([a["p_holds"] for a in v.adjacent], dtype=np.float64)
+    return stop_signal(p, top_k, judgments_left(lb, v, top_k))

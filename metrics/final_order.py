@@ -1,0 +1,197 @@
+"""The final order of systems: per-query parts of every comparison, and the verdicts they give.
+
+:func:`query_parts` gathers, per query, what metrics.verdicts says of one measure: sound score and
+numerator/denominator bounds, and the sampled mean and covariance of the systems' final scores.
+:func:`order_verdicts` sums them over the queries the final means will hold and names each comparison
+``settled`` (no grading flips it), ``tied`` (no grading parts the two), ``likely`` (``p_holds`` at least the
+confidence) or ``open``.
+
+References
+----------
+Carterette, B., Allan, J. & Sitaraman, R. (2006). Minimal test collections for retrieval evaluation. SIGIR.
+Aslam, J. A., Pavlu, V. & Yilmaz, E. (2006). A statistical method for system evaluation using incomplete
+judgments. SIGIR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy.stats import norm
+
+from metrics._types import FloatArray
+from metrics.relevance_model import LabelModel, list_signature, sample_scores
+from metrics.verdicts import FinalPool, _parts
+
+__all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "order_verdicts", "query_parts"]
+
+CONFIDENCE = 0.95  # p_holds from which an order is "likely"
+EPS = 1e-9  # summed differences this close to 0 are 0 (float noise of per-query scores)
+
+
+@dataclass(frozen=True)
+class QueryParts:
+    """Per query (Q), for one measure: bounds and sampled moments of the systems' final scores."""
+
+    low: np.ndarray  # (S, Q) sound score bounds
+    high: np.ndarray
+    num_low: np.ndarray | None  # (S, Q) numerator bounds over a denominator shared by the query's systems
+    num_high: np.ndarray | None
+    den_low: np.ndarray | None  # (Q,)
+    den_pos: np.ndarray | None
+    den_high: np.ndarray | None
+    mean: np.ndarray  # (S, Q) expected final score
+    cov: np.ndarray  # (Q, S, S) float32 covariance of the final scores
+    pending: np.ndarray  # (Q,) distinct pooled unjudged documents
+    same: np.ndarray | None = None  # (S, Q) uint64 metrics.verdicts.list_signature of the lists the measure reads
+    overlap: np.ndarray | None = None  # (Q, S, S) float32: the shared unjudged documents' tightening (metrics.verdicts)
+
+    def patched(self, new: QueryParts, dirty: np.ndarray) -> QueryParts:
+        """A copy with the queries ``dirty`` taken from ``new`` (computed for those queries only)."""
+
+        def cols(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+            if a is None or b is None:
+                return None
+            out = a.copy()
+            out[..., dirty] = b
+            return out
+
+        def must(a: np.ndarray | None) -> np.ndarray:
+            assert a is not None
+            return a
+
+        cov = self.cov.copy()
+        cov[dirty] = new.cov
+        overlap = None
+        if self.overlap is not None and new.overlap is not None:
+            overlap = self.overlap.copy()
+            overlap[dirty] = new.overlap
+        return QueryParts(
+            must(cols(self.low, new.low)),
+            must(cols(self.high, new.high)),
+            cols(self.num_low, new.num_low),
+            cols(self.num_high, new.num_high),
+            cols(self.den_low, new.den_low),
+            cols(self.den_pos, new.den_pos),
+            cols(self.den_high, new.den_high),
+            must(cols(self.mean, new.mean)),
+            cov,
+            must(cols(self.pending, new.pending)),
+            cols(self.same, new.same),
+            overlap,
+        )
+
+
+def query_parts(
+    base: str,
+    pool: FinalPool,
+    qrels: npt.ArrayLike,
+    model: LabelModel,
+    *,
+    k: int,
+    threshold: int,
+    gain: str,
+    seeds: npt.ArrayLike,
+    samples: int | None = None,
+    doc_ids: npt.ArrayLike | None = None,
+) -> QueryParts:
+    """:class:`QueryParts` of the queries of ``pool`` (metrics.verdicts' bounds and samples). ``doc_ids``
+    (S, Q, D): the document ids of the ranked lists as far as the measure reads them (k for the @k measures
+    scored as retrieved, the whole run otherwise); two systems with the same list for a query differ by exactly
+    0 there, which makes identical systems tied."""
+    q = np.asarray(qrels)
+    parts = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
+    mean, cov = sample_scores(base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples)
+    return QueryParts(
+        parts.low,
+        parts.high,
+        parts.num_low,
+        parts.num_high,
+        parts.den_low,
+        parts.den_pos,
+        parts.den_high,
+        mean,
+        cov.astype(np.float32),
+        pool.distinct,
+        None if doc_ids is None else list_signature(doc_ids),
+        None if parts.overlap is None else parts.overlap.astype(np.float32),
+    )
+
+
+@dataclass
+class OrderVerdicts:
+    """Per comparison (a above b): bounds of the sum over the final queries of the difference a - b,
+    p_holds and the verdict word."""
+
+    low: FloatArray  # (C,)
+    high: FloatArray
+    p_holds: FloatArray
+    verdict: list[str]  # "settled", "tied", "likely" or "open"
+
+
+def order_verdicts(
+    parts: QueryParts,
+    final: npt.ArrayLike,
+    above: npt.ArrayLike,
+    below: npt.ArrayLike,
+    *,
+    confidence: float = CONFIDENCE,
+) -> OrderVerdicts:
+    r"""Verdicts on the comparisons (above[i], below[i]) over the queries ``final`` (Q,) bool: those the final
+    means will hold (a label now, or pooled pairs left; unscored queries add 0 to every difference).
+
+    ``settled`` when the sum of the per-query lower bounds of a - b (the tighter of the systems' own bounds
+    and, where the systems of a query share a denominator, the numerator's range over the denominator's) is
+    above 0: no grading flips the order. ``tied`` when both sums are 0: no grading parts the two.
+    ``p_holds`` = P(final sum of a - b > 0), the sum over queries (independent under the label model) taken
+    as normal with the sampled means and covariances :math:`\Phi(\mu / \sigma)`; 1 when settled or tied,
+    0 when no grading puts a ahead. ``likely`` from ``confidence`` on.
+    """
+    mask = np.asarray(final, dtype=bool)
+    every = bool(mask.all())
+    cols = np.flatnonzero(mask)
+    a = np.asarray(above, dtype=np.int64)
+    b = np.asarray(below, dtype=np.int64)
+
+    def take(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """values[rows] over the final queries (no copy of the query axis when every query is final)."""
+        got = np.take(values, rows, axis=0)
+        return got if every else got[..., cols]
+
+    low = take(parts.low, a) - take(parts.high, b)
+    high = take(parts.high, a) - take(parts.low, b)
+    if parts.num_low is not None and parts.num_high is not None:
+        assert parts.den_low is not None and parts.den_pos is not None and parts.den_high is not None
+        n_low = take(parts.num_low, a) - take(parts.num_high, b)
+        n_high = take(parts.num_high, a) - take(parts.num_low, b)
+        if parts.overlap is not None:
+            ov = parts.overlap if every else parts.overlap[cols]
+            shared = ov[:, a, b].T.astype(np.float64)  # (C, Qf)
+            n_low, n_high = n_low + shared, n_high - shared
+        d_pos, d_high, d_low = (d if every else d[cols] for d in (parts.den_pos, parts.den_high, parts.den_low))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            j_low = np.where(n_low < 0, n_low / d_pos, np.where(d_high > 0, n_low / d_high, 0.0))
+            j_high = np.where(n_high > 0, n_high / d_pos, np.where(d_high > 0, n_high / d_high, 0.0))
+        j_low = np.where(d_low <= 0, np.minimum(j_low, 0.0), j_low)
+        j_high = np.where(d_low <= 0, np.maximum(j_high, 0.0), j_high)
+        low, high = np.maximum(low, j_low), np.minimum(high, j_high)
+    if parts.same is not None:
+        # the same ranked list: the same score whatever the labels
+        same = take(parts.same, a) == take(parts.same, b)
+        low, high = np.where(same, 0.0, low), np.where(same, 0.0, high)
+    low_sum, high_sum = low.sum(axis=1), high.sum(axis=1)
+    mu = (take(parts.mean, a) - take(parts.mean, b)).sum(axis=1)
+    cov = parts.cov if every else parts.cov[cols]
+    var = (cov[:, a, a].sum(axis=0, dtype=np.float64) + cov[:, b, b].sum(axis=0, dtype=np.float64)) - 2.0 * cov[
+        :, a, b
+    ].sum(axis=0, dtype=np.float64)
+    sd = np.sqrt(np.maximum(var, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(sd > EPS, norm.cdf(mu / np.where(sd > EPS, sd, 1.0)), np.where(mu > EPS, 1.0, 0.0))
+    settled = low_sum > EPS
+    tied = (np.abs(low_sum) <= EPS) & (np.abs(high_sum) <= EPS)
+    p = np.where(settled | tied, 1.0, np.where(high_sum <= EPS, 0.0, p))
+    words = np.where(settled, "settled", np.where(tied, "tied", np.where(p >= confidence, "likely", "open")))
+    return OrderVerdicts(low_sum, high_sum, p, [str(w) for w in words])
