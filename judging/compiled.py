@@ -118,6 +118,7 @@ class Compiled:
     sql: str
     params: tuple[Any, ...]
     columns: Sequence[Expression] = ()
+    prepare: bool = True  # run as a prepared statement on PostgreSQL
     # per database alias: [(column index, [converter])]
     converters: dict[str, list[tuple[int, list[Callable[..., Any]]]]] = field(default_factory=dict)
 
@@ -137,7 +138,7 @@ class Compiled:
         params = self._params(values)
         if params is None:
             return None
-        with _cursor() as cursor:
+        with _cursor(self.prepare) as cursor:
             cursor.execute(self.sql, params)
             row = cursor.fetchone()
         return None if row is None else self._converted(row, self._converters())
@@ -147,7 +148,7 @@ class Compiled:
         params = self._params(values)
         if params is None:
             return []
-        with _cursor() as cursor:
+        with _cursor(self.prepare) as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
         converters = self._converters()
@@ -179,13 +180,9 @@ class Compiled:
 # prepared statement is planned once per connection. Only these cursors bind parameters on the server: every
 # other query of the app keeps Django's client-side binding, and is never prepared.
 PREPARE_THRESHOLD = 5  # psycopg's default (Django turns preparing off by leaving it None)
-# The plan of a prepared statement: PostgreSQL's default ("auto") plans the first five runs with their values
-# and may keep planning each run when a plan without values looks dearer, which the queue's next-pair query
-# does, for its never-run fallback subqueries. The statements here are written so that their plan does not
-# depend on the values (each an index lookup by a key, or one probe per query: tests/judging/test_compiled.py
-# reads their plans), so they are planned once, without values. This is a setting of the connection: it applies
-# to prepared statements only (these, and PostgreSQL's own foreign-key checks, which are key lookups).
-GENERIC_PLANS = "force_generic_plan"
+# PostgreSQL plans a prepared statement's first five runs with their values, then keeps one plan made without
+# them when it is no dearer. A statement whose plan must see its values (the queue's level probes: without them
+# PostgreSQL may join every pair of the campaign) is compiled with ``prepare=False``.
 
 
 class _SqlText:
@@ -213,10 +210,10 @@ if psycopg is not None:
             return self
 
 
-def _cursor() -> CursorWrapper:
+def _cursor(prepare: bool = True) -> CursorWrapper:
     """A cursor for a compiled statement, wrapped as Django wraps its own cursors (database errors, thread
     checks, the query log): on PostgreSQL a _PreparedCursor on the request's connection."""
-    if connection.vendor != "postgresql" or psycopg is None:
+    if not prepare or connection.vendor != "postgresql" or psycopg is None:
         return connection.cursor()
     connection.close_if_health_check_failed()
     connection.ensure_connection()
@@ -224,9 +221,6 @@ def _cursor() -> CursorWrapper:
     raw = connection.connection
     if raw.prepare_threshold is None:  # Django turns psycopg's preparing off: on for these cursors only
         raw.prepare_threshold = PREPARE_THRESHOLD
-        # One plan per prepared statement, made without its values (GENERIC_PLANS).
-        with connection.wrap_database_errors:
-            raw.execute(f"SET plan_cache_mode = {GENERIC_PLANS}")
     cursor = _PreparedCursor(raw)
     cursor.log = connection.queries_logged
     wrap = connection.make_debug_cursor if cursor.log else connection.make_cursor
@@ -248,16 +242,17 @@ def _once(key: tuple[Any, ...], compile_: Callable[[], Compiled]) -> Compiled:
     return found
 
 
-def compiled_select(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]]) -> Compiled:
+def compiled_select(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]], *, prepare: bool = True) -> Compiled:
     """The SELECT of ``build()`` (a query built with Slots), compiled once per process for ``key``, which
     names everything that changes the query's shape (the database vendor is added to it). A query that
-    locks rows (select_for_update) is compiled, like any, inside a transaction."""
+    locks rows (select_for_update) is compiled, like any, inside a transaction. ``prepare``: run it as a prepared
+    statement on PostgreSQL (see PREPARE_THRESHOLD), or plan it with its values at every run."""
 
     def compile_() -> Compiled:
         qs = build()
         compiler = qs.query.get_compiler(using=qs.db)
         sql, params = compiler.as_sql()
-        return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select])
+        return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select], prepare=prepare)
 
     return _once(key, compile_)
 

@@ -11,7 +11,6 @@ import numpy as np
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import (
-    Case,
     Count,
     DateTimeField,
     Exists,
@@ -25,7 +24,6 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Value,
-    When,
 )
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
@@ -155,7 +153,8 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
 def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair]:
     """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
     from named values (queue_values)."""
-    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).values("id")[:1]
+    # order_by(): Pair's default ordering would join the campaign (three times), query and document to sort one row.
+    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).order_by().values("id")[:1]
 
 
 def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
@@ -265,15 +264,9 @@ def _pair_next_of(
             .values("id")[:1]
         )
     for level in range(levels):
-        # One probe of the (query, ...) index per query of the campaign, each stopping at its first open pair at
-        # this level. A bare EXISTS would let PostgreSQL turn it into a join, which a plan made without the
-        # values (a prepared statement's generic plan) runs as a hash join over every pair of the campaign at
-        # this level (50,000 rows at 100,000 pairs); inside a CASE it stays a probe per query.
-        has_open = Exists(open_pairs.filter(judgment_count=args[f"level{level}"], query_id=OuterRef("pk")))
         candidates.append(
             Query.objects.filter(campaign_id=args["campaign_id"])
-            .alias(probe=Case(When(has_open, then=Value(1)), default=Value(0)))
-            .filter(probe=1)
+            .filter(Exists(open_pairs.filter(judgment_count=args[f"level{level}"], query_id=OuterRef("pk"))))
             .order_by(*_query_order(args["query_salt"]))
             .values("id")[:1]
         )
@@ -312,15 +305,6 @@ def _pair_next(
     current = current_query_id is not None
     if not current and not levels:
         return None
-    shape = {
-        "current": current,
-        "levels": levels,
-        "overlap": bool(campaign.overlap_percent),
-        "exclude": bool(exclude),
-        "lock": lock,
-        # A small pool's complete pairs are counted in the same query; a large pool's come from campaign_done.
-        "done": lock and pool_size(campaign=campaign) <= DONE_EXACT_UP_TO,
-    }
     values = queue_values(
         campaign=campaign,
         annotator_id=annotator_id,
@@ -328,8 +312,30 @@ def _pair_next(
         exclude=exclude,
         **{f"level{level}": level for level in range(levels)},
     )
-    query = compiled_select(("pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape))
-    row = query.first(values)
+    row, shape = None, {}
+    # The current query alone first: the usual case, a statement PostgreSQL plans once (a prepared statement:
+    # judging.compiled). Only when it has no open pair (or none unlocked) the level probes, planned with their
+    # values each time: a plan made without them can walk every pair of the campaign at a level.
+    for current_only, probes in ((True, 0), (False, levels)) if current else ((False, levels),):
+        if not current_only and not probes:
+            break
+        shape = {
+            "current": current_only,
+            "levels": probes,
+            "overlap": bool(campaign.overlap_percent),
+            "exclude": bool(exclude),
+            "lock": lock,
+            # A small pool's complete pairs are counted in the same query; a large pool's come from campaign_done.
+            "done": lock and pool_size(campaign=campaign) <= DONE_EXACT_UP_TO,
+        }
+        query = compiled_select(
+            ("pair_next", *shape.values()),
+            lambda shape=shape: _pair_next_of(Slots(QUEUE_FIELDS), **shape),
+            prepare=current_only,
+        )
+        row = query.first(values)
+        if row is not None:
+            break
     if row is None:
         return None
     pair, at = pair_from_row(row)
