@@ -5,7 +5,8 @@ costs more CPU than everything else in "record + next" together (the queue's nex
 COALESCE of subqueries over the open pairs, takes ~20 ms to build and compile, where the whole request
 takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing else (a test keeps this list):
 
-- ``selectors.queue._pair_next``: the next pair of the queue, and with ``lock`` its progress figures;
+- ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
+  probes), and with ``lock`` its progress figures;
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
@@ -18,6 +19,10 @@ call's own values, for an ORM query run at once), so one builder serves both way
 apart. tests/judging/test_compiled.py checks every query kept here, and the instances built from its rows,
 against the ORM: run it at every Django upgrade (this module relies on the SQL compiler's ``select`` and
 ``as_sql``).
+
+On PostgreSQL these statements also run as prepared statements (``_PreparedCursor``, see PREPARE_THRESHOLD):
+planning them cost PostgreSQL more CPU than running them. tests/judging/test_judging_pace.py checks that they
+are prepared and what record + next reads.
 """
 
 from __future__ import annotations
