@@ -30,9 +30,11 @@ import random
 import re
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from urllib.parse import urlparse
 
 import aiohttp
 import yarl
@@ -219,11 +221,15 @@ async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
             await asyncio.sleep(5)
 
 
-async def phase(base, slug, web_names, api_names, tokens, api_pairs, seconds, think) -> tuple[Stats, float]:
+async def phase(
+    base, slug, web_names, api_names, tokens, api_pairs, seconds, think, started=lambda: None
+) -> tuple[Stats, float]:
     stats = Stats()
-    # Log in first (PBKDF2 on the server), so the measured minute is judging only.
+    # Log in first (PBKDF2 on the server), so the measured minute is judging only: ``started`` is called
+    # once every client is logged in, where the CPU and PostgreSQL meters start.
     sessions = [new_session() for _ in web_names]
     csrfs = await asyncio.gather(*(web_login(sess, base, n) for sess, n in zip(sessions, web_names, strict=True)))
+    started()
     t0 = time.monotonic()
     until = seconds  # each client counts its own minute from its first request
     await asyncio.gather(
@@ -235,6 +241,125 @@ async def phase(base, slug, web_names, api_names, tokens, api_pairs, seconds, th
         lead_polling(base, tokens["lead"], slug, stats, until),
     )
     return stats, time.monotonic() - t0
+
+
+class PostgresMeter:
+    """What PostgreSQL spent on the site's database while the phase ran.
+
+    - CPU: the user + system time of every server process attached to this database (the app's backends and
+      any autovacuum worker on it), read from /proc every ``interval`` s: each process counts from the start
+      (or its birth) to its last sample, so the other sessions on a shared server are not counted. Where
+      autovacuum is off, the meter analyzes the growing tables every ANALYZE_EVERY s and counts that too.
+    - Rows read: the deltas of ``seq_tup_read`` (rows returned by sequential scans) and ``idx_tup_fetch``
+      (rows fetched through an index) over the database's tables, from pg_stat_user_tables. A backend
+      publishes its counters when it goes idle, at most once a second and within 10 s of its last
+      statement, so ``stop`` waits for them before reading.
+    """
+
+    FLUSH_WAIT = 11.0
+    # Autovacuum keeps the planner's statistics in step with tables that grow during the phase (a judgments
+    # table analyzed empty is scanned whole at every judgment). Where it is off (a shared test server), the
+    # meter analyzes the app's growing tables this often, as autovacuum would, and counts that CPU too.
+    ANALYZE_EVERY = 10.0
+    GROWING = "judging_judgment, judging_judgmentrevision, judging_pair, judging_assignment, judging_query"
+
+    def __init__(self, database_url: str, interval: float = 0.2):
+        self.url = database_url
+        self.dbname = urlparse(database_url).path.lstrip("/")
+        self.interval = interval
+        self.ticks = os.sysconf("SC_CLK_TCK")
+        self.first: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self.stop_event = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.tables_before: dict[str, tuple[int, int]] = {}
+        self.analyze_ticks = 0  # the CPU of the meter's own ANALYZE runs (autovacuum's work where it is off)
+
+    def _tables(self, conn) -> dict[str, tuple[int, int]]:
+        rows = conn.execute(
+            "SELECT relname, COALESCE(seq_tup_read, 0), COALESCE(idx_tup_fetch, 0) FROM pg_stat_user_tables"
+        ).fetchall()
+        return {name: (seq, idx) for name, seq, idx in rows}
+
+    def _pids(self, conn) -> list[int]:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [self.dbname]
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _cpu_ticks(pid: int) -> int | None:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+        return int(fields[11]) + int(fields[12])
+
+    def _sample(self, conn, *, baseline: bool) -> None:
+        for pid in self._pids(conn):
+            ticks = self._cpu_ticks(pid)
+            if ticks is None:
+                continue
+            if pid not in self.first:
+                self.first[pid] = ticks if baseline else 0  # born during the phase: all of its time counts
+            self.last[pid] = ticks
+
+    def start(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            self.tables_before = self._tables(conn)
+            self._sample(conn, baseline=True)
+
+        def run() -> None:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                autovacuum = conn.execute("SHOW autovacuum").fetchone()[0] == "on"
+                own = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+                analyzed = time.monotonic()
+                while not self.stop_event.wait(self.interval):
+                    self._sample(conn, baseline=False)
+                    if not autovacuum and time.monotonic() - analyzed > self.ANALYZE_EVERY:
+                        before = self._cpu_ticks(own) or 0
+                        conn.execute(f"ANALYZE {self.GROWING}")
+                        self.analyze_ticks += (self._cpu_ticks(own) or 0) - before
+                        analyzed = time.monotonic()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> tuple[float, dict[str, tuple[int, int]]]:
+        """CPU seconds, and per table the rows read (sequential, through an index) during the phase."""
+        import psycopg
+
+        self.stop_event.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+        cpu = (sum(self.last[pid] - self.first[pid] for pid in self.last) + self.analyze_ticks) / self.ticks
+        time.sleep(self.FLUSH_WAIT)
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            after = self._tables(conn)
+        reads = {}
+        for name, (seq, idx) in after.items():
+            seq0, idx0 = self.tables_before.get(name, (0, 0))
+            if seq - seq0 or idx - idx0:
+                reads[name] = (seq - seq0, idx - idx0)
+        return cpu, reads
+
+
+def pg_report(cpu: float, reads: dict[str, tuple[int, int]], judgments: int) -> None:
+    n = max(1, judgments)
+    total = sum(seq + idx for seq, idx in reads.values())
+    print(
+        f"  PostgreSQL CPU (this database's backends): {cpu:.1f} s, {1000 * cpu / n:.2f} ms per judgment; "
+        f"rows read {total:,}, {total / n:,.0f} per judgment (pg_stat_user_tables seq_tup_read + idx_tup_fetch)"
+    )
+    top = sorted(reads.items(), key=lambda item: -(item[1][0] + item[1][1]))[:6]
+    print(
+        "    most read: "
+        + ", ".join(f"{name} {seq / n:,.0f} seq + {idx / n:,.0f} idx" for name, (seq, idx) in top)
+        + " per judgment"
+    )
 
 
 # --------------------------------------------------------------------------- checks and output
@@ -327,6 +452,14 @@ def main() -> None:
         slugs = {p: f"load-{p}" for p in args.phases}
         for slug in slugs.values():
             seed(site, slug=slug, annotators=names, queries=args.queries, depth=args.depth, folder=folder)
+        if site.vendor == "postgresql":
+            # What autovacuum does shortly after imports this size (as judge_bench.py does): without statistics
+            # the planner may walk every pair of the campaign for each query when choosing an annotator's next
+            # query (docs/deployment.md).
+            import psycopg
+
+            with psycopg.connect(site.database_url, autocommit=True) as conn:
+                conn.execute("ANALYZE")
         tokens = site.tokens(names + ["lead"])
         print(f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs in {time.monotonic() - t0:.0f} s")
         base = site.gunicorn(
@@ -366,7 +499,13 @@ def main() -> None:
             # The targets assume the machine is ours: say how busy it was, as judge_bench.py does.
             load = os.getloadavg()[0]
             print(f"\n{label}, {args.seconds:.0f} s (load average {load:.1f} on {os.cpu_count()} CPUs at start):")
-            cpu_before = server_cpu(site)
+            meter = PostgresMeter(site.database_url)
+            cpu_before = [0.0]
+
+            def started(meter=meter, cpu_before=cpu_before) -> None:
+                cpu_before[0] = server_cpu(site)
+                meter.start()
+
             with site.connection_peak() as peak:
                 stats, elapsed = asyncio.run(
                     phase(
@@ -378,14 +517,17 @@ def main() -> None:
                         api_pairs,
                         args.seconds,
                         think_a if p == "a" else think_b,
+                        started=started,
                     )
                 )
-            cpu = server_cpu(site) - cpu_before
+            cpu = server_cpu(site) - cpu_before[0]
+            pg_cpu, reads = meter.stop()
             report(stats, elapsed)
             print(
-                f"  server CPU (gunicorn, every request and the lead's polls): {cpu:.1f} s, "
+                f"  app CPU (gunicorn, every request and the lead's polls, logins excluded): {cpu:.1f} s, "
                 f"{1000 * cpu / max(1, stats.judgments):.2f} ms per judgment"
             )
+            pg_report(pg_cpu, reads, stats.judgments)
             lost = verify(site, slug, stats)
             print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
             errors = sum(stats.errors.values())

@@ -5,7 +5,8 @@ costs more CPU than everything else in "record + next" together (the queue's nex
 COALESCE of subqueries over the open pairs, takes ~20 ms to build and compile, where the whole request
 takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing else (a test keeps this list):
 
-- ``selectors.queue._pair_next``: the next pair of the queue, and with ``lock`` its progress figures;
+- ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
+  probes), and with ``lock`` its progress figures;
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
@@ -20,27 +21,40 @@ call's own values, for an ORM query run at once), so one builder serves both way
 apart. tests/judging/test_compiled.py checks every query kept here, and the instances built from its rows,
 against the ORM: run it at every Django upgrade (this module relies on the SQL compiler's ``select`` and
 ``as_sql``).
+
+On PostgreSQL these statements also run as prepared statements (``_PreparedCursor``, see PREPARE_THRESHOLD):
+planning them cost PostgreSQL more CPU than running them. tests/judging/test_judging_pace.py checks that they
+are prepared and what record + next reads.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection
-from django.db.models import Expression, Field, IntegerField, Model, Q, QuerySet, Value
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+from django.db.models import BigIntegerField, Expression, Field, Model, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
+from django.db.models.sql.compiler import SQLCompiler
 
-_INT = IntegerField()
+try:
+    import psycopg
+except ImportError:  # SQLite only
+    psycopg = None  # type: ignore[assignment]
+
+_INT: Field[Any, Any] = BigIntegerField()  # ids are bigint: a value is bound (on PostgreSQL, typed) as one
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-class _IdListField(Field):
+class _IdListField(Field[Any, Any]):
     """A list of ids bound as one parameter: a PostgreSQL array, or JSON text for SQLite's json_each."""
 
-    def get_db_prep_value(self, value, connection, prepared=False):
+    def get_db_prep_value(self, value: Any, connection: BaseDatabaseWrapper, prepared: bool = False) -> Any:
         ids = [int(i) for i in value]
         return ids if connection.vendor == "postgresql" else json.dumps(ids)
 
@@ -53,24 +67,24 @@ class _Slot:
     """Where a named value goes among a compiled query's parameters."""
 
     name: str
-    field: Field
+    field: Field[Any, Any]
 
 
 class Param(Expression):
     """A named placeholder: compiles to one parameter, filled in by each call (Compiled.run)."""
 
-    def __init__(self, name: str, output_field: Field):
+    def __init__(self, name: str, output_field: Field[Any, Any]):
         super().__init__(output_field=output_field)
         self.name = name
 
-    def as_sql(self, compiler, connection):
+    def as_sql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper) -> tuple[str, list[Any]]:
         return "%s", [_Slot(self.name, self.output_field)]
 
 
 class Slots:
     """Arguments of a template: every named value is a Param (an integer unless ``fields`` says otherwise)."""
 
-    def __init__(self, fields: dict[str, Field] | None = None):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None):
         self.fields = fields or {}
 
     def __getitem__(self, name: str) -> Expression:
@@ -89,7 +103,7 @@ class Slots:
 class Values:
     """Arguments of an ORM query run at once: each named value as itself."""
 
-    def __init__(self, fields: dict[str, Field] | None = None, **values):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None, **values: Any):
         self.fields = fields or {}
         self.values = values
 
@@ -109,11 +123,13 @@ class Compiled:
     a SELECT, its columns' expressions (for the ORM's conversions of what the database returns)."""
 
     sql: str
-    params: tuple
+    params: tuple[Any, ...]
     columns: Sequence[Expression] = ()
-    converters: dict = field(default_factory=dict)  # per database alias: [(column index, [converter])]
+    prepare: bool = True  # run as a prepared statement on PostgreSQL
+    # per database alias: [(column index, [converter])]
+    converters: dict[str, list[tuple[int, list[Callable[..., Any]]]]] = field(default_factory=dict)
 
-    def _params(self, values: dict) -> list | None:
+    def _params(self, values: Mapping[str, Any]) -> list[Any] | None:
         """The parameters for these values, or None when one is a whole number no column can hold: as the
         ORM, such a value matches nothing (it never reaches the database, which would refuse it)."""
         params = [
@@ -124,37 +140,37 @@ class Compiled:
             return None
         return params
 
-    def first(self, values: dict) -> list | None:
+    def first(self, values: Mapping[str, Any]) -> list[Any] | None:
         """The first row for these values, each column converted as the ORM converts it, or None."""
         params = self._params(values)
         if params is None:
             return None
-        with connection.cursor() as cursor:
+        with _cursor(self.prepare) as cursor:
             cursor.execute(self.sql, params)
             row = cursor.fetchone()
         return None if row is None else self._converted(row, self._converters())
 
-    def rows(self, values: dict) -> list[list]:
+    def rows(self, values: Mapping[str, Any]) -> list[list[Any]]:
         """Every row for these values, converted as ``first``'s."""
         params = self._params(values)
         if params is None:
             return []
-        with connection.cursor() as cursor:
+        with _cursor(self.prepare) as cursor:
             cursor.execute(self.sql, params)
             rows = cursor.fetchall()
         converters = self._converters()
         return [self._converted(row, converters) for row in rows]
 
-    def _converted(self, row, converters) -> list:
-        row = list(row)
+    def _converted(self, row: Sequence[Any], converters: list[tuple[int, list[Callable[..., Any]]]]) -> list[Any]:
+        out = list(row)
         for i, fns in converters:
-            value = row[i]
+            value = out[i]
             for fn in fns:
                 value = fn(value, self.columns[i], connection)
-            row[i] = value
-        return row
+            out[i] = value
+        return out
 
-    def _converters(self) -> list:
+    def _converters(self) -> list[tuple[int, list[Callable[..., Any]]]]:
         found = self.converters.get(connection.alias)
         if found is None:
             found = self.converters[connection.alias] = [
@@ -165,11 +181,64 @@ class Compiled:
         return found
 
 
-_CACHE: dict[tuple, Compiled] = {}
+# On PostgreSQL the compiled statements run as prepared statements. Planning them cost PostgreSQL more CPU than
+# running them: the queue's next-pair query took ~6 ms to plan and ~1 ms to run, and all of "record + next"
+# ~9 ms of planning for ~2 ms of execution (bench/judge_bench.py, EXPLAIN's planning and execution times). A
+# prepared statement is planned once per connection. Only these cursors bind parameters on the server: every
+# other query of the app keeps Django's client-side binding, and is never prepared.
+PREPARE_THRESHOLD = 5  # psycopg's default (Django turns preparing off by leaving it None)
+# PostgreSQL plans a prepared statement's first five runs with their values, then keeps one plan made without
+# them when it is no dearer. A statement whose plan must see its values (the queue's level probes: without them
+# PostgreSQL may join every pair of the campaign) is compiled with ``prepare=False``.
+
+
+class _SqlText:
+    """What Django's query log reads of a psycopg cursor after a query (``cursor._query.query``)."""
+
+    def __init__(self, query: bytes):
+        self.query = query
+
+
+if psycopg is not None:
+
+    class _PreparedCursor(psycopg.Cursor[Any]):
+        """A cursor that binds parameters on the server and prepares every statement it runs (psycopg keeps the
+        prepared statements of a connection, up to 100)."""
+
+        log = False
+
+        def execute(
+            self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
+        ) -> _PreparedCursor:
+            super().execute(query, params, prepare=True, binary=binary)
+            if self.log:  # Django's query log (DEBUG, tests) shows the query with its values, as for any other
+                text = psycopg.ClientCursor(self.connection).mogrify(query, params)
+                self._query = _SqlText(text.encode())  # type: ignore[assignment]
+            return self
+
+
+def _cursor(prepare: bool = True) -> CursorWrapper:
+    """A cursor for a compiled statement, wrapped as Django wraps its own cursors (database errors, thread
+    checks, the query log): on PostgreSQL a _PreparedCursor on the request's connection."""
+    if not prepare or connection.vendor != "postgresql" or psycopg is None:
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = connection.connection
+    if raw.prepare_threshold is None:  # Django turns psycopg's preparing off: on for these cursors only
+        raw.prepare_threshold = PREPARE_THRESHOLD
+    cursor = _PreparedCursor(raw)
+    cursor.log = connection.queries_logged
+    wrap = connection.make_debug_cursor if cursor.log else connection.make_cursor
+    return wrap(cursor)  # type: ignore[arg-type]  # Django wraps a database cursor, not a wrapper
+
+
+_CACHE: dict[tuple[Any, ...], Compiled] = {}
 _LOCK = threading.Lock()
 
 
-def _once(key: tuple, compile_: Callable[[], Compiled]) -> Compiled:
+def _once(key: tuple[Any, ...], compile_: Callable[[], Compiled]) -> Compiled:
     key = (connection.vendor, *key)
     found = _CACHE.get(key)
     if found is None:
@@ -180,16 +249,17 @@ def _once(key: tuple, compile_: Callable[[], Compiled]) -> Compiled:
     return found
 
 
-def compiled_select(key: tuple, build: Callable[[], QuerySet]) -> Compiled:
+def compiled_select(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]], *, prepare: bool = True) -> Compiled:
     """The SELECT of ``build()`` (a query built with Slots), compiled once per process for ``key``, which
     names everything that changes the query's shape (the database vendor is added to it). A query that
-    locks rows (select_for_update) is compiled, like any, inside a transaction."""
+    locks rows (select_for_update) is compiled, like any, inside a transaction. ``prepare``: run it as a prepared
+    statement on PostgreSQL (see PREPARE_THRESHOLD), or plan it with its values at every run."""
 
     def compile_() -> Compiled:
         qs = build()
         compiler = qs.query.get_compiler(using=qs.db)
         sql, params = compiler.as_sql()
-        return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select])
+        return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select], prepare=prepare)
 
     return _once(key, compile_)
 
@@ -200,7 +270,7 @@ def model_columns(model: type[Model], path: str = "") -> list[str]:
     return [f"{path}{f.attname}" for f in model._meta.concrete_fields]
 
 
-def model_from(model: type[Model], row: Sequence, start: int = 0) -> tuple[Model, int]:
+def model_from(model: type[Model], row: Sequence[Any], start: int = 0) -> tuple[Model, int]:
     """The ``model`` instance of a row's columns from ``start`` on (model_columns' order), as the ORM loads
     one; and where its columns end."""
     end = start + len(model._meta.concrete_fields)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 from django.conf import settings
@@ -22,6 +22,9 @@ from judging.formats import (
     SYSTEM_NAME_MAX_LENGTH,
     URL_MAX_LENGTH,
 )
+
+if TYPE_CHECKING:
+    from judging.selectors.queue import JudgeProgress
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
 # Account is settings.AUTH_USER_MODEL (Django's own, which is what django-stubs types request.user with).
@@ -348,6 +351,13 @@ class Pair(models.Model):
     )
     # Shown to leads only: it says when the run that pooled the pair was imported.
     created_at = models.DateTimeField(_("added"), auto_now_add=True)
+
+    # Never stored: set by the judging page's reads on the pair they hand out (selectors.pair_next(lock=True),
+    # selectors.judgment_following_pair): the annotator's progress, and for a pair of their history their
+    # judgment of it and the public id of the pair they judged after it.
+    progress: JudgeProgress
+    judgment_of_annotator: Judgment
+    next_in_history: int | None
 
     class Meta:
         verbose_name = _("pair")

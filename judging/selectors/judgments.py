@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from django.db import NotSupportedError, connection
 from django.db.models import (
@@ -30,7 +31,14 @@ from django.utils.dateparse import parse_datetime
 
 from judging.formats import nfc
 from judging.models import Campaign, Judgment, Membership, Pair, User
-from judging.selectors.campaigns import membership_roles
+from judging.selectors.campaigns import membership_roles, pool_size
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+    from django.db.models.sql.compiler import SQLCompiler, _AsSqlType
+
+# A row of a judgments export (JUDGMENT_EXPORT_COLUMNS' values).
+ExportRow = Sequence[Any]
 
 # Columns of a judgments export, in file order: (name in the file, ORM path).
 JUDGMENT_EXPORT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -50,13 +58,13 @@ JUDGMENT_EXPORT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def judgment_export_row(judgment: Judgment) -> dict:
+def judgment_export_row(judgment: Judgment) -> dict[str, Any]:
     """A judgment already in memory as the API writes it (``JUDGMENT_EXPORT_COLUMNS``, the same fields and
     values as the rows read from the database), its pair (campaign, query, document), annotator and grades
     loaded."""
-    row = {}
+    row: dict[str, Any] = {}
     for name, path in JUDGMENT_EXPORT_COLUMNS:
-        value = judgment
+        value: Any = judgment
         for step in path.split("__"):
             value = getattr(value, step)
             if value is None:
@@ -65,8 +73,9 @@ def judgment_export_row(judgment: Judgment) -> dict:
     return row
 
 
-def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
-    """(qid, docid, label) of every labelled pair — exactly what the leaderboard scores — streamed."""
+def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int | None]]:
+    """(qid, docid, label) of every labelled pair — exactly what the leaderboard scores — streamed (the label
+    is never None: the pairs are filtered on it)."""
     return (
         Pair.objects.filter(campaign=campaign, label__isnull=False)
         .order_by("query__qid", "document__docid")
@@ -75,9 +84,9 @@ def qrels_rows(*, campaign: Campaign) -> Iterator[tuple[str, str, int]]:
     )
 
 
-def qrels_chunks(*, campaign: Campaign, chunk_size: int = 5000) -> Iterator[list[tuple[str, str, int]]]:
-    """qrels_rows in lists of up to ``chunk_size`` rows as the database cursor hands them over, with no
-    per-row Python in between (for the streamed export)."""
+def qrels_chunks(*, campaign: Campaign, chunk_size: int = 5000) -> Iterator[list[Sequence[Any]]]:
+    """qrels_rows in lists of up to ``chunk_size`` rows (qid, docid, label) as the database cursor hands them
+    over, with no per-row Python in between (for the streamed export)."""
     queryset = (
         Pair.objects.filter(campaign=campaign, label__isnull=False)
         .order_by("query__qid", "document__docid")
@@ -128,8 +137,10 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     annotator's judgment of it (``pair.judgment_of_annotator``, grades loaded), the public id of the pair
     judged after it (``pair.next_in_history``) and the page's progress figures (``pair.progress``).
     Its previous pair in the history is ``judgment``'s."""
-    from judging.selectors.queue import JudgeProgress, _progress_parts, pool_size
+    from judging.selectors.queue import JudgeProgress, _progress_parts, campaign_done
 
+    if annotator.id is None:  # anonymous: no history
+        return None
     mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
     parts = _progress_parts(campaign, annotator.id, query_ref="pair__query_id")
     following = (
@@ -140,7 +151,6 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
             next_in_history=Subquery(mine.filter(id__gt=OuterRef("id")).order_by("id").values("pair__public_id")[:1]),
             query_total=Coalesce(parts["query_total"], Value(0)),
             query_done=Coalesce(parts["query_done"], Value(0)),
-            campaign_done=parts["campaign_done"],
         )
         .first()
     )
@@ -150,7 +160,7 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     pair.judgment_of_annotator = following
     pair.next_in_history = following.next_in_history
     pair.progress = JudgeProgress(
-        following.query_done, following.query_total, following.campaign_done or 0, pool_size(campaign=campaign)
+        following.query_done, following.query_total, campaign_done(campaign=campaign), pool_size(campaign=campaign)
     )
     return pair
 
@@ -237,10 +247,18 @@ class _UtcIsoText(Func):
     arity = 1
     output_field = CharField()
 
-    def as_sql(self, compiler, connection, **extra):
+    def as_sql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        function: str | None = None,
+        template: str | None = None,
+        arg_joiner: str | None = None,
+        **extra: Any,
+    ) -> _AsSqlType:
         raise NotSupportedError(f"judgment exports support SQLite and PostgreSQL, not {connection.vendor}")
 
-    def as_sqlite(self, compiler, connection, **extra):
+    def as_sqlite(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any) -> _AsSqlType:
         # Django stores a SQLite timestamp as str() of the naive UTC datetime: "YYYY-MM-DD HH:MM:SS[.ffffff]".
         # Any other shape is passed through unchanged and converted in Python (judgment_export_chunks).
         template = (
@@ -250,7 +268,7 @@ class _UtcIsoText(Func):
         )
         return super().as_sql(compiler, connection, template=template, **extra)
 
-    def as_postgresql(self, compiler, connection, **extra):
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any) -> _AsSqlType:
         template = (
             "(to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
             "CASE WHEN mod(EXTRACT(MICROSECONDS FROM %(expressions)s)::bigint, 1000000) = 0 THEN '' "
@@ -267,7 +285,7 @@ class _GradeOr(Func):
     function = "COALESCE"
     output_field = CharField()
 
-    def as_postgresql(self, compiler, connection, **extra):
+    def as_postgresql(self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any) -> _AsSqlType:
         grade, missing = self.get_source_expressions()
         return Coalesce(Cast(grade, CharField()), missing).as_sql(compiler, connection)
 
@@ -282,7 +300,7 @@ _TIME_COLUMNS = tuple(i for i, (name, _) in enumerate(JUDGMENT_EXPORT_COLUMNS) i
 
 def judgment_export_chunks(
     *, judgments: QuerySet[Judgment], missing_grade: str, chunk_size: int = 5000
-) -> Iterator[list[tuple]]:
+) -> Iterator[list[ExportRow]]:
     """Rows of ``JUDGMENT_EXPORT_COLUMNS`` for already filtered and ordered judgments, in lists of up to
     ``chunk_size`` rows as the database cursor hands them over (a server-side cursor on PostgreSQL), so memory
     stays flat at any size. Each row is in its wire form: grades as numbers (or text, "2"), the text
@@ -319,14 +337,16 @@ def judgment_export_chunks(
         yield rows
 
 
-def _chunked(compiler, chunk_size: int, results=None, *, convert: bool = True) -> Iterator[list[tuple]]:
+def _chunked(
+    compiler: SQLCompiler, chunk_size: int, results: Any = None, *, convert: bool = True
+) -> Iterator[list[ExportRow]]:
     """The general path: Django's own conversions, then (``convert``) the timestamps' wire form in Python."""
     rows = compiler.results_iter(results, tuple_expected=True, chunked_fetch=True, chunk_size=chunk_size)
     while chunk := list(islice(rows, chunk_size)):
         yield [_iso_row(row) for row in chunk] if convert else chunk
 
 
-def _all_iso(rows: list[tuple]) -> bool:
+def _all_iso(rows: list[ExportRow]) -> bool:
     """Whether every timestamp of the chunk came out of the database in its wire form: each such text holds
     one "T" and one "Z" (a stored value of another shape lacks one of them)."""
     n = len(rows)
@@ -337,19 +357,22 @@ def _all_iso(rows: list[tuple]) -> bool:
     return True
 
 
-def _iso_row(row: tuple) -> tuple:
-    row = list(row)
+def _iso_row(row: Iterable[Any]) -> ExportRow:
+    values = list(row)
     for i in _TIME_COLUMNS:
-        row[i] = _iso_text(row[i])
-    return tuple(row)
+        values[i] = _iso_text(values[i])
+    return tuple(values)
 
 
-def _iso_text(value) -> str:
+def _iso_text(value: str | datetime.datetime) -> str:
     """A timestamp (a datetime, or text as SQLite stores it) as the JSON API writes it."""
     if isinstance(value, str):
         if value.endswith("Z"):
             return value
-        value = parse_datetime(value)
+        parsed = parse_datetime(value)
+        if parsed is None:
+            return value  # not a timestamp: passed through as stored
+        value = parsed
     if timezone.is_naive(value):
         value = timezone.make_aware(value, datetime.UTC)
     text = value.astimezone(datetime.UTC).isoformat()

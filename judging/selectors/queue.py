@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db import connection
 from django.db.models import (
     Case,
     Count,
     DateTimeField,
     Exists,
+    Expression,
     F,
+    Func,
     IntegerField,
     Max,
     OuterRef,
@@ -119,14 +125,6 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
     the (query, document) index, 50 rows, instead of a walk of the campaign's pool index.
     """
-    held = (
-        Assignment.objects.filter(pair_id=OuterRef("pk"), expires_at__gt=args["now"])
-        .exclude(annotator_id=args["annotator_id"])
-        .order_by()
-        .values("pair_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
     qs = Pair.objects.filter(pooled=True).exclude(
         Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     )
@@ -144,7 +142,7 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
         output_field=IntegerField(),
     )
     needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
-    qs = qs.alias(load=F("judgment_count") + Coalesce(Subquery(held, output_field=IntegerField()), Value(0)) + others)
+    qs = qs.alias(load=F("judgment_count") + _held_by_others(args) + others)
     if overlap:
         qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
@@ -177,6 +175,27 @@ def _reserved(args: Args) -> QuerySet[QueryAssignment]:
     )
 
 
+class _CountOf(Func):
+    """How many times the second expression occurs in the first (a PostgreSQL array)."""
+
+    template = "COALESCE(cardinality(array_positions(%(expressions)s)), 0)"
+    output_field = IntegerField()
+
+
+def _held_by_others(args: Args) -> Expression:
+    """How many live holds other annotators have on the outer pair (Assignment: one per annotator).
+
+    On PostgreSQL the campaign's live holds are read once per statement (an array, planned as an InitPlan: as
+    many rows as annotators) and each candidate pair looks itself up in it, instead of a subquery per candidate:
+    with a table this small the planner scans it for each of them (50 annotators, 50 candidates: 2,500 rows)."""
+    others = Assignment.objects.filter(expires_at__gt=args["now"]).exclude(annotator_id=args["annotator_id"])
+    if connection.vendor == "postgresql":
+        holds = others.filter(campaign_id=args["campaign_id"]).order_by().values("pair_id")
+        return _CountOf(ArraySubquery(holds), F("id"))
+    per_pair = others.filter(pair_id=OuterRef("pk")).order_by().values("pair_id").annotate(n=Count("id")).values("n")
+    return Coalesce(Subquery(per_pair, output_field=IntegerField()), Value(0))
+
+
 def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
     """_open_pairs_of as an ORM query with this call's values."""
     args = Values(QUEUE_FIELDS, **queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude))
@@ -186,7 +205,8 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
 def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair]:
     """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
     from named values (queue_values)."""
-    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).values("id")[:1]
+    # order_by(): Pair's default ordering would join the campaign (three times), query and document to sort one row.
+    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).order_by().values("id")[:1]
 
 
 def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:
@@ -344,10 +364,19 @@ def assigned_pair_next(
 
 
 def _pair_next_of(
-    args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool, shared: bool = True
+    args: Args,
+    *,
+    current: bool,
+    levels: int,
+    overlap: bool,
+    exclude: bool,
+    lock: bool,
+    shared: bool = True,
+    done: bool = False,
 ):
     """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
-    ``lock`` the progress figures query_done, query_total, campaign_done."""
+    ``lock`` the progress figures query_done, query_total and, with ``done`` (a small pool: see
+    ``campaign_done``), campaign_done."""
     open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
     candidates = _assigned_candidates(args, open_pairs, current=current)
     if current and shared:
@@ -368,8 +397,8 @@ def _pair_next_of(
     qs = open_pairs.filter(query_id=query_id).order_by("judgment_count", *_doc_order(args["doc_salt"]))
     columns = list(PAIR_COLUMNS)
     if lock:
-        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args)
-        columns += ["query_done", "query_total", "campaign_done"]
+        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args, done=done)
+        columns += ["query_done", "query_total", *(["campaign_done"] if done else [])]
     return qs.values_list(*columns)[:1]
 
 
@@ -398,13 +427,6 @@ def _pair_next(
     current = current_query_id is not None
     if not current and not levels:
         return None
-    shape = {
-        "current": current,
-        "levels": levels,
-        "overlap": bool(campaign.overlap_percent),
-        "exclude": bool(exclude),
-        "lock": lock,
-    }
     values = queue_values(
         campaign=campaign,
         annotator_id=annotator_id,
@@ -412,14 +434,37 @@ def _pair_next(
         exclude=exclude,
         **{f"level{level}": level for level in range(levels)},
     )
-    query = compiled_select(("pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape))
-    row = query.first(values)
+    row, shape = None, {}
+    # The current query alone first: the usual case, a statement PostgreSQL plans once (a prepared statement:
+    # judging.compiled). Only when it has no open pair (or none unlocked) the level probes, planned with their
+    # values each time: a plan made without them can walk every pair of the campaign at a level.
+    for current_only, probes in ((True, 0), (False, levels)) if current else ((False, levels),):
+        if not current_only and not probes:
+            break
+        shape = {
+            "current": current_only,
+            "levels": probes,
+            "overlap": bool(campaign.overlap_percent),
+            "exclude": bool(exclude),
+            "lock": lock,
+            # A small pool's complete pairs are counted in the same query; a large pool's come from campaign_done.
+            "done": lock and pool_size(campaign=campaign) <= DONE_EXACT_UP_TO,
+        }
+        query = compiled_select(
+            ("pair_next", *shape.values()),
+            lambda shape=shape: _pair_next_of(Slots(QUEUE_FIELDS), **shape),
+            prepare=current_only,
+        )
+        row = query.first(values)
+        if row is not None:
+            break
     if row is None:
         return None
     pair, at = pair_from_row(row)
     if lock:
-        query_done, query_total, campaign_done = row[at:]
-        pair.progress = JudgeProgress(query_done, query_total, campaign_done or 0, pool_size(campaign=campaign))
+        query_done, query_total = row[at : at + 2]
+        done = row[at + 2] or 0 if shape["done"] else campaign_done(campaign=campaign)
+        pair.progress = JudgeProgress(query_done, query_total, done, pool_size(campaign=campaign))
     return pair
 
 
@@ -508,13 +553,44 @@ def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict:
     }
 
 
-def _with_progress(qs: QuerySet[Pair], args: Args) -> QuerySet[Pair]:
+def _with_progress(qs: QuerySet[Pair], args: Args, *, done: bool = False) -> QuerySet[Pair]:
     parts = _progress_parts_of(args)
-    return qs.annotate(
+    qs = qs.annotate(
         query_total=Coalesce(parts["query_total"], Value(0)),
         query_done=Coalesce(parts["query_done"], Value(0)),
-        campaign_done=parts["campaign_done"],
     )
+    return qs.annotate(campaign_done=parts["campaign_done"]) if done else qs
+
+
+# The judging page's "N% complete" after each judgment. Counting the complete pairs reads one index entry per
+# complete pair: 50,000 rows a judgment half-way through a 100,000-pair campaign. Above DONE_EXACT_UP_TO pooled
+# pairs one pair is under half a percent, less than the page shows (a whole percent), so the count is kept in
+# this process for DONE_TTL seconds; at or below it, it is counted each time (at most that many rows).
+DONE_EXACT_UP_TO = 200
+DONE_TTL = 10.0
+
+# (campaign id, created) -> (expires at, count), per process (the key as pool_size's).
+_done_counts: dict[tuple[int, datetime], tuple[float, int]] = {}
+
+
+def campaign_done(*, campaign: Campaign) -> int:
+    """Pooled pairs of the campaign with ``redundancy`` judgments or more: exact for a pool of up to
+    DONE_EXACT_UP_TO pairs, at most DONE_TTL seconds old above (see there)."""
+    if pool_size(campaign=campaign) <= DONE_EXACT_UP_TO:
+        return _campaign_done_count(campaign)
+    key, now = (campaign.id, campaign.created_at), time.monotonic()
+    cached = _done_counts.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    count = _campaign_done_count(campaign)
+    if len(_done_counts) > 1000:
+        _done_counts.clear()
+    _done_counts[key] = (now + DONE_TTL, count)
+    return count
+
+
+def _campaign_done_count(campaign: Campaign) -> int:
+    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
-from judging.access import lead_required, membership_role
+from judging.access import Member, lead_required, membership_role
 from judging.aggregation import aggregate_grades
 from judging.compiled import Args, Slots, compiled_select
 from judging.models import (
@@ -57,7 +59,7 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
         scopes = [{"pair_id__in": c} for c in chunks]
         pair_scopes = [{"id__in": c} for c in chunks]
 
-    def rows(qs, *fields) -> np.ndarray:
+    def rows(qs: QuerySet[Any, Any], *fields: str) -> np.ndarray:
         out = [r for scope in scopes for r in qs.filter(**scope).order_by().values_list(*fields).iterator(20000)]
         return np.array(out, dtype=np.int64).reshape(-1, len(fields))
 
@@ -146,7 +148,9 @@ def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
 NOTE_MAX = 5000
 
 
-def judgment_intent(*, grade: int | None, unsure: bool, tentative_grade: int | None, note: str = "") -> dict:
+def judgment_intent(
+    *, grade: int | None, unsure: bool | None, tentative_grade: int | None, note: str | None = ""
+) -> dict[str, Any]:
     """The values a judgment will be stored with, or a ValidationError naming the field at fault.
 
     A confident judgment has a grade and no tentative grade. An unsure one has no grade and may carry a
@@ -170,13 +174,15 @@ def judgment_intent(*, grade: int | None, unsure: bool, tentative_grade: int | N
     return {"grade": grade, "unsure": unsure, "tentative_grade": tentative_grade, "note": note}
 
 
-class JudgmentRecorded(tuple):
+class JudgmentRecorded(tuple[Judgment, bool]):
     """What judgment_record returns: unpacks as ``(judgment, changed)`` like before, and says in
     ``created`` whether this very call created the judgment. Of several identical first posts racing for
     one pair, exactly one creates it (the pair lock orders them); the API answers 201 to that one only.
     """
 
-    def __new__(cls, judgment: Judgment, changed: bool, *, created: bool):
+    created: bool
+
+    def __new__(cls, judgment: Judgment, changed: bool, *, created: bool) -> JudgmentRecorded:
         recorded = super().__new__(cls, (judgment, changed))
         recorded.created = created
         return recorded
@@ -232,7 +238,7 @@ def judgment_record(
     note: str = "",
     seconds_spent: float = 0.0,
     version: str | None = None,
-    member=None,
+    member: Member | None = None,
     locked: bool = False,
     keep_hold: bool = False,
 ) -> JudgmentRecorded:
@@ -252,11 +258,13 @@ def judgment_record(
     the annotator's hold on to their next pair in that transaction, so it is not released here.
     """
     campaign = pair.campaign
+    role: str | None
+    grades: list[Grade] | None
     if member is not None and member.campaign.id == campaign.id:
         role, grades = member.role, member.grades
     else:
         role, grades = membership_role(campaign=campaign, user=annotator), None
-    if role is None:
+    if role is None or not isinstance(annotator, Account):  # not a member, or not signed in
         raise PermissionDenied(_("you are not a member of this campaign"))
     intent = judgment_intent(grade=grade, unsure=unsure, tentative_grade=tentative_grade, note=note)
     try:
@@ -318,7 +326,7 @@ _JUDGMENT_COLUMNS = (
 )
 
 
-def _pair_state_of(args: Args):
+def _pair_state_of(args: Args) -> QuerySet[Pair, tuple[Any, ...]]:
     """_judgment_write's read of the locked pair, from named values (pair_id, annotator_id): _PAIR_COLUMNS,
     whether the annotator is a model judge, then one row per judgment: _JUDGMENT_COLUMNS and its annotator's
     kind (LEFT JOIN: one row of NULLs when there is none)."""
@@ -341,7 +349,7 @@ def _pair_state_of(args: Args):
     )
 
 
-def _pair_state(*, pair_id: int, annotator_id: int) -> list[list]:
+def _pair_state(*, pair_id: int, annotator_id: int) -> list[list[Any]]:
     """_pair_state_of's rows. One of the judging page's hottest reads, compiled once per process
     (judging.compiled): the ORM spends ~1.8 ms of CPU building this query, the compiled one ~0.1 ms."""
     query = compiled_select(("pair_state",), lambda: _pair_state_of(Slots()))
@@ -351,7 +359,7 @@ def _pair_state(*, pair_id: int, annotator_id: int) -> list[list]:
 def _judgment_write(
     *,
     pair: Pair,
-    annotator: User,
+    annotator: Account,
     grades: Sequence[Grade],
     grade: Grade | None,
     unsure: bool,
@@ -367,7 +375,8 @@ def _judgment_write(
     rows = _pair_state(pair_id=pair.id, annotator_id=annotator.id)
     query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
     by_id = {g.id: g for g in grades}
-    judgment, others = None, []  # others: (grade value or None, unsure) of other people's judgments
+    judgment: Judgment | None = None
+    others: list[tuple[int | None, bool]] = []  # (grade value or None, unsure) of other people's judgments
     for row in rows:
         j = dict(zip(_JUDGMENT_COLUMNS, row[7:-1], strict=True))
         if j["id"] is None:
@@ -381,7 +390,6 @@ def _judgment_write(
         elif row[-1] != AnnotatorProfile.Kind.MODEL:
             others.append((by_id[j["grade_id"]].value if j["grade_id"] else None, j["unsure"]))
 
-    created = judgment is None
     revision = JudgmentRevision(
         changed_by=annotator,
         new_grade=grade.value if grade else None,
@@ -390,7 +398,8 @@ def _judgment_write(
         new_note=note,
         seconds_spent=seconds,
     )
-    if not created:
+    created = judgment is None
+    if judgment is not None:
         old = (judgment.grade_id, judgment.unsure, judgment.tentative_grade_id, judgment.note)
         new = (grade.id if grade else None, unsure, tentative.id if tentative else None, note)
         if version is not None and version != judgment_version(judgment) and old != new:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -17,7 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging import selectors
 from judging.access import Member, campaign_member_pair, campaign_pair, campaign_view, logged_in
 from judging.forms import JudgmentForm, MyJudgmentsFilter
-from judging.models import Campaign, Judgment, Pair
+from judging.models import Campaign, Grade, Judgment, Pair
 from judging.services import (
     JudgmentConflict,
     judgment_intent,
@@ -60,8 +62,8 @@ def _values_of(judgment: Judgment | None) -> dict:
     }
 
 
-def _grade_label(grades: list, values: dict) -> str:
-    names = {g.value: g.name for g in grades}
+def _grade_label(grades: Sequence[Grade] | None, values: dict[str, Any]) -> str:
+    names = {g.value: g.name for g in grades or ()}
     if values["unsure"]:
         t = values["tentative_grade"]
         if t is None:
@@ -94,7 +96,7 @@ def _posted(request) -> tuple[dict, dict | None, list[str]]:
     }
     if not form.is_valid():
         errors = [
-            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else e
+            f"{name.replace('_', ' ')}: {e}" if name != "__all__" else str(e)
             for name, errs in form.errors.items()
             for e in errs
         ]
@@ -241,6 +243,8 @@ def judge(request, member: Member):
     take or refresh a hold by linking here.
     """
     campaign = member.campaign
+    pair: Pair | None
+    extra: dict[str, Any]
     if request.GET.get("pair"):
         pair, extra = campaign_pair(campaign, request.GET["pair"], public=True), {}
     else:
@@ -314,6 +318,8 @@ def judge_record(request, slug: str, public_id: int):
             grades=grades,
         )
         return _render_workspace(request, ctx, status=409)
+    if after is None:  # a saved outcome always comes with where the annotator goes next
+        raise AssertionError("record + next saved nothing to go on to")
     saved = {
         "qid": pair.query.qid,
         "docid": pair.document.docid,
@@ -323,12 +329,13 @@ def judge_record(request, slug: str, public_id: int):
         "note": bool(outcome.values["note"]),
     }
     nxt, in_history = after.pair, after.from_history
+    extra: dict[str, Any]
     if in_history:
         extra = {"judgment": after.judgment, "neighbours": after.neighbours}
     else:
         extra = {"judgment": None, "was_skipped": after.was_skipped}
     target = reverse("judging:judge", args=[campaign.slug])
-    target = f"{target}?pair={nxt.public_id}" if in_history else target
+    target = f"{target}?pair={nxt.public_id}" if in_history and nxt is not None else target
     if not request.htmx:
         messages.success(request, _("Saved %(qid)s / %(docid)s: %(label)s") % saved)
         return redirect(target)
@@ -351,7 +358,7 @@ def judge_skip(request, member: Member, public_id: int):
     # A pair already judged is not skipped but left as it is: Forward through the history.
     nxt, extra, in_history = _after(request, campaign, pair, judgment)
     target = reverse("judging:judge", args=[campaign.slug])
-    target = f"{target}?pair={nxt.public_id}" if in_history else target
+    target = f"{target}?pair={nxt.public_id}" if in_history and nxt is not None else target
     if not request.htmx:
         return redirect(target)
     skipped = {"qid": pair.query.qid, "docid": pair.document.docid} if judgment is None else None

@@ -1,0 +1,165 @@
+"""Record + next at the database's pace: what PostgreSQL reads and plans for one judgment, and the figures the
+judging page keeps in the process to spare it (judging.compiled, judging.selectors.queue)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from judging import selectors
+from judging.models import Campaign, Pair
+from judging.selectors import queue
+from judging.services import (
+    campaign_create,
+    documents_import,
+    judgment_record,
+    membership_add,
+    qrels_import,
+    queries_import,
+    run_import,
+)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+PAIR_ID = re.compile(r'data-pair-id="(\d+)"')
+# Tables whose rows record + next reads by key; a campaign-wide scan of any of them shows in its count.
+KEYED = ("judging_pair", "judging_judgment", "judging_assignment", "judging_query", "judging_document")
+
+
+@pytest.fixture
+def postgres(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("prepared statements and PostgreSQL's statistics are PostgreSQL's (CI runs the suite there too)")
+
+
+def _campaign(slug: str, *, queries: int, depth: int, annotators: list, redundancy: int = 1) -> Campaign:
+    campaign = campaign_create(slug=slug, name=slug, pool_depth=depth, redundancy=redundancy)
+    for user in annotators:
+        membership_add(campaign=campaign, user=user, role="annotator")
+    topics = "".join(f"q{q}\tquery {q}\n" for q in range(queries))
+    docs = "".join(f'{{"docid": "d{q}-{i}", "text": "text {q} {i}"}}\n' for q in range(queries) for i in range(depth))
+    run = "".join(f"q{q} Q0 d{q}-{i} {i + 1} {depth - i} sys\n" for q in range(queries) for i in range(depth))
+    queries_import(campaign=campaign, data=topics.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=docs.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=run.encode(), filename="s.run")
+    return campaign
+
+
+def _rows_read() -> dict[str, int]:
+    """Rows this transaction has read so far, per table (sequential scans' rows and rows fetched by index)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables"
+        )
+        return dict(cursor.fetchall())
+
+
+def _judge(client: Client, campaign: Campaign, pair_id: int, grade: int = 1) -> int:
+    url = reverse("judging:judge_record", args=[campaign.slug, pair_id])
+    response = client.post(url, {"grade": grade, "seconds": "3", "version": ""}, **HTMX)
+    assert response.status_code == 200
+    return int(PAIR_ID.search(response.content.decode()).group(1))
+
+
+def _judging(people: list, campaign: Campaign) -> list[list]:
+    """A logged-in client per person, each with the pair the judging page showed them."""
+    clients = []
+    for person in people:
+        client = Client()
+        client.force_login(person)
+        page = client.get(reverse("judging:judge", args=[campaign.slug]))
+        clients.append([client, int(PAIR_ID.search(page.content.decode()).group(1))])
+    return clients
+
+
+def test_record_and_next_never_walks_the_campaign(postgres, make_user):
+    """Three annotators judge 15 pairs each of a 4,000-pair campaign (50 per query, so each stays on a query):
+    per judgment PostgreSQL reads the pairs of one query a few times over, never a share of the campaign's
+    (a hash join over the campaign's pairs, or a count of its complete pairs, read thousands), and the holds
+    once per statement, not once per candidate pair."""
+    people = [make_user(f"a{i}") for i in range(3)]
+    campaign = _campaign("pace", queries=80, depth=50, annotators=people)
+    # Half the campaign is complete already: someone else's labels on the pairs of 40 queries.
+    other = make_user("other")
+    membership_add(campaign=campaign, user=other, role="annotator")
+    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(40, 80) for i in range(50))
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="other.qrels", annotator=other)
+    clients = _judging(people, campaign)
+    before = _rows_read()
+    for _ in range(15):
+        for entry in clients:
+            entry[1] = _judge(entry[0], campaign, entry[1])
+    after = _rows_read()
+    per_judgment = {t: (after.get(t, 0) - before.get(t, 0)) / 45 for t in KEYED}
+    assert per_judgment["judging_pair"] < 400, per_judgment  # a tenth of the pool: a few passes over 50 pairs
+    assert per_judgment["judging_assignment"] < 30, per_judgment
+    assert Pair.objects.filter(campaign=campaign, judgment_count=1).count() == 2000 + 45
+
+
+def test_compiled_statements_are_prepared_and_planned_once(postgres, make_user):
+    """The hottest reads run as prepared statements on PostgreSQL: after a few judgments PostgreSQL runs them
+    with a plan it keeps instead of planning each run."""
+    annotator = make_user("a")
+    campaign = _campaign("prep", queries=2, depth=20, annotators=[annotator])
+    [(client, pair_id)] = _judging([annotator], campaign)
+    for _ in range(8):
+        pair_id = _judge(client, campaign, pair_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    reads = [p for p in prepared if "judging_pair" in p[0]]
+    # the member's pair, the locked pair's state, the next pair of the current query, the re-check
+    assert len(reads) >= 4, [p[0][:120] for p in prepared]
+    assert any(generic >= 3 for _sql, generic, _custom in reads), [p[1:] for p in reads]
+
+
+def test_compiled_queries_are_logged_with_their_values(pooled, annotator):
+    """Django's query log (DEBUG, the tests' query counts) shows a compiled query with its values, as any other."""
+    with CaptureQueriesContext(connection) as captured:
+        selectors.pair_next(campaign=pooled, annotator=annotator)
+    sql = [q["sql"] for q in captured.captured_queries]
+    assert sql and all(isinstance(s, str) and "%s" not in s for s in sql)
+    assert any(f"= ({annotator.id})" in s or f"= {annotator.id}" in s for s in sql)
+
+
+def test_campaign_done_is_exact_for_a_small_pool(pooled, annotator):
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    assert queue.campaign_done(campaign=pooled) == 0
+    judgment_record(pair=pairs[0], annotator=annotator, grade=2)
+    assert queue.campaign_done(campaign=pooled) == 1  # 5 pairs: one is 20 %, counted at once
+
+
+def test_campaign_done_of_a_large_pool_is_kept_for_a_few_seconds(pooled, annotator, monkeypatch):
+    """Above DONE_EXACT_UP_TO pooled pairs the count is kept for DONE_TTL seconds in the process, then read
+    again."""
+    monkeypatch.setattr(queue, "DONE_EXACT_UP_TO", 2)
+    clock = [1000.0]
+    monkeypatch.setattr(queue.time, "monotonic", lambda: clock[0])
+    queue._done_counts.clear()
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    assert queue.campaign_done(campaign=pooled) == 0
+    judgment_record(pair=pairs[0], annotator=annotator, grade=2)
+    clock[0] += queue.DONE_TTL - 1
+    assert queue.campaign_done(campaign=pooled) == 0  # kept
+    clock[0] += 2
+    assert queue.campaign_done(campaign=pooled) == 1  # read again once its time is up
+
+
+def test_the_panel_after_record_and_next_shows_the_campaign_complete(pooled, annotator, make_user):
+    """The progress figures record + next hands the panel: the query's (exact) and the campaign's."""
+    other = make_user("other")
+    membership_add(campaign=pooled, user=other, role="annotator")
+    client = Client()
+    client.force_login(annotator)
+    page = client.get(reverse("judging:judge", args=[pooled.slug]))
+    first = int(PAIR_ID.search(page.content.decode()).group(1))
+    judgment_record(
+        pair=Pair.objects.exclude(public_id=first).filter(campaign=pooled).first(), annotator=other, grade=1
+    )
+    url = reverse("judging:judge_record", args=[pooled.slug, first])
+    html = client.post(url, {"grade": 2, "seconds": "3", "version": ""}, **HTMX).content.decode()
+    assert "40% complete" in html  # two of the five pooled pairs have their one judgment
