@@ -77,16 +77,15 @@ class Campaign(models.Model):
     class QueueMode(models.TextChoices):
         SHUFFLED = "shuffled", _("Query by query, in each annotator's own order")
         MATTER = "matter", _("Pairs that matter most: those that can still change the ranking")
+        MTC = "mtc", _("Minimal test collections: the judgment that most narrows the open comparisons")
+        BANDIT = "bandit", _("Bandit: the next document of the system finding the most relevant ones")
 
     queue_mode = models.CharField(
         _("judging queue"),
         max_length=16,
         choices=QueueMode.choices,
         default=QueueMode.SHUFFLED,
-        help_text=_(
-            "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
-            "order on the leaderboard is not settled yet."
-        ),
+        help_text=_("How the queue picks each annotator's next pair; no mode shows annotators the systems."),
     )
     leaderboard_visible_to_annotators = models.BooleanField(
         _("annotators may see the leaderboard"),
