@@ -83,6 +83,10 @@ class Slots:
             subquery = RawSQL("SELECT value FROM json_each(%s)", [_Slot(name, _ID_LIST)])
         return ~Q(**{f"{column}__in": subquery})
 
+    def is_in(self, column: str, name: str) -> Q:
+        """``column`` is one of the ids of ``name`` (as not_in, one parameter whatever their number)."""
+        return ~self.not_in(column, name)
+
 
 class Values:
     """Arguments of an ORM query run at once: each named value as itself."""
@@ -96,6 +100,9 @@ class Values:
 
     def not_in(self, column: str, name: str) -> Q:
         return ~Q(**{f"{column}__in": [int(i) for i in self.values[name]]})
+
+    def is_in(self, column: str, name: str) -> Q:
+        return Q(**{f"{column}__in": [int(i) for i in self.values[name]]})
 
 
 Args = Slots | Values

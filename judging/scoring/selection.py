@@ -3,22 +3,27 @@
 Both read the ranked labels and document ids of every query of the campaign (``trust.campaign_arrays``, kept
 per labels state and patched after a judgment), order the unjudged (query, document) pairs with a pure numpy
 function, and map them to pooled pair ids with a sorted search in a per-process map of the pool. The list is
-kept per campaign and mode and computed again once the labels moved, unless it is younger than a few times
-what computing it cost (at most ``PRIORITY_MAX_AGE``): on a large campaign judged by many people at once the
-order then trails the labels by a fraction of a second, and every served pair is re-checked against the live
-queue rules (redundancy, holds) anyway.
+kept per campaign and mode and computed again once the labels moved: in the request on pools up to
+``INLINE_POOL`` pairs, in a thread on larger ones (the request serves the previous list meanwhile, so the next
+pair never waits for a recomputation; the order then trails the labels by the time one takes, and every served
+pair is re-checked against the live queue rules, redundancy and holds, anyway).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from django.db import connections
+from django.db.models import Count, QuerySet, Sum
 
-from judging.models import Campaign, Pair
+from judging.compiled import Slots, compiled_select
+from judging.models import Campaign, Pair, Query
 from judging.scoring.cache import Leaderboard, leaderboard
 from judging.scoring.cube import cursor_rows
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
@@ -34,13 +39,14 @@ logger = logging.getLogger(__name__)
 MTC_MEASURE = "nDCG"
 # MM-NS's fading of older evidence per later judged document of the same arm (metrics.selection.bandit_rates).
 BANDIT_DECAY = 0.9
-# A list younger than this many times its computing time is served even though the labels moved.
-STALE_FACTOR = 5.0
+# Pools up to this many pairs have their list computed again in the request after each judgment; larger ones in
+# a thread, while the previous list serves (see _kept_order).
+INLINE_POOL = 20_000
 
 
 @dataclass
 class _Kept:
-    state: str
+    stamp: tuple[int, int, int]  # _labels_stamp when it was computed
     computed: float  # time.monotonic()
     seconds: float  # what computing it cost
     pair_ids: np.ndarray
@@ -55,6 +61,7 @@ class _PoolMap:
 
 _KEPT: dict[tuple[int, str], _Kept] = process_store({})
 _POOLS: dict[int, _PoolMap] = process_store({})
+_REFRESHING: set[tuple[int, str]] = set()
 
 
 def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
@@ -90,23 +97,71 @@ def _pair_ids(campaign: Campaign, lb: Leaderboard, chosen: Selection) -> np.ndar
     return ids
 
 
-def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> np.ndarray:
+def _labels_stamp(campaign: Campaign) -> tuple[int, int, int]:
+    """What moves whenever a label, a query or the pool of the campaign does: one aggregate over its queries
+    (every new or changed label bumps its query's labels_version, and versions only grow)."""
+    row = compiled_select(("labels_stamp",), _stamp_of).first({"campaign_id": campaign.pk})
+    total, count = (row[0] or 0, row[1]) if row is not None else (0, 0)
+    return (int(total), int(count), pool_size(campaign=campaign))
+
+
+def _stamp_of() -> QuerySet[Any, Any]:
+    return (
+        Query.objects.filter(campaign_id=Slots()["campaign_id"])
+        .order_by()
+        .values("campaign_id")
+        .annotate(v=Sum("labels_version"), n=Count("id"))
+        .values_list("v", "n")
+    )
+
+
+def _compute(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> _Kept:
+    stamp = _labels_stamp(campaign)  # read first: the list is at least as new as its stamp
+    started = time.perf_counter()
     lb = leaderboard(campaign, QUEUE_PARAMS)
+    ids = _pair_ids(campaign, lb, order(lb))
+    kept = _Kept(stamp, time.monotonic(), time.perf_counter() - started, ids)
+    with LOCK:
+        _KEPT[(campaign.pk, mode)] = kept
+    logger.debug("queue order %s of %s: %d pairs in %.1f ms", mode, campaign.slug, ids.size, kept.seconds * 1000)
+    return kept
+
+
+def _refresh_later(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> None:
+    """Compute the list again in a thread of its own (one at a time per campaign and mode)."""
     key = (campaign.pk, mode)
     with LOCK:
-        got = _KEPT.get(key)
-    now = time.monotonic()
-    if got is not None and (
-        got.state == lb.state or now - got.computed < min(PRIORITY_MAX_AGE, STALE_FACTOR * got.seconds)
-    ):
-        return got.pair_ids
-    started = time.perf_counter()
-    ids = _pair_ids(campaign, lb, order(lb))
-    seconds = time.perf_counter() - started
+        if key in _REFRESHING:
+            return
+        _REFRESHING.add(key)
+
+    def run() -> None:
+        try:
+            _compute(campaign, mode, order)
+        except Exception:
+            logger.exception("queue order %s of %s could not be refreshed", mode, campaign.slug)
+        finally:
+            with LOCK:
+                _REFRESHING.discard(key)
+            connections.close_all()  # this thread's own connections
+
+    threading.Thread(target=run, name=f"queue-order-{mode}-{campaign.pk}", daemon=True).start()
+
+
+def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> np.ndarray:
+    """The mode's list for the campaign's current labels. On a pool of up to INLINE_POOL pairs it is computed
+    again in the request once the labels moved (a few milliseconds); on a larger one the request serves the
+    previous list and a thread computes the new one, so the next pair never waits for it."""
     with LOCK:
-        _KEPT[key] = _Kept(lb.state, time.monotonic(), seconds, ids)
-    logger.debug("queue order %s of %s: %d pairs in %.1f ms", mode, campaign.slug, ids.size, seconds * 1000)
-    return ids
+        got = _KEPT.get((campaign.pk, mode))
+    if got is None:
+        return _compute(campaign, mode, order).pair_ids
+    if got.stamp == _labels_stamp(campaign) and time.monotonic() - got.computed < PRIORITY_MAX_AGE:
+        return got.pair_ids
+    if pool_size(campaign=campaign) > INLINE_POOL:
+        _refresh_later(campaign, mode, order)
+        return got.pair_ids
+    return _compute(campaign, mode, order).pair_ids
 
 
 def mtc_pairs(campaign: Campaign) -> np.ndarray:

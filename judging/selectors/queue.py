@@ -189,19 +189,35 @@ _PRIORITY_CHUNKS = 10
 PRIORITY_CHUNK = 200
 
 
+def _priority_chunk_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair]:
+    """The ids among the chunk ``chunk`` of a priority list still open to the annotator (see _open_pairs_of)."""
+    return _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(args.is_in("id", "chunk")).values_list("id")
+
+
 def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
-    """The first pair of a queue mode's priority list still open to this annotator: one query per chunk of
-    candidates (see judging.selectors.strategies)."""
-    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
+    """The first pair of a queue mode's priority list still open to this annotator: one compiled query of ids
+    per chunk of candidates (see judging.selectors.strategies), then the chosen pair with its query and
+    document. That read goes by id alone: if another annotator takes the pair in between, the caller's hold
+    (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500."""
+    overlap, skips = bool(campaign.overlap_percent), bool(exclude)
+    query = compiled_select(
+        ("priority_chunk", overlap, skips),
+        lambda: _priority_chunk_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
+    )
     for start in range(0, min(ids.size, PRIORITY_CHUNK * _PRIORITY_CHUNKS), PRIORITY_CHUNK):
         chunk = ids[start : start + PRIORITY_CHUNK].tolist()
-        # One read of the chunk's open pairs with their query and document: reading ids first and the chosen
-        # pair again afterwards lost the race when another annotator took that pair in between (a 500).
-        found = {pair.id: pair for pair in open_pairs.filter(id__in=chunk).select_related("query", "document")}
-        first = next((found[pid] for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
+        values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, chunk=chunk)
+        found = {row[0] for row in query.rows(values)}
+        first = next((pid for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
         if first is not None:
-            return first
+            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": first})
+            return None if row is None else pair_from_row(row)[0]
     return None
+
+
+def _pooled_pair_of() -> QuerySet[Pair]:
+    """The pooled pair ``pair_id`` as a row of PAIR_COLUMNS (compiled once: the ORM builds it in ~2 ms)."""
+    return Pair.objects.filter(id=Slots()["pair_id"], pooled=True).order_by().values_list(*PAIR_COLUMNS)[:1]
 
 
 # A pair, its query and its document, read as plain columns in this order (see pair_from_row).
