@@ -130,9 +130,7 @@ def read_collection(
     for q in qrel_rows:
         if q.label not in scale and not (q.label < 0 and 0 in scale):
             line = _line_of(qrels_text, (q.qid, q.docid), (0, 2))
-            raise _where(
-                qrels_path, line, "label", f"grade {q.label} is not on the scale {','.join(map(str, scale))}"
-            )
+            raise _where(qrels_path, line, "label", f"grade {q.label} is not on the scale {','.join(map(str, scale))}")
     qids = sorted({qid for r in rankings.values() for qid in r})
     if not {q for q, _ in labels} & set(qids):
         raise _where(qrels_path, None, "qid", "no query of the qrels is in the runs")
@@ -160,7 +158,7 @@ def read_collection(
 
 
 def parse_confusion(raw: str | None, grades: list[int]) -> np.ndarray | None:
-    """"0.9,0.1,0;0.1,0.8,0.1;..." -> rows (true grade) x columns (grade given), each row summing to 1."""
+    """ "0.9,0.1,0;0.1,0.8,0.1;..." -> rows (true grade) x columns (grade given), each row summing to 1."""
     if not raw:
         return None
     try:
@@ -577,7 +575,7 @@ def table(runs: list[ModeRun], figs: list[Figures]) -> str:
     lines = [head, "-" * len(head)]
     for run, f in zip(runs, figs, strict=True):
         five = sum(n for s, n in run.statuses.items() if s >= 500) + run.transport_errors
-        p50, p95 = (np.percentile(run.next_ms, [50, 95]) if run.next_ms else (math.nan, math.nan))
+        p50, p95 = np.percentile(run.next_ms, [50, 95]) if run.next_ms else (math.nan, math.nan)
         likely = f"{len(f.wrong_likely)} ({f.likely_wrong_claims}/{f.likely_claims})"
         lines.append(
             f"{run.mode:<9} {run.pool:>6} {_pct(_stays(f.shares, [t >= 0.9 for t in f.tau])):>9} "
@@ -622,8 +620,9 @@ def svg(figs: list[Figures], title: str) -> str:
             points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip([0.0, *f.shares], [0.0, *values], strict=True))
             parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
         ly = top + 16 + 20 * i
-        parts.append(f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 36}" y2="{ly}" stroke="{color}" '
-                     'stroke-width="2"/>')
+        parts.append(
+            f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 36}" y2="{ly}" stroke="{color}" stroke-width="2"/>'
+        )
         parts.append(f'<text x="{left + pw + 42}" y="{ly + 4}">{_escape(f.mode)}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -682,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
 
     unknown = sorted(set(modes) - set(Campaign.QueueMode.values))
     if unknown:
-        print(f"effort_bench: --modes: unknown {', '.join(unknown)}; the modes are {', '.join(Campaign.QueueMode.values)}")
+        allowed = ", ".join(Campaign.QueueMode.values)
+        print(f"effort_bench: --modes: unknown {', '.join(unknown)}; the modes are {allowed}", file=sys.stderr)
         return 2
     call_command("migrate", verbosity=0)
     print(machine_line(), flush=True)
