@@ -179,3 +179,16 @@ def test_next_refuses_non_members(pooled, make_user, who):
     response = client.get(f"/api/campaigns/{pooled.slug}/next/")
     assert response.status_code == (404 if who == "stranger" else 401)
     assert not Assignment.objects.exists()
+
+
+def test_each_mode_is_explained_in_korean_too():
+    from django.utils import translation
+
+    from judging.forms import queue_modes_help
+    from judging.selectors.strategies import unknown_mode_message
+
+    with translation.override("ko"):
+        text = str(queue_modes_help())
+        assert "최소 테스트 컬렉션" in text and "MM-NS 밴딧" in text and "질의별로" in text
+        message = unknown_mode_message("x")
+        assert "사용할 수 있는 방식:" in message and "mtc" in message and "bandit" in message
