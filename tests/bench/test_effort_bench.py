@@ -69,9 +69,7 @@ def test_local_scores_match_pytrec_eval_on_the_pool(tmp_path):
         qrel.setdefault(qid, {})[docid] = grade
     evaluator = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut.10"})
     for s, tag in enumerate(coll.systems):
-        run = {
-            qid: {d: float(len(docs) - r) for r, d in enumerate(docs)} for qid, docs in coll.rankings[tag].items()
-        }
+        run = {qid: {d: float(len(docs) - r) for r, d in enumerate(docs)} for qid, docs in coll.rankings[tag].items()}
         per_query = evaluator.evaluate(run)
         want = np.mean([per_query[q]["ndcg_cut_10"] for q in qrel])
         assert got[s] == pytest.approx(want, abs=1e-9)
@@ -82,7 +80,7 @@ def test_generator_knows_the_true_order_roughly(tmp_path):
     qrels_path, runs, topics = eb.generate("systems=8,queries=40,depth=20", tmp_path / "gen", seed=1)
     coll = eb.read_collection(qrels_path, runs, topics, None)
     assert len(coll.systems) == 8 and len(coll.qids) == 40 and coll.grades == [0, 1, 2]
-    scores = eb.Scorer(coll, pool_depth=20, k=10).scores({k: v for k, v in coll.qrels.items()})
+    scores = eb.Scorer(coll, pool_depth=20, k=10).scores(dict(coll.qrels))
     assert np.ptp(scores) > 0.2
 
 
