@@ -65,6 +65,8 @@ def _unjudged(labels: IntArray, doc_ids: IntArray, depth: int | None) -> _Unjudg
 def _check_arrays(labels: npt.ArrayLike, doc_ids: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     checked = _check_labels(labels)
     ids = np.asarray(doc_ids)
+    if ids.ndim == 3 and ids.shape[-1] == 0 and ids.shape[:-1] == checked.shape[:-1]:
+        ids = np.full(checked.shape, -1, dtype=np.int64)  # no ranks at all: _check_labels padded one column
     if ids.shape != checked.shape:
         raise ValueError(f"doc_ids must have the labels' shape {checked.shape}, not {ids.shape}")
     if not np.issubdtype(ids.dtype, np.integer):
