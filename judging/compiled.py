@@ -7,6 +7,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 
 - ``selectors.queue._pair_next``: the next pair of the queue, and with ``lock`` its progress figures;
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
+- ``selectors.queue._pair_of_priority``: the open pairs among a chunk of a queue mode's priority list, and the
+  chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
 

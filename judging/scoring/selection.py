@@ -16,13 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from django.db import connections
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Sum
 
-from judging.compiled import Slots, compiled_select
 from judging.models import Campaign, Pair, Query
 from judging.scoring.cache import Leaderboard, leaderboard
 from judging.scoring.cube import cursor_rows
@@ -100,19 +98,8 @@ def _pair_ids(campaign: Campaign, lb: Leaderboard, chosen: Selection) -> np.ndar
 def _labels_stamp(campaign: Campaign) -> tuple[int, int, int]:
     """What moves whenever a label, a query or the pool of the campaign does: one aggregate over its queries
     (every new or changed label bumps its query's labels_version, and versions only grow)."""
-    row = compiled_select(("labels_stamp",), _stamp_of).first({"campaign_id": campaign.pk})
-    total, count = (row[0] or 0, row[1]) if row is not None else (0, 0)
-    return (int(total), int(count), pool_size(campaign=campaign))
-
-
-def _stamp_of() -> QuerySet[Any, Any]:
-    return (
-        Query.objects.filter(campaign_id=Slots()["campaign_id"])
-        .order_by()
-        .values("campaign_id")
-        .annotate(v=Sum("labels_version"), n=Count("id"))
-        .values_list("v", "n")
-    )
+    row = Query.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("labels_version"), n=Count("id"))
+    return (int(row["v"] or 0), int(row["n"]), pool_size(campaign=campaign))
 
 
 def _compute(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> _Kept:

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
-from django.db.models import Count, DateTimeField, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Count,
+    DateTimeField,
+    Exists,
+    Expression,
+    F,
+    Field,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+)
+from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
@@ -31,18 +47,18 @@ def _salt(user_id: int, consts: tuple[int, int]) -> int:
     return (user_id * consts[0] + consts[1]) % _P
 
 
-def _mixed(column: str, salt):
+def _mixed(column: str, salt: Expression | int) -> tuple[Expression, Expression]:
     x = (F(column) * _ID_MUL + salt) % _P
     return (x * x) % _P, x
 
 
-def _doc_order(salt) -> list:
+def _doc_order(salt: Expression | int) -> list[OrderBy]:
     """The annotator's own document order; ``salt``: _salt(annotator id, _DOC_SALT), or its placeholder."""
     key, tie = _mixed("document_id", salt)
     return [key.asc(), tie.asc(), F("id").asc()]
 
 
-def _query_order(salt, column: str = "id") -> list:
+def _query_order(salt: Expression | int, column: str = "id") -> list[OrderBy]:
     """The annotator's own query order; ``salt``: _salt(annotator id, _QUERY_SALT), or its placeholder."""
     key, tie = _mixed(column, salt)
     return [key.asc(), tie.asc(), F(column).asc()]
@@ -62,10 +78,10 @@ def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
 # once per process and shape, then run as plain SQL with each request's values; with Values, as an ORM
 # query run at once. The values, by name: annotator_id, campaign_id, redundancy, overlap_percent, now (the
 # time holds are compared with), exclude (pair ids), current_query_id, pair_id, query_salt, doc_salt.
-QUEUE_FIELDS = {"now": DateTimeField()}
+QUEUE_FIELDS: dict[str, Field[Any, Any]] = {"now": DateTimeField()}
 
 
-def queue_values(*, campaign: Campaign, annotator_id: int, **more) -> dict:
+def queue_values(*, campaign: Campaign, annotator_id: int, **more: Any) -> dict[str, Any]:
     """The named values of the queue's queries for this annotator and campaign (and ``more``)."""
     return {
         "annotator_id": annotator_id,
@@ -119,7 +135,7 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
     return _open_pairs_of(args, overlap=bool(campaign.overlap_percent), exclude=bool(exclude))
 
 
-def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair]:
+def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair, Any]:
     """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
     from named values (queue_values)."""
     return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).values("id")[:1]
@@ -166,19 +182,33 @@ def pair_next(
     open-pair rules (redundancy, holds, the annotator's own judgments, skips) filter them. When none is left it
     falls back to the order above.
     """
+    annotator_id = user_id(annotator)
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
         found = _pair_of_priority(
-            strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=exclude
+            strategy(campaign, annotator_id), campaign=campaign, annotator_id=annotator_id, exclude=exclude
         )
         if found is not None:
             return NextPair(found)
-    args = {"campaign": campaign, "annotator_id": annotator.id, "current_query_id": current_query_id, "lock": lock}
+    args: dict[str, Any] = {
+        "campaign": campaign,
+        "annotator_id": annotator_id,
+        "current_query_id": current_query_id,
+        "lock": lock,
+    }
     found = _pair_next(**args, exclude=exclude)
     if found is None and exclude:
         found = _pair_next(**args, exclude=())
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
+
+
+def user_id(user: User) -> int:
+    """The id of a logged-in user (the queue is only ever asked for one: the views and the API refuse anonymous
+    requests first)."""
+    if user.id is None:
+        raise ValueError("the judging queue needs a logged-in user")
+    return user.id
 
 
 # Candidate chunks of a priority list checked per request before the shuffled order takes over.
@@ -189,7 +219,7 @@ _PRIORITY_CHUNKS = 10
 PRIORITY_CHUNK = 200
 
 
-def _priority_chunk_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair]:
+def _priority_chunk_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
     """The ids among the chunk ``chunk`` of a priority list still open to the annotator (see _open_pairs_of)."""
     return _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(args.is_in("id", "chunk")).values_list("id")
 
@@ -215,7 +245,7 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     return None
 
 
-def _pooled_pair_of() -> QuerySet[Pair]:
+def _pooled_pair_of() -> QuerySet[Pair, Any]:
     """The pooled pair ``pair_id`` as a row of PAIR_COLUMNS (compiled once: the ORM builds it in ~2 ms)."""
     return Pair.objects.filter(id=Slots()["pair_id"], pooled=True).order_by().values_list(*PAIR_COLUMNS)[:1]
 
@@ -224,16 +254,20 @@ def _pooled_pair_of() -> QuerySet[Pair]:
 PAIR_COLUMNS = (*model_columns(Pair), *model_columns(Query, "query__"), *model_columns(Document, "document__"))
 
 
-def pair_from_row(row: Sequence, start: int = 0) -> tuple[Pair, int]:
+def pair_from_row(row: Sequence[Any], start: int = 0) -> tuple[Pair, int]:
     """The Pair of a row's PAIR_COLUMNS from ``start`` on, with its query and document loaded; and where
     those columns end."""
     pair, at = model_from(Pair, row, start)
-    pair.query, at = model_from(Query, row, at)
-    pair.document, at = model_from(Document, row, at)
+    query, at = model_from(Query, row, at)
+    document, at = model_from(Document, row, at)
+    pair = cast(Pair, pair)
+    pair.query, pair.document = cast(Query, query), cast(Document, document)
     return pair, at
 
 
-def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool):
+def _pair_next_of(
+    args: Args, *, current: bool, levels: int, overlap: bool, exclude: bool, lock: bool
+) -> QuerySet[Pair, Any]:
     """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total, campaign_done."""
     open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
@@ -253,7 +287,7 @@ def _pair_next_of(args: Args, *, current: bool, levels: int, overlap: bool, excl
         )
     subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
     query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
-    qs = open_pairs.filter(query_id=query_id).order_by("judgment_count", *_doc_order(args["doc_salt"]))
+    qs = open_pairs.filter(query_id=cast(Any, query_id)).order_by("judgment_count", *_doc_order(args["doc_salt"]))
     columns = list(PAIR_COLUMNS)
     if lock:
         qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args)
@@ -300,14 +334,25 @@ def _pair_next(
         exclude=exclude,
         **{f"level{level}": level for level in range(levels)},
     )
-    query = compiled_select(("pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape))
+    query = compiled_select(
+        ("pair_next", *shape.values()),
+        lambda: _pair_next_of(
+            Slots(QUEUE_FIELDS),
+            current=current,
+            levels=levels,
+            overlap=bool(campaign.overlap_percent),
+            exclude=bool(exclude),
+            lock=lock,
+        ),
+    )
     row = query.first(values)
     if row is None:
         return None
     pair, at = pair_from_row(row)
     if lock:
         query_done, query_total, campaign_done = row[at:]
-        pair.progress = JudgeProgress(query_done, query_total, campaign_done or 0, pool_size(campaign=campaign))
+        progress = JudgeProgress(query_done, query_total, campaign_done or 0, pool_size(campaign=campaign))
+        pair.progress = progress  # type: ignore[attr-defined]  # read by the judging page
     return pair
 
 
@@ -370,14 +415,14 @@ class JudgeProgress:
         return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
 
 
-def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict:
+def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
     """The judging page's figures (judge_progress) as subqueries, for the query named by the outer query's
     column ``query_ref``."""
     args = Values(campaign_id=campaign.id, annotator_id=annotator_id, redundancy=campaign.redundancy)
     return _progress_parts_of(args, query_ref=query_ref)
 
 
-def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict:
+def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, Any]:
     of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
     mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     return {

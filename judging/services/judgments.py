@@ -176,6 +176,8 @@ class JudgmentRecorded(tuple):
     one pair, exactly one creates it (the pair lock orders them); the API answers 201 to that one only.
     """
 
+    created: bool
+
     def __new__(cls, judgment: Judgment, changed: bool, *, created: bool):
         recorded = super().__new__(cls, (judgment, changed))
         recorded.created = created
