@@ -84,7 +84,7 @@ class Campaign(models.Model):
         _("judging queue"),
         max_length=16,
         choices=QueueMode.choices,
-        default=QueueMode.SHUFFLED,
+        default=QueueMode.MTC,
         help_text=_("How the queue picks each annotator's next pair; no mode shows annotators the systems."),
     )
     leaderboard_visible_to_annotators = models.BooleanField(

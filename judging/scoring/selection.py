@@ -102,8 +102,11 @@ def _labels_stamp(campaign: Campaign) -> tuple[int, int, int]:
     return (int(row["v"] or 0), int(row["n"]), pool_size(campaign=campaign))
 
 
-def _compute(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> _Kept:
-    stamp = _labels_stamp(campaign)  # read first: the list is at least as new as its stamp
+def _compute(
+    campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection], stamp: tuple[int, int, int] | None = None
+) -> _Kept:
+    if stamp is None:
+        stamp = _labels_stamp(campaign)  # read first: the list is at least as new as its stamp
     started = time.perf_counter()
     lb = leaderboard(campaign, QUEUE_PARAMS)
     ids = _pair_ids(campaign, lb, order(lb))
@@ -143,12 +146,13 @@ def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Se
         got = _KEPT.get((campaign.pk, mode))
     if got is None:
         return _compute(campaign, mode, order).pair_ids
-    if got.stamp == _labels_stamp(campaign) and time.monotonic() - got.computed < PRIORITY_MAX_AGE:
+    stamp = _labels_stamp(campaign)
+    if got.stamp == stamp and time.monotonic() - got.computed < PRIORITY_MAX_AGE:
         return got.pair_ids
     if pool_size(campaign=campaign) > INLINE_POOL:
         _refresh_later(campaign, mode, order)
         return got.pair_ids
-    return _compute(campaign, mode, order).pair_ids
+    return _compute(campaign, mode, order, stamp).pair_ids
 
 
 def mtc_pairs(campaign: Campaign) -> np.ndarray:

@@ -192,3 +192,34 @@ def test_each_mode_is_explained_in_korean_too():
         assert "최소 테스트 컬렉션" in text and "MM-NS 밴딧" in text and "질의별로" in text
         message = unknown_mode_message("x")
         assert "사용할 수 있는 방식:" in message and "mtc" in message and "bandit" in message
+
+
+@pytest.mark.parametrize("mode", ["mtc", "bandit"])
+def test_record_and_next_statements_do_not_grow_with_the_pool(make_user, mode):
+    """ "Record + next" in a mode with a priority list: the list is computed again from the moved query's labels
+    (the leaderboard's incremental rescoring) and served from memory, so the SQL statements per judgment are
+    the same for 2 queries as for 30."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.judging.test_views import HTMX, judge_url, login, record_url, shown_pair
+
+    counts = []
+    for queries in (2, 30):
+        run = "".join(
+            f"q{q} Q0 {s}{q}_{d} {d + 1} {9 - d} {s}\n" for s in "ab" for q in range(queries) for d in range(3)
+        )
+        campaign, ann = _campaign(make_user, mode, run, slug=f"grow-{mode}-{queries}")
+        client = login(ann)
+        page = client.get(judge_url(campaign))
+        pair_id, most = shown_pair(page), 0
+        for _ in range(3):
+            with CaptureQueriesContext(connection) as ctx:
+                response = client.post(
+                    record_url(campaign, pair_id), {"grade": 1, "seconds": "2", "version": ""}, **HTMX
+                )
+            assert response.status_code == 200
+            most = max(most, len(ctx.captured_queries))
+            pair_id = shown_pair(response)
+        counts.append(most)
+    assert counts[0] == counts[1] <= 40, counts
