@@ -60,6 +60,10 @@ def main() -> int:
 
     started = time.perf_counter()
     campaign, user = build(args.queries, args.systems, args.depth, args.candidates, 7)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # what autovacuum does shortly after an import this size
     pool = Pair.objects.filter(campaign=campaign, pooled=True).count()
     print(
         f"{vendor}: {pool} pooled pairs ({args.systems} systems x {args.queries} queries, pool depth {args.depth}), "
