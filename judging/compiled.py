@@ -10,6 +10,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
+- ``selectors.queue._pair_of_priority``: the open pairs among a chunk of a queue mode's priority list, and the
+  chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
 
@@ -99,6 +101,10 @@ class Slots:
             subquery = RawSQL("SELECT value FROM json_each(%s)", [_Slot(name, _ID_LIST)])
         return ~Q(**{f"{column}__in": subquery})
 
+    def is_in(self, column: str, name: str) -> Q:
+        """``column`` is one of the ids of ``name`` (as not_in, one parameter whatever their number)."""
+        return ~self.not_in(column, name)
+
 
 class Values:
     """Arguments of an ORM query run at once: each named value as itself."""
@@ -112,6 +118,9 @@ class Values:
 
     def not_in(self, column: str, name: str) -> Q:
         return ~Q(**{f"{column}__in": [int(i) for i in self.values[name]]})
+
+    def is_in(self, column: str, name: str) -> Q:
+        return Q(**{f"{column}__in": [int(i) for i in self.values[name]]})
 
 
 Args = Slots | Values

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from judging.formats import QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
 from judging.models import Campaign, Membership
 from judging.params import ascii_float
+from judging.selectors.strategies import unknown_mode_message
 from judging.services import CAMPAIGN_SETTINGS, people_parse, scale_check
 
 
@@ -79,6 +84,45 @@ class CampaignCreateForm(forms.ModelForm):
         return sorted({int(v) for v in self.cleaned_data["grades"].split(",")})
 
 
+# One sentence per judging queue mode, shown under the setting (each mode's module says more).
+QUEUE_MODE_HELP: dict[str, Any] = {
+    Campaign.QueueMode.SHUFFLED: gettext_lazy(
+        "Query by query: each annotator works through one query's pool at a time, in their own shuffled order."
+    ),
+    Campaign.QueueMode.MATTER: gettext_lazy(
+        "Across queries: first the unjudged documents ranked highest by systems whose order on the leaderboard "
+        "is not settled yet."
+    ),
+    Campaign.QueueMode.MTC: gettext_lazy(
+        "Across queries: next the document whose label most moves the score differences of neighbouring systems "
+        "whose order is still uncertain (minimal test collections, Carterette et al. 2006)."
+    ),
+    Campaign.QueueMode.BANDIT: gettext_lazy(
+        "Across queries: next the top unjudged document of the system whose documents have been judged relevant "
+        "most often, so relevant documents are found early (MM-NS bandit, Losada et al. 2017)."
+    ),
+    Campaign.QueueMode.AUDIT: gettext_lazy(
+        "Query by query, in the order drawn: only the pairs of the queries drawn at random on the Audit page, "
+        "for the prediction-powered leaderboard; nothing else is served."
+    ),
+    Campaign.QueueMode.DOUBTFUL: gettext_lazy(
+        "Across queries: first the pairs a model judge is least sure of; these labels feed “humans, else model”, "
+        "never the prediction-powered audit, which stays random."
+    ),
+}
+
+
+def queue_modes_help() -> str:
+    """The judging queue's help: each mode's name and its sentence, one per line; annotators never see which
+    system brought a pair, whatever the mode."""
+    lines = format_html_join(
+        mark_safe("<br>"),
+        "<strong>{}</strong>: {}",
+        ((label, QUEUE_MODE_HELP.get(value, "")) for value, label in Campaign.QueueMode.choices),
+    )
+    return format_html("{}<br>{}", lines, gettext_lazy("Every mode keeps the systems hidden from annotators."))
+
+
 class CampaignSettingsForm(forms.ModelForm):
     class Meta:
         model = Campaign
@@ -92,6 +136,8 @@ class CampaignSettingsForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         # A form (or script) that predates the judging-queue setting leaves it as it is.
         self.fields["queue_mode"].required = False
+        self.fields["queue_mode"].error_messages["invalid_choice"] = unknown_mode_message("“%(value)s”")
+        self.fields["queue_mode"].help_text = queue_modes_help()
 
     def clean_queue_mode(self) -> str:
         return self.cleaned_data.get("queue_mode") or self.instance.queue_mode

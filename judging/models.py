@@ -80,6 +80,8 @@ class Campaign(models.Model):
     class QueueMode(models.TextChoices):
         SHUFFLED = "shuffled", _("Query by query, in each annotator's own order")
         MATTER = "matter", _("Pairs that matter most: those that can still change the ranking")
+        MTC = "mtc", _("Minimal test collections: the judgment that most narrows the open comparisons")
+        BANDIT = "bandit", _("Bandit: the next document of the system finding the most relevant ones")
         AUDIT = "audit", _("Audit: every pair of the queries drawn at random for the prediction-powered leaderboard")
         DOUBTFUL = "doubtful", _("The model's doubtful pairs: those the model judges are least sure of")
 
@@ -87,13 +89,8 @@ class Campaign(models.Model):
         _("judging queue"),
         max_length=16,
         choices=QueueMode.choices,
-        default=QueueMode.SHUFFLED,
-        help_text=_(
-            "“Pairs that matter most” serves first the unjudged documents ranked highest by systems whose "
-            "order on the leaderboard is not settled yet. “Audit” serves only the pairs of the queries drawn for "
-            "the prediction-powered leaderboard (the Audit page). “The model's doubtful pairs” serves first the "
-            "pairs the model judges are least sure of; their labels feed “humans, else model”, never the audit."
-        ),
+        default=QueueMode.MTC,
+        help_text=_("How the queue picks each annotator's next pair; no mode shows annotators the systems."),
     )
     leaderboard_visible_to_annotators = models.BooleanField(
         _("annotators may see the leaderboard"),

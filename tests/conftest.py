@@ -101,7 +101,7 @@ def annotator(make_user):
 def campaign(db, lead, annotator):
     from judging.services import campaign_create, membership_add
 
-    c = campaign_create(slug="demo", name="Demo", pool_depth=2)
+    c = campaign_create(slug="demo", name="Demo", pool_depth=2, queue_mode="shuffled")
     membership_add(campaign=c, user=lead, role="lead")
     membership_add(campaign=c, user=annotator, role="annotator")
     return c

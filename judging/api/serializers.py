@@ -24,6 +24,7 @@ from judging.models import (
     System,
 )
 from judging.params import PARAMS, Param, ascii_float
+from judging.selectors.strategies import unknown_mode_message
 from judging.services import CAMPAIGN_SETTINGS, scale_check
 
 GRADE_RANGE: dict[str, Any] = {"min_value": 0, "max_value": 100}
@@ -116,6 +117,11 @@ class CampaignSerializer(ModelSerializer):
         fields = ["slug", *CAMPAIGN_SETTINGS, "grades", "scale", "role", "created_at"]
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"required": False}}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # An unknown queue mode's 400 names the allowed ones (DRF fills in {input}).
+        self.fields["queue_mode"].error_messages["invalid_choice"] = unknown_mode_message('"{input}"')
 
     def validate_slug(self, value: str) -> str:
         if self.instance is not None and value != self.instance.slug:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 import numpy as np
 from django.contrib.postgres.expressions import ArraySubquery
@@ -17,6 +19,7 @@ from django.db.models import (
     Exists,
     Expression,
     F,
+    Field,
     Func,
     IntegerField,
     Max,
@@ -27,6 +30,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
@@ -62,18 +66,18 @@ def _salt(user_id: int, consts: tuple[int, int]) -> int:
     return (user_id * consts[0] + consts[1]) % _P
 
 
-def _mixed(column: str, salt):
+def _mixed(column: str, salt: Expression | int) -> tuple[Expression, Expression]:
     x = (F(column) * _ID_MUL + salt) % _P
     return (x * x) % _P, x
 
 
-def _doc_order(salt) -> list:
+def _doc_order(salt: Expression | int) -> list[OrderBy]:
     """The annotator's own document order; ``salt``: _salt(annotator id, _DOC_SALT), or its placeholder."""
     key, tie = _mixed("document_id", salt)
     return [key.asc(), tie.asc(), F("id").asc()]
 
 
-def _query_order(salt, column: str = "id") -> list:
+def _query_order(salt: Expression | int, column: str = "id") -> list[OrderBy]:
     """The annotator's own query order; ``salt``: _salt(annotator id, _QUERY_SALT), or its placeholder."""
     key, tie = _mixed(column, salt)
     return [key.asc(), tie.asc(), F(column).asc()]
@@ -93,10 +97,10 @@ def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
 # once per process and shape, then run as plain SQL with each request's values; with Values, as an ORM
 # query run at once. The values, by name: annotator_id, campaign_id, redundancy, overlap_percent, now (the
 # time holds are compared with), exclude (pair ids), current_query_id, pair_id, query_salt, doc_salt.
-QUEUE_FIELDS = {"now": DateTimeField()}
+QUEUE_FIELDS: dict[str, Field[Any, Any]] = {"now": DateTimeField()}
 
 
-def queue_values(*, campaign: Campaign, annotator_id: int, **more) -> dict:
+def queue_values(*, campaign: Campaign, annotator_id: int, **more: Any) -> dict[str, Any]:
     """The named values of the queue's queries for this annotator and campaign (and ``more``)."""
     return {
         "annotator_id": annotator_id,
@@ -152,7 +156,7 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     return qs
 
 
-def _reserved(args: Args) -> QuerySet[QueryAssignment]:
+def _reserved(args: Args) -> QuerySet[Any, Any]:
     """How many slots of the outer pair other annotators' assignments keep: one per annotator (not the caller)
     given the pair's query who has neither judged the pair nor holds it now (a hold counts in ``load``)."""
     return (
@@ -202,7 +206,7 @@ def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]
     return _open_pairs_of(args, overlap=bool(campaign.overlap_percent), exclude=bool(exclude))
 
 
-def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair]:
+def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair, Any]:
     """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
     from named values (queue_values)."""
     # order_by(): Pair's default ordering would join the campaign (three times), query and document to sort one row.
@@ -257,6 +261,7 @@ def pair_next(
     falls back to the order above, except in the modes of ``EXCLUSIVE_MODES`` (the audit), which serve their
     list only.
     """
+    annotator_id = user_id(annotator)
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
         # The annotator's own queries first, in every mode (the shuffled order's query does this itself).
@@ -266,23 +271,36 @@ def pair_next(
         if mine is not None:
             return NextPair(mine)
         found = _pair_of_priority(
-            strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=exclude
+            strategy(campaign, annotator_id), campaign=campaign, annotator_id=annotator_id, exclude=exclude
         )
         if found is not None:
             return NextPair(found)
         if campaign.queue_mode in EXCLUSIVE_MODES:
             if exclude:  # the skipped pairs come back at the end, as in the query-by-query order
                 found = _pair_of_priority(
-                    strategy(campaign, annotator.id), campaign=campaign, annotator_id=annotator.id, exclude=()
+                    strategy(campaign, annotator_id), campaign=campaign, annotator_id=annotator_id, exclude=()
                 )
                 return NextPair(found, was_skipped=found is not None)
             return NextPair(None)
-    args = {"campaign": campaign, "annotator_id": annotator.id, "current_query_id": current_query_id, "lock": lock}
+    args: dict[str, Any] = {
+        "campaign": campaign,
+        "annotator_id": annotator_id,
+        "current_query_id": current_query_id,
+        "lock": lock,
+    }
     found = _pair_next(**args, exclude=exclude)
     if found is None and exclude:
         found = _pair_next(**args, exclude=())
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
+
+
+def user_id(user: User) -> int:
+    """The id of a logged-in user (the queue is only ever asked for one: the views and the API refuse anonymous
+    requests first)."""
+    if user.id is None:
+        raise ValueError("the judging queue needs a logged-in user")
+    return user.id
 
 
 # Candidate chunks of a priority list checked per request before the shuffled order takes over.
@@ -293,35 +311,53 @@ _PRIORITY_CHUNKS = 10
 PRIORITY_CHUNK = 200
 
 
+def _priority_chunk_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
+    """The ids among the chunk ``chunk`` of a priority list still open to the annotator (see _open_pairs_of)."""
+    return _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(args.is_in("id", "chunk")).values_list("id")
+
+
 def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
-    """The first pair of a queue mode's priority list still open to this annotator: one query per chunk of
-    candidates (see judging.selectors.strategies)."""
-    open_pairs = _open_pairs(campaign=campaign, annotator_id=annotator_id, exclude=exclude)
+    """The first pair of a queue mode's priority list still open to this annotator: one compiled query of ids
+    per chunk of candidates (see judging.selectors.strategies), then the chosen pair with its query and
+    document. That read goes by id alone: if another annotator takes the pair in between, the caller's hold
+    (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500."""
+    overlap, skips = bool(campaign.overlap_percent), bool(exclude)
+    query = compiled_select(
+        ("priority_chunk", overlap, skips),
+        lambda: _priority_chunk_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
+    )
     for start in range(0, min(ids.size, PRIORITY_CHUNK * _PRIORITY_CHUNKS), PRIORITY_CHUNK):
         chunk = ids[start : start + PRIORITY_CHUNK].tolist()
-        # One read of the chunk's open pairs with their query and document: reading ids first and the chosen
-        # pair again afterwards lost the race when another annotator took that pair in between (a 500).
-        found = {pair.id: pair for pair in open_pairs.filter(id__in=chunk).select_related("query", "document")}
-        first = next((found[pid] for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
+        values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, chunk=chunk)
+        found = {row[0] for row in query.rows(values)}
+        first = next((pid for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
         if first is not None:
-            return first
+            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": first})
+            return None if row is None else pair_from_row(row)[0]
     return None
+
+
+def _pooled_pair_of() -> QuerySet[Pair, Any]:
+    """The pooled pair ``pair_id`` as a row of PAIR_COLUMNS (compiled once: the ORM builds it in ~2 ms)."""
+    return Pair.objects.filter(id=Slots()["pair_id"], pooled=True).order_by().values_list(*PAIR_COLUMNS)[:1]
 
 
 # A pair, its query and its document, read as plain columns in this order (see pair_from_row).
 PAIR_COLUMNS = (*model_columns(Pair), *model_columns(Query, "query__"), *model_columns(Document, "document__"))
 
 
-def pair_from_row(row: Sequence, start: int = 0) -> tuple[Pair, int]:
+def pair_from_row(row: Sequence[Any], start: int = 0) -> tuple[Pair, int]:
     """The Pair of a row's PAIR_COLUMNS from ``start`` on, with its query and document loaded; and where
     those columns end."""
     pair, at = model_from(Pair, row, start)
-    pair.query, at = model_from(Query, row, at)
-    pair.document, at = model_from(Document, row, at)
+    query, at = model_from(Query, row, at)
+    document, at = model_from(Document, row, at)
+    pair = cast(Pair, pair)
+    pair.query, pair.document = cast(Query, query), cast(Document, document)
     return pair, at
 
 
-def _assigned_candidates(args: Args, open_pairs: QuerySet[Pair], *, current: bool) -> list[QuerySet]:
+def _assigned_candidates(args: Args, open_pairs: QuerySet[Pair], *, current: bool) -> list[QuerySet[Any, Any]]:
     """The first probes of the queue: the annotator's own queries (QueryAssignment) come before shared work.
     The current query if it is one of theirs and still open to them (they stay on it), then the first of
     their queries, in their own query order, with a pair open to them. Each an index probe of the
@@ -353,7 +389,7 @@ def assigned_pair_next(
         "exclude": bool(exclude),
     }
     values = queue_values(
-        campaign=campaign, annotator_id=annotator.id, current_query_id=current_query_id, exclude=exclude
+        campaign=campaign, annotator_id=user_id(annotator), current_query_id=current_query_id, exclude=exclude
     )
     query = compiled_select(
         ("assigned_pair_next", *shape.values()),
@@ -373,7 +409,7 @@ def _pair_next_of(
     lock: bool,
     shared: bool = True,
     done: bool = False,
-):
+) -> QuerySet[Pair, Any]:
     """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total and, with ``done`` (a small pool: see
     ``campaign_done``), campaign_done."""
@@ -394,12 +430,17 @@ def _pair_next_of(
         )
     subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
     query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
-    qs = open_pairs.filter(query_id=query_id).order_by("judgment_count", *_doc_order(args["doc_salt"]))
+    qs = open_pairs.filter(query_id=cast(Any, query_id)).order_by("judgment_count", *_doc_order(args["doc_salt"]))
     columns = list(PAIR_COLUMNS)
     if lock:
         qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args, done=done)
         columns += ["query_done", "query_total", *(["campaign_done"] if done else [])]
     return qs.values_list(*columns)[:1]
+
+
+def _pair_next_from_slots(shape: dict[str, bool | int]) -> QuerySet[Pair, Any]:
+    """_pair_next_of of one shape, built from placeholders (compiled once per process and shape)."""
+    return _pair_next_of(Slots(QUEUE_FIELDS), **cast(dict[str, Any], shape))
 
 
 def _pair_next(
@@ -452,7 +493,7 @@ def _pair_next(
         }
         query = compiled_select(
             ("pair_next", *shape.values()),
-            lambda shape=shape: _pair_next_of(Slots(QUEUE_FIELDS), **shape),
+            functools.partial(_pair_next_from_slots, shape),
             prepare=current_only,
         )
         row = query.first(values)
@@ -527,14 +568,14 @@ class JudgeProgress:
         return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
 
 
-def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict:
+def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
     """The judging page's figures (judge_progress) as subqueries, for the query named by the outer query's
     column ``query_ref``."""
     args = Values(campaign_id=campaign.id, annotator_id=annotator_id, redundancy=campaign.redundancy)
     return _progress_parts_of(args, query_ref=query_ref)
 
 
-def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict:
+def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, Any]:
     of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
     mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
     return {

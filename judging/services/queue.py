@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -12,6 +13,7 @@ from django.utils import timezone
 from judging import selectors
 from judging.access import Member
 from judging.models import Assignment, Campaign, Judgment, Pair, User
+from judging.selectors.queue import user_id
 from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
 
 ASSIGNMENT_MINUTES = 15
@@ -21,7 +23,7 @@ def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
     """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
     with transaction.atomic():
         pair_lock(pair_id=pair_id)
-        if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
+        if not selectors.pair_is_open(campaign=campaign, annotator_id=user_id(annotator), pair_id=pair_id):
             return False
         Assignment.objects.update_or_create(
             campaign=campaign,
@@ -40,7 +42,9 @@ def pair_hold(*, campaign: Campaign, annotator: User, pair: Pair) -> bool:
     return _hold(campaign=campaign, annotator=annotator, pair_id=pair.id)
 
 
-def pair_assign(*, campaign: Campaign, annotator: User, current_query_id: int | None = None, exclude=()):
+def pair_assign(
+    *, campaign: Campaign, annotator: User, current_query_id: int | None = None, exclude: Sequence[int] = ()
+) -> selectors.NextPair:
     """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
 
     The choice (selectors.pair_next) is re-checked under the pair's row lock before the pair is held,
@@ -56,7 +60,7 @@ def pair_assign(*, campaign: Campaign, annotator: User, current_query_id: int | 
             exclude=[*exclude, *passed],
         )
         if found.pair is None:
-            Assignment.objects.filter(campaign=campaign, annotator=annotator).delete()
+            Assignment.objects.filter(campaign=campaign, annotator_id=user_id(annotator)).delete()
             return found
         if _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
             return found
@@ -65,7 +69,7 @@ def pair_assign(*, campaign: Campaign, annotator: User, current_query_id: int | 
 
 
 def pair_assign_locked(
-    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude=(), judged: Pair
+    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude: Sequence[int] = (), judged: Pair
 ) -> selectors.NextPair | None:
     """pair_assign inside the transaction that has just recorded ``annotator``'s judgment of ``judged``
     (judgment_record(locked=True, keep_hold=True)): three statements in the usual case.
@@ -93,7 +97,7 @@ def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
     """Move the annotator's hold in the campaign to ``pair_id`` if that pair is still open to them, checked
     under the pair's lock (taken by the caller: every writer of a pair's holds and judgments takes it
     first, so nothing changes that answer until the commit); how many holds moved (0 or 1)."""
-    if not selectors.pair_is_open(campaign=campaign, annotator_id=annotator.id, pair_id=pair_id):
+    if not selectors.pair_is_open(campaign=campaign, annotator_id=user_id(annotator), pair_id=pair_id):
         return 0
     return Assignment.objects.filter(campaign_id=campaign.id, annotator_id=annotator.id).update(
         pair_id=pair_id, expires_at=timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES)
@@ -102,7 +106,7 @@ def _hold_move(*, campaign: Campaign, annotator: User, pair_id: int) -> int:
 
 def hold_release(*, annotator: User, pair: Pair) -> None:
     """Release the annotator's hold on ``pair`` (judged now: it must not count twice toward redundancy)."""
-    hold_delete(annotator_id=annotator.id, pair_id=pair.id)
+    hold_delete(annotator_id=user_id(annotator), pair_id=pair.id)
 
 
 @dataclass(frozen=True)
@@ -170,8 +174,8 @@ def judgment_record_next(
                     recorded,
                     following,
                     from_history=True,
-                    judgment=following.judgment_of_annotator,
-                    neighbours=(pair.public_id, following.next_in_history),
+                    judgment=cast(Any, following).judgment_of_annotator,  # read with it (judgment_following_pair)
+                    neighbours=(pair.public_id, cast(Any, following).next_in_history),
                 )
         found = pair_assign_locked(
             campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, judged=pair

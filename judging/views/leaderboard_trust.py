@@ -153,7 +153,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
             micro_note=trust.MICRO_NOTE,
             diversity=diversity,
             queue_mode=ctx.campaign.get_queue_mode_display(),
-            queue_matter=ctx.campaign.queue_mode == Campaign.QueueMode.MATTER,
+            queue_matter=ctx.campaign.queue_mode != Campaign.QueueMode.SHUFFLED,  # a mode that chases the open orders
         )
     context["keep"] = [("attribute", attribute)] if attribute else []
     context["page_query"] = urlencode({**ctx.changed_params, **({"attribute": attribute} if attribute else {})})

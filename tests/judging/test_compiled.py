@@ -181,5 +181,35 @@ def test_compiled_is_used_only_where_its_docstring_says():
         if path.name != "compiled.py" and re.search(r"^from judging\.compiled import", path.read_text(), re.M)
     }
     assert users == {"judging/selectors/queue.py", "judging/services/judgments.py", "judging/access.py"}
-    for user in ("selectors.queue._pair_next", "selectors.queue.pair_is_open", "services.judgments._pair_state"):
+    for user in (
+        "selectors.queue._pair_next",
+        "selectors.queue.pair_is_open",
+        "selectors.queue._pair_of_priority",
+        "services.judgments._pair_state",
+    ):
         assert f"``{user}``" in judging.compiled.__doc__
+
+
+@pytest.mark.parametrize("skips", [False, True])
+def test_priority_chunk_query_matches_the_orm(pooled, annotator, make_user, skips):
+    """The compiled read of a priority list's chunk finds exactly the open pairs the ORM finds: not the
+    annotator's judged ones, not those another annotator holds, not the skipped ones."""
+    from judging.selectors.queue import _priority_chunk_of
+
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    judgment_record(pair=pairs[0], annotator=annotator, grade=1)
+    other = make_user("holder")
+    membership_add(campaign=pooled, user=other, role="annotator")
+    Assignment.objects.create(
+        campaign=pooled, annotator=other, pair=pairs[1], expires_at=timezone.now() + timedelta(minutes=5)
+    )
+    exclude = [pairs[2].id] if skips else []
+    values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, chunk=[p.id for p in pairs])
+    compiled = compiled_select(
+        ("priority_chunk", False, skips), lambda: _priority_chunk_of(Slots(QUEUE_FIELDS), overlap=False, exclude=skips)
+    )
+    got = {row[0] for row in compiled.rows(values)}
+    orm = set(
+        _priority_chunk_of(Values(QUEUE_FIELDS, **values), overlap=False, exclude=skips).values_list("id", flat=True)
+    )
+    assert got == orm == {p.id for p in pairs[2 + skips :]}

@@ -97,7 +97,7 @@ def test_pair_next_brings_skipped_pairs_back_last(pooled, annotator):
 
 @pytest.mark.parametrize("queries", [2, 40])
 def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django_assert_max_num_queries, queries):
-    c = campaign_create(slug="big", pool_depth=5, redundancy=2)
+    c = campaign_create(slug="big", pool_depth=5, redundancy=2, queue_mode="shuffled")
     queries_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(queries)).encode(), filename="t")
     run = "".join(f"q{i} Q0 d{i}-{j} {j + 1} {9 - j} s\n" for i in range(queries) for j in range(5))
     run_import(campaign=c, data=run.encode(), filename="r")
@@ -126,7 +126,7 @@ def queue_order(campaign, annotator) -> list[Pair]:
 
 
 def test_orders_are_per_annotator_and_deterministic(db, make_user):
-    c = campaign_create(slug="orders", pool_depth=10)
+    c = campaign_create(slug="orders", pool_depth=10, queue_mode="shuffled")
     queries_import(campaign=c, data="".join(f"q{i}\tquery {i}\n" for i in range(10)).encode(), filename="t")
     run = "".join(f"q{i} Q0 d{j:02d} {j + 1} {30 - j} s\n" for i in range(10) for j in range(10))
     run_import(campaign=c, data=run.encode(), filename="r")

@@ -397,7 +397,7 @@ def test_bounds_are_recomputed_when_a_label_changes(make_user):
     widths = [sum(h - lo for lo, h in s["bounds"].values()) for s in before["systems"]]
     widths_after = [sum(h - lo for lo, h in s["bounds"].values()) for s in after["systems"]]
     assert sum(widths_after) < sum(widths)
-    assert Campaign.objects.get(pk=campaign.pk).queue_mode == "shuffled"
+    assert Campaign.objects.get(pk=campaign.pk).queue_mode == "mtc"  # judging never changes the queue mode
 
 
 def test_arrays_after_a_judgment_equal_a_fresh_build(make_user):

@@ -572,7 +572,7 @@ def test_my_judgments_row_edit_without_js_redirects_back_safely(pooled, annotato
 def ranked(db, make_user):
     """One query with 30 documents that every system ranks d00, d01, ... d29, imported in that order;
     five annotators who may all judge every pair."""
-    c = campaign_create(slug="ranked", pool_depth=30, redundancy=5)
+    c = campaign_create(slug="ranked", pool_depth=30, redundancy=5, queue_mode="shuffled")
     queries_import(campaign=c, data=b"q1\tbest wool sweater\n", filename="t.tsv")
     docs = "".join(f'{{"docid": "d{i:02d}", "title": "doc {i}", "text": "text"}}\n' for i in range(30))
     documents_import(campaign=c, data=docs.encode(), filename="d.jsonl")
@@ -610,7 +610,7 @@ def test_document_order_is_not_the_rank_order_and_is_stable(ranked):
 
 
 def test_queries_are_grouped_and_shuffled_per_annotator(db, make_user):
-    c = campaign_create(slug="many", pool_depth=3, redundancy=3)
+    c = campaign_create(slug="many", pool_depth=3, redundancy=3, queue_mode="shuffled")
     topics = "".join(f"q{i}\tquery {i}\n" for i in range(12))
     queries_import(campaign=c, data=topics.encode(), filename="t.tsv")
     run = "".join(f"q{i} Q0 d{i}-{j} {j + 1} {10 - j} sys\n" for i in range(12) for j in range(3))

@@ -23,6 +23,7 @@ from judging.api.views.base import ONE_OBJECT, SLUG_PATH, ApiMixin, DRFConflict,
 from judging.api.views.judges import ModelJudgeActions
 from judging.api.views.leaderboard import LeaderboardActions
 from judging.api.views.members import MemberActions
+from judging.api.views.next import NextPairActions
 from judging.api.views.team import TeamActions
 from judging.api.views.uploads import UploadActions
 from judging.jobs import JobError, policy_job_pending, policy_job_start
@@ -57,6 +58,7 @@ class CampaignViewSet(
     ModelJudgeActions,
     AuditActions,
     TeamActions,
+    NextPairActions,
     mixins.ListModelMixin,
     mixins.CreateModelMixin,
     mixins.RetrieveModelMixin,

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from django.utils.translation import gettext as _
 
 from judging.models import Campaign
-from judging.selectors.strategies import audit, doubtful, matter
+from judging.selectors.strategies import audit, bandit, doubtful, matter, mtc
 
 PriorityFn = Callable[[Campaign, int], np.ndarray]
 
@@ -25,6 +26,8 @@ PRIORITY_MODES: dict[str, PriorityFn] = {
     Campaign.QueueMode.MATTER: matter.priority,
     Campaign.QueueMode.AUDIT: audit.priority,
     Campaign.QueueMode.DOUBTFUL: doubtful.priority,
+    Campaign.QueueMode.MTC: mtc.priority,
+    Campaign.QueueMode.BANDIT: bandit.priority,
 }
 
 # Modes that serve their list and nothing else: when it has no pair open to the annotator, the queue is empty
@@ -35,3 +38,10 @@ EXCLUSIVE_MODES: frozenset[str] = frozenset({Campaign.QueueMode.AUDIT})
 def priority_for(mode: str) -> PriorityFn | None:
     """The priority function of queue mode ``mode``, or None for the query-by-query order."""
     return PRIORITY_MODES.get(mode)
+
+
+def unknown_mode_message(value: str) -> str:
+    """The error for a queue mode that does not exist, naming the allowed ones; ``value``: what was asked for
+    (or the placeholder a form or serializer fills in: "%(value)s", "{input}")."""
+    modes = ", ".join(str(mode) for mode in Campaign.QueueMode.values)
+    return _("Unknown judging queue %(value)s; the queue modes are: %(modes)s.") % {"value": value, "modes": modes}

@@ -1,0 +1,759 @@
+"""Judging-effort simulator: how much of the pool each queue mode needs before the system ranking is right.
+
+Input: TREC qrels and runs (and optionally topics), or a generated collection (``--generate``). For each queue
+mode it builds a campaign (pool depth, grades, mode), serves the app through scripts/serve.sh on a port of its
+own, and lets N simulated annotators judge through the REST API (GET /api/campaigns/SLUG/next/, then
+POST /api/judgments/) with the qrels' label (an unjudged document is 0), optionally passed through a
+confusion matrix, until the pool is done. Every ``--step`` % of the pool it records, against the ranking the
+whole pool gives (computed here from the labels with metrics/, nDCG@k as the leaderboard ranks):
+
+- Kendall's tau and tau_AP (Yilmaz, Aslam & Robertson, SIGIR 2008) of the system ranking;
+- whether the top system and the top-3 set are right;
+- the leaderboard's adjacent verdicts (``settled``, and ``likely`` where the JSON has ``verdict``/``p_holds``),
+  each checked at the end: an order called settled or likely that the whole pool reverses is wrong.
+
+It prints a table (per mode: the share of the pool from which tau >= 0.9, tau_AP >= 0.9, the top 1 and the
+top-3 set stay right; wrong verdicts; 5xx answers; next-pair latency) and writes an SVG of tau against the
+share judged, one line per mode.
+
+    python bench/effort_bench.py --generate systems=20,queries=50,depth=20
+    python bench/effort_bench.py --qrels q.txt --runs runs/ --topics topics.tsv --pool-depth 10 \\
+        --modes shuffled,matter,mtc,bandit --annotators 4 --confusion "0.9,0.1,0;0.1,0.8,0.1;0,0.2,0.8"
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/NAME python bench/effort_bench.py ... --port 9060
+
+Files that do not agree (a label off the scale, a run's query missing from the topics, one system in two
+files) are refused with the file, line and field. The database is a SQLite file under ``--out`` unless
+DATABASE_URL names one (its campaigns named ``effort-*`` are replaced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import metrics  # noqa: E402
+from bench._setup import machine_line  # noqa: E402
+from metrics.tau_ap import tau_ap  # noqa: E402
+
+MODES = ("shuffled", "matter", "mtc", "bandit")
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
+
+
+class InputError(Exception):
+    """A file that cannot be used, named by file, line and field."""
+
+
+# --------------------------------------------------------------------------- reading and checking the files
+
+
+@dataclass
+class Collection:
+    systems: list[str]  # run tags, sorted
+    qids: list[str]  # every query of the runs, sorted
+    rankings: dict[str, dict[str, list[str]]]  # tag -> qid -> docids in trec_eval order
+    qrels: dict[tuple[str, str], int]
+    topics: dict[str, tuple[str, str]]  # qid -> (text, description)
+    run_bytes: dict[str, tuple[str, bytes]]  # tag -> (file name, content)
+    topics_bytes: bytes | None
+    grades: list[int]
+
+
+def _where(path: Path, line: int | None, fieldname: str | None, message: str) -> InputError:
+    text = str(path)
+    if line is not None:
+        text += f", line {line}"
+    if fieldname is not None:
+        text += f", field '{fieldname}'"
+    return InputError(f"{text}: {message}")
+
+
+def _line_of(text: str, wanted: tuple[str, ...], columns: tuple[int, ...]) -> int | None:
+    for n, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if len(parts) > max(columns) and tuple(parts[c] for c in columns) == wanted:
+            return n
+    return None
+
+
+def read_collection(
+    qrels_path: Path, run_paths: list[Path], topics_path: Path | None, grades: list[int] | None
+) -> Collection:
+    """Parse and cross-check the files with the app's own parsers (judging.imports.parse)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
+    import django
+
+    django.setup()
+    from judging.imports.parse import FormatError, parse_qrels, parse_run, parse_topics
+
+    if not run_paths:
+        raise InputError("--runs: no run files given")
+    rankings: dict[str, dict[str, list[str]]] = {}
+    run_bytes: dict[str, tuple[str, bytes]] = {}
+    for path in run_paths:
+        data = path.read_bytes()
+        try:
+            parsed = parse_run(data, filename=str(path))
+        except FormatError as exc:
+            raise InputError(str(exc)) from None
+        for tag, lists in parsed.items():
+            if tag in rankings:
+                raise _where(path, None, "tag", f"system {tag!r} is already in {run_bytes[tag][0]}")
+            rankings[tag] = {r.qid: list(r.docids) for r in lists}
+            run_bytes[tag] = (str(path), data)
+        if len(parsed) > 1:
+            raise _where(path, None, "tag", f"one system per run file, found {len(parsed)}: {', '.join(parsed)}")
+    try:
+        qrel_rows = parse_qrels(qrels_path.read_bytes(), filename=str(qrels_path))
+    except FormatError as exc:
+        raise InputError(str(exc)) from None
+    qrels_text = qrels_path.read_text(errors="replace")
+    labels = {(q.qid, q.docid): q.label for q in qrel_rows}
+    top = max(labels.values(), default=1)
+    scale = grades if grades is not None else list(range(0, max(top, 1) + 1))
+    for q in qrel_rows:
+        if q.label not in scale and not (q.label < 0 and 0 in scale):
+            line = _line_of(qrels_text, (q.qid, q.docid), (0, 2))
+            raise _where(qrels_path, line, "label", f"grade {q.label} is not on the scale {','.join(map(str, scale))}")
+    qids = sorted({qid for r in rankings.values() for qid in r})
+    if not {q for q, _ in labels} & set(qids):
+        raise _where(qrels_path, None, "qid", "no query of the qrels is in the runs")
+    topics: dict[str, tuple[str, str]] = {}
+    topics_bytes = None
+    if topics_path is not None:
+        topics_bytes = topics_path.read_bytes()
+        try:
+            topics = {t.qid: (t.text, t.description) for t in parse_topics(topics_bytes, filename=str(topics_path))}
+        except FormatError as exc:
+            raise InputError(str(exc)) from None
+        for tag, per_query in rankings.items():
+            missing = sorted(set(per_query) - set(topics))
+            if missing:
+                path = Path(run_bytes[tag][0])
+                text = path.read_text(errors="replace")
+                line = next(
+                    (n for n, ln in enumerate(text.splitlines(), 1) if ln.split()[:1] == [missing[0]]),
+                    None,
+                )
+                raise _where(path, line, "qid", f"query {missing[0]!r} is not in {topics_path}")
+    return Collection(
+        sorted(rankings), qids, rankings, labels, topics, run_bytes, topics_bytes, sorted(set(scale) | {0})
+    )
+
+
+def parse_confusion(raw: str | None, grades: list[int]) -> np.ndarray | None:
+    """ "0.9,0.1,0;0.1,0.8,0.1;..." -> rows (true grade) x columns (grade given), each row summing to 1."""
+    if not raw:
+        return None
+    try:
+        rows = [[float(x) for x in row.split(",")] for row in raw.split(";")]
+    except ValueError:
+        raise InputError(f"--confusion: numbers separated by ',' and rows by ';', not {raw!r}") from None
+    matrix = np.array(rows, dtype=float) if len({len(r) for r in rows}) == 1 else None
+    if matrix is None or matrix.shape != (len(grades), len(grades)):
+        raise InputError(f"--confusion: expected {len(grades)} rows of {len(grades)} numbers (grades {grades})")
+    if (matrix < 0).any() or not np.allclose(matrix.sum(axis=1), 1.0):
+        raise InputError("--confusion: each row holds probabilities summing to 1")
+    return matrix
+
+
+# --------------------------------------------------------------------------- a generated collection
+
+
+def generate(spec: str, folder: Path, seed: int) -> tuple[Path, list[Path], Path]:
+    """A synthetic collection with known relevance: ``systems=S,queries=Q,depth=D[,docs=N,seed=X]``.
+
+    Each query has ``docs`` candidate documents (3 x depth by default); a share of them (5-30 %, per query) is
+    relevant, graded 1 or 2. System s has a quality q_s spread over [0.2, 1.2]; it scores a document
+    q_s * grade + N(0, 1) and returns its top ``depth``. Better systems find more relevant documents, with
+    noise, so neighbouring systems are close and the true ranking is known from the qrels.
+    """
+    values = {"systems": 20, "queries": 50, "depth": 20, "docs": 0, "seed": seed}
+    for part in filter(None, spec.split(",")):
+        name, _, value = part.partition("=")
+        if name not in values or not value.isdigit() or int(value) < 1:
+            raise InputError(f"--generate: expected systems=N,queries=N,depth=N[,docs=N,seed=N], not {part!r}")
+        values[name] = int(value)
+    n_sys, n_q, depth = values["systems"], values["queries"], values["depth"]
+    n_docs = values["docs"] or 3 * depth
+    rng = np.random.default_rng(values["seed"])
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "runs").mkdir(exist_ok=True)
+    quality = np.linspace(0.2, 1.2, n_sys)
+    rng.shuffle(quality)
+    qrels_lines, topic_lines = [], []
+    run_lines: list[list[str]] = [[] for _ in range(n_sys)]
+    for q in range(n_q):
+        qid = f"g{q + 1}"
+        topic_lines.append(f"{qid}\tgenerated query {q + 1}\tA query of the generated collection.")
+        share = rng.uniform(0.05, 0.3)
+        grade = np.where(rng.random(n_docs) < share, rng.integers(1, 3, n_docs), 0)
+        for d in range(n_docs):
+            qrels_lines.append(f"{qid} 0 {qid}-d{d} {int(grade[d])}")
+        for s in range(n_sys):
+            score = quality[s] * grade + rng.normal(0, 1, n_docs)
+            top = np.argsort(-score)[:depth]
+            run_lines[s].extend(
+                f"{qid} Q0 {qid}-d{d} {r + 1} {score[d]:.4f} sys{s + 1:02d}" for r, d in enumerate(top.tolist())
+            )
+    (folder / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
+    (folder / "topics.tsv").write_text("\n".join(topic_lines) + "\n")
+    runs = []
+    for s in range(n_sys):
+        path = folder / "runs" / f"sys{s + 1:02d}.run"
+        path.write_text("\n".join(run_lines[s]) + "\n")
+        runs.append(path)
+    return folder / "qrels.txt", runs, folder / "topics.tsv"
+
+
+# --------------------------------------------------------------------------- scoring here (metrics/)
+
+
+class Scorer:
+    """The pool's (query, document) keys and every system's ranked keys, scored with metrics.ndcg."""
+
+    def __init__(self, coll: Collection, pool_depth: int, k: int):
+        self.k = k
+        depth = max(k, pool_depth)
+        pool: dict[tuple[str, str], int] = {}
+        for tag in coll.systems:
+            for qid, docids in coll.rankings[tag].items():
+                for docid in docids[:pool_depth]:
+                    pool.setdefault((qid, docid), len(pool))
+        self.pool = pool
+        self.keys = list(pool)
+        q_index = {qid: i for i, qid in enumerate(coll.qids)}
+        self.index = np.full((len(coll.systems), len(coll.qids), depth), -2, dtype=np.int64)  # -2: PAD
+        for s, tag in enumerate(coll.systems):
+            for qid, docids in coll.rankings[tag].items():
+                row = [pool.get((qid, d), -1) for d in docids[:depth]]
+                self.index[s, q_index[qid], : len(row)] = row
+        key_q = np.array([q_index[q] for q, _ in self.keys], dtype=np.int64)
+        order = np.argsort(key_q, kind="stable")
+        counts = np.bincount(key_q, minlength=len(coll.qids))
+        starts = np.cumsum(counts) - counts
+        self.slot = np.empty(len(self.keys), dtype=np.int64)
+        self.slot[order] = np.arange(len(self.keys)) - starts[key_q[order]]
+        self.key_q = key_q
+        self.width = max(int(counts.max()) if counts.size else 1, 1)
+        self.n_q = len(coll.qids)
+
+    def scores(self, labels: dict[tuple[str, str], int]) -> np.ndarray:
+        """(S,) mean nDCG@k over the queries with a label (the leaderboard's means), unjudged = not relevant."""
+        vec = np.full(len(self.keys) + 1, metrics.UNJUDGED, dtype=np.int8)
+        for key, grade in labels.items():
+            at = self.pool.get(key)
+            if at is not None:
+                vec[at] = grade
+        grid = np.where(self.index >= 0, vec[np.maximum(self.index, 0)], np.where(self.index == -1, -1, -2))
+        grid = grid.astype(np.int8)
+        qrels = np.full((self.n_q, self.width), metrics.UNJUDGED, dtype=np.int8)
+        qrels[self.key_q, self.slot] = vec[:-1]
+        per_query = metrics.ndcg(grid, qrels, k=self.k)
+        labelled = (qrels >= 0).any(axis=1)
+        if not labelled.any():
+            return np.zeros(per_query.shape[0])
+        result: np.ndarray = per_query[:, labelled].mean(axis=1)
+        return result
+
+
+# --------------------------------------------------------------------------- the app
+
+
+def build_campaign(coll: Collection, *, slug: str, mode: str, pool_depth: int, n_annotators: int) -> dict[str, str]:
+    """A campaign with the runs (and topics), its lead and annotators, through the services; their tokens."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from judging.models import Campaign
+    from judging.services import (
+        campaign_create,
+        campaign_settings_update,
+        membership_add,
+        queries_import,
+        run_import,
+        scale_from_values,
+    )
+
+    Campaign.objects.filter(slug=slug).delete()
+    campaign = campaign_create(slug=slug, pool_depth=pool_depth, scale=scale_from_values(coll.grades))
+    if coll.topics_bytes is not None:
+        queries_import(campaign=campaign, data=coll.topics_bytes, filename="topics.tsv")
+    for name, data in coll.run_bytes.values():
+        run_import(campaign=campaign, data=data, filename=Path(name).name)
+    campaign_settings_update(campaign=campaign, queue_mode=mode)
+    users = {"lead": "lead", **{f"a{i}": "annotator" for i in range(n_annotators)}}
+    tokens = {}
+    for name, role in users.items():
+        user = get_user_model().objects.filter(username=f"effort-{name}").first()
+        if user is None:
+            user = get_user_model().objects.create_user(username=f"effort-{name}", password=None)
+        membership_add(campaign=campaign, user=user, role=role)
+        tokens[name] = Token.objects.get_or_create(user=user)[0].key
+    return tokens
+
+
+def serve(port: int, database_url: str, log: Path, workers: int, threads: int) -> subprocess.Popen:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "WEB_CONCURRENCY": str(workers),
+        "GUNICORN_THREADS": str(threads),
+        "RELJUDGE_TASK_WORKERS": "0",
+        "RELJUDGE_MODEL_WORKERS": "0",
+        "RELJUDGE_ALLOW_DEV_SECRET": "1",
+        "GUNICORN_ACCESS_LOG": str(log.with_suffix(".access.log")),
+    }
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    handle = open(log, "ab")  # noqa: SIM115 - the server's log, open while it runs
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "serve.sh")],
+        cwd=ROOT,
+        env=env,
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"scripts/serve.sh stopped:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(base + "/healthz", timeout=10).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop(proc)
+    raise RuntimeError(f"the app did not answer on {base} within 120 s:\n{log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- one mode
+
+
+@dataclass
+class Checkpoint:
+    judged: int
+    share: float
+    labels: dict[tuple[str, str], int]
+    claims: list[tuple[str, str, str, float | None]]  # (above, below, verdict, p_holds)
+
+
+@dataclass
+class ModeRun:
+    mode: str
+    pool: int
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    labels: dict[tuple[str, str], int] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)
+    transport_errors: int = 0
+    next_ms: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def verdict_claims(board: dict) -> list[tuple[str, str, str, float | None]]:
+    """The adjacent orders the leaderboard JSON calls ``settled`` or ``likely``: from ``verdict`` (and
+    ``p_holds``) where the JSON has them, else from the boolean ``settled``."""
+    out = []
+    for key in ("settled", "adjacent", "comparisons"):
+        entries = board.get(key)
+        if isinstance(entries, list):
+            break
+    else:
+        return out
+    for entry in entries:
+        if not isinstance(entry, dict) or len(entry.get("systems", [])) != 2:
+            continue
+        verdict = entry.get("verdict")
+        if verdict is None:
+            verdict = "settled" if entry.get("settled") is True else "open"
+        if verdict in ("settled", "likely"):
+            a, b = entry["systems"]
+            out.append((a, b, verdict, entry.get("p_holds")))
+    return out
+
+
+def run_mode(
+    coll: Collection,
+    *,
+    mode: str,
+    base: str,
+    slug: str,
+    tokens: dict[str, str],
+    pool: int,
+    step: float,
+    k: int,
+    confusion: np.ndarray | None,
+    seed: int,
+) -> ModeRun:
+    result = ModeRun(mode, pool)
+    lock = threading.Lock()
+    thresholds = [math.ceil(pool * f / 100) for f in np.arange(step, 100 + step / 2, step)]
+    thresholds = sorted({t for t in thresholds if 0 < t <= pool})
+    pending = list(thresholds)
+    lead = httpx.Client(base_url=base, headers={"Authorization": f"Token {tokens['lead']}"}, timeout=120)
+    grade_index = {g: i for i, g in enumerate(coll.grades)}
+
+    def count(status: int) -> None:
+        with lock:
+            result.statuses[status] = result.statuses.get(status, 0) + 1
+
+    def checkpoint(judged: int, labels: dict[tuple[str, str], int]) -> None:
+        claims: list[tuple[str, str, str, float | None]] = []
+        try:
+            got = lead.get(f"/api/campaigns/{slug}/leaderboard/", params={"k": k})
+            count(got.status_code)
+            if got.status_code == 200:
+                claims = verdict_claims(got.json())
+        except httpx.HTTPError:
+            with lock:
+                result.transport_errors += 1
+        with lock:
+            result.checkpoints.append(Checkpoint(judged, judged / pool, labels, claims))
+
+    def annotator(name: str, rng: random.Random) -> None:
+        client = httpx.Client(base_url=base, headers={"Authorization": f"Token {tokens[name]}"}, timeout=120)
+        failures = 0
+        while failures < 20:
+            started = time.perf_counter()
+            try:
+                got = client.get(f"/api/campaigns/{slug}/next/")
+            except httpx.HTTPError:
+                with lock:
+                    result.transport_errors += 1
+                failures += 1
+                continue
+            with lock:
+                result.next_ms.append((time.perf_counter() - started) * 1000)
+            count(got.status_code)
+            if got.status_code == 204:
+                return
+            if got.status_code != 200:
+                failures += 1
+                continue
+            body = got.json()
+            true = coll.qrels.get((body["qid"], body["docid"]), 0)
+            true = max(true, 0)
+            grade = true
+            if confusion is not None:
+                grade = coll.grades[rng.choices(range(len(coll.grades)), weights=confusion[grade_index[true]])[0]]
+            try:
+                posted = client.post("/api/judgments/", json={"pair": body["pair"], "grade": grade})
+            except httpx.HTTPError:
+                with lock:
+                    result.transport_errors += 1
+                failures += 1
+                continue
+            count(posted.status_code)
+            if posted.status_code not in (200, 201):
+                failures += 1
+                continue
+            snap = None
+            with lock:
+                result.labels[(body["qid"], body["docid"])] = grade
+                judged = len(result.labels)
+                if pending and judged >= pending[0]:
+                    while pending and judged >= pending[0]:
+                        pending.pop(0)
+                    snap = dict(result.labels)
+            if snap is not None:
+                checkpoint(judged, snap)
+
+    started = time.perf_counter()
+    threads = [
+        threading.Thread(target=annotator, args=(name, random.Random(f"{seed}-{name}")))
+        for name in tokens
+        if name != "lead"
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    result.seconds = time.perf_counter() - started
+    result.checkpoints.sort(key=lambda c: c.judged)
+    lead.close()
+    return result
+
+
+# --------------------------------------------------------------------------- figures
+
+
+@dataclass
+class Figures:
+    mode: str
+    shares: list[float]
+    tau: list[float]
+    tau_ap: list[float]
+    top1: list[bool]
+    top3: list[bool]
+    wrong_settled: set[tuple[str, str]]
+    wrong_likely: set[tuple[str, str]]
+    likely_claims: int
+    likely_wrong_claims: int
+    settled_claims: int
+
+
+def _stays(shares: list[float], ok: list[bool]) -> float | None:
+    """The smallest share from which ``ok`` holds at every later checkpoint (None: not even at the end)."""
+    at = None
+    for share, good in zip(shares, ok, strict=True):
+        if good and at is None:
+            at = share
+        elif not good:
+            at = None
+    return at
+
+
+def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
+    names = coll.systems
+    final = scorer.scores(run.labels)
+    truth_order = np.lexsort((np.arange(len(names)), -np.round(final, 12)))
+    top1, top3 = {names[truth_order[0]]}, {names[i] for i in truth_order[:3]}
+    final_of = dict(zip(names, final.tolist(), strict=True))
+    out = Figures(run.mode, [], [], [], [], [], set(), set(), 0, 0, 0)
+    for cp in run.checkpoints:
+        est = scorer.scores(cp.labels)
+        order = np.lexsort((np.arange(len(names)), -np.round(est, 12)))
+        tau = metrics.kendall_tau(final, est)
+        out.shares.append(cp.share)
+        out.tau.append(0.0 if math.isnan(tau) else tau)
+        out.tau_ap.append(tau_ap(final, est) if np.ptp(est) > 0 else 0.0)
+        out.top1.append({names[order[0]]} == top1)
+        out.top3.append({names[i] for i in order[:3]} == top3)
+        for a, b, verdict, _p in cp.claims:
+            wrong = final_of.get(a, 0.0) < final_of.get(b, 0.0) - 1e-12
+            if verdict == "settled":
+                out.settled_claims += 1
+                if wrong:
+                    out.wrong_settled.add((a, b))
+            else:
+                out.likely_claims += 1
+                if wrong:
+                    out.likely_wrong_claims += 1
+                    out.wrong_likely.add((a, b))
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "never" if value is None else f"{100 * value:.0f}%"
+
+
+def table(runs: list[ModeRun], figs: list[Figures]) -> str:
+    head = (
+        f"{'mode':<9} {'pool':>6} {'tau>=0.9':>9} {'tauAP>=0.9':>10} {'top1':>6} {'top3':>6} "
+        f"{'wrong settled':>13} {'wrong likely':>14} {'5xx':>4} {'next p50/p95 ms':>16} {'time s':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for run, f in zip(runs, figs, strict=True):
+        five = sum(n for s, n in run.statuses.items() if s >= 500) + run.transport_errors
+        p50, p95 = np.percentile(run.next_ms, [50, 95]) if run.next_ms else (math.nan, math.nan)
+        likely = f"{len(f.wrong_likely)} ({f.likely_wrong_claims}/{f.likely_claims})"
+        lines.append(
+            f"{run.mode:<9} {run.pool:>6} {_pct(_stays(f.shares, [t >= 0.9 for t in f.tau])):>9} "
+            f"{_pct(_stays(f.shares, [t >= 0.9 for t in f.tau_ap])):>10} {_pct(_stays(f.shares, f.top1)):>6} "
+            f"{_pct(_stays(f.shares, f.top3)):>6} {len(f.wrong_settled):>13} {likely:>14} {five:>4} "
+            f"{p50:>7.0f}/{p95:<8.0f} {run.seconds:>7.0f}"
+        )
+    return "\n".join(lines)
+
+
+def svg(figs: list[Figures], title: str) -> str:
+    """tau (solid) and tau_AP (dashed) against the share of the pool judged, one colour per mode."""
+    w, h, left, right, top, bottom = 640, 400, 56, 130, 36, 48
+    pw, ph = w - left - right, h - top - bottom
+
+    def x(share: float) -> float:
+        return left + pw * share
+
+    def y(value: float) -> float:
+        return top + ph * (1 - max(min(value, 1.0), 0.0))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+        'font-family="sans-serif" font-size="12">',
+        f'<text x="{left}" y="20" font-size="14">{_escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
+    for v in (0.0, 0.25, 0.5, 0.75, 0.9, 1.0):
+        dash = ' stroke-dasharray="4 3"' if v == 0.9 else ""
+        parts.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#ddd"{dash}/>')
+        parts.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+    for s in range(0, 101, 20):
+        parts.append(f'<text x="{x(s / 100):.1f}" y="{top + ph + 18}" text-anchor="middle">{s}%</text>')
+    parts.append(f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">share of the pool judged</text>')
+    parts.append(
+        f'<text x="14" y="{top + ph / 2}" text-anchor="middle" transform="rotate(-90 14 {top + ph / 2})">'
+        "Kendall's τ (solid), τ_AP (dashed)</text>"
+    )
+    for i, f in enumerate(figs):
+        color = COLORS[i % len(COLORS)]
+        for values, dash in ((f.tau, ""), (f.tau_ap, ' stroke-dasharray="5 4"')):
+            points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in zip([0.0, *f.shares], [0.0, *values], strict=True))
+            parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"{dash}/>')
+        ly = top + 16 + 20 * i
+        parts.append(
+            f'<line x1="{left + pw + 12}" y1="{ly}" x2="{left + pw + 36}" y2="{ly}" stroke="{color}" stroke-width="2"/>'
+        )
+        parts.append(f'<text x="{left + pw + 42}" y="{ly + 4}">{_escape(f.mode)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--qrels", type=Path)
+    parser.add_argument("--runs", nargs="+", type=Path, help="run files, or one folder of them")
+    parser.add_argument("--topics", type=Path)
+    parser.add_argument("--generate", help="systems=N,queries=N,depth=N[,docs=N,seed=N]: a synthetic collection")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--annotators", type=int, default=4)
+    parser.add_argument("--pool-depth", type=int, default=10)
+    parser.add_argument("--k", type=int, default=10, help="nDCG@k, the leaderboard's ranking (default 10)")
+    parser.add_argument("--grades", help="the scale, e.g. 0,1,2 (default 0 to the qrels' top label)")
+    parser.add_argument("--confusion", help='rows per true grade, e.g. "0.9,0.1,0;0.1,0.8,0.1;0,0.2,0.8"')
+    parser.add_argument("--step", type=float, default=5.0, help="record every STEP %% of the pool (default 5)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("RELJUDGE_TEST_PORT_FIRST", "9060")))
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
+    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/effort_bench"))
+    args = parser.parse_args(argv)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    try:
+        if args.generate is not None:
+            qrels, runs, topics = generate(args.generate, args.out / "generated", args.seed)
+        else:
+            if args.qrels is None or not args.runs:
+                parser.error("give --qrels and --runs, or --generate")
+            qrels, topics = args.qrels, args.topics
+            runs = []
+            for path in args.runs:
+                runs.extend(sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path])
+        os.environ.setdefault("DATABASE_URL", f"sqlite:///{args.out / 'effort.sqlite3'}")
+        grades = [int(g) for g in args.grades.split(",")] if args.grades else None
+        coll = read_collection(qrels, runs, topics, grades)
+        confusion = parse_confusion(args.confusion, coll.grades)
+    except (InputError, ValueError, OSError) as exc:
+        print(f"effort_bench: {exc}", file=sys.stderr)
+        return 2
+
+    from django.core.management import call_command
+
+    from judging.models import Campaign
+
+    unknown = sorted(set(modes) - set(Campaign.QueueMode.values))
+    if unknown:
+        allowed = ", ".join(Campaign.QueueMode.values)
+        print(f"effort_bench: --modes: unknown {', '.join(unknown)}; the modes are {allowed}", file=sys.stderr)
+        return 2
+    call_command("migrate", verbosity=0)
+    print(machine_line(), flush=True)
+    scorer = Scorer(coll, args.pool_depth, args.k)
+    print(
+        f"collection: {len(coll.systems)} systems, {len(coll.qids)} queries, pool depth {args.pool_depth}: "
+        f"{len(scorer.keys)} pooled pairs; grades {coll.grades}; {args.annotators} annotators; "
+        f"confusion {'yes' if confusion is not None else 'no'}; nDCG@{args.k}",
+        flush=True,
+    )
+    tokens = {}
+    for mode in modes:
+        tokens[mode] = build_campaign(
+            coll, slug=f"effort-{mode}", mode=mode, pool_depth=args.pool_depth, n_annotators=args.annotators
+        )
+    from django.db import connections
+
+    connections.close_all()
+    log = args.out / "serve.log"
+    server = serve(args.port, os.environ["DATABASE_URL"], log, args.workers, args.threads)
+    base = f"http://127.0.0.1:{args.port}"
+    runs_done: list[ModeRun] = []
+    figs: list[Figures] = []
+    try:
+        for mode in modes:
+            run = run_mode(
+                coll,
+                mode=mode,
+                base=base,
+                slug=f"effort-{mode}",
+                tokens=tokens[mode],
+                pool=len(scorer.keys),
+                step=args.step,
+                k=args.k,
+                confusion=confusion,
+                seed=args.seed,
+            )
+            runs_done.append(run)
+            figs.append(figures(coll, scorer, run))
+            print(f"{mode}: {len(run.labels)} judgments in {run.seconds:.0f} s; statuses {run.statuses}", flush=True)
+    finally:
+        stop(server)
+    print()
+    print(table(runs_done, figs))
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    title = f"{len(coll.systems)} systems x {len(coll.qids)} queries, pool depth {args.pool_depth}, nDCG@{args.k}"
+    (args.out / "effort.svg").write_text(svg(figs, title))
+    (args.out / "effort.json").write_text(
+        json.dumps(
+            [
+                {
+                    "mode": f.mode,
+                    "share": f.shares,
+                    "tau": f.tau,
+                    "tau_ap": f.tau_ap,
+                    "top1": f.top1,
+                    "top3": f.top3,
+                    "wrong_settled": sorted(map(list, f.wrong_settled)),
+                    "wrong_likely": sorted(map(list, f.wrong_likely)),
+                    "likely_claims": f.likely_claims,
+                    "likely_wrong_claims": f.likely_wrong_claims,
+                    "statuses": {str(s): n for s, n in r.statuses.items()},
+                }
+                for f, r in zip(figs, runs_done, strict=True)
+            ],
+            indent=1,
+        )
+    )
+    print(f"SVG: {args.out / 'effort.svg'}; figures: {args.out / 'effort.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
