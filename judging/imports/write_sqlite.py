@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
+from itertools import islice
+from typing import Any
 
 from django.db import connection
 
@@ -44,6 +46,16 @@ def staged_insert(table: str, columns: str, rows: Iterable[Sequence], progress: 
         finally:
             cursor.execute(f"DROP TABLE IF EXISTS temp.{staging}")
     return total
+
+
+def append_rows(table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
+    """Append rows to a staging table (quoted), 10,000 to an executemany."""
+    marks = ", ".join(["%s"] * (columns.count(",") + 1))
+    statement = f"INSERT INTO {table} ({columns}) VALUES ({marks})"
+    iterator = iter(rows)
+    with connection.cursor() as cursor:
+        while batch := list(islice(iterator, 10_000)):
+            cursor.executemany(statement, batch)
 
 
 def reserve_ids(table: str, count: int) -> list[int]:

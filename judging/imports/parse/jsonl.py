@@ -37,29 +37,35 @@ def is_jsonl(lines: Sequence[str], filename: str) -> bool:
     return first.startswith("{")
 
 
+def _space_end(line: str, start: int) -> int:
+    """Where the JSON whitespace from ``start`` on ends (the pattern matches the empty string too)."""
+    found = _JSON_SPACE.match(line, start)
+    return found.end() if found else start
+
+
 def _culprit_key(line: str) -> tuple[str | None, int | None]:
     """The top-level key whose value json cannot read (too deep, an integer too long), and where that
     value starts; (None, None) when the line is no object or the failure is elsewhere. Error path only."""
     decoder = json.JSONDecoder()
     try:
-        i = _JSON_SPACE.match(line).end()
+        i = _space_end(line, 0)
         if line[i] != "{":
             return None, None
-        i = _JSON_SPACE.match(line, i + 1).end()
+        i = _space_end(line, i + 1)
         while line[i] == '"':
             key, i = decoder.raw_decode(line, i)
-            i = _JSON_SPACE.match(line, i).end()
+            i = _space_end(line, i)
             if line[i] != ":":
                 return None, None
-            start = _JSON_SPACE.match(line, i + 1).end()
+            start = _space_end(line, i + 1)
             try:
                 _, i = decoder.raw_decode(line, start)
             except (RecursionError, ValueError):
                 return key, start
-            i = _JSON_SPACE.match(line, i).end()
+            i = _space_end(line, i)
             if line[i] != ",":
                 return None, None
-            i = _JSON_SPACE.match(line, i + 1).end()
+            i = _space_end(line, i + 1)
     except (IndexError, ValueError, RecursionError):
         pass
     return None, None

@@ -178,7 +178,8 @@ def empty_file(filename: str) -> FormatError:
 
 
 def char_error(value: str, name: str | None, filename: str, line: int) -> FormatError:
-    char = BAD_CHAR.search(value).group()
+    found = BAD_CHAR.search(value)
+    char = found.group() if found else "\x00"
     if char == "\x00":
         message = _("contains a NUL character (U+0000)")
     else:

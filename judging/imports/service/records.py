@@ -51,7 +51,9 @@ def tags_replace(*, campaign: Campaign, tags: dict[str, Sequence[str]]) -> set[s
     current: dict[int, set[str]] = {}
     for query_id, tag in QueryTag.objects.filter(query_id__in=list(ids.values())).values_list("query_id", "tag"):
         current.setdefault(query_id, set()).add(tag)
-    changed, add, remove = set(), [], []
+    changed: set[str] = set()
+    add: list[QueryTag] = []
+    remove: list[tuple[int, str]] = []
     for qid, wanted in tags.items():
         query_id = ids[qid]
         have, want = current.get(query_id, set()), set(wanted)
