@@ -125,7 +125,8 @@ def _run_child(kind: str, path: Path, slug: str, name: str, fresh: bool) -> dict
 def _report(label: str, lines: int, figures: dict) -> None:
     print(
         f"{label}: {lines / figures['wall']:,.0f} lines/s ({figures['wall']:.2f} s wall; "
-        f"CPU {figures['app_cpu']:.1f} s here, {figures['db_cpu']:.1f} s in the database server); peak RSS {figures['peak_mb']:.0f} MB "
+        f"CPU {figures['app_cpu']:.1f} s here, {figures['db_cpu']:.1f} s in the database server); "
+        f"peak RSS {figures['peak_mb']:.0f} MB "
         f"({figures['before_mb']:.0f} MB before the import); load average {_load()}"
     )
     for line in figures["summary"]:
