@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import os
 import time
@@ -156,6 +157,8 @@ def size_of(data) -> int:
     size = getattr(data, "size", None)
     if size is not None:
         return int(size)
+    if isinstance(data, io.BytesIO):
+        return data.getbuffer().nbytes
     try:
         return os.fstat(data.fileno()).st_size
     except (AttributeError, OSError, ValueError):
