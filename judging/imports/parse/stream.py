@@ -309,7 +309,7 @@ def stream_run(
                 carry = buffer
                 continue
         cut = len(buffer) if at_end else buffer.rfind(b"\n") + 1
-        if cut == 0:  # no line ends in what was read yet
+        if cut == 0 and not at_end:  # no line ends in what was read yet
             carry = buffer
             continue
         raw, rest = buffer[:cut], buffer[cut:]
