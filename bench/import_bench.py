@@ -74,17 +74,13 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def child(kind: str, path: str, slug: str, name: str, fresh: bool) -> None:
+def child(kind: str, path: str, slug: str, name: str) -> None:
     """One import in this process (started by main): prints a JSON line with its figures."""
     vendor = django_ready("reljudge_import_bench", migrate=False, quiet=True)
     from judging.models import Campaign
-    from judging.services import campaign_create, qrels_import, run_import
+    from judging.services import qrels_import, run_import
 
-    if fresh:
-        Campaign.objects.filter(slug=slug).delete()
-        campaign = campaign_create(slug=slug, pool_depth=10)
-    else:
-        campaign = Campaign.objects.get(slug=slug)
+    campaign = Campaign.objects.get(slug=slug)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu = _cpu_seconds()
     started = time.perf_counter()
@@ -112,13 +108,20 @@ def child(kind: str, path: str, slug: str, name: str, fresh: bool) -> None:
 
 
 def _run_child(kind: str, path: Path, slug: str, name: str, fresh: bool) -> dict:
+    if fresh:  # here, not in the child: deleting a large campaign takes memory the import would be charged
+        from judging.models import Campaign
+        from judging.services import campaign_create
+
+        Campaign.objects.filter(slug=slug).delete()
+        campaign_create(slug=slug, pool_depth=10)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(path), slug, name, "1" if fresh else "0"],
+        [sys.executable, __file__, "--child", kind, str(path), slug, name],
         capture_output=True,
         text=True,
-        check=True,
         env=os.environ,
     )
+    if out.returncode:
+        sys.exit(f"the {kind} import failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -170,8 +173,8 @@ def bench_qrels(vendor: str, labels: int, folder: Path) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        kind, path, slug, name, fresh = sys.argv[2:7]
-        child(kind, path, slug, name, fresh == "1")
+        kind, path, slug, name = sys.argv[2:6]
+        child(kind, path, slug, name)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["run", "qrels"], help="one of the two benchmarks")

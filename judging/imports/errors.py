@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils.translation import gettext as _
 
 __all__ = ["FormatError", "ImportConflict", "ImportRefused"]
@@ -33,7 +35,7 @@ class ImportRefused(ValueError):
             text = f"{filename}: {message}"
         super().__init__(text)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str, str, int | None, str | None]]:
         # The keyword-only constructor defeats BaseException's default pickling (used by task queues).
         return type(self)._rebuilt, (self.message, self.filename, self.line, self.field)
 
@@ -41,7 +43,7 @@ class ImportRefused(ValueError):
     def _rebuilt(cls, message: str, filename: str, line: int | None, field: str | None) -> ImportRefused:
         return cls(message, filename=filename, line=line, field=field)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"detail": str(self), "file": self.filename, "line": self.line, "field": self.field}
 
 

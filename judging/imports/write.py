@@ -135,7 +135,8 @@ def fetch(queryset: models.QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     sql, params = queryset.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
 
 
 def roomy_cache() -> AbstractContextManager[None]:

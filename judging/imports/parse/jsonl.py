@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PureWindowsPath
+from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -105,7 +106,7 @@ def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> Format
     )
 
 
-def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator[tuple[int, dict, bool]]:
+def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator[tuple[int, dict[str, Any], bool]]:
     """Each non-blank numbered line as (its number, its object, whether its values may hold a NUL or a lone
     surrogate: see json_may_hold_bad_chars)."""
     for lineno, line in numbered:
@@ -126,7 +127,7 @@ def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator
         yield lineno, obj, json_may_hold_bad_chars(line)
 
 
-def json_id(obj: dict, key: str, filename: str, line: int, *, chars: bool = True) -> str:
+def json_id(obj: dict[str, Any], key: str, filename: str, line: int, *, chars: bool = True) -> str:
     if key not in obj:
         raise FormatError(_("missing key"), filename=filename, line=line, field=key)
     value = obj[key]
@@ -147,7 +148,7 @@ def expected_string(value: object) -> str:
     return _("expected a string, found %(found)s") % {"found": json_type(value)}
 
 
-def json_text(obj: dict, key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
+def json_text(obj: dict[str, Any], key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
     if key not in obj and required:
         raise FormatError(_("missing key"), filename=filename, line=line, field=key)
     value = obj.get(key)

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 from django.utils.translation import gettext as _
@@ -71,7 +71,7 @@ def _column_numbers(
     filename: str,
     *,
     loose: bool = True,
-) -> tuple[list, FormatError | None]:
+) -> tuple[list[Any], FormatError | None]:
     """Convert a whole column at C speed; on failure, the error for its first bad value.
 
     Numbers are ASCII, as trec_eval reads them: int() and float() would also take "1_000", full-width
@@ -133,7 +133,7 @@ def _rankings(
     """
     n = len(qids)
     single_tag = len(set(tags)) == 1
-    codes: dict = {}
+    codes: dict[Any, int] = {}
     keys = qids if single_tag else zip(tags, qids, strict=True)
     group = np.fromiter((codes.setdefault(key, len(codes)) for key in keys), dtype=np.intp, count=n)
     order = np.lexsort((sortkey, group))

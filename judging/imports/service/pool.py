@@ -16,13 +16,13 @@ from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN, Campaign, Document, Pai
 from judging.selectors.campaigns import pool_size_forget
 
 
-def existing_ids(model, campaign: Campaign, key: str) -> dict[str, int]:
+def existing_ids(model: type[Query] | type[Document], campaign: Campaign, key: str) -> dict[str, int]:
     return dict(fetch(model.objects.filter(campaign=campaign).order_by().values_list(key, "id")))
 
 
 def stubs_create(
     *, campaign: Campaign, qids: Iterable[str] = (), docids: Iterable[str] = ()
-) -> tuple[dict, dict, list[int], list[int]]:
+) -> tuple[dict[str, int], dict[str, int], list[int], list[int]]:
     """Make sure every qid and docid exists (as a stub if new); return the id maps and the ids of the queries
     and documents made now."""
     qmap = existing_ids(Query, campaign, "qid")
@@ -79,7 +79,7 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
             f"AND s.document_id = judging_pair.document_id {condition})",
             [True, campaign.pk, *params],
         )
-        promoted = cursor.rowcount
+        promoted = int(cursor.rowcount)
     if len(fresh) or promoted:
         transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
     pairs_insert(campaign=campaign, query_ids=fresh[:, 0], document_ids=fresh[:, 1], pooled=True)
@@ -94,7 +94,7 @@ def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
         out = rng.permutation(np.unique(out))
         out = np.concatenate([out, rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)])
         ordered = np.sort(out)
-    return out.tolist()
+    return [int(i) for i in out.tolist()]
 
 
 def pairs_insert(

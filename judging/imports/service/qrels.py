@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import repeat
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -248,7 +248,7 @@ def _qrels_write(
         )
     )
     has = np.zeros(count, dtype=bool)
-    revisions: Iterable[tuple] = ()
+    revisions: Iterable[tuple[Any, ...]] = ()
     touched = np.empty(0, dtype=np.int64)
     if current:
         c_pair, c_id, c_grade, c_value, c_unsure, c_tentative, c_note = zip(*current, strict=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from django.db import transaction
@@ -45,7 +45,7 @@ def queries_import(*, campaign: Campaign, data: bytes | BinaryIO, filename: str)
     return summary
 
 
-def tags_replace(*, campaign: Campaign, tags: dict[str, Sequence[str]]) -> set[str]:
+def tags_replace(*, campaign: Campaign, tags: Mapping[str, Sequence[str]]) -> set[str]:
     """Set the tags of the queries named in ``tags`` (qid -> tags); returns the qids whose tags changed."""
     ids = dict(Query.objects.filter(campaign=campaign, qid__in=list(tags)).values_list("qid", "id"))
     current: dict[int, set[str]] = {}
