@@ -74,6 +74,14 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited from the parent)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(kind: str, path: str, slug: str, name: str) -> None:
     """One import in this process (started by main): prints a JSON line with its figures."""
     vendor = django_ready("reljudge_import_bench", migrate=False, quiet=True)
@@ -81,7 +89,7 @@ def child(kind: str, path: str, slug: str, name: str) -> None:
     from judging.services import qrels_import, run_import
 
     campaign = Campaign.objects.get(slug=slug)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = _peak_rss_mb()
     cpu = _cpu_seconds()
     started = time.perf_counter()
     with open(path, "rb") as data:
@@ -91,7 +99,7 @@ def child(kind: str, path: str, slug: str, name: str) -> None:
             summary = qrels_import(campaign=campaign, data=data, filename=name, annotator="trec-earlier")
     wall = time.perf_counter() - started
     used = [after - before for before, after in zip(cpu, _cpu_seconds(), strict=True)]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_rss_mb()
     print(
         json.dumps(
             {
@@ -99,8 +107,8 @@ def child(kind: str, path: str, slug: str, name: str) -> None:
                 "wall": wall,
                 "app_cpu": used[0],
                 "db_cpu": used[1],
-                "peak_mb": peak / 1024,
-                "before_mb": rss_before / 1024,
+                "peak_mb": peak,
+                "before_mb": rss_before,
                 "summary": summary.lines(),
             }
         )
