@@ -15,6 +15,7 @@ from judging.imports.errors import FormatError, ImportConflict
 from judging.imports.parse import parse_run
 from judging.imports.parse import stream as stream_module
 from judging.imports.parse.stream import stream_run
+from judging.imports.service import pool as pool_module
 from judging.jobs import job_rate
 from judging.models import Document, Job, Judgment, Pair, Query, Ranking, System
 from judging.services import campaign_create, qrels_import, run_import
@@ -81,8 +82,10 @@ def test_a_file_larger_than_a_piece_imports_as_one_read_whole(db, monkeypatch):
     data = (run_text(tag="bm25") + run_text(tag="dense", seed=3)).encode()
     small, whole = campaign_create(slug="small-pieces"), campaign_create(slug="one-piece")
     monkeypatch.setattr(stream_module, "PIECE_BYTES", 256)  # dozens of pieces, rankings cut across them
+    monkeypatch.setattr(pool_module, "PAIR_BATCH", 7)  # new pool pairs inserted a few queries at a time
     summary = run_import(campaign=small, data=io.BytesIO(data), filename="two.run")
     monkeypatch.setattr(stream_module, "PIECE_BYTES", 1 << 24)
+    monkeypatch.setattr(pool_module, "PAIR_BATCH", 100_000)
     other = run_import(campaign=whole, data=data, filename="two.run")
     assert summary.as_dict() == other.as_dict()
     assert summary.added == 60 and summary.pairs_added == other.pairs_added > 0

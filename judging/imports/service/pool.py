@@ -51,6 +51,9 @@ def stubs_create(
     return qmap, dmap, new_q_ids, new_d_ids
 
 
+PAIR_BATCH = 100_000  # new pool pairs inserted at a time
+
+
 def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Sequence[Any] = ()) -> int:
     """Add the (query_id, document_id) pairs staged in ``stage`` (the rows matching ``where``, SQL on the stage's
     columns, its alias ``s``) to the pool; returns how many pairs entered it. Pairs the campaign lacks are read
@@ -82,7 +85,13 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
         promoted = int(cursor.rowcount)
     if len(fresh) or promoted:
         transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
-    pairs_insert(campaign=campaign, query_ids=fresh[:, 0], document_ids=fresh[:, 1], pooled=True)
+    # A batch of whole queries at a time (pairs_insert shuffles within a query): memory stays bounded however
+    # many pairs the run brings.
+    boundaries = np.flatnonzero(np.diff(fresh[:, 0])) + 1
+    at = np.searchsorted(boundaries, np.arange(PAIR_BATCH, len(fresh), PAIR_BATCH))
+    cuts = np.unique(boundaries[at[at < len(boundaries)]])
+    for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(fresh)], strict=True):
+        pairs_insert(campaign=campaign, query_ids=fresh[start:stop, 0], document_ids=fresh[start:stop, 1], pooled=True)
     return len(fresh) + promoted
 
 
