@@ -22,8 +22,9 @@ def machine_line() -> str:
     )
 
 
-def django_ready(default_name: str) -> str:
-    """Point Django at DATABASE_URL (or a fresh SQLite file), migrate, and return a label for the output."""
+def django_ready(default_name: str, *, migrate: bool = True, quiet: bool = False) -> str:
+    """Point Django at DATABASE_URL (or a fresh SQLite file), migrate, and return a label for the output.
+    ``migrate=False, quiet=True``: a bench's child process on the database its parent made ready."""
     root = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(root))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -39,6 +40,8 @@ def django_ready(default_name: str) -> str:
     from django.core.management import call_command
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
-    print(machine_line(), flush=True)
+    if migrate:
+        call_command("migrate", verbosity=0)
+    if not quiet:
+        print(machine_line(), flush=True)
     return connection.vendor

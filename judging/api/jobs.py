@@ -11,7 +11,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from judging.api.serializers import AsciiFloatField, AsciiIntegerField
-from judging.jobs import JobError, JobLimit, job_get, job_retry, job_start_upload
+from judging.jobs import JobError, JobLimit, job_get, job_rate, job_retry, job_start_upload
 from judging.models import Job
 
 
@@ -23,7 +23,11 @@ def job_as_dict(job: Job) -> dict:
         "campaign": job.campaign.slug,
         "filename": job.filename,
         "status": job.status,
-        "progress": {"done": job.total if job.status == Job.Status.DONE else job.done, "total": job.total},
+        "progress": {
+            "done": job.total if job.status == Job.Status.DONE else job.done,
+            "total": job.total,
+            "per_second": job_rate(job),
+        },
         "result": job.result or {},
         "error": job.error or {},
         "created_at": job.created_at,
@@ -43,6 +47,9 @@ class JobProgressSerializer(serializers.Serializer):
         "recomputed (policy switch), permutations drawn (significance)."
     )
     total = serializers.IntegerField(help_text="The work in all, in the same unit.")
+    per_second = serializers.FloatField(
+        allow_null=True, help_text="While the job runs: work done per second since it started (null otherwise)."
+    )
 
 
 class JobSerializer(serializers.Serializer):

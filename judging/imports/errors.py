@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.utils.translation import gettext as _
 
 __all__ = ["FormatError", "ImportConflict", "ImportRefused", "RunExists"]
@@ -33,7 +35,7 @@ class ImportRefused(ValueError):
             text = f"{filename}: {message}"
         super().__init__(text)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[str, str, int | None, str | None]]:
         # The keyword-only constructor defeats BaseException's default pickling (used by task queues).
         return type(self)._rebuilt, (self.message, self.filename, self.line, self.field)
 
@@ -50,7 +52,7 @@ class ImportRefused(ValueError):
         how = _remedy(self.remedy, via)
         return f"{self}; {how}" if how else str(self)
 
-    def as_dict(self, via: str = "api") -> dict:
+    def as_dict(self, via: str = "api") -> dict[str, Any]:
         return {"detail": self.explained(via), "file": self.filename, "line": self.line, "field": self.field}
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
+from typing import Any
 
 from django.db import connection
 
 IMPORT_CACHE_KIB = 1024 * 1024  # the page cache while an import runs (see roomy_cache)
 
 
-def staged_insert(table: str, columns: str, rows: Iterable[Sequence], progress: Callable[[int], None] | None) -> int:
+def staged_insert(
+    table: str, columns: str, rows: Iterable[Sequence[Any]], progress: Callable[[int], None] | None
+) -> int:
     """Insert ``rows`` into ``table`` (quoted) through a temporary table with no index.
 
     Each executemany step of an INSERT opens the table and every index of it again; one INSERT ... SELECT
@@ -19,7 +23,7 @@ def staged_insert(table: str, columns: str, rows: Iterable[Sequence], progress: 
     marks = ", ".join(["%s"] * (columns.count(",") + 1))
     staging = connection.ops.quote_name("reljudge_import_rows")
     total = 0
-    batch: list[Sequence] = []
+    batch: list[Sequence[Any]] = []
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS temp.{staging}")
         cursor.execute(f"CREATE TEMP TABLE {staging} ({columns})")
@@ -46,6 +50,16 @@ def staged_insert(table: str, columns: str, rows: Iterable[Sequence], progress: 
     return total
 
 
+def append_rows(table: str, columns: str, rows: Iterable[Sequence[Any]]) -> None:
+    """Append rows to a staging table (quoted), 10,000 to an executemany."""
+    marks = ", ".join(["%s"] * (columns.count(",") + 1))
+    statement = f"INSERT INTO {table} ({columns}) VALUES ({marks})"
+    iterator = iter(rows)
+    with connection.cursor() as cursor:
+        while batch := list(islice(iterator, 10_000)):
+            cursor.executemany(statement, batch)
+
+
 def reserve_ids(table: str, count: int) -> list[int]:
     """The ids after the highest one ever used in ``table`` (AUTOINCREMENT's rule). An import holds the
     database's write lock (IMMEDIATE transactions), so no other writer can take them before the insert."""
@@ -58,7 +72,7 @@ def reserve_ids(table: str, count: int) -> list[int]:
 
 
 @contextmanager
-def roomy_cache():
+def roomy_cache() -> Iterator[None]:
     """A page cache big enough for a large import's indexes while it runs (the default 2 MB makes every insert
     into a million-row index go to the file; 1M qrels labels took four minutes). The pages are taken only as
     they are used; the setting is this connection's and is put back afterwards."""
@@ -72,7 +86,7 @@ def roomy_cache():
             cursor.execute(f"PRAGMA cache_size = {int(before)}")
 
 
-def judgments_of_pairs(*, first: int, last: int, first_id: int, annotator: int, now) -> None:
+def judgments_of_pairs(*, first: int, last: int, first_id: int, annotator: int, now: Any) -> None:
     """The judgments behind the labels of pairs ``first..last``, all just created by an import with their label,
     with ids from ``first_id`` on (see qrels_write)."""
     with connection.cursor() as cursor:
@@ -88,7 +102,7 @@ def judgments_of_pairs(*, first: int, last: int, first_id: int, annotator: int, 
             raise AssertionError(f"{cursor.rowcount} judgments made for {last - first + 1} new pairs")
 
 
-def revisions_of_range(*, first: int, last: int, by: int | None, source: int, name: str, now) -> None:
+def revisions_of_range(*, first: int, last: int, by: int | None, source: int, name: str, now: Any) -> None:
     """The revisions of the judgments with ids ``first..last``, all just created by an import (SQLite)."""
     with connection.cursor() as cursor:
         cursor.execute(

@@ -20,6 +20,7 @@ from django.db import transaction
 
 from judging import services
 from judging.imports.errors import FormatError, ImportRefused
+from judging.imports.service.summary import ImportSummary, Progress
 from judging.jobs.chunks import chunk_file, chunks_drop, chunks_store
 from judging.jobs.runner import (
     Heartbeat,
@@ -137,20 +138,31 @@ def _upload_data(job: Job) -> bytes | BinaryIO:
     return chunk_file(job)
 
 
-def _import(job: Job, data: bytes | BinaryIO, *, progress):
+def _import(job: Job, data: bytes | BinaryIO, *, progress: Progress) -> ImportSummary:
     """Call the import service for the job's kind (looked up on ``services`` at call time, so that tests can
     substitute one)."""
-    common = {"campaign": job.campaign, "data": data, "filename": job.filename}
-    opts = job.options
+    campaign, filename, opts = job.campaign, job.filename, job.options
     if job.kind == Job.Kind.TOPICS:
-        return services.queries_import(**common)
+        return services.queries_import(campaign=campaign, data=data, filename=filename)
     if job.kind == Job.Kind.DOCS:
-        return services.documents_import(progress=progress, **common)
+        return services.documents_import(campaign=campaign, data=data, filename=filename, progress=progress)
     if job.kind == Job.Kind.RUN:
         return services.run_import(
-            system_name=opts.get("system_name") or None, replace=bool(opts.get("replace")), progress=progress, **common
+            campaign=campaign,
+            data=data,
+            filename=filename,
+            system_name=opts.get("system_name") or None,
+            replace=bool(opts.get("replace")),
+            progress=progress,
         )
     if job.started_by is None:
         raise FormatError("the lead who started this import no longer exists", filename=job.filename)
     annotator = opts.get("annotator") or job.started_by.get_username()
-    return services.qrels_import(annotator=annotator, imported_by=job.started_by, progress=progress, **common)
+    return services.qrels_import(
+        campaign=campaign,
+        data=data,
+        filename=filename,
+        annotator=annotator,
+        imported_by=job.started_by,
+        progress=progress,
+    )

@@ -454,3 +454,12 @@ def run_work(job: Job, work: Callable[[Job, Callable[[int], None]], dict], *, at
         return {"status": "failed", "error": {"detail": error}}
     logger.info("job %s done in %.2f s: %s", job.pk, seconds, job.kind)
     return {"status": "done", "result": result}
+
+
+def job_rate(job: Job) -> float | None:
+    """A running job's pace: its units (lines of an import's file, pairs, labels, permutations) per second since
+    it started; None before it has done any."""
+    if job.status != Job.Status.RUNNING or not job.done or job.started_at is None:
+        return None
+    seconds = (timezone.now() - job.started_at).total_seconds()
+    return job.done / seconds if seconds > 0 else None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.utils.formats import number_format
+
 from judging.access import job_access
-from judging.jobs import job_can_retry, job_refresh, policy_job_pending
+from judging.jobs import job_can_retry, job_rate, job_refresh, policy_job_pending
 from judging.models import Job
 from judging.services import ImportSummary
 
@@ -13,6 +15,13 @@ def job_percent(job: Job) -> int:
     if job.status == Job.Status.DONE or not job.total:
         return 100 if job.status == Job.Status.DONE else 0
     return min(100, int(100 * job.done / job.total))
+
+
+def job_rate_shown(job: Job) -> str:
+    """A running job's pace for its page (lines a second for an import), grouped by thousands; empty before it
+    has done anything."""
+    rate = job_rate(job)
+    return "" if rate is None else number_format(round(rate), force_grouping=True)
 
 
 def job_retry_offered(job: Job, user) -> bool:
@@ -33,6 +42,7 @@ def job_context(job: Job, user) -> dict:
     return {
         "job": job,
         "percent": job_percent(job),
+        "rate": job_rate_shown(job),
         "can_retry": job_retry_offered(job, user),
         "summary_lines": import_summary_lines(job),
     }

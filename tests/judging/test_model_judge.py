@@ -377,14 +377,18 @@ def test_model_judge_job_from_the_api_runs_with_progress_and_outcome(judged, fak
     assert started.status_code == 202, started.content
     url = started["Location"]
     assert started.json() == {"job": url, "status": "queued"}
-    assert api.get(url).json()["progress"] == {"done": 0, "total": 5}
+    assert api.get(url).json()["progress"] == {"done": 0, "total": 5, "per_second": None}
     assert not fake_model.calls  # nothing is called in the request: the worker does it
 
     ticks: list[int] = []
     assert job_run(job_id=int(url.rstrip("/").rsplit("/", 1)[1]), progress=ticks.append)["status"] == "done"
     assert sum(ticks) == 5  # progress is told of every pair as its call ends
     body = api.get(url).json()
-    assert body["status"] == "done" and body["progress"] == {"done": 5, "total": 5} and body["error"] == {}
+    assert (
+        body["status"] == "done"
+        and body["progress"] == {"done": 5, "total": 5, "per_second": None}
+        and body["error"] == {}
+    )
     r = body["result"]
     # d2 is pooled for both queries: two malformed answers, stored as unsure with the raw answer
     assert (r["judge"], r["pairs"], r["graded"], r["unsure"], r["failed"]) == ("tiny", 5, 3, 2, 0)
@@ -435,11 +439,15 @@ def test_model_judge_job_failing_endpoint_keeps_whole_batches_and_retry_judges_t
     fake_model.script.clear()
     fake_model.calls.clear()
     assert client.post(f"/api/jobs/{job.pk}/retry/").status_code == 202
-    assert client.get(f"/api/jobs/{job.pk}/").json()["progress"] == {"done": 2, "total": 5}  # resumes
+    assert client.get(f"/api/jobs/{job.pk}/").json()["progress"] == {
+        "done": 2,
+        "total": 5,
+        "per_second": None,
+    }  # resumes
     assert jobs.job_run(job_id=job.pk)["status"] == "done"
     assert len(fake_model.calls) == 3  # only the pairs left
     body = client.get(f"/api/jobs/{job.pk}/").json()
-    assert body["status"] == "done" and body["progress"] == {"done": 5, "total": 5}
+    assert body["status"] == "done" and body["progress"] == {"done": 5, "total": 5, "per_second": None}
     assert (body["result"]["graded"], body["result"]["failed"]) == (5, 0)
     assert kept.count() == 5
     # an annotator sees none of it

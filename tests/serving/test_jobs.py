@@ -128,7 +128,7 @@ def test_api_upload_above_threshold_answers_202_with_location(client, campaign, 
     assert r.status_code == 202
     assert r.json() == {"job": r["Location"], "status": "queued"}
     body = client.get(r["Location"]).json()
-    assert body["status"] == "queued" and body["progress"] == {"done": 0, "total": 5}
+    assert body["status"] == "queued" and body["progress"] == {"done": 0, "total": 5, "per_second": None}
     assert body["result"] == {} and body["error"] == {}
 
 
@@ -208,10 +208,10 @@ def test_policy_switch_api_answers_202_then_the_job_reports_the_outcome(world, s
     again = api.patch("/api/campaigns/demo/", {"aggregation": "min"}, format="json")
     assert again.status_code == 409 and "already under way" in again.json()["detail"]
     body = api.get(r["Location"]).json()
-    assert body["kind"] == "policy" and body["progress"] == {"done": 0, "total": 4}
+    assert body["kind"] == "policy" and body["progress"] == {"done": 0, "total": 4, "per_second": None}
     job_run(job_id=body["id"])
     body = api.get(r["Location"]).json()
-    assert body["status"] == "done" and body["progress"] == {"done": 4, "total": 4}
+    assert body["status"] == "done" and body["progress"] == {"done": 4, "total": 4, "per_second": None}
     assert body["result"]["labels_changed"] == 1
     assert Campaign.objects.get(pk=world.campaign.pk).aggregation == "max"
     # annotators can neither switch nor see the job
@@ -341,7 +341,7 @@ def test_significance_api_202_then_the_matrix_for_the_current_labels(world, sett
     assert r.status_code == 202 and r.json() == {"job": r["Location"], "status": "queued"}
     job_run(job_id=api.get(r["Location"]).json()["id"])
     done = api.get(r["Location"]).json()
-    assert done["status"] == "done" and done["progress"] == {"done": 5000, "total": 5000}
+    assert done["status"] == "done" and done["progress"] == {"done": 5000, "total": 5000, "per_second": None}
     body = api.get(url + "&measure=MAP").json()
     assert body["measure"] == "MAP" and body["test"] == "tukey" and body["p"][0][0] is None
     assert body["p"] == done["result"]["p"] and body["state"] == done["result"]["state"]

@@ -57,7 +57,7 @@ def test_large_upload_runs_as_a_job_with_progress_to_done(site):
     page = lead.get(job_page, timeout=30)
     assert page.status_code == 200 and 'hx-trigger="every 1s"' in page.text and "Queued" in page.text
     assert "<script>" not in page.text  # no inline script: htmx attributes do the polling
-    assert lead.get(url, timeout=30).json()["progress"] == {"done": 0, "total": 2000}
+    assert lead.get(url, timeout=30).json()["progress"] == {"done": 0, "total": 2000, "per_second": None}
 
     site.worker(log=site.logs / "worker.log")
     seen = _poll(lead, url)
@@ -66,7 +66,7 @@ def test_large_upload_runs_as_a_job_with_progress_to_done(site):
     statuses = [b["status"] for b in seen]
     assert statuses == sorted(statuses, key=["queued", "running", "done"].index)  # never goes back
     dones = [b["progress"]["done"] for b in seen]
-    assert dones == sorted(dones) and final["progress"] == {"done": 2000, "total": 2000}
+    assert dones == sorted(dones) and final["progress"] == {"done": 2000, "total": 2000, "per_second": None}
     assert final["result"]["systems"] == ["big"] and final["result"]["added"] == 20
     assert final["result"]["pairs_added"] == 20 * 10  # pool depth 10
     assert final["error"] == {}
@@ -180,7 +180,7 @@ def test_slow_significance_test_runs_in_the_worker_and_the_app_then_serves_its_m
     site.worker(log=site.logs / "worker.log")
     final = _poll(lead, job_url)[-1]
     assert final["status"] == "done", final
-    assert final["kind"] == "significance" and final["progress"] == {"done": 5000, "total": 5000}
+    assert final["kind"] == "significance" and final["progress"] == {"done": 5000, "total": 5000, "per_second": None}
     matrix = lead.get(url, timeout=60)
     assert matrix.status_code == 200 and matrix.json()["p"] == final["result"]["p"]
     page = lead.get(f"{base}/campaigns/sig/leaderboard/significance/?test=tukey", timeout=60).text

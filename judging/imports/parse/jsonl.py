@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PureWindowsPath
+from typing import Any
 
 from django.utils.translation import gettext as _
 
@@ -37,29 +38,35 @@ def is_jsonl(lines: Sequence[str], filename: str) -> bool:
     return first.startswith("{")
 
 
+def _space_end(line: str, start: int) -> int:
+    """Where the JSON whitespace from ``start`` on ends (the pattern matches the empty string too)."""
+    found = _JSON_SPACE.match(line, start)
+    return found.end() if found else start
+
+
 def _culprit_key(line: str) -> tuple[str | None, int | None]:
     """The top-level key whose value json cannot read (too deep, an integer too long), and where that
     value starts; (None, None) when the line is no object or the failure is elsewhere. Error path only."""
     decoder = json.JSONDecoder()
     try:
-        i = _JSON_SPACE.match(line).end()
+        i = _space_end(line, 0)
         if line[i] != "{":
             return None, None
-        i = _JSON_SPACE.match(line, i + 1).end()
+        i = _space_end(line, i + 1)
         while line[i] == '"':
             key, i = decoder.raw_decode(line, i)
-            i = _JSON_SPACE.match(line, i).end()
+            i = _space_end(line, i)
             if line[i] != ":":
                 return None, None
-            start = _JSON_SPACE.match(line, i + 1).end()
+            start = _space_end(line, i + 1)
             try:
                 _, i = decoder.raw_decode(line, start)
             except (RecursionError, ValueError):
                 return key, start
-            i = _JSON_SPACE.match(line, i).end()
+            i = _space_end(line, i)
             if line[i] != ",":
                 return None, None
-            i = _JSON_SPACE.match(line, i + 1).end()
+            i = _space_end(line, i + 1)
     except (IndexError, ValueError, RecursionError):
         pass
     return None, None
@@ -99,7 +106,7 @@ def _json_error(exc: Exception, line: str, filename: str, lineno: int) -> Format
     )
 
 
-def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator[tuple[int, dict, bool]]:
+def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator[tuple[int, dict[str, Any], bool]]:
     """Each non-blank numbered line as (its number, its object, whether its values may hold a NUL or a lone
     surrogate: see json_may_hold_bad_chars)."""
     for lineno, line in numbered:
@@ -120,7 +127,7 @@ def json_objects(numbered: Iterable[tuple[int, str]], filename: str) -> Iterator
         yield lineno, obj, json_may_hold_bad_chars(line)
 
 
-def json_id(obj: dict, key: str, filename: str, line: int, *, chars: bool = True) -> str:
+def json_id(obj: dict[str, Any], key: str, filename: str, line: int, *, chars: bool = True) -> str:
     if key not in obj:
         raise FormatError(_("missing key"), filename=filename, line=line, field=key)
     value = obj[key]
@@ -141,7 +148,7 @@ def expected_string(value: object) -> str:
     return _("expected a string, found %(found)s") % {"found": json_type(value)}
 
 
-def json_text(obj: dict, key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
+def json_text(obj: dict[str, Any], key: str, filename: str, line: int, *, required: bool, chars: bool = True) -> str:
     if key not in obj and required:
         raise FormatError(_("missing key"), filename=filename, line=line, field=key)
     value = obj.get(key)

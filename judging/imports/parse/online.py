@@ -113,7 +113,7 @@ def parse_online(data: bytes | BinaryIO, *, filename: str) -> list[OnlineFigure]
     for line, cells in numbered:
         cols = layout or _ONLINE_LAYOUTS.get(len(cells))
         if cols is None or len(cells) != len(cols):
-            expected = _("%(n)s (as the header says)") % {"n": len(cols)} if layout else _("3 to 6")
+            expected = _("%(n)s (as the header says)") % {"n": len(layout)} if layout else _("3 to 6")
             raise FormatError(columns_message(expected, ONLINE_COLUMNS, len(cells)), filename=filename, line=line)
         row = dict(zip(cols, cells, strict=True))
         system, metric, qid = row["system"], row["metric"], row.get("qid", "")
@@ -130,7 +130,8 @@ def parse_online(data: bytes | BinaryIO, *, filename: str) -> list[OnlineFigure]
                 raise FormatError(
                     _("longer than %(limit)s characters") % {"limit": limit}, filename=filename, line=line, field=name
                 )
-        value = _online_number(row["value"], "value", filename, line, required=True)
+        number = _online_number(row["value"], "value", filename, line, required=True)
+        figure = 0.0 if number is None else number  # never None: the value is required
         low = _online_number(row.get("ci_low", ""), "ci_low", filename, line, required=False)
         high = _online_number(row.get("ci_high", ""), "ci_high", filename, line, required=False)
         if (low is None) != (high is None):
@@ -140,30 +141,30 @@ def parse_online(data: bytes | BinaryIO, *, filename: str) -> list[OnlineFigure]
                 line=line,
                 field="ci_high" if high is None else "ci_low",
             )
-        if low is not None and not low <= value <= high:
+        if low is not None and high is not None and not low <= figure <= high:
             raise FormatError(
                 _("the interval [%(low)s, %(high)s] does not contain the value %(value)s")
-                % {"low": f"{low:g}", "high": f"{high:g}", "value": f"{value:g}"},
+                % {"low": f"{low:g}", "high": f"{high:g}", "value": f"{figure:g}"},
                 filename=filename,
                 line=line,
-                field="ci_low" if low > value else "ci_high",
+                field="ci_low" if low > figure else "ci_high",
             )
         key = (system, metric, qid)
         if key in seen:
-            names = {"metric": repr(metric), "system": repr(system), "qid": show(qid), "first": seen[key]}
+            where = {"metric": repr(metric), "system": repr(system), "qid": show(qid), "first": seen[key]}
             message = (
                 _("%(metric)s of system %(system)s for qid %(qid)s given twice (first on line %(first)s)")
                 if qid
                 else _("%(metric)s of system %(system)s given twice (first on line %(first)s)")
             )
             raise FormatError(
-                message % names,
+                message % where,
                 filename=filename,
                 line=line,
                 field="metric",
             )
         seen[key] = line
-        figures.append(OnlineFigure(system, metric, value, low, high, qid, line))
+        figures.append(OnlineFigure(system, metric, figure, low, high, qid, line))
     if not figures:
         raise FormatError(_("no figures, only a header"), filename=filename)
     return figures

@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.utils.translation import gettext as _
 
@@ -56,7 +56,7 @@ class Doc:
     text: str
     title: str = ""
     url: str = ""
-    attributes: dict | None = None  # None: the file says nothing about attributes (existing ones stay)
+    attributes: dict[str, Any] | None = None  # None: the file says nothing about attributes (existing ones stay)
 
 
 # --------------------------------------------------------------------------- topics and documents
@@ -94,7 +94,7 @@ def tag_list(raw: str, filename: str, line: int, field: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tags))
 
 
-def _json_tags(obj: dict, filename: str, line: int, *, chars: bool = True) -> tuple[str, ...] | None:
+def _json_tags(obj: dict[str, Any], filename: str, line: int, *, chars: bool = True) -> tuple[str, ...] | None:
     if "tags" not in obj or obj["tags"] is None:
         return None
     value = obj["tags"]
@@ -113,7 +113,7 @@ def _json_tags(obj: dict, filename: str, line: int, *, chars: bool = True) -> tu
     return tuple(dict.fromkeys(tags))
 
 
-def _json_attributes(obj: dict, filename: str, line: int, *, chars: bool = True) -> dict | None:
+def _json_attributes(obj: dict[str, Any], filename: str, line: int, *, chars: bool = True) -> dict[str, Any] | None:
     """``"attributes"``: an object of scalar facets (string, number or boolean), e.g. {"brand": "acme"}."""
     if "attributes" not in obj or obj["attributes"] is None:
         return None

@@ -7,7 +7,7 @@ import functools
 import gc
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO, ParamSpec, TypeVar
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -15,6 +15,8 @@ from django.utils.translation import gettext_lazy
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH, URL_MAX_LENGTH
 from judging.imports.errors import FormatError
 
+P = ParamSpec("P")
+R = TypeVar("R")
 MAX_LENGTH = {"qid": QID_MAX_LENGTH, "docid": DOCID_MAX_LENGTH, "tag": SYSTEM_NAME_MAX_LENGTH, "url": URL_MAX_LENGTH}
 SHORTEST_LIMIT = min(MAX_LENGTH.values())
 JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
@@ -49,7 +51,7 @@ def json_type(value: object) -> str:
 # --------------------------------------------------------------------------- decoding
 
 
-def gc_paused(parse):
+def gc_paused(parse: Callable[P, R]) -> Callable[P, R]:
     """Run a parser with the cyclic garbage collector paused.
 
     A parse builds lists of millions of strings and then many small objects; every collection those
@@ -58,7 +60,7 @@ def gc_paused(parse):
     """
 
     @functools.wraps(parse)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -178,7 +180,8 @@ def empty_file(filename: str) -> FormatError:
 
 
 def char_error(value: str, name: str | None, filename: str, line: int) -> FormatError:
-    char = BAD_CHAR.search(value).group()
+    found = BAD_CHAR.search(value)
+    char = found.group() if found else "\x00"
     if char == "\x00":
         message = _("contains a NUL character (U+0000)")
     else:
@@ -283,7 +286,7 @@ def tsv_rows(
         yield lineno, cols
 
 
-def claim(seen: dict, key: object, *, what: str, field: str, filename: str, line: int) -> None:
+def claim(seen: dict[Any, int], key: object, *, what: str, field: str, filename: str, line: int) -> None:
     first = seen.setdefault(key, line)
     if first != line:
         raise FormatError(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PureWindowsPath
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 from django.utils.translation import gettext as _
@@ -31,6 +31,8 @@ from judging.imports.parse.text import (
     split_lines,
     tsv_rows,
 )
+
+Id = TypeVar("Id", str, bytes)  # a docid, as text or as its UTF-8
 
 _RUN_TSV_HEADERS = frozenset({("qid", "docid", "rank"), ("qid", "docid", "rank", "score")})
 
@@ -69,7 +71,7 @@ def _column_numbers(
     filename: str,
     *,
     loose: bool = True,
-) -> tuple[list, FormatError | None]:
+) -> tuple[list[Any], FormatError | None]:
     """Convert a whole column at C speed; on failure, the error for its first bad value.
 
     Numbers are ASCII, as trec_eval reads them: int() and float() would also take "1_000", full-width
@@ -131,21 +133,11 @@ def _rankings(
     """
     n = len(qids)
     single_tag = len(set(tags)) == 1
-    codes: dict = {}
+    codes: dict[Any, int] = {}
     keys = qids if single_tag else zip(tags, qids, strict=True)
     group = np.fromiter((codes.setdefault(key, len(codes)) for key in keys), dtype=np.intp, count=n)
     order = np.lexsort((sortkey, group))
-
-    sorted_group = group[order]
-    sorted_key = sortkey[order]
-    tied = np.flatnonzero((sorted_group[1:] == sorted_group[:-1]) & (sorted_key[1:] == sorted_key[:-1]))
-    if len(tied):
-        # tied[i] means positions tied[i] and tied[i] + 1 are tied: merge consecutive pairs into runs.
-        breaks = np.flatnonzero(np.diff(tied) != 1)
-        starts = np.concatenate(([tied[0]], tied[breaks + 1]))
-        stops = np.concatenate((tied[breaks], [tied[-1]])) + 2
-        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-            order[start:stop] = sorted(order[start:stop].tolist(), key=docids.__getitem__, reverse=True)
+    _tie_breaks(order, group, sortkey, docids)
 
     ordered_docids = list(map(docids.__getitem__, order.tolist()))
     ordered_scores = scores[order]
@@ -162,14 +154,32 @@ def _rankings(
     return result
 
 
+def _tie_breaks(order: np.ndarray, group: np.ndarray, sortkey: np.ndarray, docids: Sequence[Id]) -> None:
+    """Put the rows of ``order`` (sorted by group, then sortkey) that tie on both in descending docid order, in
+    place: trec_eval's rule for equal scores."""
+    sorted_group = group[order]
+    sorted_key = sortkey[order]
+    tied = np.flatnonzero((sorted_group[1:] == sorted_group[:-1]) & (sorted_key[1:] == sorted_key[:-1]))
+    if len(tied):
+        # tied[i] means positions tied[i] and tied[i] + 1 are tied: merge consecutive pairs into runs.
+        breaks = np.flatnonzero(np.diff(tied) != 1)
+        starts = np.concatenate(([tied[0]], tied[breaks + 1]))
+        stops = np.concatenate((tied[breaks], [tied[-1]])) + 2
+        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+            order[start:stop] = sorted(order[start:stop].tolist(), key=docids.__getitem__, reverse=True)
+
+
 def _raise_duplicate_docid(
     qids: Sequence[str],
     docids: Sequence[str],
     tags: Sequence[str],
     line_of: Callable[[int], int],
     filename: str,
+    *,
+    certain: bool = True,
 ) -> None:
-    """Raise for the first line (in file order) that repeats a docid of its query (error path only)."""
+    """Raise for the first line (in file order) that repeats a docid of its query (error path only); when not
+    ``certain`` (a hash matched), return if no line does."""
     first: dict[tuple[str, str, str], int] = {}
     for i, key in enumerate(zip(tags, qids, docids, strict=True)):
         if key in first:
@@ -181,15 +191,18 @@ def _raise_duplicate_docid(
                 field="docid",
             )
         first[key] = i
-    raise AssertionError("unreachable: a ranking had a duplicate docid but no line repeats one")
+    if certain:
+        raise AssertionError("unreachable: a ranking had a duplicate docid but no line repeats one")
 
 
-def _by_rank(ranks: list[int], filename: str, line_of: Callable[[int], int]) -> tuple[np.ndarray, np.ndarray]:
+def _by_rank(
+    ranks: Sequence[int | None], filename: str, line_of: Callable[[int], int]
+) -> tuple[np.ndarray, np.ndarray]:
     """Sort key and scores of a rank-only run: rank ascending, and score = -rank."""
     try:
         rank_array = np.array(ranks, dtype=np.int64)
     except OverflowError:
-        i = next(i for i, rank in enumerate(ranks) if not -(2**63) < rank < 2**63)
+        i = next(i for i, rank in enumerate(ranks) if rank is not None and not -(2**63) < rank < 2**63)
         raise FormatError(
             _("out of range: %(value)s") % {"value": ranks[i]}, filename=filename, line=line_of(i), field="rank"
         ) from None
@@ -302,8 +315,8 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[RankedLi
     qids: list[str] = []
     docids: list[str] = []
     tags: list[str] = []
-    ranks: list[int] = []
-    scores: list[float] = []
+    ranks: list[int | None] = []
+    scores: list[float | None] = []
     linenos: list[int] = []
     scored: bool | None = None  # whether the file gives scores; decided by its first record
     for line, obj, chars in json_objects(enumerate(lines, 1), filename):

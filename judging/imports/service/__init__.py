@@ -1,5 +1,7 @@
 """The importers: one transaction each, file/line/field errors, stubs and pooling (judging.services re-exports them)."""
 
+from collections.abc import Callable
+
 from judging.imports.errors import FormatError, ImportConflict, ImportRefused
 from judging.imports.service.pool import pool_build
 from judging.imports.service.qrels import qrels_import
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 # The importers by the kind of file, as the upload page, the API and the jobs name them.
-IMPORTERS = {
+IMPORTERS: dict[str, Callable[..., ImportSummary]] = {
     "topics": queries_import,
     "docs": documents_import,
     "run": run_import,

@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from judging.imports.service.summary import BATCH
-from judging.imports.write import fetch, insert_columns, reserve_ids
+from judging.imports.write import Stage, fetch, insert_columns, reserve_ids
 from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN, Campaign, Document, Pair, Query, Ranking
 from judging.selectors.campaigns import pool_size_forget
 
 
-def existing_ids(model, campaign: Campaign, key: str) -> dict[str, int]:
+def existing_ids(model: type[Query] | type[Document], campaign: Campaign, key: str) -> dict[str, int]:
     return dict(fetch(model.objects.filter(campaign=campaign).order_by().values_list(key, "id")))
 
 
 def stubs_create(
     *, campaign: Campaign, qids: Iterable[str] = (), docids: Iterable[str] = ()
-) -> tuple[dict, dict, list[int], list[int]]:
+) -> tuple[dict[str, int], dict[str, int], list[int], list[int]]:
     """Make sure every qid and docid exists (as a stub if new); return the id maps and the ids of the queries
     and documents made now."""
     qmap = existing_ids(Query, campaign, "qid")
@@ -51,26 +51,48 @@ def stubs_create(
     return qmap, dmap, new_q_ids, new_d_ids
 
 
-def pool_add(*, campaign: Campaign, pairs: Iterable[tuple[int, int]]) -> int:
-    """Add (query id, document id) pairs to the pool; existing pairs are left alone (judgments untouched)."""
-    wanted = set(pairs)
-    if not wanted:
+PAIR_BATCH = 100_000  # new pool pairs inserted at a time
+
+
+def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Sequence[Any] = ()) -> int:
+    """Add the (query_id, document_id) pairs staged in ``stage`` (the rows matching ``where``, SQL on the stage's
+    columns, its alias ``s``) to the pool; returns how many pairs entered it. Pairs the campaign lacks are read
+    back to be inserted with their public ids (pairs_insert); pairs only a qrels import had made, unpooled, are
+    pooled by one UPDATE; pairs in the pool stay as they are, their judgments untouched. The database merges:
+    neither the stage nor the campaign's pairs come into memory."""
+    if not stage.rows:
         return 0
-    # This process's cached pool size is stale once the import commits (other processes' expire in a minute).
-    transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
-    existing = {
-        (q, d): (pid, pooled)
-        for q, d, pid, pooled in fetch(
-            Pair.objects.filter(campaign=campaign).order_by().values_list("query_id", "document_id", "id", "pooled")
+    condition = f"AND ({where})" if where else ""
+    stage.prepare("query_id", "document_id")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT s.query_id, s.document_id FROM {stage.name} s WHERE NOT EXISTS "
+            "(SELECT 1 FROM judging_pair p WHERE p.query_id = s.query_id AND p.document_id = s.document_id) "
+            f"{condition} ORDER BY 1, 2",
+            list(params),
         )
-    }
-    fresh = np.array(sorted(wanted - existing.keys()), dtype=np.int64).reshape(-1, 2)
-    pairs_insert(campaign=campaign, query_ids=fresh[:, 0], document_ids=fresh[:, 1], pooled=True)
-    # Pairs that only imported qrels had created now enter the pool too.
-    promote = [existing[k][0] for k in wanted if k in existing and not existing[k][1]]
-    for start in range(0, len(promote), BATCH):
-        Pair.objects.filter(id__in=promote[start : start + BATCH]).update(pooled=True)
-    return len(fresh) + len(promote)
+        blocks = []
+        while rows := cursor.fetchmany(100_000):
+            blocks.append(np.array(rows, dtype=np.int64).reshape(-1, 2))
+        fresh = np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+        del blocks
+        cursor.execute(
+            "UPDATE judging_pair SET pooled = %s WHERE campaign_id = %s AND NOT pooled AND EXISTS "
+            f"(SELECT 1 FROM {stage.name} s WHERE s.query_id = judging_pair.query_id "
+            f"AND s.document_id = judging_pair.document_id {condition})",
+            [True, campaign.pk, *params],
+        )
+        promoted = int(cursor.rowcount)
+    if len(fresh) or promoted:
+        transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
+    # A batch of whole queries at a time (pairs_insert shuffles within a query): memory stays bounded however
+    # many pairs the run brings.
+    boundaries = np.flatnonzero(np.diff(fresh[:, 0])) + 1
+    at = np.searchsorted(boundaries, np.arange(PAIR_BATCH, len(fresh), PAIR_BATCH))
+    cuts = np.unique(boundaries[at[at < len(boundaries)]])
+    for start, stop in zip([0, *cuts.tolist()], [*cuts.tolist(), len(fresh)], strict=True):
+        pairs_insert(campaign=campaign, query_ids=fresh[start:stop, 0], document_ids=fresh[start:stop, 1], pooled=True)
+    return len(fresh) + promoted
 
 
 def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
@@ -81,7 +103,7 @@ def _public_ids(count: int, *, rng: np.random.Generator) -> list[int]:
         out = rng.permutation(np.unique(out))
         out = np.concatenate([out, rng.integers(PUBLIC_ID_MIN, PUBLIC_ID_MAX, size=count - len(out), dtype=np.int64)])
         ordered = np.sort(out)
-    return out.tolist()
+    return [int(i) for i in out.tolist()]
 
 
 def pairs_insert(
@@ -156,14 +178,23 @@ def pairs_insert(
 
 @transaction.atomic
 def pool_build(*, campaign: Campaign) -> int:
-    """Re-pool every run at the campaign's current depth (after the depth grew); returns pairs added."""
+    """Re-pool every run at the campaign's current depth (after the depth grew); returns pairs added. The top
+    documents are staged a batch of rankings at a time and merged by the database (see pool_merge)."""
     depth = campaign.pool_depth
-    pairs = []
-    for query_id, raw in (
-        Ranking.objects.filter(system__campaign=campaign).values_list("query_id", "doc_ids").iterator(chunk_size=5000)
-    ):
-        pairs.extend((query_id, int(d)) for d in np.frombuffer(bytes(raw), dtype=np.int64)[:depth])
-    return pool_add(campaign=campaign, pairs=pairs)
+    rankings = Ranking.objects.filter(system__campaign=campaign).values_list("query_id", "doc_ids")
+    with Stage("reljudge_pool_build", [("query_id", "bigint"), ("document_id", "bigint")]) as stage:
+        queries: list[np.ndarray] = []
+        documents: list[np.ndarray] = []
+        for query_id, raw in rankings.iterator(chunk_size=5000):
+            top = np.frombuffer(bytes(raw), dtype=np.int64)[:depth]
+            queries.append(np.full(len(top), query_id, dtype=np.int64))
+            documents.append(top)
+            if len(queries) >= 5000:
+                stage.add([np.concatenate(queries), np.concatenate(documents)], sum(map(len, queries)))
+                queries, documents = [], []
+        if queries:
+            stage.add([np.concatenate(queries), np.concatenate(documents)], sum(map(len, queries)))
+        return pool_merge(campaign=campaign, stage=stage)
 
 
 def pair_ids(campaign: Campaign) -> dict[tuple[int, int], int]:

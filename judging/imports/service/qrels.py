@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import repeat
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -22,6 +22,7 @@ from judging.imports.service.pool import pair_ids, pairs_insert, stubs_create
 from judging.imports.service.summary import ImportSummary, Progress, logged
 from judging.imports.write import fetch, insert_columns, insert_rows, reserve_ids, roomy_cache
 from judging.models import (
+    Account,
     AnnotatorProfile,
     Campaign,
     Document,
@@ -36,10 +37,10 @@ from judging.models import (
 from judging.services.judgments import labels_refresh
 
 
-def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str):
+def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, filename: str) -> tuple[Account, bool]:
     """The account imported labels are recorded under, and whether it was created now (see qrels_import)."""
 
-    def refuse(message: str):
+    def refuse(message: str) -> FormatError:
         return FormatError(message, filename=filename, field="annotator")
 
     name = (name or "").strip()
@@ -53,15 +54,14 @@ def _source_account(*, campaign: Campaign, name: str, imported_by, filename: str
         raise refuse(
             _("%(name)s is not a valid source name: use letters, digits and @ . + - _ only") % {"name": repr(name)}
         ) from None
-    User = get_user_model()
     from judging.services.accounts import account_name_resolve  # here: services.accounts imports this package
 
     name, user = account_name_resolve(name, error=refuse)  # ALICE names alice; a look-alike is refused
     if user is None:
-        user = User.objects.create_user(username=name, password=None)  # no usable password
+        user = Account.objects.create_user(username=name, password=None)  # no usable password
         user.is_active = False  # and no login of any kind, token included
         user.save(update_fields=["is_active"])
-        LabelSource.objects.create(user=user, created_by=imported_by)
+        LabelSource.objects.create(user=user, created_by=imported_by if isinstance(imported_by, Account) else None)
         return user, True
     if user.is_superuser:
         raise refuse(
@@ -89,8 +89,8 @@ def qrels_import(
     campaign: Campaign,
     data: bytes | BinaryIO,
     filename: str,
-    annotator: User,
-    imported_by=None,
+    annotator: User | str,
+    imported_by: User | None = None,
     progress: Progress = None,
 ) -> ImportSummary:
     """Import existing labels (e.g. from an earlier campaign) as the confident judgments of a named source.
@@ -189,7 +189,7 @@ def _qrels_write(
     docids: list[str],
     label: np.ndarray,
     grades: dict[int, Grade],
-    source: User,
+    source: Account,
     by: int | None,
     filename: str,
     summary: ImportSummary,
@@ -248,14 +248,14 @@ def _qrels_write(
         )
     )
     has = np.zeros(count, dtype=bool)
-    revisions: Iterable[tuple] = ()
+    revisions: Iterable[tuple[Any, ...]] = ()
     touched = np.empty(0, dtype=np.int64)
     if current:
         c_pair, c_id, c_grade, c_value, c_unsure, c_tentative, c_note = zip(*current, strict=True)
         del current
-        c_pair = np.array(c_pair, dtype=np.int64)
-        at = np.searchsorted(c_pair, pair).clip(0, len(c_pair) - 1)
-        has = c_pair[at] == pair
+        pairs_had = np.array(c_pair, dtype=np.int64)
+        at = np.searchsorted(pairs_had, pair).clip(0, len(pairs_had) - 1)
+        has = pairs_had[at] == pair
         c_grade_ids = np.array([-1 if g is None else g for g in c_grade], dtype=np.int64)
         unchanged = has & ~np.array(c_unsure, dtype=bool)[at] & (c_grade_ids[at] == grade)
         rest = has & ~unchanged
@@ -332,7 +332,7 @@ def _qrels_write(
             first=int(pair[new[in_range]]),
             last=int(pair[new[-1]]),
             first_id=judgment_ids[in_range],
-            annotator=source.pk,
+            annotator=source.id,
             now=now,
         )
         if progress:
@@ -344,7 +344,7 @@ def _qrels_write(
         # The new judgments' ids are one range (reserve_ids): their revisions are made from them inside SQLite,
         # in one statement. Python rows would cost a statement step each (5 s per million, against 1 s).
         write_sqlite.revisions_of_range(
-            first=judgment_ids[0], last=judgment_ids[-1], by=by, source=source.pk, name=name, now=now
+            first=judgment_ids[0], last=judgment_ids[-1], by=by, source=source.id, name=name, now=now
         )
     else:
         insert_columns(
@@ -374,7 +374,7 @@ def _qrels_write(
         queries = np.unique(query[fresh]).tolist()
         for start in range(0, len(queries), 10_000):
             Query.objects.filter(id__in=queries[start : start + 10_000]).update(labels_version=F("labels_version") + 1)
-    labels_refresh(campaign=campaign, pair_ids=touched)
+    labels_refresh(campaign=campaign, pair_ids=touched.tolist())
     summary.added = len(new)
 
 

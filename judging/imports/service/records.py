@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from django.db import transaction
@@ -45,13 +45,15 @@ def queries_import(*, campaign: Campaign, data: bytes | BinaryIO, filename: str)
     return summary
 
 
-def tags_replace(*, campaign: Campaign, tags: dict[str, Sequence[str]]) -> set[str]:
+def tags_replace(*, campaign: Campaign, tags: Mapping[str, Sequence[str]]) -> set[str]:
     """Set the tags of the queries named in ``tags`` (qid -> tags); returns the qids whose tags changed."""
     ids = dict(Query.objects.filter(campaign=campaign, qid__in=list(tags)).values_list("qid", "id"))
     current: dict[int, set[str]] = {}
     for query_id, tag in QueryTag.objects.filter(query_id__in=list(ids.values())).values_list("query_id", "tag"):
         current.setdefault(query_id, set()).add(tag)
-    changed, add, remove = set(), [], []
+    changed: set[str] = set()
+    add: list[QueryTag] = []
+    remove: list[tuple[int, str]] = []
     for qid, wanted in tags.items():
         query_id = ids[qid]
         have, want = current.get(query_id, set()), set(wanted)

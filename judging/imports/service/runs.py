@@ -1,30 +1,66 @@
-"""Imports of runs: one system per tag, stubs for what the campaign lacks, its top k pooled."""
+"""Imports of runs: one system per tag, stubs for what the campaign lacks, its top k pooled.
+
+The file is read a piece at a time (parse.stream_run): each block of rankings gets its stubs, is checked, and
+goes into temporary tables (binary COPY on PostgreSQL) with the pool pairs it brings. Once the whole file is
+read, each system's rankings are merged into the real table by one INSERT ... SELECT, or not at all when the
+run is unchanged or refused: memory holds a block, never the file.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import numpy as np
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from judging.formats import SYSTEM_NAME_MAX_LENGTH
-from judging.imports import parse
 from judging.imports.errors import FormatError, RunExists
-from judging.imports.service.pool import pool_add, stubs_create
+from judging.imports.parse.stream import NotGrouped, RunBlock, stream_run
+from judging.imports.service.pool import pool_merge
+from judging.imports.service.stubs import StubIds
 from judging.imports.service.summary import ImportSummary, Progress, logged
-from judging.imports.write import insert_rows
+from judging.imports.write import Stage
 from judging.models import Campaign, Ranking, System
 
+_RANKINGS = [("tag", "text"), ("query_id", "bigint"), ("doc_ids", "bytea"), ("scores", "bytea"), ("length", "integer")]
+_POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
 
-def _fingerprint(rows: list[tuple[str, np.ndarray, np.ndarray]]) -> str:
-    h = hashlib.sha256()
-    for qid, doc_ids, scores in sorted(rows, key=lambda r: r[0]):
+
+def _fingerprint(digests: list[tuple[str, bytes]]) -> str:
+    """A run's fingerprint from its rankings' digests (see _digest), whatever order the file gave them in."""
+    h = hashlib.sha256(b"reljudge-run-2\0")
+    for qid, digest in sorted(digests):
         h.update(qid.encode())
         h.update(b"\0")
-        h.update(doc_ids.tobytes())
-        h.update(scores.tobytes())
+        h.update(digest)
+    return h.hexdigest()
+
+
+def _digest(qid: str, doc_ids: bytes, scores: bytes) -> bytes:
+    return hashlib.sha256(qid.encode() + b"\0" + doc_ids + scores).digest()
+
+
+def _legacy_fingerprint(stage: Stage, tag: str) -> str:
+    """The fingerprint as systems stored before runs were streamed (a hash of the rankings in qid order, as they
+    were in memory), made from the staged rankings a batch at a time: an identical run imported again is still
+    found unchanged."""
+    h = hashlib.sha256()
+    with connection.cursor() as cursor:
+        collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+        cursor.execute(
+            f"SELECT q.qid, s.doc_ids, s.scores FROM {stage.name} s JOIN judging_query q ON q.id = s.query_id "
+            f"WHERE s.tag = %s ORDER BY q.qid{collate}",
+            [tag],
+        )
+        while rows := cursor.fetchmany(2000):
+            for qid, doc_ids, scores in rows:
+                h.update(qid.encode())
+                h.update(b"\0")
+                h.update(bytes(doc_ids))
+                h.update(bytes(scores))
     return h.hexdigest()
 
 
@@ -51,70 +87,119 @@ def run_import(
             filename=filename,
             field="system",
         )
-    runs = parse.parse_run(data, filename=filename)
-    if not runs:
-        raise FormatError(_("empty file: no ranked documents"), filename=filename)
-    if system_name and len(runs) > 1:
-        raise FormatError(
-            _(
-                "the file holds %(n)s runs (tags %(tags)s); import them without --system "
-                "to create one system per tag, or split the file"
-            )
-            % {"n": len(runs), "tags": ", ".join(sorted(runs))},
-            filename=filename,
-            field="tag",
-        )
+    try:
+        with transaction.atomic():  # a savepoint: a file whose rankings are not together is read again, whole
+            return _run_write(campaign, stream_run(data, filename=filename), filename, system_name, replace, progress)
+    except NotGrouped:
+        pass
+    blocks = stream_run(data, filename=filename, whole=True)
+    return _run_write(campaign, blocks, filename, system_name, replace, progress)
+
+
+def _run_write(
+    campaign: Campaign,
+    blocks: Iterator[RunBlock],
+    filename: str,
+    system_name: str | None,
+    replace: bool,
+    progress: Progress,
+) -> ImportSummary:
     summary = ImportSummary(kind="rankings", filename=filename)
-    all_qids = {r.qid for rankings in runs.values() for r in rankings}
-    all_docids = {d for rankings in runs.values() for r in rankings for d in r.docids}
-    qmap, dmap, new_queries, new_documents = stubs_create(campaign=campaign, qids=all_qids, docids=all_docids)
-    summary.stub_queries, summary.stub_documents = len(new_queries), len(new_documents)
-    for tag, rankings in sorted(runs.items()):
-        name = system_name or tag
-        rows = [
-            (
-                r.qid,
-                np.fromiter(map(dmap.__getitem__, r.docids), dtype=np.int64, count=len(r.docids)),
-                np.asarray(r.scores, dtype=np.float64),
+    ids = StubIds(campaign)
+    depth = campaign.pool_depth
+    digests: dict[str, list[tuple[str, bytes]]] = {}
+    entries: dict[str, int] = {}
+    with Stage("reljudge_run_rankings", _RANKINGS) as rankings, Stage("reljudge_run_pool", _POOL) as pool:
+        for block in blocks:
+            codes = ids.documents(block.docids)
+            block.duplicates_check(codes)
+            queries = ids.queries(block.qids)
+            ordered = codes[block.order]
+            lengths = np.diff(block.stops, prepend=0)
+            starts = block.stops - lengths
+            doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
+            score_bytes = [
+                block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
+            ]
+            for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
+                digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
+                entries[tag] = entries.get(tag, 0) + len(d) // 8
+            rankings.add([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
+            # The pool: each ranking's top ``depth`` documents.
+            position = np.arange(len(ordered)) - np.repeat(starts, lengths)
+            top = position < depth
+            pool.add(
+                [
+                    np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
+                    np.repeat(queries, lengths)[top],
+                    ordered[top],
+                ],
+                int(top.sum()),
             )
-            for r in rankings
-        ]
-        fingerprint = _fingerprint(rows)
-        system = System.objects.filter(campaign=campaign, name=name).first()
-        if system is not None:
-            if system.fingerprint == fingerprint:
-                summary.unchanged += len(rows)
-                summary.systems.append(f"{name} (unchanged)")
-                continue
-            if not replace:
-                raise RunExists(
-                    _("system %(system)s already has a different run in campaign %(campaign)s")
-                    % {"system": repr(name), "campaign": repr(campaign.slug)},
-                    filename=filename,
+            if progress:
+                progress(block.lines or len(ordered))
+            del codes, ordered, doc_bytes, score_bytes
+        summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
+        if system_name and len(digests) > 1:
+            raise FormatError(
+                _(
+                    "the file holds %(n)s runs (tags %(tags)s); import them without --system "
+                    "to create one system per tag, or split the file"
                 )
-            system.rankings.all().delete()
-            summary.updated += len(rows)
-        else:
-            system = System(campaign=campaign, name=name)
-            summary.added += len(rows)
-        system.source = filename[:255]
-        system.fingerprint = fingerprint
-        system.entries = int(sum(len(r[1]) for r in rows))
-        system.save()
-        insert_rows(
-            Ranking,
-            ["system", "query", "doc_ids", "scores", "length"],
-            (
-                (system.pk, qmap[qid], doc_ids.tobytes(), scores.tobytes(), len(doc_ids))
-                for qid, doc_ids, scores in rows
-            ),
-        )
-        if progress:
-            progress(system.entries)
-        summary.systems.append(name)
-        depth = campaign.pool_depth
-        summary.pairs_added += pool_add(
-            campaign=campaign,
-            pairs=((qmap[qid], int(d)) for qid, doc_ids, _ in rows for d in doc_ids[:depth]),
-        )
+                % {"n": len(digests), "tags": ", ".join(sorted(digests))},
+                filename=filename,
+                field="tag",
+            )
+        rankings.prepare("tag")
+        pool.prepare("tag")
+        for tag in sorted(digests):
+            _system_merge(
+                campaign, tag, system_name or tag, digests[tag], entries[tag], rankings, pool, replace, summary
+            )
     return summary
+
+
+def _system_merge(
+    campaign: Campaign,
+    tag: str,
+    name: str,
+    digests: list[tuple[str, bytes]],
+    entries: int,
+    rankings: Stage,
+    pool: Stage,
+    replace: bool,
+    summary: ImportSummary,
+) -> None:
+    """One tag's staged rankings into its system: unchanged, refused, replaced or new; and its pool pairs."""
+    fingerprint = _fingerprint(digests)
+    system = System.objects.filter(campaign=campaign, name=name).first()
+    if system is not None:
+        same = system.fingerprint == fingerprint or system.fingerprint == _legacy_fingerprint(rankings, tag)
+        if same:
+            summary.unchanged += len(digests)
+            summary.systems.append(f"{name} (unchanged)")
+            return
+        if not replace:
+            raise RunExists(
+                _("system %(system)s already has a different run in campaign %(campaign)s")
+                % {"system": repr(name), "campaign": repr(campaign.slug)},
+                filename=summary.filename,
+            )
+        system.rankings.all().delete()
+        summary.updated += len(digests)
+    else:
+        system = System(campaign=campaign, name=name)
+        summary.added += len(digests)
+    system.source = summary.filename[:255]
+    system.fingerprint = fingerprint
+    system.entries = entries
+    system.save()
+    table = connection.ops.quote_name(Ranking._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (system_id, query_id, doc_ids, scores, length) "
+            f"SELECT %s, query_id, doc_ids, scores, length FROM {rankings.name} WHERE tag = %s ORDER BY query_id",
+            [system.pk, tag],
+        )
+    summary.systems.append(name)
+    summary.pairs_added += pool_merge(campaign=campaign, stage=pool, where="s.tag = %s", params=[tag])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import io
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 BATCH = 2000  # rows per ORM bulk statement
 Progress = Callable[[int], None] | None
+P = ParamSpec("P")
 
 
 # The summary's first line for each kind of row, its noun agreeing with the count added (``kind`` itself stays
@@ -134,11 +136,11 @@ class ImportSummary:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> ImportSummary:
+    def from_dict(cls, data: dict[str, Any]) -> ImportSummary:
         """The summary as_dict() stored (a job's result); keys a field added since does not know take its default."""
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "filename": self.filename,
@@ -155,14 +157,16 @@ class ImportSummary:
         }
 
 
-def logged(importer):
+def logged(importer: Callable[P, ImportSummary]) -> Callable[P, ImportSummary]:
     """Log each import with its row counts and duration (outside its transaction: the commit counts too)."""
 
     @functools.wraps(importer)
-    def logged(*, campaign: Campaign, filename: str, **kwargs) -> ImportSummary:
+    def logged(*args: P.args, **kwargs: P.kwargs) -> ImportSummary:
+        campaign = cast("Campaign", kwargs["campaign"])
+        filename = str(kwargs["filename"])
         started = time.monotonic()
         try:
-            summary = importer(campaign=campaign, filename=filename, **kwargs)
+            summary = importer(*args, **kwargs)
         except ImportRefused as exc:
             logger.info(
                 "%s %s -> %s refused after %.2f s: %s",
@@ -192,14 +196,17 @@ def logged(importer):
     return logged
 
 
-def size_of(data) -> int:
+def size_of(data: object) -> int:
     """Bytes in an import's data: bytes, or a file object (an upload, a file on disk)."""
     if isinstance(data, bytes | bytearray | memoryview):
         return len(data)
     size = getattr(data, "size", None)
     if size is not None:
         return int(size)
+    if isinstance(data, io.BytesIO):
+        return data.getbuffer().nbytes
+    fileno = getattr(data, "fileno", None)
     try:
-        return os.fstat(data.fileno()).st_size
-    except (AttributeError, OSError, ValueError):
+        return os.fstat(fileno()).st_size if fileno is not None else 0
+    except (OSError, ValueError, io.UnsupportedOperation):
         return 0
