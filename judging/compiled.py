@@ -7,6 +7,7 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 
 - ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
   probes), and with ``lock`` its progress figures;
+- ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement;
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);

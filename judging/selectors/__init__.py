@@ -36,11 +36,10 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_rows,
 )
 from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401, E402
+from judging.selectors.progress import JudgeProgress, judge_progress  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     QUEUE_FIELDS,
-    JudgeProgress,
     NextPair,
-    judge_progress,
     latest_query_id,
     open_pair_of,
     overlap_q,

@@ -137,12 +137,12 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     annotator's judgment of it (``pair.judgment_of_annotator``, grades loaded), the public id of the pair
     judged after it (``pair.next_in_history``) and the page's progress figures (``pair.progress``).
     Its previous pair in the history is ``judgment``'s."""
-    from judging.selectors.queue import JudgeProgress, _progress_parts, campaign_done
+    from judging.selectors.progress import JudgeProgress, campaign_done, progress_parts
 
     if annotator.id is None:  # anonymous: no history
         return None
     mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
-    parts = _progress_parts(campaign, annotator.id, query_ref="pair__query_id")
+    parts = progress_parts(campaign, annotator.id, query_ref="pair__query_id")
     following = (
         mine.filter(id__gt=judgment.id)
         .order_by("id")

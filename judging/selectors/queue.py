@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 
 import numpy as np
@@ -22,7 +20,6 @@ from django.db.models import (
     Field,
     Func,
     IntegerField,
-    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -47,7 +44,8 @@ from judging.models import (
     QueryAssignment,
     User,
 )
-from judging.selectors.campaigns import _pooled, grades_json, grades_parse, pool_size
+from judging.selectors.campaigns import grades_json, grades_parse, pool_size
+from judging.selectors.progress import JudgeProgress, campaign_done, done_counted_exactly, with_progress
 from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
 
 _P = 100_003  # prime
@@ -433,7 +431,7 @@ def _pair_next_of(
     qs = open_pairs.filter(query_id=cast(Any, query_id)).order_by("judgment_count", *_doc_order(args["doc_salt"]))
     columns = list(PAIR_COLUMNS)
     if lock:
-        qs = _with_progress(qs.select_for_update(of=("self",), skip_locked=True), args, done=done)
+        qs = with_progress(qs.select_for_update(of=("self",), skip_locked=True), args, done=done)
         columns += ["query_done", "query_total", *(["campaign_done"] if done else [])]
     return qs.values_list(*columns)[:1]
 
@@ -489,7 +487,7 @@ def _pair_next(
             "exclude": bool(exclude),
             "lock": lock,
             # A small pool's complete pairs are counted in the same query; a large pool's come from campaign_done.
-            "done": lock and pool_size(campaign=campaign) <= DONE_EXACT_UP_TO,
+            "done": lock and done_counted_exactly(campaign),
         }
         query = compiled_select(
             ("pair_next", *shape.values()),
@@ -553,108 +551,3 @@ def latest_query_id(*, campaign: Campaign, annotator: User) -> int | None:
         .values_list("pair__query_id", flat=True)
         .first()
     )
-
-
-@dataclass(frozen=True)
-class JudgeProgress:
-    query_done: int  # pooled pairs of the current query this annotator has judged
-    query_total: int  # pooled pairs of the current query
-    campaign_done: int  # pooled pairs with `redundancy` judgments
-    campaign_total: int  # pooled pairs
-
-    @property
-    def campaign_percent(self) -> float:
-        # An empty pool is not a finished one: nothing is complete until there is something to judge.
-        return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
-
-
-def _progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
-    """The judging page's figures (judge_progress) as subqueries, for the query named by the outer query's
-    column ``query_ref``."""
-    args = Values(campaign_id=campaign.id, annotator_id=annotator_id, redundancy=campaign.redundancy)
-    return _progress_parts_of(args, query_ref=query_ref)
-
-
-def _progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, Any]:
-    of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
-    return {
-        "query_total": Subquery(of_query.annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()),
-        "query_done": Subquery(
-            of_query.filter(mine).annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
-        ),
-        "campaign_done": Subquery(
-            Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
-            .order_by()
-            .values("campaign_id")
-            .annotate(n=Count("id"))
-            .values("n")[:1],
-            output_field=IntegerField(),
-        ),
-    }
-
-
-def _with_progress(qs: QuerySet[Pair], args: Args, *, done: bool = False) -> QuerySet[Pair]:
-    parts = _progress_parts_of(args)
-    qs = qs.annotate(
-        query_total=Coalesce(parts["query_total"], Value(0)),
-        query_done=Coalesce(parts["query_done"], Value(0)),
-    )
-    return qs.annotate(campaign_done=parts["campaign_done"]) if done else qs
-
-
-# The judging page's "N% complete" after each judgment. Counting the complete pairs reads one index entry per
-# complete pair: 50,000 rows a judgment half-way through a 100,000-pair campaign. Above DONE_EXACT_UP_TO pooled
-# pairs one pair is under half a percent, less than the page shows (a whole percent), so the count is kept in
-# this process for DONE_TTL seconds; at or below it, it is counted each time (at most that many rows).
-DONE_EXACT_UP_TO = 200
-DONE_TTL = 10.0
-
-# (campaign id, created) -> (expires at, count), per process (the key as pool_size's).
-_done_counts: dict[tuple[int, datetime], tuple[float, int]] = {}
-
-
-def campaign_done(*, campaign: Campaign) -> int:
-    """Pooled pairs of the campaign with ``redundancy`` judgments or more: exact for a pool of up to
-    DONE_EXACT_UP_TO pairs, at most DONE_TTL seconds old above (see there)."""
-    if pool_size(campaign=campaign) <= DONE_EXACT_UP_TO:
-        return _campaign_done_count(campaign)
-    key, now = (campaign.id, campaign.created_at), time.monotonic()
-    cached = _done_counts.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    count = _campaign_done_count(campaign)
-    if len(_done_counts) > 1000:
-        _done_counts.clear()
-    _done_counts[key] = (now + DONE_TTL, count)
-    return count
-
-
-def _campaign_done_count(campaign: Campaign) -> int:
-    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
-
-
-def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
-    """The figures on the judging page in one round trip: each one an index range that does not grow with
-    the pool (the pool's size itself is cached, see ``pool_size``). A query without pooled pairs has no row:
-    nothing of it is done, and the campaign's figure is not read."""
-    if query_id is None:
-        done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
-        return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
-    campaign_done = Subquery(
-        Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
-        .order_by()
-        .values("campaign_id")
-        .annotate(n=Count("id"))
-        .values("n")[:1]
-    )
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id))
-    rows = (
-        Pair.objects.filter(query_id=query_id, pooled=True)
-        .order_by()
-        .values("query_id")
-        .annotate(done=Count("id", filter=Q(mine)), total=Count("id"), campaign_done=Max(campaign_done))
-        .values_list("done", "total", "campaign_done")[:1]
-    )
-    row = next(iter(rows), (0, 0, None))
-    return JudgeProgress(row[0], row[1], row[2] or 0, pool_size(campaign=campaign))

@@ -180,11 +180,17 @@ def test_compiled_is_used_only_where_its_docstring_says():
         for path in root.rglob("*.py")
         if path.name != "compiled.py" and re.search(r"^from judging\.compiled import", path.read_text(), re.M)
     }
-    assert users == {"judging/selectors/queue.py", "judging/services/judgments.py", "judging/access.py"}
+    assert users == {
+        "judging/selectors/queue.py",
+        "judging/selectors/progress.py",
+        "judging/services/judgments.py",
+        "judging/access.py",
+    }
     for user in (
         "selectors.queue._pair_next",
         "selectors.queue.pair_is_open",
         "selectors.queue._pair_of_priority",
+        "selectors.progress.with_progress",
         "services.judgments._pair_state",
     ):
         assert f"``{user}``" in judging.compiled.__doc__

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from judging import selectors
 from judging.models import Campaign, Pair
-from judging.selectors import queue
+from judging.selectors import progress
 from judging.services import (
     campaign_create,
     documents_import,
@@ -128,25 +128,25 @@ def test_compiled_queries_are_logged_with_their_values(pooled, annotator):
 
 def test_campaign_done_is_exact_for_a_small_pool(pooled, annotator):
     pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
-    assert queue.campaign_done(campaign=pooled) == 0
+    assert progress.campaign_done(campaign=pooled) == 0
     judgment_record(pair=pairs[0], annotator=annotator, grade=2)
-    assert queue.campaign_done(campaign=pooled) == 1  # 5 pairs: one is 20 %, counted at once
+    assert progress.campaign_done(campaign=pooled) == 1  # 5 pairs: one is 20 %, counted at once
 
 
 def test_campaign_done_of_a_large_pool_is_kept_for_a_few_seconds(pooled, annotator, monkeypatch):
     """Above DONE_EXACT_UP_TO pooled pairs the count is kept for DONE_TTL seconds in the process, then read
     again."""
-    monkeypatch.setattr(queue, "DONE_EXACT_UP_TO", 2)
+    monkeypatch.setattr(progress, "DONE_EXACT_UP_TO", 2)
     clock = [1000.0]
-    monkeypatch.setattr(queue.time, "monotonic", lambda: clock[0])
-    queue._done_counts.clear()
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    progress._done_counts.clear()
     pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
-    assert queue.campaign_done(campaign=pooled) == 0
+    assert progress.campaign_done(campaign=pooled) == 0
     judgment_record(pair=pairs[0], annotator=annotator, grade=2)
-    clock[0] += queue.DONE_TTL - 1
-    assert queue.campaign_done(campaign=pooled) == 0  # kept
+    clock[0] += progress.DONE_TTL - 1
+    assert progress.campaign_done(campaign=pooled) == 0  # kept
     clock[0] += 2
-    assert queue.campaign_done(campaign=pooled) == 1  # read again once its time is up
+    assert progress.campaign_done(campaign=pooled) == 1  # read again once its time is up
 
 
 def test_the_panel_after_record_and_next_shows_the_campaign_complete(pooled, annotator, make_user):
