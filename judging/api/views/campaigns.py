@@ -14,7 +14,7 @@ from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from judging.api import serializers
+from judging.api import report_serializers, serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanCreateCampaign, access
 from judging.api.renderers import PlainTextRenderer, qrels_text
@@ -139,7 +139,7 @@ class CampaignViewSet(
         return Response(self.get_serializer(self._reloaded(campaign)).data)
 
     @extend_schema(
-        responses=serializers.ProgressSerializer,
+        responses=report_serializers.ProgressSerializer,
         description=(
             "Pool totals, the review queue and judgments per annotator (an annotator sees only their own row), "
             "with each annotator's pace and work left: `judged_today`, `judged`, `remaining` (assigned + shared "
@@ -159,7 +159,7 @@ class CampaignViewSet(
         else:
             data.update(eta=pace.eta, eta_seconds=pace.eta_seconds, median_seconds=pace.team_median_seconds)
         data["annotators"] = rows
-        return Response(serializers.ProgressSerializer(data).data)
+        return Response(report_serializers.ProgressSerializer(data).data)
 
     @extend_schema(
         responses={(200, "text/plain"): OpenApiTypes.STR},

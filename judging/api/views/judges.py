@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.response import Response
 
 from judging import params
-from judging.api import serializers
+from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, leaderboard_query
@@ -28,8 +28,8 @@ class ModelJudgeActions:
     """CampaignViewSet's model-judge actions (leads only)."""
 
     @extend_schema(
-        parameters=[serializers.LeaderboardQuerySerializer],
-        responses=serializers.CalibrationSerializer,
+        parameters=[report_serializers.LeaderboardQuerySerializer],
+        responses=report_serializers.CalibrationSerializer,
         description=(
             "A model judge against the human labels on the pairs both judged: Cohen's kappa (plain and "
             "quadratic) with 95% bootstrap intervals, the confusion matrix (rows humans, columns the model), "
@@ -72,7 +72,7 @@ class ModelJudgeActions:
     )
     @extend_schema(
         methods=["POST"],
-        request=serializers.JudgeTemplateSerializer,
+        request=report_serializers.JudgeTemplateSerializer,
         responses={201: OpenApiResponse(description="The new current version.")},
         description=(
             "Save a new version of the judge's template and scale mapping (the current one is answered, 200, when "
@@ -95,7 +95,7 @@ class ModelJudgeActions:
         if request.method == "GET":
             judge_template_current(campaign=campaign, judge=judge)
             return Response({"judge": judge.username, "versions": judge_templates(campaign=campaign, judge=judge)})
-        body = serializers.JudgeTemplateSerializer(data=request.data)
+        body = report_serializers.JudgeTemplateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         v = body.validated_data
         before = judge_template_current(campaign=campaign, judge=judge, create=False)

@@ -16,7 +16,7 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from judging import params
-from judging.api import serializers
+from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanSeeLeaderboard, access
 from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json
@@ -43,8 +43,8 @@ class LeaderboardActions:
     """CampaignViewSet's leaderboard actions."""
 
     @extend_schema(
-        parameters=[serializers.LeaderboardQuerySerializer, BOM_PARAMETER],
-        responses=serializers.LeaderboardSerializer,
+        parameters=[report_serializers.LeaderboardQuerySerializer, BOM_PARAMETER],
+        responses=report_serializers.LeaderboardSerializer,
         description=(
             "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
             "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
@@ -111,7 +111,7 @@ class LeaderboardActions:
         return campaign, lb, query
 
     @extend_schema(
-        parameters=[serializers.TrustQuerySerializer],
+        parameters=[report_serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Each system's mean `measure` (P, R, F1, Hit or nDCG) at every cutoff k = 1..k_max (default: the "
@@ -139,7 +139,7 @@ class LeaderboardActions:
         )
 
     @extend_schema(
-        parameters=[serializers.TrustQuerySerializer],
+        parameters=[report_serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Each query tag's leaderboard: every system's mean `measure` over the segment's scored queries, its "
@@ -164,7 +164,7 @@ class LeaderboardActions:
         )
 
     @extend_schema(
-        parameters=[serializers.TrustQuerySerializer],
+        parameters=[report_serializers.TrustQuerySerializer],
         responses=OpenApiTypes.OBJECT,
         description=(
             "Leave one run out: each system's means when the pool pairs only it contributed count as unjudged "
@@ -179,7 +179,7 @@ class LeaderboardActions:
         return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
 
     @extend_schema(
-        parameters=[serializers.SignificanceQuerySerializer],
+        parameters=[report_serializers.SignificanceQuerySerializer],
         responses={200: OpenApiTypes.OBJECT, 202: JobStartedSerializer},
         description=(
             "Every pair of systems compared on one measure with the chosen test: `diff[i][j]` (mean of row "
@@ -232,8 +232,8 @@ class LeaderboardActions:
         )
 
     @extend_schema(
-        parameters=[serializers.LeaderboardQuerySerializer],
-        responses=serializers.OnlineSerializer,
+        parameters=[report_serializers.LeaderboardQuerySerializer],
+        responses=report_serializers.OnlineSerializer,
         description=(
             "The imported online figures, and for each offline measure (at k, threshold, gain, labels) and "
             "online metric: Kendall's tau and Pearson's r across systems, how many systems, and the pairs of "
