@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 import metrics  # noqa: E402
 from bench._setup import machine_line  # noqa: E402
-from metrics.tau_ap import tau_ap  # noqa: E402
+from metrics.calibration import tau_ap  # noqa: E402
 
 MODES = ("shuffled", "matter", "mtc", "bandit")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
@@ -546,7 +546,7 @@ def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
         tau = metrics.kendall_tau(final, est)
         out.shares.append(cp.share)
         out.tau.append(0.0 if math.isnan(tau) else tau)
-        out.tau_ap.append(tau_ap(final, est) if np.ptp(est) > 0 else 0.0)
+        out.tau_ap.append(tau_ap(est, final) if np.ptp(est) > 0 else 0.0)
         out.top1.append({names[order[0]]} == top1)
         out.top3.append({names[i] for i in order[:3]} == top3)
         for a, b, verdict, _p in cp.claims:
