@@ -147,28 +147,6 @@ def _stop_words(stop: dict, without_labels: int, n_systems: int) -> str:
     note = f" (verdicts count {without_labels} queries without a label yet)" if without_labels else ""
     return f"stop: {head}; {rest}{note}"
 
-    def _ppi(self, data: dict) -> None:
-        """The prediction-powered leaderboard as text: estimates of the ranking measure with their intervals."""
-        audit, by = data["audit"], data["ranked_by"]
-        self.stdout.write(
-            f"{data['campaign']}: {data['labels']}, k={data['k']}, audit: {audit['queries']} of {audit['of']} queries "
-            f"audited ({audit['drawn']} drawn)"
-        )
-        width = max([len(s["name"]) for s in data["systems"]] + [6])
-        self.stdout.write("system".ljust(width) + f"{by:>12}{'95% interval':>22}{'model alone':>13}")
-        for s in data["systems"]:
-            low_high = s.get("intervals", {}).get(by)
-            interval = f"{low_high[0]:.4f} - {low_high[1]:.4f}" if low_high and None not in low_high else "-"
-            self.stdout.write(
-                s["name"].ljust(width) + f"{s['measures'][by]:12.4f}{interval:>22}{s['model_measures'][by]:13.4f}"
-            )
-        if audit["more_needed"]:
-            self.stdout.write(f"no intervals yet: audit {audit['more_needed']} more queries (manage.py audit_draw)")
-        self.stdout.write(
-            "Estimates are unbiased for the all-human value; 95% of such intervals contain it. PPI buys valid "
-            "intervals, not a better ranking than the model's own."
-        )
-
 
 def _dumps(data: dict) -> str:
     """``json.dumps(data, indent=1)``, byte for byte, with each system's per-query values written by one
