@@ -196,7 +196,11 @@ class Compiled:
 # ~9 ms of planning for ~2 ms of execution (bench/judge_bench.py, EXPLAIN's planning and execution times). A
 # prepared statement is planned once per connection. Only these cursors bind parameters on the server: every
 # other query of the app keeps Django's client-side binding, and is never prepared.
-PREPARE_THRESHOLD = 5  # psycopg's default (Django turns preparing off by leaving it None)
+# psycopg prepares nothing while a connection's threshold is None (Django's setting). These cursors set one for
+# their own runs only and put None back: with a threshold left on the pooled connection psycopg also counted every
+# other query of it, keyed by its text, and Django's client-side binding puts the values in that text, so a 12 MB
+# upload stored in pieces stayed in memory twice over (tests/serving/test_jobs_chunks.py).
+PREPARE_THRESHOLD = 5
 # PostgreSQL plans a prepared statement's first five runs with their values, then keeps one plan made without
 # them when it is no dearer. A statement whose plan must see its values (the queue's level probes: without them
 # PostgreSQL may join every pair of the campaign) is compiled with ``prepare=False``.
@@ -220,7 +224,13 @@ if psycopg is not None:
         def execute(
             self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None
         ) -> _PreparedCursor:
-            super().execute(query, params, prepare=True, binary=binary)
+            conn = self.connection
+            kept = conn.prepare_threshold
+            conn.prepare_threshold = PREPARE_THRESHOLD
+            try:
+                super().execute(query, params, prepare=True, binary=binary)
+            finally:
+                conn.prepare_threshold = kept
             if self.log:  # Django's query log (DEBUG, tests) shows the query with its values, as for any other
                 text = psycopg.ClientCursor(self.connection).mogrify(query, params)
                 self._query = _SqlText(text.encode())  # type: ignore[assignment]
@@ -236,8 +246,6 @@ def _cursor(prepare: bool = True) -> CursorWrapper:
     connection.ensure_connection()
     connection.validate_thread_sharing()
     raw = connection.connection
-    if raw.prepare_threshold is None:  # Django turns psycopg's preparing off: on for these cursors only
-        raw.prepare_threshold = PREPARE_THRESHOLD
     cursor = _PreparedCursor(raw)
     cursor.log = connection.queries_logged
     wrap = connection.make_debug_cursor if cursor.log else connection.make_cursor

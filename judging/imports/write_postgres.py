@@ -12,6 +12,10 @@ from django.db import connection
 from judging.imports import pgcopy
 
 COPY_STEP = 50_000  # rows per COPY block (and per progress report)
+# Rows given one by one (documents with their text, judgment revisions) go in blocks of 50: pgcopy builds a block
+# with an index array of 8 bytes per byte of text, so a block of 1,000 documents of a few kB each took more memory
+# than a 12 MB file (tests/security/test_upload_size.py). The large tables go through copy_columns.
+ROWS_STEP = 50
 
 
 def copy_columns(
@@ -56,7 +60,7 @@ def copy_rows(
     ):
         copy.write(pgcopy.SIGNATURE)
         iterator = iter(rows)
-        while block := list(islice(iterator, COPY_STEP)):
+        while block := list(islice(iterator, ROWS_STEP)):
             copy.write(pgcopy.rows_bytes(kinds, [list(c) for c in zip(*block, strict=True)], len(block)))
             total += len(block)
             if progress:

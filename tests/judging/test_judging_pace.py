@@ -37,7 +37,11 @@ def postgres(db):
 
 
 def _campaign(slug: str, *, queries: int, depth: int, annotators: list, redundancy: int = 1) -> Campaign:
-    campaign = campaign_create(slug=slug, name=slug, pool_depth=depth, redundancy=redundancy)
+    # the query-by-query queue: the modes with a priority list (mtc, the default) recompute their list from the
+    # whole pool as it changes, by design (judging.scoring.selection)
+    campaign = campaign_create(
+        slug=slug, name=slug, pool_depth=depth, redundancy=redundancy, queue_mode=Campaign.QueueMode.SHUFFLED
+    )
     for user in annotators:
         membership_add(campaign=campaign, user=user, role="annotator")
     topics = "".join(f"q{q}\tquery {q}\n" for q in range(queries))

@@ -125,7 +125,7 @@ def documents_import(
     return summary
 
 
-DOCUMENT_BATCH = 1000
+DOCUMENT_BATCH = 400
 
 
 def _documents_write(*, campaign: Campaign, docs: list[parse.Doc], summary: ImportSummary, progress: Progress) -> None:
