@@ -146,6 +146,10 @@ CACHES = {
         # cache works everywhere without another service; REDIS_URL switches to Redis where there is one.
         "BACKEND": "django.core.cache.backends.db.DatabaseCache",
         "LOCATION": "reljudge_cache",
+        # Django's default of 300 entries would cull a third of the table at every write once a few campaigns
+        # and parameter sets are cached (5,000 queries are 79 blocks a parameter set): other processes would
+        # then score those queries again.
+        "OPTIONS": {"MAX_ENTRIES": 20_000},
     }
 }
 if os.environ.get("REDIS_URL"):

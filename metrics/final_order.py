@@ -19,16 +19,60 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
+from scipy.special import ndtr  # the normal CDF (scipy.stats costs half a second to import)
 
 from metrics._types import FloatArray
 from metrics.relevance_model import LabelModel, list_signature, sample_scores
 from metrics.verdicts import FinalPool, _parts
 
-__all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "order_verdicts", "query_parts"]
+__all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "QueryStack", "order_verdicts", "query_parts"]
 
 CONFIDENCE = 0.95  # p_holds from which an order is "likely"
 EPS = 1e-9  # summed differences this close to 0 are 0 (float noise of per-query scores)
+
+
+class QueryStack:
+    """A (Q, S, S) array kept as blocks of ``BLOCK`` queries, read through :meth:`gather`.
+
+    After a judgment one query's part changes: :meth:`patched` copies the blocks of the changed queries only,
+    not the whole array (at 5,000 queries and 20 systems a covariance array is 8 MB; copying it and the
+    overlap array was most of the leaderboard's work after a judgment). The blocks are never written once
+    made, so a value other threads read stays as it was.
+    """
+
+    BLOCK = 256
+
+    def __init__(self, blocks: list[np.ndarray], n: int) -> None:
+        self.blocks = blocks
+        self.n = n
+
+    @classmethod
+    def of(cls, array: npt.ArrayLike) -> QueryStack:
+        a = np.asarray(array)
+        return cls([a[i : i + cls.BLOCK] for i in range(0, a.shape[0], cls.BLOCK)] or [a], a.shape[0])
+
+    def gather(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """(Q, C): ``array[:, a, b]``, block by block."""
+        if len(self.blocks) == 1:
+            got: np.ndarray = self.blocks[0][:, a, b]
+            return got
+        return np.concatenate([block[:, a, b] for block in self.blocks])
+
+    def __array__(self, dtype: npt.DTypeLike = None, copy: bool | None = None) -> np.ndarray:
+        whole = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
+        return whole if dtype is None else whole.astype(dtype)
+
+    def patched(self, new: npt.ArrayLike, dirty: np.ndarray) -> QueryStack:
+        """A stack with the queries ``dirty`` (ascending positions) replaced by the rows of ``new``."""
+        rows = np.asarray(new)
+        blocks = list(self.blocks)
+        which = np.asarray(dirty) // self.BLOCK
+        for block in np.unique(which).tolist():  # over the changed queries' blocks (one after a judgment)
+            inside = which == block
+            fresh = blocks[block].copy()
+            fresh[np.asarray(dirty)[inside] - block * self.BLOCK] = rows[inside]
+            blocks[block] = fresh
+        return QueryStack(blocks, self.n)
 
 
 @dataclass(frozen=True)
@@ -43,10 +87,10 @@ class QueryParts:
     den_pos: np.ndarray | None
     den_high: np.ndarray | None
     mean: np.ndarray  # (S, Q) expected final score
-    cov: np.ndarray  # (Q, S, S) float32 covariance of the final scores
+    cov: QueryStack  # (Q, S, S) float32 covariance of the final scores
     pending: np.ndarray  # (Q,) distinct pooled unjudged documents
     same: np.ndarray | None = None  # (S, Q) uint64 metrics.verdicts.list_signature of the lists the measure reads
-    overlap: np.ndarray | None = None  # (Q, S, S) float32: the shared unjudged documents' tightening (metrics.verdicts)
+    overlap: QueryStack | None = None  # (Q, S, S) float32: the shared unjudged documents' tightening (metrics.verdicts)
 
     def patched(self, new: QueryParts, dirty: np.ndarray) -> QueryParts:
         """A copy with the queries ``dirty`` taken from ``new`` (computed for those queries only)."""
@@ -62,12 +106,10 @@ class QueryParts:
             assert a is not None
             return a
 
-        cov = self.cov.copy()
-        cov[dirty] = new.cov
+        cov = self.cov.patched(np.asarray(new.cov), dirty)
         overlap = None
         if self.overlap is not None and new.overlap is not None:
-            overlap = self.overlap.copy()
-            overlap[dirty] = new.overlap
+            overlap = self.overlap.patched(np.asarray(new.overlap), dirty)
         return QueryParts(
             must(cols(self.low, new.low)),
             must(cols(self.high, new.high)),
@@ -113,10 +155,10 @@ def query_parts(
         parts.den_pos,
         parts.den_high,
         mean,
-        cov.astype(np.float32),
+        QueryStack.of(cov.astype(np.float32)),
         pool.distinct,
         None if doc_ids is None else list_signature(doc_ids),
-        None if parts.overlap is None else parts.overlap.astype(np.float32),
+        None if parts.overlap is None else QueryStack.of(parts.overlap.astype(np.float32)),
     )
 
 
@@ -167,8 +209,8 @@ def order_verdicts(
         n_low = take(parts.num_low, a) - take(parts.num_high, b)
         n_high = take(parts.num_high, a) - take(parts.num_low, b)
         if parts.overlap is not None:
-            ov = parts.overlap if every else parts.overlap[cols]
-            shared = ov[:, a, b].T.astype(np.float64)  # (C, Qf)
+            shared = parts.overlap.gather(a, b).T  # (C, Q): gathered before the final queries are taken
+            shared = (shared if every else shared[:, cols]).astype(np.float64)
             n_low, n_high = n_low + shared, n_high - shared
         d_pos, d_high, d_low = (d if every else d[cols] for d in (parts.den_pos, parts.den_high, parts.den_low))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -183,13 +225,13 @@ def order_verdicts(
         low, high = np.where(same, 0.0, low), np.where(same, 0.0, high)
     low_sum, high_sum = low.sum(axis=1), high.sum(axis=1)
     mu = (take(parts.mean, a) - take(parts.mean, b)).sum(axis=1)
-    cov = parts.cov if every else parts.cov[cols]
-    var = (cov[:, a, a].sum(axis=0, dtype=np.float64) + cov[:, b, b].sum(axis=0, dtype=np.float64)) - 2.0 * cov[
-        :, a, b
-    ].sum(axis=0, dtype=np.float64)
+    # (Q, C) gathers of the covariances first, then the final queries: no copy of the (Q, S, S) array
+    weights = mask.astype(np.float64)
+    cov = parts.cov
+    var = weights @ (cov.gather(a, a).astype(np.float64) + cov.gather(b, b).astype(np.float64) - 2.0 * cov.gather(a, b))
     sd = np.sqrt(np.maximum(var, 0.0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(sd > EPS, norm.cdf(mu / np.where(sd > EPS, sd, 1.0)), np.where(mu > EPS, 1.0, 0.0))
+        p = np.where(sd > EPS, ndtr(mu / np.where(sd > EPS, sd, 1.0)), np.where(mu > EPS, 1.0, 0.0))
     settled = low_sum > EPS
     tied = (np.abs(low_sum) <= EPS) & (np.abs(high_sum) <= EPS)
     p = np.where(settled | tied, 1.0, np.where(high_sum <= EPS, 0.0, p))

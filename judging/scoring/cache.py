@@ -172,20 +172,26 @@ def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Para
     return np.stack([result[n] for n in names]), counts > 0
 
 
-# The ranked labels and qrels of the last table scored whole (a cold start), until the trust measures take
-# them (judging.scoring.trust.arrays): they read the same arrays, and reading every label and probing every
-# ranked document again would double a cold leaderboard's cost. One table at a time: 10 MB at 10M entries.
-_WHOLE: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+# The ranked labels and qrels of the queries the last rescoring of each table read (every query on a cold
+# start, the judged query after a judgment), until the trust measures take them (judging.scoring.trust.arrays):
+# they read the same arrays, and reading the labels and probing the ranked documents again would double a cold
+# leaderboard's cost, and add a query and a probe to every request after a judgment. The latest per table:
+# 10 MB at 10M entries when it is the whole campaign.
+_RESCORED: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+_KEEP_RESCORED = 8
 
 
-def whole_label_arrays_take(key: str, versions: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(ranked labels (S, Q, D), qrels rows (Q, M)) of every query of the table ``key`` (a Leaderboard's
-    ``base_key``) if it was last scored whole at these labels ``versions``, else None; forgotten either way."""
+def rescored_label_arrays_take(
+    key: str, versions: np.ndarray, positions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ranked labels (S, P, D), qrels rows (P, M)) of the queries at cube ``positions`` of the table ``key``
+    (a Leaderboard's ``base_key``) if the last rescoring of that table read exactly those queries at these
+    labels ``versions``, else None; forgotten either way."""
     with _LOCK:
-        got = _WHOLE.pop(key, None)
-    if got is None or not np.array_equal(got[0], versions):
+        got = _RESCORED.pop(key, None)
+    if got is None or not np.array_equal(got[0], versions) or not np.array_equal(got[1], positions):
         return None
-    return got[1], got[2]
+    return got[2], got[3]
 
 
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
@@ -237,10 +243,13 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
         grid, qrels, _, counts = label_arrays(cube, dirty, labels)
         scores, labelled = _score(grid, qrels, counts, params)
-        if dirty.size == n_q:
-            with _LOCK:
-                _WHOLE.clear()
-                _WHOLE[key] = (versions.copy(), grid, qrels)
+        with _LOCK:
+            _RESCORED.pop(key, None)
+            if dirty.size == n_q:
+                _RESCORED.clear()  # one whole campaign's arrays at a time
+            elif len(_RESCORED) >= _KEEP_RESCORED:
+                _RESCORED.pop(next(iter(_RESCORED)))
+            _RESCORED[key] = (versions.copy(), dirty.copy(), grid, qrels)
         del grid, qrels
         table.scores[:, :, dirty] = scores
         table.labelled[dirty] = labelled
@@ -301,4 +310,4 @@ def scores_clear() -> None:
     """Forget this process's score tables (the shared cache in Django's cache stays)."""
     with _LOCK:
         _SCORES.clear()
-        _WHOLE.clear()
+        _RESCORED.clear()

@@ -158,3 +158,75 @@ def test_the_fast_sampling_paths_score_as_the_measures_do(base, monkeypatch):
     np.testing.assert_allclose(fast[0], slow[0], atol=1e-12)
     np.testing.assert_allclose(fast[1], slow[1], atol=1e-12)
     assert (pool.distinct > 0).any() and np.ptp(fast[0]) > 0
+
+
+def test_a_query_stack_reads_and_patches_as_the_whole_array_would(monkeypatch):
+    """The per-query covariances are kept in blocks of queries: a gather reads what the whole array holds, and
+    patching some queries copies their blocks only, leaving the stack other readers hold as it was."""
+    from metrics.final_order import QueryStack
+
+    monkeypatch.setattr(QueryStack, "BLOCK", 3)
+    rng = np.random.default_rng(5)
+    whole = rng.random((10, 4, 4)).astype(np.float32)
+    stack = QueryStack.of(whole)
+    assert len(stack.blocks) == 4
+    a, b = np.array([0, 2, 3]), np.array([1, 1, 0])
+    np.testing.assert_array_equal(stack.gather(a, b), whole[:, a, b])
+    dirty = np.array([1, 2, 7])
+    rows = rng.random((3, 4, 4)).astype(np.float32)
+    patched = stack.patched(rows, dirty)
+    expected = whole.copy()
+    expected[dirty] = rows
+    np.testing.assert_array_equal(np.asarray(patched), expected)
+    np.testing.assert_array_equal(patched.gather(a, b), expected[:, a, b])
+    np.testing.assert_array_equal(np.asarray(stack), whole)  # the old value is untouched
+    assert patched.blocks[1] is stack.blocks[1] and patched.blocks[3] is stack.blocks[3]  # untouched blocks shared
+
+
+@pytest.mark.parametrize("base", ["nDCG", "MAP"])
+def test_patched_parts_give_the_verdicts_of_parts_made_whole(base, monkeypatch):
+    """After a judgment the app patches the judged query's parts into the previous ones (blocks of queries for
+    the covariances): the verdicts are those of parts computed for every query at the new labels."""
+    from metrics.final_order import QueryStack, order_verdicts, query_parts
+
+    monkeypatch.setattr(QueryStack, "BLOCK", 4)
+    rng = np.random.default_rng(11)
+    n_s, n_q, depth = 5, 13, 12
+    runs = np.stack([np.stack([rng.permutation(30)[:depth] for _ in range(n_q)]) for _ in range(n_s)])
+    truth = {(q, int(d)): int(rng.integers(0, 3)) for q in range(n_q) for d in runs[:, q, :4].ravel()}
+    known = dict(list(truth.items())[::2])
+    labels, qrels, doc_ids = _arrays(runs, known)
+    pool = final_pool(labels, doc_ids, pool_depth=4)
+    model = label_model(pool, top_grade=2, n_systems=n_s)
+    seeds = np.arange(n_q) * 7
+
+    def parts_of(labels, qrels, queries):
+        p = final_pool(labels[:, queries], doc_ids[:, queries], pool_depth=4)
+        return query_parts(
+            base,
+            p,
+            qrels[queries],
+            model,
+            k=5,
+            threshold=1,
+            gain="linear",
+            seeds=seeds[queries],
+            doc_ids=doc_ids[:, queries],
+        )
+
+    old = parts_of(labels, qrels, np.arange(n_q))
+    # judge every pooled document of queries 2 and 9 (two blocks)
+    dirty = np.array([2, 9])
+    judged = dict(known)
+    judged.update({key: g for key, g in truth.items() if key[0] in (2, 9)})
+    labels2, qrels2, _ = _arrays(runs, judged)
+    patched = old.patched(parts_of(labels2, qrels2, dirty), dirty)
+    whole = parts_of(labels2, qrels2, np.arange(n_q))
+    above, below = np.arange(n_s - 1), np.arange(1, n_s)
+    for final in (np.ones(n_q, bool), np.arange(n_q) % 3 != 0):
+        got = order_verdicts(patched, final, above, below)
+        want = order_verdicts(whole, final, above, below)
+        np.testing.assert_allclose(got.p_holds, want.p_holds, atol=1e-9)
+        np.testing.assert_allclose(got.low, want.low, atol=1e-9)
+        assert got.verdict == want.verdict
+    assert not np.allclose(np.asarray(old.cov)[dirty], np.asarray(whole.cov)[dirty])  # the judgment moved them

@@ -12,7 +12,7 @@ from django.utils.translation import gettext
 
 import metrics
 from judging.models import Campaign, Grade
-from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, whole_label_arrays_take
+from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.trust.store import LOCK, process_store, recall, remember
 from metrics import Measure
@@ -112,10 +112,14 @@ def _arrays_build(lb: Leaderboard) -> TrustArrays:
         dirty = np.flatnonzero(previous[0] != versions)
         if dirty.size <= PATCH_QUERIES:
             old = previous[1]
-            labels = labels_for(
-                lb.campaign, lb.cube.query_ids[dirty], lb.params.policy, total=n_q, labels=lb.params.labels
-            )
-            grid, qrels, _, _ = label_arrays(lb.cube, dirty, labels)
+            kept = rescored_label_arrays_take(lb.base_key, versions, dirty)
+            if kept is None:
+                labels = labels_for(
+                    lb.campaign, lb.cube.query_ids[dirty], lb.params.policy, total=n_q, labels=lb.params.labels
+                )
+                grid, qrels, _, _ = label_arrays(lb.cube, dirty, labels)
+            else:  # the leaderboard just rescored these queries from the same labels
+                grid, qrels = kept
             patched = old.labels.copy()
             patched[:, dirty] = grid
             width = max(old.qrels.shape[1], qrels.shape[1])
@@ -124,7 +128,7 @@ def _arrays_build(lb: Leaderboard) -> TrustArrays:
             rows[dirty] = metrics.UNJUDGED
             rows[dirty, : qrels.shape[1]] = qrels
             return TrustArrays(patched, rows, old.doc_ids, old.positions)
-    kept = whole_label_arrays_take(lb.base_key, versions)
+    kept = rescored_label_arrays_take(lb.base_key, versions, np.arange(n_q))
     if kept is not None:  # the leaderboard was just scored whole from the same labels
         return TrustArrays(kept[0], kept[1], lb.cube.doc_ids, np.arange(n_q))
     labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)

@@ -79,9 +79,7 @@ def _model(lb: Leaderboard, cells: int) -> _Fit:
     own query only; until the next refit, a process that started later may differ in the last digits."""
     if cells <= REFIT_CELLS:
         return cached(lb, ("label-model",), lambda: _fit(lb, 0))
-    arrays = campaign_arrays(lb)
-    pd = min(int(lb.campaign.pool_depth), arrays.labels.shape[2])
-    judged = int(np.count_nonzero(arrays.labels[..., :pd] >= 0))
+    judged = cached(lb, ("judged-in-pool",), lambda: _judged_in_pool(lb))
     key = lb.base_key
     with LOCK:
         fit = _MODELS.get(key)
@@ -91,6 +89,13 @@ def _model(lb: Leaderboard, cells: int) -> _Fit:
     with LOCK:
         _MODELS[key] = fit
     return fit
+
+
+def _judged_in_pool(lb: Leaderboard) -> int:
+    """Judged ranked entries within the pool depth (what the model's refit counts): once per labels state."""
+    arrays = campaign_arrays(lb)
+    pd = min(int(lb.campaign.pool_depth), arrays.labels.shape[2])
+    return int(np.count_nonzero(arrays.labels[..., :pd] >= 0))
 
 
 def _compute(lb: Leaderboard, base: str, fit: _Fit, queries: np.ndarray, samples: int) -> QueryParts:
