@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -296,6 +297,18 @@ def main() -> None:
     cache.clear()
     _, t_cold_v = timed(scoring.leaderboard_data, campaign=campaign, k=K, per_query=False)
     print(f"COLDJSON {t_cold_v * 1000:8.0f} ms  (the same JSON from an empty process memory and shared cache)")
+    # The whole cold start a lead's script sees: a new process (Django's start included) writing every system's
+    # per-query values with bounds, verdicts, p_holds and stop, the shared score cache empty (the run cube's
+    # file kept, as a restart finds it).
+    cache.clear()
+    command = [sys.executable, str(Path(__file__).resolve().parent.parent / "manage.py"), "scores", SLUG, "--json"]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, check=True)
+    t_cmd = time.perf_counter() - started
+    print(
+        f"COLDCMD  {t_cmd * 1000:8.0f} ms  (manage.py scores --json in a new process, empty shared cache: "
+        f"{len(done.stdout) / 1e6:.0f} MB of JSON with every per-query value)"
+    )
 
     # The API with every per-query value of every system (issue 10: < 500 ms warm): once to warm this
     # labels state, then timed after one new judgment as a lead's script polling it would see it.

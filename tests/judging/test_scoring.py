@@ -200,3 +200,28 @@ def test_scores_command_json_is_what_the_json_module_writes(make_user, options):
     data = json.loads(out.getvalue())
     assert data["systems"][0]["per_query"]
     assert out.getvalue() == json.dumps(data, indent=1) + "\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_score_blocks_are_written_once_committed_and_leave_the_connection_durable(make_user):
+    """After a judgment the judged query's block reaches the shared cache, committed (another process reads it),
+    and the write's relaxed durability (PostgreSQL: synchronous_commit off, for that transaction only: a lost
+    block is scored again) does not stay on the connection for the judgments that follow."""
+    from django.db import connection
+
+    campaign, runs, qrels = random_campaign(make_user)
+    leaderboard(campaign)
+    user = make_user("blocks")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    pair = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).select_related("campaign").first()
+    judgment_record(pair=pair, annotator=user, grade=2)
+    after = leaderboard(campaign)
+    assert after.rescored == 1
+    scoring.process_caches_clear()  # another server process: it finds the new block in the shared cache
+    other = leaderboard(campaign)
+    assert other.rescored == 0
+    np.testing.assert_array_equal(other.table.scores, after.table.scores)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone()[0] == "on"
