@@ -337,11 +337,46 @@ ROW_TEXTS = TextLRU(max_entries=400_000, max_bytes=96 * 2**20)
 BLOCK_TEXTS = TextLRU(max_entries=1_000, max_bytes=48 * 2**20)
 
 
+# The latest rows of each system's per-query object, by series (score table and system; see leaderboard_data):
+# the query names, the values and each row's text. After a judgment only the rows whose values moved are
+# written again, and the object is joined from the others as they were, instead of looking up 5,000 rows of
+# ROW_TEXTS per system. The texts are those ROW_TEXTS holds (shared strings); the values take 8 bytes a value.
+_SERIES: OrderedDict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], np.ndarray, list[str], int]] = OrderedDict()
+_SERIES_BYTES = 64 * 2**20  # values and items kept, at most (20 systems x 5,000 queries: about 25 MB a table)
+_SERIES_LOCK = threading.Lock()
+# Up to this many moved rows a series is patched; more (a new parameter set, an import) go through ROW_TEXTS.
+_SERIES_PATCH = 256
+
+
 def text_caches_clear() -> None:
     """Forget the leaderboard texts this process keeps, as a freshly started server process would not have
     them: for tests and benchmarks."""
     ROW_TEXTS.clear()
     BLOCK_TEXTS.clear()
+    with _SERIES_LOCK:
+        _SERIES.clear()
+        _KEYS.clear()
+
+
+_KEYS: OrderedDict[tuple[str, ...], list[str]] = OrderedDict()
+_KEYS_KEEP = 8
+
+
+def _query_keys(qids: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The query ids and their JSON keys ('"q1":'), kept for the last few sets of queries: 5,000 json.dumps
+    calls a request otherwise."""
+    names = tuple(qids)
+    with _SERIES_LOCK:
+        keys = _KEYS.get(names)
+        if keys is not None:
+            _KEYS.move_to_end(names)
+            return names, keys
+    keys = [json.dumps(q, ensure_ascii=False) + ":" for q in qids]
+    with _SERIES_LOCK:
+        _KEYS[names] = keys
+        while len(_KEYS) > _KEYS_KEEP:
+            _KEYS.popitem(last=False)
+    return names, keys
 
 
 class _NotFinite(Exception):
@@ -358,27 +393,61 @@ class _PerQueryText:
         self.parts: dict[str, str] = {}
         self.keys: tuple[tuple, list[str]] | None = None
 
-    def __call__(self, values, qids: list[str], names: list[str], *, block: str) -> str:
+    def __call__(self, values, qids: list[str], names: list[str], *, block: str, series: str = "") -> str:
         """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
-        block ``block`` names (the scores' state and the system): written once per state."""
+        block ``block`` names (the scores' state and the system): written once per state, from the rows of
+        the same ``series`` (the system in the previous states of the score table) where they did not move."""
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
         text = BLOCK_TEXTS.get(block)
         if text is None:
-            text = self._text(values(), qids, names)
+            text = self._text(values(), qids, names, series)
             BLOCK_TEXTS.put(block, text)
         self.parts[placeholder] = text
         return placeholder
 
-    def _text(self, values: np.ndarray, qids: list[str], names: list[str]) -> str:
+    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str) -> str:
         values = np.ascontiguousarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise _NotFinite
         if self.keys is None or self.keys[0] != tuple(qids):
-            self.keys = (tuple(qids), [json.dumps(q, ensure_ascii=False) + ":" for q in qids])
+            self.keys = _query_keys(qids)
         # {"P@10":%r,...}: repr writes a float exactly as json.dumps does.
         row_format = "{" + ",".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ":%r" for n in names) + "}"
-        rows = values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
         names_key = tuple(names)
+        items = self._patched(series, names_key, values, row_format) if series else None
+        if items is None:  # each query's '"qid":{...}'
+            items = list(map(str.__add__, self.keys[1], self._rows(values, names_key, row_format)))
+        if series:
+            size = values.nbytes + sum(map(len, items)) + 64 * len(items)  # text, and a str object's own size
+            with _SERIES_LOCK:
+                _SERIES[(series, names_key)] = (self.keys[0], values, items, size)
+                _SERIES.move_to_end((series, names_key))
+                while len(_SERIES) > 1 and sum(v[3] for v in _SERIES.values()) > _SERIES_BYTES:
+                    _SERIES.popitem(last=False)
+        return "{" + ",".join(items) + "}"
+
+    def _patched(
+        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: str
+    ) -> list[str] | None:
+        """The series' latest items ('"qid":{...}') with the rows whose values moved written again, or None
+        when the queries differ (a query joined the means) or too many rows moved."""
+        assert self.keys is not None
+        with _SERIES_LOCK:
+            got = _SERIES.get((series, names_key))
+        if got is None or got[1].shape != values.shape or got[0] != self.keys[0]:
+            return None
+        moved = np.flatnonzero((got[1] != values).any(axis=1))
+        if moved.size > _SERIES_PATCH:
+            return None
+        items = list(got[2])
+        keys = self.keys[1]
+        for i, row in zip(moved.tolist(), values[moved].tolist(), strict=True):  # the moved rows only
+            items[i] = keys[i] + row_format % tuple(row)
+        return items
+
+    def _rows(self, values: np.ndarray, names_key: tuple[str, ...], row_format: str) -> list[str]:
+        """Every row's text, from ROW_TEXTS where the same values were written before."""
+        rows = values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
         keys = [(names_key, row) for row in rows]
         texts = ROW_TEXTS.get_many(keys)
         new: list[tuple[Hashable, str]] = []
@@ -387,7 +456,7 @@ class _PerQueryText:
                 text = texts[i] = row_format % tuple(row)
                 new.append((keys[i], text))
         ROW_TEXTS.put_many(new)
-        return "{" + ",".join(map(str.__add__, self.keys[1], cast("list[str]", texts))) + "}"
+        return cast("list[str]", texts)
 
     def fill(self, text: str) -> str:
         """``text`` (JSON with the placeholders) with the per-query objects in their place, in one pass."""

@@ -41,9 +41,9 @@ def leaderboard_data(
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
     ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
-    names, block=...)`` for each system, with ``values()`` its (Q_scored, M) per-query values and ``block``
-    naming them (the scores' state and the system), it returns what stands in the data for that system's
-    per-query object.
+    names, block=..., series=...)`` for each system, with ``values()`` its (Q_scored, M) per-query values,
+    ``block`` naming them (the scores' state and the system) and ``series`` the same system's values in every
+    state of the score table, it returns what stands in the data for that system's per-query object.
 
     ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
     """
@@ -62,7 +62,7 @@ def leaderboard_data(
     lb = leaderboard(campaign, params)
     means = lb.means()
     names = lb.measures
-    qids = lb.scored_qids()
+    qids = lb.scored_qids() if per_query else []  # 5,000 names when asked for, none otherwise
     systems = []
     state = lb.state if per_query and per_query_text is not None else ""
     for s, name in enumerate(lb.cube.system_names):
@@ -72,7 +72,9 @@ def leaderboard_data(
             def system_values(s: int = s) -> np.ndarray:
                 return lb.table.scores[:, s][:, lb.table.labelled].T
 
-            entry["per_query"] = per_query_text(system_values, qids, names, block=f"{state}:{s}")
+            entry["per_query"] = per_query_text(
+                system_values, qids, names, block=f"{state}:{s}", series=f"{lb.key}:{lb.cube.system_ids[s]}"
+            )
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)
             entry["per_query"] = {q: dict(zip(names, row, strict=True)) for q, row in zip(qids, values, strict=True)}
@@ -85,7 +87,7 @@ def leaderboard_data(
         "judged_only": judged_only,
         "policy": policy or campaign.aggregation,
         "labels": lb.params.labels,
-        "queries": len(qids),
+        "queries": lb.n_scored,
         "systems": systems,
     }
     if segment is not None:

@@ -69,3 +69,17 @@ def test_leaderboard_texts_stay_within_their_bounds(world, monkeypatch):
     for k in (1, 2, 3, 4):  # four parameter sets: four blocks of per-query values for each of two systems
         assert leaderboard_json(campaign=world.campaign, k=k).encode() == _drf(world.campaign, k=k)
     assert len(renderers.BLOCK_TEXTS) == 3 and len(renderers.ROW_TEXTS) == 5
+
+
+def test_the_kept_rows_of_each_system_stay_within_their_bound(world, monkeypatch):
+    """Each system's latest per-query items are kept to patch the next state's text; four parameter sets
+    with room for about one leave the most recent only, and the texts are still DRF's."""
+    monkeypatch.setattr(renderers, "_SERIES", type(renderers._SERIES)())
+    leaderboard_json(campaign=world.campaign, k=1)
+    one_table = sum(v[3] for v in renderers._SERIES.values())
+    monkeypatch.setattr(renderers, "_SERIES_BYTES", one_table)
+    for k in (2, 3, 4):
+        assert leaderboard_json(campaign=world.campaign, k=k).encode() == _drf(world.campaign, k=k)
+    kept = list(renderers._SERIES.values())
+    assert 0 < sum(v[3] for v in kept) <= one_table
+    assert 1 <= len(renderers._SERIES) <= 2  # k=4's systems, as many as the bound holds
