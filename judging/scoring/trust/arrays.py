@@ -21,7 +21,7 @@ _ARRAYS: OrderedDict[str, TrustArrays] = process_store(OrderedDict())
 # The latest whole-campaign arrays per score table (unsegmented key): the base of the next state's arrays.
 _LATEST: dict[str, tuple[np.ndarray, TrustArrays]] = process_store({})
 PATCH_QUERIES = 256  # queries whose labels moved up to which the previous arrays are patched, not rebuilt
-_KEEP_ARRAYS = 4
+_KEEP_ARRAYS = 2  # the latest states: a request of an older one holds its own reference
 
 
 # --------------------------------------------------------------------------- measure names
