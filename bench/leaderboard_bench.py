@@ -297,6 +297,13 @@ def main() -> None:
     cache.clear()
     _, t_cold_v = timed(scoring.leaderboard_data, campaign=campaign, k=K, per_query=False)
     print(f"COLDJSON {t_cold_v * 1000:8.0f} ms  (the same JSON from an empty process memory and shared cache)")
+    scoring.process_caches_clear()
+    trust.caches_clear()
+    _, t_second_v = timed(scoring.leaderboard_data, campaign=campaign, k=K, per_query=False)
+    print(
+        f"JSON2    {t_second_v * 1000:8.0f} ms  (the same JSON from another server process: empty memory, the "
+        "shared cache holding this state's scores and verdicts, as after a restart)"
+    )
     # The whole cold start a lead's script sees: a new process (Django's start included) writing every system's
     # per-query values with bounds, verdicts, p_holds and stop, the shared score cache empty (the run cube's
     # file kept, as a restart finds it).

@@ -194,9 +194,10 @@ def rescored_label_arrays_take(
     return got[2], got[3]
 
 
-def _blocks_write(blocks: dict[str, Any]) -> None:
-    """Write score blocks to the shared cache. On the database cache: one transaction (it would otherwise commit,
-    and sync to disk, once per block), and on PostgreSQL without waiting for the commit to reach the disk
+def shared_write(blocks: dict[str, Any]) -> None:
+    """Write score blocks (or other entries stamped with a labels state) to the shared cache. On the database
+    cache: one transaction (it would otherwise commit, and sync to disk, once per block), and on PostgreSQL
+    without waiting for the commit to reach the disk
     (``synchronous_commit`` off for this transaction only). A block lost in a crash is only work to redo: it is
     stamped with its labels versions and scored again where it is missing. The wait for the disk was most of
     what writing a block cost after a judgment (bench/leaderboard_bench.py, VERDICTS)."""
@@ -282,7 +283,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             )
             for b in touched
         }
-        _blocks_write(blocks)
+        shared_write(blocks)
     with _LOCK:
         _SCORES[key] = table
     seconds = time.perf_counter() - started

@@ -484,3 +484,34 @@ def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
         assert got == expected
     data = leaderboard_data(campaign=campaign, k=10, per_query=False)
     assert any(not a["settled"] for a in data["settled"])  # open comparisons were counted, not all settled
+
+
+def test_a_second_process_reads_the_verdicts_of_a_state_another_computed(make_user, monkeypatch):
+    """The bounds and verdicts of a labels state are computed by the first process asked and published in the
+    shared cache: a freshly started process (empty memory) answers the same JSON without building them, and a
+    new judgment (a new state) is computed afresh, never served from the old one."""
+    from judging import scoring
+    from judging.models import Pair
+    from judging.scoring.trust import shapes
+    from judging.services import judgment_record
+
+    campaign, runs, qrels = random_campaign(make_user, seed=13)
+    first = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    trust.caches_clear()
+    scoring.process_caches_clear()  # another server process: empty memory, the same shared cache
+    computed = []
+    real = shapes._entries
+    monkeypatch.setattr(shapes, "_entries", lambda *a, **kw: computed.append(1) or real(*a, **kw))
+    assert leaderboard_data(campaign=campaign, k=10, per_query=False) == first
+    assert computed == []  # read from the shared cache
+    user = make_user("second-process")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    pair = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).select_related("campaign").first()
+    judgment_record(pair=pair, annotator=user, grade=2)
+    after = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    assert computed == [1]  # the new state's verdicts were computed, not the old ones reused
+    assert after["pairs_left"] < first["pairs_left"]
+    trust.caches_clear()
+    scoring.process_caches_clear()
+    assert leaderboard_data(campaign=campaign, k=10, per_query=False) == after
+    assert computed == [1]

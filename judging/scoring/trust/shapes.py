@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from django.core.cache import cache
 
-from judging.scoring.cache import Leaderboard
+from judging.scoring.cache import Leaderboard, shared_write
 from judging.scoring.trust.arrays import resolve_measure
 from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
 from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
+from judging.scoring.trust.store import cached
 
 
 def _float(v: float) -> float:
@@ -33,18 +35,10 @@ def leaderboard_data_extend(
     systems = data["systems"]
     if with_bounds:
         measure = resolve_measure(measure, lb.params.k)
-        b = bounds(lb)
-        for s, entry in enumerate(systems):
-            entry["bounds"] = {m: [_float(b.mean_low[m][s]), _float(b.mean_high[m][s])] for m in b.mean_low}
-        v = verdicts(lb, measure)
-        data["ranked_by"] = measure
-        data["settled"] = v.adjacent
-        data["pairs_left"] = v.pairs_left
-        if v.adjacent:
-            data["stop"] = stop_of(lb, v, top_k)
-        # the verdicts are on the final means: every query with a label, and every query with pooled pairs left
-        data["verdict_queries"] = v.final_queries
-        data["queries_without_labels"] = v.without_labels
+        entries = trust_entries(lb, measure, top_k)
+        for entry, system_bounds in zip(systems, entries["bounds"], strict=True):
+            entry["bounds"] = system_bounds
+        data.update({name: value for name, value in entries.items() if name != "bounds"})
     if attribute:
         d = diversity(lb, attribute)
         ild_name, cov_name = d.names
@@ -63,6 +57,51 @@ def leaderboard_data_extend(
         for s, entry in enumerate(systems):
             entry["micro"] = {name: _float(values[s]) for name, values in m.items()}
         data["micro_note"] = str(MICRO_NOTE)
+
+
+def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
+    """The bounds and verdicts the leaderboard JSON adds, for the labels state of ``lb`` (plain JSON values):
+    each system's ``bounds``, ``ranked_by``, ``settled``, ``pairs_left``, ``stop``, ``verdict_queries`` and
+    ``queries_without_labels``.
+
+    Computed once per labels state on the machine's processes together: the first process asked publishes them
+    in the shared cache (stamped with the state, as the score blocks are), and another process asked for the
+    same state (a restarted worker, a second app server, the worker a balancer sends the lead's next poll to)
+    reads them there instead of building the trust arrays and per-query parts it does not have yet: seconds at
+    10M ranked entries. The pool depth and the redundancy (in judgments_left) are named in the key as well."""
+    campaign = lb.campaign
+    key = f"reljudge:trust:{lb.state}:{measure}:{top_k}:{campaign.pool_depth}:{campaign.redundancy}"
+
+    def fetch_or_compute() -> dict[str, Any]:
+        shared = cache.get(key)
+        if isinstance(shared, dict):
+            return shared
+        entries = _entries(lb, measure, top_k)
+        shared_write({key: entries})
+        return entries
+
+    entries: dict[str, Any] = cached(lb, ("json-trust", measure, top_k), fetch_or_compute)
+    return entries
+
+
+def _entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
+    b = bounds(lb)
+    n_systems = len(lb.cube.system_ids)
+    entries: dict[str, Any] = {
+        "bounds": [
+            {m: [_float(b.mean_low[m][s]), _float(b.mean_high[m][s])] for m in b.mean_low} for s in range(n_systems)
+        ]
+    }
+    v = verdicts(lb, measure)
+    entries["ranked_by"] = measure
+    entries["settled"] = v.adjacent
+    entries["pairs_left"] = v.pairs_left
+    if v.adjacent:
+        entries["stop"] = stop_of(lb, v, top_k)
+    # the verdicts are on the final means: every query with a label, and every query with pooled pairs left
+    entries["verdict_queries"] = v.final_queries
+    entries["queries_without_labels"] = v.without_labels
+    return entries
 
 
 def stop_of(lb: Leaderboard, v: Verdicts, top_k: int) -> dict[str, Any]:
