@@ -515,3 +515,29 @@ def test_a_second_process_reads_the_verdicts_of_a_state_another_computed(make_us
     scoring.process_caches_clear()
     assert leaderboard_data(campaign=campaign, k=10, per_query=False) == after
     assert computed == [1]
+
+
+def test_above_the_refit_size_a_judgment_redraws_its_own_query_only(make_user, monkeypatch):
+    """Past REFIT_CELLS ranked entries the relevance model is kept between labels states (refitted once the
+    judged pooled documents grew by REFIT_SHARE, or 20): after one judgment only the judged query's final
+    parts are drawn again, not every query's (a refit and 1,000 queries' draws took 180 ms after each judgment
+    at 2M entries)."""
+    from judging.models import Pair
+    from judging.scoring.trust import final
+    from judging.services import judgment_record
+
+    monkeypatch.setattr(final, "REFIT_CELLS", 0)
+    campaign, runs, qrels = random_campaign(make_user, seed=17)
+    leaderboard_data(campaign=campaign, k=10, per_query=False)
+    drawn, fits = [], []
+    real_compute, real_fit = final._compute, final._fit
+    monkeypatch.setattr(
+        final, "_compute", lambda lb, base, fit, q, n: drawn.append(q.size) or real_compute(lb, base, fit, q, n)
+    )
+    monkeypatch.setattr(final, "_fit", lambda lb, judged: fits.append(judged) or real_fit(lb, judged))
+    user = make_user("redraw")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    pair = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).select_related("campaign").first()
+    judgment_record(pair=pair, annotator=user, grade=1)
+    leaderboard_data(campaign=campaign, k=10, per_query=False)
+    assert fits == [] and drawn == [1]
