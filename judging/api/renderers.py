@@ -328,9 +328,11 @@ class TextLRU:
 
 
 # Per-query rows already written as JSON, by measure names and the row's float64 bytes: the same values give
-# the same text, so after one new judgment only the rescored query's rows are formatted again. A row is
-# ~150 bytes of text: 400,000 rows (20 systems x 5,000 queries x 4 parameter sets) in at most 96 MB.
-ROW_TEXTS = TextLRU(max_entries=400_000, max_bytes=96 * 2**20)
+# the same text, so when the scored queries change (a query's first label) or a parameter set comes back, the
+# rows are looked up rather than formatted again (after an ordinary judgment each system's latest rows,
+# _SERIES below, are patched instead). A row is ~230 bytes of text and 160 of key: 100,000 rows (20 systems x
+# 5,000 queries, one parameter set) in at most 24 MB of text, about 40 MB in all.
+ROW_TEXTS = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
 # Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and every
 # query's labels version) and system: a poll with nothing changed since the last one joins them instead of
 # formatting 100,000 rows again. 20 systems x 5,000 queries is 19 MB of text a state: 48 MB keeps two.
