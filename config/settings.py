@@ -180,6 +180,10 @@ RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "10000
 # The folder of the shared run-cube files (judging.scoring.cube_file): every worker of this machine maps one copy
 # of a campaign's runs. A local disk of each app server; empty keeps the cube in each process's memory.
 RELJUDGE_CUBE_DIR = os.environ.get("RELJUDGE_CUBE_DIR", str(BASE_DIR / "var" / "cubes"))
+# A process that answers a leaderboard's bounds and verdicts from the shared cache (another process computed
+# them) builds its own per-query parts of that state in a thread of its own, so that its first request after
+# the next judgment patches one query instead of building every query's (judging.scoring.trust.shapes).
+RELJUDGE_TRUST_WARMUP = env_bool("RELJUDGE_TRUST_WARMUP", True)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -62,6 +62,9 @@ def _cube_dir(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("cubes"))
     os.environ["RELJUDGE_CUBE_DIR"] = folder
     settings.RELJUDGE_CUBE_DIR = folder
+    # No background warm-up threads in this process's tests (they would outlive a test's database); the test of
+    # the warm-up turns it on, and the servers some tests start keep it on.
+    settings.RELJUDGE_TRUST_WARMUP = False
     return folder
 
 

@@ -541,3 +541,39 @@ def test_above_the_refit_size_a_judgment_redraws_its_own_query_only(make_user, m
     judgment_record(pair=pair, annotator=user, grade=1)
     leaderboard_data(campaign=campaign, k=10, per_query=False)
     assert fits == [] and drawn == [1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_answering_from_the_shared_cache_builds_its_own_parts_ahead(make_user, settings, monkeypatch):
+    """A process that read a state's verdicts from the shared cache builds its own per-query parts in a thread,
+    so its first request after the next judgment bounds the judged query only, not every query."""
+    import threading
+
+    import metrics
+    from judging import scoring
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    settings.RELJUDGE_TRUST_WARMUP = True
+    campaign, runs, qrels = random_campaign(make_user, seed=19, n_queries=10)
+    first = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    trust.caches_clear()
+    scoring.process_caches_clear()  # another process
+    assert leaderboard_data(campaign=campaign, k=10, per_query=False) == first
+    for thread in threading.enumerate():
+        if thread.name.startswith("trust-warmup-"):
+            thread.join(timeout=60)
+    assert trust.has_arrays(leaderboard(campaign, Params(k=10)))
+    bounded = []
+    real_bounds = metrics.score_bounds
+    monkeypatch.setattr(
+        metrics,
+        "score_bounds",
+        lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
+    )
+    user = make_user("warm")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    pair = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True, query__qid="q3").first()
+    judgment_record(pair=Pair.objects.select_related("campaign").get(pk=pair.pk), annotator=user, grade=2)
+    leaderboard_data(campaign=campaign, k=10, per_query=False)
+    assert bounded == [1]  # the judged query only

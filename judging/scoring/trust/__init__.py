@@ -17,6 +17,7 @@ from judging.scoring.trust.arrays import (  # noqa: F401
     TrustArrays,
     campaign_arrays,
     cutoff_of,
+    has_arrays,
     ranking_order,
     resolve_measure,
     scored_labels,

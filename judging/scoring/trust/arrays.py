@@ -93,6 +93,13 @@ def campaign_arrays(lb: Leaderboard) -> TrustArrays:
     return full
 
 
+def has_arrays(lb: Leaderboard) -> bool:
+    """Whether this process holds whole-campaign arrays of ``lb``'s table (of some labels state): the next state's
+    are then patched, not built."""
+    with LOCK:
+        return lb.base_key in _LATEST
+
+
 def trust_arrays(lb: Leaderboard) -> TrustArrays:
     """The arrays of the leaderboard's scored queries (its ``labelled`` mask, a segment's): taken out of
     :func:`campaign_arrays`, or those themselves when every query is scored."""

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 from django.core.cache import cache
+from django.db import connections
 
 from judging.scoring.cache import Leaderboard, shared_write
-from judging.scoring.trust.arrays import resolve_measure
+from judging.scoring.trust.arrays import has_arrays, resolve_measure
 from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
 from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
-from judging.scoring.trust.store import cached
+from judging.scoring.trust.store import LOCK, cached, process_store
+
+logger = logging.getLogger(__name__)
 
 
 def _float(v: float) -> float:
@@ -75,6 +81,7 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
     def fetch_or_compute() -> dict[str, Any]:
         shared = cache.get(key)
         if isinstance(shared, dict):
+            _warm_later(lb, measure, top_k)
             return shared
         entries = _entries(lb, measure, top_k)
         shared_write({key: entries})
@@ -82,6 +89,33 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
 
     entries: dict[str, Any] = cached(lb, ("json-trust", measure, top_k), fetch_or_compute)
     return entries
+
+
+# (table, measure) this process has warmed, or is warming
+_WARMED: dict[tuple[str, str], bool] = process_store({})
+
+
+def _warm_later(lb: Leaderboard, measure: str, top_k: int) -> None:
+    """Build this process's own trust arrays and per-query parts of ``lb``'s state in a thread, once per table
+    and measure, when it has none (settings.RELJUDGE_TRUST_WARMUP). Without them the first new labels state
+    this process is asked for would build every query's parts in the request: seconds at 10M entries."""
+    if not settings.RELJUDGE_TRUST_WARMUP or has_arrays(lb):
+        return
+    key = (lb.base_key, measure)
+    with LOCK:
+        if key in _WARMED:
+            return
+        _WARMED[key] = True
+
+    def run() -> None:
+        try:
+            _entries(lb, measure, top_k)
+        except Exception:
+            logger.exception("the trust arrays of %s could not be built ahead", lb.campaign.slug)
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    threading.Thread(target=run, name=f"trust-warmup-{lb.campaign.pk}", daemon=True).start()
 
 
 def _entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
