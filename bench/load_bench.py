@@ -52,7 +52,9 @@ WORDS = ("wool", "knit", "sweater", "rain", "jacket", "merino", "cotton", "shell
 # --------------------------------------------------------------------------- set-up
 
 
-def seed(site: Site, *, slug: str, annotators: list[str], queries: int, depth: int, folder: Path) -> None:
+def seed(
+    site: Site, *, slug: str, annotators: list[str], queries: int, depth: int, folder: Path, queue_mode: str | None
+) -> None:
     """A campaign of queries x depth pairs with real documents, imported through the services."""
     rng = random.Random(slug)
     topics = "".join(f"q{q}\t{' '.join(rng.sample(WORDS, 3))}\n" for q in range(queries))
@@ -65,6 +67,7 @@ def seed(site: Site, *, slug: str, annotators: list[str], queries: int, depth: i
         for i in range(depth)
     )
     run = "".join(f"q{q} Q0 d{q}-{i} {i + 1} {depth - i} sys\n" for q in range(queries) for i in range(depth))
+    mode = f", queue_mode={queue_mode!r}" if queue_mode else ""
     for name, text in (("topics.tsv", topics), ("docs.jsonl", docs), ("sys.run", run)):
         (folder / f"{slug}-{name}").write_text(text)
     site.python(
@@ -75,7 +78,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
 from judging.services import campaign_create, membership_add, queries_import, documents_import, run_import
 User = get_user_model()
-c = campaign_create(slug={slug!r}, name={slug!r}, pool_depth={depth})
+c = campaign_create(slug={slug!r}, name={slug!r}, pool_depth={depth}{mode})
 folder = Path({str(folder)!r})
 queries_import(campaign=c, data=(folder / "{slug}-topics.tsv").read_bytes(), filename="topics.tsv")
 documents_import(campaign=c, data=(folder / "{slug}-docs.jsonl").read_bytes(), filename="docs.jsonl")
@@ -438,6 +441,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--depth", type=int, default=60)
     parser.add_argument("--phases", default="ab", help="a (think time), b (none), or ab")
+    parser.add_argument(
+        "--queue-mode", default=None, help="the campaigns' queue mode (default: a new campaign's, mtc), e.g. shuffled"
+    )
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         sys.exit("load_bench.py measures the PostgreSQL deployment: set DATABASE_URL=postgres://...")
@@ -451,7 +457,15 @@ def main() -> None:
         t0 = time.monotonic()
         slugs = {p: f"load-{p}" for p in args.phases}
         for slug in slugs.values():
-            seed(site, slug=slug, annotators=names, queries=args.queries, depth=args.depth, folder=folder)
+            seed(
+                site,
+                slug=slug,
+                annotators=names,
+                queries=args.queries,
+                depth=args.depth,
+                folder=folder,
+                queue_mode=args.queue_mode,
+            )
         if site.vendor == "postgresql":
             # What autovacuum does shortly after imports this size (as judge_bench.py does): without statistics
             # the planner may walk every pair of the campaign for each query when choosing an annotator's next
@@ -461,7 +475,11 @@ def main() -> None:
             with psycopg.connect(site.database_url, autocommit=True) as conn:
                 conn.execute("ANALYZE")
         tokens = site.tokens(names + ["lead"])
-        print(f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs in {time.monotonic() - t0:.0f} s")
+        mode = args.queue_mode or "mtc (a new campaign's)"
+        print(
+            f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs, queue mode {mode}, "
+            f"in {time.monotonic() - t0:.0f} s"
+        )
         base = site.gunicorn(
             log=folder / "gunicorn.log",
             workers=args.workers,

@@ -11,7 +11,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
-- ``selectors.queue._pair_of_priority``: the open pairs among a chunk of a queue mode's priority list, and the
+- ``selectors.queue._pair_of_priority``: the first open pair of a queue mode's priority list (``compiled_first_of``:
+  the candidates checked in the list's order, stopping at the first open one), and the
   chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
@@ -33,6 +34,7 @@ are prepared and what record + next reads.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -278,6 +280,49 @@ def compiled_select(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]
         compiler = qs.query.get_compiler(using=qs.db)
         sql, params = compiler.as_sql()
         return Compiled(sql, tuple(params), [col for col, _sql, _alias in compiler.select], prepare=prepare)
+
+    return _once(key, compile_)
+
+
+_PLACEHOLDER = re.compile(r"%%|%s")
+
+
+def compiled_first_of(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]], *, candidate: str) -> Compiled:
+    """The first id of the list ``candidates`` (a call's value: ids in the caller's order) for which ``build()``
+    has a row, where ``build()`` is a query built with Slots that names one candidate with the placeholder
+    ``candidate``; compiled once per process for ``key``, as compiled_select.
+
+    One statement, ``SELECT c.id FROM unnest(candidates) c WHERE EXISTS (build() for c.id) LIMIT 1``:
+    PostgreSQL (and SQLite, over json_each) checks the candidates one at a time in the list's order and stops at
+    the first that qualifies (a nested-loop semi-join over the function scan), so it reads as many rows as
+    candidates fail ahead of it, where ``id IN (candidates)`` reads every candidate's rows (and the ORM's
+    IN query cannot stop early). SQL promises no order without ORDER BY, and ordering by the position would
+    make the database check every candidate before it sorts: the executor's order is relied on here, and
+    tests/judging/test_compiled.py checks it. A result out of that order would still be a qualifying id."""
+
+    def compile_() -> Compiled:
+        qs = build()
+        compiler = qs.query.get_compiler(using=qs.db)
+        inner, params = compiler.as_sql()
+        ref = "c.id" if connection.vendor == "postgresql" else "c.value"
+        kept: list[Any] = []
+        pieces = iter(params)
+
+        def placeholder(match: re.Match[str]) -> str:
+            if match.group(0) == "%%":
+                return "%%"
+            param = next(pieces)
+            if isinstance(param, _Slot) and param.name == candidate:
+                return ref
+            kept.append(param)
+            return "%s"
+
+        inner = _PLACEHOLDER.sub(placeholder, inner)
+        if len(kept) == len(params):
+            raise ValueError(f"the query names no candidate {candidate!r}")
+        source = "unnest(%s::bigint[]) AS c(id)" if connection.vendor == "postgresql" else "json_each(%s) AS c"
+        sql = f"SELECT {ref} FROM {source} WHERE EXISTS ({inner}) LIMIT 1"
+        return Compiled(sql, (_Slot("candidates", _ID_LIST), *kept))
 
     return _once(key, compile_)
 

@@ -40,6 +40,11 @@ BANDIT_DECAY = 0.9
 # Pools up to this many pairs have their list computed again in the request after each judgment; larger ones in
 # a thread, while the previous list serves (see _kept_order).
 INLINE_POOL = 20_000
+# On a larger pool the labels' stamp (a sum over every query of the campaign: thousands of rows) is read at most
+# this often per process and list, not at every request; the list is then computed again (in a thread) at most
+# as often. The served list trails the labels by up to this much more, which the queue absorbs: the candidates
+# judged meanwhile are passed over, each for one index lookup (selectors.queue._pair_of_priority).
+STAMP_EVERY = 2.0
 
 
 @dataclass
@@ -48,6 +53,7 @@ class _Kept:
     computed: float  # time.monotonic()
     seconds: float  # what computing it cost
     pair_ids: np.ndarray
+    checked: float = 0.0  # time.monotonic() when the stamp was last read against it (a large pool's)
 
 
 @dataclass
@@ -60,6 +66,9 @@ class _PoolMap:
 _KEPT: dict[tuple[int, str], _Kept] = process_store({})
 _POOLS: dict[int, _PoolMap] = process_store({})
 _REFRESHING: set[tuple[int, str]] = set()
+# One lock per campaign and mode for a list computed while none is kept (a worker's first requests): the other
+# threads wait for it instead of each reading the whole campaign's labels and pool at once.
+_FIRST: dict[tuple[int, str], threading.Lock] = {}
 
 
 def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
@@ -141,15 +150,28 @@ def _refresh_later(campaign: Campaign, mode: str, order: Callable[[Leaderboard],
 def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> np.ndarray:
     """The mode's list for the campaign's current labels. On a pool of up to INLINE_POOL pairs it is computed
     again in the request once the labels moved (a few milliseconds); on a larger one the request serves the
-    previous list and a thread computes the new one, so the next pair never waits for it."""
+    previous list and a thread computes the new one, so the next pair never waits for it, and whether the labels
+    moved is asked at most every STAMP_EVERY seconds."""
+    key = (campaign.pk, mode)
     with LOCK:
-        got = _KEPT.get((campaign.pk, mode))
+        got = _KEPT.get(key)
     if got is None:
-        return _compute(campaign, mode, order).pair_ids
-    stamp = _labels_stamp(campaign)
-    if got.stamp == stamp and time.monotonic() - got.computed < PRIORITY_MAX_AGE:
+        with LOCK:
+            first = _FIRST.setdefault(key, threading.Lock())
+        with first:
+            with LOCK:
+                got = _KEPT.get(key)
+            if got is None:
+                return _compute(campaign, mode, order).pair_ids
+    large = pool_size(campaign=campaign) > INLINE_POOL
+    now = time.monotonic()
+    if large and now - max(got.checked, got.computed) < STAMP_EVERY:
         return got.pair_ids
-    if pool_size(campaign=campaign) > INLINE_POOL:
+    stamp = _labels_stamp(campaign)
+    got.checked = now
+    if got.stamp == stamp and now - got.computed < PRIORITY_MAX_AGE:
+        return got.pair_ids
+    if large:
         _refresh_later(campaign, mode, order)
         return got.pair_ids
     return _compute(campaign, mode, order, stamp).pair_ids

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -179,20 +180,26 @@ POOL_SIZE_TTL = 60.0  # seconds
 # (campaign id, created) -> (expires at, size), per process. The creation time is part of the key so that a
 # campaign id reused after a delete (SQLite reuses ids, tests roll back) never sees another's count.
 _pool_sizes: dict[tuple[int, datetime], tuple[float, int]] = {}
+_POOL_SIZE_LOCK = threading.Lock()
 
 
 def pool_size(*, campaign: Campaign) -> int:
     """Pooled pairs of the campaign. Counting 100,000 index entries on every judgment would cost more
     than the rest of the request, and the pool only changes on imports, so the count is kept in this
     process for a minute (the services that add pairs forget it at once: ``pool_size_forget``)."""
-    key, now = (campaign.id, campaign.created_at), time.monotonic()
+    key = (campaign.id, campaign.created_at)
     cached = _pool_sizes.get(key)
-    if cached is not None and cached[0] > now:
+    if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    size = Pair.objects.filter(_pooled(), campaign_id=campaign.id).count()
-    if len(_pool_sizes) > 1000:
-        _pool_sizes.clear()
-    _pool_sizes[key] = (now + POOL_SIZE_TTL, size)
+    # One thread counts; the others of the process wait for its count instead of each walking the pool.
+    with _POOL_SIZE_LOCK:
+        cached = _pool_sizes.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        size = Pair.objects.filter(_pooled(), campaign_id=campaign.id).count()
+        if len(_pool_sizes) > 1000:
+            _pool_sizes.clear()
+        _pool_sizes[key] = (time.monotonic() + POOL_SIZE_TTL, size)
     return size
 
 

@@ -3,12 +3,13 @@ pairs, read in the same statement as the next pair (``with_progress``) or on the
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from judging.compiled import Args, Values
@@ -73,6 +74,7 @@ DONE_TTL = 10.0
 
 # (campaign id, created) -> (expires at, count), per process (the key as pool_size's).
 _done_counts: dict[tuple[int, datetime], tuple[float, int]] = {}
+_DONE_LOCK = threading.Lock()
 
 
 def done_counted_exactly(campaign: Campaign) -> bool:
@@ -86,14 +88,18 @@ def campaign_done(*, campaign: Campaign) -> int:
     DONE_EXACT_UP_TO pairs, at most DONE_TTL seconds old above (see there)."""
     if done_counted_exactly(campaign):
         return _campaign_done_count(campaign)
-    key, now = (campaign.id, campaign.created_at), time.monotonic()
+    key = (campaign.id, campaign.created_at)
     cached = _done_counts.get(key)
-    if cached is not None and cached[0] > now:
+    if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    count = _campaign_done_count(campaign)
-    if len(_done_counts) > 1000:
-        _done_counts.clear()
-    _done_counts[key] = (now + DONE_TTL, count)
+    with _DONE_LOCK:  # one thread of the process counts, the others wait for its count
+        cached = _done_counts.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        count = _campaign_done_count(campaign)
+        if len(_done_counts) > 1000:
+            _done_counts.clear()
+        _done_counts[key] = (time.monotonic() + DONE_TTL, count)
     return count
 
 
@@ -102,26 +108,20 @@ def _campaign_done_count(campaign: Campaign) -> int:
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:
-    """The figures on the judging page in one round trip: each one an index range that does not grow with
-    the pool (the pool's size itself is cached, see ``pool_size``). A query without pooled pairs has no row:
-    nothing of it is done, and the campaign's figure is not read."""
+    """The figures on the judging page: the annotator's share of the query, an index range of its pairs, and the
+    campaign's complete pairs (campaign_done: counted for a small pool, kept a few seconds for a large one, whose
+    count reads one index entry per complete pair) and pool size (cached, see ``pool_size``). A query without
+    pooled pairs has no row: nothing of it is done."""
+    done = campaign_done(campaign=campaign)
     if query_id is None:
-        done = Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
-        return JudgeProgress(0, 0, done.count(), pool_size(campaign=campaign))
-    campaign_done = Subquery(
-        Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy)
-        .order_by()
-        .values("campaign_id")
-        .annotate(n=Count("id"))
-        .values("n")[:1]
-    )
+        return JudgeProgress(0, 0, done, pool_size(campaign=campaign))
     mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id))
     rows = (
         Pair.objects.filter(query_id=query_id, pooled=True)
         .order_by()
         .values("query_id")
-        .annotate(done=Count("id", filter=Q(mine)), total=Count("id"), campaign_done=Max(campaign_done))
-        .values_list("done", "total", "campaign_done")[:1]
+        .annotate(done=Count("id", filter=Q(mine)), total=Count("id"))
+        .values_list("done", "total")[:1]
     )
-    row = next(iter(rows), (0, 0, None))
-    return JudgeProgress(row[0], row[1], row[2] or 0, pool_size(campaign=campaign))
+    row = next(iter(rows), (0, 0))
+    return JudgeProgress(row[0], row[1], done, pool_size(campaign=campaign))

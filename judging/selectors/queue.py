@@ -31,7 +31,7 @@ from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
-from judging.compiled import Args, Slots, Values, compiled_select, model_columns, model_from
+from judging.compiled import Args, Slots, Values, compiled_first_of, compiled_select, model_columns, model_from
 from judging.models import (
     Assignment,
     Campaign,
@@ -301,36 +301,41 @@ def user_id(user: User) -> int:
     return user.id
 
 
-# Candidate chunks of a priority list checked per request before the shuffled order takes over.
-_PRIORITY_CHUNKS = 10
+# Candidate pairs of a priority list checked per request before the shuffled order takes over.
+PRIORITY_CANDIDATES = 2000
 
 
-# Candidate pairs of a priority list checked against the live queue per database query.
-PRIORITY_CHUNK = 200
+# Candidate pairs of a priority list passed to the database per statement.
+PRIORITY_CHUNK = 500
 
 
-def _priority_chunk_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
-    """The ids among the chunk ``chunk`` of a priority list still open to the annotator (see _open_pairs_of)."""
-    return _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(args.is_in("id", "chunk")).values_list("id")
+def _priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
+    """The candidate pair ``candidate`` of a priority list if it is still open to the annotator (see
+    _open_pairs_of): the test _pair_of_priority runs on each candidate in turn."""
+    qs = _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(id=args["candidate"])
+    # order_by(): Pair's default ordering would join the campaign, query and document for each candidate.
+    return qs.order_by().values("id")[:1]
 
 
 def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
-    """The first pair of a queue mode's priority list still open to this annotator: one compiled query of ids
-    per chunk of candidates (see judging.selectors.strategies), then the chosen pair with its query and
+    """The first pair of a queue mode's priority list still open to this annotator: one compiled statement per
+    chunk of candidates that checks them in the list's order and stops at the first open one
+    (judging.compiled.compiled_first_of), so it reads the rows of the pairs ahead of it (those others hold, or
+    judged since the list was computed), not of the whole chunk; then the chosen pair with its query and
     document. That read goes by id alone: if another annotator takes the pair in between, the caller's hold
     (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
-    query = compiled_select(
-        ("priority_chunk", overlap, skips),
-        lambda: _priority_chunk_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
+    query = compiled_first_of(
+        ("priority_open", overlap, skips),
+        lambda: _priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
+        candidate="candidate",
     )
-    for start in range(0, min(ids.size, PRIORITY_CHUNK * _PRIORITY_CHUNKS), PRIORITY_CHUNK):
+    for start in range(0, min(ids.size, PRIORITY_CANDIDATES), PRIORITY_CHUNK):
         chunk = ids[start : start + PRIORITY_CHUNK].tolist()
-        values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, chunk=chunk)
-        found = {row[0] for row in query.rows(values)}
-        first = next((pid for pid in chunk if pid in found), None)  # a chunk of candidates, not the pool
-        if first is not None:
-            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": first})
+        values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
+        found = query.first(values)
+        if found is not None:
+            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[0]})
             return None if row is None else pair_from_row(row)[0]
     return None
 

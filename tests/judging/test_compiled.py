@@ -197,10 +197,12 @@ def test_compiled_is_used_only_where_its_docstring_says():
 
 
 @pytest.mark.parametrize("skips", [False, True])
-def test_priority_chunk_query_matches_the_orm(pooled, annotator, make_user, skips):
-    """The compiled read of a priority list's chunk finds exactly the open pairs the ORM finds: not the
-    annotator's judged ones, not those another annotator holds, not the skipped ones."""
-    from judging.selectors.queue import _priority_chunk_of
+def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annotator, make_user, skips):
+    """The compiled read of a priority list (compiled_first_of) gives the first pair of the list, in the list's
+    order, that the ORM finds open: not the annotator's judged one, not one another annotator holds, not a
+    skipped one; and none when no candidate is open."""
+    from judging.compiled import compiled_first_of
+    from judging.selectors.queue import _priority_open_of
 
     pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
     judgment_record(pair=pairs[0], annotator=annotator, grade=1)
@@ -210,12 +212,23 @@ def test_priority_chunk_query_matches_the_orm(pooled, annotator, make_user, skip
         campaign=pooled, annotator=other, pair=pairs[1], expires_at=timezone.now() + timedelta(minutes=5)
     )
     exclude = [pairs[2].id] if skips else []
-    values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, chunk=[p.id for p in pairs])
-    compiled = compiled_select(
-        ("priority_chunk", False, skips), lambda: _priority_chunk_of(Slots(QUEUE_FIELDS), overlap=False, exclude=skips)
+    compiled = compiled_first_of(
+        ("priority_open", False, skips),
+        lambda: _priority_open_of(Slots(QUEUE_FIELDS), overlap=False, exclude=skips),
+        candidate="candidate",
     )
-    got = {row[0] for row in compiled.rows(values)}
-    orm = set(
-        _priority_chunk_of(Values(QUEUE_FIELDS, **values), overlap=False, exclude=skips).values_list("id", flat=True)
-    )
-    assert got == orm == {p.id for p in pairs[2 + skips :]}
+    closed = {pairs[0].id, pairs[1].id, *exclude}
+    open_ids = [p.id for p in pairs if p.id not in closed]
+    assert len(open_ids) >= 2
+    # the closed pairs first, then two open ones in both orders: the first open one of each list comes back
+    for tail in (open_ids, open_ids[::-1]):
+        candidates = [pairs[0].id, pairs[1].id, *exclude, *tail]
+        values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, candidates=candidates)
+        orm = [
+            c
+            for c in candidates
+            if _priority_open_of(Values(QUEUE_FIELDS, **values, candidate=c), overlap=False, exclude=skips).exists()
+        ]
+        assert compiled.first(values) == [orm[0]] and orm[0] == tail[0]
+    values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, candidates=sorted(closed))
+    assert compiled.first(values) is None

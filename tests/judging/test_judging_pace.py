@@ -167,3 +167,32 @@ def test_the_panel_after_record_and_next_shows_the_campaign_complete(pooled, ann
     url = reverse("judging:judge_record", args=[pooled.slug, first])
     html = client.post(url, {"grade": 2, "seconds": "3", "version": ""}, **HTMX).content.decode()
     assert "40% complete" in html  # two of the five pooled pairs have their one judgment
+
+
+def test_a_large_pools_list_asks_whether_the_labels_moved_at_most_every_few_seconds(pooled, annotator, monkeypatch):
+    """On a pool above INLINE_POOL the mtc list's stamp (a sum over every query of the campaign) is read at most
+    every STAMP_EVERY seconds per process: a judgment in between serves the kept list without reading it, and the
+    first request after that time reads it and has the list computed again (in a thread, stubbed here)."""
+    from judging.scoring import selection
+
+    monkeypatch.setattr(selection, "INLINE_POOL", 0)
+    clock = [1000.0]
+    monkeypatch.setattr(selection.time, "monotonic", lambda: clock[0])
+    refreshed = []
+    monkeypatch.setattr(selection, "_refresh_later", lambda campaign, mode, order: refreshed.append(mode))
+    selection._KEPT.clear()
+    first = selection.mtc_pairs(pooled)  # no list yet: computed in the request
+    judgment_record(pair=Pair.objects.get(id=int(first[0])), annotator=annotator, grade=2)
+
+    def stamp_reads() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            kept = selection.mtc_pairs(pooled)
+        assert list(kept) == list(first)  # the kept list, until the thread has computed the new one
+        return sum('SUM("judging_query"."labels_version")' in q["sql"] for q in captured.captured_queries)
+
+    clock[0] += selection.STAMP_EVERY / 2
+    assert stamp_reads() == 0 and refreshed == []
+    clock[0] += selection.STAMP_EVERY
+    assert stamp_reads() == 1 and refreshed == ["mtc"]
+    clock[0] += selection.STAMP_EVERY / 2
+    assert stamp_reads() == 0 and refreshed == ["mtc"]
