@@ -144,7 +144,7 @@ CACHES = {
     "default": {
         # The leaderboard's per-query score cache must be shared by every server process: the database
         # cache works everywhere without another service; REDIS_URL switches to Redis where there is one.
-        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "BACKEND": "judging.cache_db.BatchedDatabaseCache",  # Django's, with set_many in one statement
         "LOCATION": "reljudge_cache",
         # Django's default of 300 entries would cull a third of the table at every write once a few campaigns
         # and parameter sets are cached (5,000 queries are 79 blocks a parameter set): other processes would

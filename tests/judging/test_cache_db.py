@@ -1,0 +1,52 @@
+"""The database cache's batched set_many (judging.cache_db): what Django's own get reads, written in one go."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.core.cache import caches
+from django.test.utils import CaptureQueriesContext
+
+from judging.cache_db import BatchedDatabaseCache
+
+
+@pytest.fixture
+def cache(db):
+    backend = caches["default"]
+    assert isinstance(backend, BatchedDatabaseCache)
+    backend.clear()
+    yield backend
+    backend.clear()
+
+
+def test_set_many_writes_what_get_many_reads_in_a_few_statements(cache):
+    from django.db import connection
+
+    blocks = {f"block:{b}": (np.arange(b, b + 16), np.full((9, 3, 16), b / 7)) for b in range(40)}
+    with CaptureQueriesContext(connection) as queries:
+        assert cache.set_many(blocks, timeout=60) == []
+    # a count and one upsert (plus the savepoint Django's atomic may add), not four statements per key
+    assert len([q for q in queries.captured_queries if "reljudge_cache" in q["sql"]]) == 2
+    got = cache.get_many(list(blocks))
+    assert set(got) == set(blocks)
+    for key, (versions, scores) in blocks.items():
+        np.testing.assert_array_equal(got[key][0], versions)
+        np.testing.assert_array_equal(got[key][1], scores)
+    # a second write of some keys replaces their values
+    cache.set_many({"block:3": "new", "block:4": "newer", "other": 1}, timeout=60)
+    assert cache.get_many(["block:3", "block:4", "other"]) == {"block:3": "new", "block:4": "newer", "other": 1}
+    assert cache.get("block:5")[0][0] == 5
+
+
+def test_set_many_culls_as_django_does_beyond_max_entries(cache, monkeypatch):
+    monkeypatch.setattr(cache, "_max_entries", 30)
+    cache.set_many({f"a:{i}": i for i in range(25)}, timeout=60)
+    cache.set_many({f"b:{i}": i for i in range(20)}, timeout=60)  # 45 entries would pass the bound: culled first
+    kept = cache.get_many([f"a:{i}" for i in range(25)] + [f"b:{i}" for i in range(20)])
+    assert len(kept) < 45
+    assert all(kept.get(f"b:{i}") == i for i in range(20))  # the batch itself is written whole
+
+
+def test_expired_entries_are_not_read(cache):
+    cache.set_many({"x": 1, "y": 2}, timeout=-1)
+    assert cache.get_many(["x", "y"]) == {}
