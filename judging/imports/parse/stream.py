@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import codecs
 import gc
+import io
+import queue
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import ne
@@ -20,6 +23,7 @@ from pathlib import PureWindowsPath
 from typing import BinaryIO, cast
 
 import numpy as np
+from django.utils import translation
 
 from judging.formats import RUN_COLUMNS
 from judging.imports.errors import FormatError
@@ -315,12 +319,15 @@ def _whole(data: bytes | BinaryIO, filename: str) -> RunBlock:
 
 
 def stream_run(
-    data: bytes | BinaryIO, *, filename: str, piece_bytes: int = PIECE_BYTES, whole: bool = False
+    data: bytes | BinaryIO, *, filename: str, piece_bytes: int | None = None, whole: bool = False
 ) -> Iterator[RunBlock]:
     """The rankings of a run file (see parse_run for the layouts and checks), a block of whole rankings at a
     time, read ``piece_bytes`` at a time. Raises FormatError as parse_run does (an error may be found once the
     rankings before it have come out: the caller writes nothing until the end), and NotGrouped when a ranking's
-    lines turn out not to be together; ``whole=True`` then reads the file whole (one block)."""
+    lines turn out not to be together; ``whole=True`` then reads the file whole (one block). ``piece_bytes``:
+    PIECE_BYTES, read when the reading starts."""
+    if piece_bytes is None:
+        piece_bytes = PIECE_BYTES
     stream: BinaryIO | None = None
     if isinstance(data, bytes | bytearray | memoryview):
         content = bytes(data)
@@ -418,3 +425,72 @@ def _line_offset(raw: bytes, lines: int) -> int:
         return 0
     ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
     return int(ends[lines - 1]) + 1
+
+
+def readable_apart(data: bytes | BinaryIO) -> bool:
+    """Whether ``data`` can be read from another thread: bytes, a file in memory, or a file of the operating
+    system. A job's upload is read from the database on the import's own connection, which is not."""
+    if isinstance(data, bytes | bytearray | memoryview | io.BytesIO):
+        return True
+    try:
+        data.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+class ReadAhead:
+    """The blocks of ``blocks`` parsed by a thread of their own, up to ``depth`` ahead of the caller: while the
+    caller waits for the database (its COPY, stubs and pool merges), the next piece is being parsed (psycopg
+    releases the GIL while it waits). The blocks come out in order; an error of the parser (FormatError,
+    NotGrouped) comes out where its block would have. Use as a context manager: leaving it stops the thread,
+    whatever the caller raised. The thread speaks the caller's language (its error messages are translated)."""
+
+    _END = object()
+
+    def __init__(self, blocks: Iterator[RunBlock], depth: int = 2) -> None:
+        self._blocks = blocks
+        self._queue: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._language = translation.get_language()
+        self._thread = threading.Thread(target=self._work, name="reljudge-run-parse", daemon=True)
+
+    def _put(self, item: tuple[bool, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _work(self) -> None:
+        with translation.override(self._language):
+            try:
+                for block in self._blocks:
+                    if not self._put((True, block)):
+                        return
+                self._put((True, self._END))
+            except BaseException as exc:  # handed to the caller, who raises it
+                self._put((False, exc))
+
+    def __enter__(self) -> Iterator[RunBlock]:
+        self._thread.start()
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[RunBlock]:
+        while True:
+            ok, item = self._queue.get()
+            if not ok:
+                assert isinstance(item, BaseException)
+                raise item
+            if item is self._END:
+                return
+            yield cast(RunBlock, item)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        close = getattr(self._blocks, "close", None)
+        if close is not None:
+            close()
