@@ -80,7 +80,7 @@ class StubIds:
         """The cached id of each docid (-1 if not cached), and the distinct docids not cached."""
         if self._dict is None and isinstance(docids, list):
             self._dict = dict(zip(self._keys.tolist(), self._ids.tolist(), strict=True))
-            self._forget()
+            self._keys, self._ids = np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
         if self._dict is not None:
             listed = docids if isinstance(docids, list) else docids.tolist()
             codes = np.fromiter(map(self._dict.get, listed, repeat(-1)), dtype=np.int64, count=len(listed))
