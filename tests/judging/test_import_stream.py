@@ -368,3 +368,49 @@ def test_a_docid_wider_than_the_arrays_mid_file_keeps_every_id_right(db, monkeyp
     }
     got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items()}
     assert got == expected and got[("bm25", "q99")] == [wide, "d1"]
+
+
+def test_a_run_job_reads_its_stored_pieces_on_the_parser_thread_with_the_rows_of_a_direct_import(
+    db, lead, monkeypatch
+):
+    """A job's upload lives in the database (readable only on the import's connection): the job copies it to a
+    temporary file a piece at a time, which the parser thread reads."""
+    from judging.jobs import job_run, job_start_upload
+
+    monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 900)
+    data = (run_text(tag="bm25") + run_text(tag="dense", seed=3)).encode()
+    by_job, direct = campaign_create(slug="by-job"), campaign_create(slug="direct")
+    job = job_start_upload(kind="run", campaign=by_job, user=lead, upload=io.BytesIO(data), filename="two.run")
+    assert job.upload is None  # kept as pieces in the database
+    made = _CountedReadAhead.made
+    job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.result["added"] == 60
+    assert _CountedReadAhead.made == made + 1
+    run_import(campaign=direct, data=data, filename="two.run")
+    assert stored(by_job) == stored(direct)
+    assert not _parse_threads()
+
+
+def test_the_import_run_command_streams_the_file(db, tmp_path, monkeypatch):
+    """The command hands the open file (not its bytes) to the import, which parses it on the thread."""
+    from django.core.management import call_command
+
+    monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
+    seen = []
+    real = runs_module.stream_run
+
+    def spy(data, **kwargs):
+        seen.append(data)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(runs_module, "stream_run", spy)
+    path = tmp_path / "bm25.run"
+    path.write_text(run_text(queries=4, depth=5))
+    campaign = campaign_create(slug="command")
+    made = _CountedReadAhead.made
+    call_command("import_run", campaign.slug, str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    assert seen and all(not isinstance(d, bytes) and d.name == str(path) for d in seen)
+    assert _CountedReadAhead.made == made + 1
+    assert Ranking.objects.filter(system__campaign=campaign).count() == 4
