@@ -370,9 +370,7 @@ def test_a_docid_wider_than_the_arrays_mid_file_keeps_every_id_right(db, monkeyp
     assert got == expected and got[("bm25", "q99")] == [wide, "d1"]
 
 
-def test_a_run_job_reads_its_stored_pieces_on_the_parser_thread_with_the_rows_of_a_direct_import(
-    db, lead, monkeypatch
-):
+def test_a_run_job_reads_its_stored_pieces_on_the_parser_thread_with_the_rows_of_a_direct_import(db, lead, monkeypatch):
     """A job's upload lives in the database (readable only on the import's connection): the job copies it to a
     temporary file a piece at a time, which the parser thread reads."""
     from judging.jobs import job_run, job_start_upload
