@@ -81,10 +81,16 @@ class RunBlock:
         if self.row_lines is None or not len(codes):
             return  # read whole: parse_run checked
         group = np.repeat(np.arange(len(self.stops)), np.diff(self.stops, prepend=0))
-        by_code = np.lexsort((codes, group))
-        same = (group[by_code][1:] == group[by_code][:-1]) & (codes[by_code][1:] == codes[by_code][:-1])
-        if not same.any():
-            return
+        low, high = int(codes.min()), int(codes.max())
+        if high - low < 2**62 // max(len(self.stops), 1):  # (ranking, code) as one whole number: one sort
+            keys = np.sort(group * (high - low + 1) + (codes - low))
+            if not (keys[1:] == keys[:-1]).any():
+                return
+        else:
+            by_code = np.lexsort((codes, group))
+            same = (group[by_code][1:] == group[by_code][:-1]) & (codes[by_code][1:] == codes[by_code][:-1])
+            if not same.any():
+                return
         lines = self.row_lines
         _raise_duplicate_docid(
             [self.qids[g] for g in group.tolist()],

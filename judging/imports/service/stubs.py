@@ -86,15 +86,15 @@ class StubIds:
             codes = np.fromiter(map(self._dict.get, listed, repeat(-1)), dtype=np.int64, count=len(listed))
             return codes, sorted(set(map(listed.__getitem__, np.flatnonzero(codes < 0).tolist())))
         assert isinstance(docids, np.ndarray)
-        distinct, inverse = np.unique(docids, return_inverse=True)
-        width = max(distinct.dtype.itemsize, self._keys.dtype.itemsize)
+        width = max(docids.dtype.itemsize, self._keys.dtype.itemsize)
         if self._keys.dtype.itemsize < width:
             self._keys = self._keys.astype(f"S{width}")
-        distinct = distinct.astype(f"S{width}")
-        at = np.minimum(np.searchsorted(self._keys, distinct), max(len(self._keys) - 1, 0))
-        found = self._keys[at] == distinct if len(self._keys) else np.zeros(len(distinct), dtype=bool)
-        ids = np.where(found, self._ids[at] if len(self._ids) else -1, -1)
-        return ids[inverse.reshape(-1)], distinct[~found]
+        wanted = docids.astype(f"S{width}", copy=False)
+        if not len(self._keys):
+            return np.full(len(docids), -1, dtype=np.int64), np.unique(wanted)
+        at = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
+        found = self._keys[at] == wanted
+        return np.where(found, self._ids[at], -1), np.unique(wanted[~found])
 
     def documents(self, docids: np.ndarray | list[bytes]) -> np.ndarray:
         """The document id of each docid (UTF-8), in order: a fixed-width byte-string array (S dtype) or a list."""
