@@ -280,6 +280,7 @@ def test_the_parser_thread_gives_the_rows_of_the_plain_pipeline(db, monkeypatch)
     pool merged a block at a time for the new systems."""
     monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
     monkeypatch.setattr(stream_module, "PIECE_BYTES", 700)  # dozens of blocks
+    monkeypatch.setattr(runs_module, "POOL_STEP", 50)  # the pool merged every few blocks
     data = (run_text(tag="bm25") + run_text(tag="dense", seed=3)).encode()
     plain_reader = io.BufferedReader(_DatabaseLikeReader(data))
     assert readable_apart(data) and not readable_apart(plain_reader)
@@ -300,6 +301,7 @@ def test_an_error_the_parser_thread_finds_late_leaves_nothing_and_speaks_the_use
     nothing stays, the error names the file's line, in the language of the request, and the thread is gone."""
     campaign = campaign_create(slug="late-thread")
     monkeypatch.setattr(stream_module, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(runs_module, "POOL_STEP", 100)
     good = run_text(queries=100, depth=50, tag="fresh", docs=3000)
     data = (good + "q0 Q0 dz 1 high fresh\n").encode()
     with translation.override("ko"), pytest.raises(FormatError) as caught:
@@ -316,6 +318,7 @@ def test_an_error_the_parser_thread_finds_late_leaves_nothing_and_speaks_the_use
 def test_a_database_error_mid_file_stops_the_parser_thread_and_writes_nothing(monkeypatch):
     campaign = campaign_create(slug="db-error")
     monkeypatch.setattr(stream_module, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(runs_module, "POOL_STEP", 100)
     calls = []
     merge = runs_module.pool_merge
 

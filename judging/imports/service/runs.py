@@ -27,6 +27,10 @@ from judging.models import Campaign, Document, Pair, Query, Ranking, System
 
 _RANKINGS = [("tag", "text"), ("query_id", "bigint"), ("doc_ids", "bytea"), ("scores", "bytea"), ("length", "integer")]
 _POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
+# A new system's pool pairs are merged each time this many are staged. Each merge inserts in a savepoint of its
+# own: past 64 of them in a transaction PostgreSQL looks up pg_subtrans to tell whether a row this transaction
+# wrote is visible, and every later statement slows down, so the steps stay few (10 for a 10M-line run).
+POOL_STEP = 100_000
 
 
 def _fingerprint(digests: list[tuple[str, bytes]]) -> str:
@@ -157,13 +161,13 @@ def _run_write(
                     ],
                     int(top.sum()),
                 )
-            if block_pool.rows:
-                summary.pairs_added += pool_merge(campaign=campaign, stage=block_pool)
-                block_pool.clear()
-            checks.run()
+            if block_pool.rows >= POOL_STEP:
+                summary.pairs_added += _pool_step(campaign, block_pool, checks)
             if progress:
                 progress(block.lines or len(ordered))
             del codes, ordered, doc_bytes, score_bytes
+        if block_pool.rows:
+            summary.pairs_added += _pool_step(campaign, block_pool, checks)
         summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
         if system_name and len(digests) > 1:
             raise FormatError(
@@ -190,6 +194,14 @@ def _run_write(
                 summary,
             )
     return summary
+
+
+def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks) -> int:
+    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks; the pairs added."""
+    added = pool_merge(campaign=campaign, stage=stage)
+    stage.clear()
+    checks.run()
+    return added
 
 
 def _system_merge(
