@@ -31,7 +31,8 @@ _POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
 # small steps let the parser overlap more of the database's work (the last step waits for it alone), but each
 # merge inserts in a savepoint of its own, and past 64 of them in a transaction PostgreSQL looks up pg_subtrans
 # to tell whether a row this transaction wrote is visible, slowing every later statement. The steps stay few:
-# 7 for a 2M-line run of depth-10 pools, 17 for 10M lines, 46 for 100M.
+# about 7 for a 2M-line run of depth-10 pools, 16 for 10M lines, 31 for 100M (pairs_insert adds one savepoint
+# per PAIR_BATCH pairs within a step, as the single merge at the end did before).
 POOL_STEP = 20_000
 POOL_GROWTH = 1.15
 
