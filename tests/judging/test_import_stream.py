@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.utils import timezone, translation
 
 from judging.imports.errors import FormatError, ImportConflict
@@ -415,3 +415,35 @@ def test_the_import_run_command_streams_the_file(db, tmp_path, monkeypatch):
     assert seen and all(not isinstance(d, bytes) and d.name == str(path) for d in seen)
     assert _CountedReadAhead.made == made + 1
     assert Ranking.objects.filter(system__campaign=campaign).count() == 4
+
+
+@pytest.mark.parametrize("cache_max", [40, 1_000_000])
+def test_docids_past_the_id_cache_are_looked_up_and_keep_their_documents(db, monkeypatch, cache_max):
+    """A campaign with documents already, and a run of more docids than the cache holds: the known docids are
+    found (no second document for a docid), the new ones made once, every ranking's ids right."""
+    from judging.imports.service import stubs as stubs_module
+
+    monkeypatch.setattr(stubs_module, "CACHE_MAX", cache_max)
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 800)
+    campaign = campaign_create(slug=f"cache-{cache_max}")
+    run_import(campaign=campaign, data=run_text(queries=5, depth=30, tag="old", docs=100).encode(), filename="o")
+    before = set(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
+    text = run_text(queries=20, depth=40, tag="new", docs=400, seed=5)
+    run_import(campaign=campaign, data=text.encode(), filename="new.run")
+    after = dict(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
+    assert before <= set(after.items())  # the documents there before kept their ids
+    expected = {("new", r.qid): r.docids for r in parse_run(text.encode(), filename="x")["new"]}
+    got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items() if key[0] == "new"}
+    assert got == expected
+    assert len(after) == len({d for docids in got.values() for d in docids} | {d for d, _ in before})
+
+
+def test_a_pool_merge_leaves_the_sessions_jit_setting_as_it_was(db):
+    """The merges turn PostgreSQL's JIT off for themselves only."""
+    if connection.vendor != "postgresql":
+        pytest.skip("JIT is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('jit', 'on', true)")
+        run_import(campaign=campaign_create(slug="jit"), data=run_text(queries=3, depth=5).encode(), filename="j")
+        cursor.execute("SELECT current_setting('jit')")
+        assert cursor.fetchone()[0] == "on"
