@@ -89,22 +89,34 @@ def analyze(tables: Sequence[str]) -> None:
 _MISSING_PARENT = re.compile(r'is not present in table "([^"]+)"')
 
 
-def foreign_keys_check(tables: Sequence[str]) -> None:
-    """Run the foreign-key checks PostgreSQL has queued for the rows of ``tables`` written in this transaction
-    (Django makes foreign keys DEFERRABLE INITIALLY DEFERRED, so they would wait for the commit), then defer
-    those constraints again for whatever the transaction writes next."""
+def deferred_foreign_keys(tables: Sequence[str]) -> str:
+    """The deferred foreign-key constraints of ``tables``, as a list for SET CONSTRAINTS ("" if none)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.conname) FROM pg_constraint c "
             "JOIN pg_namespace n ON n.oid = c.connamespace "
-            "WHERE c.contype = 'f' AND c.condeferrable AND c.condeferred AND c.conrelid = ANY(%s::regclass[])",
+            "WHERE c.contype = 'f' AND c.condeferrable AND c.condeferred AND c.conrelid = ANY(%s::regclass[]) "
+            "ORDER BY 1",
             [list(tables)],
         )
-        names = ", ".join(row[0] for row in cursor.fetchall())
-        if not names:
-            return
+        return ", ".join(row[0] for row in cursor.fetchall())
+
+
+def constraints_check(names: str) -> None:
+    """Run the checks PostgreSQL has queued for the deferred constraints ``names`` (deferred_foreign_keys) now,
+    then defer them again for whatever the transaction writes next."""
+    if not names:
+        return
+    with connection.cursor() as cursor:
         cursor.execute(f"SET CONSTRAINTS {names} IMMEDIATE")
         cursor.execute(f"SET CONSTRAINTS {names} DEFERRED")
+
+
+def foreign_keys_check(tables: Sequence[str]) -> None:
+    """Run the foreign-key checks PostgreSQL has queued for the rows of ``tables`` written in this transaction
+    (Django makes foreign keys DEFERRABLE INITIALLY DEFERRED, so they would wait for the commit), then defer
+    those constraints again for whatever the transaction writes next."""
+    constraints_check(deferred_foreign_keys(tables))
 
 
 def missing_parent(error: Exception) -> str | None:

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import io
 import logging
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import BinaryIO
 
 from django.conf import settings
@@ -20,8 +24,9 @@ from django.db import transaction
 
 from judging import services
 from judging.imports.errors import FormatError, ImportRefused
+from judging.imports.parse.stream import readable_apart
 from judging.imports.service.summary import ImportSummary, Progress
-from judging.jobs.chunks import chunk_file, chunks_drop, chunks_store
+from judging.jobs.chunks import CHUNK_BYTES, chunk_file, chunks_drop, chunks_store
 from judging.jobs.runner import (
     Heartbeat,
     JobError,
@@ -138,6 +143,21 @@ def _upload_data(job: Job) -> bytes | BinaryIO:
     return chunk_file(job)
 
 
+@contextmanager
+def _readable_apart(data: bytes | BinaryIO) -> Iterator[bytes | BinaryIO]:
+    """The upload as a file another thread may read: a run import parses on a thread of its own (ReadAhead)
+    while it writes, and the pieces in the database can only be read on the import's connection. They are
+    copied, a piece at a time, to a temporary file on disk (memory stays flat; the disk holds the file once)."""
+    if readable_apart(data):
+        yield data
+        return
+    assert not isinstance(data, bytes)
+    with tempfile.TemporaryFile(prefix="reljudge-run-") as copy:
+        shutil.copyfileobj(data, copy, length=CHUNK_BYTES)
+        copy.seek(0)
+        yield copy
+
+
 def _import(job: Job, data: bytes | BinaryIO, *, progress: Progress) -> ImportSummary:
     """Call the import service for the job's kind (looked up on ``services`` at call time, so that tests can
     substitute one)."""
@@ -147,14 +167,15 @@ def _import(job: Job, data: bytes | BinaryIO, *, progress: Progress) -> ImportSu
     if job.kind == Job.Kind.DOCS:
         return services.documents_import(campaign=campaign, data=data, filename=filename, progress=progress)
     if job.kind == Job.Kind.RUN:
-        return services.run_import(
-            campaign=campaign,
-            data=data,
-            filename=filename,
-            system_name=opts.get("system_name") or None,
-            replace=bool(opts.get("replace")),
-            progress=progress,
-        )
+        with _readable_apart(data) as readable:
+            return services.run_import(
+                campaign=campaign,
+                data=readable,
+                filename=filename,
+                system_name=opts.get("system_name") or None,
+                replace=bool(opts.get("replace")),
+                progress=progress,
+            )
     if job.started_by is None:
         raise FormatError("the lead who started this import no longer exists", filename=job.filename)
     annotator = opts.get("annotator") or job.started_by.get_username()

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 from datetime import timedelta
 
 import numpy as np
 import pytest
-from django.utils import timezone
+from django.db import DatabaseError, connection
+from django.utils import timezone, translation
 
 from judging.imports.errors import FormatError, ImportConflict
 from judging.imports.parse import parse_run
 from judging.imports.parse import stream as stream_module
-from judging.imports.parse.stream import stream_run
+from judging.imports.parse.stream import ReadAhead, readable_apart, stream_run
 from judging.imports.service import pool as pool_module
+from judging.imports.service import runs as runs_module
 from judging.jobs import job_rate
 from judging.models import Document, Job, Judgment, Pair, Query, Ranking, System
 from judging.services import campaign_create, qrels_import, run_import
@@ -236,3 +239,211 @@ def test_a_running_import_job_shows_its_rate(campaign, lead):
     assert context["rate"] and context["rate"].replace(",", "").isdigit()
     job.status = Job.Status.DONE
     assert job_rate(job) is None and job_context(job, lead)["rate"] == ""
+
+
+class _DatabaseLikeReader(io.RawIOBase):
+    """A file with no descriptor, as a job's upload read from the database is: it may not be read from another
+    thread, so the import parses it on its own thread."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._data.seek(offset, whence)
+
+    def readinto(self, buffer) -> int:
+        piece = self._data.read(len(buffer))
+        buffer[: len(piece)] = piece
+        return len(piece)
+
+
+class _CountedReadAhead(ReadAhead):
+    made = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        type(self).made += 1
+        super().__init__(*args, **kwargs)
+
+
+def _parse_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "reljudge-run-parse"]
+
+
+def test_the_parser_thread_gives_the_rows_of_the_plain_pipeline(db, monkeypatch):
+    """Bytes are parsed ahead on a thread; a file with no descriptor on the import's thread: the same rows, the
+    pool merged a block at a time for the new systems."""
+    monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 700)  # dozens of blocks
+    monkeypatch.setattr(runs_module, "POOL_STEP", 50)  # the pool merged every few blocks
+    data = (run_text(tag="bm25") + run_text(tag="dense", seed=3)).encode()
+    plain_reader = io.BufferedReader(_DatabaseLikeReader(data))
+    assert readable_apart(data) and not readable_apart(plain_reader)
+    ahead, plain = campaign_create(slug="ahead"), campaign_create(slug="plain")
+    summary = run_import(campaign=ahead, data=data, filename="two.run")
+    assert _CountedReadAhead.made == 1
+    other = run_import(campaign=plain, data=plain_reader, filename="two.run")
+    assert _CountedReadAhead.made == 1
+    assert summary.as_dict() == other.as_dict()
+    assert summary.added == 60 and summary.pairs_added > 0
+    assert stored(ahead) == stored(plain)
+    assert not _parse_threads()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_error_the_parser_thread_finds_late_leaves_nothing_and_speaks_the_users_language(monkeypatch):
+    """Blocks were written and pool pairs merged (a new system) while the thread parsed on, until a bad line:
+    nothing stays, the error names the file's line, in the language of the request, and the thread is gone."""
+    campaign = campaign_create(slug="late-thread")
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(runs_module, "POOL_STEP", 100)
+    good = run_text(queries=100, depth=50, tag="fresh", docs=3000)
+    data = (good + "q0 Q0 dz 1 high fresh\n").encode()
+    with translation.override("ko"), pytest.raises(FormatError) as caught:
+        run_import(campaign=campaign, data=data, filename="fresh.run")
+    assert (caught.value.line, caught.value.field) == (5001, "score")
+    assert "숫자가 아닙니다" in str(caught.value)
+    assert not _parse_threads()
+    assert not System.objects.filter(campaign=campaign).exists()
+    assert not Pair.objects.filter(campaign=campaign).exists()
+    assert not Document.objects.filter(campaign=campaign).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_error_mid_file_stops_the_parser_thread_and_writes_nothing(monkeypatch):
+    campaign = campaign_create(slug="db-error")
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 2048)
+    monkeypatch.setattr(runs_module, "POOL_STEP", 100)
+    calls = []
+    merge = runs_module.pool_merge
+
+    def failing_merge(**kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise DatabaseError("the connection went away")
+        return merge(**kwargs)
+
+    monkeypatch.setattr(runs_module, "pool_merge", failing_merge)
+    with pytest.raises(DatabaseError):
+        run_import(campaign=campaign, data=run_text(queries=60, depth=40).encode(), filename="bm25.run")
+    assert len(calls) == 3 and not _parse_threads()
+    assert not Pair.objects.filter(campaign=campaign).exists() and not System.objects.filter(campaign=campaign).exists()
+
+
+def test_numpy_columns_read_any_spacing_and_score_as_the_whole_file_parser(db):
+    """Tabs, runs of spaces, CRLF, and scores in every form float() takes: the numpy reader takes such pieces
+    (not the exact path) and gives parse_run's rankings."""
+    lines = []
+    forms = ["1e-3", "-.5", "5.", "+2", "0.25", "-0", "12", "3.000001", "1E2", "7.5e+1"]
+    for q in range(6):
+        for r, form in enumerate(forms):
+            sep = ["\t", "  ", " \t "][(q + r) % 3]
+            lines.append(sep.join([f"q{q}", "Q0", f"d{(q * 7 + r) % 11}", str(r + 1), form, "tag"]))
+    data = ("\r\n".join(lines) + "\r\n").encode()
+    assert stream_module._columns_fast(data) is not None
+    whole = {
+        tag: [(r.qid, r.docids, r.scores.tolist()) for r in rankings]
+        for tag, rankings in parse_run(data, filename="x.run").items()
+    }
+    for piece_bytes in (100, 1 << 20):
+        assert blocks_as_rankings(stream_run(data, filename="x.run", piece_bytes=piece_bytes)) == whole
+
+
+def test_a_docid_wider_than_the_arrays_mid_file_keeps_every_id_right(db, monkeypatch):
+    """A block with a docid past WIDE_DOCID bytes comes as a list: the id cache turns into a dict mid-import and
+    every ranking still points at its own documents, old and new."""
+    wide = "w" * (stream_module.WIDE_DOCID + 20)
+    text = (
+        run_text(queries=10, depth=20)
+        + f"q99 Q0 {wide} 1 9.5 bm25\nq99 Q0 d1 2 9 bm25\n"
+        + run_text(queries=5, depth=20, seed=4).replace("q", "r")
+    )
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 600)
+    campaign = campaign_create(slug="wide")
+    run_import(campaign=campaign, data=text.encode(), filename="bm25.run")
+    expected = {
+        ("bm25", r.qid): r.docids for rankings in parse_run(text.encode(), filename="x").values() for r in rankings
+    }
+    got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items()}
+    assert got == expected and got[("bm25", "q99")] == [wide, "d1"]
+
+
+def test_a_run_job_reads_its_stored_pieces_on_the_parser_thread_with_the_rows_of_a_direct_import(db, lead, monkeypatch):
+    """A job's upload lives in the database (readable only on the import's connection): the job copies it to a
+    temporary file a piece at a time, which the parser thread reads."""
+    from judging.jobs import job_run, job_start_upload
+
+    monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 900)
+    data = (run_text(tag="bm25") + run_text(tag="dense", seed=3)).encode()
+    by_job, direct = campaign_create(slug="by-job"), campaign_create(slug="direct")
+    job = job_start_upload(kind="run", campaign=by_job, user=lead, upload=io.BytesIO(data), filename="two.run")
+    assert job.upload is None  # kept as pieces in the database
+    made = _CountedReadAhead.made
+    job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.result["added"] == 60
+    assert _CountedReadAhead.made == made + 1
+    run_import(campaign=direct, data=data, filename="two.run")
+    assert stored(by_job) == stored(direct)
+    assert not _parse_threads()
+
+
+def test_the_import_run_command_streams_the_file(db, tmp_path, monkeypatch):
+    """The command hands the open file (not its bytes) to the import, which parses it on the thread."""
+    from django.core.management import call_command
+
+    monkeypatch.setattr(runs_module, "ReadAhead", _CountedReadAhead)
+    seen = []
+    real = runs_module.stream_run
+
+    def spy(data, **kwargs):
+        seen.append(data)
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(runs_module, "stream_run", spy)
+    path = tmp_path / "bm25.run"
+    path.write_text(run_text(queries=4, depth=5))
+    campaign = campaign_create(slug="command")
+    made = _CountedReadAhead.made
+    call_command("import_run", campaign.slug, str(path), stdout=io.StringIO(), stderr=io.StringIO())
+    assert seen and all(not isinstance(d, bytes) and d.name == str(path) for d in seen)
+    assert _CountedReadAhead.made == made + 1
+    assert Ranking.objects.filter(system__campaign=campaign).count() == 4
+
+
+@pytest.mark.parametrize("cache_max", [40, 1_000_000])
+def test_docids_past_the_id_cache_are_looked_up_and_keep_their_documents(db, monkeypatch, cache_max):
+    """A campaign with documents already, and a run of more docids than the cache holds: the known docids are
+    found (no second document for a docid), the new ones made once, every ranking's ids right."""
+    from judging.imports.service import stubs as stubs_module
+
+    monkeypatch.setattr(stubs_module, "CACHE_MAX", cache_max)
+    monkeypatch.setattr(stream_module, "PIECE_BYTES", 800)
+    campaign = campaign_create(slug=f"cache-{cache_max}")
+    run_import(campaign=campaign, data=run_text(queries=5, depth=30, tag="old", docs=100).encode(), filename="o")
+    before = set(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
+    text = run_text(queries=20, depth=40, tag="new", docs=400, seed=5)
+    run_import(campaign=campaign, data=text.encode(), filename="new.run")
+    after = dict(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
+    assert before <= set(after.items())  # the documents there before kept their ids
+    expected = {("new", r.qid): r.docids for r in parse_run(text.encode(), filename="x")["new"]}
+    got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items() if key[0] == "new"}
+    assert got == expected
+    assert len(after) == len({d for docids in got.values() for d in docids} | {d for d, _ in before})
+
+
+def test_a_pool_merge_leaves_the_sessions_jit_setting_as_it_was(db):
+    """The merges turn PostgreSQL's JIT off for themselves only."""
+    if connection.vendor != "postgresql":
+        pytest.skip("JIT is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('jit', 'on', true)")
+        run_import(campaign=campaign_create(slug="jit"), data=run_text(queries=3, depth=5).encode(), filename="j")
+        cursor.execute("SELECT current_setting('jit')")
+        assert cursor.fetchone()[0] == "on"

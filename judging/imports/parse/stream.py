@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import codecs
 import gc
-from collections.abc import Iterator
+import io
+import queue
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import ne
 from pathlib import PureWindowsPath
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
+from django.utils import translation
 
 from judging.formats import RUN_COLUMNS
 from judging.imports.errors import FormatError
@@ -61,7 +65,7 @@ class RunBlock:
     tags: list[str]
     qids: list[str]
     stops: np.ndarray
-    docids: list[bytes]
+    docids: np.ndarray | list[bytes]  # fixed-width byte strings (S dtype), or a list when one is wide
     order: np.ndarray
     scores: np.ndarray
     lines: int
@@ -77,10 +81,16 @@ class RunBlock:
         if self.row_lines is None or not len(codes):
             return  # read whole: parse_run checked
         group = np.repeat(np.arange(len(self.stops)), np.diff(self.stops, prepend=0))
-        by_code = np.lexsort((codes, group))
-        same = (group[by_code][1:] == group[by_code][:-1]) & (codes[by_code][1:] == codes[by_code][:-1])
-        if not same.any():
-            return
+        low, high = int(codes.min()), int(codes.max())
+        if high - low < 2**62 // max(len(self.stops), 1):  # (ranking, code) as one whole number: one sort
+            keys = np.sort(group * (high - low + 1) + (codes - low))
+            if not (keys[1:] == keys[:-1]).any():
+                return
+        else:
+            by_code = np.lexsort((codes, group))
+            same = (group[by_code][1:] == group[by_code][:-1]) & (codes[by_code][1:] == codes[by_code][:-1])
+            if not same.any():
+                return
         lines = self.row_lines
         _raise_duplicate_docid(
             [self.qids[g] for g in group.tolist()],
@@ -103,23 +113,84 @@ def _shifted(error: FormatError, lines_before: int) -> FormatError:
 _ODD_BYTES = (b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x01", b"_")
 
 
-def _columns_fast(raw: bytes) -> tuple[list[bytes], list[bytes], list[bytes], list[float]] | None:
-    """qids, docids, tags and scores of a piece in which every line is ASCII with exactly six columns, ranks of
-    digits only and scores that float() reads; None for any other piece (the exact path then finds what is
-    wrong, or reads what this one does not). Only C-level passes: one split, with a marker at every line end
-    showing that each line has six columns."""
+# The bytes str.split() and trec_eval's isspace() take for spaces in an ASCII piece.
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[list(b" \t\n\r\x0b\x0c")] = True
+WIDE_DOCID = 100  # docids longer than this (bytes) stay a list: a block's docids as one array is as wide as its widest
+
+
+@dataclass(frozen=True, slots=True)
+class _FastColumns:
+    """A piece read by numpy: the byte spans of each line's qid and tag, where a line starts a new (tag, qid)
+    stretch, the docids (one fixed-width byte string each), and the scores."""
+
+    qid_spans: np.ndarray  # (lines, 2) start and stop in the piece
+    tag_spans: np.ndarray
+    changed: np.ndarray  # changed[i]: line i + 1 has another qid or tag than line i
+    docids: np.ndarray  # dtype S<width>
+    scores: np.ndarray
+
+
+def _token_matrix(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The tokens ``data[starts[i]:stops[i]]`` as rows of a (tokens, widest) byte matrix, padded with zeros."""
+    lengths = stops - starts
+    width = int(lengths.max(initial=1))
+    columns = np.arange(width)
+    matrix = data[np.minimum(starts[:, None] + columns, len(data) - 1)]
+    matrix[columns >= lengths[:, None]] = 0
+    return matrix
+
+
+def _columns_fast(raw: bytes) -> _FastColumns | None:
+    """The columns of a piece in which every line is ASCII with exactly six columns, ranks of digits only and
+    scores that float() reads; None for any other piece (the exact path then finds what is wrong, or reads what
+    this one does not). numpy finds the tokens (runs of non-space bytes) of the whole piece at once: no Python
+    object per line but a docid's bytes and a score."""
     if not raw.isascii() or any(odd in raw for odd in _ODD_BYTES):
         return None
-    tokens = raw.replace(b"\n", b" \x01 ").split()
-    if len(tokens) % 7 or tokens[6::7].count(b"\x01") != len(tokens) // 7:
+    if not raw.endswith(b"\n"):
+        raw += b"\n"
+    data = np.frombuffer(raw, dtype=np.uint8)
+    edges = np.diff(_SPACE[data].view(np.int8), prepend=np.int8(1), append=np.int8(1))
+    starts, stops = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(data == 10)
+    lines = len(ends)
+    # Six tokens a line: token 6j starts after line j - 1's end, and token 6j + 5 stops before line j's end.
+    if not lines or len(starts) != 6 * lines:
         return None
-    if not b"".join(tokens[3::7]).isdigit():
+    if not ((starts[6::6] > ends[:-1]).all() and (stops[5::6] <= ends).all()):
         return None
+    if int(np.diff(ends, prepend=-1).max()) > SHORTEST_LIMIT:
+        return None  # a line long enough to hold a value past its column's width: the exact path checks
+    ranks = _token_matrix(data, starts[3::6], stops[3::6])
+    if int(((ranks >= 48) & (ranks <= 57)).sum()) != int((stops[3::6] - starts[3::6]).sum()):
+        return None
+    qids = _token_matrix(data, starts[0::6], stops[0::6])
+    tags = _token_matrix(data, starts[5::6], stops[5::6])
+    docs = _token_matrix(data, starts[2::6], stops[2::6])
+    score_matrix = _token_matrix(data, starts[4::6], stops[4::6])
     try:
-        scores = list(map(float, tokens[4::7]))
+        scores = np.array(
+            list(map(float, score_matrix.view(f"S{score_matrix.shape[1]}").ravel().tolist())), dtype=np.float64
+        )
     except ValueError:
         return None
-    return tokens[0::7], tokens[2::7], tokens[5::7], scores
+    return _FastColumns(
+        qid_spans=np.stack([starts[0::6], stops[0::6]], axis=1),
+        tag_spans=np.stack([starts[5::6], stops[5::6]], axis=1),
+        changed=(qids[1:] != qids[:-1]).any(axis=1) | (tags[1:] != tags[:-1]).any(axis=1),
+        docids=docs.view(f"S{docs.shape[1]}").ravel(),
+        scores=scores,
+    )
+
+
+def _docid_array(docids: list[bytes]) -> np.ndarray | list[bytes]:
+    """Docids as one fixed-width byte-string array, or the list when one is wider than WIDE_DOCID."""
+    if not docids:
+        return np.empty(0, dtype="S1")
+    if max(map(len, docids)) > WIDE_DOCID:
+        return docids
+    return np.array(docids, dtype=bytes)
 
 
 def _columns_exact(text: str, filename: str) -> tuple[list[str], list[str], list[str], list[float], np.ndarray, int]:
@@ -157,46 +228,46 @@ def _columns_exact(text: str, filename: str) -> tuple[list[str], list[str], list
 def _parse_piece(raw: bytes, filename: str) -> tuple[RunBlock, list[int]]:
     """The rankings of one piece (lines numbered from 1), and the piece's line of each ranking's first line."""
     fast = _columns_fast(raw)
+    keys: list[tuple[str, str]]
     if fast is not None:
-        qid_bytes, docids, tag_bytes, score_list = fast
-        count = len(docids)
-        line_count = count
+        count = line_count = len(fast.docids)
         nonblank = np.arange(1, count + 1)
-        ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
-        if len(ends) and int(max(ends[0], np.diff(ends).max(initial=0))) > SHORTEST_LIMIT:
-            fast = None  # a line long enough to hold a value past its column's width: the exact path checks
-    if fast is None:
+        docids: np.ndarray | list[bytes] = fast.docids
+        scores = fast.scores
+        changed = fast.changed
+    else:
         text = decode(raw, filename)
         qid_strs, doc_strs, tag_strs, score_list, nonblank, line_count = _columns_exact(text, filename)
-        docids = list(map(str.encode, doc_strs))
+        docids = _docid_array(list(map(str.encode, doc_strs)))
         qid_bytes, tag_bytes = list(map(str.encode, qid_strs)), list(map(str.encode, tag_strs))
-        count = len(docids)
-    scores = np.array(score_list, dtype=np.float64)
+        count = len(doc_strs)
+        scores = np.array(score_list, dtype=np.float64)
+        del score_list
+        changed = np.fromiter(map(ne, qid_bytes[1:], qid_bytes[:-1]), dtype=bool, count=max(count - 1, 0))
+        if count and tag_bytes.count(tag_bytes[0]) != count:
+            changed |= np.fromiter(map(ne, tag_bytes[1:], tag_bytes[:-1]), dtype=bool, count=count - 1)
     if not np.isfinite(scores).all():
         text = decode(raw, filename)
         _columns_exact(text, filename)  # names the line
-    del score_list
     if not count:
         empty = np.empty(0, dtype=np.int64)
-        return RunBlock([], [], empty, [], empty, np.empty(0), line_count), []
-
-    def line_of(i: int) -> int:
-        return int(nonblank[i])
+        return RunBlock([], [], empty, np.empty(0, dtype="S1"), empty, np.empty(0), line_count), []
 
     # Rankings: stretches of lines with one tag and qid.
-    changed = np.fromiter(map(ne, qid_bytes[1:], qid_bytes[:-1]), dtype=bool, count=count - 1)
-    if tag_bytes.count(tag_bytes[0]) != count:
-        changed |= np.fromiter(map(ne, tag_bytes[1:], tag_bytes[:-1]), dtype=bool, count=count - 1)
     starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
     first = starts.tolist()
-    keys = [(tag_bytes[i].decode(), qid_bytes[i].decode()) for i in first]
+    if fast is not None:
+        q, t = fast.qid_spans[starts].tolist(), fast.tag_spans[starts].tolist()
+        keys = [(raw[a:b].decode(), raw[c:d].decode()) for (c, d), (a, b) in zip(q, t, strict=True)]
+    else:
+        keys = [(tag_bytes[i].decode(), qid_bytes[i].decode()) for i in first]
     if len(set(keys)) != len(keys):
         raise NotGrouped
     stops = np.append(starts[1:], count)
     group = np.repeat(np.arange(len(starts)), stops - starts)
     sortkey = _score_key(scores)
     order = np.lexsort((sortkey, group))
-    _tie_breaks(order, group, sortkey, docids)
+    _tie_breaks(order, group, sortkey, cast(Sequence[bytes], docids))  # an S array indexes as bytes do
     block = RunBlock(
         tags=[tag for tag, _ in keys],
         qids=[qid for _, qid in keys],
@@ -246,7 +317,7 @@ def _whole(data: bytes | BinaryIO, filename: str) -> RunBlock:
         tags=tags,
         qids=qids,
         stops=np.cumsum(np.array(lengths, dtype=np.int64)),
-        docids=docids,
+        docids=_docid_array(docids),
         order=np.arange(len(docids)),
         scores=np.concatenate(scores) if scores else np.empty(0),
         lines=0,
@@ -254,12 +325,15 @@ def _whole(data: bytes | BinaryIO, filename: str) -> RunBlock:
 
 
 def stream_run(
-    data: bytes | BinaryIO, *, filename: str, piece_bytes: int = PIECE_BYTES, whole: bool = False
+    data: bytes | BinaryIO, *, filename: str, piece_bytes: int | None = None, whole: bool = False
 ) -> Iterator[RunBlock]:
     """The rankings of a run file (see parse_run for the layouts and checks), a block of whole rankings at a
     time, read ``piece_bytes`` at a time. Raises FormatError as parse_run does (an error may be found once the
     rankings before it have come out: the caller writes nothing until the end), and NotGrouped when a ranking's
-    lines turn out not to be together; ``whole=True`` then reads the file whole (one block)."""
+    lines turn out not to be together; ``whole=True`` then reads the file whole (one block). ``piece_bytes``:
+    PIECE_BYTES, read when the reading starts."""
+    if piece_bytes is None:
+        piece_bytes = PIECE_BYTES
     stream: BinaryIO | None = None
     if isinstance(data, bytes | bytearray | memoryview):
         content = bytes(data)
@@ -357,3 +431,72 @@ def _line_offset(raw: bytes, lines: int) -> int:
         return 0
     ends = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 10)
     return int(ends[lines - 1]) + 1
+
+
+def readable_apart(data: bytes | BinaryIO) -> bool:
+    """Whether ``data`` can be read from another thread: bytes, a file in memory, or a file of the operating
+    system. A job's upload is read from the database on the import's own connection, which is not."""
+    if isinstance(data, bytes | bytearray | memoryview | io.BytesIO):
+        return True
+    try:
+        data.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+class ReadAhead:
+    """The blocks of ``blocks`` parsed by a thread of their own, up to ``depth`` ahead of the caller: while the
+    caller waits for the database (its COPY, stubs and pool merges), the next piece is being parsed (psycopg
+    releases the GIL while it waits). The blocks come out in order; an error of the parser (FormatError,
+    NotGrouped) comes out where its block would have. Use as a context manager: leaving it stops the thread,
+    whatever the caller raised. The thread speaks the caller's language (its error messages are translated)."""
+
+    _END = object()
+
+    def __init__(self, blocks: Iterator[RunBlock], depth: int = 2) -> None:
+        self._blocks = blocks
+        self._queue: queue.Queue[tuple[bool, object]] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._language = translation.get_language()
+        self._thread = threading.Thread(target=self._work, name="reljudge-run-parse", daemon=True)
+
+    def _put(self, item: tuple[bool, object]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _work(self) -> None:
+        with translation.override(self._language):
+            try:
+                for block in self._blocks:
+                    if not self._put((True, block)):
+                        return
+                self._put((True, self._END))
+            except BaseException as exc:  # handed to the caller, who raises it
+                self._put((False, exc))
+
+    def __enter__(self) -> Iterator[RunBlock]:
+        self._thread.start()
+        return self._iterate()
+
+    def _iterate(self) -> Iterator[RunBlock]:
+        while True:
+            ok, item = self._queue.get()
+            if not ok:
+                assert isinstance(item, BaseException)
+                raise item
+            if item is self._END:
+                return
+            yield cast(RunBlock, item)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        close = getattr(self._blocks, "close", None)
+        if close is not None:
+            close()

@@ -18,15 +18,23 @@ from django.utils.translation import gettext as _
 
 from judging.formats import SYSTEM_NAME_MAX_LENGTH
 from judging.imports.errors import FormatError, RunExists
-from judging.imports.parse.stream import NotGrouped, RunBlock, stream_run
+from judging.imports.parse.stream import NotGrouped, ReadAhead, RunBlock, readable_apart, stream_run
 from judging.imports.service.pool import pool_merge
 from judging.imports.service.stubs import StubIds
 from judging.imports.service.summary import ImportSummary, Progress, logged
-from judging.imports.write import Stage
-from judging.models import Campaign, Ranking, System
+from judging.imports.write import KeyChecks, Stage
+from judging.models import Campaign, Document, Pair, Query, Ranking, System
 
 _RANKINGS = [("tag", "text"), ("query_id", "bigint"), ("doc_ids", "bytea"), ("scores", "bytea"), ("length", "integer")]
 _POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
+# A new system's pool pairs are merged each time POOL_STEP are staged, the step growing by POOL_GROWTH each time:
+# small steps let the parser overlap more of the database's work (the last step waits for it alone), but each
+# merge inserts in a savepoint of its own, and past 64 of them in a transaction PostgreSQL looks up pg_subtrans
+# to tell whether a row this transaction wrote is visible, slowing every later statement. The steps stay few:
+# about 7 for a 2M-line run of depth-10 pools, 16 for 10M lines, 31 for 100M (pairs_insert adds one savepoint
+# per PAIR_BATCH pairs within a step, as the single merge at the end did before).
+POOL_STEP = 20_000
+POOL_GROWTH = 1.15
 
 
 def _fingerprint(digests: list[tuple[str, bytes]]) -> str:
@@ -89,7 +97,11 @@ def run_import(
         )
     try:
         with transaction.atomic():  # a savepoint: a file whose rankings are not together is read again, whole
-            return _run_write(campaign, stream_run(data, filename=filename), filename, system_name, replace, progress)
+            blocks = stream_run(data, filename=filename)
+            if not readable_apart(data):
+                return _run_write(campaign, blocks, filename, system_name, replace, progress)
+            with ReadAhead(blocks) as ahead:
+                return _run_write(campaign, ahead, filename, system_name, replace, progress)
     except NotGrouped:
         pass
     blocks = stream_run(data, filename=filename, whole=True)
@@ -109,7 +121,18 @@ def _run_write(
     depth = campaign.pool_depth
     digests: dict[str, list[tuple[str, bytes]]] = {}
     entries: dict[str, int] = {}
-    with Stage("reljudge_run_rankings", _RANKINGS) as rankings, Stage("reljudge_run_pool", _POOL) as pool:
+    # Systems new to the campaign get their pool pairs a block at a time, while the file is still being read
+    # (the next piece is parsed meanwhile, see ReadAhead): such a run is added whatever the rest of the file
+    # holds, or the transaction fails whole. The pairs of a system that exists wait for the decision (unchanged,
+    # refused or replaced) the whole file makes.
+    new_system: dict[str, bool] = {}
+    checks = KeyChecks([Document, Query, Pair])
+    step = POOL_STEP
+    with (
+        Stage("reljudge_run_rankings", _RANKINGS) as rankings,
+        Stage("reljudge_run_pool", _POOL) as pool,
+        Stage("reljudge_run_pool_block", _POOL) as block_pool,
+    ):
         for block in blocks:
             codes = ids.documents(block.docids)
             block.duplicates_check(codes)
@@ -124,21 +147,33 @@ def _run_write(
             for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
                 digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
                 entries[tag] = entries.get(tag, 0) + len(d) // 8
+                if tag not in new_system:
+                    name = system_name or tag
+                    new_system[tag] = not System.objects.filter(campaign=campaign, name=name).exists()
             rankings.add([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
             # The pool: each ranking's top ``depth`` documents.
             position = np.arange(len(ordered)) - np.repeat(starts, lengths)
-            top = position < depth
-            pool.add(
-                [
-                    np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
-                    np.repeat(queries, lengths)[top],
-                    ordered[top],
-                ],
-                int(top.sum()),
-            )
+            early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
+            for now, stage in ((True, block_pool), (False, pool)):
+                top = (position < depth) & np.repeat(early == now, lengths)
+                if not top.any():
+                    continue
+                stage.add(
+                    [
+                        np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
+                        np.repeat(queries, lengths)[top],
+                        ordered[top],
+                    ],
+                    int(top.sum()),
+                )
+            if block_pool.rows >= step:
+                summary.pairs_added += _pool_step(campaign, block_pool, checks)
+                step = int(step * POOL_GROWTH)
             if progress:
                 progress(block.lines or len(ordered))
             del codes, ordered, doc_bytes, score_bytes
+        if block_pool.rows:
+            summary.pairs_added += _pool_step(campaign, block_pool, checks)
         summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
         if system_name and len(digests) > 1:
             raise FormatError(
@@ -154,9 +189,25 @@ def _run_write(
         pool.prepare("tag")
         for tag in sorted(digests):
             _system_merge(
-                campaign, tag, system_name or tag, digests[tag], entries[tag], rankings, pool, replace, summary
+                campaign,
+                tag,
+                system_name or tag,
+                digests[tag],
+                entries[tag],
+                rankings,
+                None if new_system[tag] else pool,
+                replace,
+                summary,
             )
     return summary
+
+
+def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks) -> int:
+    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks; the pairs added."""
+    added = pool_merge(campaign=campaign, stage=stage)
+    stage.clear()
+    checks.run()
+    return added
 
 
 def _system_merge(
@@ -166,11 +217,12 @@ def _system_merge(
     digests: list[tuple[str, bytes]],
     entries: int,
     rankings: Stage,
-    pool: Stage,
+    pool: Stage | None,
     replace: bool,
     summary: ImportSummary,
 ) -> None:
-    """One tag's staged rankings into its system: unchanged, refused, replaced or new; and its pool pairs."""
+    """One tag's staged rankings into its system: unchanged, refused, replaced or new; and its pool pairs
+    (``pool`` None: already merged, the system being new)."""
     fingerprint = _fingerprint(digests)
     system = System.objects.filter(campaign=campaign, name=name).first()
     if system is not None:
@@ -202,4 +254,5 @@ def _system_merge(
             [system.pk, tag],
         )
     summary.systems.append(name)
-    summary.pairs_added += pool_merge(campaign=campaign, stage=pool, where="s.tag = %s", params=[tag])
+    if pool is not None:
+        summary.pairs_added += pool_merge(campaign=campaign, stage=pool, where="s.tag = %s", params=[tag])

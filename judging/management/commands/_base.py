@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO, cast
+from typing import BinaryIO, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -33,6 +33,19 @@ class CampaignCommand(BaseCommand):
         if not p.is_file():
             raise CommandError(f"{path}: no such file")
         return p.read_bytes(), p.name
+
+    def open(self, path: str) -> tuple[BinaryIO, str, int]:
+        """The file opened to be read a piece at a time (the caller closes it), its name, and its line count
+        (counted a piece at a time: a file of any size is never in memory whole)."""
+        p = Path(path)
+        if not p.is_file():
+            raise CommandError(f"{path}: no such file")
+        data = p.open("rb")
+        lines = 0
+        while piece := data.read(1 << 22):
+            lines += piece.count(b"\n")
+        data.seek(0)
+        return data, p.name, lines
 
     def run_import(self, func, *, total: int | None = None, **kwargs):
         # OutputWrapper keeps the stream it wraps in _out (django-stubs types its other attributes as callables).

@@ -18,13 +18,14 @@ class Command(CampaignCommand):
 
     def handle(self, *args, slug, file, system, replace, **options):
         campaign = self.campaign(slug)
-        data, name = self.read(file)
-        self.run_import(
-            run_import,
-            total=data.count(b"\n"),
-            campaign=campaign,
-            data=data,
-            filename=name,
-            system_name=system,
-            replace=replace,
-        )
+        data, name, lines = self.open(file)  # read a piece at a time: memory stays flat whatever the file's size
+        with data:
+            self.run_import(
+                run_import,
+                total=lines,
+                campaign=campaign,
+                data=data,
+                filename=name,
+                system_name=system,
+                replace=replace,
+            )
