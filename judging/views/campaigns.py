@@ -126,10 +126,10 @@ def _stop_text(campaign) -> str:
     cells = len(lb.cube.system_ids) * len(lb.cube.query_ids) * lb.cube.doc_ids.shape[2]
     if cells > INLINE_TRUST_CELLS:
         return ""
-    v = trust.verdicts(lb, trust.QUEUE_MEASURE)
-    if not v.adjacent:
+    entries = trust.trust_entries(lb, trust.QUEUE_MEASURE, trust.TOP_K_DEFAULT)  # the leaderboard's own
+    if "stop" not in entries:
         return ""
-    return scoring.stop_sentence(trust.stop_of(lb, v, trust.TOP_K_DEFAULT), v.without_labels, len(v.order))
+    return scoring.stop_sentence(entries["stop"], entries["queries_without_labels"], len(lb.cube.system_ids))
 
 
 @login_required

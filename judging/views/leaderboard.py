@@ -454,10 +454,11 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
 
 # --------------------------------------------------------------------------- how far to trust it
 
-# Systems x scored queries x depth up to which the polled table computes score bounds and settled verdicts
-# within the request; above it they are on the Trust page (about a second after each label change on
-# 20 x 5,000 x 100, see bench/trust_api_bench.py), and the table links there.
-INLINE_TRUST_CELLS = 2_000_000
+# Systems x scored queries x depth up to which the polled table shows score bounds and verdicts within the
+# request; above it they are on the Trust page, and the table links there. After a judgment they cost ~30 ms
+# at 20 x 5,000 x 100 (bench/leaderboard_bench.py, VERDICTS); a worker's first labels state costs it a cold
+# build (2-3 s there) unless another process published that state's verdicts (trust.trust_entries).
+INLINE_TRUST_CELLS = 20_000_000
 
 
 def _trust_inline(lb: scoring.Leaderboard) -> bool:
@@ -468,24 +469,26 @@ def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -
     """Each row's bounds on the ranking measure and whether its order with the next row is settled."""
     if not rows or not lb.n_scored or not _trust_inline(lb) or ctx.measure.startswith("Judged"):
         return {"trust_shown": False, "trust_inline": _trust_inline(lb)}
-    b = trust.bounds(lb)
-    v = trust.verdicts(lb, ctx.measure)
-    for r, verdict in zip(rows, [*v.adjacent, None], strict=True):
-        s = r["index"]
-        r["bounds"] = (float(b.mean_low[ctx.measure][s]), float(b.mean_high[ctx.measure][s]))
+    # the same entries as the JSON's, computed once per labels state by the machine's processes together
+    entries = trust.trust_entries(lb, ctx.measure, ctx.top_k)
+    adjacent = entries["settled"]
+    for r, verdict in zip(rows, [*adjacent, None], strict=True):
+        low, high = entries["bounds"][r["index"]][ctx.measure]
+        r["bounds"] = (float(low), float(high))
         r["next_settled"] = None if verdict is None else verdict["settled"]
         r["next_verdict"] = None if verdict is None else verdict["verdict"]
         r["next_percent"] = None if verdict is None else scoring.holds_percent(verdict["p_holds"])
         r["next_open_pairs"] = 0 if verdict is None else verdict["open_pairs"]
-    n_open = sum(a["verdict"] in ("likely", "open") for a in v.adjacent)
-    stop = trust.stop_of(lb, v, ctx.top_k) if v.adjacent else None
+    n_open = sum(a["verdict"] in ("likely", "open") for a in adjacent)
+    stop = entries.get("stop")
+    without = entries["queries_without_labels"]
     return {
         "trust_shown": True,
         "trust_inline": True,
-        "pairs_left": v.pairs_left,
+        "pairs_left": entries["pairs_left"],
         "n_open": n_open,
-        "n_final": v.final_queries,
-        "n_without_labels": v.without_labels,
+        "n_final": entries["verdict_queries"],
+        "n_without_labels": without,
         "stop": stop,
-        "stop_text": scoring.stop_sentence(stop, v.without_labels, len(v.order)) if stop else "",
+        "stop_text": scoring.stop_sentence(stop, without, len(lb.cube.system_ids)) if stop else "",
     }

@@ -69,5 +69,5 @@ from judging.scoring.trust.segments import (  # noqa: F401
     segment_json,
     segments,
 )
-from judging.scoring.trust.shapes import leaderboard_data_extend, stop_of  # noqa: F401
+from judging.scoring.trust.shapes import leaderboard_data_extend, stop_of, trust_entries  # noqa: F401
 from judging.scoring.trust.store import caches_clear  # noqa: F401
