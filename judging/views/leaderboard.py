@@ -455,10 +455,11 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
 # --------------------------------------------------------------------------- how far to trust it
 
 # Systems x scored queries x depth up to which the polled table shows score bounds and verdicts within the
-# request; above it they are on the Trust page, and the table links there. After a judgment they cost ~30 ms
-# at 20 x 5,000 x 100 (bench/leaderboard_bench.py, VERDICTS); a worker's first labels state costs it a cold
-# build (2-3 s there) unless another process published that state's verdicts (trust.trust_entries).
-INLINE_TRUST_CELLS = 20_000_000
+# request; above it they are on the Trust page, and the table links there. At 20 x 5,000 x 100 they would add
+# ~30 ms to every poll after a judgment (the table alone takes ~26 ms, bench/leaderboard_bench.py WARMVIEW),
+# and a worker's first labels state a cold build of 2-3 s unless another process published that state's
+# verdicts (trust.trust_entries).
+INLINE_TRUST_CELLS = 2_000_000
 
 
 def _trust_inline(lb: scoring.Leaderboard) -> bool:
