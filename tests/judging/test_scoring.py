@@ -225,3 +225,22 @@ def test_score_blocks_are_written_once_committed_and_leave_the_connection_durabl
         with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
             assert cursor.fetchone()[0] == "on"
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), True, 1])
+def test_scores_json_shortcut_falls_back_to_the_json_module_for_a_value_it_cannot_write(odd):
+    """The per-query text shortcut writes finite floats only; a NaN, an infinity, a bool or an int in any system's
+    values sends the whole document through json.dumps, which writes each as the json module does."""
+    from judging.management.commands.scores import _dumps
+
+    data = {
+        "campaign": "c",
+        "systems": [
+            {"name": "a", "per_query": {"q1": {"P@10": 0.5, "R@10": 0.25}, "q2": {"P@10": 0.1, "R@10": 1.0}}},
+            {"name": "b", "per_query": {"q1": {"P@10": 0.5, "R@10": odd}, "q2": {"P@10": 0.0, "R@10": 0.0}}},
+        ],
+    }
+    assert _dumps(data) == json.dumps(data, indent=1)
+    fine = json.loads(json.dumps(data).replace("NaN", "0.5").replace("Infinity", "0.5"))
+    fine["systems"][1]["per_query"]["q1"]["R@10"] = 0.75
+    assert _dumps(fine) == json.dumps(fine, indent=1)

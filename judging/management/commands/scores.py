@@ -160,8 +160,9 @@ def _dumps(data: dict) -> str:
     token = secrets.token_hex(8)
     blocks = []
     outline = dict(data, systems=[])
+    keys: dict[str, str] = {}  # each query's '"qid": ', the same for every system
     for i, entry in enumerate(systems):
-        block = _per_query_text(entry["per_query"])
+        block = _per_query_text(entry["per_query"], keys)
         if block is None:  # a value the shortcut does not write as json does (not a finite float)
             return jsonlib.dumps(data, indent=1)
         blocks.append(block)
@@ -174,9 +175,9 @@ def _dumps(data: dict) -> str:
 _QUERY_INDENT = " " * 4  # the per-query objects are the fourth level: top, systems, a system, per_query
 
 
-def _per_query_text(per_query: dict[str, dict]) -> str | None:
+def _per_query_text(per_query: dict[str, dict], keys: dict[str, str]) -> str | None:
     """One system's ``per_query`` object as json.dumps(indent=1) writes it at its depth, or None when a value
-    is not a finite float."""
+    is not a finite float. ``keys``: each query's key text, kept across systems."""
     if not per_query:
         return "{}"
     rows = []
@@ -190,7 +191,11 @@ def _per_query_text(per_query: dict[str, dict]) -> str | None:
                 + f"\n{_QUERY_INDENT}}}"
             )
         numbers = tuple(values.values())
-        if not all(type(v) is float and math.isfinite(v) for v in numbers):
+        # floats only (json writes True, %r True), and finite: a NaN or an infinity makes the sum one
+        if set(map(type, numbers)) != {float} or not math.isfinite(sum(numbers)):
             return None
-        rows.append(f"{_QUERY_INDENT}{jsonlib.dumps(qid)}: " + row_format % numbers)
+        key = keys.get(qid)
+        if key is None:
+            key = keys[qid] = f"{_QUERY_INDENT}{jsonlib.dumps(qid)}: "
+        rows.append(key + row_format % numbers)
     return "{\n" + ",\n".join(rows) + "\n   }"
