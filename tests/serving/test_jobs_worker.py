@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 from tests.data import DOCS, TOPICS
@@ -23,7 +25,7 @@ def _upload(lead, base, slug, name, text, **fields):
     )
 
 
-def _poll(session, url, *, until=("done", "failed"), timeout=90) -> list[dict]:
+def _poll(session, url, *, until=("done", "failed"), timeout=90, interval=0.1) -> list[dict]:
     seen = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -31,7 +33,7 @@ def _poll(session, url, *, until=("done", "failed"), timeout=90) -> list[dict]:
         seen.append(body)
         if body["status"] in until:
             return seen
-        time.sleep(0.1)
+        time.sleep(interval)
     raise AssertionError(f"job still {seen[-1]['status']} after {timeout} s")
 
 
@@ -138,13 +140,16 @@ def test_web_upload_above_the_threshold_redirects_to_the_job_page(site):
 def test_killed_worker_leaves_no_partial_import_and_the_job_fails_then_retries(site):
     base, lead = _serve(site, "jobkill")
     worker = site.worker(log=site.logs / "worker.log")
-    # Large enough that the import runs for a while after the worker claims it.
-    text = run_text(tag="huge", queries=400, depth=1000)
+    # Large enough that the import runs for seconds after the worker claims it (600k lines, about 20 MB).
+    text = run_text(tag="huge", queries=600, depth=1000)
     url = _upload(lead, base, "jobkill", "huge.run", text).headers["Location"]
-    _poll(lead, url, until=("running", "done", "failed"))
-    time.sleep(0.5)
-    site.stop(worker, kill=True)  # SIGKILL: no cleanup code runs in the worker
-    assert lead.get(url, timeout=30).json()["status"] == "running"  # not yet known to be dead
+    _poll(lead, url, until=("running", "done", "failed"), interval=0.02)
+    # Frozen at once, mid-import, however fast this machine imports; then killed (SIGKILL: no cleanup runs).
+    os.killpg(worker.pid, signal.SIGSTOP)
+    frozen = lead.get(url, timeout=30).json()
+    assert frozen["status"] == "running", frozen  # not yet known to be dead
+    assert frozen["progress"]["done"] < frozen["progress"]["total"], frozen
+    site.stop(worker, kill=True)
 
     final = _poll(lead, url, timeout=30)[-1]  # no heartbeat for 4 s -> reaped on read
     assert final["status"] == "failed" and "worker" in final["error"]["detail"]
@@ -157,7 +162,7 @@ def test_killed_worker_leaves_no_partial_import_and_the_job_fails_then_retries(s
     site.worker(log=site.logs / "worker2.log")
     final = _poll(lead, url, timeout=180)[-1]
     assert final["status"] == "done", final
-    assert _campaign_rows(site, "jobkill") == {"system": 1, "pair": 400 * 10, "ranking": 400}
+    assert _campaign_rows(site, "jobkill") == {"system": 1, "pair": 600 * 10, "ranking": 600}
 
 
 def test_slow_significance_test_runs_in_the_worker_and_the_app_then_serves_its_matrix(site):
