@@ -13,7 +13,8 @@ Prints, with the machine's yardstick line:
 - the default leaderboard request (bounds and verdicts) after each of --judgments judgments: every time, and the
   median of the last five (by then the workers have computed trust arrays of their own: a worker builds them
   whole at its first new labels state);
-- each worker's proportional memory (PSS, /proc/PID/smaps_rollup) and the cube file's size, with 4 workers.
+- each worker's proportional memory (PSS, /proc/PID/smaps_rollup) with 4 workers, its anonymous memory beyond what
+  it held idle (before its first request), and the shared files' sizes (the cube and the ranked labels).
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ def main() -> None:
         print(f"cold start without the cube file: {board(url):.2f} s", flush=True)
         site.stop_all()
         url = start()
+        # what each worker holds before its first request: Django, numpy and the app's modules
+        idle = {pid: pss_kb(pid) for pid in worker_pids(site.processes[0].pid)}
         print(f"cold start with the cube file: {board(url):.2f} s", flush=True)
         pairs = [
             p
@@ -226,14 +229,22 @@ def main() -> None:
             flush=True,
         )
         master = site.processes[0].pid
+        file_pss = 0
         for pid in worker_pids(master):
             mem = pss_kb(pid)
+            file_pss += mem.get("Pss_File", 0)
+            base = idle.get(pid, {}).get("Pss_Anon")
+            extra = f", {(mem.get('Pss_Anon', 0) - base) / 1024:.0f} MB more than idle" if base is not None else ""
             print(
-                f"worker {pid}: PSS {mem['Pss'] / 1024:.0f} MB (anonymous {mem.get('Pss_Anon', 0) / 1024:.0f} MB, "
-                f"file {mem.get('Pss_File', 0) / 1024:.0f} MB), RSS {mem['Rss'] / 1024:.0f} MB"
+                f"worker {pid}: PSS {mem['Pss'] / 1024:.0f} MB (anonymous {mem.get('Pss_Anon', 0) / 1024:.0f} MB"
+                f"{extra}; file {mem.get('Pss_File', 0) / 1024:.0f} MB), RSS {mem['Rss'] / 1024:.0f} MB"
             )
-        size = sum(p.stat().st_size for p in cube_dir.glob("cube-*.bin"))
-        print(f"cube file: {size / 2**20:.0f} MB, shared by the workers")
+        cubes = sum(p.stat().st_size for p in cube_dir.glob("cube-*.bin"))
+        grids = sum(p.stat().st_size for p in cube_dir.glob("grid-*.bin"))
+        print(
+            f"files: cube {cubes / 2**20:.0f} MB, ranked labels {grids / 2**20:.0f} MB, shared by the workers "
+            f"(their pages in the workers' PSS, each counted once: {file_pss / 1024:.0f} MB)"
+        )
         print(machine_line())
     finally:
         site.stop_all()

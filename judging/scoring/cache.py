@@ -31,6 +31,7 @@ from judging.scoring.cube import (
     run_cube,
     segment_mask,
 )
+from judging.scoring.memory import built_large
 
 # Queries per shared-cache entry: a new label rewrites one block (16 queries x 20 systems x 9 measures is
 # 23 kB), not the whole table. Blocks of 64 took 10-20 ms to write on PostgreSQL's database cache after each
@@ -260,6 +261,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             table.labelled[sl] = np.where(ok, bl, table.labelled[sl])
         dirty = np.flatnonzero(table.versions != versions)
     if dirty.size:
+        built_large()
         labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
         grid, qrels, _, counts = label_arrays(cube, dirty, labels)
         scores, labelled = _score(grid, qrels, counts, params)

@@ -7,9 +7,10 @@ runs state (the cube's key: the campaign, its systems' fingerprints and its quer
 maps that file with ``mmap``: the pages live once in the machine's page cache, counted once in the workers'
 proportional memory, and a restarted worker maps the existing file instead of reading the database.
 
-Judgments never touch the file: labels are read from the database per query and kept in memory (they are small
-next to the runs). New runs or queries are a new state, a new file; the old files of the campaign go when the new
-one is in place (a worker still mapping one keeps its pages until it lets go: unlinking a mapped file is safe).
+Judgments never touch the file: labels are read from the database per query, and the ranked labels the trust
+measures read (one byte an entry) have a file of their own, judging.scoring.grid_file. New runs or queries are a
+new state, a new file; the old files of the campaign go when the new one is in place (a worker still mapping one
+keeps its pages until it lets go: unlinking a mapped file is safe).
 
 The layout: an 8-byte magic, the header's length (8 bytes) and CRC-32 (4 bytes), the header (JSON: the format
 version, the digest of the state, the shape, the systems and queries), then, from the next 4096-byte boundary, the
@@ -94,27 +95,77 @@ def build_lock(folder: Path, campaign_pk: int) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
-    """Map the cube file of this state if a sound one exists; a file that is not sound is removed (None)."""
-    path = _path(folder, campaign_pk, digest)
+def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple[dict[str, Any], int] | str | None:
+    """The header of a file written by :func:`write_file` and the offset of its data: None when there is no file,
+    else why it cannot be used (a message) when its magic, header CRC, format or state digest differ, or when
+    its size is not the header's offset plus ``data_bytes(header)``."""
     try:
         with open(path, "rb") as handle:
             head = handle.read(_PREFIX.size)
-            magic, length, crc = _PREFIX.unpack(head) if len(head) == _PREFIX.size else (b"", 0, 0)
-            raw = handle.read(length) if magic == MAGIC and length < 64 * 1024 * 1024 else b""
+            found, length, crc = _PREFIX.unpack(head) if len(head) == _PREFIX.size else (b"", 0, 0)
+            raw = handle.read(length) if found == magic and length < 64 * 1024 * 1024 else b""
         size = path.stat().st_size
     except FileNotFoundError:
         return None
     except OSError as exc:
-        logger.warning("cube file %s unreadable (%s): rebuilding it", path.name, exc)
+        return f"unreadable: {exc}"
+    if found != magic:
+        return "not a file of this kind and version"
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        return "header damaged"
+    try:
+        header = json.loads(raw)
+        if header.get("format") != FORMAT:
+            return f"format {header.get('format')!r}, expected {FORMAT}"
+        if header.get("state") != digest:
+            return "another state"
+        offset = _data_offset(length)
+        expected = offset + int(data_bytes(header))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return "header damaged"
+    if size != expected:
+        return f"{size} bytes, expected {expected} (truncated)"
+    return header, offset
+
+
+def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator[np.ndarray]) -> bool:
+    """Write a file of ``header`` (JSON, with ``format``) and the raw bytes of ``parts`` (from the next page
+    boundary), under a temporary name renamed into place once synced, so a reader never sees half of one.
+    False (and a warning in the log) when it could not be written: a full disk, a read-only folder."""
+    raw = json.dumps({"format": FORMAT, **header}, ensure_ascii=False).encode()
+    temp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temp, "wb") as handle:
+            handle.write(_PREFIX.pack(magic, len(raw), zlib.crc32(raw)))
+            handle.write(raw)
+            handle.write(b"\0" * (_data_offset(len(raw)) - _PREFIX.size - len(raw)))
+            for part in parts:
+                handle.write(np.ascontiguousarray(part).data.cast("B"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
+        logger.warning("%s not written%s: %s; the previous one stays in use", path.name, full, exc)
+        return False
+    return True
+
+
+def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
+    """Map the cube file of this state if a sound one exists; a file that is not sound is removed (None)."""
+    path = _path(folder, campaign_pk, digest)
+    got = read_header(path, MAGIC, digest, lambda h: int(np.prod(h["shape"])) * 8)
+    if got is None:
         return None
-    problem = _check(magic, raw, length, crc, digest, size)
-    if isinstance(problem, str):
-        logger.warning("cube file %s not used (%s): rebuilding it", path.name, problem)
+    if isinstance(got, str):
+        logger.warning("cube file %s not used (%s): rebuilding it", path.name, got)
         with contextlib.suppress(OSError):
             path.unlink()
         return None
-    header, offset = problem
+    header, offset = got
     shape = tuple(int(n) for n in header["shape"])
     doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape) if all(shape) else np.zeros(shape)
     return CubeFile(
@@ -125,27 +176,6 @@ def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
         doc_ids,
         path,
     )
-
-
-def _check(magic: bytes, raw: bytes, length: int, crc: int, digest: str, size: int) -> str | tuple[dict[str, Any], int]:
-    """Why the file cannot be used, or its header and data offset."""
-    if magic != MAGIC:
-        return "not a cube file of this version"
-    if len(raw) != length or zlib.crc32(raw) != crc:
-        return "header damaged"
-    try:
-        header = json.loads(raw)
-    except ValueError:
-        return "header damaged"
-    if header.get("format") != FORMAT:
-        return f"format {header.get('format')!r}, expected {FORMAT}"
-    if header.get("state") != digest:
-        return "another state"
-    offset = _data_offset(length)
-    expected = offset + int(np.prod(header["shape"])) * 8
-    if size != expected:
-        return f"{size} bytes, expected {expected} (truncated)"
-    return header, offset
 
 
 def _data_offset(header_length: int) -> int:
@@ -166,41 +196,19 @@ def cube_save(
     """Write the state's cube file (a temporary name, then a rename) and map it; the campaign's older states'
     files go. None when it could not be written (a full disk, a read-only folder): the caller keeps its
     in-memory cube, and whatever file was in place stays in use."""
-    header = json.dumps(
-        {
-            "format": FORMAT,
-            "state": digest,
-            "campaign": campaign_pk,
-            "shape": list(doc_ids.shape),
-            "system_ids": system_ids.tolist(),
-            "system_names": system_names,
-            "query_ids": query_ids.tolist(),
-            "qids": qids,
-        },
-        ensure_ascii=False,
-    ).encode()
+    header = {
+        "state": digest,
+        "campaign": campaign_pk,
+        "shape": list(doc_ids.shape),
+        "system_ids": system_ids.tolist(),
+        "system_names": system_names,
+        "query_ids": query_ids.tolist(),
+        "qids": qids,
+    }
     final = _path(folder, campaign_pk, digest)
-    temp = folder / f".{final.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(temp, "wb") as handle:
-            handle.write(_PREFIX.pack(MAGIC, len(header), zlib.crc32(header)))
-            handle.write(header)
-            handle.write(b"\0" * (_data_offset(len(header)) - _PREFIX.size - len(header)))
-            data = np.ascontiguousarray(doc_ids, dtype="<i8")
-            # in slices of systems: a write of the whole 800 MB array would need it as one bytes copy
-            for s in range(data.shape[0]):
-                handle.write(memoryview(data[s]).cast("B"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, final)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
-        logger.warning(
-            "cube file of campaign %s not written%s: %s; the previous one stays in use", campaign_pk, full, exc
-        )
+    # in slices of systems: a write of the whole 800 MB array would need it as one bytes copy
+    data = (np.asarray(doc_ids[s], dtype="<i8") for s in range(doc_ids.shape[0]))
+    if not write_file(final, MAGIC, header, data):
         return None
     _clean(folder, campaign_pk, keep=final)
     return cube_load(folder, campaign_pk, digest)
@@ -213,8 +221,14 @@ def _clean(folder: Path, campaign_pk: int, *, keep: Path) -> None:
             with contextlib.suppress(OSError):
                 path.unlink()
                 logger.info("cube file %s of an older state removed", path.name)
+    # labels files (judging.scoring.grid_file) of the older runs states: their names begin with the cube's digest
+    current = f"grid-{campaign_pk}-{keep.stem.rsplit('-', 1)[1][:16]}-"
+    for path in folder.glob(f"grid-{campaign_pk}-*.bin"):
+        if not path.name.startswith(current):
+            with contextlib.suppress(OSError):
+                path.unlink()
     now = time.time()
-    for path in folder.glob(".cube-*.tmp"):
+    for path in [*folder.glob(".cube-*.tmp"), *folder.glob(".grid-*.tmp")]:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > TEMP_MAX_AGE:
                 path.unlink()
@@ -228,10 +242,10 @@ def campaign_deleted(sender: object, instance: object, **kwargs: object) -> None
 
 
 def cube_files_remove(campaign_pk: int) -> None:
-    """Remove every cube file of a campaign (it was deleted)."""
+    """Remove every cube file and labels file (judging.scoring.grid_file) of a campaign (it was deleted)."""
     folder = cube_dir()
     if folder is None or not folder.is_dir():
         return
-    for path in folder.glob(f"cube-{campaign_pk}-*.bin"):
+    for path in [*folder.glob(f"cube-{campaign_pk}-*.bin"), *folder.glob(f"grid-{campaign_pk}-*.bin")]:
         with contextlib.suppress(OSError):
             path.unlink()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import logging
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from django.db.models import Max
@@ -12,6 +16,7 @@ from django.utils.translation import gettext
 
 import metrics
 from judging.models import Campaign, Grade
+from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.trust.store import LOCK, process_store, recall, remember
@@ -22,6 +27,8 @@ _ARRAYS: OrderedDict[str, TrustArrays] = process_store(OrderedDict())
 _LATEST: dict[str, tuple[np.ndarray, TrustArrays]] = process_store({})
 PATCH_QUERIES = 256  # queries whose labels moved up to which the previous arrays are patched, not rebuilt
 _KEEP_ARRAYS = 2  # the latest states: a request of an older one holds its own reference
+
+logger = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- measure names
@@ -111,6 +118,8 @@ def trust_arrays(lb: Leaderboard) -> TrustArrays:
 
 
 def _arrays_build(lb: Leaderboard) -> TrustArrays:
+    if cube_file.cube_dir() is not None:
+        return _arrays_from_file(lb)
     n_q = len(lb.cube.query_ids)
     versions = lb.table.versions
     with LOCK:
@@ -119,28 +128,187 @@ def _arrays_build(lb: Leaderboard) -> TrustArrays:
         dirty = np.flatnonzero(previous[0] != versions)
         if dirty.size <= PATCH_QUERIES:
             old = previous[1]
-            kept = rescored_label_arrays_take(lb.base_key, versions, dirty)
-            if kept is None:
-                labels = labels_for(
-                    lb.campaign, lb.cube.query_ids[dirty], lb.params.policy, total=n_q, labels=lb.params.labels
-                )
-                grid, qrels, _, _ = label_arrays(lb.cube, dirty, labels)
-            else:  # the leaderboard just rescored these queries from the same labels
-                grid, qrels = kept
+            grid, qrels = _columns(lb, dirty)
             patched = old.labels.copy()
             patched[:, dirty] = grid
-            width = max(old.qrels.shape[1], qrels.shape[1])
-            rows = np.full((n_q, width), metrics.UNJUDGED, dtype=old.qrels.dtype)
-            rows[:, : old.qrels.shape[1]] = old.qrels
-            rows[dirty] = metrics.UNJUDGED
-            rows[dirty, : qrels.shape[1]] = qrels
-            return TrustArrays(patched, rows, old.doc_ids, old.positions)
-    kept = rescored_label_arrays_take(lb.base_key, versions, np.arange(n_q))
-    if kept is not None:  # the leaderboard was just scored whole from the same labels
-        return TrustArrays(kept[0], kept[1], lb.cube.doc_ids, np.arange(n_q))
-    labels = labels_for(lb.campaign, lb.cube.query_ids, lb.params.policy, total=n_q, labels=lb.params.labels)
-    grid, qrels, doc_ids, _ = label_arrays(lb.cube, np.arange(n_q), labels)
-    return TrustArrays(grid, qrels, doc_ids, np.arange(n_q))
+            return TrustArrays(patched, _rows_replaced(old.qrels, dirty, qrels), old.doc_ids, old.positions)
+    grid, qrels = _whole(lb)
+    return TrustArrays(grid, qrels, lb.cube.doc_ids, np.arange(n_q))
+
+
+def _columns(lb: Leaderboard, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ranked labels (S, P, D) and qrels rows (P, M) of the queries at cube ``positions``: those the leaderboard
+    just rescored if they are these, else read and probed."""
+    kept = rescored_label_arrays_take(lb.base_key, lb.table.versions, positions)
+    if kept is not None:  # the leaderboard just rescored these queries from the same labels
+        return kept
+    n_q = len(lb.cube.query_ids)
+    labels = labels_for(lb.campaign, lb.cube.query_ids[positions], lb.params.policy, total=n_q, labels=lb.params.labels)
+    grid, qrels, _, _ = label_arrays(lb.cube, positions, labels)
+    return grid, qrels
+
+
+def _whole(lb: Leaderboard) -> tuple[np.ndarray, np.ndarray]:
+    """Ranked labels and qrels rows of every query: those of the leaderboard's last whole scoring when it was
+    just done from the same labels, else read and probed."""
+    return _columns(lb, np.arange(len(lb.cube.query_ids)))
+
+
+def _rows_replaced(rows: np.ndarray, positions: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """A copy of the qrels rows with those at ``positions`` replaced by ``new`` (widened as needed)."""
+    width = max(rows.shape[1], new.shape[1])
+    out = np.full((rows.shape[0], width), metrics.UNJUDGED, dtype=np.int8)
+    out[:, : rows.shape[1]] = rows
+    out[positions] = metrics.UNJUDGED
+    out[positions, : new.shape[1]] = new
+    return out
+
+
+# --------------------------------------------------------------------------- one copy per machine
+
+
+@dataclass
+class _Grid:
+    """This process's view of a labels file (judging.scoring.grid_file): the file, and the columns of the
+    queries whose labels moved since it was written, at the versions they were read at."""
+
+    file: grid_file.GridFile
+    qrels: np.ndarray  # the file's qrels rows
+    moved: np.ndarray  # (k,) ascending cube positions of the columns held
+    versions: np.ndarray  # (k,) the labels version each column was read at
+    columns: np.ndarray  # (S, k, D) int8 their ranked labels
+    rows: np.ndarray  # (k, M) int8 their qrels rows
+
+
+_GRIDS: dict[str, _Grid] = process_store({})
+_REBASING: set[str] = set()  # sources whose file this process is writing anew
+REBASE_IN_THREAD = True  # tests write the new base in the request, to see it at once
+
+
+def _source(lb: Leaderboard) -> tuple[str, str]:
+    cube_digest = cube_file.state_digest(lb.cube.key)
+    source = (lb.params.policy or lb.campaign.aggregation, lb.params.labels)
+    return cube_digest, grid_file.source_digest(cube_digest, source)
+
+
+def _grid_open(folder: Any, lb: Leaderboard, cube_digest: str, digest: str) -> _Grid | None:
+    found = grid_file.grid_load(folder, lb.campaign.pk, cube_digest, digest)
+    s, q, d = lb.cube.doc_ids.shape
+    if found is None or found.shape != (s, q, d):
+        return None
+    empty = np.zeros(0, np.int64)
+    return _Grid(found, found.qrels(), empty, empty, np.zeros((s, 0, d), np.int8), np.zeros((0, 1), np.int8))
+
+
+def _arrays_from_file(lb: Leaderboard) -> TrustArrays:
+    """The arrays of ``lb``'s labels state as a private mapping of the machine's labels file with the columns of
+    the queries judged since it was written put in; the file is written first when there is none (or too many
+    queries moved since), by one process of the machine while the others wait for it."""
+    folder = cube_file.cube_dir()
+    assert folder is not None
+    cube_digest, digest = _source(lb)
+    versions = lb.table.versions
+    with LOCK:
+        grid = _GRIDS.get(digest)
+    if grid is not None and grid.file.shape != lb.cube.doc_ids.shape:
+        grid = None
+    moved = np.flatnonzero(grid.file.versions != versions) if grid is not None else None
+    if grid is None or (moved is not None and moved.size > grid_file.REBASE_QUERIES and grid.file.replaced()):
+        reopened = _grid_open(folder, lb, cube_digest, digest)
+        if reopened is not None:
+            if grid is not None:  # keep the columns already read: they may still be newer than the file's
+                reopened.moved, reopened.versions = grid.moved, grid.versions
+                reopened.columns, reopened.rows = grid.columns, grid.rows
+            grid = reopened
+            moved = np.flatnonzero(grid.file.versions != versions)
+    if grid is None or moved is None or moved.size > PATCH_QUERIES:
+        with cube_file.build_lock(folder, lb.campaign.pk):
+            # another worker may have written it while this one waited
+            grid = _grid_open(folder, lb, cube_digest, digest)
+            if grid is None or int(np.count_nonzero(grid.file.versions != versions)) > PATCH_QUERIES:
+                labels, qrels = _whole(lb)
+                saved = grid_file.grid_save(
+                    folder, lb.campaign.pk, cube_digest, digest, versions=versions, labels=labels, qrels=qrels
+                )
+                if saved is None:  # not written (a full disk): this process keeps its arrays in memory
+                    return TrustArrays(labels, qrels, lb.cube.doc_ids, np.arange(len(versions)))
+                del labels
+                grid = _grid_open(folder, lb, cube_digest, digest)
+                assert grid is not None
+        moved = np.flatnonzero(grid.file.versions != versions)
+    arrays, grid = _patched(lb, grid, moved)
+    with LOCK:
+        _GRIDS[digest] = grid
+    if moved.size > grid_file.REBASE_QUERIES:
+        _rebase(lb, grid, arrays, cube_digest, digest)
+    return arrays
+
+
+def _patched(lb: Leaderboard, grid: _Grid, moved: np.ndarray) -> tuple[TrustArrays, _Grid]:
+    """A fresh private mapping of the grid's file with the columns of the ``moved`` queries put in: those held
+    at the current version reused, the others read."""
+    versions = lb.table.versions
+    s, _, d = grid.file.shape
+    at = np.minimum(np.searchsorted(grid.moved, moved), max(grid.moved.size - 1, 0))
+    held = (grid.moved[at] == moved) & (grid.versions[at] == versions[moved]) if grid.moved.size else moved < 0
+    need = moved[~held]
+    columns = np.empty((s, moved.size, d), dtype=np.int8)
+    columns[:, held] = grid.columns[:, at[held]]
+    width = grid.rows.shape[1]
+    if need.size:
+        new, new_rows = _columns(lb, need)
+        columns[:, ~held] = new
+        width = max(width, new_rows.shape[1])
+    rows = np.full((moved.size, width), metrics.UNJUDGED, dtype=np.int8)
+    rows[held, : grid.rows.shape[1]] = grid.rows[at[held]]
+    if need.size:
+        rows[~held, : new_rows.shape[1]] = new_rows
+    labels = grid.file.labels()
+    if moved.size:
+        labels[:, moved] = columns  # these pages become this process's own; the rest stay the file's
+    labels.flags.writeable = False  # the arrays of a state never change: readers in other threads
+    qrels = _rows_replaced(grid.qrels, moved, rows)
+    arrays = TrustArrays(labels, qrels, lb.cube.doc_ids, np.arange(len(versions)))
+    return arrays, _Grid(grid.file, grid.qrels, moved, versions[moved].copy(), columns, rows)
+
+
+def _rebase(lb: Leaderboard, grid: _Grid, arrays: TrustArrays, cube_digest: str, digest: str) -> None:
+    """Write this state's arrays as the labels file (once per process at a time, and by one process of the
+    machine: the one that takes the file's lock), in a thread: the next arrays map it with fewer columns put in."""
+    folder = cube_file.cube_dir()
+    assert folder is not None
+    with LOCK:
+        if digest in _REBASING:
+            return
+        _REBASING.add(digest)
+    versions = lb.table.versions.copy()
+    pk = lb.campaign.pk
+
+    def run() -> None:
+        try:
+            with open(folder / f"grid-{pk}.lock", "a+b") as handle:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return  # another process of the machine is writing it
+                try:
+                    if grid.file.replaced():
+                        return  # another process wrote a newer one: the next arrays map it
+                    grid_file.grid_save(
+                        folder, pk, cube_digest, digest, versions=versions, labels=arrays.labels, qrels=arrays.qrels
+                    )
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        except Exception:
+            logger.exception("the labels file of campaign %s could not be written anew", pk)
+        finally:
+            with LOCK:
+                _REBASING.discard(digest)
+
+    if REBASE_IN_THREAD:
+        threading.Thread(target=run, name=f"labels-rebase-{pk}", daemon=True).start()
+    else:
+        run()
 
 
 def scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from judging.scoring.cache import Leaderboard
+from judging.scoring.memory import built_large
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -35,6 +36,7 @@ def process_store(store: D) -> D:
 
 def remember(store: OrderedDict[K, V], key: K, value: V, keep: int) -> V:
     """Keep ``value`` under ``key``, forgetting the least recently used entries beyond ``keep``."""
+    built_large()  # what it replaces, and the temporaries it was made from, are memory to give back
     with LOCK:
         store[key] = value
         store.move_to_end(key)
