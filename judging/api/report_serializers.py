@@ -182,6 +182,13 @@ class LeaderboardSerializer(serializers.Serializer):
     queries_without_labels = AsciiIntegerField(
         required=False, help_text="Of those, queries with no label yet (they join the means once judged)."
     )
+    verdicts_behind = AsciiIntegerField(
+        required=False,
+        help_text="Present only when bounds, settled, pairs_left, stop and the verdict counts are those of an "
+        "earlier labels state: on a large campaign, a server process that has not built them yet answers with the "
+        "latest published ones while it builds these in the background (seconds). The number of queries whose "
+        "labels moved since. The scores and per-query values are always current.",
+    )
 
 
 class OnlineAgreementSerializer(serializers.Serializer):

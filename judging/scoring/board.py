@@ -31,6 +31,7 @@ def leaderboard_data(
     micro: bool = False,
     per_query_text: Callable[..., str] | None = None,
     top_k: int = 3,
+    allow_stale: bool = False,
 ) -> dict[str, Any]:
     """The SPEC §4 JSON shape shared by `scores --json` and the API.
 
@@ -46,6 +47,10 @@ def leaderboard_data(
     state of the score table, it returns what stands in the data for that system's per-query object.
 
     ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
+
+    ``allow_stale`` (the API, served by long-running processes): on a large campaign, a process that has not built
+    the bounds and verdicts of an earlier state answers with the latest ones published, marked with
+    ``verdicts_behind``, while it builds this state's in the background (trust.trust_entries).
     """
     params = Params(
         k=k,
@@ -102,6 +107,7 @@ def leaderboard_data(
             with_micro=micro,
             per_query=per_query,
             top_k=top_k,
+            allow_stale=allow_stale,
         )
     return data
 

@@ -17,7 +17,7 @@ from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdi
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
 from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
-from judging.scoring.trust.store import LOCK, cached, process_store
+from judging.scoring.trust.store import LOCK, cached, process_store, recall_cached
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +36,13 @@ def leaderboard_data_extend(
     with_micro: bool,
     per_query: bool,
     top_k: int = TOP_K_DEFAULT,
+    allow_stale: bool = False,
 ) -> None:
     """Add bounds, settled verdicts, diversity and micro averages to ``leaderboard_data``'s JSON in place."""
     systems = data["systems"]
     if with_bounds:
         measure = resolve_measure(measure, lb.params.k)
-        entries = trust_entries(lb, measure, top_k)
+        entries = trust_entries(lb, measure, top_k, allow_stale=allow_stale)
         for entry, system_bounds in zip(systems, entries["bounds"], strict=True):
             entry["bounds"] = system_bounds
         data.update({name: value for name, value in entries.items() if name != "bounds"})
@@ -65,7 +66,13 @@ def leaderboard_data_extend(
         data["micro_note"] = str(MICRO_NOTE)
 
 
-def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
+# Systems x queries x depth above which a process that has no trust arrays of a table may answer a new labels state
+# with the latest published verdicts (allow_stale): building every query's parts takes seconds there (5.7 s at 20M
+# ranked entries), once per worker.
+STALE_CELLS = 2_000_000
+
+
+def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: bool = False) -> dict[str, Any]:
     """The bounds and verdicts the leaderboard JSON adds, for the labels state of ``lb`` (plain JSON values):
     each system's ``bounds``, ``ranked_by``, ``settled``, ``pairs_left``, ``stop``, ``verdict_queries`` and
     ``queries_without_labels``.
@@ -74,9 +81,21 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
     in the shared cache (stamped with the state, as the score blocks are), and another process asked for the
     same state (a restarted worker, a second app server, the worker a balancer sends the lead's next poll to)
     reads them there instead of building the trust arrays and per-query parts it does not have yet: seconds at
-    10M ranked entries. The pool depth and the redundancy (in judgments_left) are named in the key as well."""
+    10M ranked entries. The pool depth and the redundancy (in judgments_left) are named in the key as well.
+
+    ``allow_stale``: when nobody has published this state yet, this process has no arrays of the table to patch
+    (it would build every query's parts in the request), the campaign is larger than :data:`STALE_CELLS` and
+    background work is on (settings.RELJUDGE_TRUST_WARMUP), the latest entries published for the table are
+    returned with ``verdicts_behind`` (how many queries' labels moved since them), and this state's are built in
+    a thread and published; the next request gets them."""
     campaign = lb.campaign
-    key = f"reljudge:trust:{lb.state}:{measure}:{top_k}:{campaign.pool_depth}:{campaign.redundancy}"
+    tail = f"{measure}:{top_k}:{campaign.pool_depth}:{campaign.redundancy}"
+    key = f"reljudge:trust:{lb.state}:{tail}"
+    latest_key = f"reljudge:trust-latest:{lb.key}:{tail}"
+
+    def publish(entries: dict[str, Any]) -> None:
+        latest = {"versions": lb.table.versions.copy(), "entries": entries}
+        shared_write({key: entries, latest_key: latest})
 
     def fetch_or_compute() -> dict[str, Any]:
         shared = cache.get(key)
@@ -84,11 +103,59 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
             _warm_later(lb, measure, top_k)
             return shared
         entries = _entries(lb, measure, top_k)
-        shared_write({key: entries})
+        publish(entries)
         return entries
+
+    if allow_stale and _may_be_stale(lb, (lb.state, measure, top_k)):
+        found = cache.get_many([key, latest_key])
+        if not isinstance(found.get(key), dict):
+            latest = found.get(latest_key)
+            if isinstance(latest, dict) and getattr(latest.get("versions"), "shape", None) == lb.table.versions.shape:
+                behind = int(np.count_nonzero(latest["versions"] != lb.table.versions))
+                _compute_later(lb, measure, top_k, lambda: cached(lb, ("json-trust", measure, top_k), fetch_or_compute))
+                return {**latest["entries"], "verdicts_behind": behind}
 
     entries: dict[str, Any] = cached(lb, ("json-trust", measure, top_k), fetch_or_compute)
     return entries
+
+
+def _may_be_stale(lb: Leaderboard, what: tuple[object, ...]) -> bool:
+    """Whether trust_entries may answer ``lb``'s state with older entries: see its ``allow_stale``. Also while
+    this process builds the state in a thread (its arrays then exist, but the parts are not done)."""
+    s, q, d = lb.cube.doc_ids.shape
+    if not settings.RELJUDGE_TRUST_WARMUP or int(s) * int(q) * int(d) <= STALE_CELLS:
+        return False
+    if recall_cached(lb, ("json-trust", *what[1:])):
+        return False
+    with LOCK:
+        if what in _COMPUTING:
+            return True
+    return not has_arrays(lb)
+
+
+# labels states (with measure and top_k) this process is computing in a thread
+_COMPUTING: dict[tuple[object, ...], bool] = process_store({})
+
+
+def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any) -> None:
+    """Run ``compute`` (which publishes the state's entries) in a thread, once per state at a time."""
+    what = (lb.state, measure, top_k)
+    with LOCK:
+        if what in _COMPUTING:
+            return
+        _COMPUTING[what] = True
+
+    def run() -> None:
+        try:
+            compute()
+        except Exception:
+            logger.exception("the verdicts of %s could not be built", lb.campaign.slug)
+        finally:
+            with LOCK:
+                _COMPUTING.pop(what, None)
+            connections.close_all()  # this thread's own connections
+
+    threading.Thread(target=run, name=f"trust-state-{lb.campaign.pk}", daemon=True).start()
 
 
 # (table, measure) this process has warmed, or is warming

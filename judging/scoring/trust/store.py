@@ -63,6 +63,12 @@ def cached(lb: Leaderboard, what: tuple[object, ...], compute: Callable[[], T]) 
     return cast(T, got)
 
 
+def recall_cached(lb: Leaderboard, what: tuple[object, ...]) -> bool:
+    """Whether :func:`cached` holds a value of ``lb``'s labels state and ``what``."""
+    with LOCK:
+        return (lb.state, *what) in _RESULTS
+
+
 @dataclass(frozen=True)
 class _PerQuery:
     versions: np.ndarray  # (Q,) the labels versions the value was made for
