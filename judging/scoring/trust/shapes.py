@@ -128,18 +128,19 @@ def _may_be_stale(lb: Leaderboard, what: tuple[object, ...]) -> bool:
     if recall_cached(lb, ("json-trust", *what[1:])):
         return False
     with LOCK:
-        if what in _COMPUTING:
-            return True
+        if (lb.key, *what[1:]) in _COMPUTING:
+            return True  # a thread builds an earlier state's parts: this one would build them all again
     return not has_arrays(lb)
 
 
-# labels states (with measure and top_k) this process is computing in a thread
+# tables (with measure and top_k) whose current entries this process is computing in a thread
 _COMPUTING: dict[tuple[object, ...], bool] = process_store({})
 
 
 def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any) -> None:
-    """Run ``compute`` (which publishes the state's entries) in a thread, once per state at a time."""
-    what = (lb.state, measure, top_k)
+    """Run ``compute`` (which publishes the state's entries) in a thread, one per table at a time: later states
+    are answered with the published entries meanwhile, and patched from these parts once they are done."""
+    what = (lb.key, measure, top_k)
     with LOCK:
         if what in _COMPUTING:
             return
