@@ -160,6 +160,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--port", type=int, default=9190)
     parser.add_argument("--reuse", action="store_true", help="keep the database and its campaign")
+    parser.add_argument(
+        "--cube-dir",
+        default=str(Path(tempfile.gettempdir()) / "reljudge_scale_cubes"),
+        help="RELJUDGE_CUBE_DIR of the served app (emptied for the cold start)",
+    )
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument(
         "--judgments", type=int, default=15, help="judgments, each followed by a leaderboard request (timed)"
@@ -168,7 +173,7 @@ def main() -> None:
     entries = args.queries * args.systems * args.depth
     print(machine_line(), flush=True)
     print(f"campaign: {args.systems} systems x {args.queries:,} queries x depth {args.depth} = {entries:,} entries")
-    cube_dir = Path(tempfile.gettempdir()) / "reljudge_scale_cubes"
+    cube_dir = Path(args.cube_dir)
     site = Site(database_url=args.database, extra_env={"RELJUDGE_CUBE_DIR": str(cube_dir), "DATABASE_POOL_MAX": "4"})
     folder = Path(tempfile.mkdtemp(prefix="reljudge_scale_"))
     try:
