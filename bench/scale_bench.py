@@ -167,7 +167,11 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument(
-        "--judgments", type=int, default=15, help="judgments, each followed by a leaderboard request (timed)"
+        "--judgments",
+        type=int,
+        default=15,
+        help="judgments, each followed by a leaderboard request (timed); then as many, each followed by a request "
+        "without per-query values",
     )
     args = parser.parse_args()
     entries = args.queries * args.systems * args.depth
@@ -194,9 +198,9 @@ def main() -> None:
         def start() -> str:
             return site.gunicorn(log=log, workers=args.workers, threads=args.threads, port=args.port)
 
-        def board(url: str) -> float:
+        def board(url: str, query: str = "") -> float:
             t = time.perf_counter()
-            got = requests.get(f"{url}/api/campaigns/{SLUG}/leaderboard/", headers=lead, timeout=3600)
+            got = requests.get(f"{url}/api/campaigns/{SLUG}/leaderboard/{query}", headers=lead, timeout=3600)
             assert got.status_code == 200, got.text[:500]
             return time.perf_counter() - t
 
@@ -214,16 +218,20 @@ def main() -> None:
             for (p,) in site.sql(
                 "SELECT p.public_id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
                 "WHERE c.slug = %s AND p.pooled AND p.judgment_count = 0 ORDER BY p.public_id LIMIT %s",
-                (SLUG, args.judgments),
+                (SLUG, 2 * args.judgments),
             )
         ]
-        after = []
+        after, means = [], []
+        # the default request after each of --judgments judgments, then the means alone after as many more
         for grade, pair in enumerate(pairs):
             posted = requests.post(
                 f"{url}/api/judgments/", json={"pair": pair, "grade": grade % 3}, headers=ann, timeout=60
             )
             assert posted.status_code in (200, 201), posted.text[:300]
-            after.append(board(url))
+            if grade < args.judgments:
+                after.append(board(url))
+            else:
+                means.append(board(url, "?per_query=false"))
         # The first requests after judgments land on workers that have not computed the trust arrays yet (each
         # builds them on its first new labels state: a cold start of its own); the last five are the steady
         # state a lead polling the leaderboard sees.
@@ -231,6 +239,11 @@ def main() -> None:
         print(
             f"leaderboard after a judgment: median of the last {len(steady)} {statistics.median(steady) * 1000:.0f} ms"
             f" (each, in order: {', '.join(f'{s * 1000:.0f}' for s in after)} ms)",
+            flush=True,
+        )
+        print(
+            f"the same without per-query values (?per_query=false), after {len(means)} more: median of the last 5 "
+            f"{statistics.median(means[-5:]) * 1000:.0f} ms (each: {', '.join(f'{s * 1000:.0f}' for s in means)} ms)",
             flush=True,
         )
         master = site.processes[0].pid
