@@ -22,6 +22,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from judging import formats
 from judging.models import Campaign
 from judging.scoring import leaderboard_data
+from judging.scoring.series_file import series_load, series_save_later
 from judging.selectors import JUDGMENT_EXPORT_COLUMNS
 
 ROWS_PER_CHUNK = 1000
@@ -395,19 +396,22 @@ class _PerQueryText:
         self.parts: dict[str, str] = {}
         self.keys: tuple[tuple, list[str]] | None = None
 
-    def __call__(self, values, qids: list[str], names: list[str], *, block: str, series: str = "") -> str:
+    def __call__(
+        self, values, qids: list[str], names: list[str], *, block: str, series: str = "", campaign_pk: int = 0
+    ) -> str:
         """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
         block ``block`` names (the scores' state and the system): written once per state, from the rows of
-        the same ``series`` (the system in the previous states of the score table) where they did not move."""
+        the same ``series`` (the system in the previous states of the score table) where they did not move:
+        this process's, or those another process of the machine saved (judging.scoring.series_file)."""
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
         text = BLOCK_TEXTS.get(block)
         if text is None:
-            text = self._text(values(), qids, names, series)
+            text = self._text(values(), qids, names, series, campaign_pk)
             BLOCK_TEXTS.put(block, text)
         self.parts[placeholder] = text
         return placeholder
 
-    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str) -> str:
+    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str, campaign_pk: int = 0) -> str:
         values = np.ascontiguousarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise _NotFinite
@@ -416,9 +420,11 @@ class _PerQueryText:
         # {"P@10":%r,...}: repr writes a float exactly as json.dumps does.
         row_format = "{" + ",".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ":%r" for n in names) + "}"
         names_key = tuple(names)
-        items = self._patched(series, names_key, values, row_format) if series else None
+        items = self._patched(series, names_key, values, row_format, campaign_pk) if series else None
         if items is None:  # each query's '"qid":{...}'
             items = list(map(str.__add__, self.keys[1], self._rows(values, names_key, row_format)))
+        if series and campaign_pk:
+            series_save_later(campaign_pk, series, names_key, self.keys[0], values, items)
         if series:
             size = values.nbytes + sum(map(len, items)) + 64 * len(items)  # text, and a str object's own size
             with _SERIES_LOCK:
@@ -429,13 +435,18 @@ class _PerQueryText:
         return "{" + ",".join(items) + "}"
 
     def _patched(
-        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: str
+        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: str, campaign_pk: int = 0
     ) -> list[str] | None:
         """The series' latest items ('"qid":{...}') with the rows whose values moved written again, or None
-        when the queries differ (a query joined the means) or too many rows moved."""
+        when the queries differ (a query joined the means) or too many rows moved. The latest items are this
+        process's, else those saved on the machine for the same queries."""
         assert self.keys is not None
         with _SERIES_LOCK:
             got = _SERIES.get((series, names_key))
+        if got is None and campaign_pk:
+            saved = series_load(campaign_pk, series, names_key, self.keys[0])
+            if saved is not None:
+                got = (self.keys[0], saved[0], saved[1], 0)
         if got is None or got[1].shape != values.shape or got[0] != self.keys[0]:
             return None
         moved = np.flatnonzero((got[1] != values).any(axis=1))

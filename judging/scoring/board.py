@@ -42,9 +42,9 @@ def leaderboard_data(
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
     ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
-    names, block=..., series=...)`` for each system, with ``values()`` its (Q_scored, M) per-query values,
-    ``block`` naming them (the scores' state and the system) and ``series`` the same system's values in every
-    state of the score table, it returns what stands in the data for that system's per-query object.
+    names, block=..., series=..., campaign_pk=...)`` for each system, with ``values()`` its (Q_scored, M)
+    per-query values, ``block`` naming them (the scores' state and the system) and ``series`` the same system's
+    values in every state of the score table, it returns what stands in the data for that system's per-query object.
 
     ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
 
@@ -78,7 +78,12 @@ def leaderboard_data(
                 return lb.table.scores[:, s][:, lb.table.labelled].T
 
             entry["per_query"] = per_query_text(
-                system_values, qids, names, block=f"{state}:{s}", series=f"{lb.key}:{lb.cube.system_ids[s]}"
+                system_values,
+                qids,
+                names,
+                block=f"{state}:{s}",
+                series=f"{lb.key}:{lb.cube.system_ids[s]}",
+                campaign_pk=campaign.pk,
             )
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)

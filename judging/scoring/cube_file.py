@@ -227,8 +227,12 @@ def _clean(folder: Path, campaign_pk: int, *, keep: Path) -> None:
         if not path.name.startswith(current):
             with contextlib.suppress(OSError):
                 path.unlink()
+    # per-query texts (judging.scoring.series_file) of the older runs' score tables
+    for path in folder.glob(f"text-{campaign_pk}-*.bin"):
+        with contextlib.suppress(OSError):
+            path.unlink()
     now = time.time()
-    for path in [*folder.glob(".cube-*.tmp"), *folder.glob(".grid-*.tmp")]:
+    for path in [*folder.glob(".cube-*.tmp"), *folder.glob(".grid-*.tmp"), *folder.glob(".text-*.tmp")]:
         with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > TEMP_MAX_AGE:
                 path.unlink()
@@ -242,10 +246,12 @@ def campaign_deleted(sender: object, instance: object, **kwargs: object) -> None
 
 
 def cube_files_remove(campaign_pk: int) -> None:
-    """Remove every cube file and labels file (judging.scoring.grid_file) of a campaign (it was deleted)."""
+    """Remove every cube file, labels file (judging.scoring.grid_file) and per-query text file
+    (judging.scoring.series_file) of a campaign (it was deleted)."""
     folder = cube_dir()
     if folder is None or not folder.is_dir():
         return
-    for path in [*folder.glob(f"cube-{campaign_pk}-*.bin"), *folder.glob(f"grid-{campaign_pk}-*.bin")]:
-        with contextlib.suppress(OSError):
-            path.unlink()
+    for kind in ("cube", "grid", "text"):
+        for path in folder.glob(f"{kind}-{campaign_pk}-*.bin"):
+            with contextlib.suppress(OSError):
+                path.unlink()

@@ -1,0 +1,117 @@
+"""Each system's per-query JSON rows of a recent labels state: one file per machine and series (RELJUDGE_CUBE_DIR).
+
+The API's leaderboard writes every system's per-query values as JSON text (judging.api.renderers): 100,000 rows of
+nine floats at 20 systems x 5,000 queries, 0.8 s of a restarted worker's first request (float formatting),
+against a few milliseconds in a worker that keeps the previous state's rows and rewrites only the moved ones. Here
+a worker that wrote a series (one system's rows in one score table) saves them, with their values and queries, at
+most every :data:`SAVE_EVERY` seconds and in a thread; a worker that has none of its own reads the file and
+rewrites only the rows whose values moved since. A file of other queries or names is not used; a damaged one is
+removed (a warning in the log); new runs remove the campaign's files (judging.scoring.cube_file), as does
+deleting the campaign.
+
+Layout (judging.scoring.cube_file's header): the values (Q x M float64), the rows' start offsets in the text
+(Q + 1 int64, in characters) and the rows' text (UTF-8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from judging.scoring import cube_file
+
+logger = logging.getLogger(__name__)
+
+MAGIC = b"RJTEXT\x00\x01"
+SAVE_EVERY = 30.0  # seconds between two saves of one series by one process
+SAVE_IN_THREAD = True  # tests save in the request, to see the file at once
+
+_LOCK = threading.Lock()
+_SAVED: dict[Path, float] = {}
+
+
+def _path(folder: Path, campaign_pk: int, series: str) -> Path:
+    return folder / f"text-{campaign_pk}-{hashlib.sha256(series.encode()).hexdigest()[:32]}.bin"
+
+
+def _digest(series: str, names: tuple[str, ...], qids: tuple[str, ...]) -> str:
+    h = hashlib.sha256(repr((series, names)).encode())
+    h.update("\n".join(qids).encode())
+    return h.hexdigest()[:32]
+
+
+def series_load(
+    campaign_pk: int, series: str, names: tuple[str, ...], qids: tuple[str, ...]
+) -> tuple[np.ndarray, list[str]] | None:
+    """The values (Q, M) and row texts saved for this series, queries and names, or None."""
+    folder = cube_file.cube_dir()
+    if folder is None:
+        return None
+    path = _path(folder, campaign_pk, series)
+    n_q, n_m = len(qids), len(names)
+    got = cube_file.read_header(
+        path, MAGIC, _digest(series, names, qids), lambda h: n_q * n_m * 8 + (n_q + 1) * 8 + int(h["text_bytes"])
+    )
+    if got is None or got == "another state":  # none yet, or of other queries: the next save replaces it
+        return None
+    if isinstance(got, str):
+        logger.warning("per-query text file %s not used (%s): removed", path.name, got)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    header, offset = got
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            values = np.frombuffer(handle.read(n_q * n_m * 8), dtype="<f8").reshape(n_q, n_m)
+            starts = np.frombuffer(handle.read((n_q + 1) * 8), dtype="<i8")
+            text = handle.read(int(header["text_bytes"])).decode()
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        logger.warning("per-query text file %s not used (%s)", path.name, exc)
+        return None
+    if starts.size != n_q + 1 or int(starts[-1]) != len(text):
+        return None
+    items = list(map(text.__getitem__, map(slice, starts[:-1].tolist(), starts[1:].tolist())))
+    return values.astype(np.float64), items
+
+
+def series_save_later(
+    campaign_pk: int, series: str, names: tuple[str, ...], qids: tuple[str, ...], values: np.ndarray, items: list[str]
+) -> None:
+    """Save the series' rows for other processes, unless this process saved it less than SAVE_EVERY seconds ago.
+    ``values`` and ``items`` are not changed afterwards (the renderer makes new ones per state)."""
+    folder = cube_file.cube_dir()
+    if folder is None:
+        return
+    path = _path(folder, campaign_pk, series)
+    now = time.monotonic()
+    with _LOCK:
+        if now - _SAVED.get(path, -SAVE_EVERY) < SAVE_EVERY:
+            return
+        _SAVED[path] = now
+
+    def run() -> None:
+        text = "".join(items)
+        starts = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=starts[1:])
+        raw = text.encode()
+        header = {"state": _digest(series, names, qids), "campaign": campaign_pk, "text_bytes": len(raw)}
+        parts = iter([np.asarray(values, dtype="<f8"), starts, np.frombuffer(raw, dtype=np.uint8)])
+        cube_file.write_file(path, MAGIC, header, parts)
+
+    if SAVE_IN_THREAD:
+        threading.Thread(target=run, name=f"series-save-{campaign_pk}", daemon=True).start()
+    else:
+        run()
+
+
+def series_clear() -> None:
+    """Forget when this process last saved each series (tests)."""
+    with _LOCK:
+        _SAVED.clear()

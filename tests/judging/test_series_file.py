@@ -1,0 +1,109 @@
+"""A restarted worker writes the API's per-query JSON from the rows another process of the machine saved."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from judging.api import renderers
+from judging.models import Pair
+from judging.scoring import leaderboard_data, series_file
+from judging.scoring.cache import scores_clear
+from judging.scoring.cube import cubes_clear
+from judging.scoring.trust import caches_clear
+from judging.services import judgment_record
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def saved_at_once(monkeypatch):
+    monkeypatch.setattr(series_file, "SAVE_IN_THREAD", False)
+    series_file.series_clear()
+    yield
+    series_file.series_clear()
+
+
+def _restart():
+    cubes_clear()
+    scores_clear()
+    caches_clear()
+    renderers.text_caches_clear()
+    series_file.series_clear()
+
+
+def _judge(campaign, annotator, grade):
+    pair = Pair.objects.filter(campaign=campaign, pooled=True, judgment_count=0).order_by("id").first()
+    judgment_record(pair=pair, annotator=annotator, grade=grade)
+
+
+def _per_query(body: dict) -> dict:
+    return {s["name"]: s["per_query"] for s in body["systems"]}
+
+
+def _expected(campaign) -> dict:
+    """The per-query values as the general path (a dict per query, no text) gives them."""
+    return {s["name"]: s["per_query"] for s in leaderboard_data(campaign=campaign, bounds=False)["systems"]}
+
+
+def _files(folder, campaign):
+    return sorted(Path(folder).glob(f"text-{campaign.pk}-*.bin"))
+
+
+def test_a_restarted_worker_starts_from_the_saved_rows(
+    pooled, annotator, as_lead, saved_at_once, monkeypatch, _cube_dir
+):
+    url = f"/api/campaigns/{pooled.slug}/leaderboard/"
+    _judge(pooled, annotator, 2)
+    first = as_lead.get(url).json()
+    assert len(_files(_cube_dir, pooled)) == 2  # one per system
+
+    _restart()
+
+    def no_formatting(*args, **kwargs):
+        raise AssertionError("every row formatted again")
+
+    monkeypatch.setattr(renderers._PerQueryText, "_rows", no_formatting)
+    again = as_lead.get(url).json()
+    assert _per_query(again) == _per_query(first) == _expected(pooled)
+
+    # a judgment since the save: the moved rows are written again, the others come from the file
+    _restart()
+    _judge(pooled, annotator, 0)  # q1 again: the same queries are scored
+    after = as_lead.get(url).json()
+    assert _per_query(after) == _expected(pooled) != _per_query(first)
+
+
+def test_a_damaged_file_is_removed_and_rows_of_other_queries_are_not_used(
+    pooled, annotator, as_lead, saved_at_once, caplog, _cube_dir
+):
+    url = f"/api/campaigns/{pooled.slug}/leaderboard/"
+    _judge(pooled, annotator, 2)
+    as_lead.get(url)
+    damaged, other = _files(_cube_dir, pooled)
+    raw = bytearray(damaged.read_bytes())
+    raw[-3] ^= 0xFF  # inside the text: the file's size is right, its text no longer decodes or no longer matches
+    damaged.write_bytes(bytes(raw[:-1]))  # and truncated
+    _restart()
+    with caplog.at_level(logging.WARNING, logger="judging.scoring.series_file"):
+        body = as_lead.get(url).json()
+    assert "truncated" in caplog.text
+    assert _per_query(body) == _expected(pooled)
+
+    # a query's first label changes the scored queries: the saved rows are of other queries, and are not used
+    caplog.clear()
+    _restart()
+    q2 = (
+        Pair.objects.filter(campaign=pooled, pooled=True, judgment_count=0)
+        .exclude(query=Pair.objects.filter(campaign=pooled, judgment_count__gt=0).values("query")[:1])
+        .order_by("id")
+        .first()
+    )
+    judgment_record(pair=q2, annotator=annotator, grade=1)
+    with caplog.at_level(logging.WARNING, logger="judging.scoring.series_file"):
+        body = as_lead.get(url).json()
+    assert caplog.text == "" and _per_query(body) == _expected(pooled)
+    assert json.dumps(body)  # plain JSON
