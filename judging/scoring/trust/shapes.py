@@ -137,9 +137,10 @@ def _may_be_stale(lb: Leaderboard, what: tuple[object, ...]) -> bool:
 _COMPUTING: dict[tuple[object, ...], bool] = process_store({})
 
 
-def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any) -> None:
-    """Run ``compute`` (which publishes the state's entries) in a thread, one per table at a time: later states
-    are answered with the published entries meanwhile, and patched from these parts once they are done."""
+def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any, name: str = "trust-state") -> None:
+    """Run ``compute`` (which builds the state's parts, and publishes its entries) in a thread, one per table at
+    a time: later states are answered with the published entries meanwhile (allow_stale), and patched from these
+    parts once they are done, instead of building every part again in a request."""
     what = (lb.key, measure, top_k)
     with LOCK:
         if what in _COMPUTING:
@@ -156,7 +157,7 @@ def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any) -> N
                 _COMPUTING.pop(what, None)
             connections.close_all()  # this thread's own connections
 
-    threading.Thread(target=run, name=f"trust-state-{lb.campaign.pk}", daemon=True).start()
+    threading.Thread(target=run, name=f"{name}-{lb.campaign.pk}", daemon=True).start()
 
 
 # (table, measure) this process has warmed, or is warming
@@ -174,16 +175,7 @@ def _warm_later(lb: Leaderboard, measure: str, top_k: int) -> None:
         if key in _WARMED:
             return
         _WARMED[key] = True
-
-    def run() -> None:
-        try:
-            _entries(lb, measure, top_k)
-        except Exception:
-            logger.exception("the trust arrays of %s could not be built ahead", lb.campaign.slug)
-        finally:
-            connections.close_all()  # this thread's own connections
-
-    threading.Thread(target=run, name=f"trust-warmup-{lb.campaign.pk}", daemon=True).start()
+    _compute_later(lb, measure, top_k, lambda: _entries(lb, measure, top_k), name="trust-warmup")
 
 
 def _entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
