@@ -336,8 +336,9 @@ class TextLRU:
 ROW_TEXTS = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
 # Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and every
 # query's labels version) and system: a poll with nothing changed since the last one joins them instead of
-# formatting 100,000 rows again. 20 systems x 5,000 queries is 19 MB of text a state: 48 MB keeps two.
-BLOCK_TEXTS = TextLRU(max_entries=1_000, max_bytes=48 * 2**20)
+# formatting 100,000 rows again. 20 systems x 5,000 queries is 19 MB of text a state: 24 MB keeps one, in each
+# worker (the previous state's rows are in _SERIES, from which the next state's are patched).
+BLOCK_TEXTS = TextLRU(max_entries=1_000, max_bytes=24 * 2**20)
 
 
 # The latest rows of each system's per-query object, by series (score table and system; see leaderboard_data):
