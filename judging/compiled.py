@@ -7,7 +7,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 
 - ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
   probes), and with ``lock`` its progress figures;
-- ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement;
+- ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement, and
+  ``selectors.progress.judge_progress``: the query's figures on their own (a priority queue mode's next pair);
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
@@ -17,7 +18,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;
 - ``selectors.queue._complete_prefix``: how far the head of a priority list is complete (``compiled_first_of``);
-- ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
+- ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role;
+- ``access.pair_member``: the pair an API judgment names, with its campaign and the caller's role there.
 
 Everything else reads and writes through the ORM. A query is built once per shape with a named placeholder
 (``Param``) wherever a value goes, compiled to SQL, and kept with the layout of its parameters; a call only
@@ -155,7 +157,8 @@ class Compiled:
             p.field.get_db_prep_value(values[p.name], connection, prepared=False) if isinstance(p, _Slot) else p
             for p in self.params
         ]
-        if any(type(p) is int and not _INT64[0] <= p <= _INT64[1] for p in params):
+        # isinstance: on PostgreSQL Django hands a bigint over as psycopg's Int8, a subclass of int.
+        if any(isinstance(p, int) and not _INT64[0] <= p <= _INT64[1] for p in params):
             return None
         return params
 
