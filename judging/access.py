@@ -250,6 +250,40 @@ def campaign_member_pair(
     return Member(pair.campaign, role, grades_parse(pair.campaign, row[at])), pair
 
 
+def _pair_member_query(*, superuser: bool) -> QuerySet[Any, Any]:
+    """pair_member's query, built with Slots (public_id, user_id): the pair's PAIR_COLUMNS, its campaign's
+    columns, the scale as JSON text and (not for superusers) the caller's role."""
+    args = Slots()
+    pairs = Pair.objects.filter(public_id=args["public_id"]).annotate(scale_json=grades_json()).order_by()
+    columns = [*PAIR_COLUMNS, *model_columns(Campaign, "campaign__"), "scale_json"]
+    if not superuser:
+        role = Membership.objects.filter(campaign_id=OuterRef("campaign_id"), user_id=args["user_id"])
+        pairs = pairs.annotate(member_role=Subquery(role.order_by().values("role")[:1]))
+        columns.append("member_role")
+    return pairs.values_list(*columns)[:1]
+
+
+def pair_member(*, user: User, public_id: int) -> tuple[Member, Pair] | None:
+    """The pair of this public id, pooled or not, in any campaign, with its query, document and campaign loaded,
+    and the user's Member of its campaign (role and scale); None when there is no such pair or it is not theirs
+    to see (may_see_pair). One query, compiled once per process (judging.compiled): the API's judgments name
+    their pair this way, where the ORM built a query for the pair and another for the caller's roles."""
+    if not user.is_authenticated:
+        return None
+    superuser = leads_everywhere(user)
+    query = compiled_select(("pair_member", superuser), lambda: _pair_member_query(superuser=superuser))
+    row = query.first({"public_id": public_id, "user_id": user.pk})
+    if row is None:
+        return None
+    pair, at = pair_from_row(row)
+    found, at = model_from(Campaign, row, at)
+    pair.campaign = cast(Campaign, found)
+    role = role_of(user, None if superuser else row[at + 1])
+    if not may_see_pair(role=role, pooled=pair.pooled):
+        return None
+    return Member(pair.campaign, cast(str, role), grades_parse(pair.campaign, row[at])), pair
+
+
 def campaign_pair(
     campaign: Campaign, pair_id: int | str, *, pooled_only: bool = True, public: bool = False, lock: bool = False
 ) -> Pair:

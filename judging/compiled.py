@@ -7,7 +7,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 
 - ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
   probes), and with ``lock`` its progress figures;
-- ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement;
+- ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement, and
+  ``selectors.progress.judge_progress``: the query's figures on their own (a priority queue mode's next pair);
 - ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes);
@@ -15,7 +16,10 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   the candidates checked in the list's order, stopping at the first open one), and the
   chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
-- ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role.
+- ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;
+- ``selectors.queue._complete_prefix``: how far the head of a priority list is complete (``compiled_first_of``);
+- ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role;
+- ``access.pair_member``: the pair an API judgment names, with its campaign and the caller's role there.
 
 Everything else reads and writes through the ORM. A query is built once per shape with a named placeholder
 (``Param``) wherever a value goes, compiled to SQL, and kept with the layout of its parameters; a call only
@@ -40,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
@@ -60,8 +65,12 @@ class _IdListField(Field[Any, Any]):
     """A list of ids bound as one parameter: a PostgreSQL array, or JSON text for SQLite's json_each."""
 
     def get_db_prep_value(self, value: Any, connection: BaseDatabaseWrapper, prepared: bool = False) -> Any:
-        ids = [int(i) for i in value]
-        return ids if connection.vendor == "postgresql" else json.dumps(ids)
+        ids = value.tolist() if isinstance(value, np.ndarray) else [int(i) for i in value]
+        if connection.vendor == "postgresql":
+            # The array's text ('{1,2,3}', cast by the statement): psycopg binds a list of 500 ids item by item,
+            # ~6x the CPU of joining their digits (a priority list's chunk at every "record + next").
+            return "{" + ",".join(map(str, ids)) + "}"
+        return json.dumps(ids)
 
 
 _ID_LIST = _IdListField()
@@ -148,7 +157,8 @@ class Compiled:
             p.field.get_db_prep_value(values[p.name], connection, prepared=False) if isinstance(p, _Slot) else p
             for p in self.params
         ]
-        if any(type(p) is int and not _INT64[0] <= p <= _INT64[1] for p in params):
+        # isinstance: on PostgreSQL Django hands a bigint over as psycopg's Int8, a subclass of int.
+        if any(isinstance(p, int) and not _INT64[0] <= p <= _INT64[1] for p in params):
             return None
         return params
 
@@ -325,6 +335,23 @@ def compiled_first_of(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, An
         return Compiled(sql, (_Slot("candidates", _ID_LIST), *kept))
 
     return _once(key, compile_)
+
+
+def compiled_sql(key: tuple[Any, ...], build: Callable[[], tuple[str, tuple[Any, ...]]]) -> Compiled:
+    """A statement written in SQL (``build()``: its text for this connection's vendor and its parameters, slots
+    named with ``Slots``' fields), kept once per process for ``key`` like compiled_select's; for the few reads
+    the ORM cannot state so that the database keeps the order they rely on."""
+    return _once(key, lambda: Compiled(*build()))
+
+
+def id_list_slot(name: str) -> Any:
+    """The parameter of a list of ids named ``name`` (bound as one value: see Slots.not_in)."""
+    return _Slot(name, _ID_LIST)
+
+
+def int_slot(name: str) -> Any:
+    """The parameter of a whole number named ``name``."""
+    return _Slot(name, _INT)
 
 
 def model_columns(model: type[Model], path: str = "") -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from judging.compiled import Args, Values
+from judging.compiled import Args, Slots, Values, compiled_select
 from judging.models import Campaign, Judgment, Pair, User
 from judging.selectors.campaigns import _pooled, pool_size
 
@@ -115,13 +115,19 @@ def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None)
     done = campaign_done(campaign=campaign)
     if query_id is None:
         return JudgeProgress(0, 0, done, pool_size(campaign=campaign))
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=annotator.id))
-    rows = (
-        Pair.objects.filter(query_id=query_id, pooled=True)
+    # Compiled once per process (judging.compiled): the ORM spent ~1 ms of CPU building it at every judgment.
+    query = compiled_select(("judge_progress",), lambda: _query_progress_of(Slots()))
+    row = query.first({"query_id": query_id, "annotator_id": annotator.id}) or (0, 0)
+    return JudgeProgress(row[0], row[1], done, pool_size(campaign=campaign))
+
+
+def _query_progress_of(args: Args) -> QuerySet[Pair, Any]:
+    """judge_progress's figures of the query ``query_id``: pooled pairs ``annotator_id`` has judged, and all."""
+    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
+    return (
+        Pair.objects.filter(query_id=args["query_id"], pooled=True)
         .order_by()
         .values("query_id")
         .annotate(done=Count("id", filter=Q(mine)), total=Count("id"))
         .values_list("done", "total")[:1]
     )
-    row = next(iter(rows), (0, 0))
-    return JudgeProgress(row[0], row[1], done, pool_size(campaign=campaign))

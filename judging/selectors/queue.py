@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -31,7 +32,18 @@ from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
-from judging.compiled import Args, Slots, Values, compiled_first_of, compiled_select, model_columns, model_from
+from judging.compiled import (
+    Args,
+    Slots,
+    Values,
+    compiled_first_of,
+    compiled_select,
+    compiled_sql,
+    id_list_slot,
+    int_slot,
+    model_columns,
+    model_from,
+)
 from judging.models import (
     Assignment,
     Campaign,
@@ -323,21 +335,93 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     (judging.compiled.compiled_first_of), so it reads the rows of the pairs ahead of it (those others hold, or
     judged since the list was computed), not of the whole chunk; then the chosen pair with its query and
     document. That read goes by id alone: if another annotator takes the pair in between, the caller's hold
-    (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500."""
+    (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500.
+
+    The check starts at the list's complete prefix (``_complete_prefix``): the pairs at its head that have all
+    the judgments the campaign asks for are passed over for every annotator, so each process reads them once
+    per list rather than every request of every annotator."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
     query = compiled_first_of(
         ("priority_open", overlap, skips),
         lambda: _priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
         candidate="candidate",
     )
-    for start in range(0, min(ids.size, PRIORITY_CANDIDATES), PRIORITY_CHUNK):
-        chunk = ids[start : start + PRIORITY_CHUNK].tolist()
+    end = min(ids.size, PRIORITY_CANDIDATES)
+    start = _complete_prefix(ids, campaign=campaign, end=end)
+    for at in range(start, end, PRIORITY_CHUNK):
+        chunk = ids[at : min(at + PRIORITY_CHUNK, end)]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
         found = query.first(values)
         if found is not None:
             row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[0]})
             return None if row is None else pair_from_row(row)[0]
     return None
+
+
+@dataclass
+class _Prefix:
+    """How far the head of one priority list is complete (see _complete_prefix)."""
+
+    ids: np.ndarray  # the list (the very array the queue mode returned)
+    redundancy: int
+    end: int  # ids[:end] are pairs with at least ``redundancy`` judgments, or pairs that no longer exist
+
+
+# (campaign id, created, queue mode) -> _Prefix, per process.
+_PREFIXES: dict[tuple[int, Any, str], _Prefix] = {}
+_PREFIX_LOCK = threading.Lock()
+
+
+def _complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
+    """How many pairs at the head of the priority list ``ids`` (up to ``end``) are complete: judged by as many
+    annotators as the campaign asks for, so open to nobody (outside an overlap sample, which keeps them open:
+    there the answer is 0). A mode's list trails the judgments (judging.scoring.selection computes it again
+    every few seconds, and every annotator is served from its head), so its head fills with pairs judged since:
+    without this every request of every annotator read each of them again, hundreds of pair rows a judgment.
+
+    A pair's judgment count never falls while its judgments stay (only a deleted judgment lowers it, and that
+    moves the labels, so the modes compute a new list), so what was found complete stays complete for this list:
+    the prefix is kept per process for the list object and the campaign's redundancy, and only the pairs past
+    it are read, once, by one compiled statement that stops at the first pair still open to someone. Which pair
+    the queue serves does not change: the annotator is given the first open pair of ids[:end] as before."""
+    if campaign.overlap_percent or not ids.size:
+        return 0
+    key = (campaign.id, campaign.created_at, campaign.queue_mode)
+    with _PREFIX_LOCK:
+        kept = _PREFIXES.get(key)
+    if kept is None or kept.ids is not ids or kept.redundancy != campaign.redundancy:
+        kept = _Prefix(ids, campaign.redundancy, 0)
+    start = min(kept.end, end)
+    query = compiled_sql(("priority_incomplete", connection.vendor), _first_incomplete_sql)
+    for at in range(start, end, PRIORITY_CHUNK):
+        chunk = ids[at : min(at + PRIORITY_CHUNK, end)]
+        found = query.first({"candidates": chunk, "redundancy": campaign.redundancy})
+        if found is not None:
+            start = at + int(found[0])
+            break
+        start = at + chunk.size
+    with _PREFIX_LOCK:
+        now = _PREFIXES.get(key)
+        if now is None or now.ids is not ids or now.redundancy != kept.redundancy or now.end < start:
+            if len(_PREFIXES) > 1000:
+                _PREFIXES.clear()
+            _PREFIXES[key] = _Prefix(ids, kept.redundancy, max(start, kept.end))
+    return start
+
+
+def _first_incomplete_sql() -> tuple[str, tuple[Any, ...]]:
+    """_complete_prefix's statement: the position (from 0) in ``candidates`` of the first pair that exists and has
+    fewer than ``redundancy`` judgments. Each candidate is tested by a scalar subquery (a pair's row by its key),
+    which the database evaluates in the list's order, stopping at the first that passes: written as EXISTS, the
+    planner was free to join the list to the pairs (a hash join on a small table) and lose its order."""
+    table, count = Pair._meta.db_table, Pair._meta.get_field("judgment_count").column
+    if connection.vendor == "postgresql":
+        source, position, ref = "unnest(%s::bigint[]) WITH ORDINALITY AS c(id, n)", "c.n - 1", "c.id"
+    else:
+        source, position, ref = "json_each(%s) AS c", "c.key", "c.value"
+    test = f'(SELECT p."{count}" FROM "{table}" p WHERE p."id" = {ref}) < %s'
+    sql = f"SELECT {position} FROM {source} WHERE {test} LIMIT 1"
+    return sql, (id_list_slot("candidates"), int_slot("redundancy"))
 
 
 def _pooled_pair_of() -> QuerySet[Pair, Any]:

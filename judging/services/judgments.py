@@ -129,8 +129,17 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
 
 def pair_lock(*, pair_id: int) -> None:
     """Lock the pair's row (inside a transaction): every writer of a pair's judgments and label takes this
-    lock first. Pair.DoesNotExist if there is no such pair."""
-    Pair.objects.select_for_update().filter(id=pair_id).order_by().values_list("id", flat=True).get()
+    lock first. Pair.DoesNotExist if there is no such pair. Compiled once per process (judging.compiled): it
+    runs once or twice in every judgment, where the ORM spent ~0.4 ms of CPU building it each time."""
+    if not transaction.get_connection().in_atomic_block:
+        raise transaction.TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+    query = compiled_select(("pair_lock",), _pair_lock_of)
+    if query.first({"pair_id": pair_id}) is None:
+        raise Pair.DoesNotExist("Pair matching query does not exist.")
+
+
+def _pair_lock_of() -> QuerySet[Pair, Any]:
+    return Pair.objects.select_for_update().filter(id=Slots()["pair_id"]).order_by().values_list("id")[:1]
 
 
 def hold_delete(*, annotator_id: int, pair_id: int) -> None:

@@ -232,3 +232,33 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
         assert compiled.first(values) == [orm[0]] and orm[0] == tail[0]
     values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, candidates=sorted(closed))
     assert compiled.first(values) is None
+
+
+def test_pair_member_answers_as_the_pair_and_the_callers_roles_did(pooled, lead, annotator, make_user):
+    """The API's pair of a judgment (judging.access.pair_member, one compiled query) is the pair, campaign and
+    scale the ORM loads, with the caller's role; a pair outside the pool only for a lead, and nothing for an
+    outsider or an unknown id."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from judging.access import pair_member
+
+    pair = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").first()
+    unpooled = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").last()
+    Pair.objects.filter(id=unpooled.id).update(pooled=False)
+    unpooled.refresh_from_db()
+    boss = make_user("boss", is_superuser=True)
+    outsider = make_user("outsider")
+    orm_pair, orm_scale = selectors.pair_with_scale(public_id=pair.public_id)
+    for user, role in ((annotator, "annotator"), (lead, "lead"), (boss, "lead")):
+        member, found = pair_member(user=user, public_id=pair.public_id)
+        _same_instance(found, orm_pair)
+        _same_instance(found.query, orm_pair.query)
+        _same_instance(found.document, orm_pair.document)
+        _same_instance(found.campaign, orm_pair.campaign)
+        assert member.role == role and member.campaign == pooled
+        assert [(g.id, g.value, g.name) for g in member.grades] == [(g.id, g.value, g.name) for g in orm_scale]
+    assert pair_member(user=lead, public_id=unpooled.public_id)[1] == unpooled
+    assert pair_member(user=annotator, public_id=unpooled.public_id) is None
+    assert pair_member(user=outsider, public_id=pair.public_id) is None
+    assert pair_member(user=AnonymousUser(), public_id=pair.public_id) is None
+    assert pair_member(user=annotator, public_id=2**70) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from django.db import connection
 from django.test import Client
@@ -196,3 +197,67 @@ def test_a_large_pools_list_asks_whether_the_labels_moved_at_most_every_few_seco
     assert stamp_reads() == 1 and refreshed == ["mtc"]
     clock[0] += selection.STAMP_EVERY / 2
     assert stamp_reads() == 0 and refreshed == ["mtc"]
+
+
+def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_user, monkeypatch):
+    """Every annotator is served from the head of a priority queue mode's list, which trails the judgments: its
+    pairs judged since stay at its head. The queue still serves the first pair of the list open to each
+    annotator; the complete ones at the head are read once per list in the process, not by every request (on
+    PostgreSQL: a few pair rows per request instead of the head's 1,000), and they come back as soon as a lead
+    asks for more judgments per pair."""
+    from judging.selectors import queue
+
+    people = [make_user(f"a{i}") for i in range(3)]
+    campaign = _campaign("head", queries=40, depth=50, annotators=people)
+    other = make_user("other")
+    membership_add(campaign=campaign, user=other, role="annotator")
+    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(20) for i in range(50))  # the list's first 1,000
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="other.qrels", annotator=other)
+    ids = np.array(
+        Pair.objects.filter(campaign=campaign, pooled=True)
+        .order_by("query__qid", "document__docid", "id")
+        .values_list("id", flat=True)
+    )
+    ids = ids[np.argsort([Pair.objects.get(id=i).judgment_count == 0 for i in ids], kind="stable")]
+    monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
+    queue._PREFIXES.clear()
+    first_open = int(ids[1000])
+
+    def served(person, campaign) -> tuple[int, dict[str, int]]:
+        before = _rows_read() if connection.vendor == "postgresql" else {}
+        found = selectors.pair_next(campaign=campaign, annotator=person).pair
+        after = _rows_read() if connection.vendor == "postgresql" else {}
+        return found.id, {t: after.get(t, 0) - before.get(t, 0) for t in after}
+
+    pair, _reads = served(people[0], campaign)
+    assert pair == first_open
+    for person in people[1:]:
+        pair, reads = served(person, campaign)
+        assert pair == first_open
+        if connection.vendor == "postgresql":
+            assert reads.get("judging_pair", 0) < 20, reads
+    # More judgments per pair: the head is open again, at once.
+    campaign.redundancy = 2
+    campaign.save(update_fields=["redundancy"])
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    assert served(people[1], campaign)[0] == int(ids[0])
+    # A new list (the mode computed it again) is read afresh.
+    campaign.redundancy = 1
+    campaign.save(update_fields=["redundancy"])
+    campaign = Campaign.objects.get(pk=campaign.pk)
+    ids = ids[::-1].copy()
+    assert served(people[2], campaign)[0] == int(ids[0])
+
+
+def test_pair_lock_needs_a_transaction_and_an_existing_pair(transactional_db, pooled):
+    from django.db import transaction
+
+    from judging.services.judgments import pair_lock
+
+    pair = Pair.objects.filter(campaign=pooled).first()
+    with pytest.raises(transaction.TransactionManagementError):
+        pair_lock(pair_id=pair.id)
+    with transaction.atomic():
+        pair_lock(pair_id=pair.id)
+        with pytest.raises(Pair.DoesNotExist):
+            pair_lock(pair_id=pair.id + 10_000)

@@ -13,7 +13,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.response import Response
 
-from judging.access import Member
+from judging.access import Member, pair_member
 from judging.api import serializers
 from judging.api.filters import JudgmentFilter
 from judging.api.pagination import JudgmentCursorPagination
@@ -35,7 +35,6 @@ from judging.selectors import (
     judgment_export_chunks,
     judgment_export_row,
     judgments_visible,
-    pair_with_scale,
 )
 from judging.services import judgment_record
 
@@ -151,13 +150,13 @@ class JudgmentViewSet(
     def _pair(self, values: dict) -> tuple[Member, Pair]:
         """The pair a judgment is for, among those the caller may judge (404 otherwise), with the caller's
         Member of its campaign (role and scale) and its campaign, query and document loaded."""
-        acc = access(self.request)
         if "pair" in values:
-            found = pair_with_scale(public_id=values["pair"])
-            pair, grades = found if found is not None else (None, None)
-            if pair is None or not acc.may_see_pair(pair):
+            # The pair, its campaign and the caller's role there in one compiled query (judging.access.pair_member).
+            found = pair_member(user=self.request.user, public_id=values["pair"])
+            if found is None:
                 raise NotFound(_("No pair %(pair)s in your campaigns.") % {"pair": values["pair"]})
-            return Member(pair.campaign, cast(str, acc.role(pair.campaign_id)), grades), pair  # may see: a member
+            return found
+        acc = access(self.request)
         campaign = acc.campaign(values["campaign"])
         pair = (
             Pair.objects.filter(campaign=campaign, query__qid=values["qid"], document__docid=values["docid"])
