@@ -58,7 +58,8 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
     """Add the (query_id, document_id) pairs staged in ``stage`` (the rows matching ``where``, SQL on the stage's
     columns, its alias ``s``) to the pool; returns how many pairs entered it. Pairs the campaign lacks are read
     back to be inserted with their public ids (pairs_insert); pairs only a qrels import had made, unpooled, are
-    pooled by one UPDATE; pairs in the pool stay as they are, their judgments untouched. The database merges:
+    pooled by an UPDATE (on PostgreSQL of the ids the same look-up read: each staged pair is looked up once);
+    pairs in the pool stay as they are, their judgments untouched. The database merges:
     neither the stage nor the campaign's pairs come into memory."""
     if not stage.rows:
         return 0
@@ -78,30 +79,36 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
             # and compiling took about 0.3 s of the server's CPU per statement.
             cursor.execute("SELECT current_setting('jit'), set_config('jit', 'off', true)")
             jit = cursor.fetchone()[0]
+            # One pass: the staged pairs the campaign lacks (id 0) and the unpooled ones it has (their id).
             cursor.execute(
-                f"SELECT DISTINCT s.query_id, s.document_id FROM {stage.name} s {pair} WHERE p.id IS NULL "
-                f"{condition} ORDER BY 1, 2",
+                f"SELECT DISTINCT s.query_id, s.document_id, COALESCE(p.id, 0) FROM {stage.name} s {pair} "
+                f"WHERE (p.id IS NULL OR NOT p.pooled) {condition} ORDER BY 1, 2",
                 list(params),
             )
         else:
             cursor.execute(
-                f"SELECT DISTINCT s.query_id, s.document_id FROM {stage.name} s WHERE NOT EXISTS "
+                f"SELECT DISTINCT s.query_id, s.document_id, 0 FROM {stage.name} s WHERE NOT EXISTS "
                 "(SELECT 1 FROM judging_pair p WHERE p.query_id = s.query_id AND p.document_id = s.document_id) "
                 f"{condition} ORDER BY 1, 2",
                 list(params),
             )
         blocks = []
         while rows := cursor.fetchmany(100_000):
-            blocks.append(np.array(rows, dtype=np.int64).reshape(-1, 2))
-        fresh = np.concatenate(blocks) if blocks else np.empty((0, 2), dtype=np.int64)
+            blocks.append(np.array(rows, dtype=np.int64).reshape(-1, 3))
+        found = np.concatenate(blocks) if blocks else np.empty((0, 3), dtype=np.int64)
         del blocks
+        fresh = found[found[:, 2] == 0, :2]
         if pg:
-            cursor.execute(
-                "UPDATE judging_pair SET pooled = %s FROM "
-                f"(SELECT DISTINCT p.id FROM {stage.name} s {pair} WHERE NOT p.pooled {condition}) hit "
-                "WHERE judging_pair.id = hit.id",
-                [True, *params],
-            )
+            unpooled = np.unique(found[found[:, 2] != 0, 2])
+            promoted = 0
+            for start in range(0, len(unpooled), PAIR_BATCH):  # the ids as one array literal per statement
+                ids = ",".join(map(str, unpooled[start : start + PAIR_BATCH].tolist()))
+                cursor.execute(
+                    "UPDATE judging_pair SET pooled = %s WHERE id = ANY(%s::bigint[]) AND NOT pooled",
+                    [True, "{" + ids + "}"],
+                )
+                promoted += int(cursor.rowcount)
+            cursor.execute("SELECT set_config('jit', %s, true)", [jit])
         else:
             cursor.execute(
                 "UPDATE judging_pair SET pooled = %s WHERE campaign_id = %s AND NOT pooled AND EXISTS "
@@ -109,9 +116,8 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
                 f"AND s.document_id = judging_pair.document_id {condition})",
                 [True, campaign.pk, *params],
             )
-        promoted = int(cursor.rowcount)
-        if pg:
-            cursor.execute("SELECT set_config('jit', %s, true)", [jit])
+            promoted = int(cursor.rowcount)
+        del found
     if len(fresh) or promoted:
         transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
     # A batch of whole queries at a time (pairs_insert shuffles within a query): memory stays bounded however
