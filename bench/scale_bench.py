@@ -10,9 +10,10 @@ Prints, with the machine's yardstick line:
 - the import rate of the run files (lines/s) and of the qrels;
 - the cold start: the first leaderboard request of freshly started workers without the cube file (nothing in
   the shared cache either) and with it (after a restart);
-- the default leaderboard request (bounds and verdicts) after each of --judgments judgments: every time, and the
-  median of the last five (by then the workers have computed trust arrays of their own: a worker builds them
-  whole at its first new labels state);
+- the default leaderboard request (bounds and verdicts) after each of --judgments judgments right after the
+  restart (a worker's first new labels state is answered with the published verdicts while it builds its own
+  per-query parts in the background), then after as many once the workers are idle (the steady state), then
+  without per-query values;
 - each worker's proportional memory (PSS, /proc/PID/smaps_rollup) with 4 workers, its anonymous memory beyond what
   it held idle (before its first request), and the shared files' sizes (the cube and the ranked labels).
 """
@@ -141,6 +142,26 @@ def pss_kb(pid: int) -> dict[str, int]:
     return out
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def idle_workers(pids: list[int], *, limit: float = 600.0) -> float:
+    """Wait until the workers used under 0.05 s of CPU in each of two seconds in a row; the seconds waited."""
+    started = time.monotonic()
+    last, calm = cpu_seconds(pids), 0
+    while calm < 2 and time.monotonic() - started < limit:
+        time.sleep(1.0)
+        now = cpu_seconds(pids)
+        calm = calm + 1 if now - last < 0.05 else 0
+        last = now
+    return time.monotonic() - started
+
+
 def worker_pids(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(p) for p in children]
@@ -170,8 +191,8 @@ def main() -> None:
         "--judgments",
         type=int,
         default=15,
-        help="judgments, each followed by a leaderboard request (timed); then as many, each followed by a request "
-        "without per-query values",
+        help="judgments right after the restart, each followed by a leaderboard request (timed); then as many once "
+        "the workers are idle, and as many followed by a request without per-query values",
     )
     args = parser.parse_args()
     entries = args.queries * args.systems * args.depth
@@ -218,35 +239,43 @@ def main() -> None:
             for (p,) in site.sql(
                 "SELECT p.public_id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
                 "WHERE c.slug = %s AND p.pooled AND p.judgment_count = 0 ORDER BY p.public_id LIMIT %s",
-                (SLUG, 2 * args.judgments),
+                (SLUG, 3 * args.judgments),
             )
         ]
-        after, means = [], []
-        # the default request after each of --judgments judgments, then the means alone after as many more
-        for grade, pair in enumerate(pairs):
+
+        def judge(pair: str, grade: int) -> None:
             posted = requests.post(
                 f"{url}/api/judgments/", json={"pair": pair, "grade": grade % 3}, headers=ann, timeout=60
             )
             assert posted.status_code in (200, 201), posted.text[:300]
-            if grade < args.judgments:
-                after.append(board(url))
-            else:
-                means.append(board(url, "?per_query=false"))
-        # The first requests after judgments land on workers that have not computed the trust arrays yet (each
-        # builds them on its first new labels state: a cold start of its own); the last five are the steady
-        # state a lead polling the leaderboard sees.
-        steady = after[-5:]
-        print(
-            f"leaderboard after a judgment: median of the last {len(steady)} {statistics.median(steady) * 1000:.0f} ms"
-            f" (each, in order: {', '.join(f'{s * 1000:.0f}' for s in after)} ms)",
-            flush=True,
-        )
-        print(
-            f"the same without per-query values (?per_query=false), after {len(means)} more: median of the last 5 "
-            f"{statistics.median(means[-5:]) * 1000:.0f} ms (each: {', '.join(f'{s * 1000:.0f}' for s in means)} ms)",
-            flush=True,
-        )
+
+        def series(batch: list[str], query: str = "") -> list[float]:
+            times = []
+            for grade, pair in enumerate(batch):
+                judge(pair, grade)
+                times.append(board(url, query))
+            return times
+
+        def line(label: str, times: list[float]) -> None:
+            print(
+                f"{label}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
+                f"(each, in order: {', '.join(f'{t * 1000:.0f}' for t in times)} ms)",
+                flush=True,
+            )
+
+        n = args.judgments
+        # Right after the restart: each worker's first new labels state is answered with the published verdicts
+        # (verdicts_behind) while it builds its own per-query parts in the background.
+        line("leaderboard after each of the first judgments after the restart", series(pairs[:n]))
+        print(f"workers idle {idle_workers(worker_pids(site.processes[0].pid)):.0f} s later", flush=True)
+        # The steady state a lead polling the leaderboard sees: every worker has its parts.
+        line("leaderboard after a judgment, steady", series(pairs[n : 2 * n]))
+        line("the same without per-query values (?per_query=false)", series(pairs[2 * n :], "?per_query=false"))
         master = site.processes[0].pid
+        # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
+        # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
+        waited = idle_workers(worker_pids(master))
+        print(f"workers idle {waited:.0f} s after the last request", flush=True)
         file_pss = 0
         for pid in worker_pids(master):
             mem = pss_kb(pid)

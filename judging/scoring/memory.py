@@ -56,3 +56,11 @@ def request_finished_trim(sender: object = None, **kwargs: object) -> bool:
         _state["last"], _state["built"] = now, False
     _trim()
     return True
+
+
+def trim_after_build() -> None:
+    """Trim at the end of a background build (judging.scoring.trust.shapes): no request may follow it for a while
+    to do so, and what the build freed would stay with the process."""
+    with _LOCK:
+        _state["last"], _state["built"] = time.monotonic(), False
+    _trim()

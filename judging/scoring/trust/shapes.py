@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import connections
 
 from judging.scoring.cache import Leaderboard, shared_write
+from judging.scoring.memory import trim_after_build
 from judging.scoring.trust.arrays import has_arrays, resolve_measure
 from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
 from judging.scoring.trust.curves import MICRO_NOTE, micro
@@ -156,6 +157,7 @@ def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any, name
             with LOCK:
                 _COMPUTING.pop(what, None)
             connections.close_all()  # this thread's own connections
+            trim_after_build()
 
     threading.Thread(target=run, name=f"{name}-{lb.campaign.pk}", daemon=True).start()
 
