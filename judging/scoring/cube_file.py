@@ -95,6 +95,9 @@ def build_lock(folder: Path, campaign_pk: int) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+ANOTHER_STATE = "another state"
+
+
 def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple[dict[str, Any], int] | str | None:
     """The header of a file written by :func:`write_file` and the offset of its data: None when there is no file,
     else why it cannot be used (a message) when its magic, header CRC, format or state digest differ, or when
@@ -118,7 +121,7 @@ def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple
         if header.get("format") != FORMAT:
             return f"format {header.get('format')!r}, expected {FORMAT}"
         if header.get("state") != digest:
-            return "another state"
+            return ANOTHER_STATE
         offset = _data_offset(length)
         expected = offset + int(data_bytes(header))
     except (ValueError, TypeError, KeyError, AttributeError):
@@ -126,6 +129,30 @@ def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple
     if size != expected:
         return f"{size} bytes, expected {expected} (truncated)"
     return header, offset
+
+
+def sound_header(
+    path: Path,
+    magic: bytes,
+    digest: str,
+    data_bytes: Any,
+    *,
+    log: logging.Logger,
+    kind: str,
+    other_state_ok: bool = False,
+) -> tuple[dict[str, Any], int] | None:
+    """:func:`read_header`, with a file that is not sound removed and a warning in ``log`` naming it as ``kind``
+    (None then, as when there is no file). ``other_state_ok``: a file of another state is left alone, quietly (the
+    next write replaces it)."""
+    got = read_header(path, magic, digest, data_bytes)
+    if got is None or (other_state_ok and got == ANOTHER_STATE):
+        return None
+    if isinstance(got, str):
+        log.warning("%s %s not used (%s): rebuilding it", kind, path.name, got)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return got
 
 
 def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator[np.ndarray]) -> bool:
@@ -157,13 +184,8 @@ def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator
 def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
     """Map the cube file of this state if a sound one exists; a file that is not sound is removed (None)."""
     path = _path(folder, campaign_pk, digest)
-    got = read_header(path, MAGIC, digest, lambda h: int(np.prod(h["shape"])) * 8)
+    got = sound_header(path, MAGIC, digest, lambda h: int(np.prod(h["shape"])) * 8, log=logger, kind="cube file")
     if got is None:
-        return None
-    if isinstance(got, str):
-        logger.warning("cube file %s not used (%s): rebuilding it", path.name, got)
-        with contextlib.suppress(OSError):
-            path.unlink()
         return None
     header, offset = got
     shape = tuple(int(n) for n in header["shape"])

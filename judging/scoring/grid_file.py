@@ -22,7 +22,6 @@ the previous file in use (with a warning in the log), and the worker keeps its a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -110,13 +109,8 @@ def grid_load(folder: Path, campaign_pk: int, cube_digest: str, digest: str) -> 
     """The labels file of this source if a sound one exists (None otherwise; a file that is not sound goes)."""
     path = _path(folder, campaign_pk, cube_digest, digest)
     identity = _identity(path)
-    got = cube_file.read_header(path, MAGIC, digest, _data_bytes)
+    got = cube_file.sound_header(path, MAGIC, digest, _data_bytes, log=logger, kind="labels file")
     if got is None:
-        return None
-    if isinstance(got, str):
-        logger.warning("labels file %s not used (%s): rebuilding it", path.name, got)
-        with contextlib.suppress(OSError):
-            path.unlink()
         return None
     header, offset = got
     shape = tuple(int(n) for n in header["shape"])

@@ -15,7 +15,6 @@ Layout (judging.scoring.cube_file's header): the values (Q x M float64), the row
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import threading
@@ -55,15 +54,16 @@ def series_load(
         return None
     path = _path(folder, campaign_pk, series)
     n_q, n_m = len(qids), len(names)
-    got = cube_file.read_header(
-        path, MAGIC, _digest(series, names, qids), lambda h: n_q * n_m * 8 + (n_q + 1) * 8 + int(h["text_bytes"])
+    got = cube_file.sound_header(
+        path,
+        MAGIC,
+        _digest(series, names, qids),
+        lambda h: n_q * n_m * 8 + (n_q + 1) * 8 + int(h["text_bytes"]),
+        log=logger,
+        kind="per-query text file",
+        other_state_ok=True,  # of other queries: the next save replaces it
     )
-    if got is None or got == "another state":  # none yet, or of other queries: the next save replaces it
-        return None
-    if isinstance(got, str):
-        logger.warning("per-query text file %s not used (%s): removed", path.name, got)
-        with contextlib.suppress(OSError):
-            path.unlink()
+    if got is None:
         return None
     header, offset = got
     try:

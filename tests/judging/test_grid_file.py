@@ -88,13 +88,14 @@ def test_the_labels_are_written_once_and_every_state_maps_them(pooled, annotator
     _same(again, _in_memory(pooled, settings))
 
     # a judgment: a fresh mapping of the same file with the judged query's column put in; the file stays
+    before = (np.array(again.labels), np.array(again.qrels))
     _judge(pooled, annotator, 1, grade=1)
     after = campaign_arrays(leaderboard(pooled))
     assert after.labels is not again.labels and isinstance(after.labels, np.memmap)
     assert _files(_cube_dir, pooled) == [path] and _stamp(path) == stamp
     _same(after, _in_memory(pooled, settings))
     # the earlier state's arrays, which a request may still be reading, did not change
-    _same(again, (np.array(again.labels), np.array(again.qrels)))
+    _same(again, before)
     assert not np.array_equal(np.asarray(again.labels), np.asarray(after.labels))
 
 

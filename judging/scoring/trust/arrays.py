@@ -7,8 +7,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db.models import Max
@@ -191,8 +190,8 @@ def _source(lb: Leaderboard) -> tuple[str, str]:
     return cube_digest, grid_file.source_digest(cube_digest, source)
 
 
-def _grid_open(folder: Any, lb: Leaderboard, cube_digest: str, digest: str) -> _Grid | None:
-    found = grid_file.grid_load(folder, lb.campaign.pk, cube_digest, digest)
+def _grid_of(found: grid_file.GridFile | None, lb: Leaderboard) -> _Grid | None:
+    """A view of a labels file with no columns put in yet; None for no file or one of another shape."""
     s, q, d = lb.cube.doc_ids.shape
     if found is None or found.shape != (s, q, d):
         return None
@@ -208,34 +207,31 @@ def _arrays_from_file(lb: Leaderboard) -> TrustArrays:
     assert folder is not None
     cube_digest, digest = _source(lb)
     versions = lb.table.versions
+
+    def opened() -> _Grid | None:
+        return _grid_of(grid_file.grid_load(folder, lb.campaign.pk, cube_digest, digest), lb)
+
     with LOCK:
-        grid = _GRIDS.get(digest)
-    if grid is not None and grid.file.shape != lb.cube.doc_ids.shape:
-        grid = None
-    moved = np.flatnonzero(grid.file.versions != versions) if grid is not None else None
-    if grid is None or (moved is not None and moved.size > grid_file.REBASE_QUERIES and grid.file.replaced()):
-        reopened = _grid_open(folder, lb, cube_digest, digest)
-        if reopened is not None:
-            if grid is not None:  # keep the columns already read: they may still be newer than the file's
-                reopened.moved, reopened.versions = grid.moved, grid.versions
-                reopened.columns, reopened.rows = grid.columns, grid.rows
-            grid = reopened
-            moved = np.flatnonzero(grid.file.versions != versions)
-    if grid is None or moved is None or moved.size > PATCH_QUERIES:
+        held = _GRIDS.get(digest)
+    grid = held if held is not None and held.file.shape == lb.cube.doc_ids.shape else None
+    if grid is None or (
+        np.count_nonzero(grid.file.versions != versions) > grid_file.REBASE_QUERIES and grid.file.replaced()
+    ):
+        reopened = opened()
+        if reopened is not None:  # the columns already read are kept: they may be newer than the file's
+            grid = reopened if grid is None else replace(grid, file=reopened.file, qrels=reopened.qrels)
+    if grid is None or np.count_nonzero(grid.file.versions != versions) > PATCH_QUERIES:
         with cube_file.build_lock(folder, lb.campaign.pk):
-            # another worker may have written it while this one waited
-            grid = _grid_open(folder, lb, cube_digest, digest)
-            if grid is None or int(np.count_nonzero(grid.file.versions != versions)) > PATCH_QUERIES:
+            grid = opened()  # another worker may have written it while this one waited
+            if grid is None or np.count_nonzero(grid.file.versions != versions) > PATCH_QUERIES:
                 labels, qrels = _whole(lb)
                 saved = grid_file.grid_save(
                     folder, lb.campaign.pk, cube_digest, digest, versions=versions, labels=labels, qrels=qrels
                 )
-                if saved is None:  # not written (a full disk): this process keeps its arrays in memory
+                grid = _grid_of(saved, lb)
+                if grid is None:  # not written (a full disk): this process keeps its arrays in memory
                     return TrustArrays(labels, qrels, lb.cube.doc_ids, np.arange(len(versions)))
-                del labels
-                grid = _grid_open(folder, lb, cube_digest, digest)
-                assert grid is not None
-        moved = np.flatnonzero(grid.file.versions != versions)
+    moved = np.flatnonzero(grid.file.versions != versions)
     arrays, grid = _patched(lb, grid, moved)
     with LOCK:
         _GRIDS[digest] = grid

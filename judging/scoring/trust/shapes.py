@@ -107,29 +107,32 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: boo
         publish(entries)
         return entries
 
-    if allow_stale and _may_be_stale(lb, (lb.state, measure, top_k)):
+    what = ("json-trust", measure, top_k)
+
+    def current() -> dict[str, Any]:
+        return cached(lb, what, fetch_or_compute)
+
+    if allow_stale and _may_be_stale(lb, measure, top_k):
         found = cache.get_many([key, latest_key])
         if not isinstance(found.get(key), dict):
             latest = found.get(latest_key)
             if isinstance(latest, dict) and getattr(latest.get("versions"), "shape", None) == lb.table.versions.shape:
                 behind = int(np.count_nonzero(latest["versions"] != lb.table.versions))
-                _compute_later(lb, measure, top_k, lambda: cached(lb, ("json-trust", measure, top_k), fetch_or_compute))
+                _compute_later(lb, measure, top_k, current)
                 return {**latest["entries"], "verdicts_behind": behind}
-
-    entries: dict[str, Any] = cached(lb, ("json-trust", measure, top_k), fetch_or_compute)
-    return entries
+    return current()
 
 
-def _may_be_stale(lb: Leaderboard, what: tuple[object, ...]) -> bool:
+def _may_be_stale(lb: Leaderboard, measure: str, top_k: int) -> bool:
     """Whether trust_entries may answer ``lb``'s state with older entries: see its ``allow_stale``. Also while
     this process builds the state in a thread (its arrays then exist, but the parts are not done)."""
     s, q, d = lb.cube.doc_ids.shape
     if not settings.RELJUDGE_TRUST_WARMUP or int(s) * int(q) * int(d) <= STALE_CELLS:
         return False
-    if recall_cached(lb, ("json-trust", *what[1:])):
+    if recall_cached(lb, ("json-trust", measure, top_k)):
         return False
     with LOCK:
-        if (lb.key, *what[1:]) in _COMPUTING:
+        if (lb.key, measure, top_k) in _COMPUTING:
             return True  # a thread builds an earlier state's parts: this one would build them all again
     return not has_arrays(lb)
 
