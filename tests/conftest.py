@@ -65,6 +65,10 @@ def _cube_dir(tmp_path_factory):
     # No background warm-up threads in this process's tests (they would outlive a test's database); the test of
     # the warm-up turns it on, and the servers some tests start keep it on.
     settings.RELJUDGE_TRUST_WARMUP = False
+    # Shared-cache entries are written in the request here, so that a test reads them at once.
+    from judging.scoring import cache
+
+    cache.WRITE_IN_THREAD = False
     return folder
 
 

@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
 from operator import itemgetter
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -266,17 +266,21 @@ class PlainTextRenderer(_StreamRenderer):
 # --------------------------------------------------------------------------- the leaderboard's JSON text
 
 
-class TextLRU:
-    """Text kept in this process's memory, least recently used out first, bounded both by its number of
-    entries and by the bytes its strings take (sys.getsizeof): whatever the campaigns and parameters asked
-    for, a server process never keeps more than ``max_bytes`` of it. Thread-safe; the ``_many`` methods take
-    the lock once for a whole batch (the per-query rows of a leaderboard are looked up by the thousand)."""
+_T = TypeVar("_T", str, bytes)
+
+
+class TextLRU(Generic[_T]):
+    """Text (or its UTF-8 bytes) kept in this process's memory, least recently used out first, bounded both by
+    its number of entries and by the bytes its objects take (sys.getsizeof): whatever the campaigns and
+    parameters asked for, a server process never keeps more than ``max_bytes`` of it. Thread-safe; the
+    ``_many`` methods take the lock once for a whole batch (the per-query rows of a leaderboard are looked up by
+    the thousand)."""
 
     def __init__(self, *, max_entries: int, max_bytes: int):
         if max_entries < 1 or max_bytes < 1:
             raise ValueError(f"TextLRU bounds must be positive, not {max_entries} entries and {max_bytes} bytes")
         self.max_entries, self.max_bytes = max_entries, max_bytes
-        self._texts: OrderedDict[Hashable, str] = OrderedDict()
+        self._texts: OrderedDict[Hashable, _T] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -288,12 +292,12 @@ class TextLRU:
         """What the kept strings take in memory."""
         return self._bytes
 
-    def get(self, key: Hashable) -> str | None:
+    def get(self, key: Hashable) -> _T | None:
         return self.get_many([key])[0]
 
-    def get_many(self, keys: Iterable[Hashable]) -> list[str | None]:
+    def get_many(self, keys: Iterable[Hashable]) -> list[_T | None]:
         """The text of each key (None where there is none); those found become the most recently used."""
-        texts, found = self._texts, []
+        texts, found = self._texts, cast("list[_T | None]", [])
         with self._lock:
             for key in keys:
                 text = texts.get(key)
@@ -302,10 +306,10 @@ class TextLRU:
                 found.append(text)
         return found
 
-    def put(self, key: Hashable, text: str) -> None:
+    def put(self, key: Hashable, text: _T) -> None:
         self.put_many([(key, text)])
 
-    def put_many(self, items: Iterable[tuple[Hashable, str]]) -> None:
+    def put_many(self, items: Iterable[tuple[Hashable, _T]]) -> None:
         """Keep these texts (a text larger than the whole bound is not kept), dropping the least recently
         used ones beyond the bounds."""
         texts = self._texts
@@ -328,25 +332,32 @@ class TextLRU:
             self._bytes = 0
 
 
+# The leaderboard's per-query JSON is kept and joined as UTF-8 bytes: the 19 MB answer at 20 systems x 5,000
+# queries is joined once from each system's object as it is kept, not joined into one string and encoded (that
+# and the escaping passes over the whole text were a fifth of the request after a judgment, bench/scale_bench.py).
+#
 # Per-query rows already written as JSON, by measure names and the row's float64 bytes: the same values give
 # the same text, so when the scored queries change (a query's first label) or a parameter set comes back, the
 # rows are looked up rather than formatted again (after an ordinary judgment each system's latest rows,
 # _SERIES below, are patched instead). A row is ~230 bytes of text and 160 of key: 100,000 rows (20 systems x
 # 5,000 queries, one parameter set) in at most 24 MB of text, about 40 MB in all.
-ROW_TEXTS = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
+ROW_TEXTS: TextLRU[bytes] = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
 # Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and every
-# query's labels version) and system: a poll with nothing changed since the last one joins them instead of
-# formatting 100,000 rows again. 20 systems x 5,000 queries is 19 MB of text a state: 24 MB keeps one, in each
-# worker (the previous state's rows are in _SERIES, from which the next state's are patched).
-BLOCK_TEXTS = TextLRU(max_entries=1_000, max_bytes=24 * 2**20)
+# query's labels version) and system: a poll with nothing changed since the last one sends them as they are. The
+# latest object of each system is also _SERIES's (the same bytes), which answers an unchanged state after a
+# comparison of its values, so this keeps only a few small campaigns' states: 20 systems x 5,000 queries is
+# 19 MB a state, kept once, in _SERIES.
+BLOCK_TEXTS: TextLRU[bytes] = TextLRU(max_entries=1_000, max_bytes=4 * 2**20)
 
 
-# The latest rows of each system's per-query object, by series (score table and system; see leaderboard_data):
-# the query names, the values and each row's text. After a judgment only the rows whose values moved are
-# written again, and the object is joined from the others as they were, instead of looking up 5,000 rows of
-# ROW_TEXTS per system. The texts are those ROW_TEXTS holds (shared strings); the values take 8 bytes a value.
-_SERIES: OrderedDict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], np.ndarray, list[str], int]] = OrderedDict()
-_SERIES_BYTES = 64 * 2**20  # values and items kept, at most (20 systems x 5,000 queries: about 25 MB a table)
+# The latest per-query object of each system, by series (score table and system; see leaderboard_data): the
+# query names, the values, the object's text and where each query's item starts in it (object_text). After a
+# judgment only the rows whose values moved are written again, and the object is joined from the text between
+# them as it was, instead of looking up 5,000 rows of ROW_TEXTS per system. The text is the object BLOCK_TEXTS
+# keeps for the state (one copy); the values take 8 bytes a value.
+_Series = tuple[tuple[str, ...], np.ndarray, bytes, np.ndarray, int]  # queries, values, text, starts, size
+_SERIES: OrderedDict[tuple[str, tuple[str, ...]], _Series] = OrderedDict()
+_SERIES_BYTES = 64 * 2**20  # values and texts kept, at most (20 systems x 5,000 queries: about 20 MB a table)
 _SERIES_LOCK = threading.Lock()
 # Up to this many moved rows a series is patched; more (a new parameter set, an import) go through ROW_TEXTS.
 _SERIES_PATCH = 256
@@ -362,11 +373,21 @@ def text_caches_clear() -> None:
         _KEYS.clear()
 
 
-_KEYS: OrderedDict[tuple[str, ...], list[str]] = OrderedDict()
+_KEYS: OrderedDict[tuple[str, ...], list[bytes]] = OrderedDict()
 _KEYS_KEEP = 8
 
 
-def _query_keys(qids: list[str]) -> tuple[tuple[str, ...], list[str]]:
+def _js_safe(text: str) -> str:
+    """As DRF's JSONRenderer: U+2028/2029 are valid JSON but not valid JavaScript string literals."""
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _json_key(name: str) -> bytes:
+    """'"name":' as the JSON text writes it (compact, UTF-8)."""
+    return _js_safe(json.dumps(name, ensure_ascii=False)).encode() + b":"
+
+
+def _query_keys(qids: list[str]) -> tuple[tuple[str, ...], list[bytes]]:
     """The query ids and their JSON keys ('"q1":'), kept for the last few sets of queries: 5,000 json.dumps
     calls a request otherwise."""
     names = tuple(qids)
@@ -375,12 +396,45 @@ def _query_keys(qids: list[str]) -> tuple[tuple[str, ...], list[str]]:
         if keys is not None:
             _KEYS.move_to_end(names)
             return names, keys
-    keys = [json.dumps(q, ensure_ascii=False) + ":" for q in qids]
+    keys = [_json_key(q) for q in qids]
     with _SERIES_LOCK:
         _KEYS[names] = keys
         while len(_KEYS) > _KEYS_KEEP:
             _KEYS.popitem(last=False)
     return names, keys
+
+
+def object_text(items: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """The JSON object ``{item,item,...}`` of these items ('"q1":{...}'), and where each starts in it: item ``i``
+    is ``text[starts[i] : starts[i + 1] - 1]`` (each is followed by one byte, a comma or the closing brace;
+    ``starts[-1]`` is the text's length)."""
+    starts = np.empty(len(items) + 1, dtype=np.int64)
+    starts[0] = 1
+    np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)) + 1, out=starts[1:])
+    starts[1:] += 1
+    text = b"{" + b",".join(items) + b"}"
+    if not items:
+        starts[0] = len(text)
+    return text, starts
+
+
+def object_patched(text: bytes, starts: np.ndarray, moved: np.ndarray, new: list[bytes]) -> tuple[bytes, np.ndarray]:
+    """``text`` (object_text's) with the items at the sorted positions ``moved`` replaced by ``new``: one join of
+    the text between them, and the starts shifted by the moved items' change of length."""
+    if not moved.size:
+        return text, starts
+    begins, ends = starts[moved].tolist(), (starts[moved + 1] - 1).tolist()
+    pieces: list[bytes] = []
+    at = 0
+    for begin, end, item in zip(begins, ends, new, strict=True):
+        pieces += (text[at:begin], item)
+        at = end
+    pieces.append(text[at:])
+    shift = np.zeros(starts.size, dtype=np.int64)
+    shift[moved + 1] = np.fromiter(map(len, new), dtype=np.int64, count=len(new)) - (
+        starts[moved + 1] - 1 - starts[moved]
+    )
+    return b"".join(pieces), starts + np.cumsum(shift)
 
 
 class _NotFinite(Exception):
@@ -390,12 +444,12 @@ class _NotFinite(Exception):
 class _PerQueryText:
     """Per-query values written straight to JSON text for leaderboard_json: a placeholder string stands in
     the data for each system's ``per_query`` object (leaderboard_data's ``per_query_text``) and is replaced
-    by the text afterwards."""
+    by the object's UTF-8 text afterwards."""
 
     def __init__(self):
         self.token = secrets.token_hex(8)
-        self.parts: dict[str, str] = {}
-        self.keys: tuple[tuple, list[str]] | None = None
+        self.parts: dict[str, bytes] = {}
+        self.keys: tuple[tuple, list[bytes]] | None = None
 
     def __call__(
         self, values, qids: list[str], names: list[str], *, block: str, series: str = "", campaign_pk: int = 0
@@ -412,78 +466,77 @@ class _PerQueryText:
         self.parts[placeholder] = text
         return placeholder
 
-    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str, campaign_pk: int = 0) -> str:
+    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str, campaign_pk: int = 0) -> bytes:
         values = np.ascontiguousarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise _NotFinite
         if self.keys is None or self.keys[0] != tuple(qids):
             self.keys = _query_keys(qids)
-        # {"P@10":%r,...}: repr writes a float exactly as json.dumps does.
-        row_format = "{" + ",".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ":%r" for n in names) + "}"
+        # b'{"P@10":%a,...}': %a (the ASCII of repr) writes a float exactly as json.dumps does.
+        row_format = b"{" + b",".join(_json_key(n).replace(b"%", b"%%") + b"%a" for n in names) + b"}"
         names_key = tuple(names)
-        items = self._patched(series, names_key, values, row_format, campaign_pk) if series else None
-        if items is None:  # each query's '"qid":{...}'
-            items = list(map(str.__add__, self.keys[1], self._rows(values, names_key, row_format)))
+        got = self._patched(series, names_key, values, row_format, campaign_pk) if series else None
+        if got is None:  # each query's '"qid":{...}'
+            got = object_text(list(map(bytes.__add__, self.keys[1], self._rows(values, names_key, row_format))))
+        text, starts = got
         if series and campaign_pk:
-            series_save_later(campaign_pk, series, names_key, self.keys[0], values, items)
+            series_save_later(campaign_pk, series, names_key, self.keys[0], values, text, starts)
         if series:
-            size = values.nbytes + sum(map(len, items)) + 64 * len(items)  # text, and a str object's own size
+            size = values.nbytes + len(text) + starts.nbytes  # the text is the same object BLOCK_TEXTS keeps
             with _SERIES_LOCK:
-                _SERIES[(series, names_key)] = (self.keys[0], values, items, size)
+                _SERIES[(series, names_key)] = (self.keys[0], values, text, starts, size)
                 _SERIES.move_to_end((series, names_key))
-                while len(_SERIES) > 1 and sum(v[3] for v in _SERIES.values()) > _SERIES_BYTES:
+                while len(_SERIES) > 1 and sum(v[4] for v in _SERIES.values()) > _SERIES_BYTES:
                     _SERIES.popitem(last=False)
-        return "{" + ",".join(items) + "}"
+        return text
 
     def _patched(
-        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: str, campaign_pk: int = 0
-    ) -> list[str] | None:
-        """The series' latest items ('"qid":{...}') with the rows whose values moved written again, or None
-        when the queries differ (a query joined the means) or too many rows moved. The latest items are this
-        process's, else those saved on the machine for the same queries."""
+        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: bytes, campaign_pk: int = 0
+    ) -> tuple[bytes, np.ndarray] | None:
+        """The series' latest object text with the rows whose values moved written again (and its items'
+        starts), or None when the queries differ (a query joined the means) or too many rows moved. The latest
+        text is this process's, else that saved on the machine for the same queries."""
         assert self.keys is not None
         with _SERIES_LOCK:
             got = _SERIES.get((series, names_key))
         if got is None and campaign_pk:
             saved = series_load(campaign_pk, series, names_key, self.keys[0])
             if saved is not None:
-                got = (self.keys[0], saved[0], saved[1], 0)
+                got = (self.keys[0], *saved, 0)
         if got is None or got[1].shape != values.shape or got[0] != self.keys[0]:
             return None
         moved = np.flatnonzero((got[1] != values).any(axis=1))
         if moved.size > _SERIES_PATCH:
             return None
-        items = list(got[2])
         keys = self.keys[1]
-        for i, row in zip(moved.tolist(), values[moved].tolist(), strict=True):  # the moved rows only
-            items[i] = keys[i] + row_format % tuple(row)
-        return items
+        new = [keys[i] + row_format % tuple(row) for i, row in zip(moved.tolist(), values[moved].tolist(), strict=True)]
+        return object_patched(got[2], got[3], moved, new)
 
-    def _rows(self, values: np.ndarray, names_key: tuple[str, ...], row_format: str) -> list[str]:
+    def _rows(self, values: np.ndarray, names_key: tuple[str, ...], row_format: bytes) -> list[bytes]:
         """Every row's text, from ROW_TEXTS where the same values were written before."""
         rows = values.view(np.dtype((np.void, values.shape[1] * 8))).ravel().tolist() if values.size else []
         keys = [(names_key, row) for row in rows]
         texts = ROW_TEXTS.get_many(keys)
-        new: list[tuple[Hashable, str]] = []
+        new: list[tuple[Hashable, bytes]] = []
         for i, row in enumerate(values.tolist()):
             if texts[i] is None:
                 text = texts[i] = row_format % tuple(row)
                 new.append((keys[i], text))
         ROW_TEXTS.put_many(new)
-        return cast("list[str]", texts)
+        return cast("list[bytes]", texts)
 
-    def fill(self, text: str) -> str:
-        """``text`` (JSON with the placeholders) with the per-query objects in their place, in one pass."""
-        pieces = re.split(f'"(per-query:{self.token}:[0-9]+)"', text)
-        pieces[1::2] = [self.parts[p] for p in pieces[1::2]]
-        return "".join(pieces)
+    def fill(self, text: str) -> bytes:
+        """``text`` (JSON with the placeholders) in UTF-8 with the per-query objects in their place: one join of
+        the kept objects, no encoding of them."""
+        pieces = re.split(f'"(per-query:{self.token}:[0-9]+)"', _js_safe(text))
+        return b"".join(self.parts[p] if i % 2 else p.encode() for i, p in enumerate(pieces))
 
 
-def leaderboard_json(*, campaign: Campaign, **params) -> str | None:
-    """leaderboard_data(..., per_query=True) as the API's JSON text (compact, UTF-8, what DRF's JSONRenderer
-    writes), or None where only the general path applies (no per-query values, the diversity measures,
-    a value that is not finite). Building a dict per query and system and encoding them took seconds for
-    20 systems x 5,000 queries; the per-query objects are written as text in one formatting step each."""
+def leaderboard_json(*, campaign: Campaign, **params) -> bytes | None:
+    """leaderboard_data(..., per_query=True) as the API's JSON text in UTF-8 (compact, what DRF's JSONRenderer
+    writes), or None where only the general path applies (no per-query values, the diversity measures, a value
+    that is not finite). Building a dict per query and system and encoding them took seconds for 20 systems x
+    5,000 queries; the per-query objects are written as text in one formatting step each, and kept."""
     if not params.get("per_query", True) or params.get("attribute"):
         return None
     per_query_text = _PerQueryText()
@@ -491,6 +544,4 @@ def leaderboard_json(*, campaign: Campaign, **params) -> str | None:
         data = leaderboard_data(campaign=campaign, **params, per_query_text=per_query_text)
     except _NotFinite:
         return None
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    # As DRF's JSONRenderer: U+2028/2029 are valid JSON but not valid JavaScript string literals.
-    return per_query_text.fill(text).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return per_query_text.fill(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))

@@ -214,6 +214,51 @@ def shared_write(blocks: dict[str, Any]) -> None:
         cache.set_many(blocks, timeout=CACHE_SECONDS)
 
 
+# Shared-cache writes happen after the answer, in one writer thread per process (tests write in the request, to
+# read the entries at once): the write was 10 ms of the leaderboard request after each judgment on PostgreSQL's
+# database cache (bench/scale_bench.py), and the next process to need a block before it is written scores it
+# itself (a few queries), as after a crash.
+WRITE_IN_THREAD = True
+_PENDING: dict[str, Any] = {}
+_PENDING_LOCK = threading.Lock()
+_WRITING = False
+
+
+def shared_write_later(blocks: dict[str, Any]) -> None:
+    """shared_write(blocks) in this process's writer thread, after whatever it has still to write (an entry
+    waiting there is replaced by a newer one of the same key, never written twice)."""
+    global _WRITING
+    if not WRITE_IN_THREAD:
+        shared_write(blocks)
+        return
+    with _PENDING_LOCK:
+        _PENDING.update(blocks)
+        if _WRITING:
+            return
+        _WRITING = True
+    threading.Thread(target=_write_pending, name="shared-cache-write", daemon=True).start()
+
+
+def _write_pending() -> None:
+    global _WRITING
+    try:
+        while True:
+            with _PENDING_LOCK:
+                batch = dict(_PENDING)
+                _PENDING.clear()
+                if not batch:
+                    _WRITING = False
+                    return
+            try:
+                shared_write(batch)
+            except Exception:  # the entries are only work saved for other processes
+                logger.exception("%d shared score cache entries not written", len(batch))
+    finally:
+        with _PENDING_LOCK:
+            _WRITING = False
+        connections.close_all()  # this thread's own connections
+
+
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
     raw = repr(
         (cube.key, params.k, params.gain, params.threshold, params.judged_only, params.policy or campaign.aggregation)
@@ -285,7 +330,7 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
             )
             for b in touched
         }
-        shared_write(blocks)
+        shared_write_later(blocks)
     with _LOCK:
         _SCORES[key] = table
     seconds = time.perf_counter() - started

@@ -9,8 +9,8 @@ rewrites only the rows whose values moved since. A file of other queries or name
 removed (a warning in the log); new runs remove the campaign's files (judging.scoring.cube_file), as does
 deleting the campaign.
 
-Layout (judging.scoring.cube_file's header): the values (Q x M float64), the rows' start offsets in the text
-(Q + 1 int64, in characters) and the rows' text (UTF-8).
+Layout (judging.scoring.cube_file's header): the values (Q x M float64), where each query's item starts in the
+text (Q + 1 int64, in bytes; judging.api.renderers.object_text) and the per-query object's text (UTF-8).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from judging.scoring import cube_file
 
 logger = logging.getLogger(__name__)
 
-MAGIC = b"RJTEXT\x00\x01"
+MAGIC = b"RJTEXT\x00\x02"  # 2: offsets in bytes (1 counted characters)
 SAVE_EVERY = 30.0  # seconds between two saves of one series by one process
 SAVE_IN_THREAD = True  # tests save in the request, to see the file at once
 
@@ -47,8 +47,9 @@ def _digest(series: str, names: tuple[str, ...], qids: tuple[str, ...]) -> str:
 
 def series_load(
     campaign_pk: int, series: str, names: tuple[str, ...], qids: tuple[str, ...]
-) -> tuple[np.ndarray, list[str]] | None:
-    """The values (Q, M) and row texts saved for this series, queries and names, or None."""
+) -> tuple[np.ndarray, bytes, np.ndarray] | None:
+    """The values (Q, M), the per-query object's text and its items' starts (judging.api.renderers.object_text)
+    saved for this series, queries and names, or None."""
     folder = cube_file.cube_dir()
     if folder is None:
         return None
@@ -71,21 +72,26 @@ def series_load(
             handle.seek(offset)
             values = np.frombuffer(handle.read(n_q * n_m * 8), dtype="<f8").reshape(n_q, n_m)
             starts = np.frombuffer(handle.read((n_q + 1) * 8), dtype="<i8")
-            text = handle.read(int(header["text_bytes"])).decode()
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+            text = handle.read(int(header["text_bytes"]))
+    except (OSError, ValueError) as exc:
         logger.warning("per-query text file %s not used (%s)", path.name, exc)
         return None
-    if starts.size != n_q + 1 or int(starts[-1]) != len(text):
+    if starts.size != n_q + 1 or int(starts[-1]) != len(text) or np.any(np.diff(starts) < 1) or int(starts[0]) < 1:
         return None
-    items = list(map(text.__getitem__, map(slice, starts[:-1].tolist(), starts[1:].tolist())))
-    return values.astype(np.float64), items
+    return values.astype(np.float64), text, starts.astype(np.int64)
 
 
 def series_save_later(
-    campaign_pk: int, series: str, names: tuple[str, ...], qids: tuple[str, ...], values: np.ndarray, items: list[str]
+    campaign_pk: int,
+    series: str,
+    names: tuple[str, ...],
+    qids: tuple[str, ...],
+    values: np.ndarray,
+    text: bytes,
+    starts: np.ndarray,
 ) -> None:
-    """Save the series' rows for other processes, unless this process saved it less than SAVE_EVERY seconds ago.
-    ``values`` and ``items`` are not changed afterwards (the renderer makes new ones per state)."""
+    """Save the series' object for other processes, unless this process saved it less than SAVE_EVERY seconds
+    ago. ``values`` and ``starts`` are not changed afterwards (the renderer makes new ones per state)."""
     folder = cube_file.cube_dir()
     if folder is None:
         return
@@ -97,12 +103,8 @@ def series_save_later(
         _SAVED[path] = now
 
     def run() -> None:
-        text = "".join(items)
-        starts = np.zeros(len(items) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=starts[1:])
-        raw = text.encode()
-        header = {"state": _digest(series, names, qids), "campaign": campaign_pk, "text_bytes": len(raw)}
-        parts = iter([np.asarray(values, dtype="<f8"), starts, np.frombuffer(raw, dtype=np.uint8)])
+        header = {"state": _digest(series, names, qids), "campaign": campaign_pk, "text_bytes": len(text)}
+        parts = iter([np.asarray(values, dtype="<f8"), np.asarray(starts, dtype="<i8"), np.frombuffer(text, np.uint8)])
         cube_file.write_file(path, MAGIC, header, parts)
 
     if SAVE_IN_THREAD:

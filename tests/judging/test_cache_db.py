@@ -50,3 +50,49 @@ def test_set_many_culls_as_django_does_beyond_max_entries(cache, monkeypatch):
 def test_expired_entries_are_not_read(cache):
     cache.set_many({"x": 1, "y": 2}, timeout=-1)
     assert cache.get_many(["x", "y"]) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_after_the_answer_arrive_once_with_the_newest_value(monkeypatch):
+    """The leaderboard writes its shared entries in a writer thread after the answer (scoring.cache
+    shared_write_later): what was asked arrives, a key asked twice holds its newer value, and a failed write is
+    logged, not raised into a request."""
+    import threading
+    import time
+
+    from judging.scoring import cache as scoring_cache
+
+    backend = caches["default"]
+    backend.clear()
+    monkeypatch.setattr(scoring_cache, "WRITE_IN_THREAD", True)
+    started = threading.Event()
+    real = scoring_cache.shared_write
+    calls: list[dict] = []
+
+    def slow_write(blocks):
+        calls.append(dict(blocks))
+        started.set()
+        time.sleep(0.3)  # the writer is busy: what comes meanwhile waits, merged
+        real(blocks)
+
+    monkeypatch.setattr(scoring_cache, "shared_write", slow_write)
+    scoring_cache.shared_write_later({"a": 1})
+    assert started.wait(5)
+    scoring_cache.shared_write_later({"b": 2, "c": 3})
+    scoring_cache.shared_write_later({"b": 20})
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and backend.get_many(["a", "b", "c"]) != {"a": 1, "b": 20, "c": 3}:
+        time.sleep(0.05)
+    assert backend.get_many(["a", "b", "c"]) == {"a": 1, "b": 20, "c": 3}
+    assert calls == [{"a": 1}, {"b": 20, "c": 3}]  # two writes: the second merged what waited
+
+    def broken(blocks):
+        raise RuntimeError("database gone")
+
+    monkeypatch.setattr(scoring_cache, "shared_write", broken)
+    scoring_cache.shared_write_later({"d": 4})  # logged in the thread; the caller goes on
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and scoring_cache._WRITING:
+        time.sleep(0.05)
+    assert not scoring_cache._WRITING and backend.get("d") is None
+    backend.clear()

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
 
 from judging.api import renderers
 from judging.api.renderers import TextLRU, leaderboard_json
 from judging.models import Pair
 from judging.scoring import leaderboard_data
-from judging.services import judgment_record
+from judging.services import documents_import, judgment_record, queries_import, run_import
 
 
 def test_text_lru_drops_the_least_recently_used_beyond_its_count():
@@ -52,14 +56,14 @@ def _drf(campaign, **params) -> bytes:
 def test_leaderboard_json_follows_each_new_judgment(world):
     campaign = world.campaign
     first = leaderboard_json(campaign=campaign, k=2)
-    assert first.encode() == _drf(campaign, k=2)
+    assert first == _drf(campaign, k=2)
     assert len(renderers.BLOCK_TEXTS) == 2  # bm25 and dense
     assert leaderboard_json(campaign=campaign, k=2) == first  # nothing changed: the kept text
     pair = Pair.objects.get(campaign=campaign, query__qid="q1", document__docid="d1")
     for annotator in (world.annotator, world.annotator2):  # q1's d1: relevant, now not relevant
         judgment_record(pair=pair, annotator=annotator, grade=0)
     after = leaderboard_json(campaign=campaign, k=2)
-    assert after.encode() == _drf(campaign, k=2)
+    assert after == _drf(campaign, k=2)
     assert after != first
 
 
@@ -67,7 +71,7 @@ def test_leaderboard_texts_stay_within_their_bounds(world, monkeypatch):
     monkeypatch.setattr(renderers, "BLOCK_TEXTS", TextLRU(max_entries=3, max_bytes=10**6))
     monkeypatch.setattr(renderers, "ROW_TEXTS", TextLRU(max_entries=5, max_bytes=10**6))
     for k in (1, 2, 3, 4):  # four parameter sets: four blocks of per-query values for each of two systems
-        assert leaderboard_json(campaign=world.campaign, k=k).encode() == _drf(world.campaign, k=k)
+        assert leaderboard_json(campaign=world.campaign, k=k) == _drf(world.campaign, k=k)
     assert len(renderers.BLOCK_TEXTS) == 3 and len(renderers.ROW_TEXTS) == 5
 
 
@@ -76,10 +80,51 @@ def test_the_kept_rows_of_each_system_stay_within_their_bound(world, monkeypatch
     with room for about one leave the most recent only, and the texts are still DRF's."""
     monkeypatch.setattr(renderers, "_SERIES", type(renderers._SERIES)())
     leaderboard_json(campaign=world.campaign, k=1)
-    one_table = sum(v[3] for v in renderers._SERIES.values())
+    one_table = sum(v[-1] for v in renderers._SERIES.values())
     monkeypatch.setattr(renderers, "_SERIES_BYTES", one_table)
     for k in (2, 3, 4):
-        assert leaderboard_json(campaign=world.campaign, k=k).encode() == _drf(world.campaign, k=k)
+        assert leaderboard_json(campaign=world.campaign, k=k) == _drf(world.campaign, k=k)
     kept = list(renderers._SERIES.values())
-    assert 0 < sum(v[3] for v in kept) <= one_table
+    assert 0 < sum(v[-1] for v in kept) <= one_table
     assert 1 <= len(renderers._SERIES) <= 2  # k=4's systems, as many as the bound holds
+
+
+def test_leaderboard_json_writes_any_query_id_as_drf_does(campaign, annotator):
+    """Query ids are whatever the lead's files held: Korean text, a '%' (the rows' format character), a quote and
+    a backslash (JSON escapes) come out as DRF writes them, byte for byte."""
+    odd = ["검색질의", "50%", 'q"\\x']
+    topics = "".join(f"{qid}\tquery {i}\n" for i, qid in enumerate(odd))
+    queries_import(campaign=campaign, data=topics.encode(), filename="topics.tsv")
+    documents_import(
+        campaign=campaign, data=b'{"docid": "d1", "text": "a"}\n{"docid": "d2", "text": "b"}\n', filename="d.jsonl"
+    )
+    run = "".join(f"{qid} Q0 d{r} {r} {3 - r} sys\n" for qid in odd for r in (1, 2))
+    run_import(campaign=campaign, data=run.encode(), filename="sys.run")
+    for pair in Pair.objects.filter(campaign=campaign, pooled=True):
+        judgment_record(pair=pair, annotator=annotator, grade=2 if pair.document.docid == "d1" else 0)
+    body = leaderboard_json(campaign=campaign, k=2)
+    assert body == _drf(campaign, k=2)
+    assert "검색".encode() in body
+    assert set(json.loads(body)["systems"][0]["per_query"]) == set(odd)
+
+
+@given(
+    items=st.lists(st.binary(min_size=1, max_size=12), max_size=30),
+    data=st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_an_object_patched_is_the_object_of_the_new_items(items, data):
+    """After a judgment each system's per-query object is patched where rows moved (object_patched): the text
+    and the items' starts are exactly those of the object written afresh, for any items and moves."""
+    text, starts = renderers.object_text(items)
+    assert text == b"{" + b",".join(items) + b"}"
+    assert [text[starts[i] : starts[i + 1] - 1] for i in range(len(items))] == items
+    moved = sorted(data.draw(st.sets(st.integers(0, max(len(items) - 1, 0)), max_size=len(items))) if items else [])
+    new = [data.draw(st.binary(min_size=1, max_size=20)) for _ in moved]
+    after = list(items)
+    for i, item in zip(moved, new, strict=True):
+        after[i] = item
+    patched_text, patched_starts = renderers.object_patched(text, starts, np.array(moved, dtype=np.int64), new)
+    fresh_text, fresh_starts = renderers.object_text(after)
+    assert patched_text == fresh_text
+    np.testing.assert_array_equal(patched_starts, fresh_starts)

@@ -72,9 +72,9 @@ class LeaderboardActions:
         try:
             if type(request.accepted_renderer) is JSONRenderer and query.per_query:
                 # Every per-query value of every system: written as JSON text directly (leaderboard_json).
-                text = leaderboard_json(campaign=campaign, **settings, allow_stale=True)
-                if text is not None:
-                    return HttpResponse(text, content_type="application/json")
+                body = leaderboard_json(campaign=campaign, **settings, allow_stale=True)
+                if body is not None:
+                    return HttpResponse(body, content_type="application/json")
             data = leaderboard_data(campaign=campaign, **settings, allow_stale=True)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None

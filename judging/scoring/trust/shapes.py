@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
 
-from judging.scoring.cache import Leaderboard, shared_write
+from judging.scoring.cache import Leaderboard, shared_write_later
 from judging.scoring.memory import trim_after_build
 from judging.scoring.trust.arrays import has_arrays, resolve_measure
 from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
@@ -96,7 +96,7 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: boo
 
     def publish(entries: dict[str, Any]) -> None:
         latest = {"versions": lb.table.versions.copy(), "entries": entries}
-        shared_write({key: entries, latest_key: latest})
+        shared_write_later({key: entries, latest_key: latest})
 
     def fetch_or_compute() -> dict[str, Any]:
         shared = cache.get(key)
