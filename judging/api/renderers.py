@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Generic, TypeVar, cast
 
 import numpy as np
+from django.http import HttpResponse
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from judging import formats
@@ -525,18 +526,20 @@ class _PerQueryText:
         ROW_TEXTS.put_many(new)
         return cast("list[bytes]", texts)
 
-    def fill(self, text: str) -> bytes:
-        """``text`` (JSON with the placeholders) in UTF-8 with the per-query objects in their place: one join of
-        the kept objects, no encoding of them."""
+    def pieces(self, text: str) -> list[bytes]:
+        """``text`` (JSON with the placeholders) in UTF-8 pieces with the per-query objects in their place, in
+        order: the kept objects as they are, the text around them encoded."""
         pieces = re.split(f'"(per-query:{self.token}:[0-9]+)"', _js_safe(text))
-        return b"".join(self.parts[p] if i % 2 else p.encode() for i, p in enumerate(pieces))
+        return [self.parts[p] if i % 2 else p.encode() for i, p in enumerate(pieces)]
 
 
-def leaderboard_json(*, campaign: Campaign, **params) -> bytes | None:
-    """leaderboard_data(..., per_query=True) as the API's JSON text in UTF-8 (compact, what DRF's JSONRenderer
-    writes), or None where only the general path applies (no per-query values, the diversity measures, a value
-    that is not finite). Building a dict per query and system and encoding them took seconds for 20 systems x
-    5,000 queries; the per-query objects are written as text in one formatting step each, and kept."""
+def leaderboard_json_pieces(*, campaign: Campaign, **params) -> list[bytes] | None:
+    """leaderboard_data(..., per_query=True) as the API's JSON text in UTF-8 pieces (compact, what DRF's
+    JSONRenderer writes, once joined), or None where only the general path applies (no per-query values, the
+    diversity measures, a value that is not finite). Building a dict per query and system and encoding them
+    took seconds for 20 systems x 5,000 queries; the per-query objects are written as text in one formatting
+    step each, and kept. The API writes the pieces one after the other: joining them copied the 19 MB answer
+    once more (10 ms of a request at 100M entries, bench/scale_bench.py)."""
     if not params.get("per_query", True) or params.get("attribute"):
         return None
     per_query_text = _PerQueryText()
@@ -544,4 +547,20 @@ def leaderboard_json(*, campaign: Campaign, **params) -> bytes | None:
         data = leaderboard_data(campaign=campaign, **params, per_query_text=per_query_text)
     except _NotFinite:
         return None
-    return per_query_text.fill(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+    return per_query_text.pieces(json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+def pieces_response(pieces: list[bytes], *, content_type: str) -> HttpResponse:
+    """An answer whose body is these pieces, written one after the other (HttpResponse.write keeps each as it
+    is), with its Content-Length set here: CommonMiddleware would otherwise read ``content``, which joins them."""
+    response = HttpResponse(content_type=content_type)
+    for piece in pieces:
+        response.write(piece)
+    response["Content-Length"] = str(sum(map(len, pieces)))
+    return response
+
+
+def leaderboard_json(*, campaign: Campaign, **params) -> bytes | None:
+    """leaderboard_json_pieces joined: the whole JSON text."""
+    pieces = leaderboard_json_pieces(campaign=campaign, **params)
+    return None if pieces is None else b"".join(pieces)

@@ -128,3 +128,15 @@ def test_an_object_patched_is_the_object_of_the_new_items(items, data):
     fresh_text, fresh_starts = renderers.object_text(after)
     assert patched_text == fresh_text
     np.testing.assert_array_equal(patched_starts, fresh_starts)
+
+
+def test_the_api_writes_the_leaderboard_in_pieces_with_its_length(world, as_lead):
+    """The API's leaderboard with per-query values is written as the kept objects one after the other (not
+    joined into one more copy of the answer): its Content-Length is the body's, and the body is DRF's JSON."""
+    response = as_lead.get(f"/api/campaigns/{world.campaign.slug}/leaderboard/?k=2")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    chunks = list(response)
+    assert len(chunks) > 2  # the text around the objects, and each system's object
+    body = b"".join(chunks)
+    assert int(response["Content-Length"]) == len(body)
+    assert body == response.content == _drf(world.campaign, k=2)

@@ -543,6 +543,28 @@ def test_above_the_refit_size_a_judgment_redraws_its_own_query_only(make_user, m
     assert fits == [] and drawn == [1]
 
 
+def test_the_refits_count_of_judged_entries_follows_judgments_as_a_fresh_count(make_user):
+    """The relevance model is refitted by the number of judged entries within the pool depth, kept per query
+    and recounted for the judged queries only: after judgments it is the count of a fresh build."""
+    from judging.models import Pair
+    from judging.scoring.trust import final
+    from judging.services import judgment_record
+
+    campaign, runs, qrels = random_campaign(make_user, seed=23)
+    before = final._judged_in_pool(leaderboard(campaign, Params(k=10)))
+    user = make_user("counter")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    for pair in Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True)[:5]:
+        judgment_record(pair=pair, annotator=user, grade=1)
+    lb = leaderboard(campaign, Params(k=10))
+    patched = final._judged_in_pool(lb)
+    arrays = trust.trust_arrays(lb)
+    pd = min(int(campaign.pool_depth), arrays.labels.shape[2])
+    assert patched == int(np.count_nonzero(arrays.labels[..., :pd] >= 0)) > before
+    trust.caches_clear()
+    assert final._judged_in_pool(leaderboard(campaign, Params(k=10))) == patched
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_process_answering_from_the_shared_cache_builds_its_own_parts_ahead(make_user, settings, monkeypatch):
     """A process that read a state's verdicts from the shared cache builds its own per-query parts in a thread,

@@ -19,7 +19,7 @@ from judging import params
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanSeeLeaderboard, access
-from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json
+from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json_pieces, pieces_response
 from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
 from judging.jobs import significance_get
 from judging.models import Campaign
@@ -71,10 +71,10 @@ class LeaderboardActions:
         settings = query.settings(*params.LEADERBOARD)
         try:
             if type(request.accepted_renderer) is JSONRenderer and query.per_query:
-                # Every per-query value of every system: written as JSON text directly (leaderboard_json).
-                body = leaderboard_json(campaign=campaign, **settings, allow_stale=True)
-                if body is not None:
-                    return HttpResponse(body, content_type="application/json")
+                # Every per-query value of every system: written as JSON text directly (leaderboard_json_pieces).
+                pieces = leaderboard_json_pieces(campaign=campaign, **settings, allow_stale=True)
+                if pieces is not None:
+                    return pieces_response(pieces, content_type="application/json")
             data = leaderboard_data(campaign=campaign, **settings, allow_stale=True)
         except ValueError as exc:
             raise DRFValidationError({"non_field_errors": [str(exc)]}) from None

@@ -95,10 +95,25 @@ def _model(lb: Leaderboard, cells: int) -> _Fit:
 
 
 def _judged_in_pool(lb: Leaderboard) -> int:
-    """Judged ranked entries within the pool depth (what the model's refit counts): once per labels state."""
+    """Judged ranked entries within the pool depth (what the model's refit counts): once per labels state, from
+    per-query counts recounted only for the queries whose labels moved (the whole count read every system's
+    pool-depth head of every query, strided through the labels file: 4 ms a request at 100M entries)."""
     arrays = campaign_arrays(lb)
     pd = min(int(lb.campaign.pool_depth), arrays.labels.shape[2])
-    return int(np.count_nonzero(arrays.labels[..., :pd] >= 0))
+
+    def count(queries: np.ndarray | slice) -> np.ndarray:
+        counted: np.ndarray = np.count_nonzero(arrays.labels[:, queries, :pd] >= 0, axis=(0, 2))
+        return counted.astype(np.int64)
+
+    def patch(old: np.ndarray, dirty: np.ndarray) -> np.ndarray:
+        out = old.copy()
+        out[dirty] = count(dirty)
+        return out
+
+    counts = per_query(
+        lb, ("judged-in-pool",), token=pd, build=lambda: count(slice(None)), patch=patch, patch_queries=PATCH_QUERIES
+    )
+    return int(counts.sum())
 
 
 def _compute(lb: Leaderboard, base: str, fit: _Fit, queries: np.ndarray, samples: int) -> QueryParts:
