@@ -13,7 +13,7 @@ Prints, with the machine's yardstick line:
 - the default leaderboard request (bounds and verdicts) after each of --judgments judgments right after the
   restart (a worker's first new labels state is answered with the published verdicts while it builds its own
   per-query parts in the background), then after as many once the workers are idle (the steady state), then
-  without per-query values;
+  without per-query values, then polls with no judgment between (the floor: the answer's transfer);
 - each worker's proportional memory (PSS, /proc/PID/smaps_rollup) with 4 workers, its anonymous memory beyond what
   it held idle (before its first request), and the shared files' sizes (the cube and the ranked labels).
 """
@@ -271,6 +271,9 @@ def main() -> None:
         # The steady state a lead polling the leaderboard sees: every worker has its parts.
         line("leaderboard after a judgment, steady", series(pairs[n : 2 * n]))
         line("the same without per-query values (?per_query=false)", series(pairs[2 * n :], "?per_query=false"))
+        # The floor of the default request: a poll with no judgment before it (nothing to compute) is mostly the
+        # transfer of the answer (19 MB at 100M entries) and the client's reading of it.
+        line("the default request with no judgment between (the answer's transfer)", [board(url) for _ in range(n)])
         master = site.processes[0].pid
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
         # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
