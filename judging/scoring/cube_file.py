@@ -168,7 +168,8 @@ def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator
             handle.write(raw)
             handle.write(b"\0" * (_data_offset(len(raw)) - _PREFIX.size - len(raw)))
             for part in parts:
-                handle.write(np.ascontiguousarray(part).data.cast("B"))
+                if part.size:  # an empty part has no bytes (and a memoryview of it cannot be cast)
+                    handle.write(np.ascontiguousarray(part).data.cast("B"))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)

@@ -107,3 +107,15 @@ def test_a_damaged_file_is_removed_and_rows_of_other_queries_are_not_used(
         body = as_lead.get(url).json()
     assert caplog.text == "" and _per_query(body) == _expected(pooled)
     assert json.dumps(body)  # plain JSON
+
+
+def test_a_series_of_no_scored_queries_is_saved_and_read_back(saved_at_once):
+    """Before any label no query is scored: the empty per-query object is saved like any other (an empty part
+    of the file once failed to be written, in the saving thread)."""
+    import numpy as np
+
+    text, starts = renderers.object_text([])
+    assert text == b"{}"
+    series_file.series_save_later(9, "table:system", ("P@10",), (), np.zeros((0, 1)), text, starts)
+    values, got_text, got_starts = series_file.series_load(9, "table:system", ("P@10",), ())
+    assert values.shape == (0, 1) and got_text == b"{}" and got_starts.tolist() == starts.tolist()
