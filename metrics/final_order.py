@@ -16,6 +16,7 @@ judgments. SIGIR.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +92,43 @@ class QueryParts:
     pending: np.ndarray  # (Q,) distinct pooled unjudged documents
     same: np.ndarray | None = None  # (S, Q) uint64 metrics.verdicts.list_signature of the lists the measure reads
     overlap: QueryStack | None = None  # (Q, S, S) float32: the shared unjudged documents' tightening (metrics.verdicts)
+
+    @classmethod
+    def joined(cls, chunks: list[QueryParts]) -> QueryParts:
+        """The parts of consecutive chunks of queries as one (every chunk but the last a multiple of
+        QueryStack.BLOCK queries, so that the stacks' blocks stay whole)."""
+        if len(chunks) == 1:
+            return chunks[0]
+
+        def cat(name: str) -> np.ndarray | None:
+            got = [getattr(c, name) for c in chunks]
+            return None if any(g is None for g in got) else np.concatenate(got, axis=-1)
+
+        def stack(name: str) -> QueryStack | None:
+            got = [getattr(c, name) for c in chunks]
+            if any(g is None for g in got):
+                return None
+            assert all(g.n % QueryStack.BLOCK == 0 for g in got[:-1])
+            return QueryStack([b for g in got for b in g.blocks], sum(g.n for g in got))
+
+        def must(a: np.ndarray | QueryStack | None) -> Any:
+            assert a is not None
+            return a
+
+        return cls(
+            must(cat("low")),
+            must(cat("high")),
+            cat("num_low"),
+            cat("num_high"),
+            cat("den_low"),
+            cat("den_pos"),
+            cat("den_high"),
+            must(cat("mean")),
+            must(stack("cov")),
+            must(cat("pending")),
+            cat("same"),
+            stack("overlap"),
+        )
 
     def patched(self, new: QueryParts, dirty: np.ndarray) -> QueryParts:
         """A copy with the queries ``dirty`` taken from ``new`` (computed for those queries only)."""

@@ -486,6 +486,66 @@ def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
     assert any(not a["settled"] for a in data["settled"])  # open comparisons were counted, not all settled
 
 
+def test_parts_built_a_few_queries_at_a_time_are_those_built_at_once(make_user, monkeypatch):
+    """A whole build of the bounds and final parts goes through the campaign a block of queries at a time
+    (bounded temporaries at 100M entries): every query's parts, and the JSON, are those of a build of every
+    query at once."""
+    import dataclasses
+
+    from django.core.cache import cache
+
+    import metrics
+    from judging import scoring
+    from judging.scoring.trust import final, store
+    from judging.scoring.trust.bounds import query_bounds
+    from metrics.final_order import QueryStack
+
+    campaign, runs, qrels = random_campaign(make_user, seed=29, n_queries=10)
+    requests = [{"k": 10}, {"k": 5, "measure": "MAP", "per_query": False}, {"k": 3, "measure": "P"}]
+
+    def cold():
+        trust.caches_clear()
+        scoring.process_caches_clear()
+        renderers.text_caches_clear()
+        cache.clear()
+        texts = [
+            renderers.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
+            for r in requests
+        ]
+        lb = leaderboard(campaign, Params(k=5))
+        parts = {m: final.final_parts(lb, m) for m in ("MAP", "nDCG@5", "P@5")}
+        return texts, parts, query_bounds(lb)
+
+    def same(a, b):
+        if isinstance(a, QueryStack):
+            a, b = np.asarray(a), np.asarray(b)
+        if a is None or b is None:
+            assert a is None and b is None
+        else:
+            np.testing.assert_array_equal(a, b)
+
+    whole_texts, whole_parts, whole_bounds = cold()
+    bounded = []
+    real_bounds = metrics.score_bounds
+    monkeypatch.setattr(
+        metrics,
+        "score_bounds",
+        lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
+    )
+    monkeypatch.setattr(store, "BUILD_ENTRIES", 1)  # one query's entries at a time (two for the final parts)
+    monkeypatch.setattr(QueryStack, "BLOCK", 2)
+    texts, parts, chunked_bounds = cold()
+    assert bounded and set(bounded) == {1}
+    assert texts == whole_texts
+    for m, got in parts.items():
+        assert len(got.cov.blocks) == 5  # built in five blocks of two queries
+        for field in dataclasses.fields(got):
+            same(getattr(got, field.name), getattr(whole_parts[m], field.name))
+    for m, (low, high) in chunked_bounds.items():
+        np.testing.assert_array_equal(low, whole_bounds[m][0])
+        np.testing.assert_array_equal(high, whole_bounds[m][1])
+
+
 def test_a_second_process_reads_the_verdicts_of_a_state_another_computed(make_user, monkeypatch):
     """The bounds and verdicts of a labels state are computed by the first process asked and published in the
     shared cache: a freshly started process (empty memory) answers the same JSON without building them, and a

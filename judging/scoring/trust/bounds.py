@@ -28,7 +28,7 @@ from judging.scoring.trust.arrays import (
     trust_arrays,
 )
 from judging.scoring.trust.final import final_parts, final_verdicts, universe
-from judging.scoring.trust.store import cached, per_query
+from judging.scoring.trust.store import cached, per_query, query_chunks
 from metrics import Measure
 
 # An open comparison names this many of the queries that hold most of its unjudged pairs.
@@ -97,11 +97,24 @@ def query_bounds(lb: Leaderboard) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             out[m] = (low, high)
         return out
 
+    def build() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        n_s, n_q, depth = arrays.labels.shape
+        chunks = query_chunks(n_q, n_s * depth)
+        if len(chunks) == 1:
+            return _score_bounds(lb, arrays, grade, None)
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for queries in chunks:  # over blocks of queries, each query's bounds its own
+            for m, (low, high) in _score_bounds(lb, arrays, grade, queries).items():
+                if m not in out:
+                    out[m] = (np.empty((n_s, n_q), low.dtype), np.empty((n_s, n_q), high.dtype))
+                out[m][0][:, queries], out[m][1][:, queries] = low, high
+        return out
+
     return per_query(
         lb,
         ("bounds",),
         token=grade,  # the top grade of the scale is every high bound's completion
-        build=lambda: _score_bounds(lb, arrays, grade, None),
+        build=build,
         patch=patch,
         patch_queries=PATCH_QUERIES,
     )

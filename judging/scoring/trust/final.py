@@ -25,10 +25,10 @@ import numpy as np
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import segment_mask
 from judging.scoring.trust.arrays import PATCH_QUERIES, campaign_arrays, top_grade
-from judging.scoring.trust.store import LOCK, cached, per_query, process_store
+from judging.scoring.trust.store import LOCK, cached, per_query, process_store, query_chunks
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
-from metrics.final_order import QueryParts, order_verdicts, query_parts
+from metrics.final_order import QueryParts, QueryStack, order_verdicts, query_parts
 from metrics.relevance_model import SAMPLES_MIN, LabelModel, label_model
 from metrics.verdicts import WHOLE_RUN_BASES, final_pool
 
@@ -150,12 +150,13 @@ def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
     eval_depth = depth if base in WHOLE_RUN_BASES else min(depth, lb.params.k)
     fit = _model(lb, n_s * n_q * eval_depth)
     samples = int(np.clip(SAMPLE_ENTRIES // max(n_s * n_q * eval_depth, 1), SAMPLES_MIN, 64))
-    every = np.arange(n_q)
     parts: QueryParts = per_query(
         lb,
         ("final", measure),
         token=(fit.version, int(lb.campaign.pool_depth), samples),
-        build=lambda: _compute(lb, base, fit, every, samples),
+        build=lambda: QueryParts.joined(
+            [_compute(lb, base, fit, q, samples) for q in query_chunks(n_q, n_s * depth, align=QueryStack.BLOCK)]
+        ),
         patch=lambda old, dirty: old.patched(_compute(lb, base, fit, dirty, samples), dirty),
         patch_queries=PATCH_QUERIES,
     )

@@ -111,6 +111,21 @@ def per_query(
     return value
 
 
+# A part built for every query at once holds temporaries of several bytes per ranked entry for all of them (the
+# ranked documents' ids of every system and query copied, float scores of every rank): 1.9 GB at 100M entries,
+# in each worker that built its parts. Built this many ranked entries' queries at a time, the same parts (each
+# query's is its own) take a bounded share of that.
+BUILD_ENTRIES = 8_000_000
+
+
+def query_chunks(n_queries: int, entries_per_query: int, align: int = 1) -> list[np.ndarray]:
+    """The campaign's query positions in consecutive chunks of about :data:`BUILD_ENTRIES` ranked entries (a
+    multiple of ``align`` queries each, at least one ``align``): what a whole build computes at a time."""
+    size = max(BUILD_ENTRIES // max(entries_per_query, 1), 1)
+    size = max(size // align, 1) * align
+    return [np.arange(start, min(start + size, n_queries)) for start in range(0, n_queries, size)] or [np.arange(0)]
+
+
 def caches_clear() -> None:
     """Forget every array and result kept here (for tests and benchmarks)."""
     with LOCK:
