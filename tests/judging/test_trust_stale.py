@@ -3,6 +3,8 @@ latest published bounds and verdicts marked ``verdicts_behind``, and builds the 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from judging.api.renderers import text_caches_clear
@@ -35,7 +37,8 @@ class _Inline:
 def background(monkeypatch, settings):
     settings.RELJUDGE_TRUST_WARMUP = True
     monkeypatch.setattr(shapes, "STALE_CELLS", 0)  # the test campaign counts as large
-    monkeypatch.setattr(shapes.threading, "Thread", _Inline)
+    # shapes' own threads only (threading.Thread itself stays: other code's timers and threads subclass it)
+    monkeypatch.setattr(shapes, "threading", SimpleNamespace(Thread=_Inline))
     monkeypatch.setattr(shapes.connections, "close_all", lambda: None)  # the thread is the test's own
     _Inline.started = []
     return _Inline.started
