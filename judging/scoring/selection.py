@@ -11,6 +11,7 @@ pair is re-checked against the live queue rules, redundancy and holds, anyway).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -18,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from django.core.cache import cache
 from django.db import connections
 from django.db.models import Sum
 
 from judging.models import Campaign, LabelsCounter, Pair
-from judging.scoring.cache import Leaderboard, leaderboard
+from judging.scoring.cache import Leaderboard, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
@@ -73,21 +75,31 @@ _FIRST: dict[tuple[int, str], threading.Lock] = {}
 
 def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
     """The campaign's pooled pairs as sorted keys, read once per runs and pool size (the pool only changes on
-    imports and settings, both of which change one or the other)."""
+    imports and settings, both of which change one or the other). The first process of the deployment to need
+    them reads the pool (100,000 rows at 100,000 pairs) and shares the map in Django's cache, where every other
+    process (another worker, a restarted one) reads it as one entry."""
     key = (lb.cube.key, pool_size(campaign=campaign), campaign.pool_depth)
     with LOCK:
         got = _POOLS.get(campaign.pk)
     if got is not None and got.key == key:
         return got
-    rows = np.array(
-        cursor_rows(
-            Pair.objects.filter(campaign=campaign, pooled=True).order_by().values_list("query_id", "document_id", "id")
-        ),
-        dtype=np.int64,
-    ).reshape(-1, 3)
-    keys = (rows[:, 0] << 32) | rows[:, 1]
-    order = np.argsort(keys)
-    got = _PoolMap(key, keys[order], rows[order, 2])
+    shared_key = f"reljudge:poolmap:{campaign.pk}:{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}"
+    shared = cache.get(shared_key)
+    if isinstance(shared, tuple) and len(shared) == 2 and shared[0].ndim == 1 and shared[0].shape == shared[1].shape:
+        got = _PoolMap(key, shared[0], shared[1])
+    else:
+        rows = np.array(
+            cursor_rows(
+                Pair.objects.filter(campaign=campaign, pooled=True)
+                .order_by()
+                .values_list("query_id", "document_id", "id")
+            ),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        keys = (rows[:, 0] << 32) | rows[:, 1]
+        order = np.argsort(keys)
+        got = _PoolMap(key, keys[order], rows[order, 2])
+        shared_write({shared_key: (got.keys, got.ids)})
     with LOCK:
         _POOLS[campaign.pk] = got
     return got

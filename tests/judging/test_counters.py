@@ -130,3 +130,28 @@ def test_a_new_campaign_has_an_empty_pool(db, lead):
     campaign_selectors._pool_sizes.clear()
     assert pool_size(campaign=campaign) == 0
     assert selection._labels_stamp(campaign) == (0, 0)
+
+
+def test_a_second_process_reads_the_pool_map_from_the_shared_cache(pooled, annotator, fresh_pool_size):
+    """The mtc list maps its (query, document) pairs to pair ids through a map of the pool: the first process
+    reads the pool and shares the map; another process (here: this one with its own copies forgotten) reads
+    the shared entry instead of the pool and serves the same list; a pool that grew is read afresh."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def pool_reads() -> tuple[list[int], int]:
+        selection._KEPT.clear()
+        selection._POOLS.clear()
+        with CaptureQueriesContext(connection) as captured:
+            ids = selection.mtc_pairs(pooled).tolist()
+        reads = [q["sql"] for q in captured.captured_queries if 'FROM "judging_pair"' in q["sql"]]
+        return ids, sum('"judging_pair"."pooled"' in sql and "document_id" in sql for sql in reads)
+
+    first, reads = pool_reads()
+    assert reads == 1 and len(first) == 5
+    again, reads = pool_reads()
+    assert (again, reads) == (first, 0)  # from the shared cache
+    run_import(campaign=pooled, data=b"q2 Q0 d1 1 3 third\n", filename="third.run")
+    fresh_pool_size(pooled)
+    grown, reads = pool_reads()
+    assert reads == 1 and len(grown) == 6
