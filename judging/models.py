@@ -558,6 +558,51 @@ class Assignment(models.Model):
         return f"{self.annotator} on {self.pair_id} until {self.expires_at:%H:%M}"
 
 
+class LabelsCounter(models.Model):
+    """One of a campaign's LABELS_SHARDS counters of label changes: every writer of a label (a judgment, its
+    change, an adjudication, an import, a new policy) adds one to the counter of each query's shard
+    (query id % LABELS_SHARDS) in the transaction that changes it (services.labels_bump), so the sum of a
+    campaign's counters moves whenever one of its labels may have, and only then.
+
+    The queue modes with a list ask whether the labels moved every few seconds per process
+    (scoring.selection): a read of these rows, where the sum of every query's labels_version read thousands.
+    Split over shards, so that annotators judging different queries seldom wait for one another's commit on one
+    row (each judgment's transaction holds its shard's row from the bump to its commit)."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+")
+    shard = models.PositiveSmallIntegerField(_("shard"))
+    version = models.PositiveBigIntegerField(_("version"), default=0)
+
+    class Meta:
+        verbose_name = _("labels counter")
+        verbose_name_plural = _("labels counters")
+        ordering = ["campaign", "shard"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "shard"], name="labelscounter_one_per_shard")]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}/{self.shard}: {self.version}"
+
+
+LABELS_SHARDS = 16
+
+
+class PoolCount(models.Model):
+    """How many pooled pairs a campaign has, kept by the pool's one writer (imports.service.pool.pool_merge) in
+    its transaction: the judging page's progress and the queue modes read this row (selectors.pool_size) instead
+    of counting the pool's index (100,000 rows at 100,000 pairs). Apart from the campaign's row, which a lead's
+    settings save whole and a judgment never locks."""
+
+    campaign = models.OneToOneField(Campaign, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    pairs = models.PositiveBigIntegerField(_("pooled pairs"), default=0)
+
+    class Meta:
+        verbose_name = _("pool count")
+        verbose_name_plural = _("pool counts")
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}: {self.pairs}"
+
+
 class Job(models.Model):
     """A background import of one uploaded file, or other long work: a model judge's run, an aggregation
     policy switch on a large campaign, a slow significance test (judging/jobs/ runs them in the task worker).

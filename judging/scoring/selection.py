@@ -11,6 +11,7 @@ pair is re-checked against the live queue rules, redundancy and holds, anyway).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -18,11 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from django.core.cache import cache
 from django.db import connections
-from django.db.models import Count, Sum
+from django.db.models import Sum
 
-from judging.models import Campaign, Pair, Query
-from judging.scoring.cache import Leaderboard, leaderboard
+from judging.models import Campaign, LabelsCounter, Pair
+from judging.scoring.cache import Leaderboard, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
@@ -40,8 +42,8 @@ BANDIT_DECAY = 0.9
 # Pools up to this many pairs have their list computed again in the request after each judgment; larger ones in
 # a thread, while the previous list serves (see _kept_order).
 INLINE_POOL = 20_000
-# On a larger pool the labels' stamp (a sum over every query of the campaign: thousands of rows) is read at most
-# this often per process and list, not at every request; the list is then computed again (in a thread) at most
+# On a larger pool the labels' stamp (the campaign's labels counters, a few rows) is read at most this often per
+# process and list, not at every request; the list is then computed again (in a thread) at most
 # as often. The served list trails the labels by up to this much more, which the queue absorbs: the candidates
 # judged meanwhile are passed over, each for one index lookup (selectors.queue._pair_of_priority).
 STAMP_EVERY = 2.0
@@ -49,7 +51,7 @@ STAMP_EVERY = 2.0
 
 @dataclass
 class _Kept:
-    stamp: tuple[int, int, int]  # _labels_stamp when it was computed
+    stamp: tuple[int, int]  # _labels_stamp when it was computed
     computed: float  # time.monotonic()
     seconds: float  # what computing it cost
     pair_ids: np.ndarray
@@ -73,21 +75,31 @@ _FIRST: dict[tuple[int, str], threading.Lock] = {}
 
 def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
     """The campaign's pooled pairs as sorted keys, read once per runs and pool size (the pool only changes on
-    imports and settings, both of which change one or the other)."""
+    imports and settings, both of which change one or the other). The first process of the deployment to need
+    them reads the pool (100,000 rows at 100,000 pairs) and shares the map in Django's cache, where every other
+    process (another worker, a restarted one) reads it as one entry."""
     key = (lb.cube.key, pool_size(campaign=campaign), campaign.pool_depth)
     with LOCK:
         got = _POOLS.get(campaign.pk)
     if got is not None and got.key == key:
         return got
-    rows = np.array(
-        cursor_rows(
-            Pair.objects.filter(campaign=campaign, pooled=True).order_by().values_list("query_id", "document_id", "id")
-        ),
-        dtype=np.int64,
-    ).reshape(-1, 3)
-    keys = (rows[:, 0] << 32) | rows[:, 1]
-    order = np.argsort(keys)
-    got = _PoolMap(key, keys[order], rows[order, 2])
+    shared_key = f"reljudge:poolmap:{campaign.pk}:{hashlib.sha256(repr(key).encode()).hexdigest()[:24]}"
+    shared = cache.get(shared_key)
+    if isinstance(shared, tuple) and len(shared) == 2 and shared[0].ndim == 1 and shared[0].shape == shared[1].shape:
+        got = _PoolMap(key, shared[0], shared[1])
+    else:
+        rows = np.array(
+            cursor_rows(
+                Pair.objects.filter(campaign=campaign, pooled=True)
+                .order_by()
+                .values_list("query_id", "document_id", "id")
+            ),
+            dtype=np.int64,
+        ).reshape(-1, 3)
+        keys = (rows[:, 0] << 32) | rows[:, 1]
+        order = np.argsort(keys)
+        got = _PoolMap(key, keys[order], rows[order, 2])
+        shared_write({shared_key: (got.keys, got.ids)})
     with LOCK:
         _POOLS[campaign.pk] = got
     return got
@@ -104,15 +116,18 @@ def _pair_ids(campaign: Campaign, lb: Leaderboard, chosen: Selection) -> np.ndar
     return ids
 
 
-def _labels_stamp(campaign: Campaign) -> tuple[int, int, int]:
-    """What moves whenever a label, a query or the pool of the campaign does: one aggregate over its queries
-    (every new or changed label bumps its query's labels_version, and versions only grow)."""
-    row = Query.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("labels_version"), n=Count("id"))
-    return (int(row["v"] or 0), int(row["n"]), pool_size(campaign=campaign))
+def _labels_stamp(campaign: Campaign) -> tuple[int, int]:
+    """What moves whenever a label or the pool of the campaign does: the sum of its labels counters (every
+    transaction that may move a label adds one to a counter of the campaign, services.labels_bump) and its pool
+    size (its PoolCount row): one read of LABELS_SHARDS rows at most, where a sum of every query's
+    labels_version read thousands. A query without pooled pairs moves neither, nor the list (it has nothing to
+    serve in it)."""
+    row = LabelsCounter.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("version"))
+    return (int(row["v"] or 0), pool_size(campaign=campaign))
 
 
 def _compute(
-    campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection], stamp: tuple[int, int, int] | None = None
+    campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection], stamp: tuple[int, int] | None = None
 ) -> _Kept:
     if stamp is None:
         stamp = _labels_stamp(campaign)  # read first: the list is at least as new as its stamp

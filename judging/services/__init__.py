@@ -52,6 +52,7 @@ from judging.services.judgments import (  # noqa: F401
     judgment_intent,
     judgment_record,
     judgment_version,
+    labels_bump,
     labels_refresh,
 )
 from judging.services.online import online_clear, online_import  # noqa: F401

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
@@ -16,6 +16,7 @@ from judging.access import Member, lead_required, membership_role
 from judging.aggregation import aggregate_grades
 from judging.compiled import Args, Slots, compiled_select
 from judging.models import (
+    LABELS_SHARDS,
     Adjudication,
     AnnotatorProfile,
     Assignment,
@@ -23,6 +24,7 @@ from judging.models import (
     Grade,
     Judgment,
     JudgmentRevision,
+    LabelsCounter,
     Membership,
     Pair,
     Query,
@@ -121,10 +123,32 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
                 Pair.objects.filter(id__in=members[i : i + _IDS_PER_STATEMENT]).update(
                     label=None if lab < 0 else lab, judgment_count=cnt, adjudicated=bool(adj)
                 )
-    queries = np.unique(stored[:, 1].astype(np.int64)).tolist()
-    for i in range(0, len(queries), _IDS_PER_STATEMENT):
-        Query.objects.filter(id__in=queries[i : i + _IDS_PER_STATEMENT]).update(labels_version=F("labels_version") + 1)
+    labels_bump(campaign_id=campaign.id, query_ids=np.unique(stored[:, 1].astype(np.int64)).tolist())
     return changed
+
+
+def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
+    """Say that labels of these queries of the campaign may have moved: their labels_version (the leaderboard
+    rescores the queries whose version moved) and the campaign's labels counter of each one's shard
+    (LabelsCounter: the queue modes' one-row question "did any label move?"). The one place both are bumped:
+    call it inside the transaction that changed the labels, after its pairs and queries, before its holds (the
+    order every writer locks them in)."""
+    for i in range(0, len(query_ids), _IDS_PER_STATEMENT):
+        chunk = query_ids[i : i + _IDS_PER_STATEMENT]
+        Query.objects.filter(id__in=chunk).update(labels_version=F("labels_version") + 1)
+    shards = sorted({int(q) % LABELS_SHARDS for q in query_ids})
+    if not shards:
+        return
+    # An upsert that adds one (Django's bulk_create can only overwrite a conflicting row), shards in order so
+    # that two writers of several shards take their rows in the same order.
+    table = LabelsCounter._meta.db_table
+    rows = ", ".join(["(%s, %s, 1)"] * len(shards))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (campaign_id, shard, version) VALUES {rows} "
+            f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1",
+            [v for shard in shards for v in (campaign_id, shard)],
+        )
 
 
 def pair_lock(*, pair_id: int) -> None:
@@ -446,7 +470,7 @@ def _judgment_write(
     if fresh != (stored_label, stored_count, stored_adjudicated):
         Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
     # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
-    Query.objects.filter(id=query_id).update(labels_version=F("labels_version") + 1)
+    labels_bump(campaign_id=pair.campaign_id, query_ids=[query_id])
     if not keep_hold:
         # The pair is judged now: the annotator's hold on it must not count twice toward redundancy. Last, as
         # the judging page moves its hold after the query's version: every writer locks pair, query, hold in

@@ -12,7 +12,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from judging.imports.write import Stage, fetch, insert_columns, reserve_ids
-from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN, Campaign, Document, Pair, Query, Ranking
+from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN, Campaign, Document, Pair, PoolCount, Query, Ranking
 from judging.selectors.campaigns import pool_size_forget
 
 
@@ -49,6 +49,19 @@ def stubs_create(
         )
         dmap.update(zip(new_d, ids, strict=True))
     return qmap, dmap, new_q_ids, new_d_ids
+
+
+def pool_count_add(*, campaign: Campaign, pairs: int) -> None:
+    """Add ``pairs`` pairs that joined the pool to the campaign's PoolCount, in the pool's writer's transaction
+    (pool_merge: the one place pairs join the pool, and they never leave it). An upsert that adds (Django's
+    bulk_create can only overwrite a conflicting row)."""
+    table = PoolCount._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (campaign_id, pairs) VALUES (%s, %s) "
+            f"ON CONFLICT (campaign_id) DO UPDATE SET pairs = {table}.pairs + EXCLUDED.pairs",
+            [campaign.pk, pairs],
+        )
 
 
 PAIR_BATCH = 100_000  # new pool pairs inserted at a time
@@ -119,6 +132,7 @@ def pool_merge(*, campaign: Campaign, stage: Stage, where: str = "", params: Seq
             promoted = int(cursor.rowcount)
         del found
     if len(fresh) or promoted:
+        pool_count_add(campaign=campaign, pairs=len(fresh) + promoted)
         transaction.on_commit(lambda: pool_size_forget(campaign=campaign))
     # A batch of whole queries at a time (pairs_insert shuffles within a query): memory stays bounded however
     # many pairs the run brings.

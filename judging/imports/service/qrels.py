@@ -11,7 +11,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -34,7 +33,7 @@ from judging.models import (
     Query,
     User,
 )
-from judging.services.judgments import labels_refresh
+from judging.services.judgments import labels_bump, labels_refresh
 
 
 def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, filename: str) -> tuple[Account, bool]:
@@ -371,9 +370,7 @@ def _qrels_write(
     refresh = new[~fresh[new]] if direct else new
     touched = np.concatenate([touched, pair[refresh]])
     if direct and fresh.any():
-        queries = np.unique(query[fresh]).tolist()
-        for start in range(0, len(queries), 10_000):
-            Query.objects.filter(id__in=queries[start : start + 10_000]).update(labels_version=F("labels_version") + 1)
+        labels_bump(campaign_id=campaign.pk, query_ids=np.unique(query[fresh]).tolist())
     labels_refresh(campaign=campaign, pair_ids=touched.tolist())
     summary.added = len(new)
 

@@ -1,0 +1,157 @@
+"""The campaign's counters that spare the queue a read of every query or pair: the labels counter (LabelsCounter,
+bumped by services.labels_bump) and the pool count (PoolCount, kept by the pool's writer)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from judging.models import Campaign, LabelsCounter, Pair, PoolCount, Query
+from judging.scoring import selection
+from judging.selectors import campaigns as campaign_selectors
+from judging.selectors import pool_size
+from judging.services import (
+    adjudication_remove,
+    adjudication_set,
+    campaign_settings_update,
+    judgment_record,
+    membership_add,
+    qrels_import,
+    run_import,
+)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def _counter(campaign: Campaign) -> int:
+    return sum(LabelsCounter.objects.filter(campaign=campaign).values_list("version", flat=True))
+
+
+def _versions(campaign: Campaign) -> dict[str, int]:
+    return dict(Query.objects.filter(campaign=campaign).values_list("qid", "labels_version"))
+
+
+def _moves(campaign: Campaign, write) -> tuple[int, set[str]]:
+    """How much ``write()`` moved the campaign's labels counter, and which queries' labels_version it moved."""
+    counter, versions = _counter(campaign), _versions(campaign)
+    write()
+    after = _versions(campaign)
+    return _counter(campaign) - counter, {q for q, v in after.items() if v != versions.get(q)}
+
+
+def test_every_writer_of_a_label_moves_the_labels_counter(pooled, annotator, lead, make_user):
+    """A judgment, its change, the browser's record + next, the API, an adjudication and its removal, a qrels
+    import and a new aggregation policy each move the campaign's labels counter with the labels_version of the
+    queries they touched; recording the same grade again moves nothing (nothing changed)."""
+    pair = Pair.objects.get(campaign=pooled, query__qid="q1", document__docid="d1")
+    assert _moves(pooled, lambda: judgment_record(pair=pair, annotator=annotator, grade=2)) == (1, {"q1"})
+    assert _moves(pooled, lambda: judgment_record(pair=pair, annotator=annotator, grade=2)) == (0, set())
+    assert _moves(pooled, lambda: judgment_record(pair=pair, annotator=annotator, grade=1)) == (1, {"q1"})  # an edit
+    assert _moves(pooled, lambda: adjudication_set(pair=pair, lead=lead, grade=0)) == (1, {"q1"})
+    assert _moves(pooled, lambda: adjudication_remove(pair=pair, lead=lead)) == (1, {"q1"})  # a delete
+
+    # the judging page's record + next
+    client = Client()
+    client.force_login(annotator)
+    page = client.get(reverse("judging:judge", args=[pooled.slug])).content.decode()
+    shown = int(re.search(r'data-pair-id="(\d+)"', page).group(1))
+    qid = Pair.objects.get(public_id=shown).query.qid
+    url = reverse("judging:judge_record", args=[pooled.slug, shown])
+    posted = lambda: client.post(url, {"grade": 2, "seconds": "3", "version": ""}, **HTMX)  # noqa: E731
+    assert _moves(pooled, posted) == (1, {qid})
+
+    # the API
+    api = Client()
+    api.force_login(lead)
+    other = Pair.objects.get(campaign=pooled, query__qid="q2", document__docid="d4")
+    body = {"pair": other.public_id, "grade": 1}
+    sent = lambda: api.post("/api/judgments/", body, content_type="application/json")  # noqa: E731
+    assert _moves(pooled, sent) == (1, {"q2"})
+
+    # a bulk import of labels touching both queries: one statement bumps both shards' counters
+    moved, queries = _moves(
+        pooled,
+        lambda: qrels_import(campaign=pooled, data=b"q1 0 d3 2\nq2 0 d2 1\n", filename="q.qrels", annotator="trec"),
+    )
+    assert moved >= 1 and queries == {"q1", "q2"}
+    assert moved == len({q.id % 16 for q in Query.objects.filter(campaign=pooled)})
+
+    # a new policy recomputes every label
+    moved, queries = _moves(pooled, lambda: campaign_settings_update(campaign=pooled, aggregation="max"))
+    assert moved >= 1 and queries == {"q1", "q2"}
+
+
+def test_the_queue_sees_a_judgment_through_the_counter(pooled, annotator):
+    """The mtc list is kept until the labels counter moves: after a judgment the next request computes it again
+    and no longer offers the judged pair (were the counter not bumped, the kept list would still start with it)."""
+    selection._KEPT.clear()
+    first = selection.mtc_pairs(pooled)
+    assert selection.mtc_pairs(pooled) is first  # nothing moved: the kept list
+    judged = Pair.objects.get(id=int(first[0]))
+    judgment_record(pair=judged, annotator=annotator, grade=2)
+    after = selection.mtc_pairs(pooled)
+    assert after is not first and judged.id not in after.tolist()
+
+
+@pytest.fixture
+def fresh_pool_size():
+    campaign_selectors._pool_sizes.clear()
+    yield lambda campaign: (campaign_selectors._pool_sizes.clear(), pool_size(campaign=campaign))[1]
+    campaign_selectors._pool_sizes.clear()
+
+
+def test_pool_count_follows_every_pool_change(campaign, annotator, fresh_pool_size):
+    """Runs, a deeper pool and a run that pools pairs a qrels import made unpooled all keep the PoolCount row
+    equal to the pooled pairs; a qrels import's pairs outside the pool do not count."""
+
+    def pooled_pairs() -> int:
+        return Pair.objects.filter(campaign=campaign, pooled=True).count()
+
+    assert fresh_pool_size(campaign) == 0  # no row yet
+    run_import(campaign=campaign, data=b"q1 Q0 d1 1 3 a\nq1 Q0 d2 2 2 a\nq1 Q0 d3 3 1 a\n", filename="a.run")
+    assert fresh_pool_size(campaign) == pooled_pairs() == 2  # pool depth 2
+    qrels_import(campaign=campaign, data=b"q1 0 d9 2\nq2 0 d8 1\n", filename="q.qrels", annotator=annotator)
+    assert fresh_pool_size(campaign) == pooled_pairs() == 2  # labelled outside the pool
+    run_import(campaign=campaign, data=b"q1 Q0 d9 1 3 b\nq2 Q0 d7 1 3 b\n", filename="b.run")  # d9 joins the pool
+    assert fresh_pool_size(campaign) == pooled_pairs() == 4
+    campaign_settings_update(campaign=campaign, pool_depth=5)  # run a's d3 joins
+    assert fresh_pool_size(campaign) == pooled_pairs() == 5
+    assert PoolCount.objects.get(campaign=campaign).pairs == 5
+
+
+def test_a_new_campaign_has_an_empty_pool(db, lead):
+    from judging.services import campaign_create
+
+    campaign = campaign_create(slug="empty", name="empty")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    campaign_selectors._pool_sizes.clear()
+    assert pool_size(campaign=campaign) == 0
+    assert selection._labels_stamp(campaign) == (0, 0)
+
+
+def test_a_second_process_reads_the_pool_map_from_the_shared_cache(pooled, annotator, fresh_pool_size):
+    """The mtc list maps its (query, document) pairs to pair ids through a map of the pool: the first process
+    reads the pool and shares the map; another process (here: this one with its own copies forgotten) reads
+    the shared entry instead of the pool and serves the same list; a pool that grew is read afresh."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def pool_reads() -> tuple[list[int], int]:
+        selection._KEPT.clear()
+        selection._POOLS.clear()
+        with CaptureQueriesContext(connection) as captured:
+            ids = selection.mtc_pairs(pooled).tolist()
+        reads = [q["sql"] for q in captured.captured_queries if 'FROM "judging_pair"' in q["sql"]]
+        return ids, sum('"judging_pair"."pooled"' in sql and "document_id" in sql for sql in reads)
+
+    first, reads = pool_reads()
+    assert reads == 1 and len(first) == 5
+    again, reads = pool_reads()
+    assert (again, reads) == (first, 0)  # from the shared cache
+    run_import(campaign=pooled, data=b"q2 Q0 d1 1 3 third\n", filename="third.run")
+    fresh_pool_size(pooled)
+    grown, reads = pool_reads()
+    assert reads == 1 and len(grown) == 6
