@@ -155,3 +155,35 @@ def test_a_second_process_reads_the_pool_map_from_the_shared_cache(pooled, annot
     fresh_pool_size(pooled)
     grown, reads = pool_reads()
     assert reads == 1 and len(grown) == 6
+
+
+def test_the_leaderboard_reads_every_querys_version_only_when_the_counter_moved(world):
+    """A leaderboard request whose labels counter has not moved since the last one (a lead polling, the
+    queue's list) reads the counter, not every query's labels_version; after a judgment it reads them again,
+    and scores the new label."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from judging.scoring import leaderboard_data
+    from judging.scoring.cache import scores_clear
+
+    campaign = world.campaign
+    scores_clear()
+
+    def board():
+        with CaptureQueriesContext(connection) as queries:
+            data = leaderboard_data(campaign=campaign, k=2, bounds=False)
+        read = [q["sql"] for q in queries.captured_queries if '"labels_version"' in q["sql"] and "SELECT" in q["sql"]]
+        return data, read
+
+    first, read = board()
+    assert len(read) == 1  # the first request reads them
+    again, read = board()
+    assert read == [] and again == first  # nothing moved: the counter alone
+    pair = Pair.objects.get(campaign=campaign, query__qid="q2", document__docid="d4")
+    judgment_record(pair=pair, annotator=world.annotator, grade=0)  # q2's d4: 2 and 1 -> 2, 0, 1
+    judgment_record(pair=pair, annotator=world.annotator2, grade=0)
+    after, read = board()
+    assert len(read) == 1 and after != first
+    scores_clear()
+    assert board()[0] == after  # what a fresh process computes
