@@ -276,11 +276,17 @@ _VERSIONS: dict[tuple[object, ...], tuple[int, np.ndarray]] = {}
 _KEEP_VERSIONS = 16
 
 
+def labels_counter(campaign: Campaign) -> int:
+    """The sum of the campaign's labels counters (LabelsCounter, bumped by services.labels_bump with every
+    labels_version): it moves whenever a label of the campaign may have moved."""
+    return int(LabelsCounter.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("version"))["v"] or 0)
+
+
 def labels_versions(campaign: Campaign, cube: RunCube) -> np.ndarray:
     """(Q,) every query's labels_version in the cube's query order (read-only). Sound because
     services.labels_bump, the one writer of labels_version, adds to the campaign's LabelsCounter in the same
     transaction: the counter is read first, so versions kept with a counter value are at least that new."""
-    counter = LabelsCounter.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("version"))["v"] or 0
+    counter = labels_counter(campaign)
     with _LOCK:
         got = _VERSIONS.get(cube.key)
     if got is not None and got[0] == counter and got[1].shape == (len(cube.query_ids),):
@@ -290,7 +296,7 @@ def labels_versions(campaign: Campaign, cube: RunCube) -> np.ndarray:
     versions.flags.writeable = False  # shared by the requests that find the counter where it was
     with _LOCK:
         _VERSIONS.pop(cube.key, None)
-        _VERSIONS[cube.key] = (int(counter), versions)
+        _VERSIONS[cube.key] = (counter, versions)
         while len(_VERSIONS) > _KEEP_VERSIONS:
             _VERSIONS.pop(next(iter(_VERSIONS)))
     return versions

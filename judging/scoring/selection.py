@@ -21,10 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.core.cache import cache
 from django.db import connections
-from django.db.models import Sum
 
-from judging.models import Campaign, LabelsCounter, Pair
-from judging.scoring.cache import Leaderboard, leaderboard, shared_write
+from judging.models import Campaign, Pair
+from judging.scoring.cache import Leaderboard, labels_counter, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
@@ -122,8 +121,7 @@ def _labels_stamp(campaign: Campaign) -> tuple[int, int]:
     size (its PoolCount row): one read of LABELS_SHARDS rows at most, where a sum of every query's
     labels_version read thousands. A query without pooled pairs moves neither, nor the list (it has nothing to
     serve in it)."""
-    row = LabelsCounter.objects.filter(campaign_id=campaign.pk).aggregate(v=Sum("version"))
-    return (int(row["v"] or 0), pool_size(campaign=campaign))
+    return (labels_counter(campaign), pool_size(campaign=campaign))
 
 
 def _compute(
