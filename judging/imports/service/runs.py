@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from judging.formats import SYSTEM_NAME_MAX_LENGTH
+from judging.imports.behind import WriteBehind
 from judging.imports.errors import FormatError, RunExists
 from judging.imports.parse.stream import NotGrouped, ReadAhead, RunBlock, readable_apart, stream_run
 from judging.imports.service.pool import pool_merge
@@ -35,6 +36,9 @@ _POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
 # per PAIR_BATCH pairs within a step, as the single merge at the end did before).
 POOL_STEP = 20_000
 POOL_GROWTH = 1.15
+# Where the database's work runs on a thread of its own (behind.WriteBehind): PostgreSQL works in a process of
+# its own, which the thread keeps busy; SQLite works in this process, where the thread would only take turns.
+WRITE_BEHIND = frozenset({"postgresql"})
 
 
 def _fingerprint(digests: list[tuple[str, bytes]]) -> str:
@@ -117,7 +121,10 @@ def _run_write(
     progress: Progress,
 ) -> ImportSummary:
     summary = ImportSummary(kind="rankings", filename=filename)
-    ids = StubIds(campaign)
+    # The database's work goes to a thread of its own: the server works on one block while this thread prepares
+    # the next (see WRITE_BEHIND).
+    writer = WriteBehind(inline=connection.vendor not in WRITE_BEHIND)
+    ids = StubIds(campaign, writer)
     depth = campaign.pool_depth
     digests: dict[str, list[tuple[str, bytes]]] = {}
     entries: dict[str, int] = {}
@@ -128,52 +135,57 @@ def _run_write(
     new_system: dict[str, bool] = {}
     checks = KeyChecks([Document, Query, Pair])
     step = POOL_STEP
+    staged = 0  # new systems' pool pairs queued since the last pool step
     with (
         Stage("reljudge_run_rankings", _RANKINGS) as rankings,
         Stage("reljudge_run_pool", _POOL) as pool,
         Stage("reljudge_run_pool_block", _POOL) as block_pool,
     ):
-        for block in blocks:
-            codes = ids.documents(block.docids)
-            block.duplicates_check(codes)
-            queries = ids.queries(block.qids)
-            ordered = codes[block.order]
-            lengths = np.diff(block.stops, prepend=0)
-            starts = block.stops - lengths
-            doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
-            score_bytes = [
-                block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
-            ]
-            for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
-                digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
-                entries[tag] = entries.get(tag, 0) + len(d) // 8
-                if tag not in new_system:
-                    name = system_name or tag
-                    new_system[tag] = not System.objects.filter(campaign=campaign, name=name).exists()
-            rankings.add([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
-            # The pool: each ranking's top ``depth`` documents.
-            position = np.arange(len(ordered)) - np.repeat(starts, lengths)
-            early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
-            for now, stage in ((True, block_pool), (False, pool)):
-                top = (position < depth) & np.repeat(early == now, lengths)
-                if not top.any():
-                    continue
-                stage.add(
-                    [
-                        np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
-                        np.repeat(queries, lengths)[top],
-                        ordered[top],
-                    ],
-                    int(top.sum()),
-                )
-            if block_pool.rows >= step:
-                summary.pairs_added += _pool_step(campaign, block_pool, checks)
-                step = int(step * POOL_GROWTH)
-            if progress:
-                progress(block.lines or len(ordered))
-            del codes, ordered, doc_bytes, score_bytes
-        if block_pool.rows:
-            summary.pairs_added += _pool_step(campaign, block_pool, checks)
+        with writer:
+            for block in blocks:
+                codes = ids.documents(block.docids)
+                block.duplicates_check(codes)
+                queries = ids.queries(block.qids)
+                ordered = codes[block.order]
+                lengths = np.diff(block.stops, prepend=0)
+                starts = block.stops - lengths
+                doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
+                score_bytes = [
+                    block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
+                ]
+                for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
+                    digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
+                    entries[tag] = entries.get(tag, 0) + len(d) // 8
+                    if tag not in new_system:
+                        new_system[tag] = not writer.now(_system_exists, campaign, system_name or tag)
+                rows = rankings.encode([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
+                writer.later(rankings.write, rows, size=rows.size)
+                # The pool: each ranking's top ``depth`` documents.
+                position = np.arange(len(ordered)) - np.repeat(starts, lengths)
+                early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
+                for now, stage in ((True, block_pool), (False, pool)):
+                    top = (position < depth) & np.repeat(early == now, lengths)
+                    if not top.any():
+                        continue
+                    rows = stage.encode(
+                        [
+                            np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
+                            np.repeat(queries, lengths)[top],
+                            ordered[top],
+                        ],
+                        int(top.sum()),
+                    )
+                    writer.later(stage.write, rows, size=rows.size)
+                    staged += rows.count if now else 0
+                if staged >= step:
+                    writer.later(_pool_step, campaign, block_pool, checks, summary)
+                    staged, step = 0, int(step * POOL_GROWTH)
+                if progress:
+                    writer.later(progress, block.lines or len(ordered))  # once the block's rows are written
+                del codes, ordered, doc_bytes, score_bytes, rows
+            if staged:
+                writer.later(_pool_step, campaign, block_pool, checks, summary)
+        # Leaving ``writer`` waited for its work (or raised its error): from here on this thread writes alone.
         summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
         if system_name and len(digests) > 1:
             raise FormatError(
@@ -202,12 +214,16 @@ def _run_write(
     return summary
 
 
-def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks) -> int:
-    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks; the pairs added."""
-    added = pool_merge(campaign=campaign, stage=stage)
+def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks, summary: ImportSummary) -> None:
+    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks (on the writer's
+    thread)."""
+    summary.pairs_added += pool_merge(campaign=campaign, stage=stage)
     stage.clear()
     checks.run()
-    return added
+
+
+def _system_exists(campaign: Campaign, name: str) -> bool:
+    return System.objects.filter(campaign=campaign, name=name).exists()
 
 
 def _system_merge(
