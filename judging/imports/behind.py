@@ -30,7 +30,7 @@ from django.utils import translation
 
 T = TypeVar("T")
 
-QUEUE_BYTES = 32 * 1024 * 1024  # payload queued for the thread at most (about 30 blocks of a run's rankings)
+QUEUE_BYTES = 8 * 1024 * 1024  # payload queued for the thread at most (about 8 blocks of a run's rankings)
 QUEUE_ITEMS = 256
 
 

@@ -23,7 +23,7 @@ from judging.imports.parse.stream import NotGrouped, ReadAhead, RunBlock, readab
 from judging.imports.service.pool import pool_merge
 from judging.imports.service.stubs import StubIds
 from judging.imports.service.summary import ImportSummary, Progress, logged
-from judging.imports.write import KeyChecks, Stage
+from judging.imports.write import KeyChecks, Stage, columns_encode, encoded_insert
 from judging.models import Campaign, Document, Pair, Query, Ranking, System
 
 _RANKINGS = [("tag", "text"), ("query_id", "bigint"), ("doc_ids", "bytea"), ("scores", "bytea"), ("length", "integer")]
@@ -133,6 +133,7 @@ def _run_write(
     # holds, or the transaction fails whole. The pairs of a system that exists wait for the decision (unchanged,
     # refused or replaced) the whole file makes.
     new_system: dict[str, bool] = {}
+    started: dict[str, int] = {}  # tag -> its new system's id, made at the tag's first ranking
     checks = KeyChecks([Document, Query, Pair])
     step = POOL_STEP
     staged = 0  # new systems' pool pairs queued since the last pool step
@@ -157,9 +158,30 @@ def _run_write(
                     digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
                     entries[tag] = entries.get(tag, 0) + len(d) // 8
                     if tag not in new_system:
-                        new_system[tag] = not writer.now(_system_exists, campaign, system_name or tag)
-                rows = rankings.encode([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
-                writer.later(rankings.write, rows, size=rows.size)
+                        name = system_name or tag
+                        new_system[tag] = not writer.now(_system_exists, campaign, name)
+                        if new_system[tag]:
+                            started[tag] = writer.now(_system_start, campaign, name)
+                # A new system's rankings go straight into its table; the others' wait in the stage for the
+                # decision the whole file makes.
+                direct = [i for i, tag in enumerate(block.tags) if tag in started]
+                for chosen, table in ((direct, True), (sorted(set(range(len(block))) - set(direct)), False)):
+                    if not chosen:
+                        continue
+                    whole = len(chosen) == len(block)
+                    columns = [
+                        [started[block.tags[i]] for i in chosen] if table else [block.tags[i] for i in chosen],
+                        queries if whole else queries[chosen],
+                        doc_bytes if whole else [doc_bytes[i] for i in chosen],
+                        score_bytes if whole else [score_bytes[i] for i in chosen],
+                        lengths if whole else lengths[chosen],
+                    ]
+                    if table:
+                        rows = columns_encode(Ranking, ["system", "query", "doc_ids", "scores", "length"], columns)
+                        writer.later(encoded_insert, rows, size=rows.size)
+                    else:
+                        rows = rankings.encode(columns, len(chosen))
+                        writer.later(rankings.write, rows, size=rows.size)
                 # The pool: each ranking's top ``depth`` documents.
                 position = np.arange(len(ordered)) - np.repeat(starts, lengths)
                 early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
@@ -210,6 +232,7 @@ def _run_write(
                 None if new_system[tag] else pool,
                 replace,
                 summary,
+                started.get(tag),
             )
     return summary
 
@@ -226,6 +249,12 @@ def _system_exists(campaign: Campaign, name: str) -> bool:
     return System.objects.filter(campaign=campaign, name=name).exists()
 
 
+def _system_start(campaign: Campaign, name: str) -> int:
+    """A new system's row, made when its first ranking is read (its fingerprint once the file is): its rankings
+    go straight into judging_ranking instead of through the stage (the transaction undoes both on any error)."""
+    return int(System.objects.create(campaign=campaign, name=name).pk)
+
+
 def _system_merge(
     campaign: Campaign,
     tag: str,
@@ -236,10 +265,19 @@ def _system_merge(
     pool: Stage | None,
     replace: bool,
     summary: ImportSummary,
+    started: int | None = None,
 ) -> None:
     """One tag's staged rankings into its system: unchanged, refused, replaced or new; and its pool pairs
-    (``pool`` None: already merged, the system being new)."""
+    (``pool`` None: already merged, the system being new). ``started``: the id of the new system made while the
+    file was read, its rankings and pool already written."""
     fingerprint = _fingerprint(digests)
+    if started is not None:
+        System.objects.filter(pk=started).update(
+            source=summary.filename[:255], fingerprint=fingerprint, entries=entries
+        )
+        summary.added += len(digests)
+        summary.systems.append(name)
+        return
     system = System.objects.filter(campaign=campaign, name=name).first()
     if system is not None:
         same = system.fingerprint == fingerprint or system.fingerprint == _legacy_fingerprint(rankings, tag)
