@@ -150,3 +150,14 @@ def test_an_error_in_the_writer_is_raised_on_the_import_thread_and_drops_what_fo
         writer.later(done.append, 1)
         writer.drain()
     assert not done and not _threads()
+
+
+def test_a_file_of_two_runs_under_one_system_name_is_refused_whole(db, behind):
+    """The first tag's new system is made and its rankings written as the file is read; the second tag, under
+    the same name, is found at the end: the import names both tags, and the first system is undone."""
+    campaign = campaign_create(slug="one-name")
+    data = (run_text(queries=30, depth=40, tag="bm25") + run_text(queries=30, depth=40, tag="dense", seed=3)).encode()
+    with pytest.raises(FormatError) as caught:
+        run_import(campaign=campaign, data=data, filename="two.run", system_name="mine")
+    assert caught.value.field == "tag" and "bm25, dense" in str(caught.value)
+    assert _nothing_written(campaign) and not _threads()
