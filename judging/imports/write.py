@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from itertools import repeat
+from dataclasses import dataclass
+from itertools import islice, repeat
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,55 @@ def insert_columns(model: Model, fields: Sequence[str], columns: Sequence[Any], 
     return write_postgres.copy_columns(table, names, _kinds(model, fields), columns, count, progress)
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """Rows made ready for ``table`` (quoted; ``columns`` its quoted column list) without the connection: a binary
+    COPY stream on PostgreSQL, a list of row tuples on SQLite. ``size``: the bytes it holds, about."""
+
+    table: str
+    columns: str
+    payload: bytes | list[tuple[Any, ...]]
+    count: int
+    size: int
+    stage: bool = False  # for a Stage (appended as they come on SQLite)
+
+
+def _encode(
+    table: str, names: str, kinds: Sequence[str], columns: Sequence[Any], count: int, stage: bool = False
+) -> Encoded:
+    if connection.vendor == "postgresql":
+        payload = write_postgres.encode_columns(kinds, columns, count)
+        return Encoded(table, names, payload, count, len(payload), stage)
+    lists = [c if isinstance(c, repeat) else (c.tolist() if isinstance(c, np.ndarray) else c) for c in columns]
+    rows = list(islice(zip(*lists, strict=False), count))
+    return Encoded(table, names, rows, len(rows), 64 * len(rows) * len(columns), stage)
+
+
+def columns_encode(model: Model, fields: Sequence[str], columns: Sequence[Any]) -> Encoded:
+    """insert_columns' rows made ready to be inserted later (encoded_insert), by a thread that may not use the
+    connection."""
+    varying = [c for c in columns if not isinstance(c, repeat)]
+    count = len(varying[0]) if varying else 0
+    if any(len(c) != count for c in varying) or len(fields) != len(columns):
+        raise ValueError("one column per field, each of the same length")
+    table, names = _names(model, fields)
+    kinds = _kinds(model, fields) if connection.vendor == "postgresql" else []
+    return _encode(table, names, kinds, columns, count)
+
+
+def encoded_insert(encoded: Encoded) -> int:
+    """Insert rows made by columns_encode (or Stage.encode); returns how many."""
+    if not encoded.count:
+        return 0
+    if isinstance(encoded.payload, bytes):
+        write_postgres.copy_payload(encoded.table, encoded.columns, encoded.payload)
+    elif encoded.stage:
+        write_sqlite.append_rows(encoded.table, encoded.columns, encoded.payload)
+    else:
+        write_sqlite.staged_insert(encoded.table, encoded.columns, encoded.payload, None)
+    return encoded.count
+
+
 class Stage:
     """A temporary table of this transaction (no index, no constraint, not logged) that rows are streamed into,
     to be merged into the real tables by one INSERT ... SELECT or UPDATE ... FROM: the database then checks
@@ -122,6 +172,14 @@ class Stage:
             lists = [c if isinstance(c, repeat) else (c.tolist() if isinstance(c, np.ndarray) else c) for c in columns]
             write_sqlite.append_rows(self.name, self._names, zip(*lists, strict=False))
         self.rows += count
+
+    def encode(self, columns: Sequence[Any], count: int) -> Encoded:
+        """``count`` rows given as columns made ready for write (without the connection: see columns_encode)."""
+        return _encode(self.name, self._names, self.kinds, columns, count, stage=True)
+
+    def write(self, encoded: Encoded) -> None:
+        """Append rows made by encode."""
+        self.rows += encoded_insert(encoded)
 
 
 def reserve_ids(model: Model, count: int) -> list[int]:

@@ -45,6 +45,27 @@ def copy_columns(
     return count
 
 
+def copy_payload(table: str, columns: str, payload: bytes) -> None:
+    """COPY a whole binary COPY stream (signature, rows, trailer: see encode_columns) into ``table``."""
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        copy.write(payload)
+
+
+def encode_columns(kinds: Sequence[str], values: Sequence[Any], count: int) -> bytes:
+    """The binary COPY stream of ``count`` rows given as columns (see copy_columns), made without the connection:
+    an import's thread makes it while another sends the one before (see behind.WriteBehind)."""
+    pieces = [pgcopy.SIGNATURE]
+    for start in range(0, count, COPY_STEP):
+        stop = min(count, start + COPY_STEP)
+        block = [v if isinstance(v, repeat) else v[start:stop] for v in values]
+        pieces.append(pgcopy.rows_bytes(kinds, block, stop - start))
+    pieces.append(pgcopy.TRAILER)
+    return b"".join(pieces)
+
+
 def copy_rows(
     table: str,
     columns: str,

@@ -17,12 +17,13 @@ from django.db import connection, transaction
 from django.utils.translation import gettext as _
 
 from judging.formats import SYSTEM_NAME_MAX_LENGTH
+from judging.imports.behind import WriteBehind
 from judging.imports.errors import FormatError, RunExists
 from judging.imports.parse.stream import NotGrouped, ReadAhead, RunBlock, readable_apart, stream_run
 from judging.imports.service.pool import pool_merge
 from judging.imports.service.stubs import StubIds
 from judging.imports.service.summary import ImportSummary, Progress, logged
-from judging.imports.write import KeyChecks, Stage
+from judging.imports.write import KeyChecks, Stage, columns_encode, encoded_insert
 from judging.models import Campaign, Document, Pair, Query, Ranking, System
 
 _RANKINGS = [("tag", "text"), ("query_id", "bigint"), ("doc_ids", "bytea"), ("scores", "bytea"), ("length", "integer")]
@@ -35,6 +36,9 @@ _POOL = [("tag", "text"), ("query_id", "bigint"), ("document_id", "bigint")]
 # per PAIR_BATCH pairs within a step, as the single merge at the end did before).
 POOL_STEP = 20_000
 POOL_GROWTH = 1.15
+# Where the database's work runs on a thread of its own (behind.WriteBehind): PostgreSQL works in a process of
+# its own, which the thread keeps busy; SQLite works in this process, where the thread would only take turns.
+WRITE_BEHIND = frozenset({"postgresql"})
 
 
 def _fingerprint(digests: list[tuple[str, bytes]]) -> str:
@@ -117,7 +121,10 @@ def _run_write(
     progress: Progress,
 ) -> ImportSummary:
     summary = ImportSummary(kind="rankings", filename=filename)
-    ids = StubIds(campaign)
+    # The database's work goes to a thread of its own: the server works on one block while this thread prepares
+    # the next (see WRITE_BEHIND).
+    writer = WriteBehind(inline=connection.vendor not in WRITE_BEHIND)
+    ids = StubIds(campaign, writer)
     depth = campaign.pool_depth
     digests: dict[str, list[tuple[str, bytes]]] = {}
     entries: dict[str, int] = {}
@@ -126,54 +133,81 @@ def _run_write(
     # holds, or the transaction fails whole. The pairs of a system that exists wait for the decision (unchanged,
     # refused or replaced) the whole file makes.
     new_system: dict[str, bool] = {}
+    started: dict[str, int] = {}  # tag -> its new system's id, made at the tag's first ranking
     checks = KeyChecks([Document, Query, Pair])
     step = POOL_STEP
+    staged = 0  # new systems' pool pairs queued since the last pool step
     with (
         Stage("reljudge_run_rankings", _RANKINGS) as rankings,
         Stage("reljudge_run_pool", _POOL) as pool,
         Stage("reljudge_run_pool_block", _POOL) as block_pool,
     ):
-        for block in blocks:
-            codes = ids.documents(block.docids)
-            block.duplicates_check(codes)
-            queries = ids.queries(block.qids)
-            ordered = codes[block.order]
-            lengths = np.diff(block.stops, prepend=0)
-            starts = block.stops - lengths
-            doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
-            score_bytes = [
-                block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
-            ]
-            for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
-                digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
-                entries[tag] = entries.get(tag, 0) + len(d) // 8
-                if tag not in new_system:
-                    name = system_name or tag
-                    new_system[tag] = not System.objects.filter(campaign=campaign, name=name).exists()
-            rankings.add([block.tags, queries, doc_bytes, score_bytes, lengths], len(block))
-            # The pool: each ranking's top ``depth`` documents.
-            position = np.arange(len(ordered)) - np.repeat(starts, lengths)
-            early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
-            for now, stage in ((True, block_pool), (False, pool)):
-                top = (position < depth) & np.repeat(early == now, lengths)
-                if not top.any():
-                    continue
-                stage.add(
-                    [
-                        np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
-                        np.repeat(queries, lengths)[top],
-                        ordered[top],
-                    ],
-                    int(top.sum()),
-                )
-            if block_pool.rows >= step:
-                summary.pairs_added += _pool_step(campaign, block_pool, checks)
-                step = int(step * POOL_GROWTH)
-            if progress:
-                progress(block.lines or len(ordered))
-            del codes, ordered, doc_bytes, score_bytes
-        if block_pool.rows:
-            summary.pairs_added += _pool_step(campaign, block_pool, checks)
+        with writer:
+            for block in blocks:
+                codes = ids.documents(block.docids)
+                block.duplicates_check(codes)
+                queries = ids.queries(block.qids)
+                ordered = codes[block.order]
+                lengths = np.diff(block.stops, prepend=0)
+                starts = block.stops - lengths
+                doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
+                score_bytes = [
+                    block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
+                ]
+                for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
+                    digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
+                    entries[tag] = entries.get(tag, 0) + len(d) // 8
+                    if tag not in new_system:
+                        name = system_name or tag
+                        new_system[tag] = not writer.now(_system_exists, campaign, name)
+                        if new_system[tag]:
+                            started[tag] = writer.now(_system_start, campaign, name)
+                # A new system's rankings go straight into its table; the others' wait in the stage for the
+                # decision the whole file makes.
+                direct = [i for i, tag in enumerate(block.tags) if tag in started]
+                for chosen, table in ((direct, True), (sorted(set(range(len(block))) - set(direct)), False)):
+                    if not chosen:
+                        continue
+                    whole = len(chosen) == len(block)
+                    columns = [
+                        [started[block.tags[i]] for i in chosen] if table else [block.tags[i] for i in chosen],
+                        queries if whole else queries[chosen],
+                        doc_bytes if whole else [doc_bytes[i] for i in chosen],
+                        score_bytes if whole else [score_bytes[i] for i in chosen],
+                        lengths if whole else lengths[chosen],
+                    ]
+                    if table:
+                        rows = columns_encode(Ranking, ["system", "query", "doc_ids", "scores", "length"], columns)
+                        writer.later(encoded_insert, rows, size=rows.size)
+                    else:
+                        rows = rankings.encode(columns, len(chosen))
+                        writer.later(rankings.write, rows, size=rows.size)
+                # The pool: each ranking's top ``depth`` documents.
+                position = np.arange(len(ordered)) - np.repeat(starts, lengths)
+                early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
+                for now, stage in ((True, block_pool), (False, pool)):
+                    top = (position < depth) & np.repeat(early == now, lengths)
+                    if not top.any():
+                        continue
+                    rows = stage.encode(
+                        [
+                            np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
+                            np.repeat(queries, lengths)[top],
+                            ordered[top],
+                        ],
+                        int(top.sum()),
+                    )
+                    writer.later(stage.write, rows, size=rows.size)
+                    staged += rows.count if now else 0
+                if staged >= step:
+                    writer.later(_pool_step, campaign, block_pool, checks, summary)
+                    staged, step = 0, int(step * POOL_GROWTH)
+                if progress:
+                    writer.later(progress, block.lines or len(ordered))  # once the block's rows are written
+                del codes, ordered, doc_bytes, score_bytes, rows
+            if staged:
+                writer.later(_pool_step, campaign, block_pool, checks, summary)
+        # Leaving ``writer`` waited for its work (or raised its error): from here on this thread writes alone.
         summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
         if system_name and len(digests) > 1:
             raise FormatError(
@@ -198,16 +232,27 @@ def _run_write(
                 None if new_system[tag] else pool,
                 replace,
                 summary,
+                started.get(tag),
             )
     return summary
 
 
-def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks) -> int:
-    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks; the pairs added."""
-    added = pool_merge(campaign=campaign, stage=stage)
+def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks, summary: ImportSummary) -> None:
+    """Merge the pool pairs staged so far (new systems') and run their foreign-key checks (on the writer's
+    thread)."""
+    summary.pairs_added += pool_merge(campaign=campaign, stage=stage)
     stage.clear()
     checks.run()
-    return added
+
+
+def _system_exists(campaign: Campaign, name: str) -> bool:
+    return System.objects.filter(campaign=campaign, name=name).exists()
+
+
+def _system_start(campaign: Campaign, name: str) -> int:
+    """A new system's row, made when its first ranking is read (its fingerprint once the file is): its rankings
+    go straight into judging_ranking instead of through the stage (the transaction undoes both on any error)."""
+    return int(System.objects.create(campaign=campaign, name=name).pk)
 
 
 def _system_merge(
@@ -220,10 +265,19 @@ def _system_merge(
     pool: Stage | None,
     replace: bool,
     summary: ImportSummary,
+    started: int | None = None,
 ) -> None:
     """One tag's staged rankings into its system: unchanged, refused, replaced or new; and its pool pairs
-    (``pool`` None: already merged, the system being new)."""
+    (``pool`` None: already merged, the system being new). ``started``: the id of the new system made while the
+    file was read, its rankings and pool already written."""
     fingerprint = _fingerprint(digests)
+    if started is not None:
+        System.objects.filter(pk=started).update(
+            source=summary.filename[:255], fingerprint=fingerprint, entries=entries
+        )
+        summary.added += len(digests)
+        summary.systems.append(name)
+        return
     system = System.objects.filter(campaign=campaign, name=name).first()
     if system is not None:
         same = system.fingerprint == fingerprint or system.fingerprint == _legacy_fingerprint(rankings, tag)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import Future
 from itertools import repeat
 
 import numpy as np
 from django.db import connection
 
 from judging.imports import write_postgres
+from judging.imports.behind import WriteBehind
 from judging.imports.parse.stream import WIDE_DOCID
-from judging.imports.write import fetch, insert_columns, reserve_ids
+from judging.imports.write import columns_encode, encoded_insert, fetch, reserve_ids
 from judging.models import Campaign, Document, Query
 
 # Ids kept between blocks. A file's docids repeat from block to block (the same documents retrieved for many
@@ -21,6 +23,35 @@ CACHE_MAX = 500_000
 LOOKUP_BATCH = 50_000  # values per look-up statement
 
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
+RESERVE_STEP = 4096  # stub ids drawn ahead (PostgreSQL; an import leaves up to twice this many unused)
+
+
+class _Reserve:
+    """Row ids for a model's stubs, drawn from its sequence through the import's writer (see reserve_ids):
+    RESERVE_STEP at a time, the next draw queued when half are used, so that the import's thread does not wait
+    for the writer's queue (a pool merge may be in it) to reach a draw. SQLite draws past the highest id in the
+    table, so there ids are drawn only as they are inserted (no step ahead)."""
+
+    def __init__(self, model: type[Query] | type[Document], writer: WriteBehind) -> None:
+        self._model, self._writer = model, writer
+        self._step = RESERVE_STEP if connection.vendor == "postgresql" else 0
+        self._ids = np.empty(0, dtype=np.int64)
+        self._next: Future[list[int]] | None = None
+
+    def take(self, count: int) -> list[int]:
+        if not count:
+            return []
+        while len(self._ids) < count:
+            if self._next is None:
+                wanted = count - len(self._ids)
+                self._next = self._writer.later(reserve_ids, self._model, max(wanted, self._step))
+            drawn = self._writer.result(self._next)
+            self._next = None
+            self._ids = np.concatenate([self._ids, np.asarray(drawn, dtype=np.int64)])
+        out, self._ids = self._ids[:count], self._ids[count:]
+        if self._step and self._next is None and len(self._ids) < self._step // 2:
+            self._next = self._writer.later(reserve_ids, self._model, self._step)
+        return out.tolist()
 
 
 def docid_hashes(docids: np.ndarray) -> np.ndarray:
@@ -49,10 +80,16 @@ class StubIds:
     hashes (docid_hashes), so that a block's docids (an array from the parser) are found by one ``searchsorted``
     of whole numbers and one comparison of the byte strings, with no Python work per line. A block whose docids
     come as a list (one wider than the parser's arrays), or two known docids of one hash, turn the cache into a
-    dict for the rest of the import."""
+    dict for the rest of the import.
 
-    def __init__(self, campaign: Campaign) -> None:
+    Its database work goes through ``writer`` (see behind.WriteBehind): stubs are inserted later, by the writer's
+    thread, and their ids drawn ahead (_Reserve); only a docid look-up past the cache waits for the writer."""
+
+    def __init__(self, campaign: Campaign, writer: WriteBehind | None = None) -> None:
         self.campaign = campaign
+        self.writer = writer or WriteBehind(inline=True)
+        self._document_ids = _Reserve(Document, self.writer)
+        self._query_ids = _Reserve(Query, self.writer)
         self.new_documents = 0
         self.new_queries = 0
         self._queries: dict[str, int] = dict(
@@ -136,15 +173,15 @@ class StubIds:
             if self._complete and connection.vendor == "postgresql":
                 # From now on docids are looked up: the planner must know how many this import has made, or it
                 # takes the campaign for a handful of rows and scans them for every docid.
-                write_postgres.analyze([Document._meta.db_table])
+                self.writer.later(write_postgres.analyze, [Document._meta.db_table])
             self._complete = False
         texts = [u.decode() for u in unknown]
-        found = {} if self._complete else self._existing(Document, "docid", texts)
+        found = {} if self._complete else self.writer.now(self._existing, Document, "docid", texts)
         new = [(u, t) for u, t in zip(unknown, texts, strict=True) if t not in found]
-        ids_new = reserve_ids(Document, len(new))
+        ids_new = self._document_ids.take(len(new))
         if new:
             # In docid order: the unique (campaign, docid) index then grows at its end.
-            insert_columns(
+            rows = columns_encode(
                 Document,
                 ["id", "campaign", "docid", "title", "text", "url", "is_stub", "attributes"],
                 [
@@ -158,6 +195,7 @@ class StubIds:
                     repeat("{}"),
                 ],
             )
+            self.writer.later(encoded_insert, rows, size=rows.size)
             self.new_documents += len(new)
         made = dict(zip((u for u, _ in new), ids_new, strict=True))
         unknown_ids = [found[t] if t in found else made[u] for u, t in zip(unknown, texts, strict=True)]
@@ -178,12 +216,13 @@ class StubIds:
         """The query id of each qid, in order (a campaign's queries are few: all of them are kept)."""
         new = sorted(set(qids) - self._queries.keys())
         if new:
-            ids = reserve_ids(Query, len(new))
-            insert_columns(
+            ids = self._query_ids.take(len(new))
+            rows = columns_encode(
                 Query,
                 ["id", "campaign", "qid", "text", "description", "is_stub", "labels_version"],
                 [ids, repeat(self.campaign.pk), new, new, repeat(""), repeat(True), repeat(0)],
             )
+            self.writer.later(encoded_insert, rows, size=rows.size)
             self._queries.update(zip(new, ids, strict=True))
             self.new_queries += len(new)
         return np.fromiter(map(self._queries.__getitem__, qids), dtype=np.int64, count=len(qids))
