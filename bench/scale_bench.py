@@ -36,6 +36,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench._setup import machine_line  # noqa: E402
+from judging.scoring.memory import TRIM_EVERY  # noqa: E402
 from tests.serving.servers import Site  # noqa: E402
 
 SLUG = "scale"
@@ -278,7 +279,11 @@ def main() -> None:
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
         # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
         waited = idle_workers(worker_pids(master))
-        print(f"workers idle {waited:.0f} s after the last request", flush=True)
+        # A worker gives back what its last requests freed within TRIM_EVERY seconds of its last trim
+        # (judging.scoring.memory): what it holds idle is read once that time is up.
+        time.sleep(TRIM_EVERY + 1)
+        read = TRIM_EVERY + 1
+        print(f"workers idle {waited:.0f} s after the last request (memory read {read:.0f} s later)", flush=True)
         file_pss = 0
         for pid in worker_pids(master):
             mem = pss_kb(pid)
