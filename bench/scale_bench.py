@@ -21,6 +21,7 @@ Prints, with the machine's yardstick line:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -36,7 +37,6 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench._setup import machine_line  # noqa: E402
-from judging.scoring.memory import TRIM_EVERY  # noqa: E402
 from tests.serving.servers import Site  # noqa: E402
 
 SLUG = "scale"
@@ -163,6 +163,15 @@ def idle_workers(pids: list[int], *, limit: float = 600.0) -> float:
     return time.monotonic() - started
 
 
+def trim_every() -> float:
+    """judging.scoring.memory.TRIM_EVERY, read from its file (the package needs Django's settings to import)."""
+    spec = importlib.util.spec_from_file_location("_memory", ROOT / "judging" / "scoring" / "memory.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return float(module.TRIM_EVERY)
+
+
 def worker_pids(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(p) for p in children]
@@ -281,8 +290,8 @@ def main() -> None:
         waited = idle_workers(worker_pids(master))
         # A worker gives back what its last requests freed within TRIM_EVERY seconds of its last trim
         # (judging.scoring.memory): what it holds idle is read once that time is up.
-        time.sleep(TRIM_EVERY + 1)
-        read = TRIM_EVERY + 1
+        read = trim_every() + 1
+        time.sleep(read)
         print(f"workers idle {waited:.0f} s after the last request (memory read {read:.0f} s later)", flush=True)
         file_pss = 0
         for pid in worker_pids(master):

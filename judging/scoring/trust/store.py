@@ -61,7 +61,7 @@ def recall(store: OrderedDict[K, V], key: K) -> V | None:
 # Labels only move forward, so a past state's results serve only a request that read the labels just before a
 # judgment; beyond the latest few states of a table they are dropped.
 _STATES: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
-_KEEP_STATES = 3  # per table
+_KEEP_STATES = 2  # per table: the latest, and the one a request in flight may still read
 _KEEP_TABLES = 32
 
 
