@@ -59,9 +59,10 @@ def recall(store: OrderedDict[K, V], key: K) -> V | None:
 # 5,000 queries): kept for every state up to _KEEP_RESULTS entries, one process held 184 MB of past states' parts
 # after 25 judgments, each followed by the API's leaderboard (10M entries, the sizes of this module's stores).
 # Labels only move forward, so a past state's results serve only a request that read the labels just before a
-# judgment; beyond the latest few states of a table they are dropped.
+# judgment (which then computes its own again, from the latest per-query parts patched): only the latest
+# state's are kept.
 _STATES: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
-_KEEP_STATES = 2  # per table: the latest, and the one a request in flight may still read
+_KEEP_STATES = 1  # per table: a request that read the labels before a judgment computes its own again
 _KEEP_TABLES = 32
 
 
