@@ -21,6 +21,7 @@ Prints, with the machine's yardstick line:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -162,6 +163,15 @@ def idle_workers(pids: list[int], *, limit: float = 600.0) -> float:
     return time.monotonic() - started
 
 
+def trim_every() -> float:
+    """judging.scoring.memory.TRIM_EVERY, read from its file (the package needs Django's settings to import)."""
+    spec = importlib.util.spec_from_file_location("_memory", ROOT / "judging" / "scoring" / "memory.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return float(module.TRIM_EVERY)
+
+
 def worker_pids(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(p) for p in children]
@@ -278,7 +288,11 @@ def main() -> None:
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
         # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
         waited = idle_workers(worker_pids(master))
-        print(f"workers idle {waited:.0f} s after the last request", flush=True)
+        # A worker gives back what its last requests freed within TRIM_EVERY seconds of its last trim
+        # (judging.scoring.memory): what it holds idle is read once that time is up.
+        read = trim_every() + 1
+        time.sleep(read)
+        print(f"workers idle {waited:.0f} s after the last request (memory read {read:.0f} s later)", flush=True)
         file_pss = 0
         for pid in worker_pids(master):
             mem = pss_kb(pid)

@@ -16,6 +16,10 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 export WEB_CONCURRENCY=${WEB_CONCURRENCY:-$(nproc 2>/dev/null || echo 2)}
 export GUNICORN_THREADS=${GUNICORN_THREADS:-4}
+# glibc's allocator gives each thread that allocates an arena of its own (up to 8 per CPU); what a worker's
+# requests freed in one arena is not reused by the others. Two arenas per process held the workers' memory
+# beyond idle at 78-165 MB against 96-208 MB (bench/scale_bench.py at 100M entries, 4 x 4, two runs each).
+export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
 TASK_WORKERS=${RELJUDGE_TASK_WORKERS:-1}
 MODEL_WORKERS=${RELJUDGE_MODEL_WORKERS:-1}
 

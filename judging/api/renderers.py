@@ -352,13 +352,14 @@ BLOCK_TEXTS: TextLRU[bytes] = TextLRU(max_entries=1_000, max_bytes=4 * 2**20)
 
 
 # The latest per-query object of each system, by series (score table and system; see leaderboard_data): the
-# query names, the values, the object's text and where each query's item starts in it (object_text). After a
-# judgment only the rows whose values moved are written again, and the object is joined from the text between
-# them as it was, instead of looking up 5,000 rows of ROW_TEXTS per system. The text is the object BLOCK_TEXTS
-# keeps for the state (one copy); the values take 8 bytes a value.
-_Series = tuple[tuple[str, ...], np.ndarray, bytes, np.ndarray, int]  # queries, values, text, starts, size
+# query names, their labels versions, the object's text and where each query's item starts in it (object_text).
+# After a judgment only the rows of queries whose labels version moved are written again (a query's values move
+# only with it), and the object is joined from the text between them as it was, instead of looking up 5,000 rows
+# of ROW_TEXTS per system. The text is the object BLOCK_TEXTS keeps for the state (one copy); the versions array
+# is one per state, shared by the table's systems (the values took 6.4 MB a table at 20 systems x 5,000 queries).
+_Series = tuple[tuple[str, ...], np.ndarray, bytes, np.ndarray, int]  # queries, versions, text, starts, size
 _SERIES: OrderedDict[tuple[str, tuple[str, ...]], _Series] = OrderedDict()
-_SERIES_BYTES = 64 * 2**20  # values and texts kept, at most (20 systems x 5,000 queries: about 20 MB a table)
+_SERIES_BYTES = 64 * 2**20  # texts kept, at most (20 systems x 5,000 queries: about 16 MB a table)
 _SERIES_LOCK = threading.Lock()
 # Up to this many moved rows a series is patched; more (a new parameter set, an import) go through ROW_TEXTS.
 _SERIES_PATCH = 256
@@ -453,21 +454,38 @@ class _PerQueryText:
         self.keys: tuple[tuple, list[bytes]] | None = None
 
     def __call__(
-        self, values, qids: list[str], names: list[str], *, block: str, series: str = "", campaign_pk: int = 0
+        self,
+        values,
+        qids: list[str],
+        names: list[str],
+        *,
+        block: str,
+        series: str = "",
+        campaign_pk: int = 0,
+        versions: np.ndarray | None = None,
     ) -> str:
         """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
         block ``block`` names (the scores' state and the system): written once per state, from the rows of
-        the same ``series`` (the system in the previous states of the score table) where they did not move:
-        this process's, or those another process of the machine saved (judging.scoring.series_file)."""
+        the same ``series`` (the system in the previous states of the score table, with the queries' labels
+        ``versions``) where they did not move: this process's, or those another process of the machine saved
+        (judging.scoring.series_file)."""
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
         text = BLOCK_TEXTS.get(block)
         if text is None:
-            text = self._text(values(), qids, names, series, campaign_pk)
+            text = self._text(values(), qids, names, series if versions is not None else "", campaign_pk, versions)
             BLOCK_TEXTS.put(block, text)
         self.parts[placeholder] = text
         return placeholder
 
-    def _text(self, values: np.ndarray, qids: list[str], names: list[str], series: str, campaign_pk: int = 0) -> bytes:
+    def _text(
+        self,
+        values: np.ndarray,
+        qids: list[str],
+        names: list[str],
+        series: str,
+        campaign_pk: int = 0,
+        versions: np.ndarray | None = None,
+    ) -> bytes:
         values = np.ascontiguousarray(values, dtype=np.float64)
         if not np.isfinite(values).all():
             raise _NotFinite
@@ -476,42 +494,55 @@ class _PerQueryText:
         # b'{"P@10":%a,...}': %a (the ASCII of repr) writes a float exactly as json.dumps does.
         row_format = b"{" + b",".join(_json_key(n).replace(b"%", b"%%") + b"%a" for n in names) + b"}"
         names_key = tuple(names)
-        got = self._patched(series, names_key, values, row_format, campaign_pk) if series else None
+        got = None
+        if series and versions is not None:
+            got = self._patched(series, names_key, values, versions, row_format, campaign_pk)
         if got is None:  # each query's '"qid":{...}'
             got = object_text(list(map(bytes.__add__, self.keys[1], self._rows(values, names_key, row_format))))
         text, starts = got
         if series and campaign_pk:
             series_save_later(campaign_pk, series, names_key, self.keys[0], values, text, starts)
-        if series:
-            size = values.nbytes + len(text) + starts.nbytes  # the text is the same object BLOCK_TEXTS keeps
+        if series and versions is not None:
+            size = len(text) + starts.nbytes  # the text is the same object BLOCK_TEXTS keeps; versions are shared
             with _SERIES_LOCK:
-                _SERIES[(series, names_key)] = (self.keys[0], values, text, starts, size)
+                _SERIES[(series, names_key)] = (self.keys[0], versions, text, starts, size)
                 _SERIES.move_to_end((series, names_key))
                 while len(_SERIES) > 1 and sum(v[4] for v in _SERIES.values()) > _SERIES_BYTES:
                     _SERIES.popitem(last=False)
         return text
 
     def _patched(
-        self, series: str, names_key: tuple[str, ...], values: np.ndarray, row_format: bytes, campaign_pk: int = 0
+        self,
+        series: str,
+        names_key: tuple[str, ...],
+        values: np.ndarray,
+        versions: np.ndarray,
+        row_format: bytes,
+        campaign_pk: int = 0,
     ) -> tuple[bytes, np.ndarray] | None:
-        """The series' latest object text with the rows whose values moved written again (and its items'
-        starts), or None when the queries differ (a query joined the means) or too many rows moved. The latest
-        text is this process's, else that saved on the machine for the same queries."""
+        """The series' latest object text with the rows that moved written again (and its items' starts), or
+        None when the queries differ (a query joined the means) or too many rows moved. The latest text is this
+        process's (its rows moved where the query's labels version did), else that saved on the machine for the
+        same queries (where the values did)."""
         assert self.keys is not None
         with _SERIES_LOCK:
             got = _SERIES.get((series, names_key))
-        if got is None and campaign_pk:
-            saved = series_load(campaign_pk, series, names_key, self.keys[0])
-            if saved is not None:
-                got = (self.keys[0], *saved, 0)
-        if got is None or got[1].shape != values.shape or got[0] != self.keys[0]:
-            return None
-        moved = np.flatnonzero((got[1] != values).any(axis=1))
+        if got is not None:
+            if got[0] != self.keys[0] or got[1].shape != versions.shape:
+                return None
+            moved = np.flatnonzero(got[1] != versions)
+            text, starts = got[2], got[3]
+        else:
+            saved = series_load(campaign_pk, series, names_key, self.keys[0]) if campaign_pk else None
+            if saved is None or saved[0].shape != values.shape:
+                return None
+            moved = np.flatnonzero((saved[0] != values).any(axis=1))
+            text, starts = saved[1], saved[2]
         if moved.size > _SERIES_PATCH:
             return None
         keys = self.keys[1]
         new = [keys[i] + row_format % tuple(row) for i, row in zip(moved.tolist(), values[moved].tolist(), strict=True)]
-        return object_patched(got[2], got[3], moved, new)
+        return object_patched(text, starts, moved, new)
 
     def _rows(self, values: np.ndarray, names_key: tuple[str, ...], row_format: bytes) -> list[bytes]:
         """Every row's text, from ROW_TEXTS where the same values were written before."""

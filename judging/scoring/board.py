@@ -42,9 +42,11 @@ def leaderboard_data(
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
     ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
-    names, block=..., series=..., campaign_pk=...)`` for each system, with ``values()`` its (Q_scored, M)
-    per-query values, ``block`` naming them (the scores' state and the system) and ``series`` the same system's
-    values in every state of the score table, it returns what stands in the data for that system's per-query object.
+    names, block=..., series=..., campaign_pk=..., versions=...)`` for each system, with ``values()`` its
+    (Q_scored, M) per-query values, ``block`` naming them (the scores' state and the system), ``series`` the same
+    system's values in every state of the score table and ``versions`` the scored queries' labels versions (a
+    query's values move only with its version), it returns what stands in the data for that system's per-query
+    object.
 
     ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
 
@@ -70,12 +72,18 @@ def leaderboard_data(
     qids = lb.scored_qids() if per_query else []  # 5,000 names when asked for, none otherwise
     systems = []
     state = lb.state if per_query and per_query_text is not None else ""
+    scored: list[np.ndarray] = []  # (S, Q_scored, M), taken once for every system when one's values are needed
+    versions = lb.table.versions[lb.table.labelled] if state else None
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and per_query_text is not None:
 
             def system_values(s: int = s) -> np.ndarray:
-                return lb.table.scores[:, s][:, lb.table.labelled].T
+                if not scored:
+                    every = lb.table.scores if lb.table.labelled.all() else lb.table.scores[:, :, lb.table.labelled]
+                    scored.append(np.ascontiguousarray(every.transpose(1, 2, 0)))
+                values: np.ndarray = scored[0][s]
+                return values
 
             entry["per_query"] = per_query_text(
                 system_values,
@@ -84,6 +92,7 @@ def leaderboard_data(
                 block=f"{state}:{s}",
                 series=f"{lb.key}:{lb.cube.system_ids[s]}",
                 campaign_pk=campaign.pk,
+                versions=versions,
             )
         elif per_query:
             values = lb.table.scores[:, s][:, lb.table.labelled].T.tolist()  # (Q_scored, M)

@@ -67,6 +67,29 @@ def test_leaderboard_json_follows_each_new_judgment(world):
     assert after != first
 
 
+def test_after_a_judgment_only_the_judged_querys_rows_are_written_again(world, monkeypatch):
+    """Each system's kept object is patched where a query's labels version moved (its values move only with
+    it): one row per system after a judgment, and the text is still DRF's. The kept series hold the queries'
+    versions, one array shared by the table's systems, not a copy of their values."""
+    campaign = world.campaign
+    leaderboard_json(campaign=campaign, k=2)
+    kept = list(renderers._SERIES.values())
+    assert len(kept) == 2 and kept[0][1] is kept[1][1] and kept[0][1].dtype == np.int64
+    written: list[int] = []
+    patched = renderers.object_patched
+
+    def counting(text, starts, moved, new):
+        written.append(moved.size)
+        return patched(text, starts, moved, new)
+
+    monkeypatch.setattr(renderers, "object_patched", counting)
+    pair = Pair.objects.get(campaign=campaign, query__qid="q1", document__docid="d1")
+    for annotator in (world.annotator, world.annotator2):
+        judgment_record(pair=pair, annotator=annotator, grade=0)
+    assert leaderboard_json(campaign=campaign, k=2) == _drf(campaign, k=2)
+    assert written == [1, 1]  # q1's row of each system
+
+
 def test_leaderboard_texts_stay_within_their_bounds(world, monkeypatch):
     monkeypatch.setattr(renderers, "BLOCK_TEXTS", TextLRU(max_entries=3, max_bytes=10**6))
     monkeypatch.setattr(renderers, "ROW_TEXTS", TextLRU(max_entries=5, max_bytes=10**6))

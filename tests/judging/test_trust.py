@@ -659,3 +659,29 @@ def test_a_process_answering_from_the_shared_cache_builds_its_own_parts_ahead(ma
     judgment_record(pair=Pair.objects.select_related("campaign").get(pk=pair.pk), annotator=user, grade=2)
     leaderboard_data(campaign=campaign, k=10, per_query=False)
     assert bounded == [1]  # the judged query only
+
+
+def test_a_process_keeps_results_of_the_latest_labels_states_only(make_user):
+    """Results of past labels states (each may hold a state's per-query bounds of every measure) are dropped
+    once a table has newer states: a worker answering judgments for hours holds a few states, not 64."""
+    from judging.models import Pair
+    from judging.scoring.trust import store
+    from judging.services import judgment_record
+
+    campaign, runs, qrels = random_campaign(make_user, seed=9)
+    user = make_user("statekeeper")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    leaderboard_data(campaign=campaign, k=5)  # another table (k=5): its latest state stays
+    other = leaderboard(campaign, Params(k=5)).state
+    states = []
+    for pair in Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).order_by("id")[:6]:
+        judgment_record(pair=pair, annotator=user, grade=1)
+        leaderboard_data(campaign=campaign, k=10)
+        states.append(leaderboard(campaign, Params(k=10)).state)
+    assert len(set(states)) == 6
+    held = {key[0] for key in store._RESULTS}
+    assert held == {*states[-store._KEEP_STATES :], other}
+    # the latest state's results are answered again as they are
+    lb = leaderboard(campaign, Params(k=10))
+    assert trust.bounds(lb) is trust.bounds(lb)
+    assert store.recall_cached(lb, ("bounds",))

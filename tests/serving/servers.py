@@ -210,7 +210,7 @@ print(json.dumps({{u.username: Token.objects.get_or_create(user=u)[0].key for u 
             "--graceful-timeout",
             "5",
         ]
-        self._start(args, {"GUNICORN_THREADS": str(threads), **(env or {})}, log)
+        self._start(args, {"GUNICORN_THREADS": str(threads), "MALLOC_ARENA_MAX": "2", **(env or {})}, log)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
