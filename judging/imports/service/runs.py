@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 from django.db import connection, transaction
@@ -169,8 +169,11 @@ def _run_write(
                     if not chosen:
                         continue
                     whole = len(chosen) == len(block)
+                    owners: list[Any] = (
+                        [started[block.tags[i]] for i in chosen] if table else [block.tags[i] for i in chosen]
+                    )  # system ids (the table) or run tags (the stage)
                     columns = [
-                        [started[block.tags[i]] for i in chosen] if table else [block.tags[i] for i in chosen],
+                        owners,
                         queries if whole else queries[chosen],
                         doc_bytes if whole else [doc_bytes[i] for i in chosen],
                         score_bytes if whole else [score_bytes[i] for i in chosen],
