@@ -163,3 +163,28 @@ def test_the_api_writes_the_leaderboard_in_pieces_with_its_length(world, as_lead
     body = b"".join(chunks)
     assert int(response["Content-Length"]) == len(body)
     assert body == response.content == _drf(world.campaign, k=2)
+
+
+def test_an_api_answer_goes_once_the_server_has_it(world):
+    """The view does not keep its answer: with the garbage collector off (as between its rare full passes in a
+    busy worker), nothing holds the leaderboard's answer, and the per-query texts in it, once the caller drops it."""
+    import gc
+    import weakref
+
+    from rest_framework.test import APIRequestFactory, force_authenticate
+
+    from judging.api.views.campaigns import CampaignViewSet
+
+    view = CampaignViewSet.as_view({"get": "leaderboard"})
+    request = APIRequestFactory().get(f"/api/campaigns/{world.campaign.slug}/leaderboard/")
+    force_authenticate(request, user=world.lead)
+    gc.collect()
+    gc.disable()
+    try:
+        response = view(request, slug=world.campaign.slug)
+        assert response.status_code == 200 and b'"per_query"' in response.content
+        gone = weakref.ref(response)
+        del response
+        assert gone() is None
+    finally:
+        gc.enable()
