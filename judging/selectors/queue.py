@@ -124,7 +124,7 @@ def queue_values(*, campaign: Campaign, annotator_id: int, **more: Any) -> dict[
     }
 
 
-def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair]:
+def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = False) -> QuerySet[Pair]:
     """Pooled pairs this annotator has not judged and that still need judgments from someone.
 
     A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
@@ -134,6 +134,7 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
     holds and such reservations stay under the redundancy; an assignee is never kept out by another
     assignee's reservation. Unsure judgments count: the pair was looked at. Pairs of the overlap sample (``overlap``:
     the campaign has one) stay open for every annotator. ``exclude``: leave out the pairs ``exclude``.
+    ``one_pair``: the caller narrows it to one pair (see _held_by_others).
 
     Callers always narrow this to one query. It deliberately does not filter on the campaign: the
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
@@ -156,7 +157,7 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair
         output_field=IntegerField(),
     )
     needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
-    qs = qs.alias(load=F("judgment_count") + _held_by_others(args) + others)
+    qs = qs.alias(load=F("judgment_count") + _held_by_others(args, one_pair=one_pair) + others)
     if overlap:
         qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
@@ -196,14 +197,17 @@ class _CountOf(Func):
     output_field = IntegerField()
 
 
-def _held_by_others(args: Args) -> Expression:
+def _held_by_others(args: Args, *, one_pair: bool = False) -> Expression:
     """How many live holds other annotators have on the outer pair (Assignment: one per annotator).
 
     On PostgreSQL the campaign's live holds are read once per statement (an array, planned as an InitPlan: as
     many rows as annotators) and each candidate pair looks itself up in it, instead of a subquery per candidate:
-    with a table this small the planner scans it for each of them (50 annotators, 50 candidates: 2,500 rows)."""
+    with a table this small the planner scans it for each of them (50 annotators, 50 candidates: 2,500 rows).
+    A statement about ``one_pair`` (pair_is_open, twice a judgment) asks for that pair's holds alone: a probe of
+    the holds' pair index once the table is more than a page or two, where the array read every hold of the
+    campaign (~35 rows a judgment at 50 annotators)."""
     others = Assignment.objects.filter(expires_at__gt=args["now"]).exclude(annotator_id=args["annotator_id"])
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and not one_pair:
         holds = others.filter(campaign_id=args["campaign_id"]).order_by().values("pair_id")
         return _CountOf(ArraySubquery(holds), F("id"))
     per_pair = others.filter(pair_id=OuterRef("pk")).order_by().values("pair_id").annotate(n=Count("id")).values("n")
@@ -220,7 +224,8 @@ def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair, Any]:
     """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
     from named values (queue_values)."""
     # order_by(): Pair's default ordering would join the campaign (three times), query and document to sort one row.
-    return _open_pairs_of(args, overlap=overlap, exclude=False).filter(id=args["pair_id"]).order_by().values("id")[:1]
+    open_pairs = _open_pairs_of(args, overlap=overlap, exclude=False, one_pair=True)
+    return open_pairs.filter(id=args["pair_id"]).order_by().values("id")[:1]
 
 
 def pair_is_open(*, campaign: Campaign, annotator_id: int, pair_id: int) -> bool:

@@ -170,6 +170,29 @@ def test_compiled_pair_is_open_is_the_orm_query(pooled, annotator, open_):
     assert selectors.pair_is_open(campaign=pooled, annotator_id=annotator.id, pair_id=pair.id) is orm is open_
 
 
+@pytest.mark.parametrize("hold", ["none", "live", "lapsed", "mine"])
+def test_pair_is_open_counts_the_pairs_own_holds(pooled, annotator, make_user, hold):
+    """pair_is_open (checked under the pair's lock before a hold is taken or moved) counts the live holds of
+    others on that pair only: at redundancy 1 another annotator's live hold closes it, a lapsed one or the
+    annotator's own does not, a hold on another pair neither; its statement reads the pair's own holds, not
+    the campaign's (no array of every hold)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    pair, elsewhere = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id")[:2]
+    other = make_user("other")
+    membership_add(campaign=pooled, user=other, role="annotator")
+    expires = timezone.now() + timedelta(minutes=-1 if hold == "lapsed" else 15)
+    Assignment.objects.create(campaign=pooled, annotator=make_user("third"), pair=elsewhere, expires_at=expires)
+    if hold != "none":
+        holder = annotator if hold == "mine" else other
+        Assignment.objects.create(campaign=pooled, annotator=holder, pair=pair, expires_at=expires)
+    with CaptureQueriesContext(connection) as ctx:
+        is_open = selectors.pair_is_open(campaign=pooled, annotator_id=annotator.id, pair_id=pair.id)
+    assert is_open is (hold != "live")
+    assert len(ctx.captured_queries) == 1 and "array_positions" not in ctx.captured_queries[0]["sql"]
+
+
 def test_compiled_is_used_only_where_its_docstring_says():
     """A new shortcut around the ORM is a decision to measure and list in judging/compiled.py, not a habit."""
     import judging.compiled
