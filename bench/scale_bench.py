@@ -282,7 +282,7 @@ def main() -> None:
         line("leaderboard after a judgment, steady", series(pairs[n : 2 * n]))
         line("the same without per-query values (?per_query=false)", series(pairs[2 * n :], "?per_query=false"))
         # The floor of the default request: a poll with no judgment before it (nothing to compute) is mostly the
-        # transfer of the answer (19 MB at 100M entries) and the client's reading of it.
+        # transfer of the answer (16 MB at 100M entries) and the client's reading of it.
         line("the default request with no judgment between (the answer's transfer)", [board(url) for _ in range(n)])
         master = site.processes[0].pid
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)

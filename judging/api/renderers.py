@@ -333,7 +333,7 @@ class TextLRU(Generic[_T]):
             self._bytes = 0
 
 
-# The leaderboard's per-query JSON is kept and joined as UTF-8 bytes: the 19 MB answer at 20 systems x 5,000
+# The leaderboard's per-query JSON is kept and joined as UTF-8 bytes: the 16 MB answer at 20 systems x 5,000
 # queries is joined once from each system's object as it is kept, not joined into one string and encoded (that
 # and the escaping passes over the whole text were a fifth of the request after a judgment, bench/scale_bench.py).
 #
@@ -347,7 +347,7 @@ ROW_TEXTS: TextLRU[bytes] = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
 # query's labels version) and system: a poll with nothing changed since the last one sends them as they are. The
 # latest object of each system is also _SERIES's (the same bytes), which answers an unchanged state after a
 # comparison of its values, so this keeps only a few small campaigns' states: 20 systems x 5,000 queries is
-# 19 MB a state, kept once, in _SERIES.
+# 16 MB a state, kept once, in _SERIES.
 BLOCK_TEXTS: TextLRU[bytes] = TextLRU(max_entries=1_000, max_bytes=4 * 2**20)
 
 
@@ -569,7 +569,7 @@ def leaderboard_json_pieces(*, campaign: Campaign, **params) -> list[bytes] | No
     JSONRenderer writes, once joined), or None where only the general path applies (no per-query values, the
     diversity measures, a value that is not finite). Building a dict per query and system and encoding them
     took seconds for 20 systems x 5,000 queries; the per-query objects are written as text in one formatting
-    step each, and kept. The API writes the pieces one after the other: joining them copied the 19 MB answer
+    step each, and kept. The API writes the pieces one after the other: joining them copied the 16 MB answer
     once more (10 ms of a request at 100M entries, bench/scale_bench.py)."""
     if not params.get("per_query", True) or params.get("attribute"):
         return None
