@@ -472,7 +472,7 @@ class _PerQueryText:
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
         text = BLOCK_TEXTS.get(block)
         if text is None:
-            text = self._text(values(), qids, names, series if versions is not None else "", campaign_pk, versions)
+            text = self._text(values(), qids, names, series, campaign_pk, versions)
             BLOCK_TEXTS.put(block, text)
         self.parts[placeholder] = text
         return placeholder

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import islice, repeat
 from typing import Any
 
@@ -18,6 +19,24 @@ COPY_STEP = 50_000  # rows per COPY block (and per progress report)
 ROWS_STEP = 50
 
 
+@contextmanager
+def _binary_copy(table: str, columns: str) -> Iterator[Any]:
+    """The COPY of rows in PostgreSQL's binary format into ``table`` (quoted; ``columns`` the quoted column list)."""
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
+    ):
+        yield copy
+
+
+def _column_blocks(kinds: Sequence[str], values: Sequence[Any], count: int) -> Iterator[tuple[bytes, int]]:
+    """The rows given as columns in binary COPY blocks of COPY_STEP rows, each with its number of rows."""
+    for start in range(0, count, COPY_STEP):
+        stop = min(count, start + COPY_STEP)
+        block = [v if isinstance(v, repeat) else v[start:stop] for v in values]
+        yield pgcopy.rows_bytes(kinds, block, stop - start), stop - start
+
+
 def copy_columns(
     table: str,
     columns: str,
@@ -30,40 +49,27 @@ def copy_columns(
     PostgreSQL's binary format, a block of rows at a time: the rows are made by numpy (see pgcopy), the server
     reads them without parsing text. ``values``: per column a list or numpy array (None for NULL) or
     ``repeat(value)``; ``kinds`` their COPY types (pgcopy.pg_type)."""
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
-    ):
+    with _binary_copy(table, columns) as copy:
         copy.write(pgcopy.SIGNATURE)
-        for start in range(0, count, COPY_STEP):
-            stop = min(count, start + COPY_STEP)
-            block = [v if isinstance(v, repeat) else v[start:stop] for v in values]
-            copy.write(pgcopy.rows_bytes(kinds, block, stop - start))
+        for rows, n in _column_blocks(kinds, values, count):
+            copy.write(rows)
             if progress:
-                progress(stop - start)
+                progress(n)
         copy.write(pgcopy.TRAILER)
     return count
 
 
 def copy_payload(table: str, columns: str, payload: bytes) -> None:
     """COPY a whole binary COPY stream (signature, rows, trailer: see encode_columns) into ``table``."""
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
-    ):
+    with _binary_copy(table, columns) as copy:
         copy.write(payload)
 
 
 def encode_columns(kinds: Sequence[str], values: Sequence[Any], count: int) -> bytes:
     """The binary COPY stream of ``count`` rows given as columns (see copy_columns), made without the connection:
     an import's thread makes it while another sends the one before (see behind.WriteBehind)."""
-    pieces = [pgcopy.SIGNATURE]
-    for start in range(0, count, COPY_STEP):
-        stop = min(count, start + COPY_STEP)
-        block = [v if isinstance(v, repeat) else v[start:stop] for v in values]
-        pieces.append(pgcopy.rows_bytes(kinds, block, stop - start))
-    pieces.append(pgcopy.TRAILER)
-    return b"".join(pieces)
+    blocks = (rows for rows, _ in _column_blocks(kinds, values, count))
+    return b"".join([pgcopy.SIGNATURE, *blocks, pgcopy.TRAILER])
 
 
 def copy_rows(
@@ -75,10 +81,7 @@ def copy_rows(
 ) -> int:
     """copy_columns for rows given one by one (a block of them turned into columns at a time)."""
     total = 0
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,
-    ):
+    with _binary_copy(table, columns) as copy:
         copy.write(pgcopy.SIGNATURE)
         iterator = iter(rows)
         while block := list(islice(iterator, ROWS_STEP)):

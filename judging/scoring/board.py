@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -72,17 +73,21 @@ def leaderboard_data(
     qids = lb.scored_qids() if per_query else []  # 5,000 names when asked for, none otherwise
     systems = []
     state = lb.state if per_query and per_query_text is not None else ""
-    scored: list[np.ndarray] = []  # (S, Q_scored, M), taken once for every system when one's values are needed
     versions = lb.table.versions[lb.table.labelled] if state else None
+
+    @functools.cache
+    def scored() -> np.ndarray:
+        """(S, Q_scored, M): every system's per-query values, taken once when one's are needed (a poll whose texts
+        are all kept needs none)."""
+        every = lb.table.scores if lb.table.labelled.all() else lb.table.scores[:, :, lb.table.labelled]
+        return np.ascontiguousarray(every.transpose(1, 2, 0))
+
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and per_query_text is not None:
 
             def system_values(s: int = s) -> np.ndarray:
-                if not scored:
-                    every = lb.table.scores if lb.table.labelled.all() else lb.table.scores[:, :, lb.table.labelled]
-                    scored.append(np.ascontiguousarray(every.transpose(1, 2, 0)))
-                values: np.ndarray = scored[0][s]
+                values: np.ndarray = scored()[s]
                 return values
 
             entry["per_query"] = per_query_text(

@@ -164,19 +164,18 @@ def _run_write(
                             started[tag] = writer.now(_system_start, campaign, name)
                 # A new system's rankings go straight into its table; the others' wait in the stage for the
                 # decision the whole file makes.
-                direct = [i for i, tag in enumerate(block.tags) if tag in started]
-                for chosen, table in ((direct, True), (sorted(set(range(len(block))) - set(direct)), False)):
-                    if not chosen:
+                direct = np.fromiter((tag in started for tag in block.tags), dtype=bool, count=len(block))
+                for chosen, table in ((np.flatnonzero(direct), True), (np.flatnonzero(~direct), False)):
+                    if not chosen.size:
                         continue
                     whole = len(chosen) == len(block)
-                    owners: list[Any] = (
-                        [started[block.tags[i]] for i in chosen] if table else [block.tags[i] for i in chosen]
-                    )  # system ids (the table) or run tags (the stage)
+                    tags = [block.tags[i] for i in chosen.tolist()]
+                    owners: list[Any] = [started[t] for t in tags] if table else tags  # system ids, or run tags
                     columns = [
                         owners,
                         queries if whole else queries[chosen],
-                        doc_bytes if whole else [doc_bytes[i] for i in chosen],
-                        score_bytes if whole else [score_bytes[i] for i in chosen],
+                        doc_bytes if whole else [doc_bytes[i] for i in chosen.tolist()],
+                        score_bytes if whole else [score_bytes[i] for i in chosen.tolist()],
                         lengths if whole else lengths[chosen],
                     ]
                     if table:

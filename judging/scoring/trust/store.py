@@ -54,40 +54,33 @@ def recall(store: OrderedDict[K, V], key: K) -> V | None:
         return value
 
 
-# The labels states whose results are kept, per score table (Leaderboard.key), the most recent last. A result
-# may hold a whole state's per-query parts (the bounds' (S, Q) arrays of every measure, 12.8 MB at 20 systems x
-# 5,000 queries): kept for every state up to _KEEP_RESULTS entries, one process held 184 MB of past states' parts
-# after 25 judgments, each followed by the API's leaderboard (10M entries, the sizes of this module's stores).
-# Labels only move forward, so a past state's results serve only a request that read the labels just before a
-# judgment (which then computes its own again, from the latest per-query parts patched): only the latest
-# state's are kept.
-_STATES: OrderedDict[str, OrderedDict[str, None]] = OrderedDict()
-_KEEP_STATES = 1  # per table: a request that read the labels before a judgment computes its own again
+# The labels state whose results are kept, per score table (Leaderboard.key), the tables most recent last. A
+# result may hold a whole state's per-query parts (the bounds' (S, Q) arrays of every measure, 12.8 MB at 20
+# systems x 5,000 queries): kept for every state up to _KEEP_RESULTS entries, one process held 184 MB of past
+# states' parts after 25 judgments, each followed by the API's leaderboard (10M entries, the sizes of this
+# module's stores). Labels only move forward, so a past state's results serve only a request that read the labels
+# just before a judgment (which then computes its own again, from the latest per-query parts patched): only the
+# latest state's are kept.
+_LATEST: OrderedDict[str, str] = OrderedDict()
 _KEEP_TABLES = 32
 
 
 def _state_seen(table: str, state: str) -> None:
-    """Note ``state`` as the most recent of ``table``, forgetting the results of its states beyond the latest
-    :data:`_KEEP_STATES` (under LOCK)."""
-    states = _STATES.get(table)
-    if states is None:
-        states = _STATES[table] = OrderedDict()
-    _STATES.move_to_end(table)
-    states[state] = None
-    states.move_to_end(state)
-    gone = set()
-    while len(states) > _KEEP_STATES:
-        gone.add(states.popitem(last=False)[0])
-    while len(_STATES) > _KEEP_TABLES:
-        gone.update(_STATES.popitem(last=False)[1])
+    """Note ``state`` as the latest of ``table``, forgetting the results of its state before, and those of the
+    tables beyond the latest :data:`_KEEP_TABLES` (under LOCK)."""
+    before = _LATEST.pop(table, state)
+    _LATEST[table] = state
+    gone = {before} - {state}
+    while len(_LATEST) > _KEEP_TABLES:
+        gone.add(_LATEST.popitem(last=False)[1])
     if gone:
         for key in [k for k in _RESULTS if k[0] in gone]:
             del _RESULTS[key]
 
 
 def cached(lb: Leaderboard, what: tuple[object, ...], compute: Callable[[], T]) -> T:
-    """``compute()`` once per labels state (``lb.state``) and ``what``; kept for the latest few labels states of
-    the table (``lb.key``) only."""
+    """``compute()`` once per labels state (``lb.state``) and ``what``; kept for the table's (``lb.key``) latest
+    labels state only."""
     state = lb.state
     key = (state, *what)
     got = recall(_RESULTS, key)
@@ -165,6 +158,6 @@ def caches_clear() -> None:
     """Forget every array and result kept here (for tests and benchmarks)."""
     with LOCK:
         _RESULTS.clear()
-        _STATES.clear()
+        _LATEST.clear()
         for store in _STORES:
             store.clear()
