@@ -39,7 +39,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.db import connection  # noqa: E402
+from django.db import connection, reset_queries  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 
@@ -164,11 +164,11 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def report(name: str, ms: list[float], cpu: list[float], queries: list[int]) -> None:
+def report(name: str, ms: list[float], cpu: list[float], queries: list[int], more: str = "") -> None:
     print(
         f"{name:<32} n={len(ms):<4} p50={statistics.median(ms):6.1f} ms  p95={percentile(ms, 95):6.1f} ms  "
         f"max={max(ms):6.1f} ms | this process's CPU p50={statistics.median(cpu):5.1f} "
-        f"p95={percentile(cpu, 95):5.1f} ms | SQL queries/request <= {max(queries)}"
+        f"p95={percentile(cpu, 95):5.1f} ms | SQL queries/request <= {max(queries)}{more}"
     )
 
 
@@ -184,10 +184,12 @@ def measure(*, judgments: int) -> None:
     pair_id = int(PAIR_RE.search(page.content.decode()).group(1))
     record_ms, record_cpu, record_q, get_ms, get_cpu, get_q = [], [], [], [], [], []
     hold_ms, hold_cpu, hold_q = [], [], []
+    pg_before = pg_cpu_ticks()
     for _ in range(judgments):
         data = {"grade": rng.choice([0, 1, 2]), "seconds": f"{rng.uniform(2, 30):.1f}", "version": ""}
         if rng.random() < 0.05:
             data.update(unsure="1", note="not sure the brand matches")
+        reset_queries()  # the log keeps 9,000 queries: a longer run would count none
         with CaptureQueriesContext(connection) as ctx:
             t, c = time.perf_counter(), time.thread_time()
             response = client.post(f"{url}{pair_id}/", data, **htmx)
@@ -216,16 +218,78 @@ def measure(*, judgments: int) -> None:
                     hold_ms.append((time.perf_counter() - t) * 1000)
                     hold_cpu.append((time.thread_time() - c) * 1000)
                 hold_q.append(len(ctx.captured_queries))
+    pg_record = pg_cpu_line(pg_before, pg_cpu_ticks(), len(record_ms))
+    if pg_record:
+        pg_record += " (its page loads and holds included)"
     campaign = Campaign.objects.get(slug=SLUG)
     print(
         f"database: {connection.vendor}, {Pair.objects.filter(campaign=campaign, pooled=True).count():,} pooled "
         f"pairs, redundancy {campaign.redundancy}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
-    report("record + next pair (htmx POST)", record_ms, record_cpu, record_q)
+    report("record + next pair (htmx POST)", record_ms, record_cpu, record_q, pg_record)
     if get_ms:
         report("judging page (full GET)", get_ms, get_cpu, get_q)
     if hold_ms:
         report("hold the pair shown (htmx POST)", hold_ms, hold_cpu, hold_q)
+    api_ms, api_cpu, api_q, api_pg = measure_api(judgments=judgments, rng=rng)
+    report("API judgment (POST /api/judgments/)", api_ms, api_cpu, api_q, api_pg)
+
+
+def pg_cpu_ticks() -> dict[int, int]:
+    """CPU clock ticks (user + system) of every PostgreSQL backend of this database, by process id: on this
+    machine's PostgreSQL only (read from /proc); empty elsewhere (SQLite, a remote server)."""
+    if connection.vendor != "postgresql":
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        pids = [pid for (pid,) in cursor.fetchall()]
+    ticks = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks[pid] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def pg_cpu_line(before: dict[int, int], after: dict[int, int], n: int) -> str:
+    if not after:
+        return ""
+    spent = sum(t - before.get(pid, 0) for pid, t in after.items()) / os.sysconf("SC_CLK_TCK")
+    return f" | PostgreSQL's CPU {1000 * spent / max(n, 1):.2f} ms/request"
+
+
+def measure_api(*, judgments: int, rng: random.Random) -> tuple[list[float], list[float], list[int], str]:
+    """A script's judgments through the API with a token, as bench/load_bench.py's API annotators post them: pairs
+    the annotator has not judged, now and then (1 in 10) a changed grade of one just posted."""
+    from rest_framework.authtoken.models import Token
+
+    user = get_user_model().objects.get(username="other")
+    token = Token.objects.get_or_create(user=user)[0].key
+    client = Client(HTTP_AUTHORIZATION=f"Token {token}")
+    public_ids = list(
+        Pair.objects.filter(campaign__slug=SLUG, pooled=True)
+        .exclude(judgments__annotator=user)
+        .order_by("?")
+        .values_list("public_id", flat=True)[:judgments]
+    )
+    ms, cpu, queries, done = [], [], [], []
+    pg_before = pg_cpu_ticks()
+    for public_id in public_ids:
+        if done and rng.random() < 0.1:
+            public_id = rng.choice(done[-5:])
+        done.append(public_id)
+        body = json.dumps({"pair": public_id, "grade": rng.choice([0, 1, 1, 2])})
+        reset_queries()
+        with CaptureQueriesContext(connection) as ctx:
+            t, c = time.perf_counter(), time.thread_time()
+            response = client.post("/api/judgments/", body, content_type="application/json")
+            ms.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.thread_time() - c) * 1000)
+        queries.append(len(ctx.captured_queries))
+        assert response.status_code in (200, 201), (response.status_code, response.content[:500])
+    return ms, cpu, queries, pg_cpu_line(pg_before, pg_cpu_ticks(), len(ms))
 
 
 def main() -> None:

@@ -336,7 +336,7 @@ REST_FRAMEWORK = {
     # Token first: DRF answers a request without credentials with the first class's challenge, so a
     # script that forgot its token gets 401 + WWW-Authenticate: Token rather than a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "judging.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

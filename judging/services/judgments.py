@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 
 from judging.access import Member, lead_required, membership_role
 from judging.aggregation import aggregate_grades
-from judging.compiled import Args, Slots, compiled_select
+from judging.compiled import Args, Slots, compiled_delete, compiled_select, compiled_sql, compiled_update, int_slot
 from judging.models import (
     LABELS_SHARDS,
     Adjudication,
@@ -133,22 +133,41 @@ def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
     (LabelsCounter: the queue modes' one-row question "did any label move?"). The one place both are bumped:
     call it inside the transaction that changed the labels, after its pairs and queries, before its holds (the
     order every writer locks them in)."""
+    if len(query_ids) == 1:
+        # A judgment's: two statements compiled once per process (judging.compiled), as every judgment runs them
+        query_id = int(query_ids[0])
+        compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query_id})
+        compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).run(
+            {"campaign_id": campaign_id, "shard0": query_id % LABELS_SHARDS}
+        )
+        return
     for i in range(0, len(query_ids), _IDS_PER_STATEMENT):
         chunk = query_ids[i : i + _IDS_PER_STATEMENT]
         Query.objects.filter(id__in=chunk).update(labels_version=F("labels_version") + 1)
     shards = sorted({int(q) % LABELS_SHARDS for q in query_ids})
     if not shards:
         return
-    # An upsert that adds one (Django's bulk_create can only overwrite a conflicting row), shards in order so
-    # that two writers of several shards take their rows in the same order.
-    table = LabelsCounter._meta.db_table
-    rows = ", ".join(["(%s, %s, 1)"] * len(shards))
+    sql, _params = _counter_bump_sql(len(shards))
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (campaign_id, shard, version) VALUES {rows} "
-            f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1",
-            [v for shard in shards for v in (campaign_id, shard)],
-        )
+        cursor.execute(sql, [v for shard in shards for v in (campaign_id, shard)])
+
+
+def _labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
+    return Query.objects.filter(id=Slots()["query_id"]), {"labels_version": F("labels_version") + 1}
+
+
+def _counter_bump_sql(shards: int) -> tuple[str, tuple[Any, ...]]:
+    """An upsert that adds one to each of ``shards`` counters of a campaign (Django's bulk_create can only
+    overwrite a conflicting row); its parameters (campaign_id, shard) per row, named campaign_id and shard0...
+    The callers give the shards in order, so that two writers of several shards take their rows in the same
+    order."""
+    table = LabelsCounter._meta.db_table
+    rows = ", ".join(["(%s, %s, 1)"] * shards)
+    sql = (
+        f"INSERT INTO {table} (campaign_id, shard, version) VALUES {rows} "
+        f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1"
+    )
+    return sql, tuple(p for i in range(shards) for p in (int_slot("campaign_id"), int_slot(f"shard{i}")))
 
 
 def pair_lock(*, pair_id: int) -> None:
@@ -168,7 +187,11 @@ def _pair_lock_of() -> QuerySet[Pair, Any]:
 
 def hold_delete(*, annotator_id: int, pair_id: int) -> None:
     """Release the annotator's hold on the pair, if they hold it."""
-    Assignment.objects.filter(annotator_id=annotator_id, pair_id=pair_id).delete()
+    query = compiled_delete(
+        ("hold_delete",),
+        lambda: Assignment.objects.filter(annotator_id=Slots()["annotator_id"], pair_id=Slots()["pair_id"]),
+    )
+    query.run({"annotator_id": annotator_id, "pair_id": pair_id})
 
 
 def _grade_of(campaign: Campaign, value: int | None, what: str) -> Grade | None:
@@ -359,6 +382,12 @@ _JUDGMENT_COLUMNS = (
 )
 
 
+def _pair_label_of() -> tuple[QuerySet[Pair, Pair], dict[str, Any]]:
+    slots = Slots({name: Pair._meta.get_field(name) for name in ("label", "judgment_count", "adjudicated")})
+    values = {name: slots[name] for name in ("label", "judgment_count", "adjudicated")}
+    return Pair.objects.filter(id=slots["pair_id"]), values
+
+
 def _pair_state_of(args: Args) -> QuerySet[Pair, tuple[Any, ...]]:
     """_judgment_write's read of the locked pair, from named values (pair_id, annotator_id): _PAIR_COLUMNS,
     whether the annotator is a model judge, then one row per judgment: _JUDGMENT_COLUMNS and its annotator's
@@ -468,7 +497,8 @@ def _judgment_write(
         label = None
     fresh = (label, len(humans), adjudication is not None)
     if fresh != (stored_label, stored_count, stored_adjudicated):
-        Pair.objects.filter(id=pair.id).update(label=fresh[0], judgment_count=fresh[1], adjudicated=fresh[2])
+        update = compiled_update(("pair_label",), _pair_label_of)
+        update.run({"pair_id": pair.id, "label": fresh[0], "judgment_count": fresh[1], "adjudicated": fresh[2]})
     # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
     labels_bump(campaign_id=pair.campaign_id, query_ids=[query_id])
     if not keep_hold:

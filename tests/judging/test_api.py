@@ -45,6 +45,26 @@ def test_api_token_create_use_and_revoke(world):
     assert not Token.objects.filter(key=token).exists()
 
 
+def test_api_token_authentication_answers_as_drfs(world, django_user_model):
+    """api.authentication.TokenAuthentication reads the token and its user with one compiled query
+    (access.token_owner): a call with the token is its user's, a token that does not exist or belongs to a
+    deactivated user is refused with DRF's own messages, in the caller's language."""
+    lead = django_user_model.objects.get(username="lead")
+    key = Token.objects.create(user=lead).key
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    me = client.get("/api/campaigns/")
+    assert me.status_code == 200 and [c["slug"] for c in me.json()["results"]] == ["demo"]
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key[:-1]}x")
+    refused = client.get("/api/campaigns/")
+    assert refused.status_code == 401 and refused.json()["detail"] == "Invalid token."
+    assert refused["WWW-Authenticate"] == "Token"
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}", HTTP_ACCEPT_LANGUAGE="ko")
+    django_user_model.objects.filter(id=lead.id).update(is_active=False)
+    inactive = client.get("/api/campaigns/")
+    assert inactive.status_code == 401 and inactive.json()["detail"] == "계정이 중지되었거나 삭제되었습니다."
+
+
 def test_api_token_refuses_bad_credentials(world):
     response = APIClient().post("/api/auth/token/", {"username": "lead", "password": "nope"}, format="json")
     assert response.status_code == 400 and "non_field_errors" in response.json()

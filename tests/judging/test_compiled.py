@@ -8,13 +8,15 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
 from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from judging import selectors
 from judging.access import campaign_member_pair
-from judging.compiled import Slots, Values, compiled_select
+from judging.compiled import Slots, Values, compiled_select, compiled_update
 from judging.models import Assignment, Campaign, Document, Pair, Query
 from judging.selectors.queue import (
     QUEUE_FIELDS,
@@ -25,7 +27,13 @@ from judging.selectors.queue import (
     queue_values,
 )
 from judging.services import judgment_record, membership_add
-from judging.services.judgments import _pair_state, _pair_state_of
+from judging.services.judgments import (
+    _labels_bump_query_of,
+    _pair_label_of,
+    _pair_state,
+    _pair_state_of,
+    hold_delete,
+)
 
 
 def _same_instance(built, orm) -> None:
@@ -215,8 +223,50 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "selectors.queue._pair_of_priority",
         "selectors.progress.with_progress",
         "services.judgments._pair_state",
+        "services.judgments.hold_delete",
+        "services.judgments.labels_bump",
+        "access.token_owner",
     ):
         assert f"``{user}``" in judging.compiled.__doc__
+
+
+def test_compiled_writes_run_the_orms_statements(pooled, annotator):
+    """compiled_update and compiled_delete run the very statement the ORM runs for the same update or delete
+    (the query log shows each with its values), and change the same rows."""
+    pair = Pair.objects.filter(campaign=pooled, pooled=True).first()
+    query = Query.objects.get(id=pair.query_id)
+
+    def sql_of(run) -> list[str]:
+        with CaptureQueriesContext(connection) as ctx:
+            changed = run()
+        # a placeholder in a filter compiles in brackets: "id" = (2) is the ORM's "id" = 2
+        return [re.sub(r"= \(([^()]+)\)", r"= \1", q["sql"]) for q in ctx.captured_queries], changed
+
+    orm = sql_of(lambda: Pair.objects.filter(id=pair.id).update(label=2, judgment_count=3, adjudicated=True))
+    values = {"pair_id": pair.id, "label": 2, "judgment_count": 3, "adjudicated": True}
+    compiled = sql_of(lambda: compiled_update(("pair_label",), _pair_label_of).run(values))
+    assert compiled == orm and orm[1] == 1
+    assert Pair.objects.filter(id=pair.id, label=2, judgment_count=3, adjudicated=True).exists()
+    none = sql_of(lambda: compiled_update(("pair_label",), _pair_label_of).run({**values, "pair_id": 2**63}))
+    assert none == ([], 0)  # an id no column holds matches nothing, as the ORM's would
+
+    version = query.labels_version
+    orm = sql_of(lambda: Query.objects.filter(id=query.id).update(labels_version=F("labels_version") + 1))
+    compiled = sql_of(
+        lambda: compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query.id})
+    )
+    assert compiled == orm and Query.objects.get(id=query.id).labels_version == version + 2
+
+    def hold() -> None:
+        Assignment.objects.create(
+            campaign=pooled, annotator=annotator, pair=pair, expires_at=timezone.now() + timedelta(minutes=5)
+        )
+
+    hold()
+    orm = sql_of(lambda: Assignment.objects.filter(annotator_id=annotator.id, pair_id=pair.id).delete()[0])
+    hold()
+    compiled = sql_of(lambda: hold_delete(annotator_id=annotator.id, pair_id=pair.id))
+    assert compiled[0] == orm[0] and orm[1] == 1 and not Assignment.objects.exists()
 
 
 @pytest.mark.parametrize("skips", [False, True])
