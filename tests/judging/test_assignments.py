@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
 
 from judging.models import Campaign, Judgment, Pair, QueryAssignment
+from judging.selectors.queue import assigned_pair_next
 from judging.selectors.strategies import EXCLUSIVE_MODES
 from judging.services import (
     campaign_create,
@@ -64,6 +67,22 @@ def test_own_queries_come_first_in_every_mode(make_user, mode):
     assert set(served[:6]) == {"5", "2"}  # 2 queries × 3 pairs, before any shared pair
     # the audit serves the drawn queries only (none drawn here): nothing shared after one's own
     assert set(served[6:]) == (set() if mode in EXCLUSIVE_MODES else {"1", "3", "4", "6"})
+
+
+def test_without_assigned_queries_one_probe_of_the_assignments_answers(make_user):
+    """A priority mode asks for the annotator's assigned queries at every next pair: for an annotator without any
+    (most of them) one probe of their assignments answers, not the whole query over the open pairs (which
+    PostgreSQL planned anew at each call); with one, that query gives their pair."""
+    campaign, lead, (a, b, _c) = _campaign(make_user, mode="mtc")
+    with CaptureQueriesContext(connection) as ctx:
+        assert assigned_pair_next(campaign=campaign, annotator=b, current_query_id=None, exclude=()) is None
+    assert len(ctx.captured_queries) == 1
+    assert "judging_queryassignment" in ctx.captured_queries[0]["sql"]
+    assert "judging_pair" not in ctx.captured_queries[0]["sql"]
+    _give(campaign, lead, b, ["4"])
+    with CaptureQueriesContext(connection) as ctx:
+        pair = assigned_pair_next(campaign=campaign, annotator=b, current_query_id=None, exclude=())
+    assert pair is not None and pair.query.qid == "4" and len(ctx.captured_queries) == 2
 
 
 def test_others_assigned_queries_stay_out_while_their_assignee_has_work(make_user):
