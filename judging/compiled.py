@@ -49,7 +49,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.db import DEFAULT_DB_ALIAS, connection
@@ -321,7 +321,7 @@ def compiled_update(key: tuple[Any, ...], build: Callable[[], tuple[QuerySet[Any
 
     def compile_() -> Compiled:
         qs, values = build()
-        query = qs.query.chain(UpdateQuery)
+        query = cast(UpdateQuery, qs.query.chain(UpdateQuery))
         query.add_update_values(values)
         sql, params = query.get_compiler(using=qs.db).as_sql()
         return Compiled(sql, tuple(params))

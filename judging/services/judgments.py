@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, F, Field, OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
 from judging.access import Member, lead_required, membership_role
@@ -382,9 +382,12 @@ _JUDGMENT_COLUMNS = (
 )
 
 
+_PAIR_LABEL = ("label", "judgment_count", "adjudicated")
+
+
 def _pair_label_of() -> tuple[QuerySet[Pair, Pair], dict[str, Any]]:
-    slots = Slots({name: Pair._meta.get_field(name) for name in ("label", "judgment_count", "adjudicated")})
-    values = {name: slots[name] for name in ("label", "judgment_count", "adjudicated")}
+    slots = Slots({name: cast(Field[Any, Any], Pair._meta.get_field(name)) for name in _PAIR_LABEL})
+    values = {name: slots[name] for name in _PAIR_LABEL}
     return Pair.objects.filter(id=slots["pair_id"]), values
 
 
