@@ -353,6 +353,7 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     )
     end = min(ids.size, PRIORITY_CANDIDATES)
     start = _complete_prefix(ids, campaign=campaign, end=end)
+    start = _own_prefix(ids, campaign=campaign, annotator_id=annotator_id, start=start, end=end)
     for at in range(start, end, PRIORITY_CHUNK):
         chunk = ids[at : min(at + PRIORITY_CHUNK, end)]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
@@ -396,15 +397,8 @@ def _complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
         kept = _PREFIXES.get(key)
     if kept is None or kept.ids is not ids or kept.redundancy != campaign.redundancy:
         kept = _Prefix(ids, campaign.redundancy, 0)
-    start = min(kept.end, end)
     query = compiled_sql(("priority_incomplete", connection.vendor), _first_incomplete_sql)
-    for at in range(start, end, PRIORITY_CHUNK):
-        chunk = ids[at : min(at + PRIORITY_CHUNK, end)]
-        found = query.first({"candidates": chunk, "redundancy": campaign.redundancy})
-        if found is not None:
-            start = at + int(found[0])
-            break
-        start = at + chunk.size
+    start = _prefix_end(query, {"redundancy": campaign.redundancy}, ids, start=min(kept.end, end), end=end)
     with _PREFIX_LOCK:
         now = _PREFIXES.get(key)
         if now is None or now.ids is not ids or now.redundancy != kept.redundancy or now.end < start:
@@ -412,6 +406,76 @@ def _complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
                 _PREFIXES.clear()
             _PREFIXES[key] = _Prefix(ids, kept.redundancy, max(start, kept.end))
     return start
+
+
+# (campaign id, created, queue mode, annotator id) -> _Prefix of the pairs closed to that annotator, per process.
+_OWN_PREFIXES: dict[tuple[int, Any, str, int], _Prefix] = {}
+
+
+def _own_prefix(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start: int, end: int) -> int:
+    """How many pairs at the head of the priority list ``ids`` (up to ``end``; the first ``start`` are known
+    complete) are closed to this annotator for as long as the list lasts: complete (outside an overlap sample),
+    or judged by them. With a redundancy above one the list's head fills with pairs the annotator has judged and
+    others have not yet: every request of theirs read each of those again (a few hundred pair and judgment rows
+    once they had judged a few hundred pairs, bench/judge_bench.py), where now only the pairs past this prefix
+    are read, once.
+
+    Sound for the same reason as _complete_prefix: a judgment stays until it is deleted, which moves the labels,
+    so the modes compute a new list (kept per process for the list object, the annotator and the redundancy)."""
+    if not ids.size:
+        return start
+    key = (campaign.id, campaign.created_at, campaign.queue_mode, annotator_id)
+    with _PREFIX_LOCK:
+        kept = _OWN_PREFIXES.get(key)
+    if kept is None or kept.ids is not ids or kept.redundancy != campaign.redundancy:
+        kept = _Prefix(ids, campaign.redundancy, 0)
+    at = max(start, min(kept.end, end))
+    # In an overlap sample a complete pair stays open to those who have not judged it: only their judgment counts.
+    redundancy = _INT_MAX if campaign.overlap_percent else campaign.redundancy
+    query = compiled_sql(("priority_open_to", connection.vendor), _first_open_to_sql)
+    values = {"redundancy": redundancy, "annotator_id": annotator_id}
+    at = _prefix_end(query, values, ids, start=at, end=end)
+    with _PREFIX_LOCK:
+        now = _OWN_PREFIXES.get(key)
+        if now is None or now.ids is not ids or now.redundancy != kept.redundancy or now.end < at:
+            if len(_OWN_PREFIXES) > 10_000:
+                _OWN_PREFIXES.clear()
+            _OWN_PREFIXES[key] = _Prefix(ids, kept.redundancy, at)
+    return at
+
+
+_INT_MAX = 2**31 - 1
+
+
+def _prefix_end(query: Any, values: dict[str, Any], ids: np.ndarray, *, start: int, end: int) -> int:
+    """Where the prefix of ``ids`` that ``query`` passes over ends, looking from ``start`` (known to be in it)
+    up to ``end``: ``query`` gives the position in a chunk of candidates of the first that ends it."""
+    at = start
+    while at < end:
+        chunk = ids[at : min(at + PRIORITY_CHUNK, end)]
+        found = query.first({**values, "candidates": chunk})
+        if found is not None:
+            return at + int(found[0])
+        at += chunk.size
+    return at
+
+
+def _first_open_to_sql() -> tuple[str, tuple[Any, ...]]:
+    """_own_prefix's statement: the position (from 0) in ``candidates`` of the first pair that exists, has fewer
+    than ``redundancy`` judgments and none by ``annotator_id``; written as _first_incomplete_sql (scalar
+    subqueries evaluated in the list's order) with the annotator's judgment looked up by its unique key."""
+    table, count = Pair._meta.db_table, Pair._meta.get_field("judgment_count").column
+    judgments = Judgment._meta.db_table
+    if connection.vendor == "postgresql":
+        source, position, ref = "unnest(%s::bigint[]) WITH ORDINALITY AS c(id, n)", "c.n - 1", "c.id"
+    else:
+        source, position, ref = "json_each(%s) AS c", "c.key", "c.value"
+    test = (
+        f'(SELECT p."{count}" FROM "{table}" p WHERE p."id" = {ref}) < %s '
+        f'AND NOT EXISTS (SELECT 1 FROM "{judgments}" j WHERE j."pair_id" = {ref} AND j."annotator_id" = %s)'
+    )
+    sql = f"SELECT {position} FROM {source} WHERE {test} LIMIT 1"
+    return sql, (id_list_slot("candidates"), int_slot("redundancy"), int_slot("annotator_id"))
 
 
 def _first_incomplete_sql() -> tuple[str, tuple[Any, ...]]:

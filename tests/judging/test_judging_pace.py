@@ -249,6 +249,51 @@ def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_us
     assert served(people[2], campaign)[0] == int(ids[0])
 
 
+def test_the_pairs_an_annotator_judged_at_a_lists_head_are_passed_over_and_read_once(db, make_user, monkeypatch):
+    """With two judgments per pair, the head of a priority list keeps the pairs an annotator has judged until
+    someone else judges them too: the queue still serves that annotator the first pair of the list open to them,
+    and another annotator the head, but the annotator's own judged pairs are read once per list in the process,
+    not at each of their requests (on PostgreSQL: a few rows per request instead of the head's 1,000 pairs and
+    judgments)."""
+    from judging.selectors import queue
+
+    people = [make_user(f"a{i}") for i in range(2)]
+    campaign = _campaign("own", queries=40, depth=50, annotators=people, redundancy=2)
+    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(20) for i in range(50))  # the list's first 1,000
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="a0.qrels", annotator=people[0])
+    ids = np.array(
+        Pair.objects.filter(campaign=campaign, pooled=True)
+        .order_by("query__qid", "document__docid", "id")
+        .values_list("id", flat=True)
+    )
+    ids = ids[np.argsort([Pair.objects.get(id=i).judgment_count == 0 for i in ids], kind="stable")]
+    monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
+    queue._PREFIXES.clear()
+    queue._OWN_PREFIXES.clear()
+
+    def served(person) -> tuple[int, int]:
+        before = _rows_read() if connection.vendor == "postgresql" else {}
+        found = selectors.pair_next(campaign=campaign, annotator=person).pair
+        after = _rows_read() if connection.vendor == "postgresql" else {}
+        keyed = sum(after.get(t, 0) - before.get(t, 0) for t in ("judging_pair", "judging_judgment"))
+        return found.id, keyed
+
+    assert served(people[0])[0] == int(ids[1000])  # the first pair a0 has not judged
+    assert served(people[1])[0] == int(ids[0])  # open to a1: one judgment of two
+    pair, keyed = served(people[0])
+    assert pair == int(ids[1000])
+    if connection.vendor == "postgresql":
+        assert keyed < 40, keyed
+    # a0 judges the pair served: the next request goes on past it
+    judgment_record(pair=Pair.objects.get(id=pair), annotator=people[0], grade=1)
+    assert served(people[0])[0] == int(ids[1001])
+    # A new list (the mode computed it again) is read afresh.
+    ids = np.concatenate([ids[1001:], ids[:1001]])
+    assert served(people[0])[0] == int(ids[0])
+    ids = ids[::-1].copy()  # its head now a pair a0 judged
+    assert served(people[0])[0] == int(ids[1001])
+
+
 def test_pair_lock_needs_a_transaction_and_an_existing_pair(transactional_db, pooled):
     from django.db import transaction
 
