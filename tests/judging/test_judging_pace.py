@@ -199,6 +199,18 @@ def test_a_large_pools_list_asks_whether_the_labels_moved_at_most_every_few_seco
     assert stamp_reads() == 0 and refreshed == ["mtc"]
 
 
+def _list_with_a_judged_head(campaign: Campaign, judge) -> np.ndarray:
+    """A priority list of the campaign's pooled pairs whose first 1,000 (20 queries of 50) ``judge`` has judged."""
+    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(20) for i in range(50))
+    qrels_import(campaign=campaign, data=qrels.encode(), filename="head.qrels", annotator=judge)
+    ids = np.array(
+        Pair.objects.filter(campaign=campaign, pooled=True)
+        .order_by("query__qid", "document__docid", "id")
+        .values_list("id", flat=True)
+    )
+    return ids[np.argsort([Pair.objects.get(id=i).judgment_count == 0 for i in ids], kind="stable")]
+
+
 def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_user, monkeypatch):
     """Every annotator is served from the head of a priority queue mode's list, which trails the judgments: its
     pairs judged since stay at its head. The queue still serves the first pair of the list open to each
@@ -211,14 +223,7 @@ def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_us
     campaign = _campaign("head", queries=40, depth=50, annotators=people)
     other = make_user("other")
     membership_add(campaign=campaign, user=other, role="annotator")
-    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(20) for i in range(50))  # the list's first 1,000
-    qrels_import(campaign=campaign, data=qrels.encode(), filename="other.qrels", annotator=other)
-    ids = np.array(
-        Pair.objects.filter(campaign=campaign, pooled=True)
-        .order_by("query__qid", "document__docid", "id")
-        .values_list("id", flat=True)
-    )
-    ids = ids[np.argsort([Pair.objects.get(id=i).judgment_count == 0 for i in ids], kind="stable")]
+    ids = _list_with_a_judged_head(campaign, other)
     monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
     queue._PREFIXES.clear()
     first_open = int(ids[1000])
@@ -259,14 +264,7 @@ def test_the_pairs_an_annotator_judged_at_a_lists_head_are_passed_over_and_read_
 
     people = [make_user(f"a{i}") for i in range(2)]
     campaign = _campaign("own", queries=40, depth=50, annotators=people, redundancy=2)
-    qrels = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(20) for i in range(50))  # the list's first 1,000
-    qrels_import(campaign=campaign, data=qrels.encode(), filename="a0.qrels", annotator=people[0])
-    ids = np.array(
-        Pair.objects.filter(campaign=campaign, pooled=True)
-        .order_by("query__qid", "document__docid", "id")
-        .values_list("id", flat=True)
-    )
-    ids = ids[np.argsort([Pair.objects.get(id=i).judgment_count == 0 for i in ids], kind="stable")]
+    ids = _list_with_a_judged_head(campaign, people[0])
     monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
     queue._PREFIXES.clear()
     queue._OWN_PREFIXES.clear()
