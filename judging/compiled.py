@@ -18,8 +18,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
 - ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;
-- ``selectors.queue._complete_prefix``: how far the head of a priority list is complete (``compiled_first_of``),
-  and ``selectors.queue._own_prefix``: how far it is closed to one annotator (complete, or judged by them);
+- ``selectors.priority.complete_prefix``: how far the head of a priority list is complete, and
+  ``selectors.priority.own_prefix``: how far it is closed to one annotator (complete, or judged by them);
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role;
 - ``access.pair_member``: the pair an API judgment names, with its campaign and the caller's role there;
 - ``access.token_owner``: the API token and its user, read at every API call (api.authentication);

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -38,9 +37,6 @@ from judging.compiled import (
     Values,
     compiled_first_of,
     compiled_select,
-    compiled_sql,
-    id_list_slot,
-    int_slot,
     model_columns,
     model_from,
 )
@@ -56,6 +52,7 @@ from judging.models import (
     QueryAssignment,
     User,
 )
+from judging.selectors import priority
 from judging.selectors.campaigns import grades_json, grades_parse, pool_size
 from judging.selectors.progress import JudgeProgress, campaign_done, done_counted_exactly, with_progress
 from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
@@ -322,21 +319,6 @@ def user_id(user: User) -> int:
 PRIORITY_CANDIDATES = 2000
 
 
-# Candidate pairs of a priority list passed to the database per statement: first a few (the first open pair, or
-# the end of a prefix, is nearly always among them: each statement's ids are written out and parsed as one array,
-# ~0.1 ms of the app's CPU and the database's for 500), then PRIORITY_CHUNK at a time.
-PRIORITY_FIRST_CHUNK = 50
-PRIORITY_CHUNK = 500
-
-
-def _chunks(start: int, end: int) -> Iterator[tuple[int, int]]:
-    """(from, to) positions of the candidates from ``start`` to ``end``, PRIORITY_FIRST_CHUNK then PRIORITY_CHUNK."""
-    at, size = start, PRIORITY_FIRST_CHUNK
-    while at < end:
-        yield at, min(at + size, end)
-        at, size = at + size, PRIORITY_CHUNK
-
-
 def _priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
     """The candidate pair ``candidate`` of a priority list if it is still open to the annotator (see
     _open_pairs_of): the test _pair_of_priority runs on each candidate in turn."""
@@ -353,9 +335,9 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     document. That read goes by id alone: if another annotator takes the pair in between, the caller's hold
     (services.queue._hold, which checks again under the pair's lock) fails and it asks again, never a 500.
 
-    The check starts at the list's complete prefix (``_complete_prefix``): the pairs at its head that have all
-    the judgments the campaign asks for are passed over for every annotator, so each process reads them once
-    per list rather than every request of every annotator."""
+    The check starts past the list's head closed to the annotator (``priority.complete_prefix``: pairs with all
+    the judgments the campaign asks for; ``priority.own_prefix``: and pairs they judged), which each process reads
+    once per list rather than at every request."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
     query = compiled_first_of(
         ("priority_open", overlap, skips),
@@ -363,9 +345,9 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
         candidate="candidate",
     )
     end = min(ids.size, PRIORITY_CANDIDATES)
-    start = _complete_prefix(ids, campaign=campaign, end=end)
-    start = _own_prefix(ids, campaign=campaign, annotator_id=annotator_id, start=start, end=end)
-    for at, to in _chunks(start, end):
+    start = priority.complete_prefix(ids, campaign=campaign, end=end)
+    start = priority.own_prefix(ids, campaign=campaign, annotator_id=annotator_id, start=start, end=end)
+    for at, to in priority.chunks(start, end):
         chunk = ids[at:to]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
         found = query.first(values)
@@ -373,132 +355,6 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
             row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[0]})
             return None if row is None else pair_from_row(row)[0]
     return None
-
-
-@dataclass
-class _Prefix:
-    """How far the head of one priority list is complete (see _complete_prefix)."""
-
-    ids: np.ndarray  # the list (the very array the queue mode returned)
-    redundancy: int
-    end: int  # ids[:end] are pairs with at least ``redundancy`` judgments, or pairs that no longer exist
-
-
-# (campaign id, created, queue mode) -> _Prefix, per process.
-_PREFIXES: dict[tuple[int, Any, str], _Prefix] = {}
-_PREFIX_LOCK = threading.Lock()
-
-
-def _complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
-    """How many pairs at the head of the priority list ``ids`` (up to ``end``) are complete: judged by as many
-    annotators as the campaign asks for, so open to nobody (outside an overlap sample, which keeps them open:
-    there the answer is 0). A mode's list trails the judgments (judging.scoring.selection computes it again
-    every few seconds, and every annotator is served from its head), so its head fills with pairs judged since:
-    without this every request of every annotator read each of them again, hundreds of pair rows a judgment.
-
-    A pair's judgment count never falls while its judgments stay (only a deleted judgment lowers it, and that
-    moves the labels, so the modes compute a new list), so what was found complete stays complete for this list:
-    the prefix is kept per process for the list object and the campaign's redundancy, and only the pairs past
-    it are read, once, by one compiled statement that stops at the first pair still open to someone. Which pair
-    the queue serves does not change: the annotator is given the first open pair of ids[:end] as before."""
-    if campaign.overlap_percent or not ids.size:
-        return 0
-    key = (campaign.id, campaign.created_at, campaign.queue_mode)
-    with _PREFIX_LOCK:
-        kept = _PREFIXES.get(key)
-    if kept is None or kept.ids is not ids or kept.redundancy != campaign.redundancy:
-        kept = _Prefix(ids, campaign.redundancy, 0)
-    query = compiled_sql(("priority_incomplete", connection.vendor), _first_incomplete_sql)
-    start = _prefix_end(query, {"redundancy": campaign.redundancy}, ids, start=min(kept.end, end), end=end)
-    with _PREFIX_LOCK:
-        now = _PREFIXES.get(key)
-        if now is None or now.ids is not ids or now.redundancy != kept.redundancy or now.end < start:
-            if len(_PREFIXES) > 1000:
-                _PREFIXES.clear()
-            _PREFIXES[key] = _Prefix(ids, kept.redundancy, max(start, kept.end))
-    return start
-
-
-# (campaign id, created, queue mode, annotator id) -> _Prefix of the pairs closed to that annotator, per process.
-_OWN_PREFIXES: dict[tuple[int, Any, str, int], _Prefix] = {}
-
-
-def _own_prefix(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start: int, end: int) -> int:
-    """How many pairs at the head of the priority list ``ids`` (up to ``end``; the first ``start`` are known
-    complete) are closed to this annotator for as long as the list lasts: complete (outside an overlap sample),
-    or judged by them. With a redundancy above one the list's head fills with pairs the annotator has judged and
-    others have not yet: every request of theirs read each of those again (a few hundred pair and judgment rows
-    once they had judged a few hundred pairs, bench/judge_bench.py), where now only the pairs past this prefix
-    are read, once.
-
-    Sound for the same reason as _complete_prefix: a judgment stays until it is deleted, which moves the labels,
-    so the modes compute a new list (kept per process for the list object, the annotator and the redundancy)."""
-    if not ids.size:
-        return start
-    key = (campaign.id, campaign.created_at, campaign.queue_mode, annotator_id)
-    with _PREFIX_LOCK:
-        kept = _OWN_PREFIXES.get(key)
-    if kept is None or kept.ids is not ids or kept.redundancy != campaign.redundancy:
-        kept = _Prefix(ids, campaign.redundancy, 0)
-    at = max(start, min(kept.end, end))
-    # In an overlap sample a complete pair stays open to those who have not judged it: only their judgment counts.
-    redundancy = _INT_MAX if campaign.overlap_percent else campaign.redundancy
-    query = compiled_sql(("priority_open_to", connection.vendor), _first_open_to_sql)
-    values = {"redundancy": redundancy, "annotator_id": annotator_id}
-    at = _prefix_end(query, values, ids, start=at, end=end)
-    with _PREFIX_LOCK:
-        now = _OWN_PREFIXES.get(key)
-        if now is None or now.ids is not ids or now.redundancy != kept.redundancy or now.end < at:
-            if len(_OWN_PREFIXES) > 10_000:
-                _OWN_PREFIXES.clear()
-            _OWN_PREFIXES[key] = _Prefix(ids, kept.redundancy, at)
-    return at
-
-
-_INT_MAX = 2**31 - 1
-
-
-def _prefix_end(query: Any, values: dict[str, Any], ids: np.ndarray, *, start: int, end: int) -> int:
-    """Where the prefix of ``ids`` that ``query`` passes over ends, looking from ``start`` (known to be in it)
-    up to ``end``: ``query`` gives the position in a chunk of candidates of the first that ends it."""
-    for at, to in _chunks(start, end):
-        found = query.first({**values, "candidates": ids[at:to]})
-        if found is not None:
-            return at + int(found[0])
-    return max(start, end)
-
-
-def _first_open_to_sql() -> tuple[str, tuple[Any, ...]]:
-    """_own_prefix's statement: the position (from 0) in ``candidates`` of the first pair that exists, has fewer
-    than ``redundancy`` judgments and none by ``annotator_id``; written as _first_incomplete_sql (scalar
-    subqueries evaluated in the list's order) with the annotator's judgment looked up by its unique key."""
-    table, count = Pair._meta.db_table, Pair._meta.get_field("judgment_count").column
-    judgments = Judgment._meta.db_table
-    if connection.vendor == "postgresql":
-        source, position, ref = "unnest(%s::bigint[]) WITH ORDINALITY AS c(id, n)", "c.n - 1", "c.id"
-    else:
-        source, position, ref = "json_each(%s) AS c", "c.key", "c.value"
-    test = (
-        f'(SELECT p."{count}" FROM "{table}" p WHERE p."id" = {ref}) < %s '
-        f'AND NOT EXISTS (SELECT 1 FROM "{judgments}" j WHERE j."pair_id" = {ref} AND j."annotator_id" = %s)'
-    )
-    sql = f"SELECT {position} FROM {source} WHERE {test} LIMIT 1"
-    return sql, (id_list_slot("candidates"), int_slot("redundancy"), int_slot("annotator_id"))
-
-
-def _first_incomplete_sql() -> tuple[str, tuple[Any, ...]]:
-    """_complete_prefix's statement: the position (from 0) in ``candidates`` of the first pair that exists and has
-    fewer than ``redundancy`` judgments. Each candidate is tested by a scalar subquery (a pair's row by its key),
-    which the database evaluates in the list's order, stopping at the first that passes: written as EXISTS, the
-    planner was free to join the list to the pairs (a hash join on a small table) and lose its order."""
-    table, count = Pair._meta.db_table, Pair._meta.get_field("judgment_count").column
-    if connection.vendor == "postgresql":
-        source, position, ref = "unnest(%s::bigint[]) WITH ORDINALITY AS c(id, n)", "c.n - 1", "c.id"
-    else:
-        source, position, ref = "json_each(%s) AS c", "c.key", "c.value"
-    test = f'(SELECT p."{count}" FROM "{table}" p WHERE p."id" = {ref}) < %s'
-    sql = f"SELECT {position} FROM {source} WHERE {test} LIMIT 1"
-    return sql, (id_list_slot("candidates"), int_slot("redundancy"))
 
 
 def _pooled_pair_of() -> QuerySet[Pair, Any]:

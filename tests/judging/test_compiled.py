@@ -213,6 +213,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
     }
     assert users == {
         "judging/selectors/queue.py",
+        "judging/selectors/priority.py",
         "judging/selectors/progress.py",
         "judging/services/judgments.py",
         "judging/access.py",
@@ -224,6 +225,8 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "selectors.progress.with_progress",
         "services.judgments._pair_state",
         "services.judgments.hold_delete",
+        "selectors.priority.complete_prefix",
+        "selectors.priority.own_prefix",
         "services.judgments.labels_bump",
         "access.token_owner",
     ):

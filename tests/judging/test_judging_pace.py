@@ -217,7 +217,7 @@ def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_us
     annotator; the complete ones at the head are read once per list in the process, not by every request (on
     PostgreSQL: a few pair rows per request instead of the head's 1,000), and they come back as soon as a lead
     asks for more judgments per pair."""
-    from judging.selectors import queue
+    from judging.selectors import priority, queue
 
     people = [make_user(f"a{i}") for i in range(3)]
     campaign = _campaign("head", queries=40, depth=50, annotators=people)
@@ -225,7 +225,7 @@ def test_a_priority_lists_complete_head_is_passed_over_and_read_once(db, make_us
     membership_add(campaign=campaign, user=other, role="annotator")
     ids = _list_with_a_judged_head(campaign, other)
     monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
-    queue._PREFIXES.clear()
+    priority._PREFIXES.clear()
     first_open = int(ids[1000])
 
     def served(person, campaign) -> tuple[int, dict[str, int]]:
@@ -260,14 +260,14 @@ def test_the_pairs_an_annotator_judged_at_a_lists_head_are_passed_over_and_read_
     and another annotator the head, but the annotator's own judged pairs are read once per list in the process,
     not at each of their requests (on PostgreSQL: a few rows per request instead of the head's 1,000 pairs and
     judgments)."""
-    from judging.selectors import queue
+    from judging.selectors import priority, queue
 
     people = [make_user(f"a{i}") for i in range(2)]
     campaign = _campaign("own", queries=40, depth=50, annotators=people, redundancy=2)
     ids = _list_with_a_judged_head(campaign, people[0])
     monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
-    queue._PREFIXES.clear()
-    queue._OWN_PREFIXES.clear()
+    priority._PREFIXES.clear()
+    priority._OWN_PREFIXES.clear()
 
     def served(person) -> tuple[int, int]:
         before = _rows_read() if connection.vendor == "postgresql" else {}
