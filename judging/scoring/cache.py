@@ -16,13 +16,13 @@ from django.core.cache import cache, caches
 from django.core.cache.backends.db import DatabaseCache
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 import metrics
 from judging.aggregation import POLICIES
-from judging.models import Campaign, LabelsCounter, Query
+from judging.models import LABELS_SHARDS, Campaign, LabelsChange, LabelsCounter, Query
 from judging.scoring.cube import (
     RunCube,
     cursor_rows,
@@ -269,11 +269,14 @@ def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
     return f"reljudge:lb{BLOCK}:{campaign.pk}:{hashlib.sha256(raw.encode()).hexdigest()[:24]}"
 
 
-# Every query's labels version, per run cube, with the campaign's labels counter they were read at: a request
-# whose counter has not moved since (no label changed: the lead's polls, the queue's lists) reads the counter's
-# few rows instead of every query's version (5,000 rows at 5,000 queries).
-_VERSIONS: dict[tuple[object, ...], tuple[int, np.ndarray]] = {}
+# Every query's labels version, per run cube, with the campaign's labels counters (one per shard) they were read
+# at: a request whose counters have not moved since (no label changed: the lead's polls, the queue's lists) reads
+# the counters' few rows; one whose counters moved by a few bumps reads the labels log's lines since them
+# (LabelsChange: after a judgment, one line) instead of every query's version (5,000 rows at 5,000 queries).
+_VERSIONS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
 _KEEP_VERSIONS = 16
+# Past this many bumps since the kept counters (a bulk import, a process that was away) every version is read.
+LOG_READ_MAX = 256
 
 
 def labels_counter(campaign: Campaign) -> int:
@@ -284,21 +287,58 @@ def labels_counter(campaign: Campaign) -> int:
 
 def labels_versions(campaign: Campaign, cube: RunCube) -> np.ndarray:
     """(Q,) every query's labels_version in the cube's query order (read-only). Sound because
-    services.labels_bump, the one writer of labels_version, adds to the campaign's LabelsCounter in the same
-    transaction: the counter is read first, so versions kept with a counter value are at least that new."""
-    counter = labels_counter(campaign)
+    services.labels_bump, the one writer of labels_version, adds to the campaign's LabelsCounter and writes the
+    labels log in the same transaction: the counters are read first, so versions kept with counter values are at
+    least that new, and the log's lines past them name every query that moved since (see LabelsChange)."""
+    counters = np.zeros(LABELS_SHARDS, dtype=np.int64)
+    for shard, version in LabelsCounter.objects.filter(campaign_id=campaign.pk).values_list("shard", "version"):
+        counters[shard] = version
     with _LOCK:
         got = _VERSIONS.get(cube.key)
-    if got is not None and got[0] == counter and got[1].shape == (len(cube.query_ids),):
-        return got[1]
-    queries = Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version")
-    versions = np.array([v for (v,) in cursor_rows(queries)], dtype=np.int64)
-    versions.flags.writeable = False  # shared by the requests that find the counter where it was
+    versions = None
+    if got is not None and got[1].shape == (len(cube.query_ids),):
+        if np.array_equal(got[0], counters):
+            return got[1]
+        versions = _versions_since(campaign, cube, *got, counters)
+    if versions is None:
+        queries = Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version")
+        versions = np.array([v for (v,) in cursor_rows(queries)], dtype=np.int64)
+    versions.flags.writeable = False  # shared by the requests that find the counters where they were
     with _LOCK:
         _VERSIONS.pop(cube.key, None)
-        _VERSIONS[cube.key] = (counter, versions)
+        _VERSIONS[cube.key] = (counters, versions)
         while len(_VERSIONS) > _KEEP_VERSIONS:
             _VERSIONS.pop(next(iter(_VERSIONS)))
+    return versions
+
+
+def _versions_since(
+    campaign: Campaign, cube: RunCube, seen: np.ndarray, kept: np.ndarray, counters: np.ndarray
+) -> np.ndarray | None:
+    """``kept`` (the versions read at counters ``seen``) brought to ``counters`` from the labels log's lines since
+    ``seen``, each with its query's current labels_version; None where the log cannot tell (too many bumps, lines
+    pruned, a counter that went back, a query the cube does not have): then every version is read."""
+    moved = np.flatnonzero(counters != seen)
+    behind = counters[moved] - seen[moved]
+    if (behind < 0).any() or int(behind.sum()) > LOG_READ_MAX:
+        return None
+    since = Q()
+    for shard, last in zip(moved.tolist(), seen[moved].tolist(), strict=True):
+        since |= Q(shard=shard, version__gt=last)
+    lines = LabelsChange.objects.filter(since, campaign_id=campaign.pk)
+    rows = np.array(
+        list(lines.values_list("shard", "version", "query_id", "query__labels_version")), dtype=np.int64
+    ).reshape(-1, 4)
+    # every bump up to the counters read has its lines (bumps past them may show too: their versions are newer)
+    upto = rows[rows[:, 1] <= counters[rows[:, 0]]]
+    bumps = np.unique(upto[:, :2], axis=0)
+    if not np.array_equal(np.bincount(bumps[:, 0], minlength=LABELS_SHARDS)[moved], behind):
+        return None
+    at = np.searchsorted(cube.query_ids, rows[:, 2])
+    if (at >= len(cube.query_ids)).any() or not np.array_equal(cube.query_ids[at], rows[:, 2]):
+        return None
+    versions = kept.copy()
+    versions[at] = rows[:, 3]
     return versions
 
 

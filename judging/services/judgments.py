@@ -16,6 +16,8 @@ from judging.access import Member, lead_required, membership_role
 from judging.aggregation import aggregate_grades
 from judging.compiled import Args, Slots, compiled_delete, compiled_select, compiled_sql, compiled_update, int_slot
 from judging.models import (
+    LABELS_LOG_KEEP,
+    LABELS_LOG_PRUNE,
     LABELS_SHARDS,
     Adjudication,
     AnnotatorProfile,
@@ -24,6 +26,7 @@ from judging.models import (
     Grade,
     Judgment,
     JudgmentRevision,
+    LabelsChange,
     LabelsCounter,
     Membership,
     Pair,
@@ -129,17 +132,25 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
 
 def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
     """Say that labels of these queries of the campaign may have moved: their labels_version (the leaderboard
-    rescores the queries whose version moved) and the campaign's labels counter of each one's shard
-    (LabelsCounter: the queue modes' one-row question "did any label move?"). The one place both are bumped:
-    call it inside the transaction that changed the labels, after its pairs and queries, before its holds (the
-    order every writer locks them in)."""
+    rescores the queries whose version moved), the campaign's labels counter of each one's shard
+    (LabelsCounter: the queue modes' one-row question "did any label move?") and a line per query in the labels
+    log (LabelsChange: which queries moved since a counter value). The one place all three are written: call it
+    inside the transaction that changed the labels, after its pairs and queries, before its holds (the order
+    every writer locks them in)."""
     if len(query_ids) == 1:
-        # A judgment's: two statements compiled once per process (judging.compiled), as every judgment runs them
+        # A judgment's: three statements compiled once per process (judging.compiled), as every judgment runs them
         query_id = int(query_ids[0])
+        shard = query_id % LABELS_SHARDS
         compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query_id})
-        compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).run(
-            {"campaign_id": campaign_id, "shard0": query_id % LABELS_SHARDS}
+        bumped = compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).first(
+            {"campaign_id": campaign_id, "shard0": shard}
         )
+        assert bumped is not None
+        version = int(bumped[1])
+        compiled_sql(("labels_log_line",), _log_line_sql).run(
+            {"campaign_id": campaign_id, "shard": shard, "version": version, "query_id": query_id}
+        )
+        _log_prune(campaign_id, {shard: version})
         return
     for i in range(0, len(query_ids), _IDS_PER_STATEMENT):
         chunk = query_ids[i : i + _IDS_PER_STATEMENT]
@@ -150,6 +161,27 @@ def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
     sql, _params = _counter_bump_sql(len(shards))
     with connection.cursor() as cursor:
         cursor.execute(sql, [v for shard in shards for v in (campaign_id, shard)])
+        versions = {int(shard): int(version) for shard, version in cursor.fetchall()}
+    LabelsChange.objects.bulk_create(
+        [
+            LabelsChange(
+                campaign_id=campaign_id, shard=q % LABELS_SHARDS, version=versions[q % LABELS_SHARDS], query_id=q
+            )
+            for q in map(int, query_ids)
+        ],
+        batch_size=_IDS_PER_STATEMENT,
+    )
+    _log_prune(campaign_id, versions)
+
+
+def _log_prune(campaign_id: int, versions: dict[int, int]) -> None:
+    """Drop a shard's labels log lines older than LABELS_LOG_KEEP of its bumps, when its counter (the value just
+    given) reaches a multiple of LABELS_LOG_PRUNE."""
+    for shard, version in versions.items():
+        if version % LABELS_LOG_PRUNE == 0 and version > LABELS_LOG_KEEP:
+            LabelsChange.objects.filter(
+                campaign_id=campaign_id, shard=shard, version__lte=version - LABELS_LOG_KEEP
+            ).delete()
 
 
 def _labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
@@ -158,16 +190,23 @@ def _labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
 
 def _counter_bump_sql(shards: int) -> tuple[str, tuple[Any, ...]]:
     """An upsert that adds one to each of ``shards`` counters of a campaign (Django's bulk_create can only
-    overwrite a conflicting row); its parameters (campaign_id, shard) per row, named campaign_id and shard0...
-    The callers give the shards in order, so that two writers of several shards take their rows in the same
-    order."""
+    overwrite a conflicting row) and returns each one's (shard, version); its parameters (campaign_id, shard)
+    per row, named campaign_id and shard0... The callers give the shards in order, so that two writers of
+    several shards take their rows in the same order."""
     table = LabelsCounter._meta.db_table
     rows = ", ".join(["(%s, %s, 1)"] * shards)
     sql = (
         f"INSERT INTO {table} (campaign_id, shard, version) VALUES {rows} "
-        f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1"
+        f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1 RETURNING shard, version"
     )
     return sql, tuple(p for i in range(shards) for p in (int_slot("campaign_id"), int_slot(f"shard{i}")))
+
+
+def _log_line_sql() -> tuple[str, tuple[Any, ...]]:
+    """One line of the labels log (what bulk_create writes for one LabelsChange)."""
+    table = LabelsChange._meta.db_table
+    sql = f"INSERT INTO {table} (campaign_id, shard, version, query_id) VALUES (%s, %s, %s, %s)"
+    return sql, tuple(int_slot(name) for name in ("campaign_id", "shard", "version", "query_id"))
 
 
 def pair_lock(*, pair_id: int) -> None:

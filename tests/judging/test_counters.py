@@ -17,9 +17,11 @@ from judging.services import (
     adjudication_remove,
     adjudication_set,
     campaign_settings_update,
+    documents_import,
     judgment_record,
     membership_add,
     qrels_import,
+    queries_import,
     run_import,
 )
 
@@ -184,6 +186,108 @@ def test_the_leaderboard_reads_every_querys_version_only_when_the_counter_moved(
     judgment_record(pair=pair, annotator=world.annotator, grade=0)  # q2's d4: 2 and 1 -> 2, 0, 1
     judgment_record(pair=pair, annotator=world.annotator2, grade=0)
     after, read = board()
-    assert len(read) == 1 and after != first
+    # the labels log's lines since the kept counters (with their queries' versions), not every query's version
+    assert len(read) == 1 and "judging_labelschange" in read[0] and after != first
     scores_clear()
     assert board()[0] == after  # what a fresh process computes
+
+
+def _many_queries(campaign: Campaign, n: int = 40) -> None:
+    """``n`` queries (more than LABELS_SHARDS, so that several share a shard), 6 documents, one run at depth 4."""
+    topics = "".join(f"t{q}\ttopic {q}\n" for q in range(n))
+    docs = "".join(f'{{"docid": "x{d}", "title": "doc {d}", "text": "text {d}"}}\n' for d in range(6))
+    run = "".join(f"t{q} Q0 x{(q + r) % 6} {r + 1} {9 - r} sys\n" for q in range(n) for r in range(4))
+    queries_import(campaign=campaign, data=topics.encode(), filename="t.tsv")
+    documents_import(campaign=campaign, data=docs.encode(), filename="d.jsonl")
+    run_import(campaign=campaign, data=run.encode(), filename="sys.run")
+
+
+def _every_version(campaign: Campaign) -> list[int]:
+    return list(Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version", flat=True))
+
+
+def _versions_read(campaign: Campaign) -> tuple[list[int], list[str]]:
+    """labels_versions as this process keeps them, and the statements it ran that read labels versions."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from judging.scoring.cache import labels_versions
+    from judging.scoring.cube import run_cube
+
+    cube = run_cube(campaign)
+    with CaptureQueriesContext(connection) as queries:
+        versions = labels_versions(campaign, cube).tolist()
+    return versions, [q["sql"] for q in queries.captured_queries if '"labels_version"' in q["sql"]]
+
+
+def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, annotator, lead, make_user):
+    """Random judgments, changes, adjudications, qrels imports and a policy change over 40 queries, a process
+    asking for the versions now and then: what it keeps always equals every query's labels_version in the
+    database, and it reads them all only the first time (after that, the labels log's lines since)."""
+    import numpy as np
+
+    from judging.scoring.cache import _VERSIONS
+
+    _many_queries(campaign)
+    other = make_user("other")
+    membership_add(campaign=campaign, user=other, role="annotator")
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).select_related("query", "document"))
+    rng = np.random.default_rng(7)
+    _VERSIONS.clear()
+    full_reads = 0
+    for step in range(60):
+        for _ in range(int(rng.integers(0, 4))):  # 0-3 writes between two reads
+            pair = pairs[int(rng.integers(len(pairs)))]
+            kind = int(rng.integers(10))
+            if kind < 6:
+                who = annotator if rng.random() < 0.5 else other
+                judgment_record(pair=pair, annotator=who, grade=int(rng.integers(3)))
+            elif kind < 8:
+                adjudication_set(pair=pair, lead=lead, grade=int(rng.integers(3)))
+            elif kind == 8:
+                picked = [pairs[int(i)] for i in rng.choice(len(pairs), size=5, replace=False)]
+                qrels = "".join(f"{p.query.qid} 0 {p.document.docid} {int(rng.integers(3))}\n" for p in picked)
+                qrels_import(campaign=campaign, data=qrels.encode(), filename="q.qrels", annotator="trec")
+            else:
+                adjudication_remove(pair=pair, lead=lead)
+        if step == 30:
+            campaign_settings_update(campaign=campaign, aggregation="max")
+        versions, read = _versions_read(campaign)
+        assert versions == _every_version(campaign), f"step {step}"
+        full_reads += sum("judging_labelschange" not in sql for sql in read)
+    assert full_reads == 1  # the first request only: the policy change's 40 lines are within the log's reach
+
+
+def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign, annotator, monkeypatch):
+    """More bumps since the kept counters than the log is read for, or log lines pruned past them: every
+    query's version is read again, and is right. The log keeps a shard's lines for LABELS_LOG_KEEP bumps."""
+    from judging.models import LabelsChange
+    from judging.scoring import cache
+    from judging.services import judgments
+
+    _many_queries(campaign)
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
+    cache._VERSIONS.clear()
+    assert _versions_read(campaign)[0] == _every_version(campaign)
+
+    monkeypatch.setattr(cache, "LOG_READ_MAX", 2)
+    for grade, pair in enumerate(pairs[:3]):
+        judgment_record(pair=pair, annotator=annotator, grade=grade % 3)
+    versions, read = _versions_read(campaign)
+    assert versions == _every_version(campaign)
+    assert len(read) == 1 and "judging_labelschange" not in read[0]  # 3 bumps behind: every version read
+
+    monkeypatch.setattr(cache, "LOG_READ_MAX", 256)
+    monkeypatch.setattr(judgments, "LABELS_LOG_KEEP", 4)
+    monkeypatch.setattr(judgments, "LABELS_LOG_PRUNE", 2)
+    same_shard = [p for p in pairs if p.query_id % 16 == pairs[0].query_id % 16]
+    shard = same_shard[0].query_id % 16
+    for i in range(12):  # 12 bumps of one shard: its lines older than the last 4 bumps go
+        judgment_record(pair=same_shard[i % len(same_shard)], annotator=annotator, grade=(i + 1) % 3)
+    kept = LabelsChange.objects.filter(campaign=campaign, shard=shard).values_list("version", flat=True)
+    counter = LabelsCounter.objects.get(campaign=campaign, shard=shard).version
+    assert counter - 6 < min(kept) and max(kept) == counter  # at most KEEP + PRUNE bumps' lines
+    versions, read = _versions_read(campaign)
+    assert versions == _every_version(campaign)
+    # its lines since are gone: the log's read finds fewer bumps than the counter moved by, and every version follows
+    assert len(read) == 2 and "judging_labelschange" in read[0] and "judging_labelschange" not in read[1]
