@@ -138,18 +138,20 @@ def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
     inside the transaction that changed the labels, after its pairs and queries, before its holds (the order
     every writer locks them in)."""
     if len(query_ids) == 1:
-        # A judgment's: three statements compiled once per process (judging.compiled), as every judgment runs them
+        # A judgment's: statements compiled once per process (judging.compiled), as every judgment runs them
         query_id = int(query_ids[0])
         shard = query_id % LABELS_SHARDS
         compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query_id})
-        bumped = compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).first(
-            {"campaign_id": campaign_id, "shard0": shard}
-        )
+        values = {"campaign_id": campaign_id, "shard0": shard, "query_id": query_id}
+        if connection.vendor == "postgresql":
+            # the counter and the log's line in one statement (one round trip less for every judgment)
+            bumped = compiled_sql(("labels_bump_counter_line",), _counter_bump_line_sql).first(values)
+        else:  # no data-modifying WITH: two
+            bumped = compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).first(values)
+            assert bumped is not None
+            compiled_sql(("labels_log_line",), _log_line_sql).run({**values, "version": bumped[1]})
         assert bumped is not None
         version = int(bumped[1])
-        compiled_sql(("labels_log_line",), _log_line_sql).run(
-            {"campaign_id": campaign_id, "shard": shard, "version": version, "query_id": query_id}
-        )
         _log_prune(campaign_id, {shard: version})
         return
     for i in range(0, len(query_ids), _IDS_PER_STATEMENT):
@@ -206,7 +208,19 @@ def _log_line_sql() -> tuple[str, tuple[Any, ...]]:
     """One line of the labels log (what bulk_create writes for one LabelsChange)."""
     table = LabelsChange._meta.db_table
     sql = f"INSERT INTO {table} (campaign_id, shard, version, query_id) VALUES (%s, %s, %s, %s)"
-    return sql, tuple(int_slot(name) for name in ("campaign_id", "shard", "version", "query_id"))
+    return sql, tuple(int_slot(name) for name in ("campaign_id", "shard0", "version", "query_id"))
+
+
+def _counter_bump_line_sql() -> tuple[str, tuple[Any, ...]]:
+    """PostgreSQL: _counter_bump_sql(1) and the log's line of the query (``query_id``) in one statement,
+    returning (shard, version) as it does."""
+    bump, params = _counter_bump_sql(1)
+    table = LabelsChange._meta.db_table
+    sql = (
+        f"WITH bumped AS ({bump}) INSERT INTO {table} (campaign_id, shard, version, query_id) "
+        f"SELECT %s, shard, version, %s FROM bumped RETURNING shard, version"
+    )
+    return sql, (*params, int_slot("campaign_id"), int_slot("query_id"))
 
 
 def pair_lock(*, pair_id: int) -> None:
