@@ -13,7 +13,8 @@ Prints, with the machine's yardstick line:
 - the default leaderboard request (bounds and verdicts) after each of --judgments judgments right after the
   restart (a worker's first new labels state is answered with the published verdicts while it builds its own
   per-query parts in the background), then after as many once the workers are idle (the steady state), then
-  without per-query values, then polls with no judgment between (the floor: the answer's transfer);
+  without per-query values, then polls with no judgment between (the floor: the answer's transfer); then the
+  steady request and the floor again with the answer read in one piece (curl's way, not requests' 10 kB reads);
 - each worker's proportional memory (PSS, /proc/PID/smaps_rollup) with 4 workers, its anonymous memory beyond what
   it held idle (before its first request), and the shared files' sizes (the cube and the ranked labels).
 """
@@ -202,7 +203,8 @@ def main() -> None:
         type=int,
         default=15,
         help="judgments right after the restart, each followed by a leaderboard request (timed); then as many once "
-        "the workers are idle, and as many followed by a request without per-query values",
+        "the workers are idle, as many followed by a request without per-query values, and as many with the answer "
+        "read in one piece",
     )
     args = parser.parse_args()
     entries = args.queries * args.systems * args.depth
@@ -229,10 +231,17 @@ def main() -> None:
         def start() -> str:
             return site.gunicorn(log=log, workers=args.workers, threads=args.threads, port=args.port)
 
-        def board(url: str, query: str = "") -> float:
+        def board(url: str, query: str = "", *, whole: bool = False) -> float:
+            """One leaderboard request's time until its answer is read: by requests' default (``content``, read
+            10 kB at a time: a Python client's usual way), or with ``whole`` in one read (as curl does), which
+            leaves the client's own reading out of the 16 MB default answer's time at 100M entries."""
             t = time.perf_counter()
-            got = requests.get(f"{url}/api/campaigns/{SLUG}/leaderboard/{query}", headers=lead, timeout=3600)
+            got = requests.get(
+                f"{url}/api/campaigns/{SLUG}/leaderboard/{query}", headers=lead, timeout=3600, stream=whole
+            )
             assert got.status_code == 200, got.text[:500]
+            body = got.raw.read() if whole else got.content
+            assert body.startswith(b"{"), body[:200]
             return time.perf_counter() - t
 
         shutil.rmtree(cube_dir, ignore_errors=True)
@@ -249,7 +258,7 @@ def main() -> None:
             for (p,) in site.sql(
                 "SELECT p.public_id FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
                 "WHERE c.slug = %s AND p.pooled AND p.judgment_count = 0 ORDER BY p.public_id LIMIT %s",
-                (SLUG, 3 * args.judgments),
+                (SLUG, 4 * args.judgments),
             )
         ]
 
@@ -259,11 +268,11 @@ def main() -> None:
             )
             assert posted.status_code in (200, 201), posted.text[:300]
 
-        def series(batch: list[str], query: str = "") -> list[float]:
+        def series(batch: list[str], query: str = "", *, whole: bool = False) -> list[float]:
             times = []
             for grade, pair in enumerate(batch):
                 judge(pair, grade)
-                times.append(board(url, query))
+                times.append(board(url, query, whole=whole))
             return times
 
         def line(label: str, times: list[float]) -> None:
@@ -280,10 +289,13 @@ def main() -> None:
         print(f"workers idle {idle_workers(worker_pids(site.processes[0].pid)):.0f} s later", flush=True)
         # The steady state a lead polling the leaderboard sees: every worker has its parts.
         line("leaderboard after a judgment, steady", series(pairs[n : 2 * n]))
-        line("the same without per-query values (?per_query=false)", series(pairs[2 * n :], "?per_query=false"))
+        line("the same without per-query values (?per_query=false)", series(pairs[2 * n : 3 * n], "?per_query=false"))
         # The floor of the default request: a poll with no judgment before it (nothing to compute) is mostly the
         # transfer of the answer (16 MB at 100M entries) and the client's reading of it.
         line("the default request with no judgment between (the answer's transfer)", [board(url) for _ in range(n)])
+        # The same two lines with the answer read in one piece: the client's 10 kB reads left out.
+        line("after a judgment, the answer read in one piece", series(pairs[3 * n :], whole=True))
+        line("no judgment between, the answer read in one piece", [board(url, whole=True) for _ in range(n)])
         master = site.processes[0].pid
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
         # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
