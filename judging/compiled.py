@@ -23,6 +23,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``access.campaign_member`` and ``access.campaign_member_pair``: the campaign (or pair) with the role;
 - ``access.pair_member``: the pair an API judgment names, with its campaign and the caller's role there;
 - ``access.token_owner``: the API token and its user, read at every API call (api.authentication);
+- ``scoring.cache._labels_state``: the campaign's labels counters and the labels log's lines since those a
+  process kept, in one statement, at every leaderboard request and queue list;
 - ``services.judgments._judgment_write``'s writes that every judgment makes, with ``compiled_update`` and
   ``compiled_delete``: the pair's label and count, its query's labels version, its campaign's labels counter
   and its labels log's line (``services.judgments.labels_bump`` of one query), the hold

@@ -16,12 +16,13 @@ from django.core.cache import cache, caches
 from django.core.cache.backends.db import DatabaseCache
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 import metrics
 from judging.aggregation import POLICIES
+from judging.compiled import compiled_sql, int_slot
 from judging.models import LABELS_SHARDS, Campaign, LabelsChange, LabelsCounter, Query
 from judging.scoring.cube import (
     RunCube,
@@ -275,8 +276,11 @@ def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
 # (LabelsChange: after a judgment, one line) instead of every query's version (5,000 rows at 5,000 queries).
 _VERSIONS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
 _KEEP_VERSIONS = 16
-# Past this many bumps since the kept counters (a bulk import, a process that was away) every version is read.
-LOG_READ_MAX = 256
+# Past this many lines since the kept counters (a bulk import, a process that was away) every version is read.
+LOG_READ_MAX = 2048
+# the counters' seen values that match no line: a process with no versions kept reads the counters alone
+_NO_LINES = 2**62
+_SHARD_SPAN = 2**40  # (shard, counter value) as one number: no counter reaches 2**40 bumps
 
 
 def labels_counter(campaign: Campaign) -> int:
@@ -288,18 +292,20 @@ def labels_counter(campaign: Campaign) -> int:
 def labels_versions(campaign: Campaign, cube: RunCube) -> np.ndarray:
     """(Q,) every query's labels_version in the cube's query order (read-only). Sound because
     services.labels_bump, the one writer of labels_version, adds to the campaign's LabelsCounter and writes the
-    labels log in the same transaction: the counters are read first, so versions kept with counter values are at
-    least that new, and the log's lines past them name every query that moved since (see LabelsChange)."""
-    counters = np.zeros(LABELS_SHARDS, dtype=np.int64)
-    for shard, version in LabelsCounter.objects.filter(campaign_id=campaign.pk).values_list("shard", "version"):
-        counters[shard] = version
+    labels log in the same transaction: the counters and the log's lines past the kept ones are read in one
+    statement (one snapshot), so the lines name every query that moved up to the counters read, with its version
+    (see LabelsChange); the counters are read before every query's version is, so versions kept with counter
+    values are at least that new."""
     with _LOCK:
         got = _VERSIONS.get(cube.key)
+    if got is not None and got[1].shape != (len(cube.query_ids),):
+        got = None
+    counters, lines = _labels_state(campaign, got[0] if got is not None else None)
     versions = None
-    if got is not None and got[1].shape == (len(cube.query_ids),):
+    if got is not None:
         if np.array_equal(got[0], counters):
             return got[1]
-        versions = _versions_since(campaign, cube, *got, counters)
+        versions = _versions_since(cube, *got, counters, lines)
     if versions is None:
         queries = Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version")
         versions = np.array([v for (v,) in cursor_rows(queries)], dtype=np.int64)
@@ -312,33 +318,54 @@ def labels_versions(campaign: Campaign, cube: RunCube) -> np.ndarray:
     return versions
 
 
+def _labels_state(campaign: Campaign, seen: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(LABELS_SHARDS,) the campaign's labels counters and (n, 4) the labels log's lines past ``seen`` (each
+    shard's counter value; None: no lines) as (shard, version, query id, the query's labels_version), at most
+    LOG_READ_MAX + 1 of them: one compiled statement (judging.compiled), run at every leaderboard request and
+    queue list (building it with the ORM cost more of the app's CPU than running it: see docs/benchmarks.md)."""
+    marks = np.full(LABELS_SHARDS, _NO_LINES, dtype=np.int64) if seen is None else seen
+    values: dict[str, int] = {"campaign_id": campaign.pk, "limit": LOG_READ_MAX + 1}
+    values.update((f"seen{shard}", mark) for shard, mark in enumerate(marks.tolist()))
+    rows = compiled_sql(("labels_state",), _labels_state_sql).rows(values)
+    got = np.array(rows, dtype=np.int64).reshape(-1, 5)
+    counters = np.zeros(LABELS_SHARDS, dtype=np.int64)
+    counter_rows = got[got[:, 0] == 0]
+    counters[counter_rows[:, 1]] = counter_rows[:, 2]
+    return counters, got[got[:, 0] == 1][:, 1:]
+
+
+def _labels_state_sql() -> tuple[str, tuple[Any, ...]]:
+    counter, line, query = (m._meta.db_table for m in (LabelsCounter, LabelsChange, Query))
+    since = " OR ".join(f"(l.shard = {shard} AND l.version > %s)" for shard in range(LABELS_SHARDS))
+    sql = (
+        f"SELECT 0, shard, version, 0, 0 FROM {counter} WHERE campaign_id = %s UNION ALL "
+        f"SELECT * FROM (SELECT 1, l.shard, l.version, l.query_id, q.labels_version FROM {line} l "
+        f"JOIN {query} q ON q.id = l.query_id WHERE l.campaign_id = %s AND ({since}) LIMIT %s) AS lines"
+    )
+    slots = ("campaign_id", "campaign_id", *(f"seen{shard}" for shard in range(LABELS_SHARDS)), "limit")
+    return sql, tuple(int_slot(name) for name in slots)
+
+
 def _versions_since(
-    campaign: Campaign, cube: RunCube, seen: np.ndarray, kept: np.ndarray, counters: np.ndarray
+    cube: RunCube, seen: np.ndarray, kept: np.ndarray, counters: np.ndarray, lines: np.ndarray
 ) -> np.ndarray | None:
-    """``kept`` (the versions read at counters ``seen``) brought to ``counters`` from the labels log's lines since
-    ``seen``, each with its query's current labels_version; None where the log cannot tell (too many bumps, lines
-    pruned, a counter that went back, a query the cube does not have): then every version is read."""
+    """``kept`` (the versions read at counters ``seen``) brought to ``counters`` from the labels log's ``lines``
+    since ``seen`` (_labels_state's), each with its query's labels_version; None where the log cannot tell
+    (lines pruned, too many of them, a counter that went back, a query the cube does not have): then every
+    version is read."""
     moved = np.flatnonzero(counters != seen)
     behind = counters[moved] - seen[moved]
-    if (behind < 0).any() or int(behind.sum()) > LOG_READ_MAX:
+    if (behind < 0).any() or len(lines) > LOG_READ_MAX:
         return None
-    since = Q()
-    for shard, last in zip(moved.tolist(), seen[moved].tolist(), strict=True):
-        since |= Q(shard=shard, version__gt=last)
-    lines = LabelsChange.objects.filter(since, campaign_id=campaign.pk)
-    rows = np.array(
-        list(lines.values_list("shard", "version", "query_id", "query__labels_version")), dtype=np.int64
-    ).reshape(-1, 4)
-    # every bump up to the counters read has its lines (bumps past them may show too: their versions are newer)
-    upto = rows[rows[:, 1] <= counters[rows[:, 0]]]
-    bumps = np.unique(upto[:, :2], axis=0)
-    if not np.array_equal(np.bincount(bumps[:, 0], minlength=LABELS_SHARDS)[moved], behind):
+    # every bump has one value of its shard's counter and at least one line: as many values as bumps
+    shard_values = np.unique(lines[:, 0] * _SHARD_SPAN + lines[:, 1]) // _SHARD_SPAN
+    if not np.array_equal(np.bincount(shard_values, minlength=LABELS_SHARDS)[moved], behind):
         return None
-    at = np.searchsorted(cube.query_ids, rows[:, 2])
-    if (at >= len(cube.query_ids)).any() or not np.array_equal(cube.query_ids[at], rows[:, 2]):
+    at = np.searchsorted(cube.query_ids, lines[:, 2])
+    if (at >= len(cube.query_ids)).any() or not np.array_equal(cube.query_ids[at], lines[:, 2]):
         return None
     versions = kept.copy()
-    versions[at] = rows[:, 3]
+    versions[at] = lines[:, 3]
     return versions
 
 

@@ -217,6 +217,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "judging/selectors/progress.py",
         "judging/services/judgments.py",
         "judging/access.py",
+        "judging/scoring/cache.py",
     }
     for user in (
         "selectors.queue._pair_next",
@@ -228,6 +229,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "selectors.priority.complete_prefix",
         "selectors.priority.own_prefix",
         "services.judgments.labels_bump",
+        "scoring.cache._labels_state",
         "access.token_owner",
     ):
         assert f"``{user}``" in judging.compiled.__doc__
