@@ -516,3 +516,30 @@ def test_bar_chart_of_a_campaign_without_systems_is_not_found(as_lead, campaign)
     """No system means no bars to draw: the chart file answers 404, not a server error."""
     got = as_lead.get(reverse("judging:leaderboard_chart", args=[campaign.slug, "bars"]))
     assert got.status_code == 404
+
+
+def test_the_api_leaderboard_after_a_judgment_reads_the_scale_with_the_campaign(tiny, lead, annotator):
+    """The bounds' top grade comes from the grades the API read with the campaign: one statement on the grades
+    table in a leaderboard request after a judgment (the bounds once ran their own MAX there, every request)."""
+    from judging.models import Grade
+    from tests.data import body_of
+
+    api = client_for(lead)
+    board = "/api/campaigns/tiny/leaderboard/"
+    assert api.get(board).status_code == 200
+    pair = Pair.objects.filter(campaign=tiny, label__isnull=True, pooled=True).order_by("id").first()
+    judgment_record(pair=pair, annotator=annotator, grade=2)
+    with CaptureQueriesContext(connection) as ctx:
+        got = api.get(board)
+    assert got.status_code == 200 and b'"bounds"' in body_of(got)
+    grades = [q["sql"] for q in ctx.captured_queries if f'"{Grade._meta.db_table}"' in q["sql"]]
+    assert len(grades) == 1, grades
+    # and the bounds are those of a process that reads the scale on its own (no grades read with the campaign)
+    from judging.models import Campaign
+    from judging.scoring import trust
+
+    scoring.process_caches_clear()
+    trust.caches_clear()
+    cache.clear()
+    fresh = leaderboard_data(campaign=Campaign.objects.get(pk=tiny.pk))
+    assert [s["bounds"] for s in got.json()["systems"]] == [s["bounds"] for s in fresh["systems"]]

@@ -10,11 +10,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 import numpy as np
-from django.db.models import Max
 from django.utils.translation import gettext
 
 import metrics
-from judging.models import Campaign, Grade
+from judging.models import Campaign
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
@@ -312,6 +311,8 @@ def scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:
 
 
 def top_grade(campaign: Campaign, qrels: np.ndarray) -> int:
-    """The best grade of the campaign's scale (or of its labels, should an import have gone beyond it)."""
-    scale = Grade.objects.filter(campaign=campaign).aggregate(top=Max("value"))["top"] or 0
+    """The best grade of the campaign's scale (or of its labels, should an import have gone beyond it). The scale's
+    few grades come with the campaign where it was read with them (the API's campaigns prefetch them): no statement
+    of its own in a leaderboard request then."""
+    scale = max((g.value for g in campaign.grades.all()), default=0)
     return max(int(scale), int(qrels.max()) if qrels.size else 0, 0)
