@@ -78,13 +78,20 @@ def cursor_rows(qs: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
             return list(copy.rows())
 
 
+# The column types read through COPY: those psycopg loads from binary as the text cursor gives them to Django. Not
+# JSON (binary gives the parsed value where Django reads the text: tests/judging/test_cube_read.py) nor timestamps
+# (their loaders are Django's own): no caller reads them here.
+_COPY_READ = frozenset({"int8", "int4", "int2", "bytea", "text", "bool", "float8"})
+
+
 def _copy_types(compiler: Any) -> list[str] | None:
     """The binary COPY type of each column the compiled query selects (its ``select``, filled by ``as_sql``), or
-    None when one has none (judging.imports.pgcopy.pg_type)."""
+    None when one has none that reads as the text cursor's (judging.imports.pgcopy.pg_type, _COPY_READ)."""
     try:
-        return [pg_type(col.output_field.db_type(compiler.connection)) for col, _, _ in compiler.select]
+        types = [pg_type(col.output_field.db_type(compiler.connection)) for col, _, _ in compiler.select]
     except (ValueError, AttributeError):
         return None
+    return types if _COPY_READ.issuperset(types) else None
 
 
 @contextmanager

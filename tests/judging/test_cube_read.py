@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from judging.models import Document, Pair, Query, Ranking
+from judging.models import Document, Pair, Query, Ranking, System
 from judging.scoring.cube import _copy_types, _cube_read, _systems_key, cursor_rows
 from judging.services import judgment_record, run_import
 
@@ -62,7 +62,7 @@ def test_rows_come_through_binary_copy_as_the_orm_reads_them(pooled, annotator):
 
 @needs_postgres
 def test_a_column_without_a_binary_copy_type_is_read_as_text(pooled):
-    # timestamps and whole numbers have COPY types; a computed text column (no type of its own here) does not
+    # whole numbers and text have COPY types; a computed column (no type of its own here) does not
     qs = Query.objects.filter(campaign=pooled).order_by("id").values_list("id", "qid")
     compiler = qs.query.get_compiler(using=qs.db)
     compiler.as_sql()
@@ -72,3 +72,13 @@ def test_a_column_without_a_binary_copy_type_is_read_as_text(pooled):
     compiler.as_sql()
     assert _copy_types(compiler) is None
     assert len(cursor_rows(uuid_like.values_list("id", "x"))) == 2
+    # timestamps and JSON have binary COPY types, but Django loads their text: read as text, as the ORM gives them
+    for model, columns in ((System, ("id", "imported_at")), (Document, ("id", "attributes"))):
+        qs = model.objects.filter(campaign=pooled).order_by("id").values_list(*columns)
+        compiler = qs.query.get_compiler(using=qs.db)
+        compiler.as_sql()
+        assert _copy_types(compiler) is None, columns
+        sql, params = compiler.as_sql()
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            assert cursor_rows(qs) == cursor.fetchall()
