@@ -183,11 +183,8 @@ def _cube_read(campaign: Campaign, key: tuple[object, ...]) -> RunCube:
         cell_row[s_idx * n_q + q_idx] = np.arange(len(rows))
     docs = [bytes(r[3]) for r in rows] + [b""]
     missing = (depth - np.append(lengths, 0)[cell_row]).tolist()
-    if not any(missing):
-        pieces = [docs[i] for i in cell_row.tolist()]
-    else:
-        pads = {n: b"\xff" * (8 * n) for n in set(missing)}
-        pieces = [b for i, n in zip(cell_row.tolist(), missing, strict=True) for b in (docs[i], pads[n])]
+    pads = {n: b"\xff" * (8 * n) for n in set(missing)}
+    pieces = [b for i, n in zip(cell_row.tolist(), missing, strict=True) for b in (docs[i], pads[n])]
     del docs
     doc_ids = np.frombuffer(b"".join(pieces), dtype=np.int64).reshape(n_s, n_q, depth)
     del pieces

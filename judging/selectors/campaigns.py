@@ -107,8 +107,9 @@ def scale_rows(*, campaign: Campaign) -> list[ScaleRow]:
 
 
 def grade_top(*, campaign: Campaign) -> int:
-    """The campaign's highest grade value (0 for a campaign without grades)."""
-    return campaign.grades.aggregate(top=Max("value"))["top"] or 0
+    """The campaign's highest grade value (0 for a campaign without grades). The scale's few grades come with the
+    campaign where it was read with them (the API's campaigns prefetch them): no statement of its own then."""
+    return max((g.value for g in campaign.grades.all()), default=0)
 
 
 def grades_json() -> RawSQL:

@@ -18,6 +18,7 @@ from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.trust.store import LOCK, process_store, recall, remember
+from judging.selectors.campaigns import grade_top
 from metrics import Measure
 
 _ARRAYS: OrderedDict[str, TrustArrays] = process_store(OrderedDict())
@@ -311,8 +312,5 @@ def scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:
 
 
 def top_grade(campaign: Campaign, qrels: np.ndarray) -> int:
-    """The best grade of the campaign's scale (or of its labels, should an import have gone beyond it). The scale's
-    few grades come with the campaign where it was read with them (the API's campaigns prefetch them): no statement
-    of its own in a leaderboard request then."""
-    scale = max((g.value for g in campaign.grades.all()), default=0)
-    return max(int(scale), int(qrels.max()) if qrels.size else 0, 0)
+    """The best grade of the campaign's scale (or of its labels, should an import have gone beyond it)."""
+    return max(grade_top(campaign=campaign), int(qrels.max()) if qrels.size else 0, 0)
