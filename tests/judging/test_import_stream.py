@@ -417,46 +417,6 @@ def test_the_import_run_command_streams_the_file(db, tmp_path, monkeypatch):
     assert Ranking.objects.filter(system__campaign=campaign).count() == 4
 
 
-@pytest.mark.parametrize("cache_max", [40, 1_000_000])
-def test_docids_past_the_id_cache_are_looked_up_and_keep_their_documents(db, monkeypatch, cache_max):
-    """A campaign with documents already, and a run of more docids than the cache holds: the known docids are
-    found (no second document for a docid), the new ones made once, every ranking's ids right."""
-    from judging.imports.service import stubs as stubs_module
-
-    monkeypatch.setattr(stubs_module, "CACHE_MAX", cache_max)
-    monkeypatch.setattr(stream_module, "PIECE_BYTES", 800)
-    campaign = campaign_create(slug=f"cache-{cache_max}")
-    run_import(campaign=campaign, data=run_text(queries=5, depth=30, tag="old", docs=100).encode(), filename="o")
-    before = set(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
-    text = run_text(queries=20, depth=40, tag="new", docs=400, seed=5)
-    run_import(campaign=campaign, data=text.encode(), filename="new.run")
-    after = dict(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
-    assert before <= set(after.items())  # the documents there before kept their ids
-    expected = {("new", r.qid): r.docids for r in parse_run(text.encode(), filename="x")["new"]}
-    got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items() if key[0] == "new"}
-    assert got == expected
-    assert len(after) == len({d for docids in got.values() for d in docids} | {d for d, _ in before})
-
-
-def test_docids_whose_hashes_collide_keep_their_own_documents(db, monkeypatch):
-    """The id cache finds docids by a hash: with a hash that gives many docids one value (odds of about 1 in 10**8
-    with the real one) it turns into a dict, and every docid still gets its own document, once."""
-    from judging.imports.service import stubs as stubs_module
-
-    monkeypatch.setattr(stubs_module, "docid_hashes", lambda docids: np.char.str_len(docids).astype(np.uint64))
-    monkeypatch.setattr(stream_module, "PIECE_BYTES", 700)
-    campaign = campaign_create(slug="collide")
-    run_import(campaign=campaign, data=run_text(queries=5, depth=30, tag="old", docs=100).encode(), filename="o")
-    before = set(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
-    text = run_text(queries=10, depth=30, tag="new", docs=200, seed=2)
-    run_import(campaign=campaign, data=text.encode(), filename="new.run")
-    after = dict(Document.objects.filter(campaign=campaign).values_list("docid", "id"))
-    assert before <= set(after.items())
-    expected = {("new", r.qid): r.docids for r in parse_run(text.encode(), filename="x")["new"]}
-    got = {key: docids for key, (docids, _) in stored(campaign)["rankings"].items() if key[0] == "new"}
-    assert got == expected
-
-
 def test_a_pool_merge_leaves_the_sessions_jit_setting_as_it_was(db):
     """The merges turn PostgreSQL's JIT off for themselves only."""
     if connection.vendor != "postgresql":

@@ -16,10 +16,14 @@ from judging.imports.parse.stream import WIDE_DOCID
 from judging.imports.write import columns_encode, encoded_insert, fetch, reserve_ids
 from judging.models import Campaign, Document, Query
 
-# Ids kept between blocks. A file's docids repeat from block to block (the same documents retrieved for many
-# queries), so they are looked up once; past this many the cache starts again, and memory stays bounded
-# whatever the number of documents.
-CACHE_MAX = 500_000
+# Ids kept between blocks, in at most this many bytes. A campaign's documents that fit are read in whole before
+# the first block (a docid not among them is then new, nothing is looked up); past that, a file's docids are
+# looked up once (the same documents retrieved for many queries) and the cache starts again when full: memory
+# stays bounded whatever the number of documents. 1M docids of 8 bytes take 24 MB.
+CACHE_BYTES = 32 * 2**20
+ENTRY_BYTES = 16  # an array entry's bytes beside its docid's: the hash and the id
+DICT_ENTRY_BYTES = 120  # a dict entry's (wide docids): the key's bytes object, the id's int, its slot
+READ_CHUNK = 50_000  # the campaign's documents read at a time (a server-side cursor on PostgreSQL)
 LOOKUP_BATCH = 50_000  # values per look-up statement
 
 _MIX = np.uint64(0xFF51AFD7ED558CCD)
@@ -70,11 +74,24 @@ def docid_hashes(docids: np.ndarray) -> np.ndarray:
     return hashes
 
 
+def _joined(chunks: list[np.ndarray]) -> np.ndarray:
+    """The chunks as one array, the list emptied (its arrays' memory goes back as soon as they are joined)."""
+    joined = np.concatenate(chunks)
+    chunks.clear()
+    return joined
+
+
+def _footprint(count: int, width: int, *, as_dict: bool = False) -> int:
+    """The bytes of an id cache of ``count`` docids of at most ``width`` bytes: the arrays', or a dict's (docids
+    wider than WIDE_DOCID go to one)."""
+    return count * (width + (DICT_ENTRY_BYTES if as_dict or width > WIDE_DOCID else ENTRY_BYTES))
+
+
 class StubIds:
     """Query and document ids for a campaign's qids and docids, stubs created for the ones it lacks.
 
-    The campaign's documents are read once when they are at most CACHE_MAX (then a docid not among them is new);
-    past that, each block's unknown docids are looked up by the (campaign, docid) index.
+    The campaign's documents are read once, a chunk at a time, when they fit CACHE_BYTES (then a docid not among
+    them is new); past that, each block's unknown docids are looked up by the (campaign, docid) index.
 
     Known docids are kept as an array of fixed-width byte strings beside their ids, both sorted by the docids'
     hashes (docid_hashes), so that a block's docids (an array from the parser) are found by one ``searchsorted``
@@ -99,18 +116,59 @@ class StubIds:
         self._hashes = np.empty(0, dtype=np.uint64)  # sorted
         self._ids = np.empty(0, dtype=np.int64)
         self._dict: dict[bytes, int] | None = None  # instead of the arrays, once a block came as a list
-        self._complete = Document.objects.filter(campaign=campaign).count() <= CACHE_MAX
-        if self._complete:
-            rows = fetch(Document.objects.filter(campaign=campaign).order_by().values_list("docid", "id"))
-            if rows:
-                keys = [docid.encode() for docid, _ in rows]
-                if max(map(len, keys)) > WIDE_DOCID:
-                    self._dict = {k: pk for k, (_, pk) in zip(keys, rows, strict=True)}
-                else:
-                    self._remember(keys, [pk for _, pk in rows])
+        self._width = 0  # the widest docid in the dict (the arrays' is their itemsize)
+        self._complete = self._load()
+
+    def _load(self) -> bool:
+        """Read the campaign's documents into the cache if they fit CACHE_BYTES: whether they did. A chunk at a
+        time, so that the rows read never take more memory than the cache they fill; given up as soon as the
+        docids read so far show that the whole would not fit."""
+        documents = Document.objects.filter(campaign=self.campaign).order_by()
+        count = documents.count()
+        if not count or _footprint(count, 1) > CACHE_BYTES:
+            return not count
+        keys: list[np.ndarray] = []
+        hashes: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        width = read = 0
+        sql, params = documents.values_list("docid", "id").query.sql_with_params()
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(READ_CHUNK):
+                chunk = np.array([docid.encode() for docid, _ in rows], dtype=bytes)
+                width, read = max(width, chunk.dtype.itemsize), read + len(rows)
+                if _footprint(max(count, read), width) > CACHE_BYTES:
+                    return False
+                keys.append(chunk)
+                ids.append(np.fromiter((pk for _, pk in rows), dtype=np.int64, count=len(rows)))
+                if width <= WIDE_DOCID:
+                    hashes.append(docid_hashes(chunk))
+        if width > WIDE_DOCID:
+            self._dict = {}
+            for chunk, pks in zip(keys, ids, strict=True):
+                self._dict.update(zip(chunk.tolist(), pks.tolist(), strict=True))
+            self._width = width
+            return True
+        # Joined and sorted one array at a time, each list of chunks let go as soon as it is joined: the read's
+        # peak stays within about twice the cache's own size (a million docids: 24 MB, 48 MB at the peak).
+        joined = _joined(hashes)
+        order = np.argsort(joined, kind="stable")
+        self._hashes = joined[order]
+        del joined
+        self._keys = _joined(keys)[order]
+        self._ids = _joined(ids)[order]
+        if (self._hashes[1:] == self._hashes[:-1]).any():
+            self._to_dict()
+        return True
 
     def _known(self) -> int:
         return len(self._dict) if self._dict is not None else len(self._keys)
+
+    def _size(self, more: int, width: int) -> int:
+        """The cache's bytes with ``more`` docids of at most ``width`` bytes added."""
+        if self._dict is not None:
+            return _footprint(self._known() + more, max(width, self._width), as_dict=True)
+        return _footprint(self._known() + more, max(width, self._keys.dtype.itemsize))
 
     def _forget(self) -> None:
         self._keys, self._ids = np.empty(0, dtype="S1"), np.empty(0, dtype=np.int64)
@@ -120,22 +178,29 @@ class StubIds:
 
     def _to_dict(self) -> None:
         known = dict(zip(self._keys.tolist(), self._ids.tolist(), strict=True))
+        width = self._keys.dtype.itemsize
         self._forget()
-        self._dict = known
+        self._dict, self._width = known, width
 
     def _remember(self, keys: list[bytes], ids: Sequence[int]) -> None:
         if self._dict is not None:
             self._dict.update(zip(keys, ids, strict=True))
+            self._width = max(self._width, max(map(len, keys), default=0))
             return
-        array = np.array(keys, dtype=bytes)
+        self._insert(np.array(keys, dtype=bytes), np.asarray(ids, dtype=np.int64))
+
+    def _insert(self, array: np.ndarray, ids: np.ndarray) -> None:
+        """Add docids (an S array) and their ids to the arrays, in the order of their hashes."""
         hashes = docid_hashes(array)
         by_hash = np.argsort(hashes, kind="stable")
         width = max(array.dtype.itemsize, self._keys.dtype.itemsize)
         at = np.searchsorted(self._hashes, hashes[by_hash])
-        self._keys = np.insert(self._keys.astype(f"S{width}"), at, array[by_hash].astype(f"S{width}"))
+        # copy=False: the keys are copied once (by the insert), not twice; a million docids take 8 MB each
+        added = array[by_hash].astype(f"S{width}", copy=False)
+        self._keys = np.insert(self._keys.astype(f"S{width}", copy=False), at, added)
         self._hashes = np.insert(self._hashes, at, hashes[by_hash])
-        self._ids = np.insert(self._ids, at, np.asarray(ids, dtype=np.int64)[by_hash])
-        if (self._hashes[1:] == self._hashes[:-1]).any():  # two docids of one hash: about 1 in 10**8 at 500,000
+        self._ids = np.insert(self._ids, at, ids[by_hash])
+        if (self._hashes[1:] == self._hashes[:-1]).any():  # two docids of one hash: about 3 in 10**8 at a million
             self._to_dict()
 
     def _lookup(self, docids: np.ndarray | list[bytes]) -> tuple[np.ndarray, np.ndarray | list[bytes]]:
@@ -168,7 +233,8 @@ class StubIds:
         unknown: list[bytes] = (
             unknown_docids.tolist() if isinstance(unknown_docids, np.ndarray) else list(unknown_docids)
         )
-        if self._known() + len(unknown) > CACHE_MAX:
+        width = unknown_docids.dtype.itemsize if isinstance(unknown_docids, np.ndarray) else max(map(len, unknown))
+        if self._size(len(unknown), width) > CACHE_BYTES:
             self._forget()
             if self._complete and connection.vendor == "postgresql":
                 # From now on docids are looked up: the planner must know how many this import has made, or it
