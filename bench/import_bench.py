@@ -7,6 +7,7 @@ more, under 300 MB of peak RSS for 10M lines; qrels under a minute of database C
 Run: python bench/import_bench.py                         (SQLite file in the temp dir, 1M lines, 1M labels)
      python bench/import_bench.py --only run --lines 2000000
      DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge_bench python bench/import_bench.py
+     ... python bench/import_bench.py --only run --lines 10000000 --docs 1000000   (the scale bench's collection)
 """
 
 from __future__ import annotations
