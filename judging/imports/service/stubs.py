@@ -125,8 +125,10 @@ class StubIds:
         docids read so far show that the whole would not fit."""
         documents = Document.objects.filter(campaign=self.campaign).order_by()
         count = documents.count()
-        if not count or _footprint(count, 1) > CACHE_BYTES:
-            return not count
+        if not count:
+            return True
+        if _footprint(count, 1) > CACHE_BYTES:  # too many even if every docid were one byte
+            return False
         keys: list[np.ndarray] = []
         hashes: list[np.ndarray] = []
         ids: list[np.ndarray] = []
