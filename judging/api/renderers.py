@@ -443,6 +443,14 @@ class _NotFinite(Exception):
     pass
 
 
+def _finite(values: np.ndarray) -> np.ndarray:
+    """``values`` as float64, or _NotFinite where one is not finite (JSON has no NaN: the general path answers)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise _NotFinite
+    return values
+
+
 class _PerQueryText:
     """Per-query values written straight to JSON text for leaderboard_json: a placeholder string stands in
     the data for each system's ``per_query`` object (leaderboard_data's ``per_query_text``) and is replaced
@@ -452,6 +460,8 @@ class _PerQueryText:
         self.token = secrets.token_hex(8)
         self.parts: dict[str, bytes] = {}
         self.keys: tuple[tuple, list[bytes]] | None = None
+        self._qids: list[str] | None = None  # the list self.keys was made of (the same for every system)
+        self._formats: dict[tuple[str, ...], bytes] = {}
 
     def __call__(
         self,
@@ -464,41 +474,49 @@ class _PerQueryText:
         campaign_pk: int = 0,
         versions: np.ndarray | None = None,
     ) -> str:
-        """A placeholder for the JSON object {qid: {name: value}} of ``values()`` (Q, M), the per-query
-        block ``block`` names (the scores' state and the system): written once per state, from the rows of
-        the same ``series`` (the system in the previous states of the score table, with the queries' labels
-        ``versions``) where they did not move: this process's, or those another process of the machine saved
-        (judging.scoring.series_file)."""
+        """A placeholder for the JSON object {qid: {name: value}} of the system's values, the per-query block
+        ``block`` names (the scores' state and the system): written once per state, from the rows of the same
+        ``series`` (the system in the previous states of the score table, with the queries' labels ``versions``)
+        where they did not move: this process's, or those another process of the machine saved
+        (judging.scoring.series_file). ``values()`` gives every scored query's values (Q, M), ``values(rows)``
+        those of the scored queries at positions ``rows`` only: after a judgment only the moved rows are read
+        (and checked), not the system's whole table."""
         placeholder = f"per-query:{self.token}:{len(self.parts)}"
         text = BLOCK_TEXTS.get(block)
         if text is None:
-            text = self._text(values(), qids, names, series, campaign_pk, versions)
+            text = self._text(values, qids, names, series, campaign_pk, versions)
             BLOCK_TEXTS.put(block, text)
         self.parts[placeholder] = text
         return placeholder
 
+    def _row_format(self, names: tuple[str, ...]) -> bytes:
+        """b'{"P@10":%a,...}': %a (the ASCII of repr) writes a float exactly as json.dumps does."""
+        got = self._formats.get(names)
+        if got is None:
+            got = self._formats[names] = (
+                b"{" + b",".join(_json_key(n).replace(b"%", b"%%") + b"%a" for n in names) + b"}"
+            )
+        return got
+
     def _text(
         self,
-        values: np.ndarray,
+        values,
         qids: list[str],
         names: list[str],
         series: str,
         campaign_pk: int = 0,
         versions: np.ndarray | None = None,
     ) -> bytes:
-        values = np.ascontiguousarray(values, dtype=np.float64)
-        if not np.isfinite(values).all():
-            raise _NotFinite
-        if self.keys is None or self.keys[0] != tuple(qids):
-            self.keys = _query_keys(qids)
-        # b'{"P@10":%a,...}': %a (the ASCII of repr) writes a float exactly as json.dumps does.
-        row_format = b"{" + b",".join(_json_key(n).replace(b"%", b"%%") + b"%a" for n in names) + b"}"
+        if self.keys is None or self._qids is not qids:
+            self.keys, self._qids = _query_keys(qids), qids
         names_key = tuple(names)
+        row_format = self._row_format(names_key)
         got = None
         if series and versions is not None:
             got = self._patched(series, names_key, values, versions, row_format, campaign_pk)
         if got is None:  # each query's '"qid":{...}'
-            got = object_text(list(map(bytes.__add__, self.keys[1], self._rows(values, names_key, row_format))))
+            whole = _finite(values())
+            got = object_text(list(map(bytes.__add__, self.keys[1], self._rows(whole, names_key, row_format))))
         text, starts = got
         if series and campaign_pk:
             series_save_later(campaign_pk, series, names_key, self.keys[0], values, text, starts)
@@ -515,15 +533,15 @@ class _PerQueryText:
         self,
         series: str,
         names_key: tuple[str, ...],
-        values: np.ndarray,
+        values,
         versions: np.ndarray,
         row_format: bytes,
         campaign_pk: int = 0,
     ) -> tuple[bytes, np.ndarray] | None:
         """The series' latest object text with the rows that moved written again (and its items' starts), or
         None when the queries differ (a query joined the means) or too many rows moved. The latest text is this
-        process's (its rows moved where the query's labels version did), else that saved on the machine for the
-        same queries (where the values did)."""
+        process's (its rows moved where the query's labels version did; only theirs are read), else that saved
+        on the machine for the same queries (where the values did)."""
         assert self.keys is not None
         with _SERIES_LOCK:
             got = _SERIES.get((series, names_key))
@@ -531,17 +549,23 @@ class _PerQueryText:
             if got[0] != self.keys[0] or got[1].shape != versions.shape:
                 return None
             moved = np.flatnonzero(got[1] != versions)
+            if moved.size > _SERIES_PATCH:
+                return None
             text, starts = got[2], got[3]
+            rows = _finite(values(moved)) if moved.size else np.zeros((0, len(names_key)))
         else:
             saved = series_load(campaign_pk, series, names_key, self.keys[0]) if campaign_pk else None
-            if saved is None or saved[0].shape != values.shape:
+            if saved is None:
                 return None
-            moved = np.flatnonzero((saved[0] != values).any(axis=1))
-            text, starts = saved[1], saved[2]
-        if moved.size > _SERIES_PATCH:
-            return None
+            whole = _finite(values())
+            if saved[0].shape != whole.shape:
+                return None
+            moved = np.flatnonzero((saved[0] != whole).any(axis=1))
+            if moved.size > _SERIES_PATCH:
+                return None
+            text, starts, rows = saved[1], saved[2], whole[moved]
         keys = self.keys[1]
-        new = [keys[i] + row_format % tuple(row) for i, row in zip(moved.tolist(), values[moved].tolist(), strict=True)]
+        new = [keys[i] + row_format % tuple(row) for i, row in zip(moved.tolist(), rows.tolist(), strict=True)]
         return object_patched(text, starts, moved, new)
 
     def _rows(self, values: np.ndarray, names_key: tuple[str, ...], row_format: bytes) -> list[bytes]:

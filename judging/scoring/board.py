@@ -44,10 +44,10 @@ def leaderboard_data(
 
     ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
     names, block=..., series=..., campaign_pk=..., versions=...)`` for each system, with ``values()`` its
-    (Q_scored, M) per-query values, ``block`` naming them (the scores' state and the system), ``series`` the same
-    system's values in every state of the score table and ``versions`` the scored queries' labels versions (a
-    query's values move only with its version), it returns what stands in the data for that system's per-query
-    object.
+    (Q_scored, M) per-query values (``values(rows)`` those of the scored queries at positions ``rows``),
+    ``block`` naming them (the scores' state and the system), ``series`` the same system's values in every state
+    of the score table and ``versions`` the scored queries' labels versions (a query's values move only with its
+    version), it returns what stands in the data for that system's per-query object.
 
     ``labels="ppi:NAME"``: the prediction-powered leaderboard (judging.scoring.ppi.ppi_data) instead.
 
@@ -82,13 +82,21 @@ def leaderboard_data(
         every = lb.table.scores if lb.table.labelled.all() else lb.table.scores[:, :, lb.table.labelled]
         return np.ascontiguousarray(every.transpose(1, 2, 0))
 
+    @functools.cache
+    def scored_at() -> np.ndarray:
+        """The score table's positions of the scored queries."""
+        return np.flatnonzero(lb.table.labelled)
+
     for s, name in enumerate(lb.cube.system_names):
         entry = {"name": name, "measures": {m: float(means[i, s]) for i, m in enumerate(names)}}
         if per_query and per_query_text is not None:
 
-            def system_values(s: int = s) -> np.ndarray:
-                values: np.ndarray = scored()[s]
-                return values
+            def system_values(rows: np.ndarray | None = None, s: int = s) -> np.ndarray:
+                """Every scored query's values (Q_scored, M), or those of the scored queries at ``rows``."""
+                if rows is None:
+                    values: np.ndarray = scored()[s]
+                    return values
+                return lb.table.scores[:, s, scored_at()[rows]].T
 
             entry["per_query"] = per_query_text(
                 system_values,

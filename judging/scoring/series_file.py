@@ -19,6 +19,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -86,12 +87,13 @@ def series_save_later(
     series: str,
     names: tuple[str, ...],
     qids: tuple[str, ...],
-    values: np.ndarray,
+    values: np.ndarray | Callable[[], np.ndarray],
     text: bytes,
     starts: np.ndarray,
 ) -> None:
     """Save the series' object for other processes, unless this process saved it less than SAVE_EVERY seconds
-    ago. ``values`` and ``starts`` are not changed afterwards (the renderer makes new ones per state)."""
+    ago. ``values`` (or what calling it gives, only when it saves) and ``starts`` are not changed afterwards (the
+    renderer makes new ones per state)."""
     folder = cube_file.cube_dir()
     if folder is None:
         return
@@ -101,6 +103,8 @@ def series_save_later(
         if now - _SAVED.get(path, -SAVE_EVERY) < SAVE_EVERY:
             return
         _SAVED[path] = now
+    if callable(values):
+        values = values()
 
     def run() -> None:
         header = {"state": _digest(series, names, qids), "campaign": campaign_pk, "text_bytes": len(text)}
