@@ -25,6 +25,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``access.token_owner``: the API token and its user, read at every API call (api.authentication);
 - ``scoring.cache._labels_state``: the campaign's labels counters and the labels log's lines since those a
   process kept, in one statement, at every leaderboard request and queue list;
+- ``scoring.cube._systems_key``: the campaign's systems and its queries' largest id and count (what its run
+  cube depends on), in one statement, at every leaderboard request and queue list;
 - ``services.judgments._judgment_write``'s writes that every judgment makes, with ``compiled_update`` and
   ``compiled_delete``: the pair's label and count, its query's labels version, its campaign's labels counter
   and its labels log's line (``services.judgments.labels_bump`` of one query), the hold

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 from django.db import connections
-from django.db.models import Count, Max, QuerySet
+from django.db.models import QuerySet
 from django.utils.translation import gettext
 
 import metrics
 from judging.aggregation import aggregate_grades
+from judging.compiled import compiled_sql, int_slot
 from judging.imports.pgcopy import pg_type
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
 from judging.scoring import cube_file
@@ -107,11 +108,26 @@ def _logged(cursor: Any, sql: str, params: Any) -> Iterator[None]:
 
 
 def _systems_key(campaign: Campaign) -> tuple[object, ...]:
+    """What the campaign's run cube depends on: its systems (by name) and its queries, read at every leaderboard
+    request and queue list by one compiled statement (judging.compiled: the two ORM queries it replaces took
+    2.7 ms of a leaderboard request at 20 systems x 5,000 queries, most of it building them)."""
+    rows = compiled_sql(("runs_key",), _systems_key_sql).rows({"campaign_id": campaign.pk})
     # names too: the cube file keeps them, and a renamed system must not come back under its old name
-    systems = tuple(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "fingerprint", "name"))
-    queries = Query.objects.filter(campaign=campaign).aggregate(n=Max("id"), c=Count("id"))
+    systems = tuple((int(r[1]), r[3], r[4]) for r in rows if r[0] == 0)
+    queries = next((None if r[1] is None else int(r[1]), int(r[2])) for r in rows if r[0] == 1)
     # created_at tells a campaign from a deleted one whose ids the database handed out again
-    return (campaign.pk, campaign.created_at.isoformat(), systems, (queries["n"], queries["c"]))
+    return (campaign.pk, campaign.created_at.isoformat(), systems, queries)
+
+
+def _systems_key_sql() -> tuple[str, tuple[Any, ...]]:
+    """The campaign's systems (id, fingerprint, name; by name) then one line of its queries' largest id and
+    count: what ``System.objects.filter(campaign=...).order_by("name")`` and an aggregate of its queries read."""
+    system, query = System._meta.db_table, Query._meta.db_table
+    sql = (
+        f"SELECT 0, id, 0, fingerprint, name FROM {system} WHERE campaign_id = %s UNION ALL "
+        f"SELECT 1, MAX(id), COUNT(id), '', '' FROM {query} WHERE campaign_id = %s ORDER BY 1, 5"
+    )
+    return sql, (int_slot("campaign_id"), int_slot("campaign_id"))
 
 
 def run_cube(campaign: Campaign) -> RunCube:

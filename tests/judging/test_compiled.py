@@ -218,6 +218,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "judging/services/judgments.py",
         "judging/access.py",
         "judging/scoring/cache.py",
+        "judging/scoring/cube.py",
     }
     for user in (
         "selectors.queue._pair_next",
@@ -230,6 +231,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "selectors.priority.own_prefix",
         "services.judgments.labels_bump",
         "scoring.cache._labels_state",
+        "scoring.cube._systems_key",
         "access.token_owner",
     ):
         assert f"``{user}``" in judging.compiled.__doc__
@@ -340,3 +342,29 @@ def test_pair_member_answers_as_the_pair_and_the_callers_roles_did(pooled, lead,
     assert pair_member(user=outsider, public_id=pair.public_id) is None
     assert pair_member(user=AnonymousUser(), public_id=pair.public_id) is None
     assert pair_member(user=annotator, public_id=2**70) is None
+
+
+def test_the_run_cubes_key_is_what_the_orm_reads(world):
+    """scoring.cube._systems_key reads in one statement what the ORM's two queries read: the systems by name
+    (a renamed one, a new one in between), the queries' largest id and count; none of either for a new campaign."""
+    from django.db.models import Count, Max
+
+    from judging.models import System
+    from judging.scoring.cube import _systems_key
+    from judging.services import campaign_create
+
+    def orm(campaign):
+        systems = tuple(
+            System.objects.filter(campaign=campaign).order_by("name").values_list("id", "fingerprint", "name")
+        )
+        queries = Query.objects.filter(campaign=campaign).aggregate(n=Max("id"), c=Count("id"))
+        return (campaign.pk, campaign.created_at.isoformat(), systems, (queries["n"], queries["c"]))
+
+    campaign = world.campaign
+    System.objects.filter(campaign=campaign, name="bm25").update(name="zz-bm25")
+    System.objects.create(campaign=campaign, name="m-middle", fingerprint="f" * 16)
+    key = _systems_key(campaign)
+    assert key == orm(campaign)
+    assert [name for _, _, name in key[2]] == ["dense", "m-middle", "zz-bm25"] and key[3][1] == 2
+    empty = campaign_create(slug="empty", name="Empty")
+    assert _systems_key(empty) == orm(empty) == (empty.pk, empty.created_at.isoformat(), (), (None, 0))
