@@ -181,6 +181,7 @@ def test_a_query_stack_reads_and_patches_as_the_whole_array_would(monkeypatch):
     np.testing.assert_array_equal(patched.gather(a, b), expected[:, a, b])
     np.testing.assert_array_equal(np.asarray(stack), whole)  # the old value is untouched
     assert patched.blocks[1] is stack.blocks[1] and patched.blocks[3] is stack.blocks[3]  # untouched blocks shared
+    assert QueryStack.of(whole[:0]).gather(a, b).shape == (0, 3)  # a campaign without queries
 
 
 @pytest.mark.parametrize("base", ["nDCG", "MAP"])
