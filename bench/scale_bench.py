@@ -15,6 +15,7 @@ Prints, with the machine's yardstick line:
   per-query parts in the background), then after as many once the workers are idle (the steady state), then
   without per-query values, then polls with no judgment between (the floor: the answer's transfer); then the
   steady request and the floor again with the answer read in one piece (curl's way, not requests' 10 kB reads);
+  each of those lines with the workers' CPU time per request (all their threads, while the requests are served);
 - each worker's proportional memory (PSS, /proc/PID/smaps_rollup) with 4 workers, its anonymous memory beyond what
   it held idle (before its first request), and the shared files' sizes (the cube and the ranked labels).
 """
@@ -268,17 +269,30 @@ def main() -> None:
             )
             assert posted.status_code in (200, 201), posted.text[:300]
 
+        # The workers' CPU time (all their threads) while each timed request is served: steadier than its wall time
+        # on a shared machine. /proc counts it in clock ticks (10 ms): the line gives the total over its requests.
+        spent: list[float] = []
+
+        def timed(query: str = "", *, whole: bool = False) -> float:
+            pids = worker_pids(site.processes[0].pid)
+            before = cpu_seconds(pids)
+            took = board(url, query, whole=whole)
+            spent.append(cpu_seconds(pids) - before)
+            return took
+
         def series(batch: list[str], query: str = "", *, whole: bool = False) -> list[float]:
             times = []
             for grade, pair in enumerate(batch):
                 judge(pair, grade)
-                times.append(board(url, query, whole=whole))
+                times.append(timed(query, whole=whole))
             return times
 
         def line(label: str, times: list[float]) -> None:
+            cpu = sum(spent[-len(times) :])
             print(
                 f"{label}: median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms "
-                f"(each, in order: {', '.join(f'{t * 1000:.0f}' for t in times)} ms)",
+                f"(each, in order: {', '.join(f'{t * 1000:.0f}' for t in times)} ms); the workers' CPU "
+                f"{cpu * 1000 / len(times):.0f} ms a request ({cpu:.2f} s in all)",
                 flush=True,
             )
 
@@ -292,10 +306,10 @@ def main() -> None:
         line("the same without per-query values (?per_query=false)", series(pairs[2 * n : 3 * n], "?per_query=false"))
         # The floor of the default request: a poll with no judgment before it (nothing to compute) is mostly the
         # transfer of the answer (16 MB at 100M entries) and the client's reading of it.
-        line("the default request with no judgment between (the answer's transfer)", [board(url) for _ in range(n)])
+        line("the default request with no judgment between (the answer's transfer)", [timed() for _ in range(n)])
         # The same two lines with the answer read in one piece: the client's 10 kB reads left out.
         line("after a judgment, the answer read in one piece", series(pairs[3 * n :], whole=True))
-        line("no judgment between, the answer read in one piece", [board(url, whole=True) for _ in range(n)])
+        line("no judgment between, the answer read in one piece", [timed(whole=True) for _ in range(n)])
         master = site.processes[0].pid
         # Background builds (a worker's own trust parts, after the published verdicts answered its first new state)
         # hold their temporaries until done: memory is read once the workers' CPU time stops growing.
