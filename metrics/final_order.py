@@ -58,7 +58,7 @@ class QueryStack:
         blocks = self.blocks
         flat = np.asarray(a, dtype=np.intp) * blocks[0].shape[2] + np.asarray(b, dtype=np.intp)
         n = blocks[0].shape[1] * blocks[0].shape[2]
-        got = [np.take(block.reshape(block.shape[0], n), flat, axis=1) for block in blocks]
+        got: list[np.ndarray] = [np.take(block.reshape(block.shape[0], n), flat, axis=1) for block in blocks]
         return got[0] if len(got) == 1 else np.concatenate(got)
 
     def __array__(self, dtype: npt.DTypeLike = None, copy: bool | None = None) -> np.ndarray:
