@@ -119,3 +119,31 @@ def test_a_series_of_no_scored_queries_is_saved_and_read_back(saved_at_once):
     series_file.series_save_later(9, "table:system", ("P@10",), (), np.zeros((0, 1)), text, starts)
     values, got_text, got_starts = series_file.series_load(9, "table:system", ("P@10",), ())
     assert values.shape == (0, 1) and got_text == b"{}" and got_starts.tolist() == starts.tolist()
+
+
+def test_a_file_another_worker_saved_lately_is_not_written_again(saved_at_once, monkeypatch):
+    """The machine's workers save a series once per SAVE_EVERY between them, not each: a worker that finds the
+    file younger than that leaves it (and does not even read its values); an older file is written anew."""
+    import os
+
+    import numpy as np
+
+    text, starts = renderers.object_text([b'"q1":{"P@10":0.5}'])
+    series_file.series_save_later(9, "table:lately", ("P@10",), ("q1",), np.full((1, 1), 0.5), text, starts)
+    series_file.series_clear()  # another worker: it has saved nothing itself
+
+    def unread():
+        raise AssertionError("the values were read for nothing")
+
+    newer, newer_starts = renderers.object_text([b'"q1":{"P@10":0.25}'])
+    series_file.series_save_later(9, "table:lately", ("P@10",), ("q1",), unread, newer, newer_starts)
+    assert series_file.series_load(9, "table:lately", ("P@10",), ("q1",))[1] == text
+
+    path = series_file._path(series_file.cube_file.cube_dir(), 9, "table:lately")
+    old = path.stat().st_mtime - series_file.SAVE_EVERY - 1
+    os.utime(path, (old, old))
+    series_file.series_clear()
+    series_file.series_save_later(
+        9, "table:lately", ("P@10",), ("q1",), lambda: np.full((1, 1), 0.25), newer, newer_starts
+    )
+    assert series_file.series_load(9, "table:lately", ("P@10",), ("q1",))[1] == newer
