@@ -189,10 +189,8 @@ class StubIds:
             self._dict.update(zip(keys, ids, strict=True))
             self._width = max(self._width, max(map(len, keys), default=0))
             return
-        self._insert(np.array(keys, dtype=bytes), np.asarray(ids, dtype=np.int64))
-
-    def _insert(self, array: np.ndarray, ids: np.ndarray) -> None:
-        """Add docids (an S array) and their ids to the arrays, in the order of their hashes."""
+        # into the arrays, in the order of their hashes
+        array, id_array = np.array(keys, dtype=bytes), np.asarray(ids, dtype=np.int64)
         hashes = docid_hashes(array)
         by_hash = np.argsort(hashes, kind="stable")
         width = max(array.dtype.itemsize, self._keys.dtype.itemsize)
@@ -201,7 +199,7 @@ class StubIds:
         added = array[by_hash].astype(f"S{width}", copy=False)
         self._keys = np.insert(self._keys.astype(f"S{width}", copy=False), at, added)
         self._hashes = np.insert(self._hashes, at, hashes[by_hash])
-        self._ids = np.insert(self._ids, at, ids[by_hash])
+        self._ids = np.insert(self._ids, at, id_array[by_hash])
         if (self._hashes[1:] == self._hashes[:-1]).any():  # two docids of one hash: about 3 in 10**8 at a million
             self._to_dict()
 
