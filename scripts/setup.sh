@@ -29,6 +29,16 @@ for line in open(sys.argv[1], encoding="utf-8"):
             sys.exit(1)
 PY
 then
+  # PyICU (TR39 confusable usernames) builds against the system's ICU: Debian's libicu-dev, pkg-config and g++.
+  if ! pkg-config --exists icu-i18n 2>/dev/null || ! command -v g++ >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libicu-dev pkg-config g++ >/dev/null
+    else
+      echo "setup: PyICU needs ICU's headers and a C++ compiler: apt-get install libicu-dev pkg-config g++" >&2
+      exit 1
+    fi
+  fi
   .venv/bin/python -m pip install -q -r "$lock"
 fi
 # The translations (locale/*/LC_MESSAGES/*.po) are compiled here, not committed: pure Python (Babel), so
