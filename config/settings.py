@@ -177,6 +177,10 @@ RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "500
 # Significance tests costing more than this many systems x queries x permutations run as a background job.
 RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
+# A model endpoint at a link-local address (169.254.0.0/16, fe80::/10: cloud metadata services) is refused unless
+# this is on (a model served on a link-local network on purpose).
+RELJUDGE_MODEL_ALLOW_LINK_LOCAL = env_bool("RELJUDGE_MODEL_ALLOW_LINK_LOCAL", False)
+
 # The folder of the shared run-cube files (judging.scoring.cube_file): every worker of this machine maps one copy
 # of a campaign's runs. A local disk of each app server; empty keeps the cube in each process's memory.
 RELJUDGE_CUBE_DIR = os.environ.get("RELJUDGE_CUBE_DIR", str(BASE_DIR / "var" / "cubes"))

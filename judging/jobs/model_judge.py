@@ -272,6 +272,8 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
     finally:
         sidecar_remove(job.pk)
+        # the address is this run's only: a later job of the same id (another database, tests) must not find it
+        _ENDPOINT_HERE.pop(job.pk, None)
     seconds = time.monotonic() - started
     run_failed = summary.failed if summary else 0
     result = {
