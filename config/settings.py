@@ -79,6 +79,9 @@ MIDDLEWARE = [
     # A body over the upload limit is answered 413 before anything reads it (after the language and the user
     # are known; CsrfViewMiddleware reads forms only in process_view, after every middleware's request phase).
     "judging.uploads.UploadLimitMiddleware",
+    # A NUL in the address, the query string or a page's form: 400 naming where (PostgreSQL cannot store one).
+    # After CsrfViewMiddleware, whose process_view reads a page's form first; after the upload limit.
+    "judging.nul_bytes.NulBytesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

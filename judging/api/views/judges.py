@@ -98,9 +98,8 @@ class ModelJudgeActions:
         body = report_serializers.JudgeTemplateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         v = body.validated_data
-        before = judge_template_current(campaign=campaign, judge=judge, create=False)
         try:
-            saved = judge_template_save(
+            saved, created = judge_template_save(
                 campaign=campaign,
                 judge=judge,
                 text=v.get("text"),
@@ -113,7 +112,6 @@ class ModelJudgeActions:
         except DjangoValidationError as exc:
             raise DRFValidationError(exc.message_dict) from None
         versions = judge_templates(campaign=campaign, judge=judge)
-        created = before is None or saved.pk != before.pk
         return Response(
             {"judge": judge.username, "version": saved.version, "versions": versions},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
