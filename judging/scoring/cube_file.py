@@ -190,7 +190,11 @@ def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
         return None
     header, offset = got
     shape = tuple(int(n) for n in header["shape"])
-    doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape) if all(shape) else np.zeros(shape)
+    doc_ids = (
+        np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape)
+        if all(shape)
+        else np.zeros(shape, dtype=np.int64)
+    )
     return CubeFile(
         np.array(header["system_ids"], dtype=np.int64),
         [str(n) for n in header["system_names"]],
