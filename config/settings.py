@@ -187,6 +187,9 @@ RELJUDGE_MODEL_ALLOW_LINK_LOCAL = env_bool("RELJUDGE_MODEL_ALLOW_LINK_LOCAL", Fa
 # The folder of the shared run-cube files (judging.scoring.cube_file): every worker of this machine maps one copy
 # of a campaign's runs. A local disk of each app server; empty keeps the cube in each process's memory.
 RELJUDGE_CUBE_DIR = os.environ.get("RELJUDGE_CUBE_DIR", str(BASE_DIR / "var" / "cubes"))
+# A RELJUDGE_CUBE_DIR that is itself a symlink is refused (the cubes stay in memory) unless this is on: a link
+# someone else can change would send the score files elsewhere.
+RELJUDGE_CUBE_DIR_ALLOW_SYMLINK = env_bool("RELJUDGE_CUBE_DIR_ALLOW_SYMLINK", False)
 # A process that answers a leaderboard's bounds and verdicts from the shared cache (another process computed
 # them) builds its own per-query parts of that state in a thread of its own, so that its first request after
 # the next judgment patches one query instead of building every query's (judging.scoring.trust.shapes).
