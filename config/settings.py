@@ -1,6 +1,7 @@
 """RelJudge settings: one module, every deployment-specific value read from the environment."""
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -106,11 +107,22 @@ WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
 DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# SQLite's busy timeout: how long a connection waits for another's write lock before "database is locked". A
+# request waits a few seconds and then answers 503 with Retry-After (judging.db_busy): a long import holds the lock
+# for its whole transaction, and a login waiting 20 s for it helped nobody. The task worker waits longer: a job
+# must not fail because another job writes.
+RELJUDGE_SQLITE_BUSY_SECONDS = float(os.environ.get("RELJUDGE_SQLITE_BUSY_SECONDS", "5"))
+RELJUDGE_SQLITE_WORKER_BUSY_SECONDS = float(os.environ.get("RELJUDGE_SQLITE_WORKER_BUSY_SECONDS", "600"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Annotators write concurrently: wait for the lock instead of failing at once, and let readers
     # proceed while a write is in progress.
+    _worker = len(sys.argv) > 1 and sys.argv[1] == "db_worker"
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": RELJUDGE_SQLITE_WORKER_BUSY_SECONDS if _worker else RELJUDGE_SQLITE_BUSY_SECONDS,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL;",
+        }
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
