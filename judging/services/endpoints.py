@@ -10,8 +10,12 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "[redacted]"
 # Tokens an endpoint may echo whatever the configured key: "Bearer <token>" (also Basic), and OpenAI-style
-# keys ("sk-...", "sk-proj-...").
-_TOKENS = re.compile(r"\b(?:(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}|sk-[A-Za-z0-9_-]{6,})", re.IGNORECASE)
+# keys ("sk-...", "sk-proj-..."). A token has a digit in it: "basic information" and "bearer shares" in a
+# model's reason are words, not credentials.
+_TOKENS = re.compile(
+    r"\b(?:(bearer|basic)\s+(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}|sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{8,})",
+    re.IGNORECASE,
+)
 SECRET_MIN_CHARS = 4  # a shorter "secret" would blank ordinary words of the text
 
 # An http(s) URL inside free text, up to the first space or quote (a sentence's final full stop or comma is

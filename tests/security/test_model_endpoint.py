@@ -226,3 +226,19 @@ def test_an_answer_nested_a_million_deep_is_an_unreadable_answer_not_a_crash(poo
     client = ChatClient(Endpoint.configured(url=server.url, model="m", retries=0))
     assert client.complete([{"role": "user", "content": "Document d1"}]) == raw.decode()
     client.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Incorrect API key provided: Bearer abc123456", "Incorrect API key provided: Bearer [redacted]"),
+        ("key sk-proj-XYZ1234567abc here", "key [redacted] here"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [redacted]"),
+        ("The page gives basic information only", "The page gives basic information only"),
+        ("a bearer shares certificate; sk-learn docs", "a bearer shares certificate; sk-learn docs"),
+    ],
+)
+def test_tokens_are_redacted_and_words_are_not(text, shown):
+    from judging.services.endpoints import secrets_redacted
+
+    assert secrets_redacted(text) == shown
