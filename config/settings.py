@@ -1,6 +1,7 @@
 """RelJudge settings: one module, every deployment-specific value read from the environment."""
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -79,6 +80,9 @@ MIDDLEWARE = [
     # A body over the upload limit is answered 413 before anything reads it (after the language and the user
     # are known; CsrfViewMiddleware reads forms only in process_view, after every middleware's request phase).
     "judging.uploads.UploadLimitMiddleware",
+    # A NUL in the address, the query string or a page's form: 400 naming where (PostgreSQL cannot store one).
+    # After CsrfViewMiddleware, whose process_view reads a page's form first; after the upload limit.
+    "judging.nul_bytes.NulBytesMiddleware",
     # Innermost: an exception from a view (a broken invariant of the scoring: judging.errors) is logged with its
     # campaign, parameters and stack before Django answers 500.
     "judging.middleware.InternalErrorLog",
@@ -106,11 +110,22 @@ WSGI_APPLICATION = "config.wsgi.application"
 ASGI_APPLICATION = "config.asgi.application"
 
 DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# SQLite's busy timeout: how long a connection waits for another's write lock before "database is locked". A
+# request waits a few seconds and then answers 503 with Retry-After (judging.db_busy): a long import holds the lock
+# for its whole transaction, and a login waiting 20 s for it helped nobody. The task worker waits longer: a job
+# must not fail because another job writes.
+RELJUDGE_SQLITE_BUSY_SECONDS = float(os.environ.get("RELJUDGE_SQLITE_BUSY_SECONDS", "5"))
+RELJUDGE_SQLITE_WORKER_BUSY_SECONDS = float(os.environ.get("RELJUDGE_SQLITE_WORKER_BUSY_SECONDS", "600"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Annotators write concurrently: wait for the lock instead of failing at once, and let readers
     # proceed while a write is in progress.
+    _worker = len(sys.argv) > 1 and sys.argv[1] == "db_worker"
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+        {
+            "timeout": RELJUDGE_SQLITE_WORKER_BUSY_SECONDS if _worker else RELJUDGE_SQLITE_BUSY_SECONDS,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL;",
+        }
     )
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -180,9 +195,16 @@ RELJUDGE_POLICY_JOB_PAIRS = int(os.environ.get("RELJUDGE_POLICY_JOB_PAIRS", "500
 # Significance tests costing more than this many systems x queries x permutations run as a background job.
 RELJUDGE_STATS_JOB_CELLS = int(os.environ.get("RELJUDGE_STATS_JOB_CELLS", "100000000"))
 
+# A model endpoint at a link-local address (169.254.0.0/16, fe80::/10: cloud metadata services) is refused unless
+# this is on (a model served on a link-local network on purpose).
+RELJUDGE_MODEL_ALLOW_LINK_LOCAL = env_bool("RELJUDGE_MODEL_ALLOW_LINK_LOCAL", False)
+
 # The folder of the shared run-cube files (judging.scoring.cube_file): every worker of this machine maps one copy
 # of a campaign's runs. A local disk of each app server; empty keeps the cube in each process's memory.
 RELJUDGE_CUBE_DIR = os.environ.get("RELJUDGE_CUBE_DIR", str(BASE_DIR / "var" / "cubes"))
+# A RELJUDGE_CUBE_DIR that is itself a symlink is refused (the cubes stay in memory) unless this is on: a link
+# someone else can change would send the score files elsewhere.
+RELJUDGE_CUBE_DIR_ALLOW_SYMLINK = env_bool("RELJUDGE_CUBE_DIR_ALLOW_SYMLINK", False)
 # A process that answers a leaderboard's bounds and verdicts from the shared cache (another process computed
 # them) builds its own per-query parts of that state in a thread of its own, so that its first request after
 # the next judgment patches one query instead of building every query's (judging.scoring.trust.shapes).

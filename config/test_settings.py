@@ -3,6 +3,9 @@
 import os
 
 os.environ.setdefault("RELJUDGE_TESTING", "1")
+# The suite's threads and servers on SQLite keep waiting for each other's writes as they did (a loaded CI machine
+# is slow); tests/security/test_database_busy.py checks the production default.
+os.environ.setdefault("RELJUDGE_SQLITE_BUSY_SECONDS", "20")
 
 from config.settings import *  # noqa: E402, F403
 

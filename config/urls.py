@@ -34,6 +34,9 @@ api_docs = csp_update({"style-src": ["'unsafe-inline'"], "img-src": ["data:"]})(
     SpectacularSwaggerSplitView.as_view(url_name="api-schema")
 )
 
+# A database locked past the busy timeout (SQLite during a long import) is 503 + Retry-After, not 500.
+handler500 = "judging.db_busy.server_error"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

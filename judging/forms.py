@@ -103,7 +103,8 @@ QUEUE_MODE_HELP: dict[str, Any] = {
     ),
     Campaign.QueueMode.AUDIT: gettext_lazy(
         "Query by query, in the order drawn: only the pairs of the queries drawn at random on the Audit page, "
-        "for the prediction-powered leaderboard; nothing else is served."
+        "for the prediction-powered leaderboard; nothing else is served, not even an annotator's assigned "
+        "queries unless they were drawn."
     ),
     Campaign.QueueMode.DOUBTFUL: gettext_lazy(
         "Across queries: first the pairs a model judge is least sure of; these labels feed “humans, else model”, "

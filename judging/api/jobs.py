@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from judging.api.serializers import AsciiFloatField, AsciiIntegerField
 from judging.jobs import JobError, JobLimit, job_get, job_rate, job_retry, job_start_upload
+from judging.jobs.model_judge import SEED_MAX
 from judging.models import Job
 
 
@@ -93,7 +94,9 @@ class JudgeRunSerializer(serializers.Serializer):
     pairs = serializers.CharField(
         default="unjudged", max_length=40, help_text="unjudged (by this judge), all, or sample:N."
     )
-    seed = AsciiIntegerField(default=0, help_text="Random seed of sample:N.")
+    seed = AsciiIntegerField(
+        default=0, min_value=0, max_value=SEED_MAX, help_text="Random seed of sample:N and the canary (0-4294967295)."
+    )
     repeat = AsciiIntegerField(
         default=1, min_value=1, max_value=20, help_text="Ask each pair N times (self-consistency); the majority wins."
     )

@@ -6,8 +6,10 @@ import io
 
 from django.utils.translation import gettext as _
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ParseError
 from rest_framework.parsers import FormParser, JSONParser
+
+from judging.json_depth import JSONTooDeep, json_depth_check
 
 # A judgment is a few hundred bytes (a 5,000-character note is at most 20 KB); campaign settings with
 # long guidelines stay far below this. Files go through the multipart upload endpoints, which keep
@@ -51,11 +53,26 @@ class BoundedBodyMixin:
         data = stream.read(BODY_MAX_BYTES + 1) if stream is not None else b""
         if len(data) > BODY_MAX_BYTES:
             raise _too_large(f"more than {BODY_MAX_BYTES:,}")
-        return super().parse(io.BytesIO(data), media_type, parser_context)
+        return self._parse_bytes(data, media_type, parser_context)
+
+    def _parse_bytes(self, data: bytes, media_type, parser_context):
+        return super().parse(io.BytesIO(data), media_type, parser_context)  # type: ignore[misc]
 
 
 class BoundedJSONParser(BoundedBodyMixin, JSONParser):
-    pass
+    """JSON bodies, bounded in size (BoundedBodyMixin) and in depth: a body nested deeper than
+    judging.json_depth.JSON_DEPTH_MAX levels is refused with 400 before the recursive parser sees it
+    (1,000 levels of ``[`` raised RecursionError: a 500 without login)."""
+
+    def _parse_bytes(self, data: bytes, media_type, parser_context):
+        try:
+            json_depth_check(data)
+        except JSONTooDeep as exc:
+            raise ParseError(
+                _("JSON parse error - the body nests %(depth)d levels deep; at most %(limit)d are accepted.")
+                % {"depth": exc.depth, "limit": exc.limit}
+            ) from None
+        return super()._parse_bytes(data, media_type, parser_context)
 
 
 class BoundedFormParser(BoundedBodyMixin, FormParser):

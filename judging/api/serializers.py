@@ -29,9 +29,11 @@ GRADE_RANGE: dict[str, Any] = {"min_value": 0, "max_value": 100}
 
 class AsciiIntegerField(serializers.IntegerField):
     """An integer written with the digits 0-9: DRF's IntegerField, like int(), also reads "２" and "١٠" (files
-    and forms refuse them)."""
+    and forms refuse them). JSON's true and false are not numbers."""
 
     def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
         if isinstance(data, str):
             try:
                 ascii_float(data)  # DRF's own parsing follows (it takes "2.0" as 2)
@@ -41,9 +43,12 @@ class AsciiIntegerField(serializers.IntegerField):
 
 
 class AsciiFloatField(serializers.FloatField):
-    """A number written with ASCII digits (FloatField, like float(), also reads "١" and "nan")."""
+    """A number written with ASCII digits (FloatField, like float(), also reads "١" and "nan"); JSON's true and
+    false are not numbers (float(True) is 1.0: a template's thresholds [true, 67] were taken as [1, 67])."""
 
     def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
         if isinstance(data, str):
             try:
                 ascii_float(data)

@@ -48,6 +48,7 @@ from judging.services.model_judge import (
 
 logger = logging.getLogger(__name__)
 
+SEED_MAX = 2**32 - 1  # the seeds a run accepts (the API's and the command's): numpy's and random's common range
 GIVE_UP_AFTER = 20  # failed calls in a row after which a model judge's job stops (the endpoint is down)
 
 
@@ -123,6 +124,8 @@ def model_judge_job_start(
         raise ValueError(f"--repeat must be from 1 to {REPEAT_MAX}")
     if not 0 <= temperature <= 2:
         raise ValueError("--temperature must be from 0 to 2")
+    if isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:
+        raise ValueError(f"--seed must be a whole number from 0 to {SEED_MAX}")
     if not 0 <= canary <= CANARY_MAX:
         raise ValueError(f"--canary takes 1 to {CANARY_MAX} documents")
     if pairs == "none" and not canary:
@@ -272,6 +275,8 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
     finally:
         sidecar_remove(job.pk)
+        # the address is this run's only: a later job of the same id (another database, tests) must not find it
+        _ENDPOINT_HERE.pop(job.pk, None)
     seconds = time.monotonic() - started
     run_failed = summary.failed if summary else 0
     result = {

@@ -42,6 +42,7 @@ class RunCube:
     query_ids: np.ndarray  # (Q,) every query of the campaign, ascending id
     qids: list[str]
     doc_ids: np.ndarray  # (S, Q, D) int64
+    guard: cube_file.MappedFile | None = None  # the cube file doc_ids maps: used only while it keeps its size
 
     @cached_property
     def answered(self) -> np.ndarray:
@@ -138,7 +139,7 @@ def run_cube(campaign: Campaign) -> RunCube:
     key = _systems_key(campaign)
     with _LOCK:
         cube = _CUBES.get(key)
-    if cube is not None:
+    if cube is not None and (cube.guard is None or cube.guard.sound()):
         return cube
     folder = cube_file.cube_dir()
     if folder is None:
@@ -163,7 +164,9 @@ def run_cube(campaign: Campaign) -> RunCube:
                         doc_ids=cube.doc_ids,
                     )
         if found is not None:
-            cube = RunCube(key, found.system_ids, found.system_names, found.query_ids, found.qids, found.doc_ids)
+            cube = RunCube(
+                key, found.system_ids, found.system_names, found.query_ids, found.qids, found.doc_ids, found.guard
+            )
     assert cube is not None
     with _LOCK:
         # runs are immutable per key; keep only the newest cube per campaign

@@ -12,12 +12,21 @@ measures read (one byte an entry) have a file of their own, judging.scoring.grid
 new state, a new file; the old files of the campaign go when the new one is in place (a worker still mapping one
 keeps its pages until it lets go: unlinking a mapped file is safe).
 
-The layout: an 8-byte magic, the header's length (8 bytes) and CRC-32 (4 bytes), the header (JSON: the format
-version, the digest of the state, the shape, the systems and queries), then, from the next 4096-byte boundary, the
-document ids as little-endian int64 in C order. A file is used only when its magic, format, header CRC and state
-digest match and its size is exactly what the header says; anything else (a truncated copy, another version,
-another state) is deleted and rebuilt, never trusted. A file is written under a temporary name and renamed into
-place, so a reader never sees half of one; a full disk leaves the previous file in use with a warning in the log.
+The layout: an 8-byte magic, the header's length (8 bytes) and CRC-32 (4 bytes), the payload's xxh3-64 (8 bytes),
+the header (JSON: the format version, the digest of the state, the shape, the systems and queries), then, from the
+next 4096-byte boundary, the document ids as little-endian int64 in C order. A file is used only when its magic,
+format, header CRC and state digest match, its size is exactly what the header says and its payload hashes to the
+checksum (verified each time a process opens it: 0.2 s for 800 MB); anything else (a truncated copy, another
+version, another state, a value changed in place) is deleted and rebuilt with a warning in the log, never
+trusted. A file is written under a temporary name, synced and renamed into place (the folder synced too), never
+rewritten in place, so a reader never sees half of one; a full disk leaves the previous file in use with a
+warning in the log. A worker checks, at each use, that the file it maps still has its size (a file truncated
+under a mapping would kill the worker with SIGBUS at the next read) and maps it anew otherwise.
+
+Files are opened with ``O_NOFOLLOW`` (a symlink planted at a file's or lock's name is refused, never followed)
+and created 0600 in a folder kept 0700: the labels and per-query scores in them are those of leaderboards hidden
+from annotators. A folder that is itself a symlink is refused (the cubes stay in each process's memory, an error
+in the log) unless ``RELJUDGE_CUBE_DIR_ALLOW_SYMLINK`` is on.
 
 Several app servers: the folder is per machine (a local disk); each machine builds its own copy from the database
 the first time one of its workers needs it. The state digest includes the database's name, so two databases
@@ -32,24 +41,29 @@ import fcntl
 import hashlib
 import json
 import logging
+import mmap
 import os
+import stat
 import struct
 import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
+import xxhash
 from django.conf import settings
 from django.db import connection, transaction
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: the payload's checksum in the prefix
 MAGIC = b"RJCUBE\x00\x01"
-_PREFIX = struct.Struct("<8sQI")  # magic, header length, header CRC-32
+_PREFIX = struct.Struct("<8sQIQ")  # magic, header length, header CRC-32, the payload's xxh3-64
+FILE_MODE = 0o600  # files of the folder: the app's user only (labels of hidden leaderboards)
+DIR_MODE = 0o700
 _ALIGN = 4096  # the data starts on a page boundary
 TEMP_MAX_AGE = 3600.0  # seconds after which a temporary file nobody renamed (a killed writer) is removed
 
@@ -64,12 +78,95 @@ class CubeFile:
     qids: list[str]
     doc_ids: np.ndarray  # (S, Q, D) int64, a read-only memory map of the file
     path: Path
+    guard: MappedFile | None = None
+
+
+@dataclass
+class MappedFile:
+    """The open file a process mapped (not its name: another file may be renamed into place) and the size it
+    had: ``sound()`` is False once it was truncated, when reading the mapping would raise SIGBUS."""
+
+    handle: IO[bytes]
+    size: int
+
+    def sound(self) -> bool:
+        try:
+            return os.fstat(self.handle.fileno()).st_size == self.size
+        except (OSError, ValueError):
+            return False
+
+
+_REFUSED_FOLDERS: set[str] = set()
 
 
 def cube_dir() -> Path | None:
-    """The folder of the cube files, or None when the cube stays in each process's memory."""
+    """The folder of the cube files, or None when the cube stays in each process's memory (also when the folder
+    is a symlink and RELJUDGE_CUBE_DIR_ALLOW_SYMLINK is off: an error in the log, once per process)."""
     raw = getattr(settings, "RELJUDGE_CUBE_DIR", "")
-    return Path(raw) if raw else None
+    if not raw:
+        return None
+    folder = Path(raw)
+    if folder.is_symlink() and not getattr(settings, "RELJUDGE_CUBE_DIR_ALLOW_SYMLINK", False):
+        if raw not in _REFUSED_FOLDERS:
+            _REFUSED_FOLDERS.add(raw)
+            logger.error(
+                "RELJUDGE_CUBE_DIR %s is a symlink: not used (each process keeps its cubes in memory); point it at "
+                "the folder itself, or set RELJUDGE_CUBE_DIR_ALLOW_SYMLINK=1",
+                raw,
+            )
+        return None
+    return folder
+
+
+def folder_make(folder: Path) -> None:
+    """Create the folder 0700, or take an existing one of the app's user down to 0700."""
+    folder.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        st = folder.stat()
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(folder, DIR_MODE)
+    except OSError:
+        pass
+
+
+def open_nofollow(path: Path, flags: int, *, create: bool = False) -> IO[bytes]:
+    """``path`` opened with O_NOFOLLOW (a symlink there raises OSError ELOOP instead of being followed), created
+    0600 when ``create``; a binary file object."""
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        mode = "r+b" if flags & (os.O_RDWR | os.O_WRONLY) else "rb"
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive flock on the lock file ``path`` (O_NOFOLLOW, 0600); yields False when ``wait`` is off and
+    another process holds it. A symlink at ``path`` is removed (the link, never its target), with a warning."""
+    try:
+        handle = open_nofollow(path, os.O_RDWR, create=True)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        logger.warning("%s is a symlink, never followed: removed, and the lock made anew", path.name)
+        with contextlib.suppress(FileNotFoundError):  # another worker removed it first
+            path.unlink()
+        handle = open_nofollow(path, os.O_RDWR, create=True)
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def state_digest(key: tuple[object, ...]) -> str:
@@ -86,32 +183,54 @@ def _path(folder: Path, campaign_pk: int, digest: str) -> Path:
 def build_lock(folder: Path, campaign_pk: int) -> Iterator[None]:
     """Held while one process builds a campaign's cube file: the other workers of the machine wait for it and map
     the result instead of each reading every ranking from the database at once."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"cube-{campaign_pk}.lock", "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    folder_make(folder)
+    with file_lock(folder / f"cube-{campaign_pk}.lock"):
+        yield
 
 
 ANOTHER_STATE = "another state"
 
 
-def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple[dict[str, Any], int] | str | None:
-    """The header of a file written by :func:`write_file` and the offset of its data: None when there is no file,
-    else why it cannot be used (a message) when its magic, header CRC, format or state digest differ, or when
-    its size is not the header's offset plus ``data_bytes(header)``."""
+@dataclass
+class Sound:
+    """A file that passed every check, opened (O_NOFOLLOW): read and map it through ``handle``, never its name."""
+
+    header: dict[str, Any]
+    offset: int  # where the data starts
+    handle: IO[bytes]
+    size: int
+
+    def mapped(self) -> MappedFile:
+        return MappedFile(self.handle, self.size)
+
+
+def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> Sound | str | None:
+    """The header of a file written by :func:`write_file`, with the file open: None when there is no file, else
+    why it cannot be used (a message) when it is a symlink or not a regular file, its magic, header CRC, format or
+    state digest differ, its size is not the header's offset plus ``data_bytes(header)``, or its payload does not
+    hash to the prefix's checksum."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(_PREFIX.size)
-            found, length, crc = _PREFIX.unpack(head) if len(head) == _PREFIX.size else (b"", 0, 0)
-            raw = handle.read(length) if found == magic and length < 64 * 1024 * 1024 else b""
-        size = path.stat().st_size
+        handle = open_nofollow(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        return f"unreadable: {exc}"
+        if exc.errno == errno.ELOOP:
+            return "a symlink, never followed"
+        return f"unreadable: {exc.strerror or exc}"
+    try:
+        got = _checked(handle, magic, digest, data_bytes)
+    except OSError as exc:
+        got = f"unreadable: {exc.strerror or exc}"
+    if isinstance(got, str):
+        handle.close()
+    return got
+
+
+def _checked(handle: IO[bytes], magic: bytes, digest: str, data_bytes: Any) -> Sound | str:
+    head = handle.read(_PREFIX.size)
+    found, length, crc, payload = _PREFIX.unpack(head) if len(head) == _PREFIX.size else (b"", 0, 0, 0)
+    raw = handle.read(length) if found == magic and length < 64 * 1024 * 1024 else b""
+    size = os.fstat(handle.fileno()).st_size
     if found != magic:
         return "not a file of this kind and version"
     if len(raw) != length or zlib.crc32(raw) != crc:
@@ -128,7 +247,17 @@ def read_header(path: Path, magic: bytes, digest: str, data_bytes: Any) -> tuple
         return "header damaged"
     if size != expected:
         return f"{size} bytes, expected {expected} (truncated)"
-    return header, offset
+    if _payload_hash(handle, offset, size) != payload:
+        return "payload checksum differs (changed since it was written)"
+    return Sound(header, offset, handle, size)
+
+
+def _payload_hash(handle: IO[bytes], offset: int, size: int) -> int:
+    """xxh3-64 of the bytes from ``offset`` to ``size`` (mapped, not read into memory)."""
+    if size <= offset:
+        return int(xxhash.xxh3_64_intdigest(b""))
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as whole, memoryview(whole) as view:
+        return int(xxhash.xxh3_64_intdigest(view[offset:size]))
 
 
 def sound_header(
@@ -140,10 +269,10 @@ def sound_header(
     log: logging.Logger,
     kind: str,
     other_state_ok: bool = False,
-) -> tuple[dict[str, Any], int] | None:
+) -> Sound | None:
     """:func:`read_header`, with a file that is not sound removed and a warning in ``log`` naming it as ``kind``
     (None then, as when there is no file). ``other_state_ok``: a file of another state is left alone, quietly (the
-    next write replaces it)."""
+    next write replaces it). A symlink is removed (the link, never its target)."""
     got = read_header(path, magic, digest, data_bytes)
     if got is None or (other_state_ok and got == ANOTHER_STATE):
         return None
@@ -162,17 +291,23 @@ def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator
     raw = json.dumps({"format": FORMAT, **header}, ensure_ascii=False).encode()
     temp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "wb") as handle:
-            handle.write(_PREFIX.pack(magic, len(raw), zlib.crc32(raw)))
+        folder_make(path.parent)
+        with open_nofollow(temp, os.O_WRONLY | os.O_EXCL, create=True) as handle:
+            handle.write(_PREFIX.pack(magic, len(raw), zlib.crc32(raw), 0))
             handle.write(raw)
             handle.write(b"\0" * (_data_offset(len(raw)) - _PREFIX.size - len(raw)))
+            payload = xxhash.xxh3_64()
             for part in parts:
                 if part.size:  # an empty part has no bytes (and a memoryview of it cannot be cast)
-                    handle.write(np.ascontiguousarray(part).data.cast("B"))
+                    data = np.ascontiguousarray(part).data.cast("B")
+                    payload.update(data)
+                    handle.write(data)
+            handle.seek(0)
+            handle.write(_PREFIX.pack(magic, len(raw), zlib.crc32(raw), payload.intdigest()))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
+        _sync_folder(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
@@ -182,19 +317,29 @@ def write_file(path: Path, magic: bytes, header: dict[str, Any], parts: Iterator
     return True
 
 
+def _sync_folder(folder: Path) -> None:
+    """fsync the folder, so that a rename into it survives a crash."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
     """Map the cube file of this state if a sound one exists; a file that is not sound is removed (None)."""
     path = _path(folder, campaign_pk, digest)
     got = sound_header(path, MAGIC, digest, lambda h: int(np.prod(h["shape"])) * 8, log=logger, kind="cube file")
     if got is None:
         return None
-    header, offset = got
+    header, offset = got.header, got.offset
     shape = tuple(int(n) for n in header["shape"])
-    doc_ids: np.ndarray
-    if all(shape):
-        doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape)
-    else:  # no system or no query: an empty cube of document ids, integers as the mapped ones are
-        doc_ids = np.zeros(shape, dtype=np.int64)
+    doc_ids: np.ndarray = (
+        np.memmap(got.handle, dtype="<i8", mode="r", offset=offset, shape=shape)
+        if all(shape)
+        else np.zeros(shape, dtype=np.int64)
+    )
     return CubeFile(
         np.array(header["system_ids"], dtype=np.int64),
         [str(n) for n in header["system_names"]],
@@ -202,6 +347,7 @@ def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
         [str(q) for q in header["qids"]],
         doc_ids,
         path,
+        got.mapped(),
     )
 
 

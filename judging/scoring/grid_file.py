@@ -15,9 +15,10 @@ One file per campaign, runs state (the cube's digest: new runs or queries make n
 with the old cube file) and label source (the aggregation policy, and human or model labels); its name is
 ``grid-CAMPAIGN-CUBE-SOURCE.bin``. The layout is the cube file's (judging.scoring.cube_file): a magic, a header
 with a CRC, then from a page boundary the versions (Q int64), the labels (S x Q x D int8) and the qrels rows
-(Q x M int8). A file whose magic, format, header CRC, source digest, shape or size is wrong is removed and
-rebuilt, never trusted; a file is written under a temporary name and renamed into place; a full disk leaves
-the previous file in use (with a warning in the log), and the worker keeps its arrays in memory.
+(Q x M int8). A file whose magic, format, header CRC, source digest, shape, size or payload checksum is wrong is
+removed and rebuilt, never trusted; a file is written under a temporary name and renamed into place, never
+rewritten in place; a full disk leaves the previous file in use (with a warning in the log), and the worker keeps
+its arrays in memory. A worker maps the file it verified (its open handle, not its name).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -52,6 +53,7 @@ class GridFile:
     width: int  # M, the qrels rows' width
     offset: int  # where the versions start
     identity: tuple[int, int, int] = field(default=(0, 0, 0))  # (device, inode, mtime ns): a new file is another
+    mapped: cube_file.MappedFile | None = None  # the verified file, open: mapped and read through it
 
     @property
     def _labels_offset(self) -> int:
@@ -62,7 +64,15 @@ class GridFile:
         pages become its own), and another call maps the file anew."""
         if not all(self.shape):
             return np.zeros(self.shape, dtype=np.int8)
-        return np.memmap(self.path, dtype=np.int8, mode="c", offset=self._labels_offset, shape=self.shape)
+        return np.memmap(self._source, dtype=np.int8, mode="c", offset=self._labels_offset, shape=self.shape)
+
+    @property
+    def _source(self) -> Path | IO[bytes]:
+        return self.mapped.handle if self.mapped is not None else self.path
+
+    def sound(self) -> bool:
+        """Whether the file this maps still has its size (False once truncated: its pages would raise SIGBUS)."""
+        return self.mapped is None or self.mapped.sound()
 
     def qrels(self) -> np.ndarray:
         """The qrels rows (Q, M), read into memory (they are small)."""
@@ -70,12 +80,19 @@ class GridFile:
         if not n_q or not self.width:
             return np.zeros((n_q, self.width), dtype=np.int8)
         start = self._labels_offset + int(np.prod(self.shape))
-        rows = np.fromfile(self.path, dtype=np.int8, count=n_q * self.width, offset=start)
+        rows = np.frombuffer(_pread(self._source, n_q * self.width, start), dtype=np.int8)
         return rows.reshape(n_q, self.width)
 
     def replaced(self) -> bool:
         """Whether the file on disk is no longer this one (another worker wrote a newer base, or it went)."""
         return _identity(self.path) != self.identity
+
+
+def _pread(source: Path | IO[bytes], count: int, offset: int) -> bytes:
+    if isinstance(source, Path):
+        with cube_file.open_nofollow(source, os.O_RDONLY) as handle:
+            return os.pread(handle.fileno(), count, offset)
+    return os.pread(source.fileno(), count, offset)
 
 
 def _versions_bytes(n_q: int) -> int:
@@ -112,10 +129,19 @@ def grid_load(folder: Path, campaign_pk: int, cube_digest: str, digest: str) -> 
     got = cube_file.sound_header(path, MAGIC, digest, _data_bytes, log=logger, kind="labels file")
     if got is None:
         return None
-    header, offset = got
+    header, offset = got.header, got.offset
     shape = tuple(int(n) for n in header["shape"])
-    versions = np.fromfile(path, dtype="<i8", count=shape[1], offset=offset) if shape[1] else np.zeros(0, np.int64)
-    return GridFile(path, versions.astype(np.int64), shape, int(header["width"]), offset, identity)  # type: ignore[arg-type]
+    raw = os.pread(got.handle.fileno(), shape[1] * 8, offset) if shape[1] else b""
+    versions = np.frombuffer(raw, dtype="<i8")
+    return GridFile(
+        path,
+        versions.astype(np.int64),
+        shape,  # type: ignore[arg-type]
+        int(header["width"]),
+        offset,
+        identity,
+        got.mapped(),
+    )
 
 
 def grid_save(

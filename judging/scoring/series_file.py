@@ -6,8 +6,8 @@ against a few milliseconds in a worker that keeps the previous state's rows and 
 a worker that wrote a series (one system's rows in one score table) saves them, with their values and queries, at
 most every :data:`SAVE_EVERY` seconds (and only when the file is older than that: one worker of the machine saves
 it, not each) and in a thread; a worker that has none of its own reads the file and rewrites only the rows whose
-values moved since. A file of other queries or names is not used; a damaged one is
-removed (a warning in the log); new runs remove the campaign's files (judging.scoring.cube_file), as does
+values moved since. A file of other queries or names is not used; a damaged one (its payload's checksum included)
+is removed (a warning in the log); new runs remove the campaign's files (judging.scoring.cube_file), as does
 deleting the campaign.
 
 Layout (judging.scoring.cube_file's header): the values (Q x M float64), where each query's item starts in the
@@ -68,9 +68,9 @@ def series_load(
     )
     if got is None:
         return None
-    header, offset = got
+    header, offset = got.header, got.offset
     try:
-        with open(path, "rb") as handle:
+        with got.handle as handle:  # the file that was verified, not whatever has its name now
             handle.seek(offset)
             values = np.frombuffer(handle.read(n_q * n_m * 8), dtype="<f8").reshape(n_q, n_m)
             starts = np.frombuffer(handle.read((n_q + 1) * 8), dtype="<i8")

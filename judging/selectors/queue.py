@@ -261,8 +261,9 @@ def pair_next(
     PostgreSQL), with the annotator's progress on its query (``pair.progress``), for the judging page's
     "record + next" to hold it in the same transaction; a pair another request has locked is passed over.
 
-    Queries a lead assigned to the annotator (QueryAssignment) come before everything else, in every mode:
-    the current query if it is one of theirs, then their other queries in their own order. Another
+    Queries a lead assigned to the annotator (QueryAssignment) come before everything else, in every mode but
+    the exclusive ones (the audit), where they come first only when drawn: the current query if it is one of
+    theirs, then their other queries in their own order. Another
     annotator's assigned query keeps a slot of each pair's redundancy for its assignee until they have
     judged it, so with redundancy 1 it stays out of everyone else's queue while its assignee has work
     there (see _open_pairs_of); unassigned queries stay shared.
@@ -280,18 +281,20 @@ def pair_next(
         mine = assigned_pair_next(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude
         )
-        if mine is not None:
+        exclusive = campaign.queue_mode in EXCLUSIVE_MODES
+        listed = strategy(campaign, annotator_id) if mine is None or exclusive else None
+        # An exclusive mode wins over assignments (the audit must stay a random sample): an assigned pair comes
+        # first only when the mode's list holds it, and an annotator whose queries were not drawn is served
+        # drawn pairs, or nothing.
+        if mine is not None and (listed is None or bool(np.isin(mine.id, listed))):
             return NextPair(mine)
-        found = _pair_of_priority(
-            strategy(campaign, annotator_id), campaign=campaign, annotator_id=annotator_id, exclude=exclude
-        )
+        assert listed is not None
+        found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=exclude)
         if found is not None:
             return NextPair(found)
-        if campaign.queue_mode in EXCLUSIVE_MODES:
+        if exclusive:
             if exclude:  # the skipped pairs come back at the end, as in the query-by-query order
-                found = _pair_of_priority(
-                    strategy(campaign, annotator_id), campaign=campaign, annotator_id=annotator_id, exclude=()
-                )
+                found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=())
                 return NextPair(found, was_skipped=found is not None)
             return NextPair(None)
     args: dict[str, Any] = {

@@ -15,8 +15,9 @@ a link names the account that issued it, so an account made an administrator, or
 issuer does not lead, after the link was issued cannot be taken over with it.
 
 Usernames are compared as Django's own forms compare them: NFKC-normalised and case-insensitively. A name
-that only looks like an existing one (``lеad2`` with a Cyrillic е, full-width letters, Greek omicron) is
-refused with the account it resembles (``account_name_resolve``), wherever an account is created or named.
+that only looks like an existing one (``lеad2`` with a Cyrillic е, ``ɑlice`` with a Latin alpha, ``alİce``,
+full-width letters: the same Unicode TR39 confusable skeleton) is refused with the account it resembles
+(``account_name_resolve``), wherever an account is created or named.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import hashlib
 import io
 import logging
 import math
+import re
 import time
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
+import icu
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as Account
@@ -78,9 +81,19 @@ def _username_check(username: str) -> str:
     return username
 
 
-# Letters of other scripts that read as a Latin letter, both cases (Unicode's confusables, the Cyrillic and
-# Greek part that matters for usernames); a skeleton is compared after casefolding.
-_CONFUSABLES = str.maketrans(
+# Unicode TR39 (Security Mechanisms, section 4 "Confusable Detection"): two strings are confusable when their
+# skeletons are equal; the skeleton maps each character to its prototype in Unicode's confusables.txt (NFD before
+# and after). ICU's SpoofChecker implements it with the data of its Unicode version. Thread-safe for this use (a
+# const checker's getSkeleton).
+_SPOOF = icu.SpoofChecker()
+# A dot above a soft-dotted letter (i, j: Unicode's Soft_Dotted property) is not seen: "İ" lower-cased is "i" and
+# U+0307, which reads as "i". In skeletons i stays i and I becomes l, so the dot goes after either, and after j.
+_INVISIBLE_DOT = re.compile("(?<=[ijl])\u0307")
+
+
+# Cyrillic and Greek letters that read as a Latin letter in a username though TR39 keeps some of them apart
+# (Greek ε is confusable with ꞓ there, not with e): mapped before the skeleton, both cases.
+_LATIN_LOOKALIKES = str.maketrans(
     {
         **dict(zip("аАвВеЕһНіІјЈкКмМоОрРсСтТуУхХѕЅԁԛԝӏ", "aAbBeEhHiIjJkKmMoOpPcCtTyYxXsSdqwl", strict=True)),
         **dict(zip("αΑΒεΕΖηΗιΙκΚΜνΝοΟρΡτΤυΥχΧϲ", "aABeEZnHiIkKMvNoOpPtTuYxXc", strict=True)),
@@ -89,10 +102,23 @@ _CONFUSABLES = str.maketrans(
 )
 
 
+def _tr39(text: str) -> str:
+    return _INVISIBLE_DOT.sub("", _SPOOF.getSkeleton(0, text.translate(_LATIN_LOOKALIKES)))
+
+
+def username_skeletons(username: str) -> tuple[str, str]:
+    """What ``username`` looks like to a reader, twice: the TR39 skeleton of its case-folded NFKC form (``ALICE``,
+    ``ɑlice``, ``alİce`` and ``ａｌｉｃｅ`` all read ``alice``), and the case-folded skeleton of the name as
+    written (``aIice`` with a capital I reads ``alice`` too, which case-folding first would hide). Two names that
+    share either are one name to a reader."""
+    name = unicodedata.normalize("NFKC", username)
+    return _tr39(name.casefold()), _tr39(name).casefold()
+
+
 def username_skeleton(username: str) -> str:
-    """What ``username`` looks like: NFKC, look-alike letters of other scripts read as Latin, casefolded.
+    """The case-insensitive skeleton of ``username`` (the first of :func:`username_skeletons`).
     Two names with one skeleton are one name to a reader (``lead2``, ``LEAD2``, ``ｌｅａｄ２``, ``lеad2``)."""
-    return unicodedata.normalize("NFKC", username).translate(_CONFUSABLES).casefold()
+    return username_skeletons(username)[0]
 
 
 # Scripts whose letters pass for one another; other mixes are ordinary (Japanese writes kanji with kana).
@@ -111,16 +137,19 @@ class AccountNames:
         self._by_skeleton: dict[str, list[str]] | None = None
 
     def like(self, username: str) -> list[str]:
+        """The existing usernames ``username`` looks like (by either skeleton)."""
         if self._by_skeleton is None:
             self._by_skeleton = {}
             # One pass over the usernames (a team's accounts, not its documents) instead of a stored skeleton.
             for name in get_user_model().objects.order_by("pk").values_list("username", flat=True).iterator():
                 self.add(name)
-        return self._by_skeleton.get(username_skeleton(username), [])
+        found = [name for key in set(username_skeletons(username)) for name in self._by_skeleton.get(key, [])]
+        return list(dict.fromkeys(found))
 
     def add(self, username: str) -> None:
         if self._by_skeleton is not None:
-            self._by_skeleton.setdefault(username_skeleton(username), []).append(username)
+            for key in set(username_skeletons(username)):
+                self._by_skeleton.setdefault(key, []).append(username)
 
 
 def _name_lock(username: str) -> bool:

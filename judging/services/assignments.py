@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count
@@ -25,6 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from judging.models import Account, AnnotatorProfile, Campaign, Membership, Query, QueryAssignment, QueryTag
+from judging.services.accounts import account_name_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +47,21 @@ def _names(values: Sequence[str]) -> str:
     return shown
 
 
+def _account(username: str) -> Account:
+    """The account ``username`` names as logins name it (``ALICE`` is alice; accounts.account_name_resolve), or
+    a ValidationError on ``annotator``: no such user, or a name that only looks like one (saying which)."""
+    found = None
+    if username:
+        username, found = account_name_resolve(username, error=lambda m: ValidationError({"annotator": m}))
+    if found is None:
+        raise ValidationError({"annotator": _("there is no user %(name)s") % {"name": repr(username)}})
+    return found
+
+
 def assignee_get(*, campaign: Campaign, username: str) -> Account:
     """The annotator ``username`` of ``campaign``, or a ValidationError on ``annotator`` saying why not."""
-    user = get_user_model().objects.filter(username=username).first() if username else None
-    if user is None:
-        raise ValidationError({"annotator": _("there is no user %(name)s") % {"name": repr(username)}})
+    user = _account(username)
+    username = user.get_username()
     role = Membership.objects.filter(campaign=campaign, user=user).values_list("role", flat=True).first()
     if role is None:
         raise ValidationError({"annotator": _("%(name)s is not a member of this campaign") % {"name": repr(username)}})
@@ -189,10 +199,7 @@ def assignments_remove(
     if ids is not None:
         qs = qs.filter(id__in=list(ids))
     elif annotator is not None:
-        user = get_user_model().objects.filter(username=annotator).first()
-        if user is None:
-            raise ValidationError({"annotator": _("there is no user %(name)s") % {"name": repr(annotator)}})
-        qs = qs.filter(annotator=user)
+        qs = qs.filter(annotator=_account(annotator))
         if queries is not None:
             qs = qs.filter(query_id__in=list(queries))
     else:

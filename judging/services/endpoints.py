@@ -1,10 +1,22 @@
 """How a model endpoint's URL is written where people read it: without credentials (user:password@, a query
-string such as ``?api-key=...``, a fragment). Pure functions, shared by the model-judge client and the pages."""
+string such as ``?api-key=...``, a fragment), and text from an endpoint without secrets in it. Pure functions,
+shared by the model-judge client and the pages."""
 
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+REDACTED = "[redacted]"
+# Tokens an endpoint may echo whatever the configured key: "Bearer <token>" (also Basic), and OpenAI-style
+# keys ("sk-...", "sk-proj-..."). A token has a digit in it: "basic information" and "bearer shares" in a
+# model's reason are words, not credentials.
+_TOKENS = re.compile(
+    r"\b(?:(bearer|basic)\s+(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}|sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{8,})",
+    re.IGNORECASE,
+)
+SECRET_MIN_CHARS = 4  # a shorter "secret" would blank ordinary words of the text
 
 # An http(s) URL inside free text, up to the first space or quote (a sentence's final full stop or comma is
 # left outside): a key in its query string may hold any other character.
@@ -40,3 +52,22 @@ def urls_display(text: str) -> str:
         return endpoint_display(url) + closing
 
     return _URL_IN_TEXT.sub(shown, text or "")
+
+
+def secrets_redacted(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (the configured key, a URL's query string and its values, a password)
+    and any bearer or ``sk-`` token replaced by ``[redacted]``.
+
+    >>> secrets_redacted("Incorrect API key provided: Bearer abc123456. Also sk-proj-XYZ123456", ["abc123456"])
+    'Incorrect API key provided: Bearer [redacted]. Also [redacted]'
+    """
+    found: set[str] = set()
+    for secret in secrets:
+        if not secret:
+            continue
+        found.add(secret)
+        if "=" in secret:  # a query string: its values too
+            found.update(value for _key, value in parse_qsl(secret, keep_blank_values=True))
+    for secret in sorted((s for s in found if len(s) >= SECRET_MIN_CHARS), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return _TOKENS.sub(lambda m: f"{m.group(1)} {REDACTED}" if m.group(1) else REDACTED, text)

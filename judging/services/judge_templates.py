@@ -202,7 +202,7 @@ def judge_template_current(*, campaign: Campaign, judge: Account, create: bool =
     if current is not None or not create:
         return current
     examples = examples_pick(campaign=campaign)
-    return _version_add(
+    template, _created = _version_add(
         campaign=campaign,
         judge=judge,
         text=template_text_build(campaign=campaign, examples=examples),
@@ -211,7 +211,9 @@ def judge_template_current(*, campaign: Campaign, judge: Account, create: bool =
         high=None,
         thresholds=[],
         user=None,
+        first=True,
     )
+    return template
 
 
 def judge_template_draft(*, campaign: Campaign, judge: Account) -> JudgeTemplate:
@@ -242,11 +244,12 @@ def judge_template_save(
     thresholds: Sequence[Any],
     user: Account | None,
     rebuild: bool = False,
-) -> JudgeTemplate:
-    """A new version of the judge's template. ``rebuild`` (or an empty ``text``) writes the text afresh from
-    the guidelines, the scale and examples; otherwise ``text`` is taken as the lead wrote it. The same
-    template and mapping as the current version saves nothing and returns it. ValidationError naming the
-    field (``text``, ``scale_low``, ``scale_high``, ``thresholds``)."""
+) -> tuple[JudgeTemplate, bool]:
+    """A new version of the judge's template, and whether it is new. ``rebuild`` (or an empty ``text``) writes
+    the text afresh from the guidelines, the scale and examples; otherwise ``text`` is taken as the lead wrote
+    it. The same template and mapping as the current version saves nothing and returns it (False), also when
+    identical saves race: the comparison is made under the judge's row lock. ValidationError naming the field
+    (``text``, ``scale_low``, ``scale_high``, ``thresholds``)."""
     grades = list(campaign.grades.order_by("value").values_list("value", flat=True))
     mapping_check(low=scale_low, high=scale_high, thresholds=thresholds, grades=grades)
     current = judge_template_current(campaign=campaign, judge=judge, create=False)
@@ -261,13 +264,6 @@ def judge_template_save(
         raise ValidationError({"text": [_("The prompt is longer than %(n)d characters.") % {"n": TEMPLATE_MAX_CHARS}]})
     if "\x00" in text:
         raise ValidationError({"text": [_("The prompt holds a NUL character.")]})
-    if (
-        current is not None
-        and current.text == text
-        and (current.scale_low, current.scale_high) == (scale_low, scale_high)
-        and [float(t) for t in current.thresholds] == [float(t) for t in thresholds]
-    ):
-        return current
     return _version_add(
         campaign=campaign,
         judge=judge,
@@ -291,10 +287,23 @@ def _version_add(
     high: int | None,
     thresholds: list[Any],
     user: Account | None,
-) -> JudgeTemplate:
-    # Lock the judge's row: two leads saving at once get versions n+1 and n+2, not one integrity error.
+    first: bool = False,
+) -> tuple[JudgeTemplate, bool]:
+    """The new version (True), or the current one when it is the same template (False); ``first``: only when
+    the judge has none (two first requests at once build one version 1)."""
+    # Lock the judge's row: two leads saving at once get versions n+1 and n+2, not one integrity error, and
+    # eight identical saves at once make one version (each compares with the latest under the lock).
     type(judge).objects.select_for_update().filter(pk=judge.pk).first()
     last = JudgeTemplate.objects.filter(campaign=campaign, judge=judge).order_by("-version").first()
+    if last is not None and (
+        first
+        or (
+            last.text == text
+            and (last.scale_low, last.scale_high) == (low, high)
+            and [float(t) for t in last.thresholds] == [float(t) for t in thresholds]
+        )
+    ):
+        return last, False
     template = JudgeTemplate.objects.create(
         campaign=campaign,
         judge=judge,
@@ -307,4 +316,4 @@ def _version_add(
         created_by=user,
     )
     logger.info("judge %s on %s: prompt template version %d", judge.get_username(), campaign.slug, template.version)
-    return template
+    return template, True

@@ -5,10 +5,16 @@ One httpx pool of keep-alive connections shared by the run's threads, a deadline
 answer's size (read as a stream, inflated size counted), retries with exponential backoff on 429, 5xx,
 timeouts and dropped connections. The key comes from ``RELJUDGE_MODEL_API_KEY`` only and is sent as a Bearer
 token; pages, the API and logs name the endpoint without user info or query string (``Endpoint.display``).
+
+Whatever the endpoint answers is redacted before it leaves this module (``secrets_redacted``): the configured key
+and any ``Bearer ...`` or ``sk-...`` token are replaced, so that an endpoint echoing the key (``Incorrect API key
+provided: Bearer ...``) puts it in no job result, judgment note, page or log. A redirect (3xx) is not followed
+and not read as an answer: the call fails, naming the status, and its pair stays unjudged.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import random
@@ -24,11 +30,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
+from django.conf import settings
 
-from judging.services.endpoints import endpoint_display
+from judging.json_depth import json_loads
+from judging.services.endpoints import endpoint_display, secrets_redacted
 
 ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
 API_KEY_ENV = "RELJUDGE_MODEL_API_KEY"
+
+
+ERROR_CHARS = 300  # of an error answer's body quoted in the failure's reason
 
 
 class ModelCallError(Exception):
@@ -63,6 +74,8 @@ class Endpoint:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the endpoint must be an http(s) URL, not {endpoint_display(url)!r}")
+        if link_local(parts.hostname) and not link_local_allowed():
+            raise ValueError(LINK_LOCAL_REFUSED % endpoint_display(url))
         if not parts.path.rstrip("/").endswith("/chat/completions"):
             path = parts.path.rstrip("/") + "/chat/completions"
             url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
@@ -72,6 +85,27 @@ class Endpoint:
     def display(self) -> str:
         """The URL as pages, the API and logs may show it: without user info, query string or fragment."""
         return endpoint_display(self.url)
+
+
+LINK_LOCAL_REFUSED = (
+    "the endpoint %s is at a link-local address (169.254.0.0/16, fe80::/10: where cloud machines answer with "
+    "their metadata and credentials), which is refused unless RELJUDGE_MODEL_ALLOW_LINK_LOCAL=1"
+)
+
+
+def link_local(host: str) -> bool:
+    """Whether ``host`` is a link-local IP address (IPv4 169.254.0.0/16, IPv6 fe80::/10, or IPv4 link-local
+    written as IPv6); a name is not (its addresses are checked when the call connects)."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_link_local or (mapped is not None and mapped.is_link_local))
+
+
+def link_local_allowed() -> bool:
+    return bool(getattr(settings, "RELJUDGE_MODEL_ALLOW_LINK_LOCAL", False))
 
 
 _deadline = threading.local()  # the calling thread's attempt: when it must be over (time.monotonic())
@@ -112,6 +146,18 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._stream.get_extra_info(info)
 
 
+def _checked_addresses(host: str, port: int) -> list[str]:
+    """The addresses ``host`` resolves to; ModelCallError (not retried) when any is link-local."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpcore.ConnectError(f"{host}: {exc.strerror or exc}") from None
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+    if not addresses or any(link_local(a) for a in addresses):
+        raise ModelCallError(LINK_LOCAL_REFUSED % host)
+    return addresses
+
+
 class _DeadlineBackend(httpcore.NetworkBackend):
     """httpcore's own sockets, wrapped in _DeadlineStream. Per-read timeouts alone let a server that sends
     a byte every few seconds hold a call for ever; cutting each wait to the time left bounds the whole."""
@@ -127,7 +173,18 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._backend.connect_tcp(host, port, _left(timeout), local_address, socket_options))
+        # A name may resolve to a link-local address (a metadata service's name, or DNS changed since the
+        # endpoint was configured): connect only to addresses checked here, never to one resolved again.
+        addresses = [host] if link_local_allowed() else _checked_addresses(host, port)
+        for i, address in enumerate(addresses):
+            try:
+                stream = self._backend.connect_tcp(address, port, _left(timeout), local_address, socket_options)
+            except httpcore.ConnectError:
+                if i == len(addresses) - 1:
+                    raise
+                continue
+            return _DeadlineStream(stream)
+        raise httpcore.ConnectError(f"{host}: no address")
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
@@ -185,7 +242,9 @@ class ChatClient:
                 delay = self.endpoint.backoff * 2 ** (attempt - 1)
                 time.sleep(delay * (0.5 + random.random()))  # jitter: 8 workers must not retry in lockstep
             try:
-                status, retry_after, payload = self._attempt(body)
+                status, retry_after, location, payload = self._attempt(body)
+            except ModelCallError:
+                raise
             except _TooLarge:
                 raise ModelCallError(
                     f"the answer was larger than {self.endpoint.max_answer_bytes} bytes; it was not read further"
@@ -201,21 +260,32 @@ class ChatClient:
                 if retry_after and retry_after.isdigit() and attempt < self.endpoint.retries:
                     time.sleep(min(float(retry_after), 30.0))
                 continue
+            if 300 <= status < 400:
+                # Never followed (the key would go wherever it points) and never read as the model's answer.
+                raise ModelCallError(
+                    self._clean(
+                        f"HTTP {status}: the endpoint answered with a redirect, which is not followed "
+                        f"(to {endpoint_display(location or '') or 'no address'}): configure the address it "
+                        "redirects to"
+                    )
+                )
             if status >= 400:
-                raise ModelCallError(self._clean(f"HTTP {status}: {payload[:300].decode('utf-8', 'replace')}"))
+                raise ModelCallError(self._clean(f"HTTP {status}: {payload[:ERROR_CHARS].decode('utf-8', 'replace')}"))
             try:
-                return json.loads(payload)["choices"][0]["message"]["content"] or ""
+                content = json_loads(payload)["choices"][0]["message"]["content"] or ""
             except (ValueError, KeyError, IndexError, TypeError):
                 # A reply that is not a chat completion at all: the model's fault, not the network's.
-                return payload.decode("utf-8", "replace")
+                content = payload.decode("utf-8", "replace")
+            return self._clean(str(content))
         raise ModelCallError(f"gave up after {self.endpoint.retries + 1} attempts ({problem})")
 
-    def _attempt(self, body: bytes) -> tuple[int, str | None, bytes]:
-        """One request: (status, Retry-After, the answer's body), within the deadline and the size cap."""
+    def _attempt(self, body: bytes) -> tuple[int, str | None, str | None, bytes]:
+        """One request: (status, Retry-After, Location, the answer's body), within the deadline and the size cap."""
         _deadline.at = time.monotonic() + self.endpoint.timeout
         try:
             with self._http.stream("POST", self._url, content=body, timeout=self.endpoint.timeout) as answer:
-                return answer.status_code, answer.headers.get("Retry-After"), self._read(answer)
+                headers = answer.headers
+                return answer.status_code, headers.get("Retry-After"), headers.get("Location"), self._read(answer)
         finally:
             _deadline.at = None
 
@@ -242,12 +312,12 @@ class ChatClient:
         return bytes(out)
 
     def _clean(self, text: str) -> str:
-        """An error's text without the endpoint's query string or user info (httpx may quote the URL)."""
+        """Text from the endpoint or about a call (an error, an answer) without the endpoint's query string or
+        user info (httpx may quote the URL), the configured key, or anything like a bearer token."""
         text = text.replace(self.endpoint.url, self.endpoint.display)
-        query = urlsplit(self.endpoint.url).query
-        if query:
-            text = text.replace(query, "...")
-        return text
+        parts = urlsplit(self.endpoint.url)
+        secrets = [self.endpoint.api_key, parts.query, parts.password or "", parts.username or ""]
+        return secrets_redacted(text, secrets)
 
     def close(self) -> None:
         """Close the pool's connections (call once the calls are done)."""

@@ -15,7 +15,6 @@ Nothing is called unless an endpoint is configured (``--endpoint`` or ``RELJUDGE
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import re
@@ -35,6 +34,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.imports.errors import FormatError
+from judging.json_depth import json_loads
 from judging.models import (
     AnnotatorProfile,
     Campaign,
@@ -53,7 +53,8 @@ from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 PAIR_MODES = ("unjudged", "all", "sample:N", "none")
 REPEAT_MAX = 20  # times one pair may be asked in a run (--repeat)
 DOC_CHARS = 6000  # of the document's text sent in the prompt: enough to judge, bounded cost per call
-NOTE_CHARS = 2000
+NOTE_CHARS = 2000  # of the model's reason kept in its judgment's note
+ANSWER_EXCERPT_CHARS = 200  # of an answer that could not be read, kept in the note for a lead to inspect
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +153,8 @@ def _answer_value(answer: str) -> tuple[object, str, str]:
     grade: object = None
     reason: object = ""
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = json_loads(text)
+    except ValueError:  # not JSON, or nested too deep to parse (judging.json_depth)
         parsed = None
     if isinstance(parsed, dict):
         grade, reason = parsed.get("grade"), parsed.get("reason") or ""
@@ -185,11 +186,18 @@ def read_answer(answer: str, grades: Sequence[int], mapping: ScaleMapping | None
         return Reading(*parse_answer(answer, grades))
     value, reason, raw = _answer_value(answer)
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return Reading(None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}")
+        return Reading(None, f"model answer could not be read as a grade: {answer_excerpt(raw)}")
     grade = mapping.grade(value)
     if grade is None:
         return Reading(None, f"answer {value:g} is off the model's scale {mapping.low}-{mapping.high}", True)
     return Reading(grade, reason)
+
+
+def answer_excerpt(raw: str) -> str:
+    """The start of an answer that could not be read, as its note keeps it: ANSWER_EXCERPT_CHARS at most (the
+    client has redacted secrets from it already: judging.services.model_client)."""
+    raw = " ".join(raw.split())
+    return raw if len(raw) <= ANSWER_EXCERPT_CHARS else raw[: ANSWER_EXCERPT_CHARS - 1] + "…"
 
 
 def majority_grade(grades: Sequence[int | None]) -> int | None:
@@ -212,7 +220,7 @@ def parse_answer(answer: str, grades: Iterable[int]) -> tuple[int | None, str]:
     allowed = set(grades)
     grade, reason, raw = _answer_value(answer)
     if isinstance(grade, bool) or not isinstance(grade, int) or grade not in allowed:
-        return None, f"model answer could not be read as a grade: {raw[:NOTE_CHARS]}"
+        return None, f"model answer could not be read as a grade: {answer_excerpt(raw)}"
     return grade, reason
 
 

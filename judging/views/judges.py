@@ -138,7 +138,7 @@ def judge_template(request, member: Member, name: str):
     if form.is_valid():
         d = form.cleaned_data
         try:
-            saved = judge_template_save(
+            saved, _created = judge_template_save(
                 campaign=member.campaign,
                 judge=judge,
                 text=d["text"],

@@ -39,6 +39,18 @@ def _batch(post) -> dict:
     return {"qids": [q for q in re.split(r"[\s,]+", post.get("qids", "")) if q]}
 
 
+ID_MAX = 2**63 - 1  # the largest id a 64-bit key holds (SQLite raised OverflowError past it: a 500)
+
+
+def _ids(values: list[str]) -> list[int]:
+    """The assignment ids a remove form posts (its checkboxes), or a ValidationError on ``ids`` for one that is
+    not a whole number of the 64-bit range: the page never posts such a value, a hand-made request does."""
+    bad = [v for v in values if not (v.isascii() and v.isdigit() and len(v) <= 19) or not 1 <= int(v) <= ID_MAX]
+    if bad:
+        raise ValidationError({"ids": _("%(value)s is not an assignment id") % {"value": repr(bad[0][:30])}})
+    return [int(v) for v in values]
+
+
 @campaign_view
 @require_http_methods(["GET", "POST"])
 def assignments(request, member: Member):
@@ -47,12 +59,13 @@ def assignments(request, member: Member):
     campaign = member.campaign
     manage = may_manage_assignments(role=member.role)
     errors: list[str] = []
+    status = 200
     if request.method == "POST":
         if not manage:
             raise PermissionDenied(_("Only the campaign's leads can give queries to annotators."))
         try:
             if request.POST.get("action") == "remove":
-                ids = [int(i) for i in request.POST.getlist("ids") if i.isascii() and i.isdigit()]
+                ids = _ids(request.POST.getlist("ids"))
                 removed = assignments_remove(campaign=campaign, ids=ids)
                 messages.success(
                     request,
@@ -71,6 +84,7 @@ def assignments(request, member: Member):
             return redirect("judging:assignments", slug=campaign.slug)
         except ValidationError as exc:
             errors = _errors(exc)
+            status = 400 if "ids" in getattr(exc, "error_dict", {}) else 422
     rows = assignments_list(campaign=campaign, annotator_id=None if manage else request.user.pk)
     annotators = list(
         campaign.memberships.filter(role=Membership.Role.ANNOTATOR)
@@ -93,7 +107,7 @@ def assignments(request, member: Member):
             errors=errors,
             posted=request.POST if errors else {},
         ),
-        status=422 if errors else 200,
+        status=status,
     )
 
 

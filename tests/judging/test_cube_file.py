@@ -123,10 +123,12 @@ def test_a_damaged_or_foreign_version_file_is_rebuilt(pooled, _cube_dir, damage)
     elif damage == "header":
         raw[cube_file._PREFIX.size + 3] ^= 0x01  # a flipped bit: the CRC no longer matches
     else:
-        raw = bytearray(raw.replace(b'"format": 1', b'"format": 9'))  # a CRC made for the other format, below
-        length = cube_file._PREFIX.unpack_from(raw)[1]
+        # a CRC made for the other format, below
+        raw = bytearray(raw.replace(f'"format": {cube_file.FORMAT}'.encode(), b'"format": 9'))
+        _, length, _, payload = cube_file._PREFIX.unpack_from(raw)
         header = bytes(raw[cube_file._PREFIX.size : cube_file._PREFIX.size + length])
-        raw[: cube_file._PREFIX.size] = cube_file._PREFIX.pack(cube_file.MAGIC, length, cube_file.zlib.crc32(header))
+        crc = cube_file.zlib.crc32(header)
+        raw[: cube_file._PREFIX.size] = cube_file._PREFIX.pack(cube_file.MAGIC, length, crc, payload)
     path.write_bytes(bytes(raw))
     cube = _fresh_cube(pooled)
     np.testing.assert_array_equal(cube.doc_ids, good)

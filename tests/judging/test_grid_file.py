@@ -170,7 +170,7 @@ def test_a_labels_file_that_is_not_sound_is_rebuilt(pooled, annotator, settings,
     elif damage == "header":
         raw[grid_file.cube_file._PREFIX.size + 3] ^= 0x01  # a flipped bit: the CRC no longer matches
     else:  # another label source's bytes under this name: its header names the other source
-        length = grid_file.cube_file._PREFIX.unpack_from(raw)[1]
+        _, length, _, payload = grid_file.cube_file._PREFIX.unpack_from(raw)
         start = grid_file.cube_file._PREFIX.size
         header = json.loads(bytes(raw[start : start + length]))
         header["state"] = "0" * 32
@@ -178,7 +178,8 @@ def test_a_labels_file_that_is_not_sound_is_rebuilt(pooled, annotator, settings,
         assert len(text) <= length
         text = text.ljust(length)
         raw[start : start + length] = text
-        raw[:start] = grid_file.cube_file._PREFIX.pack(grid_file.MAGIC, length, grid_file.cube_file.zlib.crc32(text))
+        crc = grid_file.cube_file.zlib.crc32(text)
+        raw[:start] = grid_file.cube_file._PREFIX.pack(grid_file.MAGIC, length, crc, payload)
     path.write_bytes(bytes(raw))
     _restart()
     with caplog.at_level(logging.WARNING, logger="judging.scoring.grid_file"):

@@ -141,3 +141,33 @@ def test_resolve_and_skeleton():
     assert username_skeleton("ＬＥＡＤ２") == username_skeleton("lеad2") == "lead2"
     with pytest.raises(ValidationError):
         account_name_resolve("has space")
+
+
+@pytest.mark.parametrize(
+    ("typed", "what"),
+    [
+        ("ɑlice", "Latin alpha U+0251 (one script: only the TR39 skeleton sees it)"),
+        ("alİce", "capital I with dot above, case-folded to i and an invisible dot"),
+        ("aIice", "capital I for the l"),
+        ("a1ice", "digit one for the l"),
+        ("ａｌｉｃｅ", "full-width: the same account"),
+    ],
+)
+def test_a_tr39_confusable_of_an_existing_account_is_refused_naming_it(api, make_user, typed, what):
+    make_user("alice")
+    response = create(api, typed)
+    if typed == "ａｌｉｃｅ":
+        assert response.status_code == 200 and response.json()["username"] == "alice", what
+        return
+    assert response.status_code == 400, what
+    assert f"{typed!r} looks like the existing account 'alice'" in str(response.json())
+    assert User.objects.count() == 3  # lead, ann, alice
+
+
+def test_a_confusable_skeleton_is_tr39s():
+    from judging.services.accounts import username_skeletons
+
+    assert username_skeletons("ɑlice")[0] == username_skeletons("ALICE")[0] == "alice"
+    assert "alice" in username_skeletons("aIice") and "alice" in username_skeletons("alİce")
+    assert username_skeletons("rn")[0] == username_skeletons("m")[0]  # TR39's m -> rn
+    assert username_skeletons("alice")[0] != username_skeletons("alike")[0]

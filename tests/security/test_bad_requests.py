@@ -73,7 +73,7 @@ def test_judgments_list_cursor_links_still_page_through(judged, annotator):
         ({"action": "role", "user": "abc", "role": "lead"}, "user: Enter a whole number."),
         ({"action": "remove", "user": "1e9"}, "user: Enter a whole number."),
         ({"action": "remove", "user": "99999999999999999999999"}, "user: Ensure this value is less than or equal to"),
-        ({"action": "role", "user": "\x00"}, "user: Enter a whole number."),
+        ({"action": "role", "user": "\x00"}, "'user' holds a NUL character, which no field accepts."),
     ],
     ids=["role-abc", "remove-1e9", "remove-huge", "role-nul"],
 )
@@ -81,6 +81,9 @@ def test_members_page_tampered_user_is_400_naming_the_field(client, campaign, le
     client.force_login(lead)
     response = client.post(reverse("judging:campaign_members", args=[campaign.slug]), post)
     assert response.status_code == 400
+    if "\x00" in post["user"]:  # refused before the view, for every form (judging.nul_bytes)
+        assert message.replace("'", "&#x27;") in response.content.decode()
+        return
     shown = [str(m) for m in response.context["messages"]]
     assert len(shown) == 1 and shown[0].startswith(message)
     assert Membership.objects.filter(campaign=campaign).count() == 2

@@ -125,3 +125,36 @@ def test_browser_page_takes_its_hold_and_stays_keyboard_first(live_server, poole
     status, url = seen["hold"]
     assert status == 204 and url.endswith(reverse("judging:judge_hold", args=["demo", seen["shown"]]))
     assert Judgment.objects.get(annotator=annotator).pair.public_id == seen["shown"]
+
+
+# --------------------------------------------------------------------------- GET /api/campaigns/SLUG/next/
+
+
+@pytest.mark.django_db
+def test_api_next_by_get_from_a_browser_session_holds_nothing(pooled, annotator):
+    """A link on another site (GET, the session cookie goes with it) must not take holds in a member's name."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(annotator)
+    for _ in range(3):
+        response = client.get("/api/campaigns/demo/next/", HTTP_REFERER="https://evil.example/")
+        assert response.status_code == 200 and response.json()["held_until"] is None
+    assert not Assignment.objects.exists()
+
+
+@pytest.mark.django_db
+def test_api_next_by_post_from_a_browser_session_needs_the_csrf_token_and_holds(pooled, annotator):
+    client, token = csrf_client(annotator)
+    assert client.post("/api/campaigns/demo/next/").status_code == 403  # a foreign form's post: no token
+    assert not Assignment.objects.exists()
+    response = client.post("/api/campaigns/demo/next/", HTTP_X_CSRFTOKEN=token)
+    assert response.status_code == 200 and response.json()["held_until"]
+    assert Assignment.objects.get(annotator=annotator).pair.public_id == response.json()["pair"]
+
+
+@pytest.mark.django_db
+def test_api_next_by_get_with_a_token_still_holds(pooled, annotator):
+    from tests.data import client_for
+
+    response = client_for(annotator).get("/api/campaigns/demo/next/")
+    assert response.status_code == 200 and response.json()["held_until"]
+    assert Assignment.objects.get(annotator=annotator).pair.public_id == response.json()["pair"]

@@ -24,7 +24,7 @@ from judging.jobs import JobLimit, model_endpoint_configured, model_judge_job_st
 from judging.scoring import Params
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judge_profile
 from judging.selectors.judges import judge_templates, template_json
-from judging.services.judge_templates import judge_template_current, judge_template_draft, judge_template_save
+from judging.services.judge_templates import judge_template_draft, judge_template_save
 
 
 class ModelJudgeActions:
@@ -104,9 +104,8 @@ class ModelJudgeActions:
         body = report_serializers.JudgeTemplateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         v = body.validated_data
-        before = judge_template_current(campaign=campaign, judge=judge, create=False)
         try:
-            saved = judge_template_save(
+            saved, created = judge_template_save(
                 campaign=campaign,
                 judge=judge,
                 text=v.get("text"),
@@ -119,7 +118,6 @@ class ModelJudgeActions:
         except DjangoValidationError as exc:
             raise DRFValidationError(exc.message_dict) from None
         versions = judge_templates(campaign=campaign, judge=judge)
-        created = before is None or saved.pk != before.pk
         return Response(
             {"judge": judge.username, "version": saved.version, "versions": versions},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,

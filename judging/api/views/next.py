@@ -11,7 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from judging.api.views.base import ONE_OBJECT
-from judging.selectors import latest_query_id
+from judging.selectors import latest_query_id, pair_next
 from judging.services import pair_assign
 from judging.services.queue import ASSIGNMENT_MINUTES
 
@@ -35,7 +35,11 @@ class NextPairSerializer(serializers.Serializer):
     docid = serializers.CharField()
     query = NextQuerySerializer()
     document = NextDocumentSerializer()
-    held_until = serializers.DateTimeField(help_text="The pair is held for the caller until then.")
+    held_until = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The pair is held for the caller until then; null when it was only shown, not held (a GET from "
+        "a browser session).",
+    )
     was_skipped = serializers.BooleanField()
 
 
@@ -53,13 +57,17 @@ class NextPairActions:
             "judging page holds it, so no other annotator is handed its last open slot. Calling again before "
             "judging it returns the same pair. Post the judgment with `POST /api/judgments/` "
             '`{"pair": ID, "grade": G}`. 204 when nothing is left for the caller. Never names the systems or '
-            "the ranks that brought the pair into the pool."
+            "the ranks that brought the pair into the pool. A token caller holds the pair with GET or POST; a "
+            "browser session only with POST (and its CSRF token): its GET shows the pair without holding it "
+            "(`held_until` null), so a link on another site cannot take holds in a member's name."
         ),
     )
-    @action(detail=True, methods=["get"], url_path="next", **ONE_OBJECT)
+    @action(detail=True, methods=["get", "post"], url_path="next", **ONE_OBJECT)
     def next_pair(self, request, slug=None):
         campaign = self.get_object()  # 404 for non-members (access.campaigns)
-        found = pair_assign(
+        # Only a token (request.auth) or a POST, which DRF's session authentication checks for CSRF, holds.
+        hold = request.auth is not None or request.method == "POST"
+        found = (pair_assign if hold else pair_next)(
             campaign=campaign,
             annotator=request.user,
             current_query_id=latest_query_id(campaign=campaign, annotator=request.user),
@@ -73,7 +81,7 @@ class NextPairActions:
             "docid": pair.document.docid,
             "query": {"text": pair.query.text, "description": pair.query.description},
             "document": {"title": pair.document.title, "text": pair.document.text, "url": pair.document.url},
-            "held_until": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES),
+            "held_until": timezone.now() + timedelta(minutes=ASSIGNMENT_MINUTES) if hold else None,
             "was_skipped": found.was_skipped,
         }
         response = Response(NextPairSerializer(body).data)

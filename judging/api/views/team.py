@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import QueryDict
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -35,13 +36,31 @@ class AssignmentRequestSerializer(serializers.Serializer):
     qid_to = serializers.CharField(max_length=200, required=False, help_text="A range of qids: the last.")
 
     def to_internal_value(self, data):
-        if hasattr(data, "get"):
+        if isinstance(data, QueryDict):  # a form body: keep its lists (qids) as lists
+            data = data.copy()
+            for k in ("from", "to"):
+                if k in data:
+                    data.setlist(f"qid_{k}", data.getlist(k))
+        elif hasattr(data, "get"):
             data = {**data, **{f"qid_{k}": data[k] for k in ("from", "to") if k in data}}
-        return super().to_internal_value(data)
+        try:
+            return super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            # the errors name the fields as the request did: from and to
+            detail = exc.detail
+            if isinstance(detail, dict):
+                detail = {_REQUEST_NAMES.get(k, k): v for k, v in detail.items()}
+            raise serializers.ValidationError(detail) from None
+
+
+_REQUEST_NAMES = {"qid_from": "from", "qid_to": "to"}
+ID_MAX = 2**63 - 1  # the largest id a 64-bit key holds: SQLite raised OverflowError past it (a 500)
 
 
 class AssignmentRemoveSerializer(serializers.Serializer):
-    ids = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, max_length=100_000)
+    ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=ID_MAX), required=False, max_length=100_000
+    )
     annotator = serializers.CharField(max_length=150, required=False)
     qids = serializers.ListField(child=_qid(), required=False, max_length=100_000)
 
@@ -82,7 +101,7 @@ def _batch(data: dict) -> dict:
 def _field_names(exc: DjangoValidationError) -> DjangoValidationError:
     """The range's fields named as the request names them (from, to)."""
     if hasattr(exc, "error_dict"):
-        renamed = {{"qid_from": "from", "qid_to": "to"}.get(k, k): v for k, v in exc.message_dict.items()}
+        renamed = {_REQUEST_NAMES.get(k, k): v for k, v in exc.message_dict.items()}
         return DjangoValidationError(renamed)
     return exc
 

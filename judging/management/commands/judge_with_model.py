@@ -181,7 +181,7 @@ class Command(CampaignCommand):
             values = thresholds_parse(thresholds or "")
             judge = model_judge_get_or_create(name=name, description=description, campaign=campaign)
             current = judge_template_current(campaign=campaign, judge=judge)
-            saved = judge_template_save(
+            saved, _created = judge_template_save(
                 campaign=campaign,
                 judge=judge,
                 text=current.text if current else None,

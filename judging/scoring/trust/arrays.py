@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import logging
 import threading
@@ -215,7 +214,8 @@ def _arrays_from_file(lb: Leaderboard) -> TrustArrays:
 
     with LOCK:
         held = _GRIDS.get(digest)
-    grid = held if held is not None and held.file.shape == lb.cube.doc_ids.shape else None
+    # a file truncated since (sound() False) is mapped anew, never read: its pages would raise SIGBUS
+    grid = held if held is not None and held.file.shape == lb.cube.doc_ids.shape and held.file.sound() else None
     if grid is None or (
         np.count_nonzero(grid.file.versions != versions) > grid_file.REBASE_QUERIES and grid.file.replaced()
     ):
@@ -284,19 +284,14 @@ def _rebase(lb: Leaderboard, grid: _Grid, arrays: TrustArrays, cube_digest: str,
 
     def run() -> None:
         try:
-            with open(folder / f"grid-{pk}.lock", "a+b") as handle:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
+            with cube_file.file_lock(folder / f"grid-{pk}.lock", wait=False) as locked:
+                if not locked:
                     return  # another process of the machine is writing it
-                try:
-                    if grid.file.replaced():
-                        return  # another process wrote a newer one: the next arrays map it
-                    grid_file.grid_save(
-                        folder, pk, cube_digest, digest, versions=versions, labels=arrays.labels, qrels=arrays.qrels
-                    )
-                finally:
-                    fcntl.flock(handle, fcntl.LOCK_UN)
+                if grid.file.replaced():
+                    return  # another process wrote a newer one: the next arrays map it
+                grid_file.grid_save(
+                    folder, pk, cube_digest, digest, versions=versions, labels=arrays.labels, qrels=arrays.qrels
+                )
         except Exception:
             logger.exception("the labels file of campaign %s could not be written anew", pk)
         finally:
