@@ -1,0 +1,322 @@
+"""Hybrid judging: what a model judge's answers say about the human label, and scores in expectation over it.
+
+People judge some pooled pairs; a model judge (an LLM prompted with the guidelines) answers a grade for many more.
+The model's grade is evidence, not a label: on the same campaign, the pairs both have graded show how human grades
+spread behind each model grade. This module turns that into a calibrated distribution of the human grade of every
+pair the model answered and no person judged, and scores systems in expectation over it:
+
+* :func:`calibrate` estimates P(human grade h | model grade m, rank bucket b) from the pairs both graded, a table per
+  bucket of the pair's best rank among the systems (ranks 1, 2-3, 4-7, ...: relevance falls with rank whatever the
+  model says, and the people's pairs are not a random sample of ranks), each row shrunk toward the model grade's row
+  over all ranks and that toward the human grades' overall distribution (Dirichlet pseudo-counts). The model's
+  confusion matrix P(m | h) is what the LLM-judge literature reports (Thomas et al., SIGIR 2024; the LLMJudge
+  challenge, Rahmani et al. 2024); the posterior P(h | m) is its calibrated reading, estimated directly per model
+  grade so that a queue that picks pairs by the model's grade does not bias it (Dawid & Skene 1979 estimate the
+  same kind of table from labels alone).
+* :func:`pair_distributions` gives each pair's distribution over human grades: the calibrated row of the model's
+  grade, or, where the model was asked several times (``judge_with_model --repeat``), the mixture of the rows of its
+  answers weighted by how often it gave each (its doubt widens the distribution).
+* :func:`sample_grades` draws human grades from those distributions, deterministically per pair and draw (a hash of
+  the pair's key), so every system sees the same draw of a document and a state of the labels has one answer.
+* :func:`expected_scores` is each system's expected per-query score of every measure of :func:`metrics.evaluate`
+  under those draws, the judged pairs at their human labels (a Monte Carlo mean over completions: E[nDCG] itself,
+  not the nDCG of expected gains), with each draw's values for the covariances between systems.
+
+References
+----------
+Carterette, B., Allan, J. & Sitaraman, R. (2006). Minimal test collections for retrieval evaluation. SIGIR.
+Dawid, A. P. & Skene, A. M. (1979). Maximum likelihood estimation of observer error-rates using the EM algorithm.
+Applied Statistics 28(1).
+Thomas, P., Spielman, S., Craswell, N. & Mitra, B. (2024). Large language models can accurately predict searcher
+preferences. SIGIR.
+Takehi, R., Voorhees, E. M., Sakai, T. & Soboroff, I. (2025). LLM-assisted relevance assessments: when should we
+ask LLMs for help? SIGIR (LARA).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from metrics._types import FloatArray, IntArray
+from metrics.ranking import PAD, UNJUDGED, evaluate
+
+__all__ = [
+    "PRIOR_WEIGHT",
+    "RANK_BUCKETS",
+    "Calibration",
+    "calibrate",
+    "expected_scores",
+    "pair_distributions",
+    "rank_bucket",
+    "sample_grades",
+]
+
+#: Pseudo-pairs behind each row of the table: a model grade seen on few judged pairs reads as the overall row.
+PRIOR_WEIGHT = 5.0
+#: Rank buckets of a pair's best rank: 1, 2-3, 4-7, 8-15, 16 and below.
+RANK_BUCKETS = 5
+
+
+def rank_bucket(best_rank: npt.ArrayLike) -> IntArray:
+    """The bucket of a 1-based best rank: 0 for rank 1, 1 for 2-3, 2 for 4-7, ... capped at RANK_BUCKETS - 1
+    (ranks past the end, 0 or negative, count as the last bucket)."""
+    rank = np.asarray(best_rank, dtype=np.int64)
+    bucket = np.where(rank >= 1, np.floor(np.log2(np.maximum(rank, 1))).astype(np.int64), RANK_BUCKETS - 1)
+    out: IntArray = np.minimum(bucket, RANK_BUCKETS - 1)
+    return out
+
+
+class Calibration(NamedTuple):
+    """P(human grade | model grade, rank bucket) learned from the pairs both graded (see :func:`calibrate`)."""
+
+    #: (B, G, G): table[b, m, h] = P(human grade h | model grade m, rank bucket b); each row sums to 1.
+    table: FloatArray
+    #: (G,) the human grades' distribution over every human label (smoothed): the row of a grade never seen.
+    prior: FloatArray
+    #: (B, G, G) pairs both graded, by rank bucket, model grade and human grade.
+    counts: IntArray
+    #: pairs both graded
+    n_pairs: int
+    #: quadratic-weighted Cohen's kappa between the model's and the people's grades on those pairs (NaN with
+    #: fewer than 2 pairs or no spread): above 0 the model carries information, at or below it none.
+    kappa: float
+
+    @property
+    def top_grade(self) -> int:
+        return int(self.table.shape[-1]) - 1
+
+
+def _weighted_kappa(human: IntArray, model: IntArray, n_grades: int) -> float:
+    """Quadratic-weighted Cohen's kappa (Cohen 1968) of two raters on one scale; NaN without spread."""
+    if human.size < 2:
+        return float("nan")
+    observed = np.zeros((n_grades, n_grades))
+    np.add.at(observed, (human, model), 1.0)
+    observed /= human.size
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    grades = np.arange(n_grades)
+    weights = (grades[:, None] - grades[None, :]) ** 2 / max((n_grades - 1) ** 2, 1)
+    denominator = float((weights * expected).sum())
+    if denominator <= 0:
+        return float("nan")
+    return 1.0 - float((weights * observed).sum()) / denominator
+
+
+def calibrate(
+    human: npt.ArrayLike,
+    model: npt.ArrayLike,
+    bucket: npt.ArrayLike,
+    *,
+    human_all: npt.ArrayLike,
+    top_grade: int,
+    prior_weight: float = PRIOR_WEIGHT,
+) -> Calibration:
+    """The calibration table from the pairs both a person and the model graded.
+
+    Parameters
+    ----------
+    human, model, bucket : int arrays, shape (N,)
+        For each pair both graded: the human label, the model's grade and the rank bucket of its best rank
+        (:func:`rank_bucket`).
+    human_all : int array
+        Every human label of the campaign (the overall distribution the rows shrink toward).
+    top_grade : int
+        The scale's top grade; grades are 0..top_grade.
+    prior_weight : float
+        Dirichlet pseudo-counts of each shrinkage step.
+
+    Returns
+    -------
+    Calibration
+
+    Raises
+    ------
+    ValueError
+        On arrays of different lengths, grades off the scale, buckets out of range or a negative weight.
+    """
+    h = np.asarray(human, dtype=np.int64).reshape(-1)
+    m = np.asarray(model, dtype=np.int64).reshape(-1)
+    b = np.asarray(bucket, dtype=np.int64).reshape(-1)
+    every = np.asarray(human_all, dtype=np.int64).reshape(-1)
+    if isinstance(top_grade, bool) or not isinstance(top_grade, int | np.integer) or top_grade < 0:
+        raise ValueError(f"top_grade must be a whole number >= 0, got {top_grade!r}")
+    if not (h.size == m.size == b.size):
+        raise ValueError(f"human, model and bucket must have one length, got {h.size}, {m.size} and {b.size}")
+    g = int(top_grade) + 1
+    for name, values in (("human", h), ("model", m), ("human_all", every)):
+        if values.size and (values.min() < 0 or values.max() > top_grade):
+            raise ValueError(f"{name} grades must lie in 0..{top_grade}")
+    if b.size and (b.min() < 0 or b.max() >= RANK_BUCKETS):
+        raise ValueError(f"bucket must lie in 0..{RANK_BUCKETS - 1}")
+    if not prior_weight >= 0:
+        raise ValueError(f"prior_weight must be >= 0, got {prior_weight!r}")
+    prior = (np.bincount(every, minlength=g) + 1.0) / (every.size + g)
+    counts = np.zeros((RANK_BUCKETS, g, g), dtype=np.int64)
+    np.add.at(counts, (b, m, h), 1)
+    by_grade = counts.sum(axis=0).astype(np.float64)  # (G, G) over every bucket
+    grade_rows = (by_grade + prior_weight * prior[None, :]) / (by_grade.sum(axis=1, keepdims=True) + prior_weight)
+    cells = counts.astype(np.float64)
+    table = (cells + prior_weight * grade_rows[None]) / (cells.sum(axis=2, keepdims=True) + prior_weight)
+    if prior_weight == 0:  # rows never seen: the overall distribution, not 0 / 0
+        table = np.where(cells.sum(axis=2, keepdims=True) > 0, table, prior[None, None, :])
+        table = np.nan_to_num(table, nan=0.0)
+    return Calibration(table, prior, counts, int(h.size), _weighted_kappa(h, m, g))
+
+
+def pair_distributions(answers: npt.ArrayLike, bucket: npt.ArrayLike, calibration: Calibration) -> FloatArray:
+    """(P, G) each pair's distribution over human grades.
+
+    ``answers`` (P, G): how often the model gave each grade for the pair (a one-hot row for a single answer, the
+    histogram of its repeated answers otherwise; a row of zeros for a pair the model never answered, which gets the
+    overall distribution ``calibration.prior``). ``bucket`` (P,): each pair's rank bucket. The distribution is the
+    mixture of the calibrated rows of the model's answers, weighted by their frequencies.
+    """
+    a = np.asarray(answers, dtype=np.float64)
+    b = np.asarray(bucket, dtype=np.int64).reshape(-1)
+    g = calibration.table.shape[-1]
+    if a.ndim != 2 or a.shape[1] != g or a.shape[0] != b.size:
+        raise ValueError(f"answers must be ({b.size}, {g}) to match bucket and the calibration, got {a.shape}")
+    if (a < 0).any():
+        raise ValueError("answers must be counts >= 0")
+    total = a.sum(axis=1, keepdims=True)
+    weights = np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    dist: FloatArray = np.einsum("pm,pmh->ph", weights, calibration.table[b])
+    none = total[:, 0] == 0
+    dist[none] = calibration.prior
+    return dist
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        out: np.ndarray = z ^ (z >> np.uint64(31))
+        return out
+
+
+def sample_grades(dist: npt.ArrayLike, keys: npt.ArrayLike, draws: int, *, seed: int = 0) -> npt.NDArray[np.int8]:
+    """(P, draws) int8 human grades drawn from each pair's distribution ``dist`` (P, G) by inverse CDF.
+
+    The uniforms are hashes of the pair's ``keys`` (P,) (e.g. ``query_id << 32 | document_id``), the draw's
+    number and ``seed``: the same pair gets the same draws wherever it appears (in every system's ranking and in
+    its query's qrels), and the same labels state gives the same draws in any process.
+    """
+    d = np.asarray(dist, dtype=np.float64)
+    k = np.asarray(keys).astype(np.uint64).reshape(-1)
+    if d.ndim != 2 or d.shape[0] != k.size:
+        raise ValueError(f"dist must be (len(keys), G), got {d.shape} for {k.size} keys")
+    if isinstance(draws, bool) or not isinstance(draws, int | np.integer) or draws < 1:
+        raise ValueError(f"draws must be a whole number >= 1, got {draws!r}")
+    cdf = np.cumsum(d, axis=1)
+    cdf /= np.where(cdf[:, -1:] > 0, cdf[:, -1:], 1.0)
+    with np.errstate(over="ignore"):
+        base = _mix(k * _GOLDEN + np.uint64(seed) * np.uint64(0xD1B54A32D192ED03))
+        z = _mix(base[:, None] ^ (np.arange(1, draws + 1, dtype=np.uint64) * _GOLDEN)[None, :])
+    u = (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))  # (P, draws) in [0, 1)
+    grade = np.zeros(u.shape, dtype=np.int8)
+    for edge in range(d.shape[1] - 1):  # over grades, a handful
+        grade += (u >= cdf[:, edge : edge + 1]).astype(np.int8)
+    return grade
+
+
+# Ranked entries x draws evaluated at once by expected_scores (about 100 MB of temporaries).
+_BLOCK_ENTRIES = 4_000_000
+
+
+def expected_scores(
+    labels: npt.ArrayLike,
+    rows: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    qrels_rows: npt.ArrayLike,
+    sampled: npt.ArrayLike,
+    *,
+    k: int = 10,
+    threshold: int = 1,
+    gain: str = "linear",
+) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
+    """Each system's expected per-query score of every measure of :func:`metrics.evaluate`, over completions of the
+    labels drawn from calibrated distributions.
+
+    Parameters
+    ----------
+    labels : int array, shape (S, Q, D)
+        Ranked human labels (``UNJUDGED`` where no person judged, ``PAD`` past a run's end).
+    rows : int array, shape (S, Q, D)
+        For each UNJUDGED entry the model answered: its row in ``sampled``; -1 elsewhere (an entry no person and
+        no model graded stays UNJUDGED, as in the human leaderboard).
+    qrels : int array, shape (Q, M)
+        Every human label of each query, padded with UNJUDGED.
+    qrels_rows : int array, shape (Q, N)
+        Each query's model-answered pairs without a human label (their rows in ``sampled``), padded with -1: they
+        join the query's qrels in each completion (num_rel and the ideal ranking).
+    sampled : int array, shape (P, T)
+        T draws of each model-answered pair's human grade (:func:`sample_grades`).
+    k, threshold, gain
+        As in :func:`metrics.evaluate` (default scoring, not condensed).
+
+    Returns
+    -------
+    means : dict of str to float arrays (S, Q)
+        The mean over the T completions of each measure (the keys of metrics.evaluate).
+    draws : dict of str to float arrays (S, Q, T)
+        Each completion's values, for covariances between systems.
+    """
+    lab = np.asarray(labels)
+    row = np.asarray(rows, dtype=np.int64)
+    q = np.asarray(qrels)
+    qr = np.asarray(qrels_rows, dtype=np.int64)
+    draws = np.asarray(sampled, dtype=np.int8)
+    if lab.ndim != 3 or row.shape != lab.shape:
+        raise ValueError(f"labels and rows must be (S, Q, D) arrays of one shape, got {lab.shape} and {row.shape}")
+    n_s, n_q, depth = lab.shape
+    if q.ndim != 2 or q.shape[0] != n_q or qr.ndim != 2 or qr.shape[0] != n_q:
+        raise ValueError("qrels and qrels_rows must have one row per query")
+    if draws.ndim != 2:
+        raise ValueError(f"sampled must be (P, T), got {draws.shape}")
+    n_t = draws.shape[1]
+    if row.size and row.max() >= draws.shape[0] or qr.size and qr.max() >= draws.shape[0]:
+        raise ValueError("rows and qrels_rows must index sampled")
+    if ((row >= 0) & (lab != UNJUDGED)).any():
+        raise ValueError("rows may point only at UNJUDGED entries (a human label wins)")
+    block = max(1, _BLOCK_ENTRIES // max(n_s * max(depth, 1) * n_t, 1))
+    means: dict[str, FloatArray] = {}
+    every: dict[str, FloatArray] = {}
+    for start in range(0, n_q, block):  # blocks of queries, each with all its draws at once
+        stop = min(start + block, n_q)
+        nq = stop - start
+        part_lab, part_row = lab[:, start:stop], row[:, start:stop]
+        filled = np.repeat(part_lab[:, :, None, :], n_t, axis=2)  # (S, q, T, D)
+        si, qi, di = np.nonzero(part_row >= 0)
+        filled[si, qi, :, di] = draws[part_row[si, qi, di]]
+        extra_rows = qr[start:stop]
+        width = extra_rows.shape[1]
+        extra = np.full((nq, n_t, width), UNJUDGED, dtype=np.int8)
+        qj, wj = np.nonzero(extra_rows >= 0)
+        extra[qj, :, wj] = draws[extra_rows[qj, wj]]
+        rows_q = np.concatenate([np.repeat(q[start:stop, None, :], n_t, axis=1), extra], axis=2)
+        result = evaluate(
+            filled.reshape(n_s, nq * n_t, depth),
+            rows_q.reshape(nq * n_t, -1),
+            k=k,
+            threshold=threshold,
+            gain=gain,
+        )
+        for name, values in result.items():
+            shaped = np.asarray(values, dtype=np.float64).reshape(n_s, nq, n_t)
+            if name not in every:
+                every[name] = np.empty((n_s, n_q, n_t))
+            every[name][:, start:stop] = shaped
+    for name, values in every.items():
+        means[name] = values.mean(axis=2)
+    if not every:  # no query: evaluate's keys with empty arrays
+        empty = evaluate(np.full((n_s, 0, max(depth, 1)), PAD, dtype=np.int8), np.zeros((0, 1), np.int8), k=k)
+        means = {name: np.zeros((n_s, 0)) for name in empty}
+        every = {name: np.zeros((n_s, 0, n_t)) for name in empty}
+    return means, every
