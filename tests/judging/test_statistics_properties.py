@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from bench import synthetic
@@ -56,8 +56,15 @@ _slugs = itertools.count()
 # bitwise_or fails on it (judging/scoring/cube.py); scipy's noncentral t gives NaN power (metrics/power.py)
 EMPTY_CUBE = pytest.mark.xfail(
     strict=True,
-    raises=TypeError,
+    raises=(TypeError, ExceptionGroup),  # hypothesis groups the failures of several examples
     reason="issue 39 (being fixed on main): the empty run cube's dtype breaks cube.label_arrays",
+)
+# issue 39, being fixed on main: an nDCG@10 high bound of 1.0000000000000002 (one query of the realistic preset,
+# seed 21 at 20% judged; every label the top grade, seed 9), which the leaderboard passes on unclipped
+ROUNDING = pytest.mark.xfail(
+    strict=True,
+    raises=(AssertionError, ExceptionGroup),
+    reason="issue 39 (being fixed on main): a bound of 1.0000000000000002 leaves the measure's range",
 )
 NAN_POWER = pytest.mark.xfail(
     strict=True,
@@ -169,8 +176,12 @@ APP = settings(
 )
 
 
-@pytest.mark.parametrize(("shape", "preset"), _campaigns({"qrels only": EMPTY_CUBE}))
+@pytest.mark.parametrize(
+    ("shape", "preset"), _campaigns({"qrels only": EMPTY_CUBE, "one query": ROUNDING, "all top grade": ROUNDING})
+)
 @APP
+@example(seed=21, share=0.2, completion="truth")  # the rounding of issue 39 on one query
+@example(seed=9, share=0.2, completion="truth")  # ... and with every label the top grade
 @given(
     seed=st.integers(0, 2**16),
     share=st.sampled_from([0.0, 0.2, 0.6]),
