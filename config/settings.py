@@ -79,6 +79,9 @@ MIDDLEWARE = [
     # A body over the upload limit is answered 413 before anything reads it (after the language and the user
     # are known; CsrfViewMiddleware reads forms only in process_view, after every middleware's request phase).
     "judging.uploads.UploadLimitMiddleware",
+    # Innermost: an exception from a view (a broken invariant of the scoring: judging.errors) is logged with its
+    # campaign, parameters and stack before Django answers 500.
+    "judging.middleware.InternalErrorLog",
 ]
 
 ROOT_URLCONF = "config.urls"

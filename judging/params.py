@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 import metrics
 from judging.aggregation import POLICIES
+from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import TESTS, Params, threshold_check
 
@@ -59,12 +60,13 @@ def ascii_float(raw: Any) -> float:
     return float(text)
 
 
-class ParamErrors(ValueError):
+class ParamErrors(RequestError):
     """Bad parameters: ``errors`` maps each parameter's name to its messages (in the reader's language)."""
 
     def __init__(self, errors: dict[str, list[str]]):
-        super().__init__("; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items()))
+        ValueError.__init__(self, "; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items()))
         self.errors = errors
+        self.field = next(iter(errors), "non_field_errors")
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray
+from metrics.numbers import MEASURE_RANGE, TOLERANCE, ordered_bounds
 from metrics.ranking import (
     UNJUDGED,
     _bpref_from_counts,
@@ -252,7 +253,10 @@ def score_bounds(
     bounds: dict[str, tuple[FloatArray, FloatArray]] = {}
     for name in today:
         candidates = [today[name], high[name]] + ([low_bpref] if name == "bpref" else [])
-        bounds[name] = (np.minimum.reduce(candidates), np.maximum.reduce(candidates))
+        # an nDCG of a DCG over an ideal DCG summed in another order can be 1 + 2e-16: clipped (metrics.numbers)
+        bounds[name] = ordered_bounds(
+            np.minimum.reduce(candidates), np.maximum.reduce(candidates), *MEASURE_RANGE, what=f"{name} bounds"
+        )
     return bounds
 
 
@@ -300,7 +304,8 @@ def settled(low: npt.ArrayLike, high: npt.ArrayLike) -> Settled:
     Raises
     ------
     ValueError
-        On shapes that differ or are not 2-D, NaN, or a low bound above its high bound.
+        On shapes that differ or are not 2-D, NaN, or a low bound above its high bound by more than rounding
+        (:data:`metrics.numbers.TOLERANCE`; within it the two are taken as one value).
     """
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)
@@ -310,14 +315,15 @@ def settled(low: npt.ArrayLike, high: npt.ArrayLike) -> Settled:
         )
     if np.isnan(low).any() or np.isnan(high).any():
         raise ValueError("low and high must not contain NaN")
-    above = low > high
+    above = low > high + TOLERANCE
     if above.any():
         s, q = np.argwhere(above)[0]
         raise ValueError(f"low bound above high bound for system {s}, query {q}: {low[s, q]} > {high[s, q]}")
-    if low.shape[1] == 0:
-        zeros = np.zeros((low.shape[0],) * 2)
+    low_a: FloatArray = np.minimum(low, high)  # a low bound a rounding step above its high one is the same value
+    if low_a.shape[1] == 0:
+        zeros = np.zeros((low_a.shape[0],) * 2)
         return Settled(np.zeros(zeros.shape, dtype=np.int8), zeros, zeros.copy())
-    mean_low, mean_high = low.mean(axis=1), high.mean(axis=1)
+    mean_low, mean_high = low_a.mean(axis=1), high.mean(axis=1)
     diff_low = mean_low[:, None] - mean_high[None, :]
     diff_high = mean_high[:, None] - mean_low[None, :]
     order = np.where(diff_low > 0, 1, np.where(diff_high < 0, -1, 0)).astype(np.int8)

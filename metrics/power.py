@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from metrics._types import FloatArray
+from metrics.numbers import PROBABILITY_RANGE, within
 
 __all__ = ["paired_power", "paired_variance", "topic_set_size", "MAX_TOPICS"]
 
@@ -48,8 +49,15 @@ def paired_power(n: int | np.ndarray, delta: float, sd: float | np.ndarray, alph
         nc = abs(delta) * np.sqrt(n_arr) / sd_arr
     finite = np.isfinite(nc)
     safe = np.where(finite, nc, 0.0)
-    result = stats.nct.sf(crit, df, safe) + stats.nct.cdf(-crit, df, safe)
-    return np.asarray(np.where(finite, result, 1.0 if delta else alpha), dtype=np.float64)
+    upper = stats.nct.sf(crit, df, safe)
+    lower = stats.nct.cdf(-crit, df, safe)
+    # Far in the tail, scipy's noncentral t answers NaN instead of a number that underflows (a noncentrality of 30
+    # at 27 degrees of freedom: the chance of the wrong tail is below 1e-80). With nc >= 0 the lower tail only
+    # shrinks as nc grows, below the central t's alpha / 2, and the upper tail only grows towards 1.
+    lower = np.where(np.isnan(lower), 0.0, lower)
+    upper = np.where(np.isnan(upper), np.where(safe > crit, 1.0, np.nan), upper)
+    result = np.where(finite, upper + lower, 1.0 if delta else alpha)
+    return within(result, *PROBABILITY_RANGE, what="paired t-test power")
 
 
 def topic_set_size(delta: float, sd: float, *, power: float = 0.8, alpha: float = 0.05) -> int | None:

@@ -34,6 +34,7 @@ from scipy import sparse
 
 from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.numbers import MEASURE_RANGE, ordered_bounds
 from metrics.ranking import (
     PAD,
     UNJUDGED,
@@ -195,6 +196,18 @@ def _cut(pool: FinalPool, depth: int | None) -> tuple[np.ndarray, BoolArray]:
 
 
 def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int) -> _Parts:
+    """The sound bounds of ``base`` (see :func:`system_bounds`), each system's low and high score in [0, 1] with
+    ``low <= high``: the two sides are sums of the same terms in other orders (a DCG down the ranking over an ideal
+    DCG from grade counts), which can leave them a rounding step apart, 1.0000000000000002 above 1 or a low bound
+    that much above its high one (metrics.numbers decides the tolerance; beyond it, a NumberError)."""
+    p = _raw_parts(base, pool, qrels, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    low, high = ordered_bounds(p.low, p.high, *MEASURE_RANGE, what=f"{base} bounds")
+    return p._replace(low=low, high=high)
+
+
+def _raw_parts(
+    base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int
+) -> _Parts:
     can = top_grade >= threshold  # an unjudged document may turn out relevant
     must = threshold <= 0  # ... or must (threshold 0: every judged document is relevant)
     n_unc = pool.distinct.astype(np.float64)

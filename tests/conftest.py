@@ -26,7 +26,11 @@ TESTS = Path(__file__).resolve().parent
 # servers, the schemathesis run over the whole API, and single tests measured above 5 s (--durations).
 SLOW_DIRECTORIES = {"browser", "serving"}
 SLOW_MODULES = {"judging/test_api_schema.py"}
-SLOW_TESTS = {"i18n/test_korean_demo.py::test_korean_demo_leaves_the_english_demo_alone"}  # loads both demos
+SLOW_TESTS = {
+    "i18n/test_korean_demo.py::test_korean_demo_leaves_the_english_demo_alone",  # loads both demos
+    # every URL of the resolver, four label sources, on each of 13 degenerate campaigns: ~10 s a campaign
+    "judging/test_degenerate.py::test_every_url_answers_a_degenerate_campaign",
+}
 
 
 def pytest_collection_modifyitems(config, items):

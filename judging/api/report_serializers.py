@@ -123,6 +123,27 @@ class LeaderboardSystemSerializer(serializers.Serializer):
         "unjudged document within the measure's cutoff at the top grade.",
     )
     micro = serializers.DictField(child=AsciiFloatField(), required=False, help_text="Micro P@k and R@k.")
+    # labels=ppi:NAME (prediction-powered): the estimates in `measures`, clipped to [0, 1] as shown, and these
+    measures_raw = serializers.DictField(
+        child=AsciiFloatField(),
+        required=False,
+        help_text="labels=ppi:NAME: the unclipped estimates (PPI is unbiased, not bounded: one can step outside [0, "
+        "1]); `measures` holds them clipped to the measure's range.",
+    )
+    model_measures = serializers.DictField(
+        child=AsciiFloatField(), required=False, help_text="labels=ppi:NAME: the model judge's labels alone."
+    )
+    intervals = serializers.DictField(
+        child=serializers.ListField(child=AsciiFloatField(), min_length=2, max_length=2),
+        required=False,
+        help_text="labels=ppi:NAME: measure -> [low, high], the 95% interval clipped to [0, 1] (absent below 2 "
+        "audited queries).",
+    )
+    intervals_raw = serializers.DictField(
+        child=serializers.ListField(child=AsciiFloatField(), min_length=2, max_length=2),
+        required=False,
+        help_text="labels=ppi:NAME: the same intervals unclipped.",
+    )
 
 
 class SettledSerializer(serializers.Serializer):

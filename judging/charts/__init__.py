@@ -8,6 +8,7 @@ from judging.charts.leaderboard import (  # noqa: F401
     distribution_chart,
     heat_class,
     heat_classes,
+    message_chart,
     nice_ticks,
     progress_chart,
 )

@@ -31,6 +31,12 @@ def _svg(width: float, height: float, body: list[str], *, title: str, label: str
     return svg(width, height, body, title=title, label=label, cls="lb-chart")
 
 
+def message_chart(title: str, message: str, *, width: int = 640) -> SafeString:
+    """A chart with nothing to draw yet: its title and one line saying why (and what to do), never a 404."""
+    body = [f'<text x="{width / 2}" y="40" text-anchor="middle" class="ch-muted">{escape(message)}</text>']
+    return _svg(width, 70, body, title=title, label=message)
+
+
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     """Round tick values covering [low, high] (1, 2 or 5 times a power of ten apart)."""
     if not math.isfinite(low) or not math.isfinite(high) or high <= low:

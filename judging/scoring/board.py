@@ -13,6 +13,7 @@ from judging.scoring import trust
 from judging.scoring.cache import Params, leaderboard, scores_clear
 from judging.scoring.cube import cubes_clear
 from judging.scoring.ppi import ppi_data, ppi_judge
+from metrics.numbers import MEASURE_RANGE, within
 
 
 def leaderboard_data(
@@ -68,7 +69,7 @@ def leaderboard_data(
         # estimates and intervals, not per-query values (see judging.scoring.ppi)
         return ppi_data(campaign=campaign, params=params, measure=measure)
     lb = leaderboard(campaign, params)
-    means = lb.means()
+    means = within(lb.means(), *MEASURE_RANGE, what=f"means of {campaign.slug}")  # finite, in [0, 1]
     names = lb.measures
     qids = lb.scored_qids() if per_query else []  # 5,000 names when asked for, none otherwise
     systems = []

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 import metrics
 from judging.aggregation import POLICIES
 from judging.compiled import compiled_sql, int_slot
+from judging.errors import RequestError
 from judging.models import LABELS_SHARDS, Campaign, LabelsChange, LabelsCounter, Query
 from judging.scoring.cube import (
     RunCube,
@@ -78,16 +79,16 @@ class Params:
 
     def validate(self) -> Params:
         if not isinstance(self.k, int) or not 1 <= self.k <= 1000:
-            raise ValueError("k must be a whole number from 1 to 1000")
+            raise RequestError("k", "k must be a whole number from 1 to 1000")
         if self.gain not in metrics.GAINS:
-            raise ValueError(f"gain must be one of {', '.join(metrics.GAINS)}")
+            raise RequestError("gain", f"gain must be one of {', '.join(metrics.GAINS)}")
         if not isinstance(self.threshold, int) or not 0 <= self.threshold <= 100:
-            raise ValueError("threshold must be a whole number from 0 to 100")
+            raise RequestError("threshold", "threshold must be a whole number from 0 to 100")
         if self.policy is not None and self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}")
+            raise RequestError("policy", f"policy must be one of {', '.join(POLICIES)}")
         label_source_judge(self.labels)
         if self.segment is not None and (not isinstance(self.segment, str) or not 0 < len(self.segment) <= 100):
-            raise ValueError("segment must be a tag of 1 to 100 characters")
+            raise RequestError("segment", "segment must be a tag of 1 to 100 characters")
         return self
 
 

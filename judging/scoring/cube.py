@@ -19,6 +19,7 @@ from django.utils.translation import gettext
 import metrics
 from judging.aggregation import aggregate_grades
 from judging.compiled import compiled_sql, int_slot
+from judging.errors import RequestError
 from judging.imports.pgcopy import pg_type
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
 from judging.scoring import cube_file
@@ -228,7 +229,9 @@ def segment_mask(campaign: Campaign, cube: RunCube, segment: str) -> np.ndarray:
         dtype=np.int64,
     )
     if ids.size == 0:
-        raise ValueError(gettext("segment: no query of this campaign has the tag %(tag)r") % {"tag": segment[:100]})
+        raise RequestError(
+            "segment", gettext("segment: no query of this campaign has the tag %(tag)r") % {"tag": segment[:100]}
+        )
     return np.isin(cube.query_ids, ids)
 
 
@@ -257,7 +260,7 @@ def label_source_judge(labels: str) -> tuple[str, str | None]:
         return "humans", None
     kind, sep, name = (labels or "").partition(":")
     if not sep or kind not in ("model", "hybrid") or not name.strip():
-        raise ValueError(f"labels must be one of {', '.join(LABEL_SOURCES)}, not {labels!r}")
+        raise RequestError("labels", f"labels must be one of {', '.join(LABEL_SOURCES)}, not {labels!r}")
     return kind, name.strip()
 
 
@@ -288,7 +291,7 @@ def labels_for(
             .first()
         )
         if judge is None:
-            raise ValueError(f"no model judge named {name!r}")
+            raise RequestError("labels", f"no model judge named {name!r}")
         model_rows: list[tuple[int, int, int]] = []
         for chunk in chunks:
             js = Judgment.objects.filter(annotator_id=judge, unsure=False)

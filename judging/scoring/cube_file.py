@@ -190,7 +190,11 @@ def cube_load(folder: Path, campaign_pk: int, digest: str) -> CubeFile | None:
         return None
     header, offset = got
     shape = tuple(int(n) for n in header["shape"])
-    doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape) if all(shape) else np.zeros(shape)
+    doc_ids: np.ndarray
+    if all(shape):
+        doc_ids = np.memmap(path, dtype="<i8", mode="r", offset=offset, shape=shape)
+    else:  # no system or no query: an empty cube of document ids, integers as the mapped ones are
+        doc_ids = np.zeros(shape, dtype=np.int64)
     return CubeFile(
         np.array(header["system_ids"], dtype=np.int64),
         [str(n) for n in header["system_names"]],

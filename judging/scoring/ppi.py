@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring.cache import Leaderboard, Params, leaderboard
 from judging.scoring.cube import segment_mask
 from judging.selectors.audit import AuditState, audit_state
+from metrics.numbers import MEASURE_RANGE, clip_interval, finite_array, within
 from metrics.ppi import MIN_AUDITED, PPIMean, ppi_mean
 
 PREFIX = "ppi:"
@@ -60,6 +62,19 @@ class PPIBoard:
     def has_intervals(self) -> bool:
         return self.n_audited >= MIN_AUDITED
 
+    def shown(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(M, S) estimates and interval ends as a reader is shown them: clipped to the measure's range [0, 1]
+        (metrics.numbers). PPI is unbiased, not bounded: where the model's labels and the audit disagree, an
+        estimate or an interval end can step outside the range; the raw values stay in ``result`` and in the
+        JSON's ``measures_raw``/``intervals_raw``. The interval ends are NaN below MIN_AUDITED audited queries."""
+        r = self.result
+        estimate = np.clip(finite_array(r.estimate, what=f"PPI estimates of {self.judge}"), *MEASURE_RANGE)
+        if not self.has_intervals:
+            nan = np.full(r.estimate.shape, np.nan)
+            return estimate, nan, nan.copy()
+        low, high = clip_interval(r.low, r.high, *MEASURE_RANGE, what=f"PPI intervals of {self.judge}")
+        return estimate, low, high
+
     def order(self, measure: str) -> np.ndarray:
         """System indices by estimate of ``measure``, best first (ties by name)."""
         values = self.result.estimate[self.measures.index(measure)]
@@ -76,7 +91,7 @@ def ppi_leaderboard(campaign: Campaign, params: Params) -> PPIBoard:
     started = time.perf_counter()
     judge = ppi_judge(params.labels)
     if judge is None:
-        raise ValueError(f"labels must be ppi:NAME, not {params.labels!r}")
+        raise RequestError("labels", f"labels must be ppi:NAME, not {params.labels!r}")
     segment = params.segment
     model = leaderboard(campaign, replace(params, labels=f"model:{judge}", segment=None))
     human = leaderboard(campaign, replace(params, labels="humans", segment=None))
@@ -101,28 +116,32 @@ def ppi_leaderboard(campaign: Campaign, params: Params) -> PPIBoard:
     )
 
 
-def _finite(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
-
-
 def ppi_data(*, campaign: Campaign, params: Params, measure: str | None = None) -> dict[str, Any]:
     """The leaderboard JSON of a ``ppi:NAME`` label source: each system's ``measures`` holds the estimates and
-    ``intervals`` the 95% intervals {measure: [low, high]} (absent below two audited queries); ``audit`` says
+    ``intervals`` the 95% intervals {measure: [low, high]} (absent below two audited queries), both clipped to the
+    measure's range [0, 1]; ``measures_raw`` and ``intervals_raw`` the same unclipped (PPI is unbiased, not
+    bounded: see PPIBoard.shown); ``audit`` says
     how many of the N queries are audited (``queries``/``of``), how many were drawn and how many more are
     needed for intervals; ``model_measures`` are the model's labels alone, for comparison."""
     board = ppi_leaderboard(campaign, params)
     r = board.result
+    estimate, low, high = board.shown()
     ranked_by = measure if measure in board.measures else f"nDCG@{params.k}"
     systems = []
-    for s in board.order(ranked_by).tolist():
+    for s in board.order(ranked_by).tolist():  # over systems
         entry: dict[str, Any] = {
             "name": board.system_names[s],
-            "measures": {m: float(r.estimate[i, s]) for i, m in enumerate(board.measures)},
-            "model_measures": {m: float(r.model_mean[i, s]) for i, m in enumerate(board.measures)},
+            "measures": {m: float(estimate[i, s]) for i, m in enumerate(board.measures)},
+            "measures_raw": {m: float(r.estimate[i, s]) for i, m in enumerate(board.measures)},
+            "model_measures": {
+                m: within(r.model_mean[i, s], *MEASURE_RANGE, what=f"{m} of {board.judge}")
+                for i, m in enumerate(board.measures)
+            },
         }
         if board.has_intervals:
-            entry["intervals"] = {
-                m: [_finite(r.low[i, s]), _finite(r.high[i, s])] for i, m in enumerate(board.measures)
+            entry["intervals"] = {m: [float(low[i, s]), float(high[i, s])] for i, m in enumerate(board.measures)}
+            entry["intervals_raw"] = {
+                m: [float(r.low[i, s]), float(r.high[i, s])] for i, m in enumerate(board.measures)
             }
         systems.append(entry)
     return {

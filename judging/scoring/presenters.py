@@ -18,6 +18,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 
 import metrics
 from judging import charts
+from judging.errors import RequestError
 from judging.models import Campaign, Document, Judgment, Pair, Query
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import labels_for
@@ -285,11 +286,13 @@ def heatmap(lb: Leaderboard, measure: str, judged: str, *, sort: str = "qid", se
     """Scored queries whose qid contains ``search`` (case-insensitive), sorted by ``sort`` (see SORTS);
     ties and the qid sort by qid."""
     if sort not in SORTS:
-        raise ValueError(f"sort must be one of {', '.join(SORTS)}")
+        raise RequestError("sort", f"sort must be one of {', '.join(SORTS)}")
     order = system_order(lb, measure)
     scored = np.flatnonzero(lb.table.labelled)
     values = lb.table.scores[lb.measure_index(measure)][np.ix_(order, scored)]
-    coverage = lb.table.scores[lb.measure_index(judged)][:, scored].mean(axis=0)
+    judged_share = lb.table.scores[lb.measure_index(judged)][:, scored]
+    # no system yet (qrels imported before any run): nothing is retrieved, so nothing of it is judged
+    coverage = judged_share.mean(axis=0) if judged_share.shape[0] else np.zeros(scored.size)
     qids = np.array(lb.cube.qids, dtype=object)[scored]
     matching = np.arange(scored.size)
     if search:

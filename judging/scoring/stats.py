@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 import metrics
+from judging.errors import RequestError
 from judging.scoring.cache import CACHE_SECONDS, Leaderboard
 
 ALPHA = 0.05
@@ -122,7 +123,7 @@ def pairwise_stats(
     """All S(S-1)/2 comparisons of one measure with the chosen test (see ``TESTS``). ``progress(n)`` is
     told of the permutations drawn, block by block (the randomized tests only)."""
     if test not in TESTS:
-        raise ValueError(f"test must be one of {', '.join(TESTS)}")
+        raise RequestError("test", f"test must be one of {', '.join(TESTS)}")
     started = time.perf_counter()
     x = lb.per_query(measure)
     n_sys, n_q = x.shape

@@ -26,6 +26,7 @@ from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from judging.models import AnnotatorProfile, Campaign, JudgeTemplate, Judgment
@@ -210,6 +211,24 @@ def judge_template_current(*, campaign: Campaign, judge: Account, create: bool =
         high=None,
         thresholds=[],
         user=None,
+    )
+
+
+def judge_template_draft(*, campaign: Campaign, judge: Account) -> JudgeTemplate:
+    """What the judge's first template version will be (built from the guidelines, the scale and examples), not
+    saved: the pages and the API show it on a GET, which writes nothing; the first run or a lead's save stores it."""
+    examples = examples_pick(campaign=campaign)
+    return JudgeTemplate(
+        campaign=campaign,
+        judge=judge,
+        version=1,
+        text=template_text_build(campaign=campaign, examples=examples),
+        example_pairs=[e["pair"] for e in examples],
+        scale_low=None,
+        scale_high=None,
+        thresholds=[],
+        created_by=None,
+        created_at=timezone.now(),
     )
 
 

@@ -19,7 +19,9 @@ from judging.selectors.calibration import UnknownJudge, model_judge_profile
 from judging.selectors.judges import judge_templates
 from judging.services.judge_templates import (
     TEMPLATE_MAX_CHARS,
+    answer_line,
     judge_template_current,
+    judge_template_draft,
     judge_template_save,
     thresholds_parse,
 )
@@ -74,11 +76,12 @@ def _judge(member: Member, name: str):
 
 def _page(request, ctx: BoardRequest, judge, form, status=200):
     campaign = ctx.campaign
-    current = judge_template_current(campaign=campaign, judge=judge)
+    current = _current_or_draft(campaign, judge)
     context = {
         "tab": "judges",
         "judge": judge.username,
         "current": current,
+        "current_answer_line": answer_line(current),
         "versions": judge_templates(campaign=campaign, judge=judge),
         "mapping": _mapping_rows(current, list(campaign.grades.order_by("value").values_list("value", "name"))),
         "form": form,
@@ -115,8 +118,15 @@ def judge_detail(request, ctx: BoardRequest, name: str):
     """A model judge's prompt template: the current version, the form that saves a new one, and the history
     (leads only)."""
     judge = _judge(ctx.member, name)
-    current = judge_template_current(campaign=ctx.campaign, judge=judge)
+    current = _current_or_draft(ctx.campaign, judge)
     return _page(request, ctx, judge, JudgeTemplateForm(initial=_initial(current)))
+
+
+def _current_or_draft(campaign, judge):
+    """The judge's current template version, or (none saved yet) the unsaved draft of its first: a GET writes
+    nothing (services.judge_templates.judge_template_draft)."""
+    current = judge_template_current(campaign=campaign, judge=judge, create=False)
+    return current if current is not None else judge_template_draft(campaign=campaign, judge=judge)
 
 
 @campaign_view(lead=True)

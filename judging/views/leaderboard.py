@@ -19,10 +19,12 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from judging import charts, params, scoring
 from judging.access import Member, campaign_view
 from judging.aggregation import Policy
+from judging.errors import RequestError
 from judging.jobs import JobError, significance_get
 from judging.models import Campaign
 from judging.params import LeaderboardQuery, ParamErrors, ascii_int
@@ -221,7 +223,7 @@ def board_request(request, member: Member) -> BoardRequest:
     errors = {}
     try:
         ranked_by = Measure.parse(trust.resolve_measure(query.measure, query.k))
-    except ValueError as exc:  # in the reader's language, as the API says it
+    except RequestError as exc:  # in the reader's language, as the API says it
         errors["measure"] = [str(exc)]
     if query.segment and not query_tag_exists(campaign=campaign, tag=query.segment):
         errors["segment"] = [_("no query of this campaign has the tag %(tag)r") % {"tag": query.segment}]
@@ -415,6 +417,7 @@ def two_systems(request, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[in
 # --------------------------------------------------------------------------- charts as files
 
 CHARTS = ("bars", "distribution", "progress", "differences")
+NO_RUNS_YET = gettext_lazy("No system has a run in this campaign yet: upload one to see it here.")
 
 
 # A chart file carries its colours in an embedded <style> (it is opened or pasted without the page's
@@ -435,9 +438,8 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
         if kind == "bars":
             stats = scoring.stats_for_page(lb, ctx.measure)[0]
             bars = scoring.bar_chart_of(scoring.ranking_rows(lb, ctx.measure, ctx.judged, stats), ctx.measure, stats)
-            if bars is None:  # no system to draw
-                raise Http404(_("No such chart."))
-            svg = bars
+            # no system to draw yet: say so in the picture (the URL is right, the campaign is still empty)
+            svg = bars or charts.message_chart(_("Systems by %(measure)s") % {"measure": ctx.measure}, str(NO_RUNS_YET))
         elif kind == "distribution":
             names = [lb.cube.system_names[s] for s in order.tolist()]
             svg = charts.distribution_chart(names, lb.per_query(ctx.measure)[order], measure=ctx.measure)

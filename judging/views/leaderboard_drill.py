@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import numpy as np
 from django.http import Http404
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
 from judging import charts, scoring
@@ -105,6 +106,11 @@ def leaderboard_compare(request, ctx: BoardRequest):
     """Head-to-head of two systems: per-query wins, ties and losses, sorted by the difference."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     order = scoring.system_order(lb, ctx.measure)
+    if len(order) < 2:  # the campaign's state, not the caller's error: say what to do next
+        context = ctx.base(
+            tab="compare", too_few=len(order), upload_url=reverse("judging:campaign_upload", args=[ctx.campaign.slug])
+        )
+        return render(request, "judging/leaderboard_compare_empty.html", context)
     a, b = two_systems(request, lb, order)
     h2h = scoring.head_to_head(lb, ctx.measure, a, b)
     summary = h2h.summary

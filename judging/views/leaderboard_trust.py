@@ -14,6 +14,7 @@ from django.urls import reverse
 
 import metrics
 from judging import charts, scoring
+from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import trust
 from judging.views import leaderboard as board
@@ -110,7 +111,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
         if attribute:
             try:
                 d = trust.diversity(lb, attribute)
-            except ValueError as exc:
+            except RequestError as exc:
                 raise BadArg(str(exc)) from None
             ild, cov = d.means()
             # per query, a page of the scored queries (in the cube's order) with each system's two values

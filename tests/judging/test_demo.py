@@ -26,6 +26,7 @@ from judging.models import (
     System,
 )
 from judging.scoring import run_cube
+from tests.data import client_for
 
 # Hashing five passwords with the production hasher takes longer than building the whole campaign.
 
@@ -315,3 +316,21 @@ def test_english_demo_guidelines_render_as_markdown_on_the_judging_page(shop):
     assert "<strong>Unsure</strong>" in page and "<code>&lt;b&gt;</code>" in page
     assert "<li>“wool knit sweater” → a merino cable-knit jumper</li>" in page
     assert "## " not in page  # no raw Markdown left
+
+
+def test_demo_leaderboards_of_the_model_judge_answer_with_bounds_in_range(shop, client):
+    """Issue 39: ``labels=model:term-overlap`` on the demo answered 500 on the page and 400 in the API ("low bound
+    above high bound ... 1.0000000000000002 > 1.0"): every pool pair has the model's label, so the low and high
+    bounds are one value, summed in two orders."""
+    from judging.demo.online import JUDGE
+    from judging.models import Membership
+
+    lead = Membership.objects.filter(campaign=shop, role="lead").select_related("user").first().user
+    client.force_login(lead)
+    for labels in (f"model:{JUDGE}", f"hybrid:{JUDGE}", f"ppi:{JUDGE}"):
+        assert client.get(f"/campaigns/{shop.slug}/leaderboard/?labels={labels}").status_code == 200, labels
+        response = client_for(lead).get(f"/api/campaigns/{shop.slug}/leaderboard/?labels={labels}")
+        assert response.status_code == 200, (labels, response.content[:300])
+        for system in response.json()["systems"]:
+            for low, high in system.get("bounds", {}).values():
+                assert 0 <= low <= high <= 1, (labels, system["name"])

@@ -512,10 +512,12 @@ def test_api_significance_compares_on_the_measure_asked_for(tiny, lead):
     assert refused.status_code == 400 and "expected one of P, R, F1, Hit, MRR, MAP, nDCG, bpref" in str(refused.json())
 
 
-def test_bar_chart_of_a_campaign_without_systems_is_not_found(as_lead, campaign):
-    """No system means no bars to draw: the chart file answers 404, not a server error."""
+def test_bar_chart_of_a_campaign_without_systems_says_so(as_lead, campaign):
+    """No system means no bars to draw: the chart file says so and what to do (the URL is right; the campaign is
+    only empty so far), never a 404 or a server error."""
     got = as_lead.get(reverse("judging:leaderboard_chart", args=[campaign.slug, "bars"]))
-    assert got.status_code == 404
+    assert got.status_code == 200 and got["Content-Type"].startswith("image/svg+xml")
+    assert "No system has a run in this campaign yet" in got.content.decode()
 
 
 def test_the_api_leaderboard_after_a_judgment_reads_the_scale_with_the_campaign(tiny, lead, annotator):

@@ -313,16 +313,18 @@ def test_template_built_from_guidelines_scale_and_noted_human_judgments(judged, 
     page = client.get("/campaigns/demo/judges/tiny/")
     assert page.status_code == 200
     html = page.content.decode()
-    assert "Current prompt: version 1" in html and "Judge the product, not the brand." in html
+    assert "Draft of the first prompt" in html and "Judge the product, not the brand." in html
     assert "2 = Highly relevant" in html and "Exactly a wool sweater." in html
     assert "People&#x27;s grade: 2 (Highly relevant)" in html
-    template = JudgeTemplate.objects.get(judge=judge)
-    assert template.example_pairs == [pair.id]
-    # judgments record the version; the example pair is left out of the calibration
+    assert not JudgeTemplate.objects.filter(judge=judge).exists()  # a GET writes nothing: the draft is shown
+    # the first run saves the draft as version 1; judgments record the version; the example pair is left out
+    # of the calibration
     call_command(
         "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "all",
         stdout=io.StringIO(),
     )  # fmt: skip
+    template = JudgeTemplate.objects.get(judge=judge)
+    assert template.version == 1 and template.example_pairs == [pair.id]
     assert "Exactly a wool sweater." in fake_model.calls[0]["messages"][0]["content"]
     assert set(Judgment.objects.filter(annotator=judge).values_list("template__version", flat=True)) == {1}
     data = judge_calibration(campaign=judged, name="tiny", n_resamples=50)
@@ -340,10 +342,11 @@ def test_lead_edits_the_template_in_the_browser_with_csrf(judged, lead, annotato
     r = client.post("/campaigns/demo/judges/tiny/template/", {**form, "csrfmiddlewaretoken": token})
     assert r.status_code == 302 and r["Location"] == "/campaigns/demo/judges/tiny/"
     current = judge_template_current(campaign=judged, judge=judge)
-    assert (current.version, current.text, current.created_by) == (2, "Grade strictly.\nGrades: 0, 1, 2.\n", lead)
+    # the page showed a draft (nothing saved on a GET): the lead's save is version 1
+    assert (current.version, current.text, current.created_by) == (1, "Grade strictly.\nGrades: 0, 1, 2.\n", lead)
     # the same again saves nothing new
     client.post("/campaigns/demo/judges/tiny/template/", {**form, "csrfmiddlewaretoken": token})
-    assert JudgeTemplate.objects.filter(judge=judge).count() == 2
+    assert JudgeTemplate.objects.filter(judge=judge).count() == 1
     # a bad mapping: 400, the field named, what was typed kept
     bad = {**form, "scale_low": "0", "scale_high": "100", "thresholds": "50", "csrfmiddlewaretoken": token}
     r = client.post("/campaigns/demo/judges/tiny/template/", bad)
@@ -352,7 +355,7 @@ def test_lead_edits_the_template_in_the_browser_with_csrf(judged, lead, annotato
     assert "Give 2 thresholds, one for each campaign grade above the lowest" in html and "Grade strictly." in html
     r = client.post("/campaigns/demo/judges/tiny/template/", {**bad, "thresholds": "40, ２"})
     assert r.status_code == 400 and "is not a number" in r.content.decode()
-    assert JudgeTemplate.objects.filter(judge=judge).count() == 2
+    assert JudgeTemplate.objects.filter(judge=judge).count() == 1
     # the run sends the new text, then the code's answer line
     call_command(
         "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "sample:1",
@@ -378,8 +381,10 @@ def test_api_template_and_a_model_on_a_0_to_100_scale(judged, lead, fake_model, 
     api = APIClient()
     api.force_authenticate(lead)
     got = api.get("/api/campaigns/demo/judges/tiny/template/").json()
-    assert got["judge"] == "tiny" and [v["version"] for v in got["versions"]] == [1]
-    assert got["versions"][0]["scale"] is None and got["versions"][0]["judgments"] == 0
+    # nothing saved yet: no version, and the draft the first one will be (a GET writes nothing)
+    assert got["judge"] == "tiny" and got["versions"] == [] and got["draft"]["version"] == 1
+    assert got["draft"]["scale"] is None and "Grades" in got["draft"]["text"]
+    assert not JudgeTemplate.objects.filter(judge=judge).exists()
     bad = api.post("/api/campaigns/demo/judges/tiny/template/", {"scale_low": 0, "thresholds": [50]}, format="json")
     assert bad.status_code == 400 and list(bad.json()) == ["scale_high"]
     bad = api.post(
@@ -395,7 +400,7 @@ def test_api_template_and_a_model_on_a_0_to_100_scale(judged, lead, fake_model, 
         {"rebuild": True, "scale_low": 0, "scale_high": 100, "thresholds": [34, 67]},
         format="json",
     )
-    assert r.status_code == 201 and r.json()["version"] == 2
+    assert r.status_code == 201 and r.json()["version"] == 1
     assert "Answer with a number from 0 (not relevant at all) to 100" in r.json()["versions"][0]["text"]
     assert api.get("/api/campaigns/demo/judges/nobody/template/").status_code == 404
 
@@ -419,9 +424,9 @@ def test_api_template_and_a_model_on_a_0_to_100_scale(judged, lead, fake_model, 
     assert grades == {"d1": 2, "d3": 1, "d2": 0}  # d4's 150 is off the scale: no judgment
     assert "1 answers off the model's scale: those pairs were left unjudged" in out.getvalue()
     assert "qid q2 docid d4 got no judgment: answer 150 is off the model's scale 0-100" in caplog.text
-    assert set(Judgment.objects.filter(annotator=judge).values_list("template__version", flat=True)) == {2}
+    assert set(Judgment.objects.filter(annotator=judge).values_list("template__version", flat=True)) == {1}
     versions = api.get("/api/campaigns/demo/judges/tiny/template/").json()["versions"]
-    assert [(v["version"], v["judgments"]) for v in versions] == [(2, 4), (1, 0)]
+    assert [(v["version"], v["judgments"]) for v in versions] == [(1, 4)]
     assert versions[0]["scale"] == {"low": 0, "high": 100, "thresholds": [34.0, 67.0]}
 
 

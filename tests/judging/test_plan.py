@@ -125,3 +125,18 @@ def test_identical_systems_leave_nothing_to_plan_from(make_user):
         judgment_record(pair=pair, annotator=judge, grade=pair.id % 2)
     plan = client_for(lead).get(reverse("api:campaign-plan", args=[campaign.slug])).json()
     assert plan["status"] == "no_spread"  # not "2 queries": the data cannot say
+
+
+@pytest.mark.parametrize("delta", ["0.45", "0.5", "0.75", "1"])
+def test_large_differences_plan_with_a_finite_power(planned, client, delta):
+    """Issue 39: delta from 0.45 to 1 answered 500 ("Out of range float values are not JSON compliant"): scipy's
+    noncentral t gave a NaN power far in the tail. Now every power is a probability, on the page too."""
+    campaign, lead, judge = planned
+    _judge_everything(campaign, judge)
+    r = client_for(lead).get(reverse("api:campaign-plan", args=[campaign.slug]) + f"?measure=P@3&delta={delta}")
+    assert r.status_code == 200, r.content[:300]
+    plan = r.json()
+    powers = [plan["power_now"]] + [a["power"] for a in plan["adjacent"] if a["power"] is not None]
+    assert all(0 <= p <= 1 for p in powers) and plan["power_now"] > 0.9
+    client.force_login(lead)
+    assert client.get(reverse("judging:plan", args=[campaign.slug]) + f"?measure=P@3&delta={delta}").status_code == 200

@@ -17,6 +17,7 @@ from judging.models import Pair
 from judging.scoring import cache as cache_module
 from judging.scoring import leaderboard_data
 from judging.services import documents_import, judgment_record, queries_import, run_import
+from metrics.numbers import NumberError
 
 
 def test_text_lru_drops_the_least_recently_used_beyond_its_count():
@@ -93,8 +94,8 @@ def test_after_a_judgment_only_the_judged_querys_rows_are_written_again(world, m
 
 def test_after_a_judgment_only_the_moved_rows_are_read_and_checked(world, monkeypatch):
     """The patch reads each system's values of the judged query only, not every query's (the whole table was
-    copied and checked in every request: 7 MB at 20 systems x 5,000 queries); a moved value that JSON cannot
-    write (not finite) still sends the answer to the general path."""
+    copied and checked in every request: 7 MB at 20 systems x 5,000 queries); a value that is not finite is a
+    broken invariant (metrics.numbers.NumberError, a logged 500), never NaN in the JSON."""
     campaign = world.campaign
     leaderboard_json(campaign=campaign, k=2)
     monkeypatch.setattr(renderers, "series_save_later", lambda *args: None)  # saving reads every row, by itself
@@ -123,7 +124,8 @@ def test_after_a_judgment_only_the_moved_rows_are_read_and_checked(world, monkey
 
     monkeypatch.setattr(cache_module, "_score", not_finite)
     judgment_record(pair=pair, annotator=world.annotator, grade=2)
-    assert leaderboard_json(campaign=campaign, k=2) is None
+    with pytest.raises(NumberError, match="not a finite number"):  # a broken invariant: a 500, never NaN in JSON
+        leaderboard_json(campaign=campaign, k=2)
 
 
 def test_leaderboard_texts_stay_within_their_bounds(world, monkeypatch):

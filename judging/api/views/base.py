@@ -23,6 +23,7 @@ from rest_framework.views import exception_handler
 from judging.api.jobs import job_limit_response
 from judging.api.permissions import access
 from judging.api.renderers import CSVRenderer, JSONLinesRenderer, PlainTextRenderer
+from judging.errors import RequestError
 from judging.jobs import JobLimit
 from judging.models import Campaign
 from judging.params import LeaderboardQuery, ParamErrors
@@ -41,10 +42,13 @@ class DRFConflict(APIException):
 
 
 def api_exception_handler(exc, context):
-    """DRF's handler, plus the services' Django ValidationError as a 400 that names the field, and a job
-    refused for the queued-jobs limits as a 429."""
+    """DRF's handler, plus the services' Django ValidationError and a request parameter the scoring refused
+    (judging.errors.RequestError) as a 400 that names the field, and a job refused for the queued-jobs limits as a
+    429. Anything else a view raises is a 500 (judging.middleware logs it)."""
     if isinstance(exc, JobLimit):
         return job_limit_response(exc)
+    if isinstance(exc, RequestError):
+        exc = DRFValidationError(exc.errors)
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             detail = {

@@ -3,6 +3,8 @@ judge's run."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -17,11 +19,12 @@ from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, leaderboard_query
+from judging.errors import RequestError
 from judging.jobs import JobLimit, model_endpoint_configured, model_judge_job_start
 from judging.scoring import Params
 from judging.selectors.calibration import UnknownJudge, judge_calibration, model_judge_profile
-from judging.selectors.judges import judge_templates
-from judging.services.judge_templates import judge_template_current, judge_template_save
+from judging.selectors.judges import judge_templates, template_json
+from judging.services.judge_templates import judge_template_current, judge_template_draft, judge_template_save
 
 
 class ModelJudgeActions:
@@ -55,8 +58,8 @@ class ModelJudgeActions:
             )
         except UnknownJudge as exc:
             raise NotFound(str(exc)) from None
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         return Response(data)
 
     @extend_schema(
@@ -92,9 +95,12 @@ class ModelJudgeActions:
             judge = model_judge_profile(name=name, campaign=campaign).user
         except UnknownJudge as exc:
             raise NotFound(str(exc)) from None
-        if request.method == "GET":
-            judge_template_current(campaign=campaign, judge=judge)
-            return Response({"judge": judge.username, "versions": judge_templates(campaign=campaign, judge=judge)})
+        if request.method == "GET":  # writes nothing: before the first version is saved, the draft of it
+            versions = judge_templates(campaign=campaign, judge=judge)
+            answer: dict[str, Any] = {"judge": judge.username, "versions": versions}
+            if not versions:
+                answer["draft"] = template_json(judge_template_draft(campaign=campaign, judge=judge))
+            return Response(answer)
         body = report_serializers.JudgeTemplateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         v = body.validated_data

@@ -21,6 +21,7 @@ from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanSeeLeaderboard, access
 from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json_pieces, pieces_response
 from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
+from judging.errors import RequestError
 from judging.jobs import significance_get
 from judging.models import Campaign
 from judging.params import LeaderboardQuery
@@ -76,8 +77,8 @@ class LeaderboardActions:
                 if pieces is not None:
                     return pieces_response(pieces, content_type="application/json")
             data = leaderboard_data(campaign=campaign, **settings, allow_stale=True)
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         if as_csv:
             response = HttpResponse(
                 ("\ufeff" if bom else "") + leaderboard_csv(data), content_type="text/csv; charset=utf-8"
@@ -106,8 +107,8 @@ class LeaderboardActions:
         query = leaderboard_query(request, campaign, params.TRUST)
         try:
             lb = leaderboard(campaign, query.params())
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         return campaign, lb, query
 
     @extend_schema(
@@ -125,8 +126,8 @@ class LeaderboardActions:
         k_max = query.k_max or trust.curve_k_default(lb)
         try:
             values = trust.curves(lb, measure, k_max)
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         systems = [{"name": n, "values": values[i].tolist()} for i, n in enumerate(lb.cube.system_names)]
         return Response(
             {
@@ -153,8 +154,8 @@ class LeaderboardActions:
         try:
             measure = trust.resolve_measure(query.measure, lb.params.k)
             segments = trust.segments(lb, measure)
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         return Response(
             {
                 "campaign": campaign.slug,
@@ -197,8 +198,8 @@ class LeaderboardActions:
         tested = [n for n in measure_names(query.k) if Measure.parse(n).base != "Judged"]
         try:
             measure = trust.resolve_measure(query.measure, query.k)
-        except ValueError as exc:
-            raise DRFValidationError({"measure": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         if measure not in tested:
             raise DRFValidationError(
                 {
@@ -210,8 +211,8 @@ class LeaderboardActions:
             )
         try:
             lb = leaderboard(campaign, query.params())
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         pairwise, job = significance_get(lb=lb, measure=measure, test=query.test, user=request.user)
         if pairwise is None:
             return job_accepted(request, job)
@@ -248,8 +249,8 @@ class LeaderboardActions:
         query = leaderboard_query(request, campaign, params.LEADERBOARD)
         try:
             data = offline_vs_online(campaign=campaign, params=query.params())
-        except ValueError as exc:
-            raise DRFValidationError({"non_field_errors": [str(exc)]}) from None
+        except RequestError as exc:
+            raise DRFValidationError(exc.errors) from None
         data.pop("_points")
         if not access(request).is_lead(campaign.id):
             # the page's per-query table (each metric's best measure), not every measure's

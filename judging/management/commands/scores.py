@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 
 import metrics
 from judging import params
+from judging.errors import RequestError
 from judging.management.commands._base import CampaignCommand
 from judging.params import LeaderboardQuery, ParamErrors
 from judging.scoring import leaderboard_data
@@ -62,7 +63,7 @@ class Command(CampaignCommand):
             raise CommandError(problems) from None
         try:
             data = leaderboard_data(campaign=campaign, **query.settings(*names), per_query=json)
-        except ValueError as exc:
+        except RequestError as exc:  # a value the caller chose; anything else is ours and keeps its traceback
             raise CommandError(str(exc)) from None
         if json:
             self.stdout.write(_dumps(data))

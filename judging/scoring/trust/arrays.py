@@ -13,6 +13,7 @@ import numpy as np
 from django.utils.translation import gettext
 
 import metrics
+from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
@@ -42,14 +43,15 @@ def resolve_measure(raw: str | None, k: int) -> str:
     raw = (raw or "nDCG").strip()
     base, at, cut = raw.partition("@")
     if base not in LEADERBOARD_MEASURES:
-        raise ValueError(
+        raise RequestError(
+            "measure",
             gettext("unknown measure %(measure)r; expected one of %(choices)s")
-            % {"measure": raw[:40], "choices": ", ".join(LEADERBOARD_MEASURES)}
+            % {"measure": raw[:40], "choices": ", ".join(LEADERBOARD_MEASURES)},
         )
     if at and base in metrics.WHOLE_RUN:
-        raise ValueError(gettext("%(measure)s has no cutoff") % {"measure": base})
+        raise RequestError("measure", gettext("%(measure)s has no cutoff") % {"measure": base})
     if at and cut != str(k):
-        raise ValueError(gettext("%(measure)s does not match k=%(k)d") % {"measure": raw[:40], "k": k})
+        raise RequestError("measure", gettext("%(measure)s does not match k=%(k)d") % {"measure": raw[:40], "k": k})
     return str(Measure(base).at(k))
 
 

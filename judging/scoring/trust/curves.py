@@ -6,6 +6,7 @@ import numpy as np
 from django.utils.translation import gettext, gettext_lazy
 
 import metrics
+from judging.errors import RequestError
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import scored_labels, trust_arrays
 from judging.scoring.trust.store import cached
@@ -19,12 +20,13 @@ CURVE_K_MAX = 1000
 def curves(lb: Leaderboard, measure_base: str, k_max: int) -> np.ndarray:
     """(S, k_max) mean of ``measure_base`` (one of metrics.CURVE_MEASURES) at every cutoff 1..k_max."""
     if measure_base not in metrics.CURVE_MEASURES:
-        raise ValueError(
+        raise RequestError(
+            "measure",
             gettext("measure must be one of %(choices)s, not %(measure)r")
-            % {"choices": ", ".join(metrics.CURVE_MEASURES), "measure": measure_base[:40]}
+            % {"choices": ", ".join(metrics.CURVE_MEASURES), "measure": measure_base[:40]},
         )
     if not 1 <= k_max <= CURVE_K_MAX:
-        raise ValueError(gettext("k_max must be between 1 and %(top)d") % {"top": CURVE_K_MAX})
+        raise RequestError("k_max", gettext("k_max must be between 1 and %(top)d") % {"top": CURVE_K_MAX})
 
     def compute() -> np.ndarray:
         arrays = trust_arrays(lb)

@@ -12,6 +12,7 @@ from django.db.models.fields.json import KT
 from django.utils.translation import gettext
 
 import metrics
+from judging.errors import RequestError
 from judging.models import Campaign, Document
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import trust_arrays
@@ -24,11 +25,12 @@ _ATTRIBUTES: dict[tuple[object, ...], tuple[float, np.ndarray, np.ndarray, list[
 
 def check_attribute(attribute: str) -> str:
     if not ATTRIBUTE_PATTERN.match(attribute or "") or "__" in attribute:
-        raise ValueError(
+        raise RequestError(
+            "attribute",
             gettext(
                 "attribute must be 1 to 64 letters, digits, '-' or '_' (one '_' at a time), "
                 "starting with a letter or digit"
-            )
+            ),
         )
     return attribute
 
@@ -104,8 +106,9 @@ def diversity(lb: Leaderboard, attribute: str) -> Diversity:
     attribute = check_attribute(attribute)
     pks, codes, values = _attribute_codes(lb.campaign, attribute)
     if not values:
-        raise ValueError(
-            gettext("attribute: no document of this campaign has the attribute %(name)r") % {"name": attribute}
+        raise RequestError(
+            "attribute",
+            gettext("attribute: no document of this campaign has the attribute %(name)r") % {"name": attribute},
         )
 
     def compute() -> Diversity:

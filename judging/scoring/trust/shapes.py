@@ -19,12 +19,9 @@ from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
 from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
 from judging.scoring.trust.store import LOCK, cached, process_store, recall_cached
+from metrics.numbers import MEASURE_RANGE, ordered_bounds, within
 
 logger = logging.getLogger(__name__)
-
-
-def _float(v: float) -> float:
-    return float(v)
 
 
 def leaderboard_data_extend(
@@ -51,19 +48,21 @@ def leaderboard_data_extend(
         d = diversity(lb, attribute)
         ild_name, cov_name = d.names
         ild, cov = d.means()
+        ild = within(ild, *MEASURE_RANGE, what=ild_name)  # (S,) a share of the top k's pairs: in [0, 1]
+        cov = within(cov, 0.0, float(lb.params.k), what=cov_name)  # distinct values among the top k: 0 to k
         data["attribute"] = d.attribute
         qids = lb.scored_qids()
         for s, entry in enumerate(systems):
-            entry["measures"][ild_name] = _float(ild[s])
-            entry["measures"][cov_name] = _float(cov[s])
+            entry["measures"][ild_name] = float(ild[s])
+            entry["measures"][cov_name] = float(cov[s])
             if per_query:
                 for q, i_, c_ in zip(qids, d.ild[s].tolist(), d.coverage[s].tolist(), strict=True):
                     entry["per_query"][q][ild_name] = i_
                     entry["per_query"][q][cov_name] = c_
     if with_micro:
-        m = micro(lb)
+        m = {name: within(values, *MEASURE_RANGE, what=f"micro {name}") for name, values in micro(lb).items()}
         for s, entry in enumerate(systems):
-            entry["micro"] = {name: _float(values[s]) for name, values in m.items()}
+            entry["micro"] = {name: float(values[s]) for name, values in m.items()}
         data["micro_note"] = str(MICRO_NOTE)
 
 
@@ -186,10 +185,10 @@ def _warm_later(lb: Leaderboard, measure: str, top_k: int) -> None:
 def _entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
     b = bounds(lb)
     n_systems = len(lb.cube.system_ids)
+    # each measure's (S,) bounds of the means, in the measure's range and in order after rounding (metrics.numbers)
+    means = {m: ordered_bounds(b.mean_low[m], b.mean_high[m], *MEASURE_RANGE, what=f"{m} bounds") for m in b.mean_low}
     entries: dict[str, Any] = {
-        "bounds": [
-            {m: [_float(b.mean_low[m][s]), _float(b.mean_high[m][s])] for m in b.mean_low} for s in range(n_systems)
-        ]
+        "bounds": [{m: [float(low[s]), float(high[s])] for m, (low, high) in means.items()} for s in range(n_systems)]
     }
     v = verdicts(lb, measure)
     entries["ranked_by"] = measure
