@@ -52,33 +52,6 @@ SHAPES = (
 CAMPAIGNS = [("as generated", "easy"), *((shape, "realistic") for shape in SHAPES)]
 _slugs = itertools.count()
 
-# issue 39, being fixed on main: a campaign with no runs gives an empty run cube of floats, and the label arrays'
-# bitwise_or fails on it (judging/scoring/cube.py); scipy's noncentral t gives NaN power (metrics/power.py)
-EMPTY_CUBE = pytest.mark.xfail(
-    strict=True,
-    raises=(TypeError, ExceptionGroup),  # hypothesis groups the failures of several examples
-    reason="issue 39 (being fixed on main): the empty run cube's dtype breaks cube.label_arrays",
-)
-# issue 39, being fixed on main: an nDCG@10 high bound of 1.0000000000000002 (one query of the realistic preset,
-# seed 21 at 20% judged; every label the top grade, seed 9), which the leaderboard passes on unclipped
-ROUNDING = pytest.mark.xfail(
-    strict=True,
-    raises=(AssertionError, ExceptionGroup),
-    reason="issue 39 (being fixed on main): a bound of 1.0000000000000002 leaves the measure's range",
-)
-NAN_POWER = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,  # json.dumps: "Out of range float values are not JSON compliant"
-    reason="issue 39 (being fixed on main): NaN power from scipy's noncentral t in metrics/power.py",
-)
-
-
-def _campaigns(xfails: dict[str, pytest.MarkDecorator]) -> list:
-    return [
-        pytest.param(shape, preset, marks=[xfails[shape]] if shape in xfails else [], id=f"{shape}-{preset}")
-        for shape, preset in CAMPAIGNS
-    ]
-
 
 class Built:
     """A campaign built from a generated collection, and the grades its pooled pairs will end with."""
@@ -176,12 +149,12 @@ APP = settings(
 )
 
 
-@pytest.mark.parametrize(
-    ("shape", "preset"), _campaigns({"qrels only": EMPTY_CUBE, "one query": ROUNDING, "all top grade": ROUNDING})
-)
+@pytest.mark.parametrize(("shape", "preset"), CAMPAIGNS)
 @APP
-@example(seed=21, share=0.2, completion="truth")  # the rounding of issue 39 on one query
-@example(seed=9, share=0.2, completion="truth")  # ... and with every label the top grade
+# issue 39's nDCG@10 bound of 1.0000000000000002 (before metrics.numbers): on one query of the realistic preset,
+# seed 21 at 20% judged; with every label the top grade, seed 9
+@example(seed=21, share=0.2, completion="truth")
+@example(seed=9, share=0.2, completion="truth")
 @given(
     seed=st.integers(0, 2**16),
     share=st.sampled_from([0.0, 0.2, 0.6]),
@@ -255,19 +228,7 @@ def test_ppi_intervals_are_finite_and_ordered(make_user, preset, shape):
                     assert low <= system["measures"][name] <= high, (system["name"], name, low, high)
 
 
-@pytest.mark.parametrize(
-    ("shape", "preset"),
-    _campaigns(
-        {
-            "as generated": NAN_POWER,
-            "qrels only": EMPTY_CUBE,
-            "runs without labels": NAN_POWER,  # every pooled pair labelled here, as in "as generated"
-            "empty lists": NAN_POWER,
-            "all top grade": NAN_POWER,
-            "all scores tied": NAN_POWER,
-        }
-    ),
-)
+@pytest.mark.parametrize(("shape", "preset"), CAMPAIGNS)
 def test_the_planners_powers_are_probabilities(make_user, shape, preset):
     """Every pooled pair labelled, any delta from 0.01 to 1: the plan is finite JSON, with powers in [0, 1] (or
     none where two systems do not differ)."""
