@@ -332,9 +332,11 @@ def _realistic(n_sys: int, n_q: int, depth: int, n_docs: int, seed: int) -> Coll
     decimals: list[int] = []
 
     def add(name: str, kind: str, score: np.ndarray, first: int, dec: int) -> None:
-        while name in names:
-            name += "b"
-        names.append(name)
+        unique, again = name, 1
+        while unique in names:  # a sweep point taken twice
+            again += 1
+            unique = f"{name}-{again}"
+        names.append(unique)
         kinds.append(kind)
         scores.append(score)
         firsts.append(first)
@@ -359,9 +361,10 @@ def _realistic(n_sys: int, n_q: int, depth: int, n_docs: int, seed: int) -> Coll
                 mixed = weight * rerank_z + (1 - weight) * first_z
                 add(f"{names[base]}.w{round(100 * weight)}", "sweep", mixed, f, 4)
         else:  # reruns: the reranker trained again with other seeds
-            for run in range(min(int(rng.integers(1, 4)), n_sys - len(names))):
+            for _ in range(min(int(rng.integers(1, 4)), n_sys - len(names))):
                 eps = rng.uniform(0.05, 0.25)
-                add(f"{names[base]}.seed{run + 2}", "rerun", scores[base] + eps * noise(), f, 3)
+                seed_no = 2 + sum(1 for other in names if other.startswith(names[base] + ".seed"))
+                add(f"{names[base]}.seed{seed_no}", "rerun", scores[base] + eps * noise(), f, 3)
     # --- each run: the top ``depth`` of its first stage's candidates, reordered by its own scores
     docid_rank = _docid_order(n_docs, DOCID_FORMAT)
     n_s = len(names)

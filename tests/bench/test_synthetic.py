@@ -47,7 +47,8 @@ def test_realistic_preset_has_the_shape_of_a_trec_track(seed):
     relevant, and neighbours in the final nDCG@10 ranking mostly under 0.01 apart, some under 0.001."""
     coll = synthetic.generate("realistic", seed=seed)
     n_s, n_q, depth = coll.shape
-    assert 35 <= n_s <= 60 and 40 <= n_q <= 55 and depth == 100
+    assert 35 <= n_s <= 60 and 40 <= n_q <= 55 and depth == 100 and len(set(coll.systems)) == n_s
+    assert {"first stage", "reranker", "sweep", "rerun"} <= set(coll.kinds)  # families of runs
     assert coll.scale == [0, 1, 2, 3] and set(np.unique(coll.grades)) == {0, 1, 2, 3}
     stats = synthetic.collection_stats(coll, pool_depth=10, k=10)
     assert 50 <= stats.pairs_per_query[1] <= 90 and 2000 <= stats.pool_pairs <= 4000
