@@ -168,9 +168,10 @@ PARAMS: dict[str, Param] = {
         Param(
             "per_query",
             "bool",
-            True,
+            False,
             label="per_query",
-            help_text="Include per-query values (false: means only). Leads only: annotators get the means.",
+            help_text="Add each system's per-query values (as trec_eval -q gives them); with format=csv, one row per "
+            "system and query. Off by default: the means only. Leads only: annotators get the means.",
         ),
         Param(
             "segment",
@@ -258,7 +259,7 @@ class LeaderboardQuery:
     policy: str | None = None
     labels: str = "humans"
     segment: str | None = None
-    per_query: bool = True
+    per_query: bool = False
     measure: str = "nDCG"
     bounds: bool = True
     attribute: str | None = None

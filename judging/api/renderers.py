@@ -22,9 +22,10 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 from judging import formats
 from judging.models import Campaign
-from judging.scoring import leaderboard_data
+from judging.scoring import Leaderboard, leaderboard_data
 from judging.scoring.series_file import series_load, series_save_later
 from judging.selectors import JUDGMENT_EXPORT_COLUMNS
+from metrics.numbers import finite_array
 
 ROWS_PER_CHUNK = 1000
 COLUMN_NAMES = [name for name, _ in JUDGMENT_EXPORT_COLUMNS]
@@ -219,6 +220,31 @@ def leaderboard_csv(data: dict) -> str:
             + [data["queries"]]
         )
     return buffer.getvalue()
+
+
+def leaderboard_per_query_csv(lb: Leaderboard, *, bom: bool = False) -> Iterator[str]:
+    """Every system's per-query values as CSV (``?per_query=true&format=csv``): a header ``system,qid,<measure>...``
+    then one row per system and scored query, systems in the JSON's order and queries in its order, values at full
+    precision (``repr``, as the JSON writes them). Streamed ROWS_PER_CHUNK rows at a time from the score table, so
+    that 20 systems x 5,000 queries never sit in memory as text at once; names and qids are CSV cells like any other
+    text (``csv_cell``)."""
+    names = lb.measures
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["system", "qid", *names])
+    yield ("\ufeff" if bom else "") + buffer.getvalue()
+    scored = np.flatnonzero(lb.table.labelled)
+    qids = [_csv_quoted(csv_cell(q)) for q in lb.scored_qids()]
+    for s, system in enumerate(lb.cube.system_names):  # over systems; each block a numpy slice
+        prefix = _csv_quoted(csv_cell(system)) + ","
+        for start in range(0, scored.size, ROWS_PER_CHUNK):
+            block = finite_array(
+                lb.table.scores[:, s, scored[start : start + ROWS_PER_CHUNK]].T, what=f"per-query values of {system}"
+            )
+            yield "".join(
+                f"{prefix}{qid},{','.join(map(repr, row))}\n"
+                for qid, row in zip(qids[start : start + ROWS_PER_CHUNK], block.tolist(), strict=True)
+            )
 
 
 def batched_text(lines: Iterable[str], size: int = ROWS_PER_CHUNK) -> Iterator[str]:

@@ -456,7 +456,7 @@ def test_api_system_run_download_round_trips(world):
 
 def test_api_leaderboard_shape(world):
     client = client_for(world.lead)
-    data = client.get("/api/campaigns/demo/leaderboard/", {"k": 2}).json()
+    data = client.get("/api/campaigns/demo/leaderboard/", {"k": 2, "per_query": "true"}).json()
     assert {"campaign", "k", "gain", "threshold", "queries", "systems"} <= set(data)
     assert (data["campaign"], data["k"], data["gain"], data["threshold"]) == ("demo", 2, "linear", 1)
     assert data["queries"] == 2
@@ -468,6 +468,9 @@ def test_api_leaderboard_shape(world):
     assert set(bm25["per_query"]) == {"q1", "q2"}
     lean = client.get("/api/campaigns/demo/leaderboard/", {"per_query": "false"}).json()
     assert all("per_query" not in s for s in lean["systems"])
+    # per-query values come on request (SPEC 4, as trec_eval -q): the default answer is the means alone
+    default = client.get("/api/campaigns/demo/leaderboard/").json()
+    assert all("per_query" not in s for s in default["systems"]) and default == lean
     assert client.get("/api/campaigns/demo/leaderboard/", {"k": 0}).status_code == 400
     assert client.get("/api/campaigns/demo/leaderboard/", {"gain": "cubic"}).status_code == 400
 
@@ -480,7 +483,7 @@ def test_api_leaderboard_with_per_query_values_is_the_json_drf_writes(world, par
 
     from judging.scoring import leaderboard_data
 
-    response = client_for(world.lead).get("/api/campaigns/demo/leaderboard/", params)
+    response = client_for(world.lead).get("/api/campaigns/demo/leaderboard/", {**params, "per_query": "true"})
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     options = {"k": params["k"], "gain": params.get("gain", "linear"), "micro": "micro" in params}
     expected = JSONRenderer().render(leaderboard_data(campaign=world.campaign, **options))
@@ -523,7 +526,7 @@ def test_api_qrels_round_trip_identical_labels_and_scores(world, make_user):
             assert b["measures"] == pytest.approx(a["measures"], abs=1e-12)
 
     qrels = _qrels_dict(text)
-    board = client_for(world.lead).get("/api/campaigns/demo/leaderboard/", {"k": 2}).json()
+    board = client_for(world.lead).get("/api/campaigns/demo/leaderboard/", {"k": 2, "per_query": "true"}).json()
     for system, run_text in (("bm25", RUN_BM25), ("dense", RUN_DENSE)):
         run: dict = {}
         for line in run_text.splitlines():

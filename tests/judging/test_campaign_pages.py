@@ -96,6 +96,40 @@ def test_leaderboard_csv_is_the_json_as_a_table(pooled, lead, annotator):
         assert row["queries"] == "2"
 
 
+def test_per_query_csv_is_the_per_query_json_as_rows(pooled, lead, annotator):
+    """Issue 45: ``?per_query=true&format=csv`` gives one row per system and scored query, in the JSON's orders,
+    with the values the JSON carries (full precision); the download says what it is."""
+    judge(pooled, annotator, "q1", "d1", 2)
+    judge(pooled, annotator, "q2", "d2", 1)
+    client = login(lead)
+    url = reverse("api:campaign-leaderboard", args=[pooled.slug])
+    data = client.get(url, {"k": 2, "per_query": "true"}).json()
+    response = client.get(url, {"k": 2, "per_query": "true", "format": "csv"})
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert 'filename="demo-per-query-k2-linear-t1.csv"' in response["Content-Disposition"]
+    text = b"".join(response.streaming_content).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    expected = [(s["name"], qid, values) for s in data["systems"] for qid, values in s["per_query"].items()]
+    assert [(r["system"], r["qid"]) for r in rows] == [(name, qid) for name, qid, _ in expected]
+    assert list(rows[0]) == ["system", "qid", *data["systems"][0]["measures"]]
+    for row, (_name, _qid, values) in zip(rows, expected, strict=True):
+        assert {m: float(row[m]) for m in values} == values  # the same floats, not rounded
+    bom = client.get(url, {"k": 2, "per_query": "true", "format": "csv", "bom": "1"})
+    assert b"".join(bom.streaming_content).decode() == "\ufeff" + text
+    # without per_query the CSV stays one row per system
+    means = list(csv.DictReader(io.StringIO(client.get(url, {"k": 2, "format": "csv"}).content.decode())))
+    assert [r["system"] for r in means] == [s["name"] for s in data["systems"]] and "qid" not in means[0]
+
+
+def test_per_query_csv_of_prediction_powered_estimates_is_refused(pooled, lead):
+    from judging.services.model_judge import model_judge_get_or_create
+
+    model_judge_get_or_create(name="bot", campaign=pooled)
+    url = reverse("api:campaign-leaderboard", args=[pooled.slug])
+    response = login(lead).get(url, {"labels": "ppi:bot", "per_query": "true", "format": "csv"})
+    assert response.status_code == 400 and "no per-query values" in response.json()["per_query"][0]
+
+
 def test_leaderboard_csv_bad_parameter_is_a_json_error(pooled, lead):
     response = login(lead).get(reverse("api:campaign-leaderboard", args=[pooled.slug]), {"k": 0, "format": "csv"})
     assert response.status_code == 400 and "k" in response.json()
@@ -119,8 +153,8 @@ def test_campaign_page_downloads_every_export(pooled, lead, annotator):
     client = login(lead)
     html = client.get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
     links = dict.fromkeys(re.findall(r'href="(/api/[^"]+)"[^>]*download', html.replace("&amp;", "&")))
-    # qrels, judgments CSV and JSONL, leaderboard CSV, the two CSVs again for Excel (bom=1), two runs
-    assert len(links) == 8
+    # qrels, judgments CSV and JSONL, leaderboard CSV, per-query CSV, the three CSVs again for Excel (bom=1), two runs
+    assert len(links) == 10
     bodies = {}
     for link in links:
         response = client.get(link)
@@ -137,6 +171,8 @@ def test_campaign_page_downloads_every_export(pooled, lead, annotator):
     }
     judgments_csv = next(b for link, b in bodies.items() if "format=csv" in link and "judgments" in link)
     assert "cotton, not wool?" in judgments_csv and ",true," in judgments_csv
+    per_query = next(b for link, b in bodies.items() if "per_query=true" in link and "bom" not in link)
+    assert per_query.splitlines()[0].startswith("system,qid,P@10") and ",q1," in per_query
     runs = sorted(b for link, b in bodies.items() if "/systems/" in link)
     assert runs[0].startswith("q1 Q0 d1 1 9.5") or runs[1].startswith("q1 Q0 d1 1 9.5")
 

@@ -203,14 +203,14 @@ def test_leaderboard_per_query_json_follows_each_new_judgment(world):
     def expected(**options):
         return JSONRenderer().render(leaderboard_data(campaign=world.campaign, **options))
 
-    first = client.get(url, {"k": 2}).content
+    first = client.get(url, {"k": 2, "per_query": "true"}).content
     assert first == expected(k=2)
-    assert client.get(url, {"k": 2}).content == first  # nothing changed: the kept block
-    assert client.get(url, {"k": 3}).content == expected(k=3)
+    assert client.get(url, {"k": 2, "per_query": "true"}).content == first  # nothing changed: the kept block
+    assert client.get(url, {"k": 3, "per_query": "true"}).content == expected(k=3)
     before = json.loads(first)["systems"]
     # q2's label for d2 goes from 0 to 2: dense (which ranks d2 in q2) scores higher there
     judgment_record(pair=world.pair_of("q2", "d2"), annotator=world.annotator2, grade=2)
-    after = client.get(url, {"k": 2}).content
+    after = client.get(url, {"k": 2, "per_query": "true"}).content
     assert after == expected(k=2) and after != first
     assert [s["per_query"]["q2"] for s in json.loads(after)["systems"]] != [s["per_query"]["q2"] for s in before]
     assert [s["per_query"]["q1"] for s in json.loads(after)["systems"]] == [s["per_query"]["q1"] for s in before]

@@ -38,7 +38,7 @@ def test_parse_reads_the_named_parameters_only(campaign):
     data = {"k": "5", "gain": "exponential", "judged_only": "yes", "test": "ttest", "per_query": "0"}
     query = LeaderboardQuery.parse(data, campaign=campaign, names=params.SCORING)
     assert (query.k, query.gain, query.judged_only) == (5, "exponential", True)
-    assert (query.test, query.per_query) == ("randomization", True)  # not in SCORING: defaults
+    assert (query.test, query.per_query) == ("randomization", False)  # not in SCORING: defaults
 
 
 def test_parse_names_every_bad_parameter_at_once(campaign):

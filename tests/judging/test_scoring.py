@@ -45,7 +45,7 @@ def test_scores_match_pytrec_eval_every_query(make_user, k, threshold, gain, jud
 def test_scores_command_json_shape_and_table(make_user):
     campaign, runs, qrels = random_campaign(make_user)
     out = io.StringIO()
-    call_command("scores", campaign.slug, "--json", "--k", "5", stdout=out)
+    call_command("scores", campaign.slug, "--json", "--per-query", "--k", "5", stdout=out)
     data = json.loads(out.getvalue())
     assert set(data) >= {"campaign", "k", "gain", "threshold", "queries", "systems"}
     assert data["k"] == 5 and data["systems"][0]["measures"].keys() == {
@@ -196,7 +196,7 @@ def test_scores_command_json_is_what_the_json_module_writes(make_user, options):
         doc.attributes = {"brand": f"b{i % 3}"}
     Document.objects.bulk_update(docs, ["attributes"])
     out = io.StringIO()
-    call_command("scores", campaign.slug, "--json", *options, stdout=out)
+    call_command("scores", campaign.slug, "--json", "--per-query", *options, stdout=out)
     data = json.loads(out.getvalue())
     assert data["systems"][0]["per_query"]
     assert out.getvalue() == json.dumps(data, indent=1) + "\n"
@@ -244,3 +244,23 @@ def test_scores_json_shortcut_falls_back_to_the_json_module_for_a_value_it_canno
     fine = json.loads(json.dumps(data).replace("NaN", "0.5").replace("Infinity", "0.5"))
     fine["systems"][1]["per_query"]["q1"]["R@10"] = 0.75
     assert _dumps(fine) == json.dumps(fine, indent=1)
+
+
+def test_scores_json_carries_per_query_values_on_request_only(make_user):
+    """Issue 45 (SPEC 4): ``scores --json`` gives the means; ``--per-query`` adds each system's per_query object,
+    and without --json prints trec_eval -q's lines (measure, qid, value per system)."""
+    campaign, _runs, _qrels = random_campaign(make_user)
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", stdout=out)
+    assert all("per_query" not in s for s in json.loads(out.getvalue())["systems"])
+    out = io.StringIO()
+    call_command("scores", campaign.slug, "--json", "--per-query", stdout=out)
+    data = json.loads(out.getvalue())
+    assert all(s["per_query"] for s in data["systems"])
+    text = io.StringIO()
+    call_command("scores", campaign.slug, "--per-query", stdout=text)
+    lines = text.getvalue().splitlines()
+    for system in data["systems"]:
+        assert f"runid\tall\t{system['name']}" in lines
+        qid, values = next(iter(system["per_query"].items()))
+        assert f"nDCG@10\t{qid}\t{values['nDCG@10']:.4f}" in lines

@@ -56,7 +56,7 @@ def _files(folder, campaign):
 def test_a_restarted_worker_starts_from_the_saved_rows(
     pooled, annotator, as_lead, saved_at_once, monkeypatch, _cube_dir
 ):
-    url = f"/api/campaigns/{pooled.slug}/leaderboard/"
+    url = f"/api/campaigns/{pooled.slug}/leaderboard/?per_query=true"
     _judge(pooled, annotator, 2)
     first = as_lead.get(url).json()
     assert len(_files(_cube_dir, pooled)) == 2  # one per system
@@ -80,7 +80,7 @@ def test_a_restarted_worker_starts_from_the_saved_rows(
 def test_a_damaged_file_is_removed_and_rows_of_other_queries_are_not_used(
     pooled, annotator, as_lead, saved_at_once, caplog, _cube_dir
 ):
-    url = f"/api/campaigns/{pooled.slug}/leaderboard/"
+    url = f"/api/campaigns/{pooled.slug}/leaderboard/?per_query=true"
     _judge(pooled, annotator, 2)
     as_lead.get(url)
     damaged, other = _files(_cube_dir, pooled)

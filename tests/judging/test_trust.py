@@ -202,7 +202,7 @@ def test_segments_equal_the_leaderboard_restricted_to_their_queries(make_user, t
     assert all(seg["few_queries"] for seg in by_tag.values())  # fewer than 10 scored queries each
     members = {"head": ["q0", "q1", "q2"], "tail": ["q4", "q5", "q6"], "brand": ["q1", "q6"]}
     for tag, queries in members.items():
-        board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?k=5&segment={tag}").json()
+        board = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?k=5&segment={tag}&per_query=true").json()
         assert board["queries"] == len(queries)
         assert board["segment"] == tag
         subset = {q: qrels[q] for q in queries}
@@ -322,7 +322,7 @@ def test_unknown_attribute_is_a_clear_400(make_user):
 def test_scores_json_carries_bounds_and_settled(make_user):
     campaign, _, _ = random_campaign(make_user, seed=4)
     out = io.StringIO()
-    call_command("scores", campaign.slug, "--json", stdout=out)
+    call_command("scores", campaign.slug, "--json", "--per-query", stdout=out)
     import json
 
     data = json.loads(out.getvalue())
@@ -341,7 +341,7 @@ def test_scores_command_segment_measure_micro_and_attribute(make_user, tmp_path)
     documents_import(campaign=campaign, data=docs.encode(), filename="docs.jsonl")
     args = ["--k", "5", "--segment", "tail", "--measure", "P", "--micro", "--attribute", "brand"]
     out = io.StringIO()
-    call_command("scores", campaign.slug, "--json", *args, stdout=out)
+    call_command("scores", campaign.slug, "--json", "--per-query", *args, stdout=out)
     import json
 
     data = json.loads(out.getvalue())

@@ -26,14 +26,15 @@ def test_leaderboard_api_gives_annotators_no_per_query_values(board, annotator, 
     data = api(annotator).get(URL, {"k": 2}).json()
     assert [s["name"] for s in data["systems"]] and all("per_query" not in s for s in data["systems"])
     # The means are the leads' means: what the page's main table shows.
-    led = api(lead).get(URL, {"k": 2}).json()
+    led = api(lead).get(URL, {"k": 2, "per_query": "true"}).json()
     assert all("per_query" in s for s in led["systems"])
     assert {s["name"]: s["measures"] for s in data["systems"]} == {s["name"]: s["measures"] for s in led["systems"]}
 
 
 @pytest.mark.parametrize("value", ["true", "1", "True"])
-def test_leaderboard_api_refuses_annotators_the_drill_down(board, annotator, value):
-    response = api(annotator).get(URL, {"per_query": value})
+@pytest.mark.parametrize("extra", [{}, {"format": "csv"}])
+def test_leaderboard_api_refuses_annotators_the_drill_down(board, annotator, value, extra):
+    response = api(annotator).get(URL, {"per_query": value, **extra})
     assert response.status_code == 403 and "per-query" in response.json()["detail"]
     # The web page refuses them the same drill-down.
     web = Client()

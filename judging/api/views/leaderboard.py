@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -19,7 +19,13 @@ from judging import params
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanSeeLeaderboard, access
-from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_json_pieces, pieces_response
+from judging.api.renderers import (
+    LeaderboardCSVRenderer,
+    leaderboard_csv,
+    leaderboard_json_pieces,
+    leaderboard_per_query_csv,
+    pieces_response,
+)
 from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
 from judging.errors import RequestError
 from judging.jobs import significance_get
@@ -30,6 +36,7 @@ from judging.scoring import (
     leaderboard,
     leaderboard_data,
     measure_names,
+    ppi_judge,
     trust,
 )
 from judging.selectors import grade_top
@@ -47,8 +54,10 @@ class LeaderboardActions:
         parameters=[report_serializers.LeaderboardQuerySerializer, BOM_PARAMETER],
         responses=report_serializers.LeaderboardSerializer,
         description=(
-            "Every system's mean measures (and per-query values) on the current labels; the same JSON as "
-            "`manage.py scores --json`. Leads only, unless the campaign shows the leaderboard to annotators: "
+            "Every system's mean measures on the current labels; the same JSON as `manage.py scores --json`. "
+            "`per_query=true` adds each system's per-query values as `trec_eval -q` gives them (`scores --json "
+            "--per-query`), and with `format=csv` gives them as one row per system and query (streamed). Leads "
+            "only, unless the campaign shows the leaderboard to annotators: "
             "they get what the leaderboard page shows them, the means only (no `per_query`, 403 if asked for) "
             "with the page's limits on the parameters (`threshold` up to the scale's top grade)."
         ),
@@ -67,8 +76,9 @@ class LeaderboardActions:
             query = self._annotator_query(request, campaign)
         as_csv = isinstance(request.accepted_renderer, LeaderboardCSVRenderer)
         if as_csv:
-            query = query.but(per_query=False)
             bom = bom_param(request)
+            if query.per_query:  # one row per system and query, streamed from the score table
+                return self._per_query_csv(campaign, query, bom)
         settings = query.settings(*params.LEADERBOARD)
         try:
             if type(request.accepted_renderer) is JSONRenderer and query.per_query:
@@ -88,6 +98,27 @@ class LeaderboardActions:
             response["Cache-Control"] = "no-store"
             return response
         return Response(data)
+
+    @staticmethod
+    def _per_query_csv(campaign: Campaign, query: LeaderboardQuery, bom: bool) -> StreamingHttpResponse:
+        """``?per_query=true&format=csv``: renderers.leaderboard_per_query_csv, in constant memory."""
+        if ppi_judge(query.labels) is not None:
+            raise DRFValidationError(
+                {
+                    "per_query": [
+                        _(
+                            "prediction-powered estimates (ppi:NAME) are means over the audit: they have no "
+                            "per-query values"
+                        )
+                    ]
+                }
+            )
+        lb = leaderboard(campaign, query.params())
+        response = StreamingHttpResponse(leaderboard_per_query_csv(lb, bom=bom), content_type="text/csv; charset=utf-8")
+        stem = download_name(campaign.slug, "per-query", f"k{lb.params.k}", lb.params.gain, f"t{lb.params.threshold}")
+        response["Content-Disposition"] = attachment(f"{stem}.csv")
+        response["Cache-Control"] = "no-store"
+        return response
 
     @staticmethod
     def _annotator_query(request, campaign: Campaign) -> LeaderboardQuery:

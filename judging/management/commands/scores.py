@@ -17,7 +17,7 @@ from judging.scoring import leaderboard_data
 
 class Command(CampaignCommand):
     help = (
-        "Per-system means (and per-query values with --json) of P@k, R@k, F1@k, Hit@k, MRR, MAP, nDCG@k, bpref "
+        "Per-system means (and per-query values with --per-query) of P@k, R@k, F1@k, Hit@k, MRR, MAP, nDCG@k, bpref "
         "and Judged@k over every query that has a label (queries a system did not answer score 0, as trec_eval -c), "
         "and whether each adjacent order of the ranking is settled (the JSON adds each system's score bounds)."
     )
@@ -52,8 +52,14 @@ class Command(CampaignCommand):
             help="the stop signal: whether the order of the top K systems holds with 95%% confidence (default 3)",
         )
         parser.add_argument("--json", action="store_true", help="print the API's JSON shape")
+        parser.add_argument(
+            "--per-query",
+            action="store_true",
+            help="add every system's per-query values, as trec_eval -q gives them (in the JSON: each system's "
+            "per_query object; as text: a line per system, query and measure)",
+        )
 
-    def handle(self, *args, slug, json: bool, **options):
+    def handle(self, *args, slug, json: bool, per_query: bool, **options):
         campaign = self.campaign(slug)
         names = [n for n in params.LEADERBOARD if n not in ("per_query", "bounds")]
         try:
@@ -62,7 +68,7 @@ class Command(CampaignCommand):
             problems = "; ".join(f"--{name.replace('_', '-')}: {' '.join(m)}" for name, m in exc.errors.items())
             raise CommandError(problems) from None
         try:
-            data = leaderboard_data(campaign=campaign, **query.settings(*names), per_query=json)
+            data = leaderboard_data(campaign=campaign, **query.settings(*names), per_query=per_query)
         except RequestError as exc:  # a value the caller chose; anything else is ours and keeps its traceback
             raise CommandError(str(exc)) from None
         if json:
@@ -100,6 +106,16 @@ class Command(CampaignCommand):
             self.stdout.write(f"  {a} above {b}: {_verdict_words(entry)}")
         if "stop" in data:
             self.stdout.write(_stop_words(data["stop"], data["queries_without_labels"], len(data["systems"])))
+        if per_query:
+            self._per_query(data)
+
+    def _per_query(self, data: dict) -> None:
+        """trec_eval -q's lines: ``measure<TAB>qid<TAB>value`` per system (a ``runid`` line first)."""
+        for s in data["systems"]:
+            lines = [f"runid\tall\t{s['name']}"]
+            for qid, values in s.get("per_query", {}).items():  # over queries: a command's text output
+                lines.extend(f"{m}\t{qid}\t{v:.4f}" for m, v in values.items())
+            self.stdout.write("\n".join(lines))
 
     def _ppi(self, data: dict) -> None:
         """The prediction-powered leaderboard as text: estimates of the ranking measure with their intervals."""
