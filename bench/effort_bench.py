@@ -1,22 +1,26 @@
 """Judging-effort simulator: how much of the pool each queue mode needs before the system ranking is right.
 
-Input: TREC qrels and runs (and optionally topics), or a generated collection (``--generate``). For each queue
-mode it builds a campaign (pool depth, grades, mode), serves the app through scripts/serve.sh on a port of its
-own, and lets N simulated annotators judge through the REST API (GET /api/campaigns/SLUG/next/, then
-POST /api/judgments/) with the qrels' label (an unjudged document is 0), optionally passed through a
-confusion matrix, until the pool is done. Every ``--step`` % of the pool it records, against the ranking the
-whole pool gives (computed here from the labels with metrics/, nDCG@k as the leaderboard ranks):
+Input: TREC qrels and runs (and optionally topics), or a generated collection (bench/synthetic.py: ``--preset
+realistic``, the default, shaped like a TREC ad-hoc track, or ``--preset easy``; ``--generate`` changes its
+sizes). For each queue mode it builds a campaign (pool depth, grades, mode; ``audit`` draws every query), serves
+the app through scripts/serve.sh on a port of its own, and lets N simulated annotators judge through the REST API
+(GET /api/campaigns/SLUG/next/, then POST /api/judgments/) with the qrels' label (an unjudged document is 0),
+optionally passed through a confusion matrix, until the pool is done. Every ``--step`` % of the pool it records,
+against the ranking the whole pool gives (computed here from the labels with metrics/, nDCG@k as the
+leaderboard ranks):
 
 - Kendall's tau and tau_AP (Yilmaz, Aslam & Robertson, SIGIR 2008) of the system ranking;
 - whether the top system and the top-3 set are right;
 - the leaderboard's adjacent verdicts (``settled``, and ``likely`` where the JSON has ``verdict``/``p_holds``),
   each checked at the end: an order called settled or likely that the whole pool reverses is wrong.
 
-It prints a table (per mode: the share of the pool from which tau >= 0.9, tau_AP >= 0.9, the top 1 and the
-top-3 set stay right; wrong verdicts; 5xx answers; next-pair latency) and writes an SVG of tau against the
-share judged, one line per mode.
+It prints how hard the collection is (bench/synthetic.py ``Stats``: the adjacent nDCG@k gaps of the final
+ranking, the relevant share of the pool, pairs and relevant pairs per query), then a table (per mode: the share
+of the pool from which tau >= 0.9, tau_AP >= 0.9, the top 1 and the top-3 set stay right; wrong verdicts; 5xx
+answers; next-pair latency) and writes an SVG of tau against the share judged, one line per mode.
 
-    python bench/effort_bench.py --generate systems=20,queries=50,depth=20
+    python bench/effort_bench.py --port 9060                       # the realistic preset, every mode
+    python bench/effort_bench.py --preset easy --generate systems=20,queries=50,depth=20
     python bench/effort_bench.py --qrels q.txt --runs runs/ --topics topics.tsv --pool-depth 10 \\
         --modes shuffled,matter,mtc,bandit --annotators 4 --confusion "0.9,0.1,0;0.1,0.8,0.1;0,0.2,0.8"
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/NAME python bench/effort_bench.py ... --port 9060
@@ -29,6 +33,7 @@ DATABASE_URL names one (its campaigns named ``effort-*`` are replaced).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -48,10 +53,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import metrics  # noqa: E402
+from bench import synthetic  # noqa: E402
 from bench._setup import machine_line  # noqa: E402
 from metrics.calibration import tau_ap  # noqa: E402
 
-MODES = ("shuffled", "matter", "mtc", "bandit")
+# every mode that people judge in (a campaign without a model judge: "doubtful" orders the pairs by how much
+# their label weighs on nDCG@10; "audit" judges every query, drawn in a random order)
+MODES = ("shuffled", "matter", "mtc", "bandit", "audit", "doubtful")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
 
 
@@ -176,50 +184,13 @@ def parse_confusion(raw: str | None, grades: list[int]) -> np.ndarray | None:
 # --------------------------------------------------------------------------- a generated collection
 
 
-def generate(spec: str, folder: Path, seed: int) -> tuple[Path, list[Path], Path]:
-    """A synthetic collection with known relevance: ``systems=S,queries=Q,depth=D[,docs=N,seed=X]``.
-
-    Each query has ``docs`` candidate documents (3 x depth by default); a share of them (5-30 %, per query) is
-    relevant, graded 1 or 2. System s has a quality q_s spread over [0.2, 1.2]; it scores a document
-    q_s * grade + N(0, 1) and returns its top ``depth``. Better systems find more relevant documents, with
-    noise, so neighbouring systems are close and the true ranking is known from the qrels.
-    """
-    values = {"systems": 20, "queries": 50, "depth": 20, "docs": 0, "seed": seed}
-    for part in filter(None, spec.split(",")):
-        name, _, value = part.partition("=")
-        if name not in values or not value.isdigit() or int(value) < 1:
-            raise InputError(f"--generate: expected systems=N,queries=N,depth=N[,docs=N,seed=N], not {part!r}")
-        values[name] = int(value)
-    n_sys, n_q, depth = values["systems"], values["queries"], values["depth"]
-    n_docs = values["docs"] or 3 * depth
-    rng = np.random.default_rng(values["seed"])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "runs").mkdir(exist_ok=True)
-    quality = np.linspace(0.2, 1.2, n_sys)
-    rng.shuffle(quality)
-    qrels_lines, topic_lines = [], []
-    run_lines: list[list[str]] = [[] for _ in range(n_sys)]
-    for q in range(n_q):
-        qid = f"g{q + 1}"
-        topic_lines.append(f"{qid}\tgenerated query {q + 1}\tA query of the generated collection.")
-        share = rng.uniform(0.05, 0.3)
-        grade = np.where(rng.random(n_docs) < share, rng.integers(1, 3, n_docs), 0)
-        for d in range(n_docs):
-            qrels_lines.append(f"{qid} 0 {qid}-d{d} {int(grade[d])}")
-        for s in range(n_sys):
-            score = quality[s] * grade + rng.normal(0, 1, n_docs)
-            top = np.argsort(-score)[:depth]
-            run_lines[s].extend(
-                f"{qid} Q0 {qid}-d{d} {r + 1} {score[d]:.4f} sys{s + 1:02d}" for r, d in enumerate(top.tolist())
-            )
-    (folder / "qrels.txt").write_text("\n".join(qrels_lines) + "\n")
-    (folder / "topics.tsv").write_text("\n".join(topic_lines) + "\n")
-    runs = []
-    for s in range(n_sys):
-        path = folder / "runs" / f"sys{s + 1:02d}.run"
-        path.write_text("\n".join(run_lines[s]) + "\n")
-        runs.append(path)
-    return folder / "qrels.txt", runs, folder / "topics.tsv"
+def generate(preset: str, spec: str, seed: int) -> synthetic.Collection:
+    """The collection of ``preset`` (bench/synthetic.py), its sizes from ``spec``
+    (``systems=N,queries=N,depth=N[,docs=N,seed=N]``, each optional)."""
+    try:
+        return synthetic.generate(preset, **synthetic.parse_spec(spec, seed=seed))
+    except synthetic.SpecError as exc:
+        raise InputError(f"--generate: {exc}") from None
 
 
 # --------------------------------------------------------------------------- scoring here (metrics/)
@@ -254,6 +225,14 @@ class Scorer:
         self.width = max(int(counts.max()) if counts.size else 1, 1)
         self.n_q = len(coll.qids)
 
+    def stats(self, qrels: dict[tuple[str, str], int]) -> synthetic.Stats:
+        """How hard the collection is (bench/synthetic.py ``stats_of``) once every pooled pair has its qrels
+        label (an unjudged one 0, as the simulated annotators answer)."""
+        grade = np.array([max(qrels.get(key, 0), 0) for key in self.keys], dtype=np.int64)
+        vec = np.append(grade, 0).astype(np.int8)
+        grid = np.where(self.index >= 0, vec[np.maximum(self.index, 0)], np.where(self.index == -1, -1, -2))
+        return synthetic.stats_of(grid.astype(np.int8), self.key_q, grade, k=self.k)
+
     def scores(self, labels: dict[tuple[str, str], int]) -> np.ndarray:
         """(S,) mean nDCG@k over the queries with a label (the leaderboard's means), unjudged = not relevant."""
         vec = np.full(len(self.keys) + 1, metrics.UNJUDGED, dtype=np.int8)
@@ -276,13 +255,17 @@ class Scorer:
 # --------------------------------------------------------------------------- the app
 
 
-def build_campaign(coll: Collection, *, slug: str, mode: str, pool_depth: int, n_annotators: int) -> dict[str, str]:
-    """A campaign with the runs (and topics), its lead and annotators, through the services; their tokens."""
+def build_campaign(
+    coll: Collection, *, slug: str, mode: str, pool_depth: int, n_annotators: int, seed: int
+) -> dict[str, str]:
+    """A campaign with the runs (and topics), its lead and annotators, through the services; their tokens. In
+    mode ``audit`` every query is drawn (in a random order fixed by ``seed``): the mode serves drawn queries only."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
     from judging.models import Campaign
     from judging.services import (
+        audit_draw,
         campaign_create,
         campaign_settings_update,
         membership_add,
@@ -298,6 +281,8 @@ def build_campaign(coll: Collection, *, slug: str, mode: str, pool_depth: int, n
     for name, data in coll.run_bytes.values():
         run_import(campaign=campaign, data=data, filename=Path(name).name)
     campaign_settings_update(campaign=campaign, queue_mode=mode)
+    if mode == Campaign.QueueMode.AUDIT:
+        audit_draw(campaign=campaign, size=campaign.queries.count(), user=None, seed=seed)
     users = {"lead": "lead", **{f"a{i}": "annotator" for i in range(n_annotators)}}
     tokens = {}
     for name, role in users.items():
@@ -640,7 +625,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qrels", type=Path)
     parser.add_argument("--runs", nargs="+", type=Path, help="run files, or one folder of them")
     parser.add_argument("--topics", type=Path)
-    parser.add_argument("--generate", help="systems=N,queries=N,depth=N[,docs=N,seed=N]: a synthetic collection")
+    parser.add_argument(
+        "--preset",
+        choices=synthetic.PRESETS,
+        help="the generated collection when no files are given (bench/synthetic.py; default realistic)",
+    )
+    parser.add_argument(
+        "--generate", help="systems=N,queries=N,depth=N[,docs=N,seed=N]: the generated collection's sizes"
+    )
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--pool-depth", type=int, default=10)
@@ -657,12 +649,17 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    from_files = args.qrels is not None or args.runs is not None
+    if from_files and (args.preset is not None or args.generate is not None):
+        parser.error("give --qrels and --runs, or a generated collection (--preset, --generate), not both")
+    generated = None
     try:
-        if args.generate is not None:
-            qrels, runs, topics = generate(args.generate, args.out / "generated", args.seed)
+        if not from_files:
+            generated = generate(args.preset or "realistic", args.generate or "", args.seed)
+            qrels, runs, topics = generated.write(args.out / "generated")
         else:
             if args.qrels is None or not args.runs:
-                parser.error("give --qrels and --runs, or --generate")
+                parser.error("give --qrels and --runs, or a generated collection (--preset, --generate)")
             qrels, topics = args.qrels, args.topics
             runs = []
             for path in args.runs:
@@ -687,16 +684,30 @@ def main(argv: list[str] | None = None) -> int:
     call_command("migrate", verbosity=0)
     print(machine_line(), flush=True)
     scorer = Scorer(coll, args.pool_depth, args.k)
+    source = "files" if generated is None else f"preset {generated.preset}, seed {generated.seed}"
     print(
-        f"collection: {len(coll.systems)} systems, {len(coll.qids)} queries, pool depth {args.pool_depth}: "
-        f"{len(scorer.keys)} pooled pairs; grades {coll.grades}; {args.annotators} annotators; "
+        f"collection ({source}): {len(coll.systems)} systems, {len(coll.qids)} queries, pool depth "
+        f"{args.pool_depth}: {len(scorer.keys)} pooled pairs; grades {coll.grades}; {args.annotators} annotators; "
         f"confusion {'yes' if confusion is not None else 'no'}; nDCG@{args.k}",
         flush=True,
     )
+    if generated is not None and generated.duplicates:
+        print(
+            f"{len(generated.duplicates)} lines that list a docid a second time in a query dropped from the runs "
+            "(the import refuses such a file; each docid keeps its highest-scored line)",
+            flush=True,
+        )
+    stats = scorer.stats(coll.qrels)
+    print("\n".join(stats.lines()), flush=True)
     tokens = {}
     for mode in modes:
         tokens[mode] = build_campaign(
-            coll, slug=f"effort-{mode}", mode=mode, pool_depth=args.pool_depth, n_annotators=args.annotators
+            coll,
+            slug=f"effort-{mode}",
+            mode=mode,
+            pool_depth=args.pool_depth,
+            n_annotators=args.annotators,
+            seed=args.seed,
         )
     from django.db import connections
 
@@ -726,28 +737,33 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop(server)
     print()
+    print(f"collection ({source}):")
+    print("\n".join("  " + line for line in stats.lines()))
     print(table(runs_done, figs))
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     title = f"{len(coll.systems)} systems x {len(coll.qids)} queries, pool depth {args.pool_depth}, nDCG@{args.k}"
     (args.out / "effort.svg").write_text(svg(figs, title))
     (args.out / "effort.json").write_text(
         json.dumps(
-            [
-                {
-                    "mode": f.mode,
-                    "share": f.shares,
-                    "tau": f.tau,
-                    "tau_ap": f.tau_ap,
-                    "top1": f.top1,
-                    "top3": f.top3,
-                    "wrong_settled": sorted(map(list, f.wrong_settled)),
-                    "wrong_likely": sorted(map(list, f.wrong_likely)),
-                    "likely_claims": f.likely_claims,
-                    "likely_wrong_claims": f.likely_wrong_claims,
-                    "statuses": {str(s): n for s, n in r.statuses.items()},
-                }
-                for f, r in zip(figs, runs_done, strict=True)
-            ],
+            {
+                "collection": {"source": source, **dataclasses.asdict(stats)},
+                "modes": [
+                    {
+                        "mode": f.mode,
+                        "share": f.shares,
+                        "tau": f.tau,
+                        "tau_ap": f.tau_ap,
+                        "top1": f.top1,
+                        "top3": f.top3,
+                        "wrong_settled": sorted(map(list, f.wrong_settled)),
+                        "wrong_likely": sorted(map(list, f.wrong_likely)),
+                        "likely_claims": f.likely_claims,
+                        "likely_wrong_claims": f.likely_wrong_claims,
+                        "statuses": {str(s): n for s, n in r.statuses.items()},
+                    }
+                    for f, r in zip(figs, runs_done, strict=True)
+                ],
+            },
             indent=1,
         )
     )

@@ -4,6 +4,7 @@ page, the API and the commands."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -14,37 +15,61 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from scipy import stats
 
+from bench import synthetic
 from judging.models import AuditDraw, AuditQuery, Campaign, Judgment, Pair, Query
 from judging.scoring import leaderboard_data
 from judging.selectors import audit_state, pair_next
 from judging.selectors.strategies import doubtful
-from judging.services import audit_draw, campaign_create, judgment_record, membership_add, qrels_import, run_import
+from judging.services import (
+    audit_draw,
+    campaign_create,
+    judgment_record,
+    membership_add,
+    qrels_import,
+    run_import,
+    scale_from_values,
+)
 from judging.services.model_judge import model_judge_get_or_create
 
 N_QUERIES = 12
 SYSTEMS = ("alpha", "beta", "gamma", "delta")
 
 
-def _campaign(make_user, *, seed: int = 3, depth: int = 5):
-    """A random campaign: 4 systems over 12 queries pooled to depth 5; model judge "bot" labels every pooled
-    pair (right about 70% of the time); ``truth`` holds the human grade of every pooled pair."""
+def _campaign(make_user, *, seed: int = 3, depth: int = 5, preset: str = "random"):
+    """A random campaign: 4 systems over 12 queries (q0-q11) pooled to depth 5; model judge "bot" labels every
+    pooled pair (right about 70% of the time); ``truth`` holds the human grade of every pooled pair. ``preset``
+    "realistic": 8 systems of bench/synthetic.py's realistic preset (near ties, tied scores, grades 0-3)."""
     rng = np.random.default_rng(seed)
     lead = make_user("boss")
-    campaign = campaign_create(slug="ppi", name="PPI", pool_depth=depth)
+    coll = None
+    if preset == "realistic":
+        coll = synthetic.generate("realistic", systems=8, queries=N_QUERIES, depth=8, docs=30, seed=seed)
+        coll = dataclasses.replace(coll, qid_format="q{q}", docid_format="d{d}-{qid}")
+    campaign = campaign_create(
+        slug="ppi", name="PPI", pool_depth=depth, scale=scale_from_values(coll.scale if coll else [0, 1, 2])
+    )
     membership_add(campaign=campaign, user=lead, role="lead")
     people = make_user("person")
     membership_add(campaign=campaign, user=people, role="annotator")
     lines = []
-    for name in SYSTEMS:
+    for name in SYSTEMS if coll is None else ():
         for q in range(N_QUERIES):
             docs = rng.permutation(20)[:8]
             lines += [f"q{q} Q0 d{d} {r + 1} {10 - r} {name}\n" for r, d in enumerate(docs.tolist())]
+    if coll is not None:  # its queries q1-q12 renamed q0-q11
+        runs = "".join(coll.run_text(s) for s in range(len(coll.systems)))
+        lines = [f"q{int(line.split()[0][1:]) - 1} {line.split(' ', 1)[1]}\n" for line in runs.splitlines()]
     run_import(campaign=campaign, data="".join(lines).encode(), filename="runs.trec")
     truth, model_lines = {}, []
+    top = 2 if coll is None else coll.scale[-1]
     for pair in Pair.objects.filter(campaign=campaign, pooled=True).select_related("query", "document"):
-        grade = int(rng.choice([0, 1, 2], p=[0.5, 0.3, 0.2]))
+        if coll is None:
+            grade = int(rng.choice([0, 1, 2], p=[0.5, 0.3, 0.2]))
+        else:
+            d = int(pair.document.docid.split("-")[0][1:])
+            grade = int(coll.grades[int(pair.query.qid[1:]), d])
         truth[(pair.query.qid, pair.document.docid)] = grade
-        said = grade if rng.random() < 0.7 else int(rng.integers(0, 3))
+        said = grade if rng.random() < 0.7 else int(rng.integers(0, top + 1))
         model_lines.append(f"{pair.query.qid} 0 {pair.document.docid} {said}\n")
     judge = model_judge_get_or_create(name="bot", campaign=campaign)
     qrels_import(campaign=campaign, data="".join(model_lines).encode(), filename="bot.qrels", annotator=judge)
@@ -69,8 +94,9 @@ def _per_query(campaign, labels, measure="nDCG@10"):
     return {s["name"]: {q: v[measure] for q, v in s["per_query"].items()} for s in data["systems"]}
 
 
-def test_estimate_and_interval_match_a_numpy_reference(make_user):
-    campaign, lead, people, truth = _campaign(make_user)
+@pytest.mark.parametrize("preset", ["random", "realistic"])
+def test_estimate_and_interval_match_a_numpy_reference(make_user, preset):
+    campaign, lead, people, truth = _campaign(make_user, preset=preset)
     audit_draw(campaign=campaign, size=5, user=lead, seed=42)
     drawn = _drawn_qids(campaign)
     _label(campaign, people, truth, set(drawn))
@@ -85,14 +111,22 @@ def test_estimate_and_interval_match_a_numpy_reference(make_user):
         d = np.array([human[system["name"]][q] - model[system["name"]][q] for q in drawn])
         estimate = f.mean() + d.mean()
         half = t * np.sqrt((1 - 5 / N_QUERIES) * d.var(ddof=1) / 5)
-        assert system["measures"]["nDCG@10"] == pytest.approx(estimate, abs=1e-12)
-        low, high = system["intervals"]["nDCG@10"]
+        assert system["measures_raw"]["nDCG@10"] == pytest.approx(estimate, abs=1e-12)
+        assert system["measures"]["nDCG@10"] == pytest.approx(min(max(estimate, 0), 1), abs=1e-12)
+        low, high = system["intervals_raw"]["nDCG@10"]
         assert (low, high) == (pytest.approx(estimate - half, abs=1e-12), pytest.approx(estimate + half, abs=1e-12))
+        # shown clipped to the measure's range (the realistic preset's wide intervals reach below 0)
+        low, high = system["intervals"]["nDCG@10"]
+        assert (low, high) == (
+            pytest.approx(max(estimate - half, 0), abs=1e-12),
+            pytest.approx(min(estimate + half, 1), abs=1e-12),
+        )
         assert system["model_measures"]["nDCG@10"] == pytest.approx(f.mean(), abs=1e-12)
 
 
-def test_every_query_audited_gives_the_all_human_value(make_user):
-    campaign, lead, people, truth = _campaign(make_user)
+@pytest.mark.parametrize("preset", ["random", "realistic"])
+def test_every_query_audited_gives_the_all_human_value(make_user, preset):
+    campaign, lead, people, truth = _campaign(make_user, preset=preset)
     audit_draw(campaign=campaign, size=N_QUERIES, user=lead)
     _label(campaign, people, truth, {f"q{i}" for i in range(N_QUERIES)})
     ppi = leaderboard_data(campaign=campaign, labels="ppi:bot")

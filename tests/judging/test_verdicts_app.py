@@ -10,9 +10,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from bench import synthetic
 from judging.models import Pair
 from judging.scoring import leaderboard_data
-from judging.services import campaign_create, judgment_record, membership_add, qrels_import, run_import
+from judging.services import (
+    campaign_create,
+    judgment_record,
+    membership_add,
+    qrels_import,
+    run_import,
+    scale_from_values,
+)
 from tests.oracle import random_campaign
 
 
@@ -77,19 +85,43 @@ def test_identical_systems_are_tied_not_open(make_user):
     assert "twin1 above twin2: tied (no judgment left can part them)" in out.getvalue()
 
 
-def test_settled_orders_hold_and_likely_ones_mostly_do_once_the_pool_is_judged(make_user):
+def _realistic_campaign(make_user, seed: int):
+    """bench/synthetic.py's realistic preset (12 systems in families, near ties, grades 0-3) over 8 queries,
+    pooled to depth 10, 80% of the pool labelled with its true grade."""
+    coll = synthetic.generate("realistic", systems=12, queries=8, depth=30, seed=seed)
+    campaign = campaign_create(slug=f"real{seed}", pool_depth=10, scale=scale_from_values(coll.scale))
+    runs = "".join(coll.run_text(s) for s in range(len(coll.systems)))
+    run_import(campaign=campaign, data=runs.encode(), filename="runs.trec")
+    user = make_user(f"assessor{seed}")
+    membership_add(campaign=campaign, user=user, role="annotator")
+    rng = np.random.default_rng(seed)
+    pooled = coll.pool(10) & (rng.random(coll.grades.shape) < 0.8)
+    q, d = np.nonzero(pooled)
+    lines = "".join(f"{coll.qid(a)} 0 {coll.docid(a, b)} {coll.grades[a, b]}\n" for a, b in zip(q, d, strict=True))
+    qrels_import(campaign=campaign, data=lines.encode(), filename="q.qrels", annotator=user)
+    return campaign, coll.scale[-1]
+
+
+@pytest.mark.parametrize("preset", ["random", "realistic"])
+def test_settled_orders_hold_and_likely_ones_mostly_do_once_the_pool_is_judged(make_user, preset):
     """Judge the rest of the pool at random: every order called settled holds (the property test in
     tests/metrics/test_verdicts.py covers every measure and grading; this is the app's wiring)."""
-    campaign, runs, qrels = random_campaign(make_user, seed=23)
+    if preset == "realistic":
+        campaign, top = _realistic_campaign(make_user, seed=23)
+    else:
+        campaign, _, _ = random_campaign(make_user, seed=23)
+        top = 2
     rng = np.random.default_rng(23)
     before = leaderboard_data(campaign=campaign, k=5, measure="P", per_query=False)
     user = make_user("finisher")
     membership_add(campaign=campaign, user=user, role="annotator")
     for pair in Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).select_related("campaign"):
-        judgment_record(pair=pair, annotator=user, grade=int(rng.integers(0, 3)))
+        judgment_record(pair=pair, annotator=user, grade=int(rng.integers(0, top + 1)))
     after = leaderboard_data(campaign=campaign, k=5, measure="P", per_query=False)
     means = {s["name"]: s["measures"]["P@5"] for s in after["systems"]}
     assert after["queries_without_labels"] == 0
+    if preset == "realistic":  # 80% judged: some order is settled already, and is checked below
+        assert any(e["verdict"] == "settled" for e in before["settled"])
     for entry in before["settled"]:
         a, b = entry["systems"]
         if entry["verdict"] == "settled":

@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 import metrics
+from bench import synthetic
 from metrics.ppi import audited_only_mean, ppi_mean
 
 ORACLE = Path(__file__).with_name("ppi_oracle.json")
@@ -125,28 +126,41 @@ def test_bad_shapes_are_refused():
 # --------------------------------------------------------------------------- generated campaigns
 
 
-def generated_campaign(seed: int, *, quality: str, S: int = 12, Q: int = 50, D: int = 20, docs: int = 80):
+def generated_campaign(
+    seed: int, *, quality: str, preset: str = "own", S: int = 12, Q: int = 50, D: int = 20, docs: int = 80
+):
     """Ranked human and model labels (S, Q, D) and qrels of a random campaign, every pooled pair labelled by
-    both. Human grades 0-2 with a difficulty per query; systems of varying quality. The model judge: "good"
-    keeps the human grade 80% of the time; "mediocre" 45%, and is lenient (a grade up) half the time it errs,
-    about Cohen's kappa 0.25 as the LLMJudge label sets (0.06-0.29)."""
+    both. ``preset`` "own": human grades 0-2 with a difficulty per query, systems of varying quality;
+    "realistic": bench/synthetic.py's realistic preset (families of near-tied systems, grades 0-3, queries from
+    almost nothing relevant to mostly relevant). The model judge: "good" keeps the human grade 80% of the time;
+    "mediocre" 45%, and is lenient (a grade up) half the time it errs, about Cohen's kappa 0.25 as the LLMJudge
+    label sets (0.06-0.29)."""
     rng = np.random.default_rng(seed)
-    p_rel = rng.beta(1.2, 3.0, Q)
-    grades = np.where(rng.random((Q, docs)) < p_rel[:, None], rng.choice([1, 2], (Q, docs), p=[0.6, 0.4]), 0)
+    if preset == "realistic":
+        coll = synthetic.generate("realistic", systems=S, queries=Q, depth=D, seed=seed)
+        grades, ranked, top = coll.grades.astype(np.int64), coll.ranked, coll.scale[-1]
+        docs = grades.shape[1]
+    else:
+        p_rel = rng.beta(1.2, 3.0, Q)
+        grades = np.where(rng.random((Q, docs)) < p_rel[:, None], rng.choice([1, 2], (Q, docs), p=[0.6, 0.4]), 0)
+        ranked, top = None, 2
     keep = {"good": 0.8, "mediocre": 0.45}[quality]
-    noise = rng.integers(0, 3, (Q, docs))
-    lenient = np.minimum(grades + 1, 2)
+    noise = rng.integers(0, top + 1, (Q, docs))
+    lenient = np.minimum(grades + 1, top)
     err = np.where(rng.random((Q, docs)) < 0.5, lenient, noise) if quality == "mediocre" else noise
     model = np.where(rng.random((Q, docs)) < keep, grades, err)
-    skill = rng.uniform(0.2, 2.0, S)
-    score = skill[:, None, None] * grades[None] + rng.normal(0, 1, (S, Q, docs))
-    ranked = np.argsort(-score, axis=2)[:, :, :D]  # (S, Q, D) document positions
+    if ranked is None:
+        skill = rng.uniform(0.2, 2.0, S)
+        score = skill[:, None, None] * grades[None] + rng.normal(0, 1, (S, Q, docs))
+        ranked = np.argsort(-score, axis=2)[:, :, :D]  # (S, Q, D) document positions
+    listed = ranked >= 0
+    at = np.maximum(ranked, 0)
     pooled = np.zeros((Q, docs), bool)
-    pooled[np.arange(Q)[None, :, None], ranked] = True
+    pooled[np.broadcast_to(np.arange(Q)[None, :, None], ranked.shape)[listed], ranked[listed]] = True
 
     def arrays(g):
         lab = np.where(pooled, g, metrics.UNJUDGED).astype(np.int8)
-        grid = lab[np.arange(Q)[None, :, None], ranked]
+        grid = np.where(listed, lab[np.arange(Q)[None, :, None], at], metrics.PAD).astype(np.int8)
         qrels = np.full((Q, docs), metrics.UNJUDGED, np.int8)
         qrels[pooled] = g[pooled]
         return grid, np.sort(qrels, axis=1)[:, ::-1]
@@ -158,10 +172,11 @@ def per_query_ndcg(grid, qrels):
     return metrics.evaluate(grid, qrels, k=10)["nDCG@10"]  # (S, Q)
 
 
+@pytest.mark.parametrize("preset", ["own", "realistic"])
 @pytest.mark.parametrize("quality", ["good", "mediocre"])
 @pytest.mark.parametrize("n", [10, 20])
-def test_coverage_of_the_all_human_value(quality, n):
-    (hg, hq), (mg, mq) = generated_campaign(11, quality=quality)
+def test_coverage_of_the_all_human_value(quality, n, preset):
+    (hg, hq), (mg, mq) = generated_campaign(11, quality=quality, preset=preset)
     human, model = per_query_ndcg(hg, hq), per_query_ndcg(mg, mq)
     truth = human.mean(axis=1)  # the all-human value of each system
     S, Q = human.shape
