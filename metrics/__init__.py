@@ -80,7 +80,7 @@ from metrics.significance import (
     permutation_test_matrix,
     tukey_hsd_randomized,
 )
-from metrics.verdicts import FinalPool, difference_bounds, final_pool, system_bounds
+from metrics.verdicts import FinalPool, difference_bounds, final_pool, pool_bounds, system_bounds
 
 __all__ = [
     "FinalPool",
@@ -171,5 +171,6 @@ __all__ = [
     "self_consistency",
     "tau_ap",
     "top_k_overlap",
+    "pool_bounds",
 ]
 from metrics.power import MAX_TOPICS, paired_power, paired_variance, topic_set_size  # noqa: E402,F401

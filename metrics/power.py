@@ -45,7 +45,7 @@ def paired_power(n: int | np.ndarray, delta: float, sd: float | np.ndarray, alph
     sd_arr = np.asarray(sd, dtype=np.float64)
     df = n_arr - 1
     crit = stats.t.ppf(1 - alpha / 2, df)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a subnormal sd: an infinite nc, power 1
         nc = abs(delta) * np.sqrt(n_arr) / sd_arr
     finite = np.isfinite(nc)
     safe = np.where(finite, nc, 0.0)

@@ -195,18 +195,28 @@ def _cut(pool: FinalPool, depth: int | None) -> tuple[np.ndarray, BoolArray]:
     return lab, unc
 
 
-def _parts(base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int) -> _Parts:
+def _parts(
+    base: str,
+    pool: FinalPool,
+    qrels: IntArray,
+    *,
+    k: int,
+    threshold: int,
+    gain: str,
+    top_grade: int,
+    overlap: bool = True,
+) -> _Parts:
     """The sound bounds of ``base`` (see :func:`system_bounds`), each system's low and high score in [0, 1] with
     ``low <= high``: the two sides are sums of the same terms in other orders (a DCG down the ranking over an ideal
     DCG from grade counts), which can leave them a rounding step apart, 1.0000000000000002 above 1 or a low bound
     that much above its high one (metrics.numbers decides the tolerance; beyond it, a NumberError)."""
-    p = _raw_parts(base, pool, qrels, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    p = _raw_parts(base, pool, qrels, k=k, threshold=threshold, gain=gain, top_grade=top_grade, overlap=overlap)
     low, high = ordered_bounds(p.low, p.high, *MEASURE_RANGE, what=f"{base} bounds")
     return p._replace(low=low, high=high)
 
 
 def _raw_parts(
-    base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int
+    base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int, overlap: bool
 ) -> _Parts:
     can = top_grade >= threshold  # an unjudged document may turn out relevant
     must = threshold <= 0  # ... or must (threshold 0: every judged document is relevant)
@@ -218,7 +228,7 @@ def _raw_parts(
         r0 = np.count_nonzero(lab >= threshold, axis=-1).astype(np.float64)
         u = np.count_nonzero(unc, axis=-1).astype(np.float64)
         x_low, x_high = must * u, can * u
-        shared = _overlap(pool, k, np.ones(lab.shape[-1]), float(can) - float(must))
+        shared = _overlap(pool, k, np.ones(lab.shape[-1]), float(can) - float(must)) if overlap else None
         if base == "P":
             return _Parts(
                 (r0 + x_low) / k,
@@ -300,7 +310,7 @@ def _raw_parts(
             idcg_low,
             den_pos,
             idcg_high,
-            _overlap(pool, k, disc, top_gain),
+            _overlap(pool, k, disc, top_gain) if overlap else None,
         )
     if base == "bpref":
         lab, unc = _cut(pool, None)
@@ -317,8 +327,56 @@ def system_bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """(low, high), (S, Q) each: every system's lowest and highest score per query over every grading of the
     pooled unjudged documents (theirs and the other systems')."""
-    p = _parts(base, pool, np.asarray(qrels), k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    p = _parts(base, pool, np.asarray(qrels), k=k, threshold=threshold, gain=gain, top_grade=top_grade, overlap=False)
     return p.low, p.high
+
+
+BOUNDED_BASES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref")  # every measure of evaluate but Judged
+
+
+def pool_bounds(
+    labels: npt.ArrayLike,
+    doc_ids: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    *,
+    pool_depth: int,
+    k: int,
+    top_grade: int,
+    threshold: int = 1,
+    gain: str = "linear",
+    judged_only: bool = False,
+) -> dict[str, tuple[FloatArray, FloatArray]]:
+    r"""Each system's lowest and highest **final** score of every measure, per query: over every grading of the
+    pooled unjudged documents, the system's own and every other system's (:func:`system_bounds` on the pool of
+    ``labels``). Unlike :func:`metrics.score_bounds`, which completes each run on its own, the final value always
+    lies within: a document only another system found, judged relevant, raises num_rel and the ideal ranking and
+    lowers R, F1, MAP, nDCG and bpref, and the low bound counts on it. Unjudged documents outside the pool stay
+    unjudged (non-relevant) in the final scores, as they will.
+
+    Parameters
+    ----------
+    labels, doc_ids : arrays, shape (S, Q, D)
+        Ranked labels (``UNJUDGED``, ``PAD``) and document ids (-1 at padding), see :func:`final_pool`.
+    qrels : int array, shape (Q, M)
+        Every label of each query.
+    pool_depth : int
+        The pool's depth: documents some run ranks within it get a label once the pool is done.
+    k, top_grade, threshold, gain, judged_only
+        As in :func:`metrics.evaluate` and :func:`metrics.score_bounds` (``judged_only``: condensed lists).
+
+    Returns
+    -------
+    dict of str to (low, high), float arrays (S, Q)
+        Keyed by measure name at ``k`` (``P@10``, ``MRR``, ...) in :func:`metrics.evaluate`'s order, without
+        ``Judged@k``; in [0, 1] with ``low <= high`` exactly (metrics.numbers).
+    """
+    pool = final_pool(labels, doc_ids, pool_depth=pool_depth, judged_only=judged_only)
+    q = np.asarray(qrels)
+    out: dict[str, tuple[FloatArray, FloatArray]] = {}
+    for base in BOUNDED_BASES:
+        name = base if base in WHOLE_RUN_BASES else f"{base}@{k}"
+        out[name] = system_bounds(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    return out
 
 
 def difference_bounds(

@@ -119,8 +119,9 @@ class LeaderboardSystemSerializer(serializers.Serializer):
     bounds = serializers.DictField(
         child=serializers.ListField(child=AsciiFloatField(), min_length=2, max_length=2),
         required=False,
-        help_text="measure -> [low, high]: the mean with every unjudged document non-relevant, and with every "
-        "unjudged document within the measure's cutoff at the top grade.",
+        help_text="measure -> [low, high]: the lowest and highest final mean over today's scored queries, once "
+        "every pooled pair is judged, whatever grades the pooled unjudged documents (the system's own and the other "
+        "systems') get; documents outside the pool stay unjudged.",
     )
     micro = serializers.DictField(child=AsciiFloatField(), required=False, help_text="Micro P@k and R@k.")
     # labels=ppi:NAME (prediction-powered): the estimates in `measures`, clipped to [0, 1] as shown, and these

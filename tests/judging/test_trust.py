@@ -70,26 +70,44 @@ def test_bpref_per_query_equals_pytrec_eval(make_user, threshold):
 
 
 @pytest.mark.parametrize("k", [3, 10])
-def test_upper_bound_equals_scores_with_unjudged_top_k_at_the_top_grade(make_user, k):
-    """The oracle: each system against qrels where every unjudged document in its cutoff has grade 2."""
+def test_bounds_hold_every_final_value_and_the_own_documents_completion_is_the_top(make_user, k):
+    """The oracle (pytrec_eval) on the pool's completions: a system's own unjudged pooled documents graded 2
+    (within its top k for the @k measures), every other 0, is the high bound of P, Hit, RR and R; and whatever
+    grades the pooled unjudged documents get, each system's final mean of every measure lies within its bounds
+    (R, MAP and nDCG too, which the per-run completions of metrics.score_bounds let fall below: a document only
+    another system found raises num_rel and the ideal)."""
     campaign, runs, qrels = random_campaign(make_user, seed=5)
     data = leaderboard_data(campaign=campaign, k=k)
+    depth = campaign.pool_depth
+    pooled = {q: {d for run in runs.values() for d in trec_sorted(run.get(q, {}))[:depth]} for q in qrels}
+    rng = np.random.default_rng(k)
+    gradings = []
+    for _ in range(12):
+        grading = {}
+        for q, labels in qrels.items():
+            left = sorted(pooled[q] - set(labels))
+            grading[q] = {**labels, **dict(zip(left, rng.integers(0, 3, len(left)).tolist(), strict=True))}
+        gradings.append(grading)
     for system in data["systems"]:
         run = runs[system["name"]]
-        today = evaluate(qrels, run, k)
-        at_k, whole = {}, {}
+        own_k, own_run = {}, {}
         for q, labels in qrels.items():
-            ranked = trec_sorted(run.get(q, {}))
-            at_k[q] = {**labels, **{d: 2 for d in ranked[:k] if d not in labels}}
-            whole[q] = {**labels, **{d: 2 for d in ranked if d not in labels}}
-        high_k, high_all = evaluate(at_k, run, k), evaluate(whole, run, k)
-        for measure in (f"P@{k}", f"R@{k}", f"Hit@{k}", f"nDCG@{k}", "MRR", "MAP"):
-            high = high_k if "@" in measure else high_all
-            expected_high = np.mean([max(today[q][measure], high[q][measure]) for q in qrels])
-            expected_low = np.mean([min(today[q][measure], high[q][measure]) for q in qrels])
-            low_got, high_got = system["bounds"][measure]
-            assert high_got == pytest.approx(expected_high, abs=1e-9), (system["name"], measure)
-            assert low_got == pytest.approx(expected_low, abs=1e-9), (system["name"], measure)
+            left = pooled[q] - set(labels)
+            top = set(trec_sorted(run.get(q, {}))[:k])
+            own_k[q] = {**labels, **dict.fromkeys(left & top, 2)}
+            own_run[q] = {**labels, **{d: 2 for d in left if d in run.get(q, {})}}
+        high_k, high_run = evaluate(own_k, run, k), evaluate(own_run, run, k)
+        for measure in (f"P@{k}", f"Hit@{k}", "MRR", f"R@{k}"):
+            high = high_run if measure == "MRR" else high_k
+            expected = np.mean([high[q][measure] for q in qrels])
+            assert system["bounds"][measure][1] == pytest.approx(expected, abs=1e-9), (system["name"], measure)
+        for grading in gradings:
+            final = evaluate(grading, run, k)
+            for measure in (f"P@{k}", f"R@{k}", f"Hit@{k}", f"nDCG@{k}", "MRR", "MAP", "bpref"):
+                low_got, high_got = system["bounds"][measure]
+                mean = np.mean([final[q][measure] for q in qrels])
+                assert low_got - 1e-9 <= mean <= high_got + 1e-9, (system["name"], measure)
+        for measure, (low_got, high_got) in system["bounds"].items():
             assert low_got <= system["measures"][measure] + 1e-12 <= high_got + 2e-12
         assert "Judged@{k}" not in system["bounds"]
 
@@ -456,10 +474,10 @@ def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
 
     texts()  # every part computed once, for the labels before the judgments
     bounded = []
-    real_bounds = metrics.score_bounds
+    real_bounds = metrics.pool_bounds
     monkeypatch.setattr(
         metrics,
-        "score_bounds",
+        "pool_bounds",
         lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
     )
     unjudged = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).order_by("id")
@@ -526,10 +544,10 @@ def test_parts_built_a_few_queries_at_a_time_are_those_built_at_once(make_user, 
 
     whole_texts, whole_parts, whole_bounds = cold()
     bounded = []
-    real_bounds = metrics.score_bounds
+    real_bounds = metrics.pool_bounds
     monkeypatch.setattr(
         metrics,
-        "score_bounds",
+        "pool_bounds",
         lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
     )
     monkeypatch.setattr(store, "BUILD_ENTRIES", 1)  # one query's entries at a time (two for the final parts)
@@ -647,10 +665,10 @@ def test_a_process_answering_from_the_shared_cache_builds_its_own_parts_ahead(ma
             thread.join(timeout=60)
     assert trust.has_arrays(leaderboard(campaign, Params(k=10)))
     bounded = []
-    real_bounds = metrics.score_bounds
+    real_bounds = metrics.pool_bounds
     monkeypatch.setattr(
         metrics,
-        "score_bounds",
+        "pool_bounds",
         lambda labels, *a, **kw: bounded.append(labels.shape[1]) or real_bounds(labels, *a, **kw),
     )
     user = make_user("warm")

@@ -79,7 +79,7 @@ def test_trust_page_sections(as_lead, tagged):
     for text in (
         "Can we stop judging?",
         "unjudged pairs left can still change the ranking by P@3",
-        "the documents only other systems found included",
+        "its own and those only other systems found",
         "The verdicts are on the final means, over the 3 queries that will be scored once the pool is judged.",
         "Pool bias",
         "would be under-scored",

@@ -73,11 +73,24 @@ class Bounds:
 def _score_bounds(
     lb: Leaderboard, arrays: TrustArrays, grade: int, queries: np.ndarray | None
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    labels, qrels = arrays.labels, arrays.qrels
+    """metrics.pool_bounds of some queries (every query with None): the lowest and highest final score over every
+    grading of the pooled unjudged documents, the system's own and the other systems' (issue 39: the per-run hull
+    of metrics.score_bounds let R, F1, MAP, nDCG and bpref end below their low bound)."""
+    labels, qrels, doc_ids = arrays.labels, arrays.qrels, arrays.doc_ids
     if queries is not None:
-        labels, qrels = labels[:, queries], qrels[queries]
+        labels, qrels, doc_ids = labels[:, queries], qrels[queries], doc_ids[:, queries]
     p = lb.params
-    return metrics.score_bounds(labels, qrels, k=p.k, top_grade=grade, threshold=p.threshold, gain=p.gain)
+    return metrics.pool_bounds(
+        labels,
+        doc_ids,
+        qrels,
+        pool_depth=int(lb.campaign.pool_depth),
+        k=p.k,
+        top_grade=grade,
+        threshold=p.threshold,
+        gain=p.gain,
+        judged_only=p.judged_only,
+    )
 
 
 def query_bounds(lb: Leaderboard) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -113,7 +126,7 @@ def query_bounds(lb: Leaderboard) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return per_query(
         lb,
         ("bounds",),
-        token=grade,  # the top grade of the scale is every high bound's completion
+        token=(grade, int(lb.campaign.pool_depth)),  # the top grade completes the high bounds; the pool's depth
         build=build,
         patch=patch,
         patch_queries=PATCH_QUERIES,
