@@ -512,3 +512,87 @@ def collection_stats(coll: Collection, *, pool_depth: int = 10, k: int = 10) -> 
     pooled = coll.pool(pool_depth)
     q, d = np.nonzero(pooled)
     return stats_of(coll.labels(pooled), q, coll.grades[q, d].astype(np.int64), k=k)
+
+
+# --------------------------------------------------------------------------- a simulated model judge
+
+# P(model grade | human grade) on the 0-3 scale, rows by human grade: model judges of today's quality, shaped like
+# the confusion matrices LLM judges show against NIST's labels (Thomas et al., SIGIR 2024; the LLMJudge challenge,
+# Rahmani et al. 2024, where submissions reached a quadratic-weighted kappa of about 0.4 to 0.5 with TREC's
+# assessors): most mass on or next to the human grade, a bias towards calling marginal documents relevant, and
+# the middle grades the least reliable. The two LLM presets are named by the kappa they reach on the realistic
+# preset (seeds 1-3); tests/bench/test_synthetic.py holds them to it.
+CONFUSIONS: dict[str, np.ndarray] = {
+    # quadratic-weighted kappa against the true grades of the realistic preset's depth-10 pools: 0.37-0.40
+    "llm-0.4": np.array(
+        [
+            [0.45, 0.28, 0.18, 0.09],
+            [0.28, 0.32, 0.26, 0.14],
+            [0.13, 0.24, 0.33, 0.30],
+            [0.08, 0.18, 0.30, 0.44],
+        ]
+    ),
+    # ... 0.49-0.53
+    "llm-0.5": np.array(
+        [
+            [0.54, 0.26, 0.14, 0.06],
+            [0.26, 0.36, 0.26, 0.12],
+            [0.10, 0.23, 0.38, 0.29],
+            [0.06, 0.13, 0.30, 0.51],
+        ]
+    ),
+    "perfect": np.eye(4),
+    "random": np.full((4, 4), 0.25),
+    # worse than chance: the grades reversed, for the page that says a model is not helping
+    "reversed": np.eye(4)[::-1],
+}
+
+
+def confusion_matrix(spec: str | Path, *, grades: int = 4) -> np.ndarray:
+    """A confusion matrix P(model grade | human grade) (grades x grades, rows by human grade): a preset of
+    :data:`CONFUSIONS` by name, or a file of ``grades`` lines of ``grades`` numbers (commas or spaces). Rows are
+    normalized; SpecError names the line and what is wrong."""
+    if str(spec) in CONFUSIONS:
+        matrix = CONFUSIONS[str(spec)]
+    else:
+        path = Path(spec)
+        if not path.is_file():
+            raise SpecError(f"--model-confusion: {spec!r} is neither a preset ({', '.join(CONFUSIONS)}) nor a file")
+        rows = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                values = [float(v) for v in line.replace(",", " ").split()]
+            except ValueError:
+                raise SpecError(f"{path}, line {number}: not numbers: {line.strip()[:60]!r}") from None
+            if len(values) != grades or min(values) < 0 or sum(values) <= 0:
+                raise SpecError(f"{path}, line {number}: expected {grades} numbers >= 0 with a positive sum")
+            rows.append(values)
+        if len(rows) != grades:
+            raise SpecError(f"{path}: expected {grades} rows (one per human grade), got {len(rows)}")
+        matrix = np.array(rows)
+    if matrix.shape != (grades, grades):
+        raise SpecError(f"the confusion matrix must be {grades} x {grades}, got {matrix.shape}")
+    out: np.ndarray = matrix / matrix.sum(axis=1, keepdims=True)
+    return out
+
+
+def model_answers(
+    grades: np.ndarray, confusion: np.ndarray, *, seed: int, repeats: int = 1, doubt: float = 0.0
+) -> np.ndarray:
+    """(Q, N, G) a simulated model judge's answers for every candidate: how often it gave each grade over
+    ``repeats`` askings. Each pair has its own tendency (its row of ``confusion`` at the true grade, mixed with a
+    pair-level draw from the same row, weight ``1 - doubt``): a real model answers the same pair much the same way
+    each time, and its mistakes on a pair repeat, so repeated answers agree more than independent draws would."""
+    rng = np.random.default_rng(seed)
+    g = confusion.shape[0]
+    rows = confusion[np.clip(grades, 0, g - 1)]  # (Q, N, G)
+    cdf = np.cumsum(rows, axis=-1)
+    favourite = (rng.random(grades.shape)[..., None] >= cdf).sum(axis=-1).clip(0, g - 1)  # the pair's own answer
+    answers = np.zeros((*grades.shape, g), dtype=np.int64)
+    for _ in range(repeats):  # a handful of askings
+        fresh = (rng.random(grades.shape)[..., None] >= cdf).sum(axis=-1).clip(0, g - 1)
+        given = np.where(rng.random(grades.shape) < doubt, fresh, favourite)
+        np.put_along_axis(answers, given[..., None], np.take_along_axis(answers, given[..., None], -1) + 1, -1)
+    return answers

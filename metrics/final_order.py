@@ -23,7 +23,7 @@ import numpy.typing as npt
 from scipy.special import ndtr  # the normal CDF (scipy.stats costs half a second to import)
 
 from metrics._types import FloatArray
-from metrics.relevance_model import LabelModel, list_signature, sample_scores
+from metrics.relevance_model import Answers, LabelModel, list_signature, sample_scores
 from metrics.verdicts import FinalPool, _parts
 
 __all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "QueryStack", "order_verdicts", "query_parts"]
@@ -178,6 +178,7 @@ def query_parts(
     seeds: npt.ArrayLike,
     samples: int | None = None,
     doc_ids: npt.ArrayLike | None = None,
+    answers: Answers | None = None,
 ) -> QueryParts:
     """:class:`QueryParts` of the queries of ``pool`` (metrics.verdicts' bounds and samples). ``doc_ids``
     (S, Q, D): the document ids of the ranked lists as far as the measure reads them (k for the @k measures
@@ -185,7 +186,9 @@ def query_parts(
     0 there, which makes identical systems tied."""
     q = np.asarray(qrels)
     parts = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
-    mean, cov = sample_scores(base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples)
+    mean, cov = sample_scores(
+        base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples, answers=answers
+    )
     return QueryParts(
         parts.low,
         parts.high,

@@ -54,8 +54,21 @@ __all__ = [
     "sample_grades",
 ]
 
-#: Pseudo-pairs behind each row of the table: a model grade seen on few judged pairs reads as the overall row.
+#: Pseudo-pairs behind each row of the table: a model grade seen on few judged pairs reads as the prior row.
 PRIOR_WEIGHT = 5.0
+#: The prior belief about a model judge before the campaign's own pairs show it: P(model grade | human grade) of a
+#: judge of today's quality (the LLMJudge challenge's submissions reached a quadratic-weighted kappa of 0.4-0.5
+#: with TREC's assessors: most answers on or next to the human grade). A model grade's prior row is the posterior
+#: P(h | m) under it and the campaign's human grades; with the campaign's pairs the table moves to what they show
+#: (a judge that answers at random, or reversed, is found out after a few dozen pairs).
+GENERIC_CONFUSION = np.array(
+    [
+        [0.50, 0.27, 0.16, 0.07],
+        [0.27, 0.34, 0.26, 0.13],
+        [0.12, 0.24, 0.35, 0.29],
+        [0.07, 0.16, 0.30, 0.47],
+    ]
+)
 #: Rank buckets of a pair's best rank: 1, 2-3, 4-7, 8-15, 16 and below.
 RANK_BUCKETS = 5
 
@@ -103,6 +116,20 @@ def _weighted_kappa(human: IntArray, model: IntArray, n_grades: int) -> float:
     if denominator <= 0:
         return float("nan")
     return 1.0 - float((weights * observed).sum()) / denominator
+
+
+def generic_confusion(n_grades: int) -> FloatArray:
+    """:data:`GENERIC_CONFUSION` for a scale of ``n_grades`` grades. On another scale than 0-3, the same shape as a
+    kernel: P(m | h) proportional to exp(-0.6 |m - h| * 3 / (n_grades - 1)), which on four grades is the matrix's
+    first row (0.50, 0.27, 0.15, 0.08)."""
+    if n_grades == 4:
+        return GENERIC_CONFUSION.copy()
+    if n_grades == 1:
+        return np.ones((1, 1))
+    grades = np.arange(n_grades)
+    kernel = np.exp(-0.6 * np.abs(grades[:, None] - grades[None, :]) * 3.0 / (n_grades - 1))
+    out: FloatArray = kernel / kernel.sum(axis=1, keepdims=True)
+    return out
 
 
 def calibrate(
@@ -157,7 +184,9 @@ def calibrate(
     counts = np.zeros((RANK_BUCKETS, g, g), dtype=np.int64)
     np.add.at(counts, (b, m, h), 1)
     by_grade = counts.sum(axis=0).astype(np.float64)  # (G, G) over every bucket
-    grade_rows = (by_grade + prior_weight * prior[None, :]) / (by_grade.sum(axis=1, keepdims=True) + prior_weight)
+    believed = prior[None, :] * generic_confusion(g).T  # (m, h): P(h) P(m | h) before the campaign's pairs
+    prior_rows = believed / believed.sum(axis=1, keepdims=True)
+    grade_rows = (by_grade + prior_weight * prior_rows) / (by_grade.sum(axis=1, keepdims=True) + prior_weight)
     cells = counts.astype(np.float64)
     table = (cells + prior_weight * grade_rows[None]) / (cells.sum(axis=2, keepdims=True) + prior_weight)
     if prior_weight == 0:  # rows never seen: the overall distribution, not 0 / 0

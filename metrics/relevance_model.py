@@ -41,7 +41,7 @@ from metrics.ranking import (
 )
 from metrics.verdicts import N_BUCKETS, WHOLE_RUN_BASES, FinalPool, _rank_bucket
 
-__all__ = ["SAMPLES_MIN", "LabelModel", "doc_prior", "label_model", "list_signature", "sample_scores"]
+__all__ = ["SAMPLES_MIN", "Answers", "LabelModel", "doc_prior", "label_model", "list_signature", "sample_scores"]
 
 # Beyond this many samples per query the per-query mean and covariance move no more than the model is worth.
 SAMPLES_MAX = 256
@@ -60,6 +60,15 @@ class LabelModel(NamedTuple):
     grade_cdf: FloatArray  # (top_grade,) CDF of the grade of a relevant document over grades 1..top
     kappa: float  # Gamma prior strength of the per-query factor (mean 1)
     top_grade: int
+
+
+class Answers(NamedTuple):
+    """A model judge's calibrated reading of the pairs it answered and no person judged (metrics.hybrid): their
+    unjudged pooled documents draw their grade from ``dist`` instead of the relevance model (hybrid judging)."""
+
+    query_ids: IntArray  # (Q,) the query id of each query of the pool, in the pool's order
+    keys: IntArray  # (A,) sorted pair keys ``query_id << 32 | document_id``
+    dist: FloatArray  # (A, G) each pair's distribution over the human grades 0..top
 
 
 PRIOR_WEIGHT = 10.0  # pseudo-judgments behind each shrunken rate
@@ -211,8 +220,10 @@ def _draw(
     qs: IntArray,
     docs: IntArray,
     m: int,
+    answers: Answers | None = None,
 ) -> np.ndarray:
-    """(len(docs), m) int8 sampled grades of the unjudged pooled documents ``docs`` of the queries ``qs``."""
+    """(len(docs), m) int8 sampled grades of the unjudged pooled documents ``docs`` of the queries ``qs``; those a
+    model judge answered (``answers``) draw from their calibrated distribution."""
     local_q = np.searchsorted(qs, pool.doc_query[docs])
     slot = docs - np.searchsorted(pool.doc_query, pool.doc_query[docs])  # the document's place in its query
     # the query's factor: Gamma(kappa + relevant found, kappa + relevant expected), by inverse CDF
@@ -234,6 +245,18 @@ def _draw(
     for edge in model.grade_cdf[:-1].tolist():  # over grades, a handful
         grade += u_g >= edge
     out: np.ndarray = np.where(relevant, grade, 0).astype(np.int8)
+    if answers is not None and answers.keys.size:
+        keys = (answers.query_ids[pool.doc_query[docs]].astype(np.int64) << 32) | pool.doc_id[docs]
+        at = np.minimum(np.searchsorted(answers.keys, keys), answers.keys.size - 1)
+        hit = answers.keys[at] == keys
+        if hit.any():
+            cdf = np.cumsum(answers.dist[at[hit]], axis=1)
+            cdf /= np.where(cdf[:, -1:] > 0, cdf[:, -1:], 1.0)
+            u = u_rel[hit]  # (H, m): the same uniforms, now read through the pair's own distribution
+            drawn = np.zeros(u.shape, dtype=np.int8)
+            for edge in range(cdf.shape[1] - 1):  # over grades, a handful
+                drawn += (u >= cdf[:, edge : edge + 1]).astype(np.int8)
+            out[hit] = drawn
     return out
 
 
@@ -329,9 +352,11 @@ def sample_scores(
     gain: str,
     seeds: npt.ArrayLike,
     samples: int | None = None,
+    answers: Answers | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Per query, each system's expected final score (S, Q) and the covariance of the systems' final scores
-    (Q, S, S), from Monte Carlo samples of the pooled unjudged labels under ``model``.
+    (Q, S, S), from Monte Carlo samples of the pooled unjudged labels under ``model`` (and, for the pairs a model
+    judge answered, under their calibrated distributions ``answers``: hybrid judging).
 
     ``seeds`` (Q,) int: one per query (its id and labels version), so a query's samples are the same whatever
     else changed. Queries without a pooled unjudged document are exact (their covariance is 0). P, R, F1,
@@ -367,7 +392,7 @@ def sample_scores(
         qs = open_q[c0 : c0 + chunk]
         lo, hi = int(starts[c0]), int(ends[c0 + qs.size - 1])
         docs = np.arange(lo, hi)
-        sampled = _draw(model, pool, prior, got_q, exp_q, seeds, qs, docs, m)  # (Uc, m)
+        sampled = _draw(model, pool, prior, got_q, exp_q, seeds, qs, docs, m, answers)  # (Uc, m)
         local_q = np.searchsorted(qs, pool.doc_query[docs])
         lab = lab_all[:, qs]  # (S, Qc, D)
         idx = np.where(idx_all[:, qs] >= 0, idx_all[:, qs] - lo, -1)

@@ -74,6 +74,8 @@ class FinalPool(NamedTuple):
     entry_doc: IntArray
     #: (U,) position of each unjudged pooled document among the pooled ones.
     unjudged_at: IntArray
+    #: (U,) the document id of each unjudged pooled document (with its query, the pair it is).
+    doc_id: IntArray
 
 
 def _rank_bucket(rank: IntArray) -> IntArray:
@@ -133,6 +135,7 @@ def final_pool(
         s_of * N_BUCKETS + _rank_bucket(r_of),
         owner.astype(np.int64),
         unjudged_at,
+        open_keys % span,
     )
 
 

@@ -151,3 +151,39 @@ def test_labels_and_qrels_arrays():
 def test_bad_arguments_are_refused(kwargs, message):
     with pytest.raises(synthetic.SpecError, match=message):
         synthetic.generate(**kwargs)
+
+
+@pytest.mark.parametrize("preset, low, high", [("llm-0.4", 0.33, 0.45), ("llm-0.5", 0.45, 0.57)])
+def test_model_judge_presets_reach_their_kappa_on_the_realistic_pools(preset, low, high):
+    """The simulated model judges are named by the quadratic-weighted kappa they reach against the true grades of
+    the realistic preset's depth-10 pools (scikit-learn's, the oracle), as LLM judges reach with TREC's assessors."""
+    from sklearn.metrics import cohen_kappa_score
+
+    for seed in (1, 2):
+        coll = synthetic.generate("realistic", seed=seed)
+        pooled = coll.pool(10)
+        answers = synthetic.model_answers(coll.grades, synthetic.CONFUSIONS[preset], seed=seed)
+        kappa = cohen_kappa_score(coll.grades[pooled], answers.argmax(-1)[pooled], weights="quadratic")
+        assert low < kappa < high, (preset, seed, kappa)
+
+
+def test_repeated_answers_agree_more_than_independent_draws():
+    coll = synthetic.generate("realistic", systems=6, queries=10, depth=20, seed=3)
+    answers = synthetic.model_answers(coll.grades, synthetic.CONFUSIONS["llm-0.4"], seed=3, repeats=5, doubt=0.3)
+    assert (answers.sum(axis=-1) == 5).all()
+    unanimous = (answers.max(axis=-1) == 5).mean()
+    independent = synthetic.model_answers(coll.grades, synthetic.CONFUSIONS["llm-0.4"], seed=3, repeats=5, doubt=1.0)
+    assert (independent.max(axis=-1) == 5).mean() < unanimous / 2 < unanimous < 0.95
+
+
+def test_confusion_matrix_from_a_preset_or_a_file(tmp_path):
+    np.testing.assert_allclose(synthetic.confusion_matrix("perfect"), np.eye(4))
+    good = tmp_path / "c.txt"
+    good.write_text("# P(model | human)\n8 2 0 0\n1,8,1,0\n0 1 8 1\n0 0 2 8\n")
+    np.testing.assert_allclose(synthetic.confusion_matrix(good).sum(axis=1), 1.0)
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 0 0 0\n0 1 0\n")
+    with pytest.raises(synthetic.SpecError, match="line 2: expected 4 numbers"):
+        synthetic.confusion_matrix(bad)
+    with pytest.raises(synthetic.SpecError, match="neither a preset"):
+        synthetic.confusion_matrix("gpt-17")

@@ -14,10 +14,18 @@ from metrics.hybrid import (
     RANK_BUCKETS,
     calibrate,
     expected_scores,
+    generic_confusion,
     pair_distributions,
     rank_bucket,
     sample_grades,
 )
+
+
+def test_the_generic_confusion_on_other_scales():
+    np.testing.assert_allclose(generic_confusion(4).sum(axis=1), 1.0)
+    for n in (2, 3, 5, 11):
+        c = generic_confusion(n)
+        assert c.shape == (n, n) and np.allclose(c.sum(axis=1), 1.0) and (c.argmax(axis=1) == np.arange(n)).all()
 
 
 def test_rank_buckets():
@@ -32,11 +40,15 @@ def test_calibration_rows_by_hand():
     cal = calibrate(human, model, bucket, human_all=human, top_grade=2, prior_weight=5.0)
     prior = (np.array([1, 1, 3]) + 1.0) / (5 + 3)
     np.testing.assert_allclose(cal.prior, prior)
-    grade_row = (np.array([1, 1, 3]) + 5 * prior) / (5 + 5)
+    # before the campaign's pairs: P(h | m) under the generic LLM judge's confusion and the human grades
+    believed = prior[None, :] * generic_confusion(3).T
+    prior_rows = believed / believed.sum(axis=1, keepdims=True)
+    grade_row = (np.array([1, 1, 3]) + 5 * prior_rows[2]) / (5 + 5)
     np.testing.assert_allclose(cal.table[0, 2], (np.array([1, 1, 3]) + 5 * grade_row) / 10)
-    # a bucket without pairs reads the model grade's row; a grade never seen reads the prior
+    # a bucket without pairs reads the model grade's row; a grade never seen reads its prior row
     np.testing.assert_allclose(cal.table[3, 2], grade_row)
-    np.testing.assert_allclose(cal.table[0, 0], prior)
+    np.testing.assert_allclose(cal.table[0, 0], prior_rows[0])
+    assert prior_rows[0].argmax() == 0 and prior_rows[2].argmax() == 2  # a model's grade means something at first
     np.testing.assert_allclose(cal.table.sum(axis=2), 1.0)
     assert cal.n_pairs == 5 and cal.counts.shape == (RANK_BUCKETS, 3, 3)
 
