@@ -17,6 +17,7 @@ from judging.models import Campaign, Membership
 from judging.params import ascii_float
 from judging.selectors.strategies import unknown_mode_message
 from judging.services import CAMPAIGN_SETTINGS, people_parse, scale_check
+from judging.services.campaigns import has_model_judge
 
 
 class AsciiIntegerField(forms.IntegerField):
@@ -110,6 +111,10 @@ QUEUE_MODE_HELP: dict[str, Any] = {
         "Across queries: first the pairs a model judge is least sure of; these labels feed “humans, else model”, "
         "never the prediction-powered audit, which stays random."
     ),
+    Campaign.QueueMode.HYBRID: gettext_lazy(
+        "Across queries: people judge the pairs whose label would move the ranking most, given what the model "
+        "judge said of them, and the model's calibrated labels stand in for the rest (needs a model judge)."
+    ),
 }
 
 
@@ -139,6 +144,10 @@ class CampaignSettingsForm(forms.ModelForm):
         self.fields["queue_mode"].required = False
         self.fields["queue_mode"].error_messages["invalid_choice"] = unknown_mode_message("“%(value)s”")
         self.fields["queue_mode"].help_text = queue_modes_help()
+        hybrid = Campaign.QueueMode.HYBRID
+        if self.instance.pk and self.instance.queue_mode != hybrid and not has_model_judge(self.instance):
+            field = self.fields["queue_mode"]  # nothing to be hybrid with: not offered
+            field.choices = [c for c in field.choices if c[0] != hybrid]
 
     def clean_queue_mode(self) -> str:
         return self.cleaned_data.get("queue_mode") or self.instance.queue_mode

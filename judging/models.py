@@ -84,6 +84,10 @@ class Campaign(models.Model):
         BANDIT = "bandit", _("Bandit: the next document of the system finding the most relevant ones")
         AUDIT = "audit", _("Audit: every pair of the queries drawn at random for the prediction-powered leaderboard")
         DOUBTFUL = "doubtful", _("The model's doubtful pairs: those the model judges are least sure of")
+        HYBRID = (
+            "hybrid",
+            _("Hybrid: people judge where their label would move the ranking most, a model judge the rest"),
+        )
 
     queue_mode = models.CharField(
         _("judging queue"),

@@ -41,7 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import FloatArray, IntArray
-from metrics.ranking import PAD, UNJUDGED, evaluate
+from metrics.ranking import PAD, UNJUDGED, _gains, evaluate
+from metrics.selection import Selection, _unjudged, mtc_weights
 
 __all__ = [
     "PRIOR_WEIGHT",
@@ -49,6 +50,7 @@ __all__ = [
     "Calibration",
     "calibrate",
     "expected_scores",
+    "hybrid_order",
     "pair_distributions",
     "rank_bucket",
     "sample_grades",
@@ -269,6 +271,7 @@ def expected_scores(
     k: int = 10,
     threshold: int = 1,
     gain: str = "linear",
+    judged_only: bool = False,
 ) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
     """Each system's expected per-query score of every measure of :func:`metrics.evaluate`, over completions of the
     labels drawn from calibrated distributions.
@@ -287,8 +290,8 @@ def expected_scores(
         join the query's qrels in each completion (num_rel and the ideal ranking).
     sampled : int array, shape (P, T)
         T draws of each model-answered pair's human grade (:func:`sample_grades`).
-    k, threshold, gain
-        As in :func:`metrics.evaluate` (default scoring, not condensed).
+    k, threshold, gain, judged_only
+        As in :func:`metrics.evaluate` (condensed: a completion's drawn pairs count as judged).
 
     Returns
     -------
@@ -336,6 +339,7 @@ def expected_scores(
             k=k,
             threshold=threshold,
             gain=gain,
+            judged_only=judged_only,
         )
         for name, values in result.items():
             shaped = np.asarray(values, dtype=np.float64).reshape(n_s, nq, n_t)
@@ -349,3 +353,111 @@ def expected_scores(
         means = {name: np.zeros((n_s, 0)) for name in empty}
         every = {name: np.zeros((n_s, 0, n_t)) for name in empty}
     return means, every
+
+
+def hybrid_order(
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    doc_ids: npt.ArrayLike,
+    pair_keys: npt.ArrayLike,
+    pair_dist: npt.ArrayLike,
+    prior: npt.ArrayLike,
+    expected: npt.ArrayLike,
+    *,
+    query_ids: npt.ArrayLike,
+    k: int = 10,
+    gain: str = "linear",
+) -> Selection:
+    r"""Every unjudged pooled pair in the order hybrid judging serves it to people: first those the model judge did not
+    answer (nothing else stands for them), then by how much a person's label would move the ranking given the
+    model's calibrated reading of the pair.
+
+    A system's nDCG@k is, to first order, its known part plus ``sum_d w_s(d) x_d`` over its unjudged documents
+    (``x_d`` the document's gain as a share of the top grade's, ``w_s(d)`` its rank's discount over the query's
+    ideal DCG so far: :func:`metrics.selection.mtc_weights`, after Carterette, Allan & Sitaraman, SIGIR 2006). For
+    systems a and b adjacent in the ranking by ``expected`` (S,) (the hybrid leaderboard's expected means over the
+    queries), the difference moves with ``c_d = w_a(d) - w_b(d)`` per document; with the
+    documents' variances ``v_d`` under their distributions (the calibrated ones of ``pair_dist``, the campaign's
+    ``prior`` for documents the model did not answer), the difference's standard deviation is
+    :math:`\sigma_{ab} = \sqrt{\sum_d c_d^2 v_d} / Q` for the means (documents independent). A document's score is
+
+    .. math:: \sum_{(a, b)} |c_d| \sqrt{v_d}\; \varphi(\Delta_{ab} / \sigma_{ab}) / \sigma_{ab}
+
+    the expected movement of each comparison's difference that judging it brings (uncertainty sampling: a pair the
+    model is sure of moves nothing), weighted by the density at zero of that difference (MTC's "where the order is
+    still uncertain", made smooth: comparisons far from a flip count little). People judge where it matters and
+    the model labels the rest (LARA, Takehi et al., SIGIR 2025, chooses the pairs to ask people by the model's
+    uncertainty alike).
+
+    Parameters
+    ----------
+    labels, qrels, doc_ids
+        The human labels as :func:`metrics.selection.mtc_order` takes them, (S, Q, D), (Q, M), (S, Q, D).
+    pair_keys : int array (A,)
+        Sorted keys ``query_id << 32 | document_id`` of the pairs the model answered (people-judged ones may be
+        among them: only unjudged entries are looked up).
+    pair_dist : float array (A, G)
+        Each of those pairs' distribution over the grades 0..G-1 (:func:`pair_distributions`).
+    prior : float array (G,)
+        The grade distribution of a pair the model did not answer.
+    expected : float array (S,)
+        Each system's expected mean score over the Q queries: the ranking whose adjacent comparisons are weighed.
+    query_ids : int array (Q,)
+        The query id of each query position (the keys' high half).
+    k, gain
+        nDCG's cutoff and gain.
+
+    Returns
+    -------
+    Selection
+        Query positions, document ids and scores, most urgent first; the unanswered pairs first (score
+        ``1 + their own score``, scores of answered pairs are below 1 only after scaling: see the code).
+    """
+    lab = np.asarray(labels)
+    ids = np.asarray(doc_ids, dtype=np.int64)
+    keys = np.asarray(pair_keys, dtype=np.int64)
+    dist = np.asarray(pair_dist, dtype=np.float64)
+    base = np.asarray(prior, dtype=np.float64)
+    qids = np.asarray(query_ids, dtype=np.int64)
+    score_s = np.asarray(expected, dtype=np.float64)
+    n_s, n_q, depth = lab.shape
+    n_g = base.size
+    top_grade = n_g - 1
+    _, weights = mtc_weights(lab, qrels, measure="nDCG", k=k, top_grade=max(top_grade, 1), gain=gain)
+    ent = _unjudged(lab, ids, None)
+    n_pairs = ent.query.size
+    if n_pairs == 0:
+        return Selection(ent.query, ent.doc, np.zeros(0))
+    grade_gain = np.asarray(_gains(np.arange(n_g), gain), dtype=np.float64)
+    share = grade_gain / max(float(grade_gain[-1]), 1e-12)  # x for each grade: its gain as a share of the top's
+    pair_key = (qids[ent.query] << 32) | ent.doc
+    at = np.minimum(np.searchsorted(keys, pair_key), max(keys.size - 1, 0))
+    answered = (keys.size > 0) & (keys[at] == pair_key) if keys.size else np.zeros(n_pairs, dtype=bool)
+    rows = np.where(answered[:, None], dist[at] if keys.size else base[None, :], base[None, :])
+    mean_x = rows @ share
+    var_x = np.maximum(rows @ share**2 - mean_x**2, 0.0)
+    w = weights[ent.system, ent.query[ent.pair], ent.rank]
+    order = np.lexsort((np.arange(n_s), -score_s))
+    by_system = np.argsort(ent.system, kind="stable")
+    bounds = np.searchsorted(ent.system[by_system], np.arange(n_s + 1))
+    score = np.zeros(n_pairs)
+    for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):  # over adjacent systems
+        ea = by_system[bounds[a] : bounds[a + 1]]
+        eb = by_system[bounds[b] : bounds[b + 1]]
+        idx = np.concatenate([ent.pair[ea], ent.pair[eb]])
+        if idx.size == 0:
+            continue
+        touched, inverse = np.unique(idx, return_inverse=True)
+        coef = np.bincount(inverse.reshape(-1), np.concatenate([w[ea], -w[eb]]), minlength=touched.size)
+        # the weights move one query's score: the mean over the Q queries moves by 1/Q of it
+        sigma = float(np.sqrt(np.sum(coef**2 * var_x[touched]))) / max(n_q, 1)
+        if sigma <= 0:
+            continue
+        delta = score_s[a] - score_s[b]
+        density = np.exp(-0.5 * (delta / sigma) ** 2) / (np.sqrt(2 * np.pi) * sigma)
+        score[touched] += np.abs(coef) * np.sqrt(var_x[touched]) * density
+    tier = (~answered).astype(np.int64)  # the pairs the model did not answer: people first
+    best_rank = np.full(n_pairs, np.iinfo(np.int64).max)
+    np.minimum.at(best_rank, ent.pair, ent.rank)
+    ranked = np.lexsort((ent.doc, ent.query, best_rank, -np.round(score, 12), -tier))
+    return Selection(ent.query[ranked], ent.doc[ranked], (score + tier * (1.0 + score.max(initial=0.0)))[ranked])

@@ -36,6 +36,7 @@ from judging.scoring.cube import (  # noqa: F401
     labels_for,
     run_cube,
 )
+from judging.scoring.hybrid import campaign_judge, hybrid_fit  # noqa: F401
 from judging.scoring.ppi import PPIBoard, ppi_data, ppi_judge, ppi_leaderboard  # noqa: F401
 from judging.scoring.presenters import (  # noqa: F401
     JUDGED_WARNING,

@@ -34,6 +34,7 @@ from judging.scoring.cube import (
     run_cube,
     segment_mask,
 )
+from judging.scoring.hybrid import draws_for, hybrid_fit, hybrid_judge, hybrid_scores
 from judging.scoring.memory import built_large
 
 # Queries per shared-cache entry: a new label rewrites one block (16 queries x 20 systems x 9 measures is
@@ -378,6 +379,11 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
     versions = labels_versions(campaign, cube)
     n_q, n_m = len(cube.query_ids), len(measure_names(params.k))
     key = _table_key(campaign, cube, params)
+    judge = hybrid_judge(params.labels)
+    # hybrid:NAME: the people's labels, the model's answers in expectation under the fit (its seed names the table)
+    fit = hybrid_fit(campaign, cube, judge, versions) if judge is not None else None
+    if fit is not None:
+        key = f"{key}:h{fit.seed}"
     with _LOCK:
         table = _SCORES.get(key)
     if table is None or table.versions.shape != versions.shape:
@@ -405,9 +411,27 @@ def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard
         dirty = np.flatnonzero(table.versions != versions)
     if dirty.size:
         built_large()
-        labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=params.labels)
-        grid, qrels, _, counts = label_arrays(cube, dirty, labels)
-        scores, labelled = _score(grid, qrels, counts, params)
+        source = "humans" if fit is not None else params.labels
+        labels = labels_for(campaign, cube.query_ids[dirty], params.policy, total=n_q, labels=source)
+        grid, qrels, docs, counts = label_arrays(cube, dirty, labels)
+        if fit is None:
+            scores, labelled = _score(grid, qrels, counts, params)
+        else:
+            scores, labelled = hybrid_scores(
+                fit,
+                cube.query_ids[dirty],
+                docs,
+                grid,
+                qrels,
+                counts,
+                measures=measure_names(params.k),
+                k=params.k,
+                threshold=params.threshold,
+                gain=params.gain,
+                judged_only=params.judged_only,
+                draws=draws_for(int(cube.doc_ids.size)),  # the campaign's, not the rescored queries': one answer
+            )
+        del docs
         with _LOCK:
             _RESCORED.pop(key, None)
             if dirty.size == n_q:

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.core.cache import cache
@@ -25,10 +25,12 @@ from django.db import connections
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Leaderboard, labels_counter, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
+from judging.scoring.hybrid import campaign_judge, hybrid_fit
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
 from judging.scoring.trust.store import LOCK, process_store
 from judging.selectors.campaigns import pool_size
+from metrics.hybrid import hybrid_order
 from metrics.selection import Selection, bandit_order, mtc_order
 
 logger = logging.getLogger(__name__)
@@ -228,4 +230,37 @@ def bandit_pairs(campaign: Campaign) -> np.ndarray:
     return _kept_order(campaign, "bandit", order)
 
 
-__all__ = ["BANDIT_DECAY", "MTC_MEASURE", "bandit_pairs", "mtc_pairs"]
+def hybrid_pairs(campaign: Campaign) -> np.ndarray:
+    """Pooled unjudged pair ids in the order hybrid judging serves them to people (metrics.hybrid.hybrid_order):
+    the pairs the campaign's model judge did not answer first, then those whose human label would move the
+    hybrid ranking (nDCG at the queue's k) most given the model's calibrated reading; empty without a model
+    judge (the queue then serves query by query)."""
+    judge = campaign_judge(campaign)
+    if judge is None:
+        return np.zeros(0, dtype=np.int64)
+
+    def order(lb: Leaderboard) -> Selection:
+        p = lb.params
+        hybrid = leaderboard(campaign, replace(p, labels=f"hybrid:{judge}"))
+        fit = hybrid_fit(campaign, hybrid.cube, judge, hybrid.table.versions)
+        arrays = campaign_arrays(hybrid)
+        pd = min(int(campaign.pool_depth), arrays.labels.shape[2])
+        open_ = ~fit.human
+        chosen = hybrid_order(
+            arrays.labels[..., :pd],
+            arrays.qrels,
+            arrays.doc_ids[..., :pd],
+            fit.keys[open_],
+            fit.dist[open_],
+            fit.calibration.prior,
+            hybrid.means()[hybrid.measure_index(f"nDCG@{p.k}")],
+            query_ids=hybrid.cube.query_ids[arrays.positions],
+            k=p.k,
+            gain=p.gain,
+        )
+        return chosen._replace(query=arrays.positions[chosen.query])
+
+    return _kept_order(campaign, "hybrid", order)
+
+
+__all__ = ["BANDIT_DECAY", "MTC_MEASURE", "bandit_pairs", "hybrid_pairs", "mtc_pairs"]

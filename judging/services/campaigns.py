@@ -251,6 +251,8 @@ def campaign_settings_update(*, campaign: Campaign, **values: Any) -> int:
     unknown = set(values) - set(CAMPAIGN_SETTINGS)
     if unknown:
         raise ValidationError(_("unknown campaign settings: %(names)s") % {"names": ", ".join(sorted(unknown))})
+    if values.get("queue_mode") == Campaign.QueueMode.HYBRID and campaign.queue_mode != Campaign.QueueMode.HYBRID:
+        _hybrid_check(campaign)
     old_depth, old_policy = campaign.pool_depth, campaign.aggregation
     # the names only: a description or guidelines may quote anything, an endpoint's credentials included
     changed = sorted(name for name, value in values.items() if getattr(campaign, name) != value)
@@ -266,6 +268,27 @@ def campaign_settings_update(*, campaign: Campaign, **values: Any) -> int:
     if campaign.aggregation != old_policy:
         _labels_reaggregate(campaign=campaign, old_policy=old_policy, by=None)
     return added
+
+
+def has_model_judge(campaign: Campaign) -> bool:
+    """Whether a model judge is a member of the campaign (queue mode ``hybrid`` needs one)."""
+    return Membership.objects.filter(
+        campaign=campaign, user__annotator_profile__kind=AnnotatorProfile.Kind.MODEL
+    ).exists()
+
+
+def _hybrid_check(campaign: Campaign) -> None:
+    """Queue mode ``hybrid`` serves people the pairs where a model judge's labels leave most doubt: without a model
+    judge on the campaign there is nothing to be hybrid with."""
+    if not has_model_judge(campaign):
+        raise ValidationError(
+            {
+                "queue_mode": _(
+                    "The hybrid queue needs a model judge on this campaign: run one on the Model judges page "
+                    "(or judge_with_model), or import a model's labels (import_qrels --model), then choose it."
+                )
+            }
+        )
 
 
 def _labels_reaggregate(

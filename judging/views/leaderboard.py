@@ -49,6 +49,8 @@ class BoardRequest:
     ranked_by: Measure  # with the cutoff k, e.g. nDCG@10
     label_sources: list[tuple[str, str]]  # (value, label) of the campaign's label sources
     top_k: int = 3  # the stop signal's top K
+    # what the page shows without a labels parameter: hybrid:NAME on a campaign with a model judge, else humans
+    default_labels: str = "humans"
 
     @property
     def measure(self) -> str:
@@ -91,7 +93,7 @@ class BoardRequest:
             q["judged_only"] = "1"
         if p.policy:
             q["policy"] = p.policy
-        if p.labels != "humans":
+        if p.labels != self.default_labels:
             q["labels"] = p.labels
         if self.measure_base != "nDCG":
             q["measure"] = self.measure_base
@@ -153,6 +155,8 @@ class BoardRequest:
             for k, v in self.changed_params.items()
             if k in ("k", "gain", "threshold", "judged_only", "policy", "labels", "segment")
         }
+        if self.params.labels != "humans":  # the API's default is people's labels, whatever the page's is
+            api_query["labels"] = self.params.labels
         urls["api"] = f"{api}?{urlencode(api_query)}" if api_query else api
         return urls
 
@@ -229,7 +233,13 @@ def board_request(request, member: Member) -> BoardRequest:
         errors["segment"] = [_("no query of this campaign has the tag %(tag)r") % {"tag": query.segment}]
     if errors:
         raise ParamErrors(errors)
-    return BoardRequest(member, query.params(), ranked_by, sources, query.top_k)
+    # A campaign with a model judge shows the hybrid leaderboard first (issue 40): people's labels, the model's
+    # calibrated reading elsewhere, with verdicts that count on the model's doubt; ?labels=humans for people alone.
+    judge = scoring.campaign_judge(campaign)
+    default = f"hybrid:{judge}" if judge is not None and f"hybrid:{judge}" in dict(sources) else "humans"
+    if not (request.GET.get("labels") or "").strip():
+        query = query.but(labels=default)
+    return BoardRequest(member, query.params(), ranked_by, sources, query.top_k, default)
 
 
 def refuse(request, member: Member, status: int, message: str, errors: dict[str, list[str]] | None = None):

@@ -5,6 +5,7 @@ import io
 import json
 import time
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -12,7 +13,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from sklearn.metrics import cohen_kappa_score
 
-from judging.models import AnnotatorProfile, Judgment, Pair
+from judging.models import AnnotatorProfile, Document, Judgment, Pair, Query
 from judging.scoring import leaderboard_data
 from judging.selectors.agreement import review_queue
 from judging.selectors.calibration import judge_calibration
@@ -183,10 +184,16 @@ def test_model_judgments_never_change_human_labels(judged, annotator, lead, writ
         leaderboard_data(campaign=judged, labels="robots")
 
 
-def test_hybrid_leaderboard_equals_pytrec_eval_on_hybrid_qrels(make_user):
-    """Random runs; humans label some pairs, a model others (and some of the same): the hybrid leaderboard is
-    exactly trec_eval on the human label where there is one and the model's elsewhere."""
+def test_hybrid_leaderboard_is_trec_eval_in_expectation_over_the_calibrated_completions(make_user):
+    """Random runs; humans label some pairs, a model others (and some of the same). ``model:bot`` is exactly
+    trec_eval on the model's labels and ``humans`` on the people's; ``hybrid:bot`` is each query's mean of
+    trec_eval (pytrec_eval, the oracle) over the completions the app draws: the human label where there is one,
+    elsewhere a grade drawn from the pair's calibrated distribution (issue 40: not the model's grade as certain)."""
     import random
+
+    from judging.scoring import cube as cube_module
+    from judging.scoring.hybrid import draws_for, hybrid_fit
+    from metrics.hybrid import sample_grades
 
     campaign, runs, human_qrels = random_campaign(make_user, seed=5)
     rng = random.Random(9)
@@ -201,11 +208,9 @@ def test_hybrid_leaderboard_equals_pytrec_eval_on_hybrid_qrels(make_user):
                 lines.append(f"{q} 0 {d} {label}\n")
     judge = model_judge_get_or_create(name="bot", campaign=campaign)
     qrels_import(campaign=campaign, data="".join(lines).encode(), filename="m.qrels", annotator=judge)
-    hybrid = {q: dict(ds) for q, ds in model_qrels.items()}
-    for q, ds in human_qrels.items():
-        hybrid.setdefault(q, {}).update(ds)
+    hybrid_queries = set(model_qrels) | set(human_qrels)
     for k, threshold in ((10, 1), (5, 2)):
-        for source, qrels in (("hybrid:bot", hybrid), ("model:bot", model_qrels), ("humans", human_qrels)):
+        for source, qrels in (("model:bot", model_qrels), ("humans", human_qrels)):
             data = leaderboard_data(campaign=campaign, k=k, threshold=threshold, labels=source)
             expected = oracle(runs, qrels, k, threshold)
             assert data["queries"] == len(qrels), source
@@ -213,6 +218,36 @@ def test_hybrid_leaderboard_equals_pytrec_eval_on_hybrid_qrels(make_user):
                 for q, values in expected[system["name"]].items():
                     for m, v in values.items():
                         assert system["per_query"][q][m] == pytest.approx(v, abs=1e-9), (source, system["name"], q, m)
+        data = leaderboard_data(campaign=campaign, k=k, threshold=threshold, labels="hybrid:bot")
+        assert data["queries"] == len(hybrid_queries)
+        # the app's draws, replayed: the fit's distributions of the model-answered pairs nobody judged
+        cube = cube_module.run_cube(campaign)
+        versions = np.array(
+            Query.objects.filter(campaign=campaign).order_by("id").values_list("labels_version", flat=True)
+        )
+        fit = hybrid_fit(campaign, cube, "bot", versions)
+        open_ = ~fit.human
+        draws = sample_grades(fit.dist[open_], fit.keys[open_], draws_for(int(cube.doc_ids.size)), seed=fit.seed)
+        qid_of = dict(Query.objects.filter(campaign=campaign).values_list("id", "qid"))
+        docid_of = dict(Document.objects.filter(campaign=campaign).values_list("id", "docid"))
+        pairs = [(qid_of[int(key >> 32)], docid_of[int(key & 0xFFFFFFFF)]) for key in fit.keys[open_].tolist()]
+        totals: dict[tuple[str, str, str], float] = {}
+        for t in range(draws.shape[1]):
+            completion = {q: dict(ds) for q, ds in human_qrels.items()}
+            for (q, d), grade in zip(pairs, draws[:, t].tolist(), strict=True):
+                completion.setdefault(q, {})[d] = grade
+            for name, per in oracle(runs, completion, k, threshold).items():
+                for q, values in per.items():
+                    for m, v in values.items():
+                        totals[(name, q, m)] = totals.get((name, q, m), 0.0) + v / draws.shape[1]
+        checked = 0
+        for system in data["systems"]:
+            for q, values in system["per_query"].items():
+                for m, v in values.items():
+                    if (system["name"], q, m) in totals:  # the oracle's measures (bpref is checked elsewhere)
+                        assert v == pytest.approx(totals[(system["name"], q, m)], abs=1e-9), (system["name"], q, m)
+                        checked += 1
+        assert checked >= 3 * len(hybrid_queries) * 6
 
 
 def test_label_source_cache_follows_new_model_judgments(judged):
@@ -230,8 +265,12 @@ def test_leaderboard_page_and_api_name_the_label_source(client, judged, lead):
     client.force_login(lead)
     html = client.get("/campaigns/demo/leaderboard/?labels=hybrid:bot").content.decode()
     assert "Label source: humans, else model bot." in html
+    # a campaign with a model judge shows the hybrid leaderboard first (issue 40); people alone on request, and the
+    # page's links and its API link keep the source chosen
     html = client.get("/campaigns/demo/leaderboard/").content.decode()
-    assert "Label source: human judgments only" in html
+    assert "Label source: humans, else model bot." in html and "leaderboard/?labels=hybrid%3Abot" in html
+    html = client.get("/campaigns/demo/leaderboard/?labels=humans").content.decode()
+    assert "Label source: human judgments only" in html and "labels=humans" in html
     assert client.get("/campaigns/demo/leaderboard/?labels=model:nobody").status_code == 400
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION="Token " + Token.objects.create(user=lead).key)

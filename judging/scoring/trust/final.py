@@ -24,12 +24,13 @@ import numpy as np
 
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import segment_mask
+from judging.scoring.hybrid import HybridFit, hybrid_fit, hybrid_judge
 from judging.scoring.trust.arrays import PATCH_QUERIES, campaign_arrays, top_grade
 from judging.scoring.trust.store import LOCK, cached, per_query, process_store, query_chunks
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
 from metrics.final_order import QueryParts, QueryStack, order_verdicts, query_parts
-from metrics.relevance_model import SAMPLES_MIN, LabelModel, label_model
+from metrics.relevance_model import SAMPLES_MIN, Answers, LabelModel, label_model
 from metrics.verdicts import WHOLE_RUN_BASES, final_pool
 
 TOP_K_DEFAULT = 3
@@ -139,7 +140,23 @@ def _compute(lb: Leaderboard, base: str, fit: _Fit, queries: np.ndarray, samples
         seeds=seeds,
         samples=samples,
         doc_ids=arrays.doc_ids[:, queries, : depth if base in WHOLE_RUN_BASES or p.judged_only else p.k],
+        answers=_answers(lb, queries),
     )
+
+
+def _hybrid(lb: Leaderboard) -> HybridFit | None:
+    """The model judge's calibration of a ``hybrid:NAME`` leaderboard (judging.scoring.hybrid), else None."""
+    judge = hybrid_judge(lb.params.labels)
+    return None if judge is None else hybrid_fit(lb.campaign, lb.cube, judge, lb.table.versions)
+
+
+def _answers(lb: Leaderboard, queries: np.ndarray) -> Answers | None:
+    """hybrid:NAME: the unjudged pairs the model answered draw their grade from their calibrated distribution."""
+    hybrid = _hybrid(lb)
+    if hybrid is None:
+        return None
+    open_ = ~hybrid.human
+    return Answers(lb.cube.query_ids[queries], hybrid.keys[open_], hybrid.dist[open_])
 
 
 def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
@@ -153,7 +170,7 @@ def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
     parts: QueryParts = per_query(
         lb,
         ("final", measure),
-        token=(fit.version, int(lb.campaign.pool_depth), samples),
+        token=(fit.version, int(lb.campaign.pool_depth), samples, getattr(_hybrid(lb), "seed", None)),
         build=lambda: QueryParts.joined(
             [_compute(lb, base, fit, q, samples) for q in query_chunks(n_q, n_s * depth, align=QueryStack.BLOCK)]
         ),

@@ -18,7 +18,7 @@ import numpy as np
 from django.utils.translation import gettext as _
 
 from judging.models import Campaign
-from judging.selectors.strategies import audit, bandit, doubtful, matter, mtc
+from judging.selectors.strategies import audit, bandit, doubtful, hybrid, matter, mtc
 
 PriorityFn = Callable[[Campaign, int], np.ndarray]
 
@@ -28,6 +28,7 @@ PRIORITY_MODES: dict[str, PriorityFn] = {
     Campaign.QueueMode.DOUBTFUL: doubtful.priority,
     Campaign.QueueMode.MTC: mtc.priority,
     Campaign.QueueMode.BANDIT: bandit.priority,
+    Campaign.QueueMode.HYBRID: hybrid.priority,
 }
 
 # Modes that serve their list and nothing else: when it has no pair open to the annotator, the queue is empty

@@ -1,0 +1,272 @@
+"""Hybrid labels, ``labels=hybrid:NAME``: a person's label where there is one, elsewhere model judge NAME's
+calibrated reading of the pair (metrics.hybrid), scored in expectation.
+
+A model's grade is evidence, not a label. The campaign's pairs that both a person and the model graded give
+P(human grade | model grade, rank bucket) (:func:`hybrid_fit`); every pair the model answered and no person judged
+gets that distribution (the mixture over its repeated answers, where it was asked several times); each system's
+per-query score is its expected value over completions drawn from them (:func:`hybrid_scores`), the human labels
+fixed. The bounds and ``settled`` stay the people's (the model's answers settle nothing for certain); ``p_holds``,
+``likely`` and the stop signal draw the model-answered pairs from the same distributions (judging.scoring.trust.
+final), so that ``likely`` keeps its promise (tests/metrics/test_hybrid_calibration.py).
+
+The fit is refitted when the pairs both graded grew by REFIT_SHARE (or REFIT_MIN) since it was made, or the model's
+answers changed (a new run): between refits, a judgment rescores its own query only; a refit rescores every query
+(its seed, a digest of the fit, names the score table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Count, Max, Q
+
+from judging.errors import RequestError
+from judging.judge_models import ModelConsistency
+from judging.models import AnnotatorProfile, Campaign, Grade, Judgment, Membership, Pair
+from judging.scoring.cube import RunCube, cursor_rows
+from metrics.hybrid import Calibration, calibrate, expected_scores, pair_distributions, rank_bucket, sample_grades
+from metrics.ranking import UNJUDGED
+
+REFIT_SHARE = 0.05  # refit once the pairs both graded grew by this share ...
+REFIT_MIN = 20  # ... or by this many
+DRAW_ENTRIES = 8_000_000  # ranked entries x draws of one scoring at most (chooses the draws per query)
+DRAWS_MIN, DRAWS_MAX = 16, 64
+
+# The fitted calibration of each (campaign, judge, runs): what a worker keeps between requests (a few kB a judge).
+_LOCK = threading.Lock()
+_FITS: dict[tuple[int, str, str], tuple[np.ndarray, HybridFit]] = {}  # with the labels versions checked at
+_KEEP_FITS = 16
+
+
+@dataclass(frozen=True)
+class HybridFit:
+    """One calibration of a model judge on a campaign, and the distributions of the pairs it answered."""
+
+    judge_id: int
+    calibration: Calibration
+    keys: np.ndarray  # (A,) sorted pair keys (query_id << 32 | document_id) the model answered confidently
+    dist: np.ndarray  # (A, G) each pair's distribution over the human grades (its own label where people judged)
+    human: np.ndarray  # (A,) bool: a person's label exists for the pair (its draws are never used)
+    both: int  # pairs both graded when fitted
+    answered: int  # the model's confident judgments when fitted
+    seed: int  # a digest of the fit: the draws' seed, and the score table's name
+
+    @property
+    def helpful(self) -> bool | None:
+        """Whether the model's grades carry information about people's (weighted kappa above 0); None with too few
+        pairs both graded to tell (fewer than REFIT_MIN)."""
+        if self.both < REFIT_MIN or not np.isfinite(self.calibration.kappa):
+            return None
+        return bool(self.calibration.kappa > 0)
+
+
+def hybrid_judge(labels: str | None) -> str | None:
+    """The model judge's name of a ``hybrid:NAME`` label source, None for any other source."""
+    kind, _, name = (labels or "").partition(":")
+    return name.strip() if kind == "hybrid" and name.strip() else None
+
+
+def _judge_id(name: str) -> int:
+    judge = (
+        AnnotatorProfile.objects.filter(kind=AnnotatorProfile.Kind.MODEL, user__username=name)
+        .values_list("user_id", flat=True)
+        .first()
+    )
+    if judge is None:
+        raise RequestError("labels", f"no model judge named {name!r}")
+    return int(judge)
+
+
+def _top_grade(campaign: Campaign) -> int:
+    top = Grade.objects.filter(campaign=campaign).aggregate(top=Max("value"))["top"]
+    return max(int(top or 0), 1)
+
+
+def _counts(campaign: Campaign, judge_id: int) -> tuple[int, int]:
+    """(the model's confident judgments on the campaign, those of pairs a person labelled): one aggregate."""
+    got = Judgment.objects.filter(annotator_id=judge_id, unsure=False, pair__campaign=campaign).aggregate(
+        answered=Count("id"), both=Count("id", filter=Q(pair__label__isnull=False))
+    )
+    return int(got["answered"] or 0), int(got["both"] or 0)
+
+
+def _answers(campaign: Campaign, judge_id: int, n_grades: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The model's confident answers: (A,) sorted pair keys, (A, G) answer counts (its grade once, or its repeated
+    answers' histogram where it was asked several times) and (A,) the pair's human label (-1 without one)."""
+    rows = np.array(
+        cursor_rows(
+            Judgment.objects.filter(annotator_id=judge_id, unsure=False, pair__campaign=campaign)
+            .order_by()
+            .values_list("pair_id", "pair__query_id", "pair__document_id", "grade__value", "pair__label")
+        ),
+        dtype=object,
+    ).reshape(-1, 5)
+    pair_ids = rows[:, 0].astype(np.int64)
+    keys = (rows[:, 1].astype(np.int64) << 32) | rows[:, 2].astype(np.int64)
+    grades = np.clip(rows[:, 3].astype(np.int64), 0, n_grades - 1)
+    human = np.array([-1 if v is None else int(v) for v in rows[:, 4]], dtype=np.int64)
+    hist = np.zeros((keys.size, n_grades), dtype=np.float64)
+    hist[np.arange(keys.size), grades] = 1.0
+    if keys.size:
+        repeated = dict(
+            cursor_rows(
+                ModelConsistency.objects.filter(judge_id=judge_id, pair__campaign=campaign)
+                .order_by()
+                .values_list("pair_id", "answers")
+            )
+        )
+        if repeated:
+            at = {int(p): i for i, p in enumerate(pair_ids.tolist())}
+            for pair, answers in repeated.items():  # over the pairs asked several times: a run's few thousand
+                i = at.get(int(pair))
+                given = [int(a) for a in answers or [] if a is not None and 0 <= int(a) < n_grades]
+                if i is not None and given:
+                    hist[i] = np.bincount(given, minlength=n_grades)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], hist[order], human[order]
+
+
+def _best_ranks(cube: RunCube, keys: np.ndarray) -> np.ndarray:
+    """(A,) each pair's best 1-based rank over the systems (0 where none ranks it), from the cube's first ranks."""
+    depth = min(cube.doc_ids.shape[2], 16)  # the last rank bucket starts at 16
+    best = np.zeros(keys.size, dtype=np.int64)
+    if not keys.size or not depth:
+        return best
+    best[:] = depth + 1
+    docs = np.asarray(cube.doc_ids[:, :, :depth])
+    entry = (cube.query_ids[None, :, None].astype(np.int64) << 32) | np.maximum(docs, 0)
+    ranks = np.broadcast_to(np.arange(1, depth + 1)[None, None, :], docs.shape)
+    listed = docs >= 0
+    at = np.searchsorted(keys, entry[listed])
+    found = (at < keys.size) & (keys[np.minimum(at, keys.size - 1)] == entry[listed])
+    np.minimum.at(best, at[found], ranks[listed][found])
+    best[best > depth] = 0
+    return best
+
+
+def hybrid_fit(campaign: Campaign, cube: RunCube, name: str, versions: np.ndarray) -> HybridFit:
+    """The calibration of model judge ``name`` on ``campaign`` (see the module): the process's fit while the pairs
+    both graded grew by less than REFIT_SHARE (or REFIT_MIN) and the model's answers did not change. ``versions``
+    (the queries' labels versions): at the versions the fit was last checked at, nothing is read (a poll with no
+    new label); RequestError naming ``labels`` for a judge nobody has."""
+    key = (campaign.pk, name, str(cube.key))
+    with _LOCK:
+        kept = _FITS.get(key)
+    if kept is not None and np.array_equal(kept[0], versions):
+        return kept[1]
+    fit = kept[1] if kept is not None else None
+    judge_id = fit.judge_id if fit is not None else _judge_id(name)
+    answered, both = _counts(campaign, judge_id)
+    if fit is None or fit.answered != answered or abs(both - fit.both) >= max(REFIT_MIN, REFIT_SHARE * fit.both):
+        fit = _fit(campaign, cube, judge_id, _top_grade(campaign), answered)
+    with _LOCK:
+        _FITS.pop(key, None)
+        _FITS[key] = (versions.copy(), fit)
+        while len(_FITS) > _KEEP_FITS:
+            _FITS.pop(next(iter(_FITS)))
+    return fit
+
+
+def _fit(campaign: Campaign, cube: RunCube, judge_id: int, top_grade: int, answered: int) -> HybridFit:
+    n_grades = top_grade + 1
+    keys, hist, human = _answers(campaign, judge_id, n_grades)
+    bucket = rank_bucket(_best_ranks(cube, keys))
+    labelled = human >= 0
+    human_all = np.array(
+        [v for (v,) in cursor_rows(Pair.objects.filter(campaign=campaign, label__isnull=False).values_list("label"))],
+        dtype=np.int64,
+    )
+    calibration = calibrate(
+        np.clip(human[labelled], 0, top_grade),
+        hist[labelled].argmax(axis=1),
+        bucket[labelled],
+        human_all=np.clip(human_all, 0, top_grade),
+        top_grade=top_grade,
+    )
+    dist = pair_distributions(hist, bucket, calibration)
+    digest = hashlib.sha256(calibration.counts.tobytes() + keys.tobytes() + hist.tobytes()).digest()
+    return HybridFit(
+        judge_id, calibration, keys, dist, labelled, int(labelled.sum()), answered, int.from_bytes(digest[:4], "big")
+    )
+
+
+def fits_clear() -> None:
+    """Forget this process's fits (tests, benchmarks)."""
+    with _LOCK:
+        _FITS.clear()
+
+
+def draws_for(entries: int) -> int:
+    """Completions drawn per query for a scoring of ``entries`` ranked entries: DRAW_ENTRIES at most in all."""
+    return int(np.clip(DRAW_ENTRIES // max(entries, 1), DRAWS_MIN, DRAWS_MAX))
+
+
+def hybrid_scores(
+    fit: HybridFit,
+    query_ids: np.ndarray,
+    doc_ids: np.ndarray,
+    grid: np.ndarray,
+    qrels: np.ndarray,
+    counts: np.ndarray,
+    *,
+    measures: list[str],
+    k: int,
+    threshold: int,
+    gain: str,
+    judged_only: bool,
+    draws: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(M, S, Q) expected scores of ``measures`` and (Q,) the queries in the means, for the queries ``query_ids``
+    whose human-labelled arrays are ``grid`` (S, Q, D), ``qrels`` (Q, M) and ``counts`` (Q,) (cube.label_arrays),
+    their documents ``doc_ids`` (S, Q, D). A query counts in the means when it has a human label or a pair the
+    model answered."""
+    n_s, n_q, depth = grid.shape
+    entry = (query_ids[None, :, None].astype(np.int64) << 32) | np.maximum(doc_ids, 0)
+    open_entry = (grid == UNJUDGED) & (doc_ids >= 0)
+    at = np.searchsorted(fit.keys, entry)
+    found = open_entry & (at < fit.keys.size)
+    found[found] = fit.keys[at[found]] == entry[found]
+    found[found] = ~fit.human[at[found]]  # a person's label wins
+    # the model-answered pairs of these queries without a human label join each query's qrels in a completion
+    pair_query = fit.keys >> 32
+    members = np.flatnonzero(np.isin(pair_query, query_ids) & ~fit.human)  # sorted by key: grouped by query
+    used = np.unique(np.concatenate([members, at[found]]))
+    rows = np.full(grid.shape, -1, dtype=np.int64)
+    rows[found] = np.searchsorted(used, at[found])
+    q_of = np.searchsorted(query_ids, pair_query[members])  # query_ids ascending, as the cube's are
+    per_query = np.bincount(q_of, minlength=n_q)
+    place = np.arange(members.size) - np.repeat(np.cumsum(per_query) - per_query, per_query)
+    qrels_rows = np.full((n_q, max(int(per_query.max(initial=0)), 1)), -1, dtype=np.int64)
+    qrels_rows[q_of, place] = np.searchsorted(used, members)
+    sampled = sample_grades(fit.dist[used], fit.keys[used], draws, seed=fit.seed)
+    means, _ = expected_scores(
+        grid, rows, qrels, qrels_rows, sampled, k=k, threshold=threshold, gain=gain, judged_only=judged_only
+    )
+    scores = np.stack([means[name] for name in measures]) if measures else np.zeros((0, n_s, n_q))
+    labelled = (counts > 0) | (qrels_rows >= 0).any(axis=1)
+    return scores, labelled
+
+
+def campaign_judge(campaign: Campaign) -> str | None:
+    """The model judge that hybrid judging on ``campaign`` reads (queue mode ``hybrid``, the leaderboard page's
+    first label source): the campaign's model judge, or of several the one with the most confident judgments on it
+    (ties by name); None when it has none. One small read of the members; the judgments are counted only when
+    there are several."""
+    names = sorted(
+        Membership.objects.filter(
+            campaign=campaign, user__annotator_profile__kind=AnnotatorProfile.Kind.MODEL
+        ).values_list("user__username", flat=True)
+    )
+    if len(names) <= 1:
+        return names[0] if names else None
+    row = (
+        Judgment.objects.filter(pair__campaign=campaign, unsure=False, annotator__username__in=names)
+        .values("annotator__username")
+        .annotate(n=Count("id"))
+        .order_by("-n", "annotator__username")
+        .first()
+    )
+    return str(row["annotator__username"]) if row is not None else names[0]

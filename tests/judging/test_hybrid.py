@@ -1,0 +1,177 @@
+"""Hybrid judging in the app (issue 40): the hybrid leaderboard (people's labels, the model judge's calibrated reading
+elsewhere, in expectation), its verdicts (settled only by people's labels), queue mode ``hybrid`` (the pairs the
+model did not answer first, then where a person's label moves the ranking most), and what a lead may not do."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from bench import synthetic
+from judging.api import renderers
+from judging.models import Campaign, Pair
+from judging.scoring import leaderboard_data, process_caches_clear, trust
+from judging.scoring.hybrid import campaign_judge, fits_clear
+from judging.services import (
+    campaign_create,
+    judgment_record,
+    membership_add,
+    qrels_import,
+    queries_import,
+    run_import,
+)
+from judging.services.model_judge import model_judge_get_or_create
+from tests.data import client_for
+
+
+def _hybrid_campaign(make_user, *, seed=4, share_model=0.8, share_people=0.15, slug="hyb", preset="llm-0.5"):
+    """A campaign of the realistic preset (8 systems x 10 queries, depth 20, pool depth 10): people label a share of
+    the pool, a simulated model judge (kappa ~0.5) answers a share of it; returns the campaign, the collection,
+    its lead, an annotator and the model judge."""
+    coll = synthetic.generate("realistic", systems=8, queries=10, depth=20, seed=seed)
+    scale = [{"value": g, "name": name} for g, name in enumerate(("Not relevant", "Related", "Relevant", "Perfect"))]
+    campaign = campaign_create(slug=slug, name="Hybrid", pool_depth=10, scale=scale)
+    lead, annotator = make_user(f"{slug}-lead"), make_user(f"{slug}-ann")
+    membership_add(campaign=campaign, user=lead, role="lead")
+    membership_add(campaign=campaign, user=annotator, role="annotator")
+    queries_import(campaign=campaign, data=coll.topics_text().encode(), filename="t.tsv")
+    for s in range(len(coll.systems)):
+        run_import(campaign=campaign, data=coll.run_text(s).encode(), filename=f"{s}.run")
+    rng = np.random.default_rng(seed)
+    pooled = coll.pool(10)
+    people = pooled & (rng.random(pooled.shape) < share_people)
+    model = pooled & (rng.random(pooled.shape) < share_model)
+    answers = synthetic.model_answers(coll.grades, synthetic.CONFUSIONS[preset], seed=seed).argmax(-1)
+    assessor = make_user(f"{slug}-assessor")
+    membership_add(campaign=campaign, user=assessor, role="annotator")
+    qrels_import(
+        campaign=campaign,
+        data="".join(
+            f"{coll.qid(q)} 0 {coll.docid(q, d)} {coll.grades[q, d]}\n"
+            for q, d in zip(*np.nonzero(people), strict=True)
+        ).encode(),
+        filename="people.qrels",
+        annotator=assessor,
+    )
+    judge = model_judge_get_or_create(name="bot", campaign=campaign)
+    qrels_import(
+        campaign=campaign,
+        data="".join(
+            f"{coll.qid(q)} 0 {coll.docid(q, d)} {answers[q, d]}\n" for q, d in zip(*np.nonzero(model), strict=True)
+        ).encode(),
+        filename="model.qrels",
+        annotator=judge,
+    )
+    return Campaign.objects.get(pk=campaign.pk), coll, lead, annotator, judge
+
+
+def test_hybrid_needs_a_model_judge(campaign, lead, as_lead, make_user):
+    """No model judge on the campaign: PATCH answers 400 naming queue_mode and what to do; the settings page does not
+    offer the mode. Once a model judge has labels, both do."""
+    api = client_for(lead)
+    url = reverse("api:campaign-detail", args=[campaign.slug])
+    response = api.patch(url, {"queue_mode": "hybrid"}, format="json")
+    assert response.status_code == 400 and "model judge" in response.json()["queue_mode"][0]
+    assert Campaign.objects.get(pk=campaign.pk).queue_mode != "hybrid"
+    page = as_lead.get(reverse("judging:campaign_settings", args=[campaign.slug])).content.decode()
+    assert 'value="hybrid"' not in page
+    ko = client_for(lead).patch(url, {"queue_mode": "hybrid"}, format="json", HTTP_ACCEPT_LANGUAGE="ko")
+    assert ko.status_code == 400 and "모델 판정자" in ko.json()["queue_mode"][0]
+    model_judge_get_or_create(name="bot", campaign=campaign)
+    assert api.patch(url, {"queue_mode": "hybrid"}, format="json").status_code == 200
+    page = as_lead.get(reverse("judging:campaign_settings", args=[campaign.slug])).content.decode()
+    assert 'value="hybrid"' in page and "needs a model judge" in page
+
+
+def test_hybrid_leaderboard_is_in_expectation_and_settles_only_on_peoples_labels(make_user):
+    campaign, coll, lead, _annotator, _judge = _hybrid_campaign(make_user, share_people=0.3)
+    humans = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    hybrid = leaderboard_data(campaign=campaign, k=10, labels="hybrid:bot", per_query=False)
+    model = leaderboard_data(campaign=campaign, k=10, labels="model:bot", per_query=False)
+    by_name = {s["name"]: s for s in hybrid["systems"]}
+    # the bounds are people's: the model's answers settle nothing for certain (over the same queries: every query
+    # has a person's label here)
+    assert hybrid["queries"] == humans["queries"]
+    for system in humans["systems"]:
+        assert by_name[system["name"]]["bounds"] == system["bounds"]
+        for measure, (low, high) in system["bounds"].items():
+            assert low - 1e-9 <= by_name[system["name"]]["measures"][measure] <= high + 1e-9
+    for entry in hybrid["settled"]:
+        assert 0 <= entry["p_holds"] <= 1 and entry["verdict"] in ("settled", "tied", "likely", "open")
+    # the means are neither people's alone nor the model's grades taken as labels
+    h, m, p = (np.array([s["measures"]["nDCG@10"] for s in d["systems"]]) for d in (hybrid, model, humans))
+    assert not np.allclose(h, p) and not np.allclose(h, m)
+    assert ((h >= 0) & (h <= 1)).all()
+
+
+def test_hybrid_after_judgments_equals_a_cold_one(make_user):
+    """The hybrid table and its verdicts after judgments (a judged query rescored; a refit of the calibration
+    rescores every query) are byte for byte what a process computing everything afresh writes."""
+    campaign, coll, lead, annotator, _judge = _hybrid_campaign(make_user, slug="hyb2")
+    requests = [{"k": 10, "labels": "hybrid:bot"}, {"k": 5, "labels": "hybrid:bot", "measure": "P"}]
+
+    def texts():
+        return [
+            renderers.leaderboard_json(campaign=campaign, **r) or json.dumps(leaderboard_data(campaign=campaign, **r))
+            for r in requests
+        ]
+
+    texts()
+    open_pairs = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).order_by("id")
+    for grade, n in ((2, 1), (0, 3), (1, 30)):  # one judgment; three; thirty (a refit: the pairs both graded grew)
+        for pair in open_pairs[:n]:
+            judgment_record(pair=pair, annotator=annotator, grade=grade)
+        incremental = texts()
+    trust.caches_clear()
+    process_caches_clear()
+    fits_clear()
+    renderers.text_caches_clear()
+    from django.core.cache import cache
+
+    cache.clear()
+    assert texts() == incremental
+
+
+def test_hybrid_queue_serves_the_pairs_the_model_did_not_answer_first(make_user):
+    campaign, coll, lead, annotator, judge = _hybrid_campaign(make_user, slug="hyb3", share_model=0.6)
+    assert campaign_judge(campaign) == "bot"
+    api = client_for(lead)
+    assert (
+        api.patch(reverse("api:campaign-detail", args=[campaign.slug]), {"queue_mode": "hybrid"}, format="json")
+    ).status_code == 200
+    answered = set(
+        Pair.objects.filter(campaign=campaign, judgments__annotator=judge).values_list("public_id", flat=True)
+    )
+    uncovered = Pair.objects.filter(campaign=campaign, pooled=True, label__isnull=True).exclude(public_id__in=answered)
+    n_uncovered = uncovered.count()
+    assert n_uncovered > 5
+    people = client_for(annotator)
+    served = []
+    for _ in range(n_uncovered + 5):
+        response = people.get(f"/api/campaigns/{campaign.slug}/next/")
+        assert response.status_code == 200
+        pair = response.json()["pair"]
+        served.append(pair)
+        assert people.post("/api/judgments/", {"pair": pair, "grade": 1}, format="json").status_code in (200, 201)
+    assert not set(served[:n_uncovered]) & answered  # nobody's pairs first
+    assert set(served[n_uncovered:]) <= answered  # then the model's, where a person's label matters most
+
+
+@pytest.mark.parametrize("preset, helpful", [("llm-0.5", True), ("reversed", False)])
+def test_a_model_worse_than_chance_is_found_out(make_user, preset, helpful):
+    """A model whose grades are reversed: with a few dozen pairs both graded its weighted kappa is below 0 and the fit
+    says it is not helping (the pages then suggest a people-only mode); a judge of today's quality helps."""
+    from judging.scoring.cube import run_cube
+    from judging.scoring.hybrid import hybrid_fit
+
+    campaign, _coll, _lead, _annotator, _judge = _hybrid_campaign(
+        make_user, slug=f"hyb-{preset.replace('.', '')}", share_people=0.4, preset=preset
+    )
+    versions = np.array(campaign.queries.order_by("id").values_list("labels_version", flat=True))
+    fit = hybrid_fit(campaign, run_cube(campaign), "bot", versions)
+    assert fit.both >= 20 and fit.helpful is helpful
+    data = leaderboard_data(campaign=campaign, k=10, labels="hybrid:bot", per_query=False)
+    assert all(0 <= s["measures"]["nDCG@10"] <= 1 for s in data["systems"])
