@@ -16,7 +16,7 @@ ranking (bounds, settled comparisons, pool bias ...); ``board`` writes the leade
 Modules depend one way: cube <- cache <- stats <- trust <- board (presenters beside trust).
 """
 
-from judging.scoring.board import leaderboard_data, process_caches_clear  # noqa: F401
+from judging.scoring.board import hybrid_overview, leaderboard_data, process_caches_clear  # noqa: F401
 from judging.scoring.cache import (  # noqa: F401
     BLOCK,
     CACHE_SECONDS,

@@ -12,6 +12,7 @@ from judging.models import Campaign
 from judging.scoring import trust
 from judging.scoring.cache import Params, leaderboard, scores_clear
 from judging.scoring.cube import cubes_clear
+from judging.scoring.hybrid import campaign_judge, fits_clear, hybrid_fit, hybrid_summary
 from judging.scoring.ppi import ppi_data, ppi_judge
 from metrics.numbers import MEASURE_RANGE, within
 
@@ -140,6 +141,17 @@ def leaderboard_data(
     return data
 
 
+def hybrid_overview(campaign: Campaign, k: int = 10, judge: str | None = None) -> dict[str, Any] | None:
+    """Hybrid judging at a glance for the pages (None without a model judge): judging.scoring.hybrid.hybrid_summary
+    of model judge ``judge`` (default: the campaign's), with the hybrid leaderboard's label source."""
+    judge = judge or campaign_judge(campaign)
+    if judge is None:
+        return None
+    lb = leaderboard(campaign, Params(k=k, labels=f"hybrid:{judge}"))
+    fit = hybrid_fit(campaign, lb.cube, judge, lb.table.versions)
+    return {**hybrid_summary(campaign, fit, judge), "labels": f"hybrid:{judge}"}
+
+
 def process_caches_clear() -> None:
     """Forget this process's run cubes and score tables, as a freshly started server
     process would not have them (the shared cache in Django's cache stays): for tests and benchmarks."""
@@ -148,5 +160,6 @@ def process_caches_clear() -> None:
 
     cubes_clear()
     scores_clear()
+    fits_clear()
     audit_states_clear()
     lists_clear()

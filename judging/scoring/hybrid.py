@@ -270,3 +270,27 @@ def campaign_judge(campaign: Campaign) -> str | None:
         .first()
     )
     return str(row["annotator__username"]) if row is not None else names[0]
+
+
+def hybrid_summary(campaign: Campaign, fit: HybridFit, judge: str) -> dict[str, object]:
+    """What the campaign and leaderboard pages say of hybrid judging: how many pooled pairs people labelled, how many
+    more the model judge answered, how many have neither (the hybrid queue serves those to people first), and how
+    the model fares on the pairs both graded (weighted kappa; whether it helps)."""
+    row = Pair.objects.filter(campaign=campaign, pooled=True).aggregate(
+        pool=Count("id"), people=Count("id", filter=Q(label__isnull=False))
+    )
+    pool, people = int(row["pool"] or 0), int(row["people"] or 0)
+    model = int((~fit.human).sum())
+    kappa = fit.calibration.kappa
+    return {
+        "judge": judge,
+        "pool": pool,
+        "people": people,
+        "model": model,
+        "neither": max(pool - people - model, 0),
+        "people_share": people / pool if pool else 0.0,
+        "model_share": model / pool if pool else 0.0,
+        "both": fit.both,
+        "kappa": float(kappa) if np.isfinite(kappa) else None,
+        "helpful": fit.helpful,
+    }

@@ -17,7 +17,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
-from judging import jobs, selectors
+from judging import jobs, scoring, selectors
 from judging.access import Member, campaign_view, can_create_campaigns
 from judging.forms import (
     BaseGradeFormSet,
@@ -110,19 +110,20 @@ def campaign_detail(request, member: Member):
         ctx["systems"], ctx["documents"] = setup["systems"], setup["documents"]
         ctx["steps"] = steps = _setup_steps(campaign, stats, people, **setup)
         ctx["setup_open"] = not all(step["done"] for step in steps)
+        ctx["hybrid"] = hybrid = scoring.hybrid_overview(campaign) if setup["systems"] else None
         if len(setup["systems"]) >= 2:
-            ctx["stop_text"] = _stop_text(campaign)
+            ctx["stop_text"] = _stop_text(campaign, hybrid["labels"] if hybrid else "humans")
     return render(request, "judging/campaign_detail.html", ctx)
 
 
-def _stop_text(campaign) -> str:
-    """The leaderboard's stop signal in words (default ranking, nDCG@10, top 3), or "" for a campaign too large
-    to compute it within the page's request (its leaderboard says it)."""
-    from judging import scoring
+def _stop_text(campaign, labels: str = "humans") -> str:
+    """The leaderboard's stop signal in words (default ranking, nDCG@10, top 3, the leaderboard page's first label
+    source: hybrid:NAME with a model judge), or "" for a campaign too large to compute it within the page's request
+    (its leaderboard says it)."""
     from judging.scoring import trust
     from judging.views.leaderboard import INLINE_TRUST_CELLS
 
-    lb = scoring.leaderboard(campaign, scoring.Params())
+    lb = scoring.leaderboard(campaign, scoring.Params(labels=labels))
     cells = len(lb.cube.system_ids) * len(lb.cube.query_ids) * lb.cube.doc_ids.shape[2]
     if cells > INLINE_TRUST_CELLS:
         return ""

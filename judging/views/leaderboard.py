@@ -323,6 +323,9 @@ def leaderboard(request, ctx: BoardRequest):
         return render(request, "judging/leaderboard_ppi.html", ctx.base(**ppi_context(ctx)))
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     context = ctx.base(**_table_context(ctx, lb), **_pictures_context(ctx, lb), tests=scoring.TESTS)
+    if ctx.params.labels.startswith("hybrid:"):  # who labelled what, how the model fares, what to quote
+        context["hybrid"] = scoring.hybrid_overview(ctx.campaign, ctx.params.k, ctx.params.labels.partition(":")[2])
+        context["on_leaderboard"] = True
     return render(request, "judging/leaderboard.html", context)
 
 

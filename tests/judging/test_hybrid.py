@@ -175,3 +175,19 @@ def test_a_model_worse_than_chance_is_found_out(make_user, preset, helpful):
     assert fit.both >= 20 and fit.helpful is helpful
     data = leaderboard_data(campaign=campaign, k=10, labels="hybrid:bot", per_query=False)
     assert all(0 <= s["measures"]["nDCG@10"] <= 1 for s in data["systems"])
+
+
+def test_pages_say_who_labelled_what_and_whether_the_model_helps(make_user, client):
+    campaign, _coll, lead, _annotator, _judge = _hybrid_campaign(make_user, slug="hyb5", share_model=0.6)
+    client.force_login(lead)
+    board = client.get(reverse("judging:leaderboard", args=[campaign.slug])).content.decode()
+    assert "Hybrid judging" in board and "Which order to trust: this one" in board and "Which number to quote" in board
+    assert "pairs have neither label yet: the hybrid queue serves them to people first" in board
+    detail = client.get(reverse("judging:campaign_detail", args=[campaign.slug])).content.decode()
+    assert "Hybrid judging" in detail and 'model judge <span class="mono">bot</span> answered' in detail
+    ko = client.get(reverse("judging:leaderboard", args=[campaign.slug]), HTTP_ACCEPT_LANGUAGE="ko").content.decode()
+    assert "혼합 판정" in ko
+    bad, _c, bad_lead, _a, _j = _hybrid_campaign(make_user, slug="hyb6", share_people=0.4, preset="reversed")
+    client.force_login(bad_lead)
+    page = client.get(reverse("judging:leaderboard", args=[bad.slug])).content.decode()
+    assert "Model judge bot is not helping" in page and "people-only queue (mtc)" in page
