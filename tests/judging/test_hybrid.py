@@ -191,3 +191,27 @@ def test_pages_say_who_labelled_what_and_whether_the_model_helps(make_user, clie
     client.force_login(bad_lead)
     page = client.get(reverse("judging:leaderboard", args=[bad.slug])).content.decode()
     assert "Model judge bot is not helping" in page and "people-only queue (mtc)" in page
+
+
+def test_hybrid_verdicts_stay_peoples_in_a_process_that_did_not_score_the_table(make_user):
+    """A worker that reads the hybrid scores another worker published (the shared cache) builds its trust arrays from
+    the people's labels too: the model's answers settle nothing there either. They were read as labels, taken as
+    certain, so a second worker called orders settled that the complete labels reversed (bench/effort_bench.py
+    --model-confusion, issue 40)."""
+    from judging.scoring import Params, leaderboard
+    from judging.scoring.trust.arrays import campaign_arrays
+
+    campaign, _coll, _lead, _annotator, _judge = _hybrid_campaign(make_user, slug="hyb7", share_people=0.3)
+    humans = leaderboard_data(campaign=campaign, k=10, per_query=False)
+    leaderboard(campaign, Params(k=10, labels="hybrid:bot"))  # worker A scores the hybrid table and publishes it
+    trust.caches_clear()
+    process_caches_clear()  # worker B: the shared cache only
+    lb = leaderboard(campaign, Params(k=10, labels="hybrid:bot"))
+    people = campaign_arrays(leaderboard(campaign, Params(k=10)))
+    arrays = campaign_arrays(lb)
+    np.testing.assert_array_equal(arrays.labels, people.labels)
+    np.testing.assert_array_equal(arrays.qrels, people.qrels)
+    hybrid = leaderboard_data(campaign=campaign, k=10, labels="hybrid:bot", per_query=False)
+    bounds = {s["name"]: s["bounds"] for s in humans["systems"]}
+    assert hybrid["queries"] == humans["queries"]  # every query has a person's label: the bounds are the same
+    assert all(s["bounds"] == bounds[s["name"]] for s in hybrid["systems"])

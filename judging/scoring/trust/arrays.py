@@ -17,6 +17,7 @@ from judging.models import Campaign
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
+from judging.scoring.hybrid import hybrid_judge
 from judging.scoring.trust.store import LOCK, process_store, recall, remember
 from judging.selectors.campaigns import grade_top
 from metrics import Measure
@@ -136,6 +137,13 @@ def _arrays_build(lb: Leaderboard) -> TrustArrays:
     return TrustArrays(grid, qrels, lb.cube.doc_ids, np.arange(n_q))
 
 
+def arrays_source(labels: str) -> str:
+    """The label source the trust arrays of a leaderboard on ``labels`` hold: a hybrid leaderboard's are the people's
+    labels (the model's answers enter its verdicts as calibrated distributions, judging.scoring.trust.final, and
+    settle nothing: read as labels they were taken as certain), any other leaderboard's its own."""
+    return "humans" if hybrid_judge(labels) is not None else labels
+
+
 def _columns(lb: Leaderboard, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ranked labels (S, P, D) and qrels rows (P, M) of the queries at cube ``positions``: those the leaderboard
     just rescored if they are these, else read and probed."""
@@ -143,7 +151,8 @@ def _columns(lb: Leaderboard, positions: np.ndarray) -> tuple[np.ndarray, np.nda
     if kept is not None:  # the leaderboard just rescored these queries from the same labels
         return kept
     n_q = len(lb.cube.query_ids)
-    labels = labels_for(lb.campaign, lb.cube.query_ids[positions], lb.params.policy, total=n_q, labels=lb.params.labels)
+    source = arrays_source(lb.params.labels)
+    labels = labels_for(lb.campaign, lb.cube.query_ids[positions], lb.params.policy, total=n_q, labels=source)
     grid, qrels, _, _ = label_arrays(lb.cube, positions, labels)
     return grid, qrels
 
@@ -187,7 +196,7 @@ REBASE_IN_THREAD = True  # tests write the new base in the request, to see it at
 
 def _source(lb: Leaderboard) -> tuple[str, str]:
     cube_digest = cube_file.state_digest(lb.cube.key)
-    source = (lb.params.policy or lb.campaign.aggregation, lb.params.labels)
+    source = (lb.params.policy or lb.campaign.aggregation, arrays_source(lb.params.labels))
     return cube_digest, grid_file.source_digest(cube_digest, source)
 
 
