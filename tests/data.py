@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,7 @@ def run_concurrently(target, args_list, *, timeout: float = 180) -> list[Excepti
             barrier.wait()
             target(*args)
         except Exception as exc:
+            traceback.print_exc()  # shown with the failing test: where in its thread it was raised
             errors.append(exc)
         finally:
             connections.close_all()

@@ -247,6 +247,7 @@ def pair_next(
     current_query_id: int | None = None,
     exclude: Sequence[int] = (),
     lock: bool = False,
+    lost: Sequence[int] = (),
 ) -> NextPair:
     """The pair ``annotator`` should judge next, or NextPair(None) when there is nothing left.
 
@@ -273,13 +274,16 @@ def pair_next(
     open-pair rules (redundancy, holds, the annotator's own judgments, skips) filter them. When none is left it
     falls back to the order above, except in the modes of ``EXCLUSIVE_MODES`` (the audit), which serve their
     list only.
+
+    ``lost``: pairs this request chose and another annotator took first (services.queue.pair_assign); unlike
+    the skips they never come back in this call, so the caller moves on to the next candidate.
     """
     annotator_id = user_id(annotator)
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
         # The annotator's own queries first, in every mode (the shuffled order's query does this itself).
         mine = assigned_pair_next(
-            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude
+            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=[*exclude, *lost]
         )
         exclusive = campaign.queue_mode in EXCLUSIVE_MODES
         listed = strategy(campaign, annotator_id) if mine is None or exclusive else None
@@ -289,12 +293,12 @@ def pair_next(
         if mine is not None and (listed is None or bool(np.isin(mine.id, listed))):
             return NextPair(mine)
         assert listed is not None
-        found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=exclude)
+        found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=[*exclude, *lost])
         if found is not None:
             return NextPair(found)
         if exclusive:
             if exclude:  # the skipped pairs come back at the end, as in the query-by-query order
-                found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=())
+                found = _pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=lost)
                 return NextPair(found, was_skipped=found is not None)
             return NextPair(None)
     args: dict[str, Any] = {
@@ -303,9 +307,9 @@ def pair_next(
         "current_query_id": current_query_id,
         "lock": lock,
     }
-    found = _pair_next(**args, exclude=exclude)
+    found = _pair_next(**args, exclude=[*exclude, *lost])
     if found is None and exclude:
-        found = _pair_next(**args, exclude=())
+        found = _pair_next(**args, exclude=lost)
         return NextPair(found, was_skipped=found is not None)
     return NextPair(found)
 

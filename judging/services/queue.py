@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,6 +18,10 @@ from judging.selectors.queue import user_id
 from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
 
 ASSIGNMENT_MINUTES = 15
+# Lost races for a pair in one request past which the log says so (it goes on looking).
+LOST_RACES_LOGGED = 50
+
+logger = logging.getLogger(__name__)
 
 
 def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
@@ -57,21 +62,30 @@ def pair_assign(
     so two annotators asking at the same moment are never both given the last open slot of a pair
     (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
     """
-    passed: list[int] = []
-    for _ in range(10):
+    lost: list[int] = []
+    while True:
         found = selectors.pair_next(
-            campaign=campaign,
-            annotator=annotator,
-            current_query_id=current_query_id,
-            exclude=[*exclude, *passed],
+            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lost=lost
         )
         if found.pair is None:
             Assignment.objects.filter(campaign=campaign, annotator_id=user_id(annotator)).delete()
             return found
+        if found.pair.id in lost:  # a broken invariant of pair_next, not the caller's: a 500 and a log line
+            raise RuntimeError(f"the queue chose pair {found.pair.id} again after it was lost to another annotator")
         if _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
             return found
-        passed.append(found.pair.id)
-    return selectors.NextPair(None)
+        # Another annotator took it between the choice and the hold: on to the next candidate, never to "done".
+        # Each lost race passes a pair somebody else now holds or has judged, so the loop ends (the pool is
+        # finite); with 50 annotators on one list's head it passes a few.
+        if len(lost) == LOST_RACES_LOGGED:
+            logger.warning(
+                "%s lost %d races for a pair in campaign %s (%s); still looking",
+                user_id(annotator),
+                len(lost),
+                campaign.slug,
+                campaign.queue_mode,
+            )
+        lost.append(found.pair.id)
 
 
 def pair_assign_locked(
