@@ -14,6 +14,14 @@ leaderboard ranks):
 - the leaderboard's adjacent verdicts (``settled``, and ``likely`` where the JSON has ``verdict``/``p_holds``),
   each checked at the end: an order called settled or likely that the whole pool reverses is wrong.
 
+With ``--model-confusion`` (a preset of bench/synthetic.py ``CONFUSIONS`` such as ``llm-0.4``/``llm-0.5``, drawn from
+the confusion matrices of two LLMJudge challenge submissions, or a file of P(model grade | human grade), one row per
+human grade) a simulated model judge answers every pooled pair before anyone judges (one answer per pair, drawn
+from its true grade's row; the same answers in every mode), ``hybrid`` joins the modes, and at each checkpoint the
+hybrid leaderboard (``labels=hybrid:sim``: people's labels, elsewhere the model's calibrated expectation) is read
+too: the table gains its tau, its wrong ``settled`` and ``likely`` orders, whether its stop came with the wrong
+top k, and the model's own tau (its labels alone).
+
 It prints how hard the collection is (bench/synthetic.py ``Stats``: the adjacent nDCG@k gaps of the final
 ranking, the relevant share of the pool, pairs and relevant pairs per query), then a table (per mode: the share
 of the pool from which tau >= 0.9, tau_AP >= 0.9, the top 1 and the top-3 set stay right; wrong verdicts; 5xx
@@ -21,6 +29,7 @@ answers; next-pair latency) and writes an SVG of tau against the share judged, o
 
     python bench/effort_bench.py --port 9060                       # the realistic preset, every mode
     python bench/effort_bench.py --preset easy --generate systems=20,queries=50,depth=20
+    python bench/effort_bench.py --model-confusion llm-0.4 --modes shuffled,mtc,hybrid --step 2.5
     python bench/effort_bench.py --qrels q.txt --runs runs/ --topics topics.tsv --pool-depth 10 \\
         --modes shuffled,matter,mtc,bandit --annotators 4 --confusion "0.9,0.1,0;0.1,0.8,0.1;0,0.2,0.8"
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/NAME python bench/effort_bench.py ... --port 9060
@@ -60,6 +69,7 @@ from metrics.calibration import tau_ap  # noqa: E402
 # every mode that people judge in (a campaign without a model judge: "doubtful" orders the pairs by how much
 # their label weighs on nDCG@10; "audit" judges every query, drawn in a random order)
 MODES = ("shuffled", "matter", "mtc", "bandit", "audit", "doubtful")
+MODEL = "sim"  # the simulated model judge's name in each campaign (--model-confusion)
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2")
 
 
@@ -181,6 +191,20 @@ def parse_confusion(raw: str | None, grades: list[int]) -> np.ndarray | None:
     return matrix
 
 
+def model_labels(
+    coll: Collection, keys: list[tuple[str, str]], confusion: np.ndarray, seed: int
+) -> dict[tuple[str, str], int]:
+    """A simulated model judge's one answer for each pooled pair: a grade drawn from the row of ``confusion``
+    (P(model grade | human grade)) at the pair's true grade (an unjudged document's is the lowest)."""
+    rng = np.random.default_rng([seed, 7919])
+    index = {g: i for i, g in enumerate(coll.grades)}
+    true = np.array([index.get(max(coll.qrels.get(key, 0), 0), 0) for key in keys], dtype=np.int64)
+    cumulative = np.cumsum(confusion, axis=1)
+    drawn = (rng.random(len(keys))[:, None] > cumulative[true]).sum(axis=1)
+    drawn = np.minimum(drawn, len(coll.grades) - 1)
+    return {key: coll.grades[int(g)] for key, g in zip(keys, drawn, strict=True)}
+
+
 # --------------------------------------------------------------------------- a generated collection
 
 
@@ -256,10 +280,18 @@ class Scorer:
 
 
 def build_campaign(
-    coll: Collection, *, slug: str, mode: str, pool_depth: int, n_annotators: int, seed: int
+    coll: Collection,
+    *,
+    slug: str,
+    mode: str,
+    pool_depth: int,
+    n_annotators: int,
+    seed: int,
+    model: dict[tuple[str, str], int] | None = None,
 ) -> dict[str, str]:
     """A campaign with the runs (and topics), its lead and annotators, through the services; their tokens. In
-    mode ``audit`` every query is drawn (in a random order fixed by ``seed``): the mode serves drawn queries only."""
+    mode ``audit`` every query is drawn (in a random order fixed by ``seed``): the mode serves drawn queries only.
+    ``model``: the simulated model judge's answers, imported as the labels of a model judge named MODEL."""
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
@@ -269,10 +301,12 @@ def build_campaign(
         campaign_create,
         campaign_settings_update,
         membership_add,
+        qrels_import,
         queries_import,
         run_import,
         scale_from_values,
     )
+    from judging.services.model_judge import model_judge_get_or_create
 
     Campaign.objects.filter(slug=slug).delete()
     campaign = campaign_create(slug=slug, pool_depth=pool_depth, scale=scale_from_values(coll.grades))
@@ -280,6 +314,10 @@ def build_campaign(
         queries_import(campaign=campaign, data=coll.topics_bytes, filename="topics.tsv")
     for name, data in coll.run_bytes.values():
         run_import(campaign=campaign, data=data, filename=Path(name).name)
+    if model is not None:
+        judge = model_judge_get_or_create(name=MODEL, campaign=campaign)
+        lines = "".join(f"{qid} 0 {docid} {grade}\n" for (qid, docid), grade in model.items())
+        qrels_import(campaign=campaign, data=lines.encode(), filename=f"{MODEL}.qrels", annotator=judge)
     campaign_settings_update(campaign=campaign, queue_mode=mode)
     if mode == Campaign.QueueMode.AUDIT:
         audit_draw(campaign=campaign, size=campaign.queries.count(), user=None, seed=seed)
@@ -351,6 +389,9 @@ class Checkpoint:
     share: float
     labels: dict[tuple[str, str], int]
     claims: list[tuple[str, str, str, float | None]]  # (above, below, verdict, p_holds)
+    hybrid: dict[str, float] | None = None  # the hybrid leaderboard's nDCG@k per system (--model-confusion)
+    hybrid_claims: list[tuple[str, str, str, float | None]] = field(default_factory=list)
+    hybrid_stop: list[str] | None = None  # its top k (in order) when its stop says the lead may stop
 
 
 @dataclass
@@ -399,6 +440,7 @@ def run_mode(
     k: int,
     confusion: np.ndarray | None,
     seed: int,
+    hybrid: bool = False,
 ) -> ModeRun:
     result = ModeRun(mode, pool)
     lock = threading.Lock()
@@ -422,8 +464,26 @@ def run_mode(
         except httpx.HTTPError:
             with lock:
                 result.transport_errors += 1
+        point = Checkpoint(judged, judged / pool, labels, claims)
+        if hybrid:
+            try:
+                got = lead.get(f"/api/campaigns/{slug}/leaderboard/", params={"k": k, "labels": f"hybrid:{MODEL}"})
+                count(got.status_code)
+                if got.status_code == 200:
+                    board = got.json()
+                    point.hybrid = {
+                        str(row["name"]): float(row["measures"][f"nDCG@{k}"]) for row in board.get("systems", [])
+                    }
+                    point.hybrid_claims = verdict_claims(board)
+                    stop = board.get("stop") or {}
+                    if stop.get("reached"):
+                        ranked = sorted(point.hybrid, key=lambda name: (-round(point.hybrid[name], 12), name))
+                        point.hybrid_stop = ranked[: int(stop.get("top_k") or 3)]
+            except httpx.HTTPError:
+                with lock:
+                    result.transport_errors += 1
         with lock:
-            result.checkpoints.append(Checkpoint(judged, judged / pool, labels, claims))
+            result.checkpoints.append(point)
 
     def annotator(name: str, rng: random.Random) -> None:
         client = httpx.Client(base_url=base, headers={"Authorization": f"Token {tokens[name]}"}, timeout=120)
@@ -505,6 +565,12 @@ class Figures:
     likely_claims: int
     likely_wrong_claims: int
     settled_claims: int
+    hybrid_tau: list[float] = field(default_factory=list)  # at each checkpoint (--model-confusion)
+    hybrid_wrong_settled: set[tuple[str, str]] = field(default_factory=set)
+    hybrid_likely: int = 0
+    hybrid_likely_wrong: int = 0
+    hybrid_stops: int = 0  # checkpoints whose stop said the lead may stop
+    hybrid_wrong_stops: int = 0  # ... with a top k that is not the final one
 
 
 def _stays(shares: list[float], ok: list[bool]) -> float | None:
@@ -545,6 +611,23 @@ def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
                 if wrong:
                     out.likely_wrong_claims += 1
                     out.wrong_likely.add((a, b))
+        if cp.hybrid is not None:
+            est_h = np.array([cp.hybrid.get(name, 0.0) for name in names])
+            tau_h = metrics.kendall_tau(final, est_h)
+            out.hybrid_tau.append(0.0 if math.isnan(tau_h) else tau_h)
+            for a, b, verdict, _p in cp.hybrid_claims:
+                wrong = final_of.get(a, 0.0) < final_of.get(b, 0.0) - 1e-12
+                if verdict == "settled" and wrong:
+                    out.hybrid_wrong_settled.add((a, b))
+                elif verdict == "likely":
+                    out.hybrid_likely += 1
+                    out.hybrid_likely_wrong += int(wrong)
+            if cp.hybrid_stop is not None:
+                out.hybrid_stops += 1
+                final_top = [names[i] for i in truth_order[: len(cp.hybrid_stop)]]
+                out.hybrid_wrong_stops += int(cp.hybrid_stop != final_top)
+        elif run.checkpoints and any(c.hybrid is not None for c in run.checkpoints):
+            out.hybrid_tau.append(0.0)
     return out
 
 
@@ -568,7 +651,30 @@ def table(runs: list[ModeRun], figs: list[Figures]) -> str:
             f"{_pct(_stays(f.shares, f.top3)):>6} {len(f.wrong_settled):>13} {likely:>14} {five:>4} "
             f"{p50:>7.0f}/{p95:<8.0f} {run.seconds:>7.0f}"
         )
+    if any(f.hybrid_tau for f in figs):
+        head = (
+            f"{'mode':<9} {'hybrid tau>=0.9':>15} {'tau@5%':>7} {'tau@10%':>8} {'tau@20%':>8} "
+            f"{'wrong settled':>13} {'wrong likely':>13} {'stops (wrong)':>14}"
+        )
+        lines += ["", f"the hybrid leaderboard (labels=hybrid:{MODEL}) while people judge in each mode:", head]
+        lines.append("-" * len(head))
+        for f in figs:
+            if not f.hybrid_tau:
+                continue
+            at = [_tau_at(f.shares, f.hybrid_tau, share) for share in (0.05, 0.10, 0.20)]
+            likely = f"{f.hybrid_likely_wrong}/{f.hybrid_likely}"
+            lines.append(
+                f"{f.mode:<9} {_pct(_stays(f.shares, [t >= 0.9 for t in f.hybrid_tau])):>15} "
+                + " ".join(f"{v:>{w}}" for v, w in zip(at, (7, 8, 8), strict=True))
+                + f" {len(f.hybrid_wrong_settled):>13} {likely:>13} {f'{f.hybrid_stops} ({f.hybrid_wrong_stops})':>14}"
+            )
     return "\n".join(lines)
+
+
+def _tau_at(shares: list[float], taus: list[float], share: float) -> str:
+    """tau at the last checkpoint at or below ``share`` of the pool (people's judgments), as text."""
+    seen = [t for s, t in zip(shares, taus, strict=True) if s <= share + 1e-9]
+    return f"{seen[-1]:.3f}" if seen else "-"
 
 
 def svg(figs: list[Figures], title: str) -> str:
@@ -633,12 +739,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--generate", help="systems=N,queries=N,depth=N[,docs=N,seed=N]: the generated collection's sizes"
     )
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", help=f"default: {','.join(MODES)} (and hybrid with --model-confusion)")
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--pool-depth", type=int, default=10)
     parser.add_argument("--k", type=int, default=10, help="nDCG@k, the leaderboard's ranking (default 10)")
     parser.add_argument("--grades", help="the scale, e.g. 0,1,2 (default 0 to the qrels' top label)")
     parser.add_argument("--confusion", help='rows per true grade, e.g. "0.9,0.1,0;0.1,0.8,0.1;0,0.2,0.8"')
+    parser.add_argument(
+        "--model-confusion",
+        help="a simulated model judge labels every pair and hybrid joins the modes: a preset of "
+        f"bench/synthetic.py ({', '.join(synthetic.CONFUSIONS)}) or a file of P(model grade | human grade), one line "
+        "per human grade",
+    )
     parser.add_argument("--step", type=float, default=5.0, help="record every STEP %% of the pool (default 5)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("RELJUDGE_TEST_PORT_FIRST", "9060")))
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
@@ -648,7 +760,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = [m.strip() for m in (args.modes or ",".join(MODES)).split(",") if m.strip()]
+    if args.model_confusion and args.modes is None:
+        modes.append("hybrid")
     from_files = args.qrels is not None or args.runs is not None
     if from_files and (args.preset is not None or args.generate is not None):
         parser.error("give --qrels and --runs, or a generated collection (--preset, --generate), not both")
@@ -668,7 +782,12 @@ def main(argv: list[str] | None = None) -> int:
         grades = [int(g) for g in args.grades.split(",")] if args.grades else None
         coll = read_collection(qrels, runs, topics, grades)
         confusion = parse_confusion(args.confusion, coll.grades)
-    except (InputError, ValueError, OSError) as exc:
+        model_confusion = None
+        if args.model_confusion:
+            model_confusion = synthetic.confusion_matrix(args.model_confusion, grades=len(coll.grades))
+        elif "hybrid" in modes:
+            raise InputError("--modes: hybrid needs a model judge: give --model-confusion")
+    except (InputError, synthetic.SpecError, ValueError, OSError) as exc:
         print(f"effort_bench: {exc}", file=sys.stderr)
         return 2
 
@@ -699,6 +818,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     stats = scorer.stats(coll.qrels)
     print("\n".join(stats.lines()), flush=True)
+    model = None
+    if model_confusion is not None:
+        model = model_labels(coll, scorer.keys, model_confusion, args.seed)
+        truth = scorer.scores({key: max(coll.qrels.get(key, 0), 0) for key in scorer.keys})
+        alone = metrics.kendall_tau(truth, scorer.scores(model))
+        true_grades = [max(coll.qrels.get(key, 0), 0) for key in scorer.keys]
+        kappa = metrics.cohen_kappa(true_grades, [model[key] for key in scorer.keys], coll.grades, weights="quadratic")
+        print(
+            f"model judge ({args.model_confusion}): quadratic-weighted kappa {kappa:.2f} against the true grades; "
+            f"its labels alone rank the systems with tau {alone:.3f}",
+            flush=True,
+        )
     tokens = {}
     for mode in modes:
         tokens[mode] = build_campaign(
@@ -708,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
             pool_depth=args.pool_depth,
             n_annotators=args.annotators,
             seed=args.seed,
+            model=model,
         )
     from django.db import connections
 
@@ -730,6 +862,7 @@ def main(argv: list[str] | None = None) -> int:
                 k=args.k,
                 confusion=confusion,
                 seed=args.seed,
+                hybrid=model is not None,
             )
             runs_done.append(run)
             figs.append(figures(coll, scorer, run))
@@ -759,6 +892,12 @@ def main(argv: list[str] | None = None) -> int:
                         "wrong_likely": sorted(map(list, f.wrong_likely)),
                         "likely_claims": f.likely_claims,
                         "likely_wrong_claims": f.likely_wrong_claims,
+                        "hybrid_tau": f.hybrid_tau,
+                        "hybrid_wrong_settled": sorted(map(list, f.hybrid_wrong_settled)),
+                        "hybrid_likely_claims": f.hybrid_likely,
+                        "hybrid_likely_wrong_claims": f.hybrid_likely_wrong,
+                        "hybrid_stops": f.hybrid_stops,
+                        "hybrid_wrong_stops": f.hybrid_wrong_stops,
                         "statuses": {str(s): n for s, n in r.statuses.items()},
                     }
                     for f, r in zip(figs, runs_done, strict=True)

@@ -142,3 +142,67 @@ def test_stays_is_the_share_from_which_a_figure_holds_to_the_end():
     shares = [0.1, 0.2, 0.3, 0.4]
     assert eb._stays(shares, [True, False, True, True]) == 0.3
     assert eb._stays(shares, [True, True, True, False]) is None
+
+
+def test_the_simulated_model_judge_answers_by_its_confusion_matrix():
+    coll = synthetic.generate("realistic", systems=6, queries=8, depth=20, seed=3)
+    grades = np.arange(4)
+    keys = [(coll.qid(q), coll.docid(q, d)) for q in range(8) for d in range(coll.grades.shape[1])]
+    files = eb.Collection(
+        [],
+        [],
+        {},
+        {k: int(coll.grades[i // coll.grades.shape[1], i % coll.grades.shape[1]]) for i, k in enumerate(keys)},
+        {},
+        {},
+        None,
+        list(grades),
+    )
+    perfect = eb.model_labels(files, keys, synthetic.CONFUSIONS["perfect"], seed=1)
+    assert perfect == {k: files.qrels[k] for k in keys}
+    reversed_ = eb.model_labels(files, keys, synthetic.CONFUSIONS["reversed"], seed=1)
+    true = np.array([files.qrels[k] for k in keys])
+    given = np.array([reversed_[k] for k in keys])
+    assert np.corrcoef(true, given)[0, 1] < -0.5
+    # an LLM-like judge: each row's answers follow its row of the matrix (a chi-square-sized tolerance)
+    llm = synthetic.CONFUSIONS["llm-0.5"]
+    many = eb.model_labels(
+        eb.Collection([], [], {}, {("q", str(i)): 2 for i in range(20_000)}, {}, {}, None, list(grades)),
+        [("q", str(i)) for i in range(20_000)],
+        llm,
+        seed=2,
+    )
+    shares = np.bincount(list(many.values()), minlength=4) / 20_000
+    assert np.allclose(shares, llm[2], atol=0.015)
+    assert eb.model_labels(files, keys, llm, seed=1) == eb.model_labels(files, keys, llm, seed=1)  # every mode alike
+
+
+def test_hybrid_checkpoints_count_wrong_settled_likely_and_stops():
+    run = eb.ModeRun("hybrid", pool=4)
+    run.labels = {("q", "x"): 1}
+    run.checkpoints = [
+        eb.Checkpoint(1, 0.25, {}, [], {"a": 0.2, "b": 0.8}, [("b", "a", "settled", 1.0)], ["b"]),
+        eb.Checkpoint(2, 0.5, {}, [], {"a": 0.9, "b": 0.1}, [("a", "b", "likely", 0.95)], ["a"]),
+    ]
+
+    class Fixed:
+        def scores(self, labels):
+            return np.array([0.9, 0.1])  # a above b in the end
+
+    coll = eb.Collection(["a", "b"], ["q"], {}, {}, {}, {}, None, [0, 1])
+    figs = eb.figures(coll, Fixed(), run)
+    assert figs.hybrid_tau == [-1.0, 1.0]
+    assert figs.hybrid_wrong_settled == {("b", "a")}
+    assert (figs.hybrid_likely_wrong, figs.hybrid_likely) == (0, 1)
+    assert (figs.hybrid_stops, figs.hybrid_wrong_stops) == (2, 1)
+    assert "hybrid tau>=0.9" in eb.table([run], [figs])
+
+
+def test_hybrid_without_a_model_judge_is_refused(capsys, tmp_path, monkeypatch):
+    # main() names its database in the environment: restored after the test
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    out = ["--out", str(tmp_path), "--generate", "systems=3,queries=2,depth=5"]
+    assert eb.main(["--modes", "shuffled,hybrid", *out]) == 2
+    assert "hybrid needs a model judge: give --model-confusion" in capsys.readouterr().err
+    assert eb.main(["--model-confusion", "nope", *out]) == 2
+    assert "neither a preset" in capsys.readouterr().err
