@@ -9,7 +9,8 @@ scripts/serve.sh does (WEB_CONCURRENCY x GUNICORN_THREADS, a psycopg pool per pr
 Most annotators use the judging page exactly as the browser does (session login with CSRF, htmx
 "record + next" posts, now and then Back to an earlier pair, a changed grade, then "Next unjudged");
 the rest judge through the API with a token; a lead polls the leaderboard API every 5 s. It prints the
-throughput, p50/p95/p99 per endpoint and the error count, then checks that nothing was lost (each
+throughput, p50/p95/p99 per endpoint and the error count (an annotator shown "nothing left to judge" while more
+pairs had no judgment than there are annotators counts as one), then checks that nothing was lost (each
 annotator's last grade of each pair and the number of revisions, against what the clients sent) and
 prints the most PostgreSQL connections seen (pg_stat_activity, sampled every 50 ms).
 
@@ -107,6 +108,10 @@ class Stats:
         self.judgments = 0
         # what the clients sent, per (annotator, pair): last grade, and how many changes (revisions)
         self.expected: dict[tuple[str, int], list[int]] = {}
+        # annotators shown "nothing left to judge" before their minute was up, with the campaign's pairs that had
+        # no judgment yet at that moment (with redundancy 1 and no skips, a pair without a judgment is open to
+        # them unless another annotator holds it: one hold each, so more of them than annotators is work left)
+        self.sent_home: list[tuple[str, int]] = []
 
     def sent(self, who: str, pair: int, grade: int) -> None:
         last = self.expected.get((who, pair))
@@ -153,7 +158,9 @@ def new_session(**kwargs) -> aiohttp.ClientSession:
     )
 
 
-async def web_annotator(base, slug, name, s: aiohttp.ClientSession, csrf: str, stats: Stats, until, think) -> None:
+async def web_annotator(
+    base, slug, name, s: aiohttp.ClientSession, csrf: str, stats: Stats, until, think, unjudged=None
+) -> None:
     async with s:
         hx = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": base + "/"}
         judge = f"{base}/campaigns/{slug}/judge/"
@@ -163,8 +170,10 @@ async def web_annotator(base, slug, name, s: aiohttp.ClientSession, csrf: str, s
         history: list[int] = []
         while body and time.monotonic() < until:
             m = PAIR_RE.search(body)
-            if not m:
-                return  # queue empty
+            if not m:  # "nothing left to judge"
+                if unjudged is not None and time.monotonic() < until:
+                    stats.sent_home.append((name, await asyncio.to_thread(unjudged)))
+                return
             pair, version = int(m.group(1)), VERSION_RE.search(body).group(1)
             await think(rng)
             if history and rng.random() < 0.1:
@@ -225,7 +234,7 @@ async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
 
 
 async def phase(
-    base, slug, web_names, api_names, tokens, api_pairs, seconds, think, started=lambda: None
+    base, slug, web_names, api_names, tokens, api_pairs, seconds, think, started=lambda: None, unjudged=None
 ) -> tuple[Stats, float]:
     stats = Stats()
     # Log in first (PBKDF2 on the server), so the measured minute is judging only: ``started`` is called
@@ -237,7 +246,7 @@ async def phase(
     until = seconds  # each client counts its own minute from its first request
     await asyncio.gather(
         *(
-            web_annotator(base, slug, n, sess, c, stats, until, think)
+            web_annotator(base, slug, n, sess, c, stats, until, think, unjudged)
             for n, sess, c in zip(web_names, sessions, csrfs, strict=True)
         ),
         *(api_annotator(base, tokens[n], n, api_pairs[n], stats, until, think) for n in api_names),
@@ -524,6 +533,14 @@ def main() -> None:
                 cpu_before[0] = server_cpu(site)
                 meter.start()
 
+            def unjudged(slug=slug) -> int:
+                rows = site.sql(
+                    "SELECT count(*) FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
+                    "WHERE c.slug = %s AND p.pooled AND p.judgment_count = 0",
+                    (slug,),
+                )
+                return int(rows[0][0])
+
             with site.connection_peak() as peak:
                 stats, elapsed = asyncio.run(
                     phase(
@@ -536,6 +553,7 @@ def main() -> None:
                         args.seconds,
                         think_a if p == "a" else think_b,
                         started=started,
+                        unjudged=unjudged,
                     )
                 )
             cpu = server_cpu(site) - cpu_before[0]
@@ -548,7 +566,13 @@ def main() -> None:
             pg_report(pg_cpu, reads, stats.judgments)
             lost = verify(site, slug, stats)
             print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
-            errors = sum(stats.errors.values())
+            early = [(who, left) for who, left in stats.sent_home if left > len(names)]
+            print(
+                f"  told nothing is left before their minute was up: {len(stats.sent_home)} of {len(web_names)} web "
+                f"annotators, {len(early)} of them while more pairs had no judgment than there are annotators "
+                f"(pairs without a judgment then: {sorted(left for _, left in stats.sent_home)[:10]})"
+            )
+            errors = sum(stats.errors.values()) + len(early)
             if p == "a":
                 p95 = pct(stats.latency["record+next"], 0.95)
                 ok = errors == 0 and p95 < 100 and not lost
