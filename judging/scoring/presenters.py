@@ -469,34 +469,63 @@ def holds_percent(p_holds: float) -> int:
 
 def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int | None = None) -> str:
     """The stop signal of the leaderboard JSON (judging.scoring.trust.final.stop_signal) in the reader's
-    language: whether the top K's order holds with its confidence, and about how many judgments are left
-    (K no more than the ``n_systems`` there are)."""
-    k, left = int(stop["top_k"]), int(stop["judgments_left_estimate"])
-    if n_systems is not None:
-        k = max(1, min(k, n_systems))
-    confidence = f"{stop['confidence']:.0%}"
-    if stop["reached"]:
+    language, as one plain message: whether the lead may stop judging for the top K, at what confidence, and
+    what more judging would still buy. "Settled" is said only of an order no judgment left can change; a K no
+    smaller than the ``n_systems`` there are is said to cover them all."""
+    k, left = int(stop["top_k"]), int(stop.get("judgments_to_settle", stop["judgments_left_estimate"]))
+    settled = bool(stop.get("settled", False))
+    values = {"k": k, "n": n_systems or 0, "confidence": f"{stop['confidence']:.0%}", "left": left}
+    if n_systems is not None and k >= n_systems:
+        if settled:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. You may stop judging: the order of "
+                "all %(n)d is settled, no judgment left can change it."
+            )
+        elif stop["reached"]:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. You may stop judging: the order of "
+                "all %(n)d holds with %(confidence)s confidence, though it is not settled for certain."
+            )
+        else:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. Keep judging: the order of all "
+                "%(n)d does not hold with %(confidence)s confidence yet."
+            )
+    elif settled:
         head = ngettext(
-            "The top %(k)d system is settled with %(confidence)s confidence.",
-            "The top %(k)d are settled with %(confidence)s confidence.",
+            "You may stop judging for the top %(k)d system: its place is settled, no judgment left can change it.",
+            "You may stop judging for the top %(k)d: their order is settled, no judgment left can change it.",
+            k,
+        )
+    elif stop["reached"]:
+        head = ngettext(
+            "You may stop judging for the top %(k)d system: its place holds with %(confidence)s confidence, though it "
+            "is not settled for certain.",
+            "You may stop judging for the top %(k)d: their order holds with %(confidence)s confidence, though it is "
+            "not settled for certain.",
             k,
         )
     else:
         head = ngettext(
-            "The top %(k)d system is not yet settled with %(confidence)s confidence.",
-            "The top %(k)d are not yet settled with %(confidence)s confidence.",
+            "Keep judging for the top %(k)d system: its place does not hold with %(confidence)s confidence yet.",
+            "Keep judging for the top %(k)d: their order does not hold with %(confidence)s confidence yet.",
             k,
         )
-    text = head % {"k": k, "confidence": confidence}
-    if left:
-        rest = ngettext(
-            "About %(n)d more judgment would settle the rest.",
-            "About %(n)d more judgments would settle the rest.",
-            left,
-        )
-        text += " " + rest % {"n": left}
-    else:
-        text += " " + gettext("No judgment left can change their order.")
+    text = head % values
+    if not settled and left:
+        if stop["reached"]:
+            more = ngettext(
+                "About %(left)d more judgment would settle it for certain.",
+                "About %(left)d more judgments would settle it for certain.",
+                left,
+            )
+        else:
+            more = ngettext(
+                "About %(left)d more judgment would settle it for certain; %(confidence)s confidence may come sooner.",
+                "About %(left)d more judgments would settle it for certain; %(confidence)s confidence may come sooner.",
+                left,
+            )
+        text += " " + more % values
     if without_labels:
         text += " " + ngettext(
             "The verdicts count the %(n)d query without any label yet: it joins the means once judged.",
