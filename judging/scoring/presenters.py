@@ -6,12 +6,12 @@ Views parse the request and render; everything they show that is computed from s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy, ngettext
@@ -19,7 +19,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 import metrics
 from judging import charts
 from judging.errors import RequestError
-from judging.models import Campaign, Document, Judgment, Pair, Query
+from judging.models import AnnotatorProfile, Campaign, Document, Judgment, LabelSource, Pair, Query
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import labels_for
 from judging.scoring.stats import PairwiseStats, RankingStats
@@ -76,34 +76,45 @@ def query_rankings(lb: Leaderboard, q: int, *, depth: int, systems: np.ndarray |
 
 @dataclass
 class Timeline:
-    """Judgments over time for the progress chart."""
+    """Judgments over time for the progress chart: people's and model judges' apart, imported labels left out."""
 
-    times: list[datetime]
-    cumulative: list[int]
+    times: list[datetime]  # the buckets with a judgment by a person or a model judge
+    cumulative: list[int]  # people's judgments up to each bucket
     bucket: str  # "hour" or "day"
     goal: int  # pooled pairs times annotators per pair
+    model_cumulative: list[int] = field(default_factory=list)  # model judges' answers up to each bucket
+    imported: int = 0  # labels imported from qrels files (made elsewhere, at no time the campaign knows)
 
 
 def judging_timeline(campaign: Campaign) -> Timeline:
-    """Cumulative count of judgments (first judgments of a pair by an annotator, when they were made) per
-    hour when judging spans up to three days, per day otherwise. Three small aggregate queries."""
+    """Cumulative count of judgments (one per pair and annotator, at the time it was first made) per hour when
+    judging spans up to three days, per day otherwise: people's and model judges' apart; imported labels are
+    only counted, as they were made before the campaign saw them. Three small aggregate queries."""
+    sources = list(LabelSource.objects.values_list("user_id", flat=True))  # a handful of accounts
+    models_ = AnnotatorProfile.model_user_ids()
     judgments = Judgment.objects.filter(pair__campaign=campaign)
-    span = judgments.aggregate(first=Min("created_at"), last=Max("created_at"))
+    made = judgments.exclude(annotator_id__in=sources)
+    span = made.aggregate(first=Min("created_at"), last=Max("created_at"))
+    imported = judgments.filter(annotator_id__in=sources).count() if sources else 0
     goal = Pair.objects.filter(campaign=campaign, pooled=True).count() * campaign.redundancy
     if span["first"] is None:
-        return Timeline([], [], "day", goal)
+        return Timeline([], [], "day", goal, [], imported)
     bucket = "hour" if span["last"] - span["first"] <= timedelta(days=3) else "day"
     trunc = TruncHour if bucket == "hour" else TruncDay
     rows = list(
-        judgments.annotate(t=trunc("created_at"))
+        made.annotate(t=trunc("created_at"))
         .values("t")
-        .annotate(n=Count("id"))
+        .annotate(
+            people=Count("id", filter=~Q(annotator_id__in=models_)),
+            model=Count("id", filter=Q(annotator_id__in=models_)),
+        )
         .order_by("t")
-        .values_list("t", "n")
+        .values_list("t", "people", "model")
     )
-    times = [t for t, _ in rows]
-    cumulative = np.cumsum([n for _, n in rows]).tolist()
-    return Timeline(times, cumulative, bucket, goal)
+    times = [t for t, _, _ in rows]
+    cumulative = np.cumsum([n for _, n, _ in rows]).tolist()
+    model = np.cumsum([n for _, _, n in rows]).tolist()
+    return Timeline(times, cumulative, bucket, goal, model, imported)
 
 
 # --------------------------------------------------------------------------- measure names in words
