@@ -161,3 +161,14 @@ def test_no_stylesheet_writes_words():
     for sheet in Path("static/judging").glob("*.css"):
         for content in re.findall(r"content:\s*\"([^\"]*)\"", sheet.read_text()):
             assert not re.search(r"[A-Za-z]", content), f"{sheet}: content: {content!r} is text no catalog translates"
+
+
+def test_short_korean_dates_are_zero_padded():
+    from datetime import datetime
+
+    from django.utils import formats
+
+    with translation.override("ko"):
+        moment = datetime(2026, 12, 6, 9, 5)
+        assert formats.date_format(moment, "SHORT_DATETIME_FORMAT") == "2026-12-06 09:05"
+        assert formats.date_format(moment, "SHORT_DATE_FORMAT") == "2026-12-06"
