@@ -177,8 +177,17 @@ class StopSerializer(serializers.Serializer):
         "(Bonferroni over the K comparisons' p_holds)."
     )
     judgments_left_estimate = AsciiIntegerField(
-        help_text="About how many judgments would settle the rest: the unjudged pairs in the cutoff of the systems "
-        "in an unsettled comparison among the top K, times the annotators per pair."
+        help_text="About how many more judgments before the lead may stop: 0 once reached; otherwise "
+        "judgments_to_settle (an upper bound: the confidence often comes sooner)."
+    )
+    settled = serializers.BooleanField(
+        help_text="The order of the top K and their border is settled for certain: every one of those comparisons "
+        "is settled or tied, whatever the unjudged labels are."
+    )
+    judgments_to_settle = AsciiIntegerField(
+        help_text="What more judging would still buy: about how many judgments would settle the order of the top K "
+        "for certain (the unjudged pairs in the cutoff of the systems in a comparison among them that is neither "
+        "settled nor tied, times the annotators per pair); 0 when settled."
     )
 
 

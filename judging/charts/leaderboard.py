@@ -249,17 +249,27 @@ def progress_chart(
     times: Sequence[datetime],
     cumulative: Sequence[int],
     *,
+    model: Sequence[int] | None = None,
     goal: int | None = None,
     bucket: str = "day",
     width: int = 640,
     height: int = 220,
 ) -> SafeString:
-    """Cumulative judgments over time (a step line), with the pool's target as a dashed line."""
+    """People's cumulative judgments over time (a step line that rises in the bucket they were made), model
+    judges' answers apart (a dotted step line, when there are any), and the pool's target as a dashed line."""
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
+    models = np.asarray(model if model is not None and len(model) else np.zeros(len(times)), dtype=np.float64)
+    has_model = bool(models.size and models[-1] > 0)
     heading = (
-        _("Judgments made, cumulative per hour") if bucket == "hour" else _("Judgments made, cumulative per day")
-    ) + (" " + _("(dashed: pooled pairs × annotators per pair)") if goal else "")
+        _("Judgments people made, cumulative per hour")
+        if bucket == "hour"
+        else _("Judgments people made, cumulative per day")
+    )
+    if has_model:
+        heading += " " + _("(dotted: model judges)")
+    if goal:
+        heading += " " + _("(dashed: pooled pairs × annotators per pair)")
     body = [f'<text x="{left}" y="15" class="ch-muted">{escape(heading)}</text>']
     if not times:
         no_judgments = _("No judgments yet")
@@ -272,7 +282,8 @@ def progress_chart(
     counts = np.asarray(cumulative, dtype=np.float64)
     span = {"hour": 3600.0, "day": 86400.0}.get(bucket, 86400.0)
     t0, t1 = stamps[0], stamps[-1] + span
-    y_max = max(float(counts[-1]), float(goal or 0), 1.0) * 1.1  # headroom for the labels above the lines
+    top_count = max(float(counts[-1]), float(models[-1]) if has_model else 0.0)
+    y_max = max(top_count, float(goal or 0), 1.0) * 1.1  # headroom for the labels above the lines
     ticks = nice_ticks(0.0, y_max, 4)
 
     def x(t: float) -> float:
@@ -280,6 +291,15 @@ def progress_chart(
 
     def y(v: float) -> float:
         return top + plot_h * (1 - v / y_max)
+
+    def steps(values: np.ndarray) -> str:
+        # each count holds from the start of its bucket until the next bucket with judgments begins: the line
+        # rises on the day (or hour) the judgments were made, never on an empty one before it
+        pts = [f"M{x(t0):.1f} {y(0):.1f}"]
+        for s, c in zip(stamps.tolist(), values.tolist(), strict=True):
+            pts.append(f"H{x(s):.1f}V{y(c):.1f}")
+        pts.append(f"H{x(t1):.1f}")
+        return "".join(pts)
 
     for t in ticks:
         if t > y_max:
@@ -297,13 +317,12 @@ def progress_chart(
             f'<text x="{x(t):.1f}" y="{height - 12}" text-anchor="{anchor}" class="ch-muted">'
             f"{escape(datetime.fromtimestamp(t, tz).strftime(fmt))}</text>"
         )
-    # step line: each bucket's count holds until the next bucket begins
-    pts = [f"M{x(t0):.1f} {y(0):.1f}"]
-    for s, c in zip(stamps.tolist(), counts.tolist(), strict=True):
-        pts.append(f"V{y(c):.1f}H{x(s + span):.1f}")
-    line = "".join(pts)
+    line = steps(counts)
     body.append(f'<path d="{line}V{y(0):.1f}Z" class="ch-area"/>')
     body.append(f'<path d="{line}" class="ch-line"/>')
+    if has_model:
+        body.append(f'<path d="{steps(models)}" class="ch-model"/>')
+    taken: list[float] = []  # label baselines at the right edge, kept 14 px apart
     if goal:
         target = _("target %(n)s") % {"n": f"{goal:,}"}
         body.append(f'<path d="M{left} {y(goal):.1f}H{left + plot_w}" class="ch-goal"/>')
@@ -311,17 +330,29 @@ def progress_chart(
             f'<text x="{left + plot_w - 4}" y="{y(goal) - 5:.1f}" text-anchor="end" class="ch-goal-text">'
             f"{escape(target)}</text>"
         )
+        taken.append(y(goal) - 5)
+
+    def place(value: float) -> float:
+        # above the line's end, or under it when another label at the right edge is too close
+        label_y = y(value) - 6
+        if any(abs(label_y - other) < 14 for other in taken):
+            label_y = y(value) + 16
+        taken.append(label_y)
+        return label_y
+
     total = int(counts[-1])
-    judgments_label = ngettext("%(n)s judgment", "%(n)s judgments", total) % {"n": f"{total:,}"}
-    label_y = y(counts[-1]) - 6
-    if goal and abs(label_y - (y(goal) - 5)) < 14:
-        # Both labels end at the right edge: near the target, the count goes under its line instead of on top
-        # of "target N".
-        label_y = y(counts[-1]) + 16
+    judgments_label = ngettext("%(n)s judgment by people", "%(n)s judgments by people", total) % {"n": f"{total:,}"}
     body.append(
-        f'<text x="{x(t1) - 4:.1f}" y="{label_y:.1f}" text-anchor="end" '
+        f'<text x="{x(t1) - 4:.1f}" y="{place(counts[-1]):.1f}" text-anchor="end" '
         f'font-weight="600">{escape(judgments_label)}</text>'
     )
+    if has_model:
+        n_model = int(models[-1])
+        model_label = ngettext("%(n)s model judgment", "%(n)s model judgments", n_model) % {"n": f"{n_model:,}"}
+        body.append(
+            f'<text x="{x(t1) - 4:.1f}" y="{place(models[-1]):.1f}" text-anchor="end" class="ch-model-text">'
+            f"{escape(model_label)}</text>"
+        )
     return _svg(width, height, body, title=_("Judging progress"), label=_("Cumulative judgments over time"))
 
 

@@ -6,12 +6,12 @@ Views parse the request and render; everything they show that is computed from s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext, gettext_lazy, ngettext
@@ -19,7 +19,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 import metrics
 from judging import charts
 from judging.errors import RequestError
-from judging.models import Campaign, Document, Judgment, Pair, Query
+from judging.models import AnnotatorProfile, Campaign, Document, Judgment, LabelSource, Pair, Query
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import labels_for
 from judging.scoring.stats import PairwiseStats, RankingStats
@@ -76,34 +76,45 @@ def query_rankings(lb: Leaderboard, q: int, *, depth: int, systems: np.ndarray |
 
 @dataclass
 class Timeline:
-    """Judgments over time for the progress chart."""
+    """Judgments over time for the progress chart: people's and model judges' apart, imported labels left out."""
 
-    times: list[datetime]
-    cumulative: list[int]
+    times: list[datetime]  # the buckets with a judgment by a person or a model judge
+    cumulative: list[int]  # people's judgments up to each bucket
     bucket: str  # "hour" or "day"
     goal: int  # pooled pairs times annotators per pair
+    model_cumulative: list[int] = field(default_factory=list)  # model judges' answers up to each bucket
+    imported: int = 0  # labels imported from qrels files (made elsewhere, at no time the campaign knows)
 
 
 def judging_timeline(campaign: Campaign) -> Timeline:
-    """Cumulative count of judgments (first judgments of a pair by an annotator, when they were made) per
-    hour when judging spans up to three days, per day otherwise. Three small aggregate queries."""
+    """Cumulative count of judgments (one per pair and annotator, at the time it was first made) per hour when
+    judging spans up to three days, per day otherwise: people's and model judges' apart; imported labels are
+    only counted, as they were made before the campaign saw them. Three small aggregate queries."""
+    sources = list(LabelSource.objects.values_list("user_id", flat=True))  # a handful of accounts
+    models_ = AnnotatorProfile.model_user_ids()
     judgments = Judgment.objects.filter(pair__campaign=campaign)
-    span = judgments.aggregate(first=Min("created_at"), last=Max("created_at"))
+    made = judgments.exclude(annotator_id__in=sources)
+    span = made.aggregate(first=Min("created_at"), last=Max("created_at"))
+    imported = judgments.filter(annotator_id__in=sources).count() if sources else 0
     goal = Pair.objects.filter(campaign=campaign, pooled=True).count() * campaign.redundancy
     if span["first"] is None:
-        return Timeline([], [], "day", goal)
+        return Timeline([], [], "day", goal, [], imported)
     bucket = "hour" if span["last"] - span["first"] <= timedelta(days=3) else "day"
     trunc = TruncHour if bucket == "hour" else TruncDay
     rows = list(
-        judgments.annotate(t=trunc("created_at"))
+        made.annotate(t=trunc("created_at"))
         .values("t")
-        .annotate(n=Count("id"))
+        .annotate(
+            people=Count("id", filter=~Q(annotator_id__in=models_)),
+            model=Count("id", filter=Q(annotator_id__in=models_)),
+        )
         .order_by("t")
-        .values_list("t", "n")
+        .values_list("t", "people", "model")
     )
-    times = [t for t, _ in rows]
-    cumulative = np.cumsum([n for _, n in rows]).tolist()
-    return Timeline(times, cumulative, bucket, goal)
+    times = [t for t, _, _ in rows]
+    cumulative = np.cumsum([n for _, n, _ in rows]).tolist()
+    model = np.cumsum([n for _, _, n in rows]).tolist()
+    return Timeline(times, cumulative, bucket, goal, model, imported)
 
 
 # --------------------------------------------------------------------------- measure names in words
@@ -469,34 +480,63 @@ def holds_percent(p_holds: float) -> int:
 
 def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int | None = None) -> str:
     """The stop signal of the leaderboard JSON (judging.scoring.trust.final.stop_signal) in the reader's
-    language: whether the top K's order holds with its confidence, and about how many judgments are left
-    (K no more than the ``n_systems`` there are)."""
-    k, left = int(stop["top_k"]), int(stop["judgments_left_estimate"])
-    if n_systems is not None:
-        k = max(1, min(k, n_systems))
-    confidence = f"{stop['confidence']:.0%}"
-    if stop["reached"]:
+    language, as one plain message: whether the lead may stop judging for the top K, at what confidence, and
+    what more judging would still buy. "Settled" is said only of an order no judgment left can change; a K no
+    smaller than the ``n_systems`` there are is said to cover them all."""
+    k, left = int(stop["top_k"]), int(stop.get("judgments_to_settle", stop["judgments_left_estimate"]))
+    settled = bool(stop.get("settled", False))
+    values = {"k": k, "n": n_systems or 0, "confidence": f"{stop['confidence']:.0%}", "left": left}
+    if n_systems is not None and k >= n_systems:
+        if settled:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. You may stop judging: the order of "
+                "all %(n)d is settled, no judgment left can change it."
+            )
+        elif stop["reached"]:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. You may stop judging: the order of "
+                "all %(n)d holds with %(confidence)s confidence, though it is not settled for certain."
+            )
+        else:
+            head = gettext(
+                "There are %(n)d systems, no more than the top %(k)d you chose. Keep judging: the order of all "
+                "%(n)d does not hold with %(confidence)s confidence yet."
+            )
+    elif settled:
         head = ngettext(
-            "The top %(k)d system is settled with %(confidence)s confidence.",
-            "The top %(k)d are settled with %(confidence)s confidence.",
+            "You may stop judging for the top %(k)d system: its place is settled, no judgment left can change it.",
+            "You may stop judging for the top %(k)d: their order is settled, no judgment left can change it.",
+            k,
+        )
+    elif stop["reached"]:
+        head = ngettext(
+            "You may stop judging for the top %(k)d system: its place holds with %(confidence)s confidence, though it "
+            "is not settled for certain.",
+            "You may stop judging for the top %(k)d: their order holds with %(confidence)s confidence, though it is "
+            "not settled for certain.",
             k,
         )
     else:
         head = ngettext(
-            "The top %(k)d system is not yet settled with %(confidence)s confidence.",
-            "The top %(k)d are not yet settled with %(confidence)s confidence.",
+            "Keep judging for the top %(k)d system: its place does not hold with %(confidence)s confidence yet.",
+            "Keep judging for the top %(k)d: their order does not hold with %(confidence)s confidence yet.",
             k,
         )
-    text = head % {"k": k, "confidence": confidence}
-    if left:
-        rest = ngettext(
-            "About %(n)d more judgment would settle the rest.",
-            "About %(n)d more judgments would settle the rest.",
-            left,
-        )
-        text += " " + rest % {"n": left}
-    else:
-        text += " " + gettext("No judgment left can change their order.")
+    text = head % values
+    if not settled and left:
+        if stop["reached"]:
+            more = ngettext(
+                "About %(left)d more judgment would settle it for certain.",
+                "About %(left)d more judgments would settle it for certain.",
+                left,
+            )
+        else:
+            more = ngettext(
+                "About %(left)d more judgment would settle it for certain; %(confidence)s confidence may come sooner.",
+                "About %(left)d more judgments would settle it for certain; %(confidence)s confidence may come sooner.",
+                left,
+            )
+        text += " " + more % values
     if without_labels:
         text += " " + ngettext(
             "The verdicts count the %(n)d query without any label yet: it joins the means once judged.",

@@ -18,6 +18,7 @@ from judging.selectors.campaigns import (  # noqa: F401
     query_list,
     query_tag_exists,
     scale_rows,
+    scale_stored,
     system_rankings,
 )
 from judging.selectors.judgments import (  # noqa: F401

@@ -101,9 +101,31 @@ class ScaleRow(TypedDict):
     examples: str
 
 
-def scale_rows(*, campaign: Campaign) -> list[ScaleRow]:
-    """The campaign's scale as stored, lowest grade first (names as the lead wrote them, for editing)."""
-    return list(campaign.grades.order_by("value").values("value", "name", "description", "examples"))
+def grade_text_stored(text: str) -> str:
+    """The inverse of grade_text_shown: a default name or description as read in the active language, back to
+    the stored English text (a lead who kept the default keeps it shown in every reader's language)."""
+    for stored, shown in _DEFAULT_GRADE_TEXT.items():
+        if text == str(shown):
+            return stored
+    return text
+
+
+def scale_rows(*, campaign: Campaign, shown: bool = False) -> list[ScaleRow]:
+    """The campaign's scale as stored, lowest grade first (names as the lead wrote them, for editing); with
+    ``shown``, the default names and descriptions in the active language (``scale_stored`` takes them back)."""
+    rows: list[ScaleRow] = list(campaign.grades.order_by("value").values("value", "name", "description", "examples"))
+    if shown:
+        for row in rows:
+            row["name"], row["description"] = grade_text_shown(row["name"]), grade_text_shown(row["description"])
+    return rows
+
+
+def scale_stored(scale: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A scale edited from ``scale_rows(shown=True)``, with the default texts kept as stored (English keys)."""
+    return [
+        {**row, "name": grade_text_stored(row["name"]), "description": grade_text_stored(row["description"])}
+        for row in scale
+    ]
 
 
 def grade_top(*, campaign: Campaign) -> int:

@@ -165,7 +165,7 @@ def campaign_new(request):
 @campaign_view(lead=True)
 def campaign_settings(request, member: Member):
     campaign = member.campaign
-    grades = selectors.scale_rows(campaign=campaign)
+    grades = selectors.scale_rows(campaign=campaign, shown=True)  # the default scale in the lead's language
     scale_locked = campaign_has_judgments(campaign=campaign)
     # The form validates against its own copy: a ModelForm writes the submitted values into its instance,
     # and campaign_update must see the old pool depth and policy to know what changed.
@@ -181,7 +181,7 @@ def campaign_settings(request, member: Member):
             switch = values.pop("aggregation")
         try:
             # The same service as PATCH /api/campaigns/SLUG/: the same rules for the scale.
-            added = campaign_update(campaign=campaign, scale=formset.scale(), **values)
+            added = campaign_update(campaign=campaign, scale=selectors.scale_stored(formset.scale()), **values)
             job = policy_job_start(campaign=campaign, user=request.user, policy=switch) if switch else None
         except (ValidationError, JobError) as exc:
             campaign.refresh_from_db()

@@ -400,8 +400,13 @@ def _pictures_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
             [lb.cube.system_names[s] for s in order.tolist()], lb.per_query(ctx.measure)[order], measure=ctx.measure
         ),
         "progress": charts.progress_chart(
-            timeline.times, timeline.cumulative, goal=timeline.goal, bucket=timeline.bucket
+            timeline.times,
+            timeline.cumulative,
+            model=timeline.model_cumulative,
+            goal=timeline.goal,
+            bucket=timeline.bucket,
         ),
+        "imported": timeline.imported,
     }
 
 
@@ -444,7 +449,7 @@ def leaderboard_chart(request, ctx: BoardRequest, kind: str):
         raise Http404(_("No such chart."))
     if kind == "progress":
         t = scoring.judging_timeline(ctx.campaign)
-        svg = charts.progress_chart(t.times, t.cumulative, goal=t.goal, bucket=t.bucket)
+        svg = charts.progress_chart(t.times, t.cumulative, model=t.model_cumulative, goal=t.goal, bucket=t.bucket)
     else:
         lb = scoring.leaderboard(ctx.campaign, ctx.params)
         order = scoring.system_order(lb, ctx.measure)

@@ -145,6 +145,7 @@ def leaderboard_trust(request, ctx: BoardRequest):
             verdicts=v,
             settled_rows=rows,
             n_open=sum(a["verdict"] in ("likely", "open") for a in v.adjacent) if v else 0,
+            n_likely=sum(a["verdict"] == "likely" for a in v.adjacent) if v else 0,
             stop_text=scoring.stop_sentence(stop, v.without_labels, len(v.order)) if v and stop else "",
             all_bounds=all_bounds,
             bound_names=bound_names,

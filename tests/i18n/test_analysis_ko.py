@@ -61,7 +61,7 @@ def test_leaderboard_in_korean_keeps_trec_eval_numbers(as_lead, campaign, korean
     assert "<h1>리더보드</h1>" in html
     assert re.search(r"남은 미판정 쌍 <strong>\d+</strong>개가 P@3 순위를 아직 바꿀 수 있습니다", html)
     assert "그때 점수가 매겨질 질의 3개에 대한 것입니다" in html
-    assert re.search(r"상위 3개 시스템의 순서(가|는 아직) 95% 신뢰도로 확정", html)
+    assert re.search(r"시스템은 3개로, 고른 상위 3개보다 많지 않습니다\. 판정을 (멈춰도 됩니다|계속하세요)\.", html)
     assert "어떤 차이가 진짜인가?" in html and "판정 진행 상황" in html
     assert re.search(r'<span class="lb-badge (settled|open|likely|even)"[^>]*>(확정|미정|유력|동률)', html)
     # abbreviations stay, their long names are Korean

@@ -145,9 +145,9 @@ def test_dates_are_written_the_readers_way(pooled, annotator, client):
     url = reverse("judging:my_judgments", args=[pooled.slug])
     english = client.get(url).content.decode()
     korean = client.get(url, **KO).content.decode()
-    # ISO day in English as always; Korean without leading zeros (Django's Korean short format)
+    # ISO day in English as always, and in Korean with zero-padded months and days too (issue 42)
     assert re.search(r"<time datetime=\"[^\"]+\">\d{4}-\d{2}-\d{2} \d{2}:\d{2}</time>", english)
-    assert re.search(r"<time datetime=\"[^\"]+\">\d{4}-[1-9]\d?-[1-9]\d? \d{2}:\d{2}</time>", korean)
+    assert re.search(r"<time datetime=\"[^\"]+\">\d{4}-\d{2}-\d{2} \d{2}:\d{2}</time>", korean)
 
 
 @pytest.mark.parametrize("measure", ["nDCG", "P"])

@@ -275,3 +275,46 @@ def test_imported_qrels_alone_neither_judge_the_pool_nor_complete_the_campaign(d
     assert "Campaign complete</dt><dd>" in page and "Campaign complete</dt><dd>0%" not in page
     progress = browser.get(reverse("judging:campaign_progress", args=[campaign.slug])).content.decode()
     assert "Judged by people</dt><dd>1<" in progress
+
+
+def test_judging_progress_draws_people_and_model_judges_apart_on_the_day_they_judged(pooled, lead, annotator):
+    """Issue 42 item 3: a model judge's answers and imported labels are not people's judgments; the line of
+    people's judgments rises on the day they were made, not on the empty day after the previous ones."""
+    from datetime import UTC, datetime
+
+    from judging.models import Judgment
+    from judging.scoring import judging_timeline
+    from judging.services import qrels_import
+    from judging.services.model_judge import model_judge_get_or_create
+
+    bot = model_judge_get_or_create(name="bot", campaign=pooled)
+    judge(pooled, annotator, "q1", "d1", 2)
+    for qid, docid, grade in (("q1", "d2", 0), ("q1", "d3", 1), ("q2", "d4", 2)):
+        judge(pooled, bot, qid, docid, grade)
+    qrels_import(campaign=pooled, data=b"q2 0 d2 1\nq2 0 d4 2\n", filename="old.qrels", annotator="trec-2019")
+    Judgment.objects.filter(annotator=bot).update(created_at=datetime(2026, 3, 1, 10, tzinfo=UTC))
+    Judgment.objects.filter(annotator=annotator).update(created_at=datetime(2026, 3, 5, 10, tzinfo=UTC))
+    Judgment.objects.filter(annotator__username="trec-2019").update(created_at=datetime(2026, 3, 9, 10, tzinfo=UTC))
+
+    timeline = judging_timeline(pooled)
+    assert timeline.bucket == "day" and [t.day for t in timeline.times] == [1, 5]
+    assert timeline.cumulative == [0, 1] and timeline.model_cumulative == [3, 3] and timeline.imported == 2
+
+    html = login(lead).get(reverse("judging:leaderboard_pictures", args=[pooled.slug])).content.decode()
+    assert "1 judgment by people" in html and "3 model judgments" in html
+    assert "2 imported labels are not drawn" in html
+    assert "6 judgments" not in html
+
+
+def test_progress_line_rises_on_the_day_of_the_judgments():
+    from datetime import UTC, datetime
+
+    from judging.charts import progress_chart
+
+    days = [datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 3, 5, tzinfo=UTC)]
+    svg = str(progress_chart(days, [1, 3], bucket="day"))
+    line = re.search(r'<path d="([^"]+)" class="ch-line"/>', svg).group(1)
+    # plot from x=56 to x=624 over five days: 3 March 5 starts at 56 + 568 * 4/5 = 510.4
+    assert re.search(r"H510\.4V", line), line
+    assert "H169.6V" not in line  # the end of 1 March: no judgment was made on 2 March
+    assert "ch-model" not in svg  # no model judge: no second line

@@ -8,11 +8,13 @@ import io
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import translation
 from rest_framework.test import APIClient
 
 from bench import synthetic
 from judging.models import Pair
-from judging.scoring import leaderboard_data
+from judging.scoring import leaderboard_data, stop_sentence
+from judging.scoring.trust import stop_signal
 from judging.services import (
     campaign_create,
     judgment_record,
@@ -36,7 +38,14 @@ def test_the_leaderboard_json_carries_verdicts_p_holds_stop_and_the_queries_cove
     campaign, _, _ = random_campaign(make_user, seed=21)
     client = _client(campaign, make_user)
     body = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?per_query=false&top_k=2").json()
-    assert set(body["stop"]) == {"top_k", "confidence", "reached", "judgments_left_estimate"}
+    assert set(body["stop"]) == {
+        "top_k",
+        "confidence",
+        "reached",
+        "judgments_left_estimate",
+        "settled",
+        "judgments_to_settle",
+    }
     assert body["stop"]["top_k"] == 2 and body["stop"]["confidence"] == 0.95
     assert body["queries_without_labels"] == 1 and body["verdict_queries"] == 8  # q7: pooled pairs, no label
     for entry in body["settled"]:
@@ -47,6 +56,49 @@ def test_the_leaderboard_json_carries_verdicts_p_holds_stop_and_the_queries_cove
     # the stop signal: Bonferroni over the top 2 comparisons
     head = body["settled"][:2]
     assert body["stop"]["reached"] == (sum(1 - e["p_holds"] for e in head) <= 0.05 + 1e-9)
+    assert body["stop"]["settled"] == all(e["verdict"] in ("settled", "tied") for e in head)
+    # what stands between the lead and the stop: nothing once reached
+    left = 0 if body["stop"]["reached"] else body["stop"]["judgments_to_settle"]
+    assert body["stop"]["judgments_left_estimate"] == left
+
+
+# --------------------------------------------------------------------------- the stop signal in words
+
+
+def test_stop_reached_leaves_no_judgments_before_the_stop_and_says_what_more_would_buy():
+    """The demo's case (issue 42): 3 systems, both orders likely at 99%: the lead may stop; the 666 judgments
+    left would settle the order for certain, and are not an estimate of what stands before the stop."""
+    stop = stop_signal(np.array([0.99, 0.99]), 3, 666)
+    assert stop["reached"] and not stop["settled"]
+    assert stop["judgments_left_estimate"] == 0 and stop["judgments_to_settle"] == 666
+    text = stop_sentence(stop, 0, 3)
+    assert text == (
+        "There are 3 systems, no more than the top 3 you chose. You may stop judging: the order of all 3 holds "
+        "with 95% confidence, though it is not settled for certain. About 666 more judgments would settle it for "
+        "certain."
+    )
+    assert "settle the rest" not in text
+
+
+def test_stop_sentence_says_settled_only_of_orders_settled_for_certain():
+    likely = stop_sentence(stop_signal(np.array([0.99, 0.99, 0.4]), 2, 40), 0, 4)
+    assert likely.startswith("You may stop judging for the top 2: their order holds with 95% confidence, though")
+    assert " is settled" not in likely
+    certain = stop_sentence(stop_signal(np.array([1.0, 1.0, 0.4]), 2, 0, certain=True), 0, 4)
+    assert certain == "You may stop judging for the top 2: their order is settled, no judgment left can change it."
+    open_ = stop_signal(np.array([0.7, 1.0, 0.4]), 1, 12)
+    assert open_["judgments_left_estimate"] == 12 and not open_["reached"]
+    assert stop_sentence(open_, 0, 4) == (
+        "Keep judging for the top 1 system: its place does not hold with 95% confidence yet. About 12 more judgments "
+        "would settle it for certain; 95% confidence may come sooner."
+    )
+
+
+def test_stop_sentence_in_korean():
+    with translation.override("ko"):
+        text = stop_sentence(stop_signal(np.array([0.99, 0.99]), 3, 666), 0, 3)
+    assert text.startswith("시스템은 3개로, 고른 상위 3개보다 많지 않습니다. 판정을 멈춰도 됩니다.")
+    assert "판정을 약 666건 더 하면 확실히 확정됩니다." in text
 
 
 @pytest.mark.parametrize("raw", ["0", "101", "three"])

@@ -152,20 +152,21 @@ def _verdict_words(entry: dict) -> str:
 
 
 def _stop_words(stop: dict, without_labels: int, n_systems: int) -> str:
-    k, left = min(stop["top_k"], n_systems), stop["judgments_left_estimate"]
+    """The stop signal in one line, as the pages say it (judging.scoring.presenters.stop_sentence)."""
+    k, left = stop["top_k"], stop.get("judgments_to_settle", stop["judgments_left_estimate"])
     confidence = f"{stop['confidence']:.0%}"
-    head = (
-        f"the top {k} are settled with {confidence} confidence"
-        if stop["reached"]
-        else (f"the top {k} are not yet settled with {confidence} confidence")
-    )
-    rest = (
-        f"about {left} more {'judgment' if left == 1 else 'judgments'} would settle the rest"
-        if left
-        else "nothing is left to judge there"
-    )
+    scope = f"all {n_systems} systems (top {k} asked)" if k >= n_systems else f"the top {k}"
+    if stop.get("settled"):
+        head = f"you may stop judging for {scope}: their order is settled, no judgment left can change it"
+    elif stop["reached"]:
+        head = f"you may stop judging for {scope}: their order holds with {confidence} confidence, not yet for certain"
+    else:
+        head = f"keep judging for {scope}: their order does not hold with {confidence} confidence yet"
+    rest = ""
+    if left and not stop.get("settled"):
+        rest = f"; about {left} more {'judgment' if left == 1 else 'judgments'} would settle it for certain"
     note = f" (verdicts count {without_labels} queries without a label yet)" if without_labels else ""
-    return f"stop: {head}; {rest}{note}"
+    return f"stop: {head}{rest}{note}"
 
 
 def _dumps(data: dict) -> str:

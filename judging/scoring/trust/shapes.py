@@ -205,4 +205,5 @@ def _entries(lb: Leaderboard, measure: str, top_k: int) -> dict[str, Any]:
 def stop_of(lb: Leaderboard, v: Verdicts, top_k: int) -> dict[str, Any]:
     """The stop signal of the ranking ``v`` for its top ``top_k`` systems (final.stop_signal)."""
     p = np.array([a["p_holds"] for a in v.adjacent], dtype=np.float64)
-    return stop_signal(p, top_k, judgments_left(lb, v, top_k))
+    certain = all(a["verdict"] in ("settled", "tied") for a in v.adjacent[:top_k])
+    return stop_signal(p, top_k, judgments_left(lb, v, top_k), certain=certain)
