@@ -78,6 +78,11 @@ def topic_set_size(delta: float, sd: float, *, power: float = 0.8, alpha: float 
     if guess > MAX_TOPICS:
         return None
     low = max(2, math.floor(guess) - 2)
+    # The normal approximation can overshoot the exact n (delta 0.0078125, sd 1, power 0.5: n 62,936 guessed,
+    # 62,935 already reaches it): step down, doubling the step, to an n short of the power, then search up.
+    step = 2
+    while low > 2 and paired_power(low, delta, sd, alpha) >= power:
+        low, step = max(2, low - step), step * 2
     while True:
         ns = np.arange(low, min(MAX_TOPICS, low + 400) + 1)
         reached = np.flatnonzero(paired_power(ns, delta, sd, alpha) >= power)

@@ -293,6 +293,7 @@ def test_power_is_a_probability(n, delta, sd, alpha):
 
 @POWER
 @example(delta=1.0, sd=0.125, power=0.5)  # NaN power at n = 4 (issue 39)
+@example(delta=0.0078125, sd=1.0, power=0.5)  # the normal approximation overshot the exact n by one
 @given(st.floats(1e-3, 1.0), st.floats(0.0, 1.0), st.sampled_from([0.5, 0.8, 0.9, 0.95]))
 def test_topic_set_size_is_the_first_n_reaching_the_power(delta, sd, power):
     n = topic_set_size(delta, sd, power=power)
