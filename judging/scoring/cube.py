@@ -305,7 +305,7 @@ def labels_for(
         arr = np.array(model_rows, dtype=np.int64).reshape(-1, 3)
         if kind == "hybrid":
             human = _human_labels(campaign, chunks, policy)
-            have = np.isin((arr[:, 0] << 32) | arr[:, 1], (human[:, 0] << 32) | human[:, 1])
+            have = np.isin(metrics.pair_keys(arr[:, 0], arr[:, 1]), metrics.pair_keys(human[:, 0], human[:, 1]))
             arr = np.concatenate([human, arr[~have]])
     q, d, lab = arr[:, 0], arr[:, 1], arr[:, 2]
     order = np.lexsort((d, q))
@@ -379,14 +379,14 @@ def label_arrays(
     lq, ld, lab = lq[keep], ld[keep], lab[keep]
     # int8 labels: grades are 0..100 and metrics is fastest on the smallest dtype
     grid = np.empty(sub.shape, dtype=np.int8)
-    index = _KeyIndex((lq << 32) | ld, lab.astype(np.int8)) if lq.size else None
+    index = _KeyIndex(metrics.pair_keys(lq, ld), lab.astype(np.int8)) if lq.size else None
     n_s, n_q, depth = sub.shape
     step = max(1, PROBE_ENTRIES // max(n_s * depth, 1))
     for start in range(0, n_q, step):  # over blocks of queries: temporaries of PROBE_ENTRIES entries
         part = sub[:, start : start + step]
         if index is not None:
-            probe = np.maximum(part, 0)  # padding (-1) becomes document 0, which no label has
-            probe |= (qids[start : start + step] << 32)[None, :, None]
+            # padding (-1) becomes document 0, which no label has
+            probe = metrics.pair_keys(qids[start : start + step][None, :, None], np.maximum(part, 0))
             block = index.get(probe, metrics.UNJUDGED)
         else:
             block = np.full(part.shape, metrics.UNJUDGED, dtype=np.int8)

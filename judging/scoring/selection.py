@@ -31,6 +31,7 @@ from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
 from judging.scoring.trust.store import LOCK, process_store
 from judging.selectors.campaigns import pool_size
 from metrics.hybrid import hybrid_order
+from metrics.keys import pair_keys
 from metrics.selection import Selection, bandit_order, mtc_order
 
 logger = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class _Kept:
 @dataclass
 class _PoolMap:
     key: tuple[object, ...]
-    keys: np.ndarray  # sorted (query_id << 32 | document_id) of the pooled pairs
+    keys: np.ndarray  # sorted pair keys (metrics.pair_keys) of the pooled pairs
     ids: np.ndarray  # their pair ids
 
 
@@ -97,7 +98,7 @@ def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
             ),
             dtype=np.int64,
         ).reshape(-1, 3)
-        keys = (rows[:, 0] << 32) | rows[:, 1]
+        keys = pair_keys(rows[:, 0], rows[:, 1])
         order = np.argsort(keys)
         got = _PoolMap(key, keys[order], rows[order, 2])
         shared_write({shared_key: (got.keys, got.ids)})
@@ -110,7 +111,7 @@ def _pair_ids(campaign: Campaign, lb: Leaderboard, chosen: Selection) -> np.ndar
     pool = _pool_map(campaign, lb)
     if not pool.keys.size or not chosen.query.size:
         return np.zeros(0, dtype=np.int64)
-    wanted = (lb.cube.query_ids[chosen.query] << 32) | chosen.doc
+    wanted = pair_keys(lb.cube.query_ids[chosen.query], chosen.doc)
     at = np.minimum(np.searchsorted(pool.keys, wanted), pool.keys.size - 1)
     found = pool.keys[at] == wanted
     ids: np.ndarray = pool.ids[at[found]]
