@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext
 
 import metrics
+from judging import runtime
 from judging.aggregation import aggregate_grades
 from judging.compiled import compiled_sql, int_slot
 from judging.errors import RequestError
@@ -29,7 +30,14 @@ logger = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 
 
-_CUBES: dict[tuple[object, ...], RunCube] = {}
+_CUBES: dict[tuple[object, ...], RunCube] = runtime.keep(
+    "scoring.run_cubes",
+    {},
+    bound=None,
+    grows_with="campaign (its newest runs state only)",
+    invalidated_by="the campaign's runs state (a run imported or deleted): the older cube is dropped",
+    lock=_LOCK,
+)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Count, Max, Q
 
+from judging import runtime
 from judging.errors import RequestError
 from judging.judge_models import ModelConsistency
 from judging.models import AnnotatorProfile, Campaign, Grade, Judgment, Membership, Pair
@@ -38,8 +39,15 @@ DRAWS_MIN, DRAWS_MAX = 16, 64
 
 # The fitted calibration of each (campaign, judge, runs): what a worker keeps between requests (a few kB a judge).
 _LOCK = threading.Lock()
-_FITS: dict[tuple[int, str, str], tuple[np.ndarray, HybridFit]] = {}  # with the labels versions checked at
 _KEEP_FITS = 16
+# with the labels versions checked at
+_FITS: dict[tuple[int, str, str], tuple[np.ndarray, HybridFit]] = runtime.keep(
+    "scoring.hybrid_fits",
+    {},
+    bound=_KEEP_FITS,
+    invalidated_by="labels versions moving (fitted again)",
+    lock=_LOCK,
+)
 
 
 @dataclass(frozen=True)

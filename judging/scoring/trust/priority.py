@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from judging import runtime
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Params, ScoreTable, leaderboard
 from judging.scoring.trust.bounds import pair_priority
-from judging.scoring.trust.store import LOCK, process_store
+from judging.scoring.trust.store import LOCK
 from metrics import Measure, pair_keys
 
 # The queue mode "pairs that matter most" may serve from a priority list this many seconds older than the
@@ -27,7 +28,15 @@ class PriorityList:
     pair_ids: np.ndarray  # pooled unjudged pairs, most urgent first
 
 
-_PRIORITY: dict[int, PriorityList] = process_store({})
+_PRIORITY: dict[int, PriorityList] = runtime.keep(
+    "trust.priority_lists",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="a new labels state, or its age (computed again)",
+    lock=LOCK,
+    group="trust",
+)
 QUEUE_PARAMS = Params()  # the queue ranks by the leaderboard's defaults: nDCG@10 under the campaign's policy
 QUEUE_MEASURE = str(Measure("nDCG", QUEUE_PARAMS.k))
 

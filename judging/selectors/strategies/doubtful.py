@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judging import runtime
 from judging.models import AnnotatorProfile, Campaign, Judgment, Membership, ModelConsistency, Pair
 from metrics.keys import pair_keys
 
@@ -29,7 +30,14 @@ class _Cached:
     pair_ids: np.ndarray
 
 
-_LISTS: dict[tuple[int, object], _Cached] = {}
+_LISTS: dict[tuple[int, object], _Cached] = runtime.keep(
+    "queue.doubtful_lists",
+    {},
+    bound=None,
+    grows_with="campaign and model judge set",
+    invalidated_by="MAX_AGE seconds (read again)",
+    lock=_LOCK,
+)
 
 
 def lists_clear() -> None:
