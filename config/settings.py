@@ -209,6 +209,10 @@ RELJUDGE_CUBE_DIR_ALLOW_SYMLINK = env_bool("RELJUDGE_CUBE_DIR_ALLOW_SYMLINK", Fa
 # them) builds its own per-query parts of that state in a thread of its own, so that its first request after
 # the next judgment patches one query instead of building every query's (judging.scoring.trust.shapes).
 RELJUDGE_TRUST_WARMUP = env_bool("RELJUDGE_TRUST_WARMUP", True)
+# Work a request leaves for after its answer (shared-cache writes, queue lists, trust parts, score files) runs in
+# threads of its own (judging.runtime.later); on, it runs in the request instead: tests turn it on, to see the
+# effect at once and leave no thread behind that outlives a test's database.
+RELJUDGE_BACKGROUND_INLINE = env_bool("RELJUDGE_BACKGROUND_INLINE", False)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -66,6 +66,8 @@ from django.db.models.expressions import RawSQL
 from django.db.models.sql.compiler import SQLCompiler
 from django.db.models.sql.subqueries import DeleteQuery, UpdateQuery
 
+from judging import runtime
+
 try:
     import psycopg
 except ImportError:  # SQLite only
@@ -288,8 +290,15 @@ def _cursor(prepare: bool = True) -> CursorWrapper:
     return wrap(cursor)  # type: ignore[arg-type]  # Django wraps a database cursor, not a wrapper
 
 
-_CACHE: dict[tuple[Any, ...], Compiled] = {}
 _LOCK = threading.Lock()
+_CACHE: dict[tuple[Any, ...], Compiled] = runtime.keep(
+    "compiled.statements",
+    {},
+    bound=None,
+    grows_with="compiled statement (a fixed set in the code)",
+    invalidated_by="nothing: a statement's SQL depends on the code and the database vendor only",
+    lock=_LOCK,
+)
 
 
 def _once(key: tuple[Any, ...], compile_: Callable[[], Compiled]) -> Compiled:

@@ -43,6 +43,7 @@ from metrics.calibration import (
 from metrics.curves import CURVE_MEASURES, curves
 from metrics.diversity import NO_VALUE, coverage, intra_list_diversity
 from metrics.final_order import OrderVerdicts, QueryParts, order_verdicts, query_parts
+from metrics.keys import DOCUMENT_ID_MAX, QUERY_ID_MAX, pair_key, pair_key_query, pair_keys
 from metrics.measures import WHOLE_RUN, Measure, measure_names
 from metrics.pool import PoolBias, pool_bias, unique_contributions
 from metrics.ppi import PPIMean, audited_only_mean, ppi_mean
@@ -83,6 +84,11 @@ from metrics.significance import (
 from metrics.verdicts import FinalPool, difference_bounds, final_pool, pool_bounds, system_bounds
 
 __all__ = [
+    "DOCUMENT_ID_MAX",
+    "QUERY_ID_MAX",
+    "pair_key",
+    "pair_key_query",
+    "pair_keys",
     "FinalPool",
     "LabelModel",
     "OrderVerdicts",

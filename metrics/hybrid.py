@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import FloatArray, IntArray
+from metrics.keys import pair_keys as make_pair_keys  # the name pair_keys is hybrid_order's argument
 from metrics.ranking import PAD, UNJUDGED, _gains, evaluate
 from metrics.selection import Selection, _unjudged, mtc_weights
 
@@ -235,7 +236,7 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def sample_grades(dist: npt.ArrayLike, keys: npt.ArrayLike, draws: int, *, seed: int = 0) -> npt.NDArray[np.int8]:
     """(P, draws) int8 human grades drawn from each pair's distribution ``dist`` (P, G) by inverse CDF.
 
-    The uniforms are hashes of the pair's ``keys`` (P,) (e.g. ``query_id << 32 | document_id``), the draw's
+    The uniforms are hashes of the pair's ``keys`` (P,) (e.g. :func:`metrics.keys.pair_keys`), the draw's
     number and ``seed``: the same pair gets the same draws wherever it appears (in every system's ranking and in
     its query's qrels), and the same labels state gives the same draws in any process.
     """
@@ -394,7 +395,7 @@ def hybrid_order(
     labels, qrels, doc_ids
         The human labels as :func:`metrics.selection.mtc_order` takes them, (S, Q, D), (Q, M), (S, Q, D).
     pair_keys : int array (A,)
-        Sorted keys ``query_id << 32 | document_id`` of the pairs the model answered (people-judged ones may be
+        Sorted keys (:func:`metrics.keys.pair_keys`) of the pairs the model answered (people-judged ones may be
         among them: only unjudged entries are looked up).
     pair_dist : float array (A, G)
         Each of those pairs' distribution over the grades 0..G-1 (:func:`pair_distributions`).
@@ -430,9 +431,9 @@ def hybrid_order(
         return Selection(ent.query, ent.doc, np.zeros(0))
     grade_gain = np.asarray(_gains(np.arange(n_g), gain), dtype=np.float64)
     share = grade_gain / max(float(grade_gain[-1]), 1e-12)  # x for each grade: its gain as a share of the top's
-    pair_key = (qids[ent.query] << 32) | ent.doc
-    at = np.minimum(np.searchsorted(keys, pair_key), max(keys.size - 1, 0))
-    answered = (keys.size > 0) & (keys[at] == pair_key) if keys.size else np.zeros(n_pairs, dtype=bool)
+    wanted = make_pair_keys(qids[ent.query], ent.doc)
+    at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+    answered = (keys.size > 0) & (keys[at] == wanted) if keys.size else np.zeros(n_pairs, dtype=bool)
     rows = np.where(answered[:, None], dist[at] if keys.size else base[None, :], base[None, :])
     mean_x = rows @ share
     var_x = np.maximum(rows @ share**2 - mean_x**2, 0.0)

@@ -25,6 +25,7 @@ from scipy.special import ndtri
 
 from metrics._types import FloatArray, IntArray
 from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.keys import pair_keys
 from metrics.ranking import (
     UNJUDGED,
     _discounts,
@@ -67,7 +68,7 @@ class Answers(NamedTuple):
     unjudged pooled documents draw their grade from ``dist`` instead of the relevance model (hybrid judging)."""
 
     query_ids: IntArray  # (Q,) the query id of each query of the pool, in the pool's order
-    keys: IntArray  # (A,) sorted pair keys ``query_id << 32 | document_id``
+    keys: IntArray  # (A,) sorted pair keys (metrics.keys.pair_keys)
     dist: FloatArray  # (A, G) each pair's distribution over the human grades 0..top
 
 
@@ -246,7 +247,7 @@ def _draw(
         grade += u_g >= edge
     out: np.ndarray = np.where(relevant, grade, 0).astype(np.int8)
     if answers is not None and answers.keys.size:
-        keys = (answers.query_ids[pool.doc_query[docs]].astype(np.int64) << 32) | pool.doc_id[docs]
+        keys = pair_keys(answers.query_ids[pool.doc_query[docs]], pool.doc_id[docs])
         at = np.minimum(np.searchsorted(answers.keys, keys), answers.keys.size - 1)
         hit = answers.keys[at] == keys
         if hit.any():

@@ -69,10 +69,10 @@ def _cube_dir(tmp_path_factory):
     # No background warm-up threads in this process's tests (they would outlive a test's database); the test of
     # the warm-up turns it on, and the servers some tests start keep it on.
     settings.RELJUDGE_TRUST_WARMUP = False
-    # Shared-cache entries are written in the request here, so that a test reads them at once.
-    from judging.scoring import cache
-
-    cache.WRITE_IN_THREAD = False
+    # Work left for after the answer (judging.runtime.later: shared-cache writes, queue lists, trust parts, score
+    # files) runs in the request here, so that a test sees its effect at once and no thread outlives its database;
+    # a test of the threads themselves turns it off.
+    settings.RELJUDGE_BACKGROUND_INLINE = True
     return folder
 
 

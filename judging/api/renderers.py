@@ -20,7 +20,7 @@ import numpy as np
 from django.http import HttpResponse
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 
-from judging import formats
+from judging import formats, runtime
 from judging.models import Campaign
 from judging.scoring import Leaderboard, leaderboard_data
 from judging.scoring.series_file import series_load, series_save_later
@@ -368,13 +368,27 @@ class TextLRU(Generic[_T]):
 # rows are looked up rather than formatted again (after an ordinary judgment each system's latest rows,
 # _SERIES below, are patched instead). A row is ~230 bytes of text and 160 of key: 100,000 rows (20 systems x
 # 5,000 queries, one parameter set) in at most 24 MB of text, about 40 MB in all.
-ROW_TEXTS: TextLRU[bytes] = TextLRU(max_entries=100_000, max_bytes=24 * 2**20)
+ROW_TEXTS: TextLRU[bytes] = runtime.keep(
+    "api.row_texts",
+    TextLRU(max_entries=100_000, max_bytes=24 * 2**20),
+    bound=24 * 2**20,
+    unit="bytes",
+    invalidated_by="nothing: keyed by the values (least recently used out)",
+    size=lambda: ROW_TEXTS.bytes,
+)
 # Whole per-query objects already written, by the scores' state (Leaderboard.state: runs, parameters and every
 # query's labels version) and system: a poll with nothing changed since the last one sends them as they are. The
 # latest object of each system is also _SERIES's (the same bytes), which answers an unchanged state after a
 # comparison of its values, so this keeps only a few small campaigns' states: 20 systems x 5,000 queries is
 # 16 MB a state, kept once, in _SERIES.
-BLOCK_TEXTS: TextLRU[bytes] = TextLRU(max_entries=1_000, max_bytes=4 * 2**20)
+BLOCK_TEXTS: TextLRU[bytes] = runtime.keep(
+    "api.block_texts",
+    TextLRU(max_entries=1_000, max_bytes=4 * 2**20),
+    bound=4 * 2**20,
+    unit="bytes",
+    invalidated_by="nothing: keyed by the scores' state (least recently used out)",
+    size=lambda: BLOCK_TEXTS.bytes,
+)
 
 
 # The latest per-query object of each system, by series (score table and system; see leaderboard_data): the
@@ -384,9 +398,17 @@ BLOCK_TEXTS: TextLRU[bytes] = TextLRU(max_entries=1_000, max_bytes=4 * 2**20)
 # of ROW_TEXTS per system. The text is the object BLOCK_TEXTS keeps for the state (one copy); the versions array
 # is one per state, shared by the table's systems (the values took 6.4 MB a table at 20 systems x 5,000 queries).
 _Series = tuple[tuple[str, ...], np.ndarray, bytes, np.ndarray, int]  # queries, versions, text, starts, size
-_SERIES: OrderedDict[tuple[str, tuple[str, ...]], _Series] = OrderedDict()
 _SERIES_BYTES = 64 * 2**20  # texts kept, at most (20 systems x 5,000 queries: about 16 MB a table)
 _SERIES_LOCK = threading.Lock()
+_SERIES: OrderedDict[tuple[str, tuple[str, ...]], _Series] = runtime.keep(
+    "api.series_texts",
+    OrderedDict(),
+    bound=_SERIES_BYTES,
+    unit="bytes",
+    invalidated_by="labels versions (the moved rows patched), least recently used out",
+    lock=_SERIES_LOCK,
+    size=lambda: sum(v[4] for v in list(_SERIES.values())),
+)
 # Up to this many moved rows a series is patched; more (a new parameter set, an import) go through ROW_TEXTS.
 _SERIES_PATCH = 256
 
@@ -401,8 +423,14 @@ def text_caches_clear() -> None:
         _KEYS.clear()
 
 
-_KEYS: OrderedDict[tuple[str, ...], list[bytes]] = OrderedDict()
 _KEYS_KEEP = 8
+_KEYS: OrderedDict[tuple[str, ...], list[bytes]] = runtime.keep(
+    "api.measure_keys",
+    OrderedDict(),
+    bound=_KEYS_KEEP,
+    invalidated_by="nothing: keyed by the measure names (least recently used out)",
+    lock=_SERIES_LOCK,
+)
 
 
 def _js_safe(text: str) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from judging import runtime
 from judging.jobs.runner import (
     Heartbeat,
     Superseded,
@@ -59,7 +60,12 @@ def model_endpoint_configured() -> bool:
 
 # Addresses with credentials of the jobs this process started to run itself (``enqueue=False``, as the command
 # line does), by job id: kept in memory only, never in the job's row.
-_ENDPOINT_HERE: dict[int, str] = {}
+_ENDPOINT_HERE: dict[int, str] = runtime.hold(
+    "jobs.model_endpoints",
+    {},
+    grows_with="model judge job this process runs itself",
+    why="the address (with credentials) a running job of this process needs; removed when it ends",
+)
 
 
 def endpoint_storable(url: str) -> bool:

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from judging import runtime
 from judging.models import Campaign
 from judging.scoring import trust
-from judging.scoring.cache import Params, leaderboard, scores_clear
-from judging.scoring.cube import cubes_clear
-from judging.scoring.hybrid import campaign_judge, fits_clear, hybrid_fit, hybrid_summary
+from judging.scoring.cache import Params, leaderboard
+from judging.scoring.hybrid import campaign_judge, hybrid_fit, hybrid_summary
 from judging.scoring.ppi import ppi_data, ppi_judge
 from metrics.numbers import MEASURE_RANGE, within
 
@@ -153,13 +153,7 @@ def hybrid_overview(campaign: Campaign, k: int = 10, judge: str | None = None) -
 
 
 def process_caches_clear() -> None:
-    """Forget this process's run cubes and score tables, as a freshly started server
-    process would not have them (the shared cache in Django's cache stays): for tests and benchmarks."""
-    from judging.selectors.audit import audit_states_clear
-    from judging.selectors.strategies.doubtful import lists_clear
-
-    cubes_clear()
-    scores_clear()
-    fits_clear()
-    audit_states_clear()
-    lists_clear()
+    """Forget everything this process keeps between requests (every cache of judging.runtime's registry), as a
+    freshly started server process would not have it (the shared cache in Django's cache stays): for tests and
+    benchmarks."""
+    runtime.caches_clear()

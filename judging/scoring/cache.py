@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 import metrics
+from judging import runtime
 from judging.aggregation import POLICIES
 from judging.compiled import compiled_sql, int_slot
 from judging.errors import RequestError
@@ -57,7 +58,14 @@ def measure_names(k: int) -> list[str]:
 
 
 _LOCK = threading.Lock()
-_SCORES: dict[str, ScoreTable] = {}
+_SCORES: dict[str, ScoreTable] = runtime.keep(
+    "scoring.scores",
+    {},
+    bound=None,
+    grows_with="score table (campaign x parameter set)",
+    invalidated_by="labels versions: the queries whose version moved are rescored in place",
+    lock=_LOCK,
+)
 
 
 @dataclass(frozen=True)
@@ -182,8 +190,14 @@ def _score(grid: np.ndarray, qrels: np.ndarray, counts: np.ndarray, params: Para
 # they read the same arrays, and reading the labels and probing the ranked documents again would double a cold
 # leaderboard's cost, and add a query and a probe to every request after a judgment. The latest per table:
 # 10 MB at 10M entries when it is the whole campaign.
-_RESCORED: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 _KEEP_RESCORED = 8
+_RESCORED: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = runtime.keep(
+    "scoring.rescored_labels",
+    {},
+    bound=_KEEP_RESCORED,
+    invalidated_by="taken once by the trust arrays, or the labels versions they were read at",
+    lock=_LOCK,
+)
 
 
 def rescored_label_arrays_take(
@@ -218,12 +232,16 @@ def shared_write(blocks: dict[str, Any]) -> None:
         cache.set_many(blocks, timeout=CACHE_SECONDS)
 
 
-# Shared-cache writes happen after the answer, in one writer thread per process (tests write in the request, to
-# read the entries at once): the write was 10 ms of the leaderboard request after each judgment on PostgreSQL's
-# database cache (bench/scale_bench.py), and the next process to need a block before it is written scores it
-# itself (a few queries), as after a crash.
-WRITE_IN_THREAD = True
-_PENDING: dict[str, Any] = {}
+# Shared-cache writes happen after the answer, in one writer thread per process (runtime.later; tests write in
+# the request, to read the entries at once): the write was 10 ms of the leaderboard request after each judgment
+# on PostgreSQL's database cache (bench/scale_bench.py), and the next process to need a block before it is
+# written scores it itself (a few queries), as after a crash.
+_PENDING: dict[str, Any] = runtime.hold(
+    "scoring.shared_writes_pending",
+    {},
+    grows_with="shared-cache entry waiting for the writer thread",
+    why="entries the writer thread has still to write (cleared as it writes them)",
+)
 _PENDING_LOCK = threading.Lock()
 _WRITING = False
 
@@ -232,7 +250,7 @@ def shared_write_later(blocks: dict[str, Any]) -> None:
     """shared_write(blocks) in this process's writer thread, after whatever it has still to write (an entry
     waiting there is replaced by a newer one of the same key, never written twice)."""
     global _WRITING
-    if not WRITE_IN_THREAD:
+    if runtime.background_inline():
         shared_write(blocks)
         return
     with _PENDING_LOCK:
@@ -240,7 +258,7 @@ def shared_write_later(blocks: dict[str, Any]) -> None:
         if _WRITING:
             return
         _WRITING = True
-    threading.Thread(target=_write_pending, name="shared-cache-write", daemon=True).start()
+    runtime.later(_write_pending, name="shared-cache-write")
 
 
 def _write_pending() -> None:
@@ -260,7 +278,6 @@ def _write_pending() -> None:
     finally:
         with _PENDING_LOCK:
             _WRITING = False
-        connections.close_all()  # this thread's own connections
 
 
 def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
@@ -276,8 +293,14 @@ def _table_key(campaign: Campaign, cube: RunCube, params: Params) -> str:
 # at: a request whose counters have not moved since (no label changed: the lead's polls, the queue's lists) reads
 # the counters' few rows; one whose counters moved by a few bumps reads the labels log's lines since them
 # (LabelsChange: after a judgment, one line) instead of every query's version (5,000 rows at 5,000 queries).
-_VERSIONS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
 _KEEP_VERSIONS = 16
+_VERSIONS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = runtime.keep(
+    "scoring.labels_versions",
+    {},
+    bound=_KEEP_VERSIONS,
+    invalidated_by="the campaign's labels counters moving (patched from the labels log)",
+    lock=_LOCK,
+)
 # Past this many lines since the kept counters (a bulk import, a process that was away) every version is read.
 LOG_READ_MAX = 2048
 # the counters' seen values that match no line: a process with no versions kept reads the counters alone

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext
 
 import metrics
+from judging import runtime
 from judging.aggregation import aggregate_grades
 from judging.compiled import compiled_sql, int_slot
 from judging.errors import RequestError
@@ -29,7 +30,14 @@ logger = logging.getLogger(__name__)
 _LOCK = threading.Lock()
 
 
-_CUBES: dict[tuple[object, ...], RunCube] = {}
+_CUBES: dict[tuple[object, ...], RunCube] = runtime.keep(
+    "scoring.run_cubes",
+    {},
+    bound=None,
+    grows_with="campaign (its newest runs state only)",
+    invalidated_by="the campaign's runs state (a run imported or deleted): the older cube is dropped",
+    lock=_LOCK,
+)
 
 
 @dataclass
@@ -305,7 +313,7 @@ def labels_for(
         arr = np.array(model_rows, dtype=np.int64).reshape(-1, 3)
         if kind == "hybrid":
             human = _human_labels(campaign, chunks, policy)
-            have = np.isin((arr[:, 0] << 32) | arr[:, 1], (human[:, 0] << 32) | human[:, 1])
+            have = np.isin(metrics.pair_keys(arr[:, 0], arr[:, 1]), metrics.pair_keys(human[:, 0], human[:, 1]))
             arr = np.concatenate([human, arr[~have]])
     q, d, lab = arr[:, 0], arr[:, 1], arr[:, 2]
     order = np.lexsort((d, q))
@@ -379,14 +387,14 @@ def label_arrays(
     lq, ld, lab = lq[keep], ld[keep], lab[keep]
     # int8 labels: grades are 0..100 and metrics is fastest on the smallest dtype
     grid = np.empty(sub.shape, dtype=np.int8)
-    index = _KeyIndex((lq << 32) | ld, lab.astype(np.int8)) if lq.size else None
+    index = _KeyIndex(metrics.pair_keys(lq, ld), lab.astype(np.int8)) if lq.size else None
     n_s, n_q, depth = sub.shape
     step = max(1, PROBE_ENTRIES // max(n_s * depth, 1))
     for start in range(0, n_q, step):  # over blocks of queries: temporaries of PROBE_ENTRIES entries
         part = sub[:, start : start + step]
         if index is not None:
-            probe = np.maximum(part, 0)  # padding (-1) becomes document 0, which no label has
-            probe |= (qids[start : start + step] << 32)[None, :, None]
+            # padding (-1) becomes document 0, which no label has
+            probe = metrics.pair_keys(qids[start : start + step][None, :, None], np.maximum(part, 0))
             block = index.get(probe, metrics.UNJUDGED)
         else:
             block = np.full(part.shape, metrics.UNJUDGED, dtype=np.int8)

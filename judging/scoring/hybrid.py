@@ -23,11 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 from django.db.models import Count, Max, Q
 
+from judging import runtime
 from judging.errors import RequestError
 from judging.judge_models import ModelConsistency
 from judging.models import AnnotatorProfile, Campaign, Grade, Judgment, Membership, Pair
 from judging.scoring.cube import RunCube, cursor_rows
 from metrics.hybrid import Calibration, calibrate, expected_scores, pair_distributions, rank_bucket, sample_grades
+from metrics.keys import pair_key_query, pair_keys
 from metrics.ranking import UNJUDGED
 
 REFIT_SHARE = 0.05  # refit once the pairs both graded grew by this share ...
@@ -37,8 +39,15 @@ DRAWS_MIN, DRAWS_MAX = 16, 64
 
 # The fitted calibration of each (campaign, judge, runs): what a worker keeps between requests (a few kB a judge).
 _LOCK = threading.Lock()
-_FITS: dict[tuple[int, str, str], tuple[np.ndarray, HybridFit]] = {}  # with the labels versions checked at
 _KEEP_FITS = 16
+# with the labels versions checked at
+_FITS: dict[tuple[int, str, str], tuple[np.ndarray, HybridFit]] = runtime.keep(
+    "scoring.hybrid_fits",
+    {},
+    bound=_KEEP_FITS,
+    invalidated_by="labels versions moving (fitted again)",
+    lock=_LOCK,
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +56,7 @@ class HybridFit:
 
     judge_id: int
     calibration: Calibration
-    keys: np.ndarray  # (A,) sorted pair keys (query_id << 32 | document_id) the model answered confidently
+    keys: np.ndarray  # (A,) sorted pair keys (metrics.pair_keys) the model answered confidently
     dist: np.ndarray  # (A, G) each pair's distribution over the human grades (its own label where people judged)
     human: np.ndarray  # (A,) bool: a person's label exists for the pair (its draws are never used)
     both: int  # pairs both graded when fitted
@@ -105,7 +114,7 @@ def _answers(campaign: Campaign, judge_id: int, n_grades: int) -> tuple[np.ndarr
         dtype=object,
     ).reshape(-1, 5)
     pair_ids = rows[:, 0].astype(np.int64)
-    keys = (rows[:, 1].astype(np.int64) << 32) | rows[:, 2].astype(np.int64)
+    keys = pair_keys(rows[:, 1].astype(np.int64), rows[:, 2].astype(np.int64))
     grades = np.clip(rows[:, 3].astype(np.int64), 0, n_grades - 1)
     human = np.array([-1 if v is None else int(v) for v in rows[:, 4]], dtype=np.int64)
     hist = np.zeros((keys.size, n_grades), dtype=np.float64)
@@ -137,7 +146,7 @@ def _best_ranks(cube: RunCube, keys: np.ndarray) -> np.ndarray:
         return best
     best[:] = depth + 1
     docs = np.asarray(cube.doc_ids[:, :, :depth])
-    entry = (cube.query_ids[None, :, None].astype(np.int64) << 32) | np.maximum(docs, 0)
+    entry = pair_keys(cube.query_ids[None, :, None], np.maximum(docs, 0))
     ranks = np.broadcast_to(np.arange(1, depth + 1)[None, None, :], docs.shape)
     listed = docs >= 0
     at = np.searchsorted(keys, entry[listed])
@@ -224,14 +233,14 @@ def hybrid_scores(
     their documents ``doc_ids`` (S, Q, D). A query counts in the means when it has a human label or a pair the
     model answered."""
     n_s, n_q, depth = grid.shape
-    entry = (query_ids[None, :, None].astype(np.int64) << 32) | np.maximum(doc_ids, 0)
+    entry = pair_keys(query_ids[None, :, None], np.maximum(doc_ids, 0))
     open_entry = (grid == UNJUDGED) & (doc_ids >= 0)
     at = np.searchsorted(fit.keys, entry)
     found = open_entry & (at < fit.keys.size)
     found[found] = fit.keys[at[found]] == entry[found]
     found[found] = ~fit.human[at[found]]  # a person's label wins
     # the model-answered pairs of these queries without a human label join each query's qrels in a completion
-    pair_query = fit.keys >> 32
+    pair_query = pair_key_query(fit.keys)
     members = np.flatnonzero(np.isin(pair_query, query_ids) & ~fit.human)  # sorted by key: grouped by query
     used = np.unique(np.concatenate([members, at[found]]))
     rows = np.full(grid.shape, -1, dtype=np.int64)

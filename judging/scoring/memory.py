@@ -19,10 +19,17 @@ import threading
 import time
 from typing import Any
 
+from judging import runtime
+
 TRIM_EVERY = 5.0  # seconds between two trims of one process
 
 _LOCK = threading.Lock()
-_state: dict[str, Any] = {"built": False, "last": -TRIM_EVERY, "timer": None}
+_state: dict[str, Any] = runtime.hold(
+    "memory.trim_state",
+    {"built": False, "last": -TRIM_EVERY, "timer": None},
+    grows_with="flag (three: built, last trim, timer)",
+    why="whether large arrays were built since the last trim, when it was, and its pending timer",
+)
 
 
 def _load_trim() -> Any:
@@ -56,10 +63,7 @@ def request_finished_trim(sender: object = None, **kwargs: object) -> bool:
         wait = TRIM_EVERY - (now - float(_state["last"]))
         if wait > 0:
             if _state["timer"] is None:
-                timer = threading.Timer(wait, _trim_later)
-                timer.daemon = True
-                _state["timer"] = timer
-                timer.start()
+                _state["timer"] = runtime.timer(wait, _trim_later, name="memory-trim")
             return False
         _state["last"], _state["built"] = now, False
     _trim()

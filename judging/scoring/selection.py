@@ -20,17 +20,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from django.core.cache import cache
-from django.db import connections
 
+from judging import runtime
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Leaderboard, labels_counter, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
 from judging.scoring.hybrid import campaign_judge, hybrid_fit
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
-from judging.scoring.trust.store import LOCK, process_store
+from judging.scoring.trust.store import LOCK
 from judging.selectors.campaigns import pool_size
 from metrics.hybrid import hybrid_order
+from metrics.keys import pair_keys
 from metrics.selection import Selection, bandit_order, mtc_order
 
 logger = logging.getLogger(__name__)
@@ -62,16 +63,44 @@ class _Kept:
 @dataclass
 class _PoolMap:
     key: tuple[object, ...]
-    keys: np.ndarray  # sorted (query_id << 32 | document_id) of the pooled pairs
+    keys: np.ndarray  # sorted pair keys (metrics.pair_keys) of the pooled pairs
     ids: np.ndarray  # their pair ids
 
 
-_KEPT: dict[tuple[int, str], _Kept] = process_store({})
-_POOLS: dict[int, _PoolMap] = process_store({})
-_REFRESHING: set[tuple[int, str]] = set()
+_KEPT: dict[tuple[int, str], _Kept] = runtime.keep(
+    "queue.mode_lists",
+    {},
+    bound=None,
+    grows_with="campaign and queue mode",
+    invalidated_by="the labels stamp moving, or PRIORITY_MAX_AGE (computed again)",
+    lock=LOCK,
+    group="trust",
+)
+_POOLS: dict[int, _PoolMap] = runtime.keep(
+    "queue.pool_keys",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="the pool's state (runs or depth): read again",
+    lock=LOCK,
+    group="trust",
+)
+_REFRESHING: set[tuple[int, str]] = runtime.hold(
+    "queue.mode_lists_refreshing",
+    set(),
+    grows_with="campaign and queue mode being computed",
+    why="lists a background thread is computing (removed when it ends)",
+)
 # One lock per campaign and mode for a list computed while none is kept (a worker's first requests): the other
 # threads wait for it instead of each reading the whole campaign's labels and pool at once.
-_FIRST: dict[tuple[int, str], threading.Lock] = {}
+_FIRST: dict[tuple[int, str], threading.Lock] = runtime.keep(
+    "queue.first_list_locks",
+    {},
+    bound=None,
+    grows_with="campaign and queue mode",
+    invalidated_by="nothing: a lock per list, made once",
+    lock=LOCK,
+)
 
 
 def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
@@ -97,7 +126,7 @@ def _pool_map(campaign: Campaign, lb: Leaderboard) -> _PoolMap:
             ),
             dtype=np.int64,
         ).reshape(-1, 3)
-        keys = (rows[:, 0] << 32) | rows[:, 1]
+        keys = pair_keys(rows[:, 0], rows[:, 1])
         order = np.argsort(keys)
         got = _PoolMap(key, keys[order], rows[order, 2])
         shared_write({shared_key: (got.keys, got.ids)})
@@ -110,7 +139,7 @@ def _pair_ids(campaign: Campaign, lb: Leaderboard, chosen: Selection) -> np.ndar
     pool = _pool_map(campaign, lb)
     if not pool.keys.size or not chosen.query.size:
         return np.zeros(0, dtype=np.int64)
-    wanted = (lb.cube.query_ids[chosen.query] << 32) | chosen.doc
+    wanted = pair_keys(lb.cube.query_ids[chosen.query], chosen.doc)
     at = np.minimum(np.searchsorted(pool.keys, wanted), pool.keys.size - 1)
     found = pool.keys[at] == wanted
     ids: np.ndarray = pool.ids[at[found]]
@@ -157,9 +186,8 @@ def _refresh_later(campaign: Campaign, mode: str, order: Callable[[Leaderboard],
         finally:
             with LOCK:
                 _REFRESHING.discard(key)
-            connections.close_all()  # this thread's own connections
 
-    threading.Thread(target=run, name=f"queue-order-{mode}-{campaign.pk}", daemon=True).start()
+    runtime.later(run, name=f"queue-order-{mode}-{campaign.pk}")
 
 
 def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> np.ndarray:

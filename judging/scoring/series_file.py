@@ -25,16 +25,23 @@ from pathlib import Path
 
 import numpy as np
 
+from judging import runtime
 from judging.scoring import cube_file
 
 logger = logging.getLogger(__name__)
 
 MAGIC = b"RJTEXT\x00\x02"  # 2: offsets in bytes (1 counted characters)
 SAVE_EVERY = 30.0  # seconds between two saves of one series (by one process, and of its file)
-SAVE_IN_THREAD = True  # tests save in the request, to see the file at once
 
 _LOCK = threading.Lock()
-_SAVED: dict[Path, float] = {}
+_SAVED: dict[Path, float] = runtime.keep(
+    "scoring.series_saved",
+    {},
+    bound=None,
+    grows_with="leaderboard text series saved",
+    invalidated_by="SAVE_EVERY seconds (saved again)",
+    lock=_LOCK,
+)
 
 
 def _path(folder: Path, campaign_pk: int, series: str) -> Path:
@@ -118,10 +125,7 @@ def series_save_later(
         parts = iter([np.asarray(values, dtype="<f8"), np.asarray(starts, dtype="<i8"), np.frombuffer(text, np.uint8)])
         cube_file.write_file(path, MAGIC, header, parts)
 
-    if SAVE_IN_THREAD:
-        threading.Thread(target=run, name=f"series-save-{campaign_pk}", daemon=True).start()
-    else:
-        run()
+    runtime.later(run, name=f"series-save-{campaign_pk}")  # tests save in the request, to see the file at once
 
 
 def series_clear() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Count, Q
 
+from judging import runtime
 from judging.models import AuditDraw, AuditQuery, Campaign, Pair, Query
 
 
@@ -34,7 +35,14 @@ class AuditState:
 
 
 _LOCK = threading.Lock()
-_STATES: dict[int, tuple[object, AuditState]] = {}
+_STATES: dict[int, tuple[object, AuditState]] = runtime.keep(
+    "audit.states",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="the campaign's audit stamp (draws and labels) moving",
+    lock=_LOCK,
+)
 
 
 def audit_state(*, campaign: Campaign, total: int | None = None, stamp: object = None) -> AuditState:

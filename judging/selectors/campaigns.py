@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
 
+from judging import runtime
 from judging.formats import RankedList
 from judging.models import (
     Campaign,
@@ -203,8 +204,15 @@ POOL_SIZE_TTL = 5.0  # seconds
 
 # (campaign id, created) -> (expires at, size), per process. The creation time is part of the key so that a
 # campaign id reused after a delete (SQLite reuses ids, tests roll back) never sees another's count.
-_pool_sizes: dict[tuple[int, datetime], tuple[float, int]] = {}
 _POOL_SIZE_LOCK = threading.Lock()
+_pool_sizes: dict[tuple[int, datetime], tuple[float, int]] = runtime.keep(
+    "campaigns.pool_sizes",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="POOL_SIZE_TTL seconds",
+    lock=_POOL_SIZE_LOCK,
+)
 
 
 def pool_size(*, campaign: Campaign) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
+from judging import runtime
 from judging.compiled import compiled_sql, id_list_slot, int_slot
 from judging.models import Campaign, Judgment, Pair
 
@@ -44,8 +45,15 @@ class _Prefix:
 
 
 # (campaign id, created, queue mode) -> _Prefix, per process.
-_PREFIXES: dict[tuple[int, Any, str], _Prefix] = {}
 _PREFIX_LOCK = threading.Lock()
+_PREFIXES: dict[tuple[int, Any, str], _Prefix] = runtime.keep(
+    "queue.complete_prefixes",
+    {},
+    bound=None,
+    grows_with="campaign and queue mode",
+    invalidated_by="a new list object of the mode (its prefix starts again)",
+    lock=_PREFIX_LOCK,
+)
 
 
 def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
@@ -67,7 +75,14 @@ def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
 
 
 # (campaign id, created, queue mode, annotator id) -> _Prefix of the pairs closed to that annotator, per process.
-_OWN_PREFIXES: dict[tuple[int, Any, str, int], _Prefix] = {}
+_OWN_PREFIXES: dict[tuple[int, Any, str, int], _Prefix] = runtime.keep(
+    "queue.own_prefixes",
+    {},
+    bound=None,
+    grows_with="campaign, queue mode and annotator",
+    invalidated_by="a new list object of the mode (its prefix starts again)",
+    lock=_PREFIX_LOCK,
+)
 
 
 def own_prefix(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start: int, end: int) -> int:

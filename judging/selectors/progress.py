@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from judging import runtime
 from judging.compiled import Args, Slots, Values, compiled_select
 from judging.models import Campaign, Judgment, Pair, User
 from judging.selectors.campaigns import _pooled, pool_size
@@ -73,8 +74,15 @@ DONE_EXACT_UP_TO = 200
 DONE_TTL = 10.0
 
 # (campaign id, created) -> (expires at, count), per process (the key as pool_size's).
-_done_counts: dict[tuple[int, datetime], tuple[float, int]] = {}
 _DONE_LOCK = threading.Lock()
+_done_counts: dict[tuple[int, datetime], tuple[float, int]] = runtime.keep(
+    "progress.done_counts",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="DONE_TTL seconds",
+    lock=_DONE_LOCK,
+)
 
 
 def done_counted_exactly(campaign: Campaign) -> bool:

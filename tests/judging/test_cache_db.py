@@ -53,7 +53,7 @@ def test_expired_entries_are_not_read(cache):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_writes_after_the_answer_arrive_once_with_the_newest_value(monkeypatch):
+def test_writes_after_the_answer_arrive_once_with_the_newest_value(monkeypatch, settings):
     """The leaderboard writes its shared entries in a writer thread after the answer (scoring.cache
     shared_write_later): what was asked arrives, a key asked twice holds its newer value, and a failed write is
     logged, not raised into a request."""
@@ -64,7 +64,7 @@ def test_writes_after_the_answer_arrive_once_with_the_newest_value(monkeypatch):
 
     backend = caches["default"]
     backend.clear()
-    monkeypatch.setattr(scoring_cache, "WRITE_IN_THREAD", True)
+    settings.RELJUDGE_BACKGROUND_INLINE = False  # the writer thread itself
     started = threading.Event()
     real = scoring_cache.shared_write
     calls: list[dict] = []

@@ -19,7 +19,6 @@ from judging.models import Pair
 from judging.scoring import grid_file, leaderboard
 from judging.scoring.cache import scores_clear
 from judging.scoring.cube import cubes_clear
-from judging.scoring.trust import arrays as trust_arrays_module
 from judging.scoring.trust import caches_clear, campaign_arrays
 from judging.services import judgment_record, run_import
 from tests.data import RUN_BM25
@@ -101,7 +100,7 @@ def test_the_labels_are_written_once_and_every_state_maps_them(pooled, annotator
 
 def test_past_the_mark_the_state_is_written_as_the_new_file(pooled, annotator, settings, monkeypatch, _cube_dir):
     monkeypatch.setattr(grid_file, "REBASE_QUERIES", 0)
-    monkeypatch.setattr(trust_arrays_module, "REBASE_IN_THREAD", False)
+    settings.RELJUDGE_BACKGROUND_INLINE = True  # as every test has it (tests/conftest.py): written in the request
     campaign_arrays(leaderboard(pooled))
     [path] = _files(_cube_dir, pooled)
     stamp = _stamp(path)

@@ -3,10 +3,9 @@ latest published bounds and verdicts marked ``verdicts_behind``, and builds the 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from judging import runtime
 from judging.api.renderers import text_caches_clear
 from judging.models import Pair
 from judging.scoring import leaderboard_data
@@ -20,28 +19,21 @@ pytestmark = pytest.mark.django_db
 TRUST = ("settled", "pairs_left", "verdict_queries", "queries_without_labels")
 
 
-class _Inline:
-    """threading.Thread that runs its target when started, in the test's thread (and its transaction)."""
-
-    started: list[str] = []
-
-    def __init__(self, target, name, daemon):
-        self.target, self.name = target, name
-
-    def start(self):
-        _Inline.started.append(self.name)
-        self.target()
-
-
 @pytest.fixture
 def background(monkeypatch, settings):
+    """The names of the background work started (run in the test's thread and transaction, as every test's is)."""
     settings.RELJUDGE_TRUST_WARMUP = True
+    settings.RELJUDGE_BACKGROUND_INLINE = True
     monkeypatch.setattr(shapes, "STALE_CELLS", 0)  # the test campaign counts as large
-    # shapes' own threads only (threading.Thread itself stays: other code's timers and threads subclass it)
-    monkeypatch.setattr(shapes, "threading", SimpleNamespace(Thread=_Inline))
-    monkeypatch.setattr(shapes.connections, "close_all", lambda: None)  # the thread is the test's own
-    _Inline.started = []
-    return _Inline.started
+    started: list[str] = []
+    real = runtime.later
+
+    def later(fn, *args, name=None):
+        started.append(name or fn.__name__)
+        real(fn, *args, name=name)
+
+    monkeypatch.setattr(runtime, "later", later)
+    return started
 
 
 def _restart():

@@ -34,8 +34,8 @@ def folder(tmp_path, settings):
 
 
 @pytest.fixture
-def saved_at_once(monkeypatch):
-    monkeypatch.setattr(series_file, "SAVE_IN_THREAD", False)
+def saved_at_once(settings):
+    settings.RELJUDGE_BACKGROUND_INLINE = True  # as every test has it (tests/conftest.py): saved in the request
     series_file.series_clear()
     yield
     series_file.series_clear()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
@@ -12,21 +11,37 @@ import numpy as np
 from django.utils.translation import gettext
 
 import metrics
+from judging import runtime
 from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.hybrid import hybrid_judge
-from judging.scoring.trust.store import LOCK, process_store, recall, remember
+from judging.scoring.trust.store import LOCK, recall, remember
 from judging.selectors.campaigns import grade_top
 from metrics import Measure
 
-_ARRAYS: OrderedDict[str, TrustArrays] = process_store(OrderedDict())
-# The latest whole-campaign arrays per score table (unsegmented key): the base of the next state's arrays.
-_LATEST: dict[str, tuple[np.ndarray, TrustArrays]] = process_store({})
-PATCH_QUERIES = 256  # queries whose labels moved up to which the previous arrays are patched, not rebuilt
 _KEEP_ARRAYS = 2  # the latest states: a request of an older one holds its own reference
+_ARRAYS: OrderedDict[str, TrustArrays] = runtime.keep(
+    "trust.arrays",
+    OrderedDict(),
+    bound=_KEEP_ARRAYS,
+    invalidated_by="a newer labels state (least recently used out)",
+    lock=LOCK,
+    group="trust",
+)
+# The latest whole-campaign arrays per score table (unsegmented key): the base of the next state's arrays.
+_LATEST: dict[str, tuple[np.ndarray, TrustArrays]] = runtime.keep(
+    "trust.latest_arrays",
+    {},
+    bound=None,
+    grows_with="score table",
+    invalidated_by="replaced by the next state's arrays (patched from it)",
+    lock=LOCK,
+    group="trust",
+)
+PATCH_QUERIES = 256  # queries whose labels moved up to which the previous arrays are patched, not rebuilt
 
 logger = logging.getLogger(__name__)
 
@@ -189,9 +204,21 @@ class _Grid:
     rows: np.ndarray  # (k, M) int8 their qrels rows
 
 
-_GRIDS: dict[str, _Grid] = process_store({})
-_REBASING: set[str] = set()  # sources whose file this process is writing anew
-REBASE_IN_THREAD = True  # tests write the new base in the request, to see it at once
+_GRIDS: dict[str, _Grid] = runtime.keep(
+    "trust.label_files",
+    {},
+    bound=None,
+    grows_with="labels source (campaign, policy, labels)",
+    invalidated_by="the file written anew (rebased) or replaced by another process",
+    lock=LOCK,
+    group="trust",
+)
+_REBASING: set[str] = runtime.hold(
+    "trust.label_files_rebasing",
+    set(),
+    grows_with="labels file being written",
+    why="sources whose file a background thread of this process is writing anew",
+)
 
 
 def _source(lb: Leaderboard) -> tuple[str, str]:
@@ -307,10 +334,7 @@ def _rebase(lb: Leaderboard, grid: _Grid, arrays: TrustArrays, cube_digest: str,
             with LOCK:
                 _REBASING.discard(digest)
 
-    if REBASE_IN_THREAD:
-        threading.Thread(target=run, name=f"labels-rebase-{pk}", daemon=True).start()
-    else:
-        run()
+    runtime.later(run, name=f"labels-rebase-{pk}")  # tests write it in the request, to see it at once
 
 
 def scored_labels(lb: Leaderboard, arrays: TrustArrays) -> np.ndarray:

@@ -12,15 +12,24 @@ from django.db.models.fields.json import KT
 from django.utils.translation import gettext
 
 import metrics
+from judging import runtime
 from judging.errors import RequestError
 from judging.models import Campaign, Document
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import trust_arrays
-from judging.scoring.trust.store import LOCK, cached, process_store
+from judging.scoring.trust.store import LOCK, cached
 
 ATTRIBUTE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 ATTRIBUTE_SECONDS = 60.0  # documents' attributes change only on import: re-read at most this often
-_ATTRIBUTES: dict[tuple[object, ...], tuple[float, np.ndarray, np.ndarray, list[str]]] = process_store({})
+_ATTRIBUTES: dict[tuple[object, ...], tuple[float, np.ndarray, np.ndarray, list[str]]] = runtime.keep(
+    "trust.document_attributes",
+    {},
+    bound=None,
+    grows_with="campaign and attribute",
+    invalidated_by="ATTRIBUTE_SECONDS (read again)",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def check_attribute(attribute: str) -> str:

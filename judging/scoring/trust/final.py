@@ -22,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from judging import runtime
 from judging.scoring.cache import Leaderboard
 from judging.scoring.cube import segment_mask
 from judging.scoring.hybrid import HybridFit, hybrid_fit, hybrid_judge
 from judging.scoring.trust.arrays import PATCH_QUERIES, campaign_arrays, top_grade
-from judging.scoring.trust.store import LOCK, cached, per_query, process_store, query_chunks
+from judging.scoring.trust.store import LOCK, cached, per_query, query_chunks
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
 from metrics.final_order import QueryParts, QueryStack, order_verdicts, query_parts
@@ -49,7 +50,15 @@ class _Fit:
     version: int
 
 
-_MODELS: dict[str, _Fit] = process_store({})
+_MODELS: dict[str, _Fit] = runtime.keep(
+    "trust.final_label_models",
+    {},
+    bound=None,
+    grows_with="score table",
+    invalidated_by="the judged pairs changing (fitted again)",
+    lock=LOCK,
+    group="trust",
+)
 _FIT_LOCK = threading.Lock()
 _VERSION = [0]
 

@@ -7,11 +7,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from judging import runtime
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Params, ScoreTable, leaderboard
 from judging.scoring.trust.bounds import pair_priority
-from judging.scoring.trust.store import LOCK, process_store
-from metrics import Measure
+from judging.scoring.trust.store import LOCK
+from metrics import Measure, pair_keys
 
 # The queue mode "pairs that matter most" may serve from a priority list this many seconds older than the
 # labels: recomputing it costs about a second on 20 x 5,000 x 100, and every served pair is re-checked
@@ -27,7 +28,15 @@ class PriorityList:
     pair_ids: np.ndarray  # pooled unjudged pairs, most urgent first
 
 
-_PRIORITY: dict[int, PriorityList] = process_store({})
+_PRIORITY: dict[int, PriorityList] = runtime.keep(
+    "trust.priority_lists",
+    {},
+    bound=None,
+    grows_with="campaign",
+    invalidated_by="a new labels state, or its age (computed again)",
+    lock=LOCK,
+    group="trust",
+)
 QUEUE_PARAMS = Params()  # the queue ranks by the leaderboard's defaults: nDCG@10 under the campaign's policy
 QUEUE_MEASURE = str(Measure("nDCG", QUEUE_PARAMS.k))
 
@@ -59,10 +68,10 @@ def priority_pairs(campaign: Campaign) -> np.ndarray:
             ),
             dtype=np.int64,
         ).reshape(-1, 3)
-        keys = (rows[:, 0] << 32) | rows[:, 1]
+        keys = pair_keys(rows[:, 0], rows[:, 1])
         order = np.argsort(keys)
         keys, pair_ids = keys[order], rows[order, 2]
-        wanted = (lb.cube.query_ids[priority.query] << 32) | priority.doc
+        wanted = pair_keys(lb.cube.query_ids[priority.query], priority.doc)
         at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
         found = keys[at] == wanted if keys.size else np.zeros(wanted.size, bool)
         ids = pair_ids[at[found]] if keys.size else ids

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connections
 
+from judging import runtime
 from judging.scoring.cache import Leaderboard, shared_write_later
 from judging.scoring.memory import trim_after_build
 from judging.scoring.trust.arrays import has_arrays, resolve_measure
@@ -18,7 +17,7 @@ from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdi
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
 from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
-from judging.scoring.trust.store import LOCK, cached, process_store, recall_cached
+from judging.scoring.trust.store import LOCK, cached, recall_cached
 from metrics.numbers import MEASURE_RANGE, ordered_bounds, within
 
 logger = logging.getLogger(__name__)
@@ -137,7 +136,15 @@ def _may_be_stale(lb: Leaderboard, measure: str, top_k: int) -> bool:
 
 
 # tables (with measure and top_k) whose current entries this process is computing in a thread
-_COMPUTING: dict[tuple[object, ...], bool] = process_store({})
+_COMPUTING: dict[tuple[object, ...], bool] = runtime.keep(
+    "trust.states_computing",
+    {},
+    bound=None,
+    grows_with="score table, measure and top k being built in a thread",
+    invalidated_by="the thread's end",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any, name: str = "trust-state") -> None:
@@ -158,14 +165,21 @@ def _compute_later(lb: Leaderboard, measure: str, top_k: int, compute: Any, name
         finally:
             with LOCK:
                 _COMPUTING.pop(what, None)
-            connections.close_all()  # this thread's own connections
             trim_after_build()
 
-    threading.Thread(target=run, name=f"{name}-{lb.campaign.pk}", daemon=True).start()
+    runtime.later(run, name=f"{name}-{lb.campaign.pk}")
 
 
 # (table, measure) this process has warmed, or is warming
-_WARMED: dict[tuple[str, str], bool] = process_store({})
+_WARMED: dict[tuple[str, str], bool] = runtime.keep(
+    "trust.warmed",
+    {},
+    bound=None,
+    grows_with="score table and measure",
+    invalidated_by="nothing: warmed once per process",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def _warm_later(lb: Leaderboard, measure: str, top_k: int) -> None:

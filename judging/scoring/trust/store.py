@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from judging import runtime
 from judging.scoring.cache import Leaderboard
 from judging.scoring.memory import built_large
 
@@ -23,15 +24,15 @@ V = TypeVar("V")
 D = TypeVar("D", bound="dict[Any, Any]")
 
 LOCK = threading.Lock()
-_RESULTS: OrderedDict[tuple[object, ...], object] = OrderedDict()
 _KEEP_RESULTS = 64
-_STORES: list[dict[Any, Any]] = []  # every store made by process_store(), for caches_clear
-
-
-def process_store(store: D) -> D:
-    """The given dict, which ``caches_clear`` empties: a module's own process-memory cache."""
-    _STORES.append(store)
-    return store
+_RESULTS: OrderedDict[tuple[object, ...], object] = runtime.keep(
+    "trust.results",
+    OrderedDict(),
+    bound=_KEEP_RESULTS,
+    invalidated_by="a newer labels state of the table (only the latest state's are kept)",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def remember(store: OrderedDict[K, V], key: K, value: V, keep: int) -> V:
@@ -61,8 +62,15 @@ def recall(store: OrderedDict[K, V], key: K) -> V | None:
 # module's stores). Labels only move forward, so a past state's results serve only a request that read the labels
 # just before a judgment (which then computes its own again, from the latest per-query parts patched): only the
 # latest state's are kept.
-_LATEST: OrderedDict[str, str] = OrderedDict()
 _KEEP_TABLES = 32
+_LATEST: OrderedDict[str, str] = runtime.keep(
+    "trust.latest_states",
+    OrderedDict(),
+    bound=_KEEP_TABLES,
+    invalidated_by="a newer labels state of the table",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def _state_seen(table: str, state: str) -> None:
@@ -104,8 +112,15 @@ class _PerQuery:
     value: object
 
 
-_PER_QUERY: OrderedDict[tuple[object, ...], _PerQuery] = process_store(OrderedDict())
 _KEEP_PER_QUERY = 32
+_PER_QUERY: OrderedDict[tuple[object, ...], _PerQuery] = runtime.keep(
+    "trust.per_query_parts",
+    OrderedDict(),
+    bound=_KEEP_PER_QUERY,
+    invalidated_by="labels versions (patched where they moved), or its token",
+    lock=LOCK,
+    group="trust",
+)
 
 
 def per_query(
@@ -155,9 +170,6 @@ def query_chunks(n_queries: int, entries_per_query: int, align: int = 1) -> list
 
 
 def caches_clear() -> None:
-    """Forget every array and result kept here (for tests and benchmarks)."""
-    with LOCK:
-        _RESULTS.clear()
-        _LATEST.clear()
-        for store in _STORES:
-            store.clear()
+    """Forget every array and result the trust measures keep (the registry's group "trust": tests and
+    benchmarks)."""
+    runtime.caches_clear(group="trust")

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judging import runtime
 from judging.models import AnnotatorProfile, Campaign, Judgment, Membership, ModelConsistency, Pair
+from metrics.keys import pair_keys
 
 NO_ANSWER = -1  # a grade slot without a readable answer
 MAX_AGE = 30.0  # seconds a campaign's list is reused before the model's answers are read again
@@ -28,7 +30,14 @@ class _Cached:
     pair_ids: np.ndarray
 
 
-_LISTS: dict[tuple[int, object], _Cached] = {}
+_LISTS: dict[tuple[int, object], _Cached] = runtime.keep(
+    "queue.doubtful_lists",
+    {},
+    bound=None,
+    grows_with="campaign and model judge set",
+    invalidated_by="MAX_AGE seconds (read again)",
+    lock=_LOCK,
+)
 
 
 def lists_clear() -> None:
@@ -141,11 +150,11 @@ def impact(campaign: Campaign, query_ids: np.ndarray, doc_ids: np.ndarray) -> np
     weights = 1.0 / np.log2(np.arange(2, depth + 2))
     q_pos = np.broadcast_to(np.arange(top.shape[1])[None, :, None], top.shape)
     keep = top >= 0
-    keys = (cube.query_ids[q_pos[keep]] << 32) | top[keep]
+    keys = pair_keys(cube.query_ids[q_pos[keep]], top[keep])
     w = np.broadcast_to(weights[None, None, :], top.shape)[keep]
     uniq, inverse = np.unique(keys, return_inverse=True)
     totals = np.bincount(inverse, weights=w, minlength=uniq.size)
-    wanted = (query_ids.astype(np.int64) << 32) | doc_ids.astype(np.int64)
+    wanted = pair_keys(query_ids, doc_ids)
     at = np.minimum(np.searchsorted(uniq, wanted), max(uniq.size - 1, 0))
     hit = (uniq[at] == wanted) if uniq.size else np.zeros(wanted.size, bool)
     return np.where(hit, totals[at] if uniq.size else 0.0, 0.0)
