@@ -333,10 +333,11 @@ def progress_chart(
         taken.append(y(goal) - 5)
 
     def place(value: float) -> float:
-        # above the line's end, or under it when another label at the right edge is too close
-        label_y = y(value) - 6
-        if any(abs(label_y - other) < 14 for other in taken):
-            label_y = y(value) + 16
+        # above the line's end, else under it, else further down (then up) in 14 px steps until no other label at
+        # the right edge is closer than 14 px (people's and a model's counts can end a few pixels apart)
+        above, below = y(value) - 6, y(value) + 16
+        candidates = [above, below, *(below + 14 * i for i in range(1, 6)), *(above - 14 * i for i in range(1, 6))]
+        label_y = next((c for c in candidates if all(abs(c - other) >= 14 for other in taken)), above)
         taken.append(label_y)
         return label_y
 

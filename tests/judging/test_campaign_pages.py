@@ -214,6 +214,26 @@ def test_progress_chart_count_label_never_sits_on_the_target(done, goal):
     assert abs(target_y - count_y) >= 14
 
 
+@pytest.mark.parametrize(("people", "model", "goal"), [(520, 635, 1270), (516, 635, 1270), (600, 600, 610), (5, 0, 0)])
+def test_progress_chart_labels_at_the_right_edge_never_overlap(people, model, goal):
+    """People's count, the model judges' count and the target each keep 14 px from the others (the demo's 520
+    people and 635 model judgments ended 11 px apart, and the model's label was moved onto the people's)."""
+    from datetime import UTC, datetime, timedelta
+
+    from judging.charts import progress_chart
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    times = [start, start + timedelta(hours=1)]
+    svg = str(progress_chart(times, [1, people], model=[0, model] if model else None, goal=goal or None, bucket="hour"))
+    baselines = [
+        float(y)
+        for y in re.findall(r'<text x="[\d.]+" y="([\d.]+)" text-anchor="end"[^>]*>[^<]*(?:judgment|target)', svg)
+    ]
+    assert len(baselines) == 1 + bool(model) + bool(goal), svg
+    gaps = [abs(a - b) for i, a in enumerate(baselines) for b in baselines[i + 1 :]]
+    assert all(gap >= 14 for gap in gaps), (baselines, svg)
+
+
 def test_successful_upload_is_one_message(campaign, lead):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
