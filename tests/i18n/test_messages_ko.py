@@ -197,3 +197,27 @@ def test_api_lead_only_action_refused_in_korean(pooled, annotator):
     response = api_as(annotator).get(f"/api/campaigns/{pooled.slug}/qrels/")
     assert response.status_code == 403
     assert response.json() == {"detail": "캠페인 'demo'의 리드만 할 수 있는 작업입니다: 레이블 내보내기."}
+
+
+@pytest.mark.parametrize(
+    ("url", "detail"),
+    [
+        ("/api/campaigns/nope/", "캠페인을(를) 찾을 수 없습니다."),
+        ("/api/queries/999999/", "질의을(를) 찾을 수 없습니다."),
+        ("/api/documents/999999/", "문서을(를) 찾을 수 없습니다."),
+        ("/api/judgments/999999/", "판정을(를) 찾을 수 없습니다."),
+    ],
+)
+def test_api_not_found_in_korean(pooled, lead, url, detail):
+    response = api_as(lead).get(url)
+    assert response.status_code == 404
+    assert response.json() == {"detail": detail}
+
+
+def test_api_not_found_in_english(pooled, lead, settings):
+    settings.LANGUAGE_CODE = "en"
+    client = APIClient(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_authenticate(lead)
+    assert client.get("/api/queries/999999/").json() == {"detail": "No such query."}
+    assert client.get("/api/campaigns/nope/").json() == {"detail": "No such campaign."}
+    assert client.get("/api/campaigns/nope/qrels/").json() == {"detail": "No such campaign."}
