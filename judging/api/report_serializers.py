@@ -22,6 +22,7 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     role = serializers.ChoiceField(
         choices=Membership.Role.choices, allow_null=True, help_text="Null for a past judge who is no longer a member."
     )
+    model_judge = serializers.BooleanField(help_text="A model judge's row, not a person's.")
     judgments = AsciiIntegerField()
     unsure = AsciiIntegerField()
     notes = AsciiIntegerField()

@@ -19,6 +19,7 @@ from django.utils.translation import pgettext_lazy
 
 from judging.formats import RankedList
 from judging.models import (
+    AnnotatorProfile,
     Campaign,
     Document,
     Grade,
@@ -252,7 +253,8 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
 
 
 def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
-    """One row per member (and per past judge who is no longer a member): what they have done."""
+    """One row per member (and per past judge who is no longer a member): what they have done; ``model_judge``
+    tells a model judge's row from a person's."""
     User = get_user_model()
     stats = {
         row["annotator_id"]: row
@@ -268,6 +270,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
     }
     roles = dict(campaign.memberships.values_list("user_id", "role"))
     users = User.objects.filter(id__in=set(stats) | set(roles)).order_by("username")
+    models = set(AnnotatorProfile.model_user_ids())
     rows = []
     for user in users:
         s = stats.get(user.id, {})
@@ -281,6 +284,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
                 "notes": s.get("notes", 0),
                 "last": s.get("last"),
                 "mean_seconds": (s.get("seconds") or 0) / n if n else None,
+                "model_judge": user.id in models,
             }
         )
     return rows

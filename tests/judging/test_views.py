@@ -21,6 +21,7 @@ from judging.services import (
     queries_import,
     run_import,
 )
+from judging.services.model_judge import model_judge_get_or_create
 from tests.data import DOCS, RUN_BM25, TOPICS, client_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -898,6 +899,18 @@ def test_progress_page_per_annotator(pooled, lead, annotator):
     assert cells == ["2", "1", "1", "6.0 s"]
 
 
+def test_progress_page_tags_a_model_judge(pooled, lead, annotator):
+    judge = model_judge_get_or_create(name="bot", campaign=pooled)
+    judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=judge, grade=1)
+    judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=annotator, grade=1, seconds_spent=3.0)
+    html = login(lead).get(reverse("judging:campaign_progress", args=[pooled.slug])).content.decode()
+    bot = re.search(r"<td>bot</td>(.*?)</tr>", html, re.S).group(1)
+    ann = re.search(r"<td>ann</td>(.*?)</tr>", html, re.S).group(1)
+    assert '<span class="badge">model judge</span>' in bot and "model judge" not in ann
+    assert re.findall(r'<td class="num">([^<]*)</td>', bot)[-1] == "–"  # not "0.0 s": a model takes no time
+    assert re.findall(r'<td class="num">([^<]*)</td>', ann)[-1] == "3.0 s"
+
+
 def test_htmx_history_restore_gets_the_whole_page(pooled, annotator):
     response = login(annotator).get(judge_url(pooled), HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
     assert "<html" in response.content.decode()
@@ -927,6 +940,14 @@ def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled
     response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": []}, format="json")
     assert response.status_code == 400 and response.json() == {"scale": ["a grading scale needs at least one grade"]}
     assert list(pooled.grades.values_list("value", flat=True)) == [0, 1, 2]
+
+
+def test_members_page_offers_no_lead_role_to_a_model_judge(pooled, lead):
+    model_judge_get_or_create(name="bot", campaign=pooled)
+    html = login(lead).get(reverse("judging:campaign_members", args=[pooled.slug])).content.decode()
+    bot = re.search(r"<td>bot</td>(.*?)</tr>", html, re.S).group(1)
+    assert "<select" not in bot and "annotator" in bot and "model judge (no login)" in bot
+    assert 'aria-label="Role of ann"' in html  # a person's role can still be changed
 
 
 def test_members_page_answers_404_for_a_user_who_is_not_a_member(pooled, lead, make_user):
