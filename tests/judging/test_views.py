@@ -439,6 +439,41 @@ def test_all_done_page(pooled, annotator):
     assert PAIR_ID.search(html) is None
 
 
+def test_all_done_page_is_not_complete_while_a_pair_is_unsure(pooled, lead, annotator):
+    client = login(annotator)
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    for pair in pairs[:-1]:
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    judgment_record(pair=pairs[-1], annotator=annotator, unsure=True, tentative_grade=2)
+    note = "Every pair has its judgments, but 1 has no label yet: an annotator was unsure, and a lead decides it"
+    done = client.get(judge_url(pooled)).content.decode()
+    assert "Nothing left to judge" in done and note in done and "100%" not in done
+    back = client.get(judge_url(pooled, pair=pairs[0].public_id)).content.decode()  # the meter, on a judged pair
+    assert "all judged · 1 without a label" in back and "% complete" not in back
+    campaign = login(lead).get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
+    assert "all judged · 1 without a label" in campaign and "100%" not in campaign
+    progress = login(lead).get(reverse("judging:campaign_progress", args=[pooled.slug])).content.decode()
+    assert "(all judged · 1 without a label)" in progress and "100.0%" not in progress
+    Pair.objects.filter(id=pairs[-1].id).update(label=2)  # a lead decided it
+    assert "The campaign is 100% complete." in client.get(judge_url(pooled)).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "unlabelled", "digits", "percent"),
+    [
+        (0, 0, 0, 0, 0.0),
+        (1, 3, 0, 0, 33.0),
+        (999, 1000, 0, 0, 99.0),
+        (9999, 10000, 0, 1, 99.9),
+        (5, 5, 1, 0, 99.0),
+        (5, 5, 0, 0, 100.0),
+        (2, 3, 0, 1, 66.6),
+    ],
+)
+def test_percent_complete_says_100_only_when_every_pair_is_labelled(done, total, unlabelled, digits, percent):
+    assert selectors.percent_complete(done, total, unlabelled=unlabelled, digits=digits) == percent
+
+
 def test_progress_for_query_and_campaign(pooled, annotator):
     client = login(annotator)
     first = shown_pair(client.get(judge_url(pooled)))
