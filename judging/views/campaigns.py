@@ -258,6 +258,8 @@ def campaign_members(request, member: Member):
                 membership = selectors.membership_get(campaign=campaign, user_id=change.cleaned_data["user"])
                 if membership is None:
                     raise Http404(_("No such member."))
+                if action == "remove" and not change.cleaned_data["confirm"]:
+                    return _members_page(request, member, form, bulk, [], status=200, confirm_remove=membership)
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
                     messages.success(
@@ -300,7 +302,8 @@ def _now_role(username: str, role: str, *, here: bool) -> str:
     ) % names
 
 
-def _members_page(request, member: Member, form, bulk, links: list, *, status: int):
+def _members_page(request, member: Member, form, bulk, links: list, *, status: int, confirm_remove=None):
+    """The members page; with ``confirm_remove`` (a membership), it first asks whether to remove that member."""
     for added in links:
         added.link = added.url(_base_url(request))
     return render(
@@ -314,6 +317,7 @@ def _members_page(request, member: Member, form, bulk, links: list, *, status: i
             link_days=LINK_DAYS,
             members=selectors.campaign_members(campaign=member.campaign),
             roles=Membership.Role.choices,
+            confirm_remove=confirm_remove,
         ),
         status=status,
     )

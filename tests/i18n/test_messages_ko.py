@@ -146,7 +146,7 @@ def test_removing_the_last_lead_is_refused_in_korean(campaign, lead):
 
 def test_members_page_refuses_to_remove_the_last_lead_in_korean(campaign, lead):
     url = reverse("judging:campaign_members", args=[campaign.slug])
-    response = login(lead).post(url, {"action": "remove", "user": lead.id}, follow=True)
+    response = login(lead).post(url, {"action": "remove", "user": lead.id, "confirm": "1"}, follow=True)
     assert LAST_LEAD_KO in text_of(response)
     assert Membership.objects.filter(campaign=campaign, user=lead, role="lead").exists()
 
@@ -221,3 +221,10 @@ def test_api_not_found_in_english(pooled, lead, settings):
     assert client.get("/api/queries/999999/").json() == {"detail": "No such query."}
     assert client.get("/api/campaigns/nope/").json() == {"detail": "No such campaign."}
     assert client.get("/api/campaigns/nope/qrels/").json() == {"detail": "No such campaign."}
+
+
+def test_members_page_asks_before_removing_in_korean(campaign, lead, annotator):
+    url = reverse("judging:campaign_members", args=[campaign.slug])
+    html = text_of(login(lead).post(url, {"action": "remove", "user": annotator.id}))
+    assert "ann 님을 이 캠페인에서 제거할까요?" in html and "판정은 그대로 남고" in html
+    assert Membership.objects.filter(campaign=campaign, user=annotator).exists()

@@ -909,7 +909,10 @@ def test_members_add_change_remove(pooled, lead, annotator, make_user):
     page = client.post(url, {"action": "role", "user": newbie.user_id, "role": "annotator"}, follow=True)
     assert "newbie is now an annotator." in page.content.decode()  # an article that fits the word
     client.post(url, {"action": "role", "user": newbie.user_id, "role": "lead"})
-    client.post(url, {"action": "remove", "user": annotator.id})
+    page = client.post(url, {"action": "remove", "user": annotator.id}).content.decode()
+    assert "Remove ann from this campaign?" in page  # asked first: nothing removed yet
+    assert Membership.objects.filter(campaign=pooled, user=annotator).exists()
+    client.post(url, {"action": "remove", "user": annotator.id, "confirm": "1"})
     assert not Membership.objects.filter(campaign=pooled, user=annotator).exists()
     assert login(annotator).get(judge_url(pooled)).status_code == 404
 
@@ -917,7 +920,7 @@ def test_members_add_change_remove(pooled, lead, annotator, make_user):
 def test_last_lead_cannot_be_removed(pooled, lead):
     client = login(lead)
     url = reverse("judging:campaign_members", args=[pooled.slug])
-    response = client.post(url, {"action": "remove", "user": lead.id}, follow=True)
+    response = client.post(url, {"action": "remove", "user": lead.id, "confirm": "1"}, follow=True)
     assert "at least one lead" in response.content.decode()
     assert Membership.objects.filter(campaign=pooled, user=lead, role="lead").exists()
 
