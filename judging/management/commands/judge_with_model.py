@@ -159,9 +159,10 @@ class Command(CampaignCommand):
             self.stdout.write(f"  each pair asked {r['repeat']} times: see the calibration page for self-consistency")
         c = r.get("canary")
         if c:
+            could_rise = c.get("could_rise", c["compared"])  # a job finished before could_rise was counted
             self.stdout.write(
-                f"  canary: the grade rose on {c['rose']} of {c['compared']} non-relevant documents stuffed with "
-                f"the query's words ({c['failed']} failed)"
+                f"  canary: the grade rose on {c['rose']} of {could_rise} non-relevant documents stuffed with "
+                f"the query's words ({c['compared'] - could_rise} already at the top grade, {c['failed']} failed)"
             )
         for e in r.get("errors", []):
             self.stdout.write(f"  failed: {e}")
