@@ -4,6 +4,7 @@ from judging.selectors.audit import AuditState, audit_draws, audit_queries, audi
 from judging.selectors.campaigns import (  # noqa: F401
     POOL_SIZE_TTL,
     annotators_progress,
+    api_token_exists,
     campaign_list,
     campaign_members,
     campaign_progress,

@@ -16,6 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
+from rest_framework.authtoken.models import Token
 
 from judging.formats import RankedList
 from judging.models import (
@@ -317,6 +318,11 @@ def system_rankings(*, system: System, queries_per_chunk: int = 200) -> Iterator
             yield from flush()
             batch = []
     yield from flush()
+
+
+def api_token_exists(*, user: User) -> bool:
+    """Whether the user has an API token (a new password would revoke it)."""
+    return Token.objects.filter(user=user).exists()
 
 
 def membership_roles(*, user: User) -> dict[int, str]:
