@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as Account
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
@@ -320,7 +321,7 @@ def system_rankings(*, system: System, queries_per_chunk: int = 200) -> Iterator
     yield from flush()
 
 
-def api_token_exists(*, user: User) -> bool:
+def api_token_exists(*, user: Account) -> bool:
     """Whether the user has an API token (a new password would revoke it)."""
     return Token.objects.filter(user=user).exists()
 
