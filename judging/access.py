@@ -148,7 +148,7 @@ def campaign_member(request: HttpRequest, slug: str, *, lead: bool = False, grad
     query = compiled_select(("campaign_member", *shape.values()), lambda: _campaign_member_query(**shape))
     row = query.first({"slug": slug, "user_id": user.pk})
     if row is None:
-        raise Http404("No Campaign matches the given query.")
+        raise Http404(_("No such campaign."))
     found, at = model_from(Campaign, row)
     campaign = cast(Campaign, found)  # model_from builds an instance of the model it is given
     extra = row[at:]

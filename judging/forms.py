@@ -252,6 +252,8 @@ class MemberChangeForm(forms.Form):
     )
     user = AsciiIntegerField(min_value=1, max_value=2**63 - 1)
     role = forms.ChoiceField(required=False, choices=Membership.Role.choices)
+    # "remove" without it shows a confirmation step, whose button sends it (no script: the CSP allows none inline)
+    confirm = forms.BooleanField(required=False)
 
     def clean(self):
         data = super().clean()

@@ -22,6 +22,7 @@ class AnnotatorProgressSerializer(serializers.Serializer):
     role = serializers.ChoiceField(
         choices=Membership.Role.choices, allow_null=True, help_text="Null for a past judge who is no longer a member."
     )
+    model_judge = serializers.BooleanField(help_text="A model judge's row, not a person's.")
     judgments = AsciiIntegerField()
     unsure = AsciiIntegerField()
     notes = AsciiIntegerField()
@@ -290,8 +291,9 @@ class CalibrationSerializer(serializers.Serializer):
     )
     canary = serializers.DictField(
         allow_null=True,
-        help_text="Query-word-stuffing canary (judge_with_model --canary): probes, compared, rose, fell, "
-        "share_rose, rows.",
+        help_text="Query-word-stuffing canary (judge_with_model --canary): probes, compared, could_rise (of "
+        "those, the documents the model had not already given the top grade), at_top, rose, fell, share_rose "
+        "(rose / could_rise), rows.",
     )
     template_version = AsciiIntegerField(allow_null=True, help_text="The judge's current prompt template version.")
 

@@ -4,6 +4,7 @@ from judging.selectors.audit import AuditState, audit_draws, audit_queries, audi
 from judging.selectors.campaigns import (  # noqa: F401
     POOL_SIZE_TTL,
     annotators_progress,
+    api_token_exists,
     campaign_list,
     campaign_members,
     campaign_progress,
@@ -37,7 +38,7 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_rows,
 )
 from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401, E402
-from judging.selectors.progress import JudgeProgress, judge_progress  # noqa: F401
+from judging.selectors.progress import JudgeProgress, judge_progress, percent_complete  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     QUEUE_FIELDS,
     NextPair,

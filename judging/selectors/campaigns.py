@@ -12,14 +12,17 @@ from typing import Any, TypedDict
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import User as Account
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import Count, Max, Q, QuerySet, Sum, TextField
 from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
+from rest_framework.authtoken.models import Token
 
 from judging import runtime
 from judging.formats import RankedList
 from judging.models import (
+    AnnotatorProfile,
     Campaign,
     Document,
     Grade,
@@ -260,7 +263,8 @@ def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
 
 
 def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
-    """One row per member (and per past judge who is no longer a member): what they have done."""
+    """One row per member (and per past judge who is no longer a member): what they have done; ``model_judge``
+    tells a model judge's row from a person's."""
     User = get_user_model()
     stats = {
         row["annotator_id"]: row
@@ -276,6 +280,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
     }
     roles = dict(campaign.memberships.values_list("user_id", "role"))
     users = User.objects.filter(id__in=set(stats) | set(roles)).order_by("username")
+    models = set(AnnotatorProfile.model_user_ids())
     rows = []
     for user in users:
         s = stats.get(user.id, {})
@@ -289,6 +294,7 @@ def annotators_progress(*, campaign: Campaign) -> list[dict[str, Any]]:
                 "notes": s.get("notes", 0),
                 "last": s.get("last"),
                 "mean_seconds": (s.get("seconds") or 0) / n if n else None,
+                "model_judge": user.id in models,
             }
         )
     return rows
@@ -321,6 +327,11 @@ def system_rankings(*, system: System, queries_per_chunk: int = 200) -> Iterator
             yield from flush()
             batch = []
     yield from flush()
+
+
+def api_token_exists(*, user: Account) -> bool:
+    """Whether the user has an API token (a new password would revoke it)."""
+    return Token.objects.filter(user=user).exists()
 
 
 def membership_roles(*, user: User) -> dict[int, str]:

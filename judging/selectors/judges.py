@@ -67,7 +67,8 @@ def self_consistency(*, campaign: Campaign, judge: Account) -> dict[str, Any] | 
 
 def canary(*, campaign: Campaign, judge: Account) -> dict[str, Any] | None:
     """The judge's latest canary probes: how often the grade of a non-relevant document rose once the
-    query's words were written into it; None when the canary never ran."""
+    query's words were written into it, counted over the documents it could rise on (``could_rise``: those the
+    model had not already given the top grade as they were; ``at_top`` the others); None when the canary never ran."""
     probes = list(
         CanaryProbe.objects.filter(pair__campaign=campaign, judge=judge)
         .order_by("pair__query__qid", "pair__document__docid")
@@ -76,13 +77,17 @@ def canary(*, campaign: Campaign, judge: Account) -> dict[str, Any] | None:
     if not probes:
         return None
     compared = [(a, b) for _q, _d, a, b in probes if a is not None and b is not None]
+    top = campaign.grades.order_by("-value").values_list("value", flat=True).first()
+    could_rise = sum(1 for a, _b in compared if top is None or a < top)
     rose = sum(1 for a, b in compared if b > a)
     fell = sum(1 for a, b in compared if b < a)
     return {
         "probes": len(probes),
         "compared": len(compared),
+        "could_rise": could_rise,
+        "at_top": len(compared) - could_rise,
         "rose": rose,
         "fell": fell,
-        "share_rose": rose / len(compared) if compared else None,
+        "share_rose": rose / could_rise if could_rise else None,
         "rows": [{"qid": q, "docid": d, "original": a, "stuffed": b} for q, d, a, b in probes[:CANARY_ROWS]],
     }

@@ -31,7 +31,7 @@ from django.utils.dateparse import parse_datetime
 
 from judging.formats import nfc
 from judging.models import Campaign, Judgment, Membership, Pair, User
-from judging.selectors.campaigns import membership_roles, pool_size
+from judging.selectors.campaigns import membership_roles
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -137,7 +137,7 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     annotator's judgment of it (``pair.judgment_of_annotator``, grades loaded), the public id of the pair
     judged after it (``pair.next_in_history``) and the page's progress figures (``pair.progress``).
     Its previous pair in the history is ``judgment``'s."""
-    from judging.selectors.progress import JudgeProgress, campaign_done, progress_parts
+    from judging.selectors.progress import campaign_done, judge_progress_of, progress_parts
 
     if annotator.id is None:  # anonymous: no history
         return None
@@ -159,8 +159,11 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     pair = following.pair
     pair.judgment_of_annotator = following
     pair.next_in_history = following.next_in_history
-    pair.progress = JudgeProgress(
-        following.query_done, following.query_total, campaign_done(campaign=campaign), pool_size(campaign=campaign)
+    pair.progress = judge_progress_of(
+        campaign=campaign,
+        query_done=following.query_done,
+        query_total=following.query_total,
+        done=campaign_done(campaign=campaign),
     )
     return pair
 

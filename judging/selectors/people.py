@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Q
 
 from judging.models import AnnotatorProfile, Campaign, Judgment, LabelSource
+from judging.selectors.progress import pairs_unlabelled, percent_complete
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,18 @@ class PeopleProgress:
     judgments: int  # people's judgments of pooled pairs
     imported_pairs: int  # pooled pairs with an imported label
     imported_judgments: int  # imported labels of pooled pairs
+    unlabelled: int = 0  # pooled pairs without a label, counted only once people have completed every pair
 
     @property
     def percent(self) -> float:
-        """Share of the pool people have completed (0 for an empty pool: nothing is finished before it starts)."""
-        return 100.0 * self.complete / self.pooled if self.pooled else 0.0
+        """Share of the pool people have completed, rounded down to a tenth (percent_complete: never 100 while a
+        pair has no label; 0 for an empty pool)."""
+        return percent_complete(self.complete, self.pooled, unlabelled=self.unlabelled, digits=1)
+
+    @property
+    def percent_whole(self) -> float:
+        """percent rounded down to a whole percent (a tenth rounded by the template would read 99.9 as 100)."""
+        return percent_complete(self.complete, self.pooled, unlabelled=self.unlabelled)
 
     @property
     def needed(self) -> int:
@@ -62,6 +70,7 @@ def people_progress(*, campaign: Campaign, pooled: int) -> PeopleProgress:
         judgments=row["judgments"],
         imported_pairs=row["imported_pairs"],
         imported_judgments=row["imported_judgments"],
+        unlabelled=pairs_unlabelled(campaign=campaign) if pooled and complete >= pooled else 0,
     )
 
 

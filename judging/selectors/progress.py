@@ -3,6 +3,7 @@ pairs, read in the same statement as the next pair (``with_progress``) or on the
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -18,17 +19,44 @@ from judging.models import Campaign, Judgment, Pair, User
 from judging.selectors.campaigns import _pooled, pool_size
 
 
+def percent_complete(done: int, total: int, *, unlabelled: int = 0, digits: int = 0) -> float:
+    """``done`` of ``total`` pairs in percent, rounded down to ``digits`` decimals, as every "N% complete" shows it.
+
+    100 only when every pair is done and none is ``unlabelled``: an unsure judgment counts toward its pair's
+    judgments but leaves it without a label until a lead reviews it, and a campaign with a pair left (999 of 1,000)
+    is not complete either, however it rounds. An empty pool is not a finished one: 0."""
+    if not total:
+        return 0.0
+    if done >= total and not unlabelled:
+        return 100.0
+    scale = 10.0**digits
+    return min(math.floor(100 * scale * done / total) / scale, 100.0 - 1.0 / scale)
+
+
 @dataclass(frozen=True)
 class JudgeProgress:
     query_done: int  # pooled pairs of the current query this annotator has judged
     query_total: int  # pooled pairs of the current query
     campaign_done: int  # pooled pairs with `redundancy` judgments
     campaign_total: int  # pooled pairs
+    campaign_unlabelled: int = 0  # pooled pairs without a label, counted only once every pair is done
 
     @property
     def campaign_percent(self) -> float:
-        # An empty pool is not a finished one: nothing is complete until there is something to judge.
-        return 100.0 * self.campaign_done / self.campaign_total if self.campaign_total else 0.0
+        return percent_complete(self.campaign_done, self.campaign_total, unlabelled=self.campaign_unlabelled)
+
+
+def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, done: int) -> JudgeProgress:
+    """The judging page's figures, with the pool's size, and once every pair has its judgments, the pairs still
+    without a label (unsure ones waiting for a lead): counted only then, at the campaign's end."""
+    total = pool_size(campaign=campaign)
+    unlabelled = pairs_unlabelled(campaign=campaign) if total and done >= total else 0
+    return JudgeProgress(query_done, query_total, done, total, unlabelled)
+
+
+def pairs_unlabelled(*, campaign: Campaign) -> int:
+    """Pooled pairs of the campaign without a label."""
+    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, label__isnull=True).count()
 
 
 def progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
@@ -122,11 +150,11 @@ def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None)
     pooled pairs has no row: nothing of it is done."""
     done = campaign_done(campaign=campaign)
     if query_id is None:
-        return JudgeProgress(0, 0, done, pool_size(campaign=campaign))
+        return judge_progress_of(campaign=campaign, query_done=0, query_total=0, done=done)
     # Compiled once per process (judging.compiled): the ORM spent ~1 ms of CPU building it at every judgment.
     query = compiled_select(("judge_progress",), lambda: _query_progress_of(Slots()))
     row = query.first({"query_id": query_id, "annotator_id": annotator.id}) or (0, 0)
-    return JudgeProgress(row[0], row[1], done, pool_size(campaign=campaign))
+    return judge_progress_of(campaign=campaign, query_done=row[0], query_total=row[1], done=done)
 
 
 def _query_progress_of(args: Args) -> QuerySet[Pair, Any]:

@@ -53,8 +53,8 @@ from judging.models import (
     User,
 )
 from judging.selectors import priority
-from judging.selectors.campaigns import grades_json, grades_parse, pool_size
-from judging.selectors.progress import JudgeProgress, campaign_done, done_counted_exactly, with_progress
+from judging.selectors.campaigns import grades_json, grades_parse
+from judging.selectors.progress import campaign_done, done_counted_exactly, judge_progress_of, with_progress
 from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
 
 _P = 100_003  # prime
@@ -549,7 +549,7 @@ def _pair_next(
     if lock:
         query_done, query_total = row[at : at + 2]
         done = row[at + 2] or 0 if shape["done"] else campaign_done(campaign=campaign)
-        pair.progress = JudgeProgress(query_done, query_total, done, pool_size(campaign=campaign))
+        pair.progress = judge_progress_of(campaign=campaign, query_done=query_done, query_total=query_total, done=done)
     return pair
 
 

@@ -79,7 +79,8 @@ def canary_run(
 ) -> dict[str, Any]:
     """Ask the judge about ``n`` known non-relevant documents, as they are and stuffed with the query's
     words; store the probes (replacing this judge's earlier probe of the same pair) and return the tally:
-    ``probes`` asked, ``compared`` (both answers read), ``rose`` (stuffed grade above the original one),
+    ``probes`` asked, ``compared`` (both answers read), ``could_rise`` (of those, the ones whose original grade
+    was below the top one: a grade already at the top cannot rise), ``rose`` (stuffed grade above the original one),
     ``failed`` (a call failed or an answer was off the model's scale: no probe stored)."""
     if not 1 <= n <= CANARY_MAX:
         raise ValueError(f"the canary takes 1 to {CANARY_MAX} documents")
@@ -130,12 +131,21 @@ def canary_run(
         if p.original_grade is not None and p.stuffed_grade is not None
     ]
     rose = sum(1 for before, after in compared if after > before)
+    could_rise = sum(1 for before, _after in compared if before < values[-1])
     logger.info(
-        "canary of judge %s on %s: grade rose on %d of %d stuffed documents (%d failed)",
+        "canary of judge %s on %s: grade rose on %d of %d stuffed documents that could rise (%d already at the top "
+        "grade, %d failed)",
         judge.get_username(),
         campaign.slug,
         rose,
-        len(compared),
+        could_rise,
+        len(compared) - could_rise,
         len(problems),
     )
-    return {"probes": len(texts), "compared": len(compared), "rose": rose, "failed": len(problems)}
+    return {
+        "probes": len(texts),
+        "compared": len(compared),
+        "could_rise": could_rise,
+        "rose": rose,
+        "failed": len(problems),
+    }

@@ -6,6 +6,7 @@ from typing import cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.password_validation import get_default_password_validators, password_validators_help_text_html
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN, PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
@@ -19,6 +20,7 @@ from django.views.generic import TemplateView
 
 from judging import jobs, scoring, selectors
 from judging.access import Member, campaign_view, can_create_campaigns
+from judging.auth_backends import RevokeTokenOnPasswordChange
 from judging.forms import (
     BaseGradeFormSet,
     CampaignCreateForm,
@@ -258,6 +260,8 @@ def campaign_members(request, member: Member):
                 membership = selectors.membership_get(campaign=campaign, user_id=change.cleaned_data["user"])
                 if membership is None:
                     raise Http404(_("No such member."))
+                if action == "remove" and not change.cleaned_data["confirm"]:
+                    return _members_page(request, member, form, bulk, [], status=200, confirm_remove=membership)
                 if action == "remove":
                     membership_remove(campaign=campaign, user=membership.user)
                     messages.success(
@@ -300,7 +304,8 @@ def _now_role(username: str, role: str, *, here: bool) -> str:
     ) % names
 
 
-def _members_page(request, member: Member, form, bulk, links: list, *, status: int):
+def _members_page(request, member: Member, form, bulk, links: list, *, status: int, confirm_remove=None):
+    """The members page; with ``confirm_remove`` (a membership), it first asks whether to remove that member."""
     for added in links:
         added.link = added.url(_base_url(request))
     return render(
@@ -314,6 +319,7 @@ def _members_page(request, member: Member, form, bulk, links: list, *, status: i
             link_days=LINK_DAYS,
             members=selectors.campaign_members(campaign=member.campaign),
             roles=Membership.Role.choices,
+            confirm_remove=confirm_remove,
         ),
         status=status,
     )
@@ -325,11 +331,26 @@ class SetPasswordView(PasswordResetConfirmView):
     password reset by e-mail it works on servers that send no mail: the lead passed the link on.
 
     Every request (the link, the form, its POST) checks again that the link's issuer may still set this
-    account's password (``set_password_refusal``) and otherwise answers 403 saying why."""
+    account's password (``set_password_refusal``) and otherwise answers 403 saying why.
+
+    Once the password is set the new member is logged in (Django's ``post_reset_login``, through ModelBackend:
+    the login-attempts backend only counts passwords typed at the login form). The password rules say that a new
+    password revokes the API token only to someone who has one."""
 
     template_name = "registration/set_password.html"
     success_url = reverse_lazy("judging:set_password_done")
     token_generator = set_password_tokens
+    post_reset_login = True
+    post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
+
+    def get_form(self, form_class=None):
+        form = super().get_form(form_class)
+        field = form.fields.get("new_password1")
+        if field is not None and not selectors.api_token_exists(user=form.user):
+            field.help_text = password_validators_help_text_html(
+                [v for v in get_default_password_validators() if not isinstance(v, RevokeTokenOnPasswordChange)]
+            )
+        return form
 
     @method_decorator(never_cache)
     def dispatch(self, request, *args, **kwargs):

@@ -153,3 +153,21 @@ def test_one_string_in_two_contexts_is_two_entries():
         HEADER + 'msgctxt "a"\nmsgid "x"\nmsgstr "1"\n\nmsgctxt "b"\nmsgid "x"\nmsgstr "2"\n\nmsgid "x"\nmsgstr "3"\n'
     )
     assert COMPILER["doubled_entries"](text) == []
+
+
+# One Korean word per English one: the catalog's most used word, never its synonym beside it.
+KOREAN_WORDS = {"query": ("질의", "쿼리"), "annotator": ("판정자", "평가자")}
+
+
+@pytest.mark.parametrize("english", sorted(KOREAN_WORDS))
+def test_korean_catalog_uses_one_word_for(english):
+    word, synonym = KOREAN_WORDS[english]
+    found = []
+    for domain in DOMAINS:
+        with (ROOT / "locale" / "ko" / "LC_MESSAGES" / f"{domain}.po").open("rb") as f:
+            for message in read_po(f):
+                strings = message.string if isinstance(message.string, tuple) else (message.string,)
+                found += [_label(message) for s in strings if synonym in s]
+    demo = ROOT / "judging" / "demo" / "catalogue_ko.py"
+    found += [f"{demo.name}:{n}" for n, line in enumerate(demo.read_text().splitlines(), 1) if synonym in line]
+    assert not found, f"{synonym!r} where the Korean pages say {word!r}: {found}"

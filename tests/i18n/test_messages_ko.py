@@ -146,7 +146,7 @@ def test_removing_the_last_lead_is_refused_in_korean(campaign, lead):
 
 def test_members_page_refuses_to_remove_the_last_lead_in_korean(campaign, lead):
     url = reverse("judging:campaign_members", args=[campaign.slug])
-    response = login(lead).post(url, {"action": "remove", "user": lead.id}, follow=True)
+    response = login(lead).post(url, {"action": "remove", "user": lead.id, "confirm": "1"}, follow=True)
     assert LAST_LEAD_KO in text_of(response)
     assert Membership.objects.filter(campaign=campaign, user=lead, role="lead").exists()
 
@@ -197,3 +197,34 @@ def test_api_lead_only_action_refused_in_korean(pooled, annotator):
     response = api_as(annotator).get(f"/api/campaigns/{pooled.slug}/qrels/")
     assert response.status_code == 403
     assert response.json() == {"detail": "캠페인 'demo'의 리드만 할 수 있는 작업입니다: 레이블 내보내기."}
+
+
+@pytest.mark.parametrize(
+    ("url", "detail"),
+    [
+        ("/api/campaigns/nope/", "캠페인을(를) 찾을 수 없습니다."),
+        ("/api/queries/999999/", "질의을(를) 찾을 수 없습니다."),
+        ("/api/documents/999999/", "문서을(를) 찾을 수 없습니다."),
+        ("/api/judgments/999999/", "판정을(를) 찾을 수 없습니다."),
+    ],
+)
+def test_api_not_found_in_korean(pooled, lead, url, detail):
+    response = api_as(lead).get(url)
+    assert response.status_code == 404
+    assert response.json() == {"detail": detail}
+
+
+def test_api_not_found_in_english(pooled, lead, settings):
+    settings.LANGUAGE_CODE = "en"
+    client = APIClient(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_authenticate(lead)
+    assert client.get("/api/queries/999999/").json() == {"detail": "No such query."}
+    assert client.get("/api/campaigns/nope/").json() == {"detail": "No such campaign."}
+    assert client.get("/api/campaigns/nope/qrels/").json() == {"detail": "No such campaign."}
+
+
+def test_members_page_asks_before_removing_in_korean(campaign, lead, annotator):
+    url = reverse("judging:campaign_members", args=[campaign.slug])
+    html = text_of(login(lead).post(url, {"action": "remove", "user": annotator.id}))
+    assert "ann 님을 이 캠페인에서 제거할까요?" in html and "판정은 그대로 남고" in html
+    assert Membership.objects.filter(campaign=campaign, user=annotator).exists()

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Membership
 from judging.services import campaign_create, membership_add, qrels_import
-from judging.services.accounts import set_password_tokens
+from judging.services.accounts import api_token_get, set_password_tokens
 from judging.services.model_judge import model_judge_get_or_create
 
 User = get_user_model()
@@ -64,6 +64,40 @@ def test_members_page_creates_account_and_link_sets_password(campaign, lead):
     # The link works once.
     again = Client().get(link, follow=True).content.decode()
     assert "This link no longer works" in again
+
+
+def _new_member_link(campaign, lead, username="dave") -> str:
+    response = login(lead).post(
+        members_url(campaign), {"action": "add", "username": username, "role": "annotator", "create": "on"}
+    )
+    return LINK.search(response.content.decode()).group(0)
+
+
+REVOKES = "Changing your password also revokes your API token"
+
+
+def test_set_password_speaks_of_an_api_token_only_to_someone_who_has_one(campaign, lead):
+    link = _new_member_link(campaign, lead)
+    page = Client().get(link, follow=True).content.decode()
+    assert "Set your password" in page and REVOKES not in page
+    assert "Your password must contain at least" in page  # the other rules stay
+    api_token_get(user=User.objects.get(username="dave"))
+    assert REVOKES in Client().get(link, follow=True).content.decode()
+
+
+def test_set_password_logs_the_new_member_in(campaign, lead):
+    client = set_password(_new_member_link(campaign, lead))
+    done = client.get(reverse("judging:set_password_done")).content.decode()
+    assert "You are logged in as <strong>dave</strong>" in done and "Your campaigns" in done
+    home = client.get(reverse("judging:home"))
+    assert home.status_code == 200 and int(client.session["_auth_user_id"]) == User.objects.get(username="dave").pk
+    assert campaign.name in home.content.decode()
+
+
+def test_set_password_done_page_in_korean(campaign, lead):
+    client = set_password(_new_member_link(campaign, lead))
+    done = client.get(reverse("judging:set_password_done"), HTTP_ACCEPT_LANGUAGE="ko").content.decode()
+    assert "<strong>dave</strong>(으)로 로그인했습니다." in done
 
 
 def test_unknown_user_without_create_says_how_to_create(campaign, lead):

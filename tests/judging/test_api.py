@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from judging.models import Campaign, Document, Judgment, JudgmentRevision, Pair, Query, Ranking, System
 from judging.services import campaign_create, membership_add, qrels_import, run_import
+from judging.services.model_judge import model_judge_get_or_create
 from tests.data import RUN_BM25, RUN_DENSE, body_of, client_for
 
 
@@ -196,6 +197,17 @@ def test_api_progress_figures(world):
     assert figures == ("demo", 2, 5, 4, 4)
     ann = next(row for row in data["annotators"] if row["username"] == "ann")
     assert (ann["judgments"], ann["unsure"], ann["role"]) == (3, 1, "annotator")
+
+
+def test_api_progress_marks_model_judges(world):
+    model_judge_get_or_create(name="bot", campaign=world.campaign)
+    rows = client_for(world.lead).get("/api/campaigns/demo/progress/").json()["annotators"]
+    assert {row["username"]: row["model_judge"] for row in rows} == {
+        "ann": False,
+        "ann2": False,
+        "bot": True,
+        "lead": False,
+    }
 
 
 # --------------------------------------------------------------------------- judgments

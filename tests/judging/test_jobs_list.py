@@ -59,6 +59,25 @@ def test_leads_see_every_job_with_who_when_and_how_long(jobs_world, client):
     assert rows["results"][1]["seconds"] == pytest.approx(180.0)
 
 
+def test_a_job_from_the_command_line_says_so_on_the_list_and_its_page(jobs_world, client):
+    """'Started by –' on the list and 'the command line' on the page (issue 42): one wording, both places. Only a
+    model judge's run comes from the command line; another job without its user lost it to a deletion."""
+    campaign, lead, _annotator, imp, judge = jobs_world
+    Job.objects.filter(pk__in=[imp.pk, judge.pk]).update(started_by=None)
+    client.force_login(lead)
+    for language, command_line, deleted in (
+        ("en", "the command line", "a deleted user"),
+        ("ko", "명령줄", "삭제된 사용자"),
+    ):
+        text = client.get(reverse("judging:jobs", args=[campaign.slug]), HTTP_ACCEPT_LANGUAGE=language).content
+        rows = text.decode().split("<tr>")
+        assert f"<td>{command_line}</td>" in next(r for r in rows if f"/jobs/{judge.pk}/" in r)
+        assert f"<td>{deleted}</td>" in next(r for r in rows if "big.run" in r)
+        for job, said in ((judge, command_line), (imp, deleted)):
+            url = reverse("judging:job_detail", args=[campaign.slug, job.pk])
+            assert said in client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+
+
 def test_annotators_and_outsiders_are_refused(jobs_world, client, make_user):
     campaign, _lead, annotator, _imp, _judge = jobs_world
     client.force_login(annotator)

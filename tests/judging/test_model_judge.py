@@ -594,6 +594,26 @@ def test_command_background_queues_the_job_for_the_worker(judged, fake_model, mo
     assert job.options["endpoint"] == fake_model.url
 
 
+@pytest.mark.parametrize(
+    ("base", "link"),
+    [
+        ("https://judge.example.org/", "follow it at https://judge.example.org/campaigns/demo/jobs/{pk}/\n"),
+        (None, "follow it at /campaigns/demo/jobs/{pk}/ (a path on this site: set RELJUDGE_BASE_URL for the "),
+    ],
+)
+def test_command_prints_a_whole_link_when_the_site_address_is_known(judged, fake_model, monkeypatch, base, link):
+    from judging.models import Job
+
+    monkeypatch.setenv("RELJUDGE_MODEL_ENDPOINT", fake_model.url)
+    if base is None:
+        monkeypatch.delenv("RELJUDGE_BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("RELJUDGE_BASE_URL", base)
+    out = io.StringIO()
+    call_command("judge_with_model", "demo", "--model", "tiny", "--background", stdout=out)
+    assert link.format(pk=Job.objects.get().pk) in out.getvalue()
+
+
 def test_command_background_hands_the_endpoint_to_the_worker_or_refuses_at_once(judged, fake_model, monkeypatch):
     """The endpoint only in the command's environment (or in --endpoint) reaches the worker with the job; with
     no endpoint at all, or one whose address holds a key, the command refuses before queueing anything."""

@@ -271,6 +271,31 @@ def test_canary_reports_grades_that_rise_and_never_touches_pool_or_leaderboard(j
         call_command("judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "none")
 
 
+def test_canary_counts_only_documents_whose_grade_could_rise(judged, fake_model, lead):
+    """'rose on 0 of 5' where the model had already given those pairs the top grade (issue 42): a grade at the
+    top cannot rise, so those documents are said apart and not counted."""
+    fake_model.responder = lambda body: _reply('{"grade": 2}')  # the top grade, stuffed or not
+    out = io.StringIO()
+    call_command(
+        "judge_with_model", "demo", "--endpoint", fake_model.url, "--model", "tiny", "--pairs", "none",
+        "--canary", "5", stdout=out,
+    )  # fmt: skip
+    assert "canary: the grade rose on 0 of 0 non-relevant documents stuffed with the query's words (2 already " in (
+        out.getvalue()
+    )
+    canary = judge_calibration(campaign=judged, name="tiny", n_resamples=50)["canary"]
+    assert (canary["compared"], canary["could_rise"], canary["at_top"], canary["rose"]) == (2, 0, 2, 0)
+    assert canary["share_rose"] is None
+    client = Client()
+    client.force_login(lead)
+    html = client.get("/campaigns/demo/judges/tiny/calibration/").content.decode()
+    assert "The grade rose on" not in html
+    assert "2 documents already had the top grade from the model as they were: they could not rise" in html
+    client.defaults["HTTP_ACCEPT_LANGUAGE"] = "ko"
+    html = client.get("/campaigns/demo/judges/tiny/calibration/").content.decode()
+    assert "문서 2개는 원래 상태에서 이미 모델에게 최고 등급을 받아 더 오를 수 없으므로 세지 않습니다." in html
+
+
 def test_stuffed_text_puts_the_query_words_inside_what_the_prompt_shows():
     text = "word " * 3000
     out = stuffed_text(text, "wool knit sweater")

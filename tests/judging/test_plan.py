@@ -113,6 +113,25 @@ def test_the_page_shows_the_plan(planned, client):
     assert page.status_code == 200 and "Queries needed" in text and ">a<" in text and ">b<" in text
 
 
+@pytest.mark.parametrize(
+    ("language", "says"),
+    [
+        ("en", ["Power and queries needed are for a difference of 0.1 in P@3", "Power now for 0.1"]),
+        ("ko", ["검정력과 필요한 질의 수는 위에서 정한 P@3 차이 0.1에 대한 값이며", "차이 0.1의 현재 검정력"]),
+    ],
+)
+def test_the_page_says_the_power_is_for_the_difference_asked(planned, client, language, says):
+    """'power now 0.13, queries needed 145' beside a 0.74 difference (issue 42): the table says up front that
+    both are for the difference asked (0.1), not the one each row shows."""
+    campaign, lead, judge = planned
+    _judge_everything(campaign, judge)
+    client.force_login(lead)
+    url = reverse("judging:plan", args=[campaign.slug]) + "?measure=P@3&delta=0.1"
+    text = client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    table = text[text.index("</section>", text.index('id="plan-answer"')) :]  # after the answer's card
+    assert all(said in table for said in says)
+
+
 def test_identical_systems_leave_nothing_to_plan_from(make_user):
     campaign = campaign_create(slug="same", pool_depth=2, redundancy=1)
     run = "".join(f"{q} Q0 d{q}_{d} {d + 1} {5 - d} {{name}}\n" for q in range(1, 5) for d in range(2))

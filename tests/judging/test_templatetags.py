@@ -1,7 +1,11 @@
 """Document text shown to annotators: readable, and always escaped."""
 
+import re
+
 import pytest
 from django.template import Context, Template
+from django.template.loader import render_to_string
+from django.utils import translation
 
 from judging.templatetags.judging_text import plaintext
 
@@ -86,3 +90,19 @@ def test_markdown_neutralises_script_payloads(payload):
         assert not any(name.startswith("on") for name in attrs)
         for name in ("href", "src"):
             assert not attrs.get(name, "").lower().startswith(("javascript:", "data:"))
+
+
+@pytest.mark.parametrize(
+    ("language", "verdict", "percent", "shown"),
+    [
+        ("en", "open", 0, "open · holds 0%"),
+        ("en", "likely", 99, "likely · holds 99%"),
+        ("ko", "open", 0, "미정 · 유지 확률 0%"),
+        ("ko", "likely", 99, "유력 · 유지 확률 99%"),
+    ],
+)
+def test_verdict_badge_says_what_the_percent_is(language, verdict, percent, shown):
+    """'open · 0%' read as a contradiction (issue 42): the figure is the probability that the order holds."""
+    with translation.override(language):
+        html = render_to_string("judging/_verdict_badge.html", {"verdict": verdict, "percent": percent, "pairs": 3})
+    assert re.sub(r"<[^>]+>", "", html).strip() == shown

@@ -21,6 +21,7 @@ from judging.services import (
     queries_import,
     run_import,
 )
+from judging.services.model_judge import model_judge_get_or_create
 from tests.data import DOCS, RUN_BM25, TOPICS, client_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -436,6 +437,41 @@ def test_all_done_page(pooled, annotator):
     html = client.get(judge_url(pooled)).content.decode()
     assert "Nothing left to judge" in html and "You have judged 5 pairs" in html
     assert PAIR_ID.search(html) is None
+
+
+def test_all_done_page_is_not_complete_while_a_pair_is_unsure(pooled, lead, annotator):
+    client = login(annotator)
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    for pair in pairs[:-1]:
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    judgment_record(pair=pairs[-1], annotator=annotator, unsure=True, tentative_grade=2)
+    note = "Every pair has its judgments, but 1 has no label yet: an annotator was unsure, and a lead decides it"
+    done = client.get(judge_url(pooled)).content.decode()
+    assert "Nothing left to judge" in done and note in done and "100%" not in done
+    back = client.get(judge_url(pooled, pair=pairs[0].public_id)).content.decode()  # the meter, on a judged pair
+    assert "all judged · 1 without a label" in back and "% complete" not in back
+    campaign = login(lead).get(reverse("judging:campaign_detail", args=[pooled.slug])).content.decode()
+    assert "all judged · 1 without a label" in campaign and "100%" not in campaign
+    progress = login(lead).get(reverse("judging:campaign_progress", args=[pooled.slug])).content.decode()
+    assert "(all judged · 1 without a label)" in progress and "100.0%" not in progress
+    Pair.objects.filter(id=pairs[-1].id).update(label=2)  # a lead decided it
+    assert "The campaign is 100% complete." in client.get(judge_url(pooled)).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("done", "total", "unlabelled", "digits", "percent"),
+    [
+        (0, 0, 0, 0, 0.0),
+        (1, 3, 0, 0, 33.0),
+        (999, 1000, 0, 0, 99.0),
+        (9999, 10000, 0, 1, 99.9),
+        (5, 5, 1, 0, 99.0),
+        (5, 5, 0, 0, 100.0),
+        (2, 3, 0, 1, 66.6),
+    ],
+)
+def test_percent_complete_says_100_only_when_every_pair_is_labelled(done, total, unlabelled, digits, percent):
+    assert selectors.percent_complete(done, total, unlabelled=unlabelled, digits=digits) == percent
 
 
 def test_progress_for_query_and_campaign(pooled, annotator):
@@ -873,7 +909,10 @@ def test_members_add_change_remove(pooled, lead, annotator, make_user):
     page = client.post(url, {"action": "role", "user": newbie.user_id, "role": "annotator"}, follow=True)
     assert "newbie is now an annotator." in page.content.decode()  # an article that fits the word
     client.post(url, {"action": "role", "user": newbie.user_id, "role": "lead"})
-    client.post(url, {"action": "remove", "user": annotator.id})
+    page = client.post(url, {"action": "remove", "user": annotator.id}).content.decode()
+    assert "Remove ann from this campaign?" in page  # asked first: nothing removed yet
+    assert Membership.objects.filter(campaign=pooled, user=annotator).exists()
+    client.post(url, {"action": "remove", "user": annotator.id, "confirm": "1"})
     assert not Membership.objects.filter(campaign=pooled, user=annotator).exists()
     assert login(annotator).get(judge_url(pooled)).status_code == 404
 
@@ -881,7 +920,7 @@ def test_members_add_change_remove(pooled, lead, annotator, make_user):
 def test_last_lead_cannot_be_removed(pooled, lead):
     client = login(lead)
     url = reverse("judging:campaign_members", args=[pooled.slug])
-    response = client.post(url, {"action": "remove", "user": lead.id}, follow=True)
+    response = client.post(url, {"action": "remove", "user": lead.id, "confirm": "1"}, follow=True)
     assert "at least one lead" in response.content.decode()
     assert Membership.objects.filter(campaign=pooled, user=lead, role="lead").exists()
 
@@ -896,6 +935,18 @@ def test_progress_page_per_annotator(pooled, lead, annotator):
     row = re.search(r"<td>ann</td>(.*?)</tr>", html, re.S).group(1)
     cells = re.findall(r'<td class="num">([^<]*)</td>', row)
     assert cells == ["2", "1", "1", "6.0 s"]
+
+
+def test_progress_page_tags_a_model_judge(pooled, lead, annotator):
+    judge = model_judge_get_or_create(name="bot", campaign=pooled)
+    judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=judge, grade=1)
+    judgment_record(pair=pair_of(pooled, "q1", "d1"), annotator=annotator, grade=1, seconds_spent=3.0)
+    html = login(lead).get(reverse("judging:campaign_progress", args=[pooled.slug])).content.decode()
+    bot = re.search(r"<td>bot</td>(.*?)</tr>", html, re.S).group(1)
+    ann = re.search(r"<td>ann</td>(.*?)</tr>", html, re.S).group(1)
+    assert '<span class="badge">model judge</span>' in bot and "model judge" not in ann
+    assert re.findall(r'<td class="num">([^<]*)</td>', bot)[-1] == "–"  # not "0.0 s": a model takes no time
+    assert re.findall(r'<td class="num">([^<]*)</td>', ann)[-1] == "3.0 s"
 
 
 def test_htmx_history_restore_gets_the_whole_page(pooled, annotator):
@@ -927,6 +978,14 @@ def test_settings_page_and_api_refuse_a_bad_scale_with_the_services_words(pooled
     response = client_for(lead).patch(f"/api/campaigns/{pooled.slug}/", {"scale": []}, format="json")
     assert response.status_code == 400 and response.json() == {"scale": ["a grading scale needs at least one grade"]}
     assert list(pooled.grades.values_list("value", flat=True)) == [0, 1, 2]
+
+
+def test_members_page_offers_no_lead_role_to_a_model_judge(pooled, lead):
+    model_judge_get_or_create(name="bot", campaign=pooled)
+    html = login(lead).get(reverse("judging:campaign_members", args=[pooled.slug])).content.decode()
+    bot = re.search(r"<td>bot</td>(.*?)</tr>", html, re.S).group(1)
+    assert "<select" not in bot and "annotator" in bot and "model judge (no login)" in bot
+    assert 'aria-label="Role of ann"' in html  # a person's role can still be changed
 
 
 def test_members_page_answers_404_for_a_user_who_is_not_a_member(pooled, lead, make_user):

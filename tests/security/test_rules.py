@@ -70,7 +70,8 @@ def test_no_interface_takes_away_the_last_lead(client, campaign, lead, how):
         assert response.status_code == 400 and LAST_LEAD in str(response.json())
     elif how.startswith("web"):
         client.force_login(lead)
-        post = {"action": "remove", "user": lead.pk} if how == "web-remove" else {"action": "role", "user": lead.pk}
+        remove = {"action": "remove", "user": lead.pk, "confirm": "1"}
+        post = remove if how == "web-remove" else {"action": "role", "user": lead.pk}
         post.setdefault("role", "annotator")
         response = client.post(reverse("judging:campaign_members", args=[campaign.slug]), post, follow=True)
         assert LAST_LEAD in response.content.decode()

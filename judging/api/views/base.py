@@ -6,9 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Any, cast
 
+from django.apps import apps
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import StreamingHttpResponse
+from django.http import Http404, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter
@@ -41,10 +42,33 @@ class DRFConflict(APIException):
     default_code = "conflict"
 
 
+# The detail of get_object_or_404 (Django's and DRF's), which Django leaves untranslated.
+_NO_MATCH = re.compile(r"No (?P<model>\w+) matches the given query\.")
+
+
+def not_found_detail(exc: Http404) -> str | None:
+    """A translated detail for a 404 whose detail is Django's untranslated "No Query matches the given query."
+    (or empty, as DRF's get_object_or_404 raises on an id of the wrong type); None keeps the view's own."""
+    detail = str(exc.args[0]) if exc.args else ""
+    if not detail:
+        return _("Not found.")
+    match = _NO_MATCH.fullmatch(detail)
+    if match is None:
+        return None
+    try:
+        model = apps.get_model("judging", match.group("model"))
+    except LookupError:
+        return _("Not found.")
+    return _("No such %(thing)s.") % {"thing": model._meta.verbose_name}
+
+
 def api_exception_handler(exc, context):
     """DRF's handler, plus the services' Django ValidationError and a request parameter the scoring refused
     (judging.errors.RequestError) as a 400 that names the field, and a job refused for the queued-jobs limits as a
-    429. Anything else a view raises is a 500 (judging.middleware logs it)."""
+    429; a 404 says what was not found in the caller's language. Anything else a view raises is a 500
+    (judging.middleware logs it)."""
+    if isinstance(exc, Http404) and (detail := not_found_detail(exc)) is not None:
+        exc = Http404(detail)
     if isinstance(exc, JobLimit):
         return job_limit_response(exc)
     if isinstance(exc, RequestError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 
@@ -10,6 +11,17 @@ from tqdm import tqdm
 
 from judging.models import Campaign
 from judging.services import ImportRefused
+
+BASE_URL_ENV = "RELJUDGE_BASE_URL"
+
+
+def site_link(path: str) -> str:
+    """A page's address for a command to print: whole under RELJUDGE_BASE_URL (where people reach RelJudge;
+    scripts/manage sets it), else the path, said to be one (a command has no request to take a host from)."""
+    base = os.environ.get(BASE_URL_ENV, "").strip().rstrip("/")
+    if base:
+        return base + path
+    return f"{path} (a path on this site: set {BASE_URL_ENV} for the whole address)"
 
 
 class CampaignCommand(BaseCommand):

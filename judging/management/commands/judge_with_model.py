@@ -9,7 +9,7 @@ from django.urls import reverse
 from tqdm import tqdm
 
 from judging.jobs import job_run, model_judge_job_start
-from judging.management.commands._base import CampaignCommand
+from judging.management.commands._base import CampaignCommand, site_link
 from judging.models import Job
 from judging.services.judge_templates import (
     judge_template_current,
@@ -122,7 +122,7 @@ class Command(CampaignCommand):
             )
         except (ValueError, ValidationError) as exc:
             raise CommandError(exc.messages[0] if isinstance(exc, ValidationError) else str(exc)) from None
-        page = reverse("judging:job_detail", args=[campaign.slug, job.pk])
+        page = site_link(reverse("judging:job_detail", args=[campaign.slug, job.pk]))
         judge = job.options["judge"]
         if background:
             self.stdout.write(f"job {job.pk} queued: {job.total} pairs for {judge}; follow it at {page}")
@@ -159,9 +159,10 @@ class Command(CampaignCommand):
             self.stdout.write(f"  each pair asked {r['repeat']} times: see the calibration page for self-consistency")
         c = r.get("canary")
         if c:
+            could_rise = c.get("could_rise", c["compared"])  # a job finished before could_rise was counted
             self.stdout.write(
-                f"  canary: the grade rose on {c['rose']} of {c['compared']} non-relevant documents stuffed with "
-                f"the query's words ({c['failed']} failed)"
+                f"  canary: the grade rose on {c['rose']} of {could_rise} non-relevant documents stuffed with "
+                f"the query's words ({c['compared'] - could_rise} already at the top grade, {c['failed']} failed)"
             )
         for e in r.get("errors", []):
             self.stdout.write(f"  failed: {e}")
