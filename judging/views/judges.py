@@ -3,6 +3,8 @@ a lead in the browser."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -82,7 +84,11 @@ def _page(request, ctx: BoardRequest, judge, form, status=200):
         "judge": judge.username,
         "current": current,
         "current_answer_line": answer_line(current),
-        "versions": judge_templates(campaign=campaign, judge=judge),
+        # the saved time as a datetime, for the date filter (the API's created_at is ISO text)
+        "versions": [
+            v | {"created": datetime.fromisoformat(v["created_at"])}
+            for v in judge_templates(campaign=campaign, judge=judge)
+        ],
         "mapping": _mapping_rows(current, list(campaign.grades.order_by("value").values_list("value", "name"))),
         "form": form,
         "api_url": reverse("api:campaign-judge-template", args=[campaign.slug, judge.username]),

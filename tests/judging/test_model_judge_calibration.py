@@ -512,3 +512,21 @@ def test_command_sets_the_models_scale_before_the_run(judged, fake_model):
     assert "Answer with a number from 0 (not relevant at all) to 3" in system
     assert system.endswith('{"grade": <a number from 0 to 3>, "reason": "<one short sentence>"}')
     assert set(Judgment.objects.filter(annotator__username="tiny").values_list("grade__value", flat=True)) == {2}
+
+
+def test_template_versions_show_their_date_as_the_other_pages_do(judged, lead):
+    """The versions table shows "2026-12-06 19:15" (SHORT_DATETIME_FORMAT) in a <time>, not the raw ISO text
+    "2026-12-06T19:15" (issue 42)."""
+    judge = model_judge_get_or_create(name="tiny", campaign=judged)
+    client = Client()
+    client.force_login(lead)
+    form = {"text": "Grade strictly.\nGrades: 0, 1, 2.", "scale_low": "", "scale_high": "", "thresholds": ""}
+    assert client.post("/campaigns/demo/judges/tiny/template/", form).status_code == 302
+    saved = JudgeTemplate.objects.filter(judge=judge).update(created_at="2026-12-06T19:15:42+00:00")
+    assert saved == 1
+    for language in ("en", "ko"):
+        reader = Client(HTTP_ACCEPT_LANGUAGE=language)
+        reader.force_login(lead)
+        html = reader.get("/campaigns/demo/judges/tiny/").content.decode()
+        assert '<time datetime="2026-12-06T19:15:42+00:00">2026-12-06 19:15</time>' in html, language
+        assert "2026-12-06T19:15<" not in html
