@@ -37,6 +37,26 @@ class AssignmentsAdded:
     annotator: str
     added: int  # queries newly given to the annotator
     already: int  # queries they had been given before
+    given: tuple[str, ...] = ()  # the qids of the former, in the batch's order
+    had: tuple[str, ...] = ()  # the qids of the latter
+
+    def summary(self) -> str:
+        """What the lead's "Assign" did, in the reader's language: which queries went to whom, and which
+        they already had (at most _NAMED qids named, the rest counted)."""
+        if not self.added:
+            return ngettext(
+                "Nothing new given: %(name)s already had this query: %(qids)s.",
+                "Nothing new given: %(name)s already had these %(n)d queries: %(qids)s.",
+                self.already,
+            ) % {"name": self.annotator, "n": self.already, "qids": _names(self.had)}
+        said = ngettext(
+            "%(n)d query given to %(name)s: %(qids)s.", "%(n)d queries given to %(name)s: %(qids)s.", self.added
+        ) % {"n": self.added, "name": self.annotator, "qids": _names(self.given)}
+        if self.already:
+            said += " " + ngettext(
+                "They already had %(n)d of them: %(qids)s.", "They already had %(n)d of them: %(qids)s.", self.already
+            ) % {"n": self.already, "qids": _names(self.had)}
+        return said
 
 
 def _names(values: Sequence[str]) -> str:
@@ -183,7 +203,13 @@ def assignments_add(*, campaign: Campaign, by: Account, annotator: str, queries:
     logger.info(
         "assignments added: campaign=%s annotator=%s by=%s queries=%d", campaign.slug, annotator, by.pk, len(new)
     )
-    return AssignmentsAdded(annotator=user.get_username(), added=len(new), already=len(mine))
+    return AssignmentsAdded(
+        annotator=user.get_username(),
+        added=len(new),
+        already=len(mine),
+        given=tuple(queries[q] for q in ids if q not in mine),
+        had=tuple(queries[q] for q in ids if q in mine),
+    )
 
 
 def assignments_remove(

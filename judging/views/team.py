@@ -76,11 +76,7 @@ def assignments(request, member: Member):
                 added = assignments_add(
                     campaign=campaign, by=request.user, annotator=request.POST.get("annotator", ""), queries=queries
                 )
-                messages.success(
-                    request,
-                    ngettext("%(n)d query given to %(name)s.", "%(n)d queries given to %(name)s.", added.added)
-                    % {"n": added.added, "name": added.annotator},
-                )
+                messages.success(request, added.summary())
             return redirect("judging:assignments", slug=campaign.slug)
         except ValidationError as exc:
             errors = _errors(exc)

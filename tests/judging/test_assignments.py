@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import translation
@@ -337,3 +338,24 @@ def test_leaving_or_becoming_a_lead_gives_the_queries_back(make_user):
     membership_add(campaign=campaign, user=b, role="lead")
     assert not QueryAssignment.objects.filter(campaign=campaign).exists()
     assert set(_judge_all(campaign, c)) == {"1", "2"}  # nobody keeps a slot for them any more
+
+
+def test_the_page_confirms_what_was_assigned(api_world, client):
+    """After "Assign" the page says which queries went to whom, and which the annotator already had (issue 42),
+    in English and Korean."""
+    campaign, lead, (a, _b, _c) = api_world
+    client.force_login(lead)
+    url = reverse("judging:assignments", args=[campaign.slug])
+    r = client.post(url, {"action": "add", "annotator": a.username, "batch": "qids", "qids": "1 3"}, follow=True)
+    html = r.content.decode()
+    assert f"2 queries given to {a.username}: 1, 3." in html, html
+    r = client.post(url, {"action": "add", "annotator": a.username, "batch": "qids", "qids": "3 4"}, follow=True)
+    html = r.content.decode()
+    assert f"1 query given to {a.username}: 4. They already had 1 of them: 3." in html
+    r = client.post(url, {"action": "add", "annotator": a.username, "batch": "qids", "qids": "1"}, follow=True)
+    assert f"Nothing new given: {a.username} already had this query: 1." in r.content.decode()
+    ko = Client(HTTP_ACCEPT_LANGUAGE="ko")
+    ko.force_login(lead)
+    html = ko.post(url, {"action": "add", "annotator": a.username, "batch": "qids", "qids": "4 5"}, follow=True)
+    html = html.content.decode()
+    assert f"{a.username}에게 질의 1개를 배정했습니다: 5." in html and "이미 배정된 질의 1개: 4." in html
