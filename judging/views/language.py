@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -22,12 +23,21 @@ from judging.services.languages import language_codes, user_language_set
 @require_POST
 def language_set(request: HttpRequest) -> HttpResponseBase:
     """Django's set_language (the cookie, and a redirect to ``next`` only if it is on this site), plus the
-    choice kept on the account of a signed-in user, so that it follows them to their next login anywhere."""
+    choice kept on the account of a signed-in user, so that it follows them to their next login anywhere.
+
+    Flash messages still waiting to be shown were written in the previous language (they are stored as text,
+    translated when queued): a switch drops them, so that the next page does not greet an English reader in
+    Korean (issue 42). They told of a step done before the switch, whose result the pages show."""
+    previous = translation.get_language()
     response = set_language(request)
     language = request.POST.get("language", "")
-    if language in language_codes() and request.user.is_authenticated:
-        user_language_set(user=request.user, language=language)
-        remember_in_session(request, language)
+    if language in language_codes():
+        if language != previous:
+            for _pending in messages.get_messages(request):  # read: MessageMiddleware stores none of them back
+                pass
+        if request.user.is_authenticated:
+            user_language_set(user=request.user, language=language)
+            remember_in_session(request, language)
     return response
 
 

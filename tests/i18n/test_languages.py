@@ -159,3 +159,25 @@ def test_measure_values_keep_a_dot_and_four_digits_in_korean(world, client, meas
     korean = pattern.findall(client.get(url, **KO).content.decode())
     assert english and korean == english
     assert all(re.fullmatch(r"\d\.\d{4}", value) for value in korean), korean
+
+
+def test_a_message_queued_in_korean_is_not_shown_after_switching_to_english(pooled, lead, annotator):
+    """A flash message is text in the language it was queued in: one still waiting when the reader switches
+    language is dropped, not shown in Korean on the English page (issue 42). Without a switch it shows."""
+    client = Client()
+    client.force_login(lead)
+    client.post(reverse("set_language"), {"language": "ko", "next": "/"})
+    url = reverse("judging:assignments", args=[pooled.slug])
+    add = {"action": "add", "annotator": annotator.username, "batch": "qids"}
+    assert client.post(url, {**add, "qids": "q1"}).status_code == 302  # the confirmation waits for the next page
+    page = client.post(reverse("set_language"), {"language": "en", "next": url}, follow=True)
+    html = page.content.decode()
+    assert html_lang(page) == "en" and "배정했습니다" not in html and 'class="messages"' not in html
+    assert "q1" in html  # what was done is on the page
+    # and the other way round
+    assert client.post(url, {**add, "qids": "q2"}).status_code == 302
+    page = client.post(reverse("set_language"), {"language": "ko", "next": url}, follow=True)
+    assert html_lang(page) == "ko" and "given to" not in page.content.decode()
+    # without a switch, the next page shows it
+    assert client.post(url, {**add, "qids": "q1"}).status_code == 302
+    assert f"새로 배정한 질의가 없습니다. {annotator.username}에게" in client.get(url).content.decode()
