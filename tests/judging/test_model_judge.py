@@ -3,7 +3,9 @@ humans', label sources on the leaderboard, and calibration against the people.""
 
 import io
 import json
+import re
 import time
+from html.parser import HTMLParser
 
 import numpy as np
 import pytest
@@ -257,6 +259,60 @@ def test_label_source_cache_follows_new_model_judgments(judged):
     qrels_import(campaign=judged, data=b"q1 0 d1 2\nq1 0 d3 2\n", filename="m.qrels", annotator=judge)
     second = leaderboard_data(campaign=judged, k=2, labels="model:bot")
     assert first["systems"] != second["systems"]
+
+
+class _Text(HTMLParser):
+    """A page's prose: its text, without attributes (links, option values), scripts and <code> (the API and
+    command examples, where the API's syntax belongs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.words: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._skip += tag in ("script", "style", "code")
+
+    def handle_endtag(self, tag):
+        self._skip -= tag in ("script", "style", "code")
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.words.append(data)
+
+
+def _page_text(html: str) -> str:
+    parser = _Text()
+    parser.feed(html)
+    return " ".join(" ".join(parser.words).split())
+
+
+@pytest.mark.parametrize(
+    ("language", "policy", "source"), [("en", "Aggregation policy", "Label source"), ("ko", "집계 정책", "레이블 출처")]
+)
+def test_leaderboard_controls_name_policy_and_source_apart_without_api_syntax(judged, lead, language, policy, source):
+    """The two selects read "Aggregation policy" (as on the Agreement page) and "Label source", not "Labels
+    from" beside "Label source"; no page shows the API's hybrid:NAME, model:NAME or ppi:NAME as text (the
+    values stay in links and options) (issue 42)."""
+    judge = model_judge_get_or_create(name="bot", campaign=judged)
+    qrels_import(campaign=judged, data=b"q1 0 d1 0\nq2 0 d2 2\n", filename="m.qrels", annotator=judge)
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    client.force_login(lead)
+    html = client.get("/campaigns/demo/leaderboard/").content.decode()
+    assert f"<label>{policy}" in html and f"<label>{source}" in html and "Labels from" not in html
+    assert 'value="hybrid:bot"' in html  # the API's values are unchanged
+    for url in (
+        "/campaigns/demo/leaderboard/",
+        "/campaigns/demo/leaderboard/?labels=ppi:bot",
+        "/campaigns/demo/audit/",
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        text = _page_text(response.content.decode())
+        assert not re.search(r"\b(hybrid|model|ppi):", text), (
+            url,
+            re.findall(r".{60}\b(?:hybrid|model|ppi):.{20}", text),
+        )
 
 
 def test_leaderboard_page_and_api_name_the_label_source(client, judged, lead):
