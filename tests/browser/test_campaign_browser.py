@@ -240,6 +240,33 @@ def test_lead_pages_fit_the_screen(live_server, new_page, screenshot, judged, si
     assert watch.errors == []
 
 
+@pytest.mark.parametrize("language", ["en", "ko"])
+def test_lead_navigation_is_two_rows_at_1366_with_a_long_campaign_name(
+    live_server, new_page, screenshot, judged, language
+):
+    """At 1366 px a lead's campaign navigation (name and 13 pages) wrapped to three rows with the demo's long
+    name: the name is cut with an ellipsis (whole in its title) and the links sit on two rows at most."""
+    from judging.models import Campaign
+
+    long_name = "Product search — apparel & outdoor, spring and summer collection 2026"
+    Campaign.objects.filter(slug="knitwear").update(name=long_name)
+    page, watch = new_page(**DESKTOP)
+    log_in(page, live_server.url, "lena", "lena-pw-secret-1")
+    if language == "ko":
+        page.goto(live_server.url + "/campaigns/knitwear/")
+        page.click(".language-switch button.link")
+    page.goto(live_server.url + "/campaigns/knitwear/settings/")
+    page.wait_for_load_state("networkidle")
+    screenshot(page, f"48-desktop-navigation-{language}")
+    rows = page.evaluate(
+        "() => new Set([...document.querySelectorAll('.campaign-nav a')].map(a => Math.round(a.getBoundingClientRect().top))).size"
+    )
+    assert rows <= 2, rows
+    name = page.locator(".campaign-nav .campaign-name")
+    assert name.get_attribute("title") == long_name
+    assert watch.errors == []
+
+
 def test_leaderboard_bar_chart_is_whole_on_a_phone(live_server, new_page, screenshot, judged):
     page, watch = new_page(**PHONE)
     log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/leaderboard/")
