@@ -258,9 +258,8 @@ def test_lead_navigation_is_two_rows_at_1366_with_a_long_campaign_name(
     page.goto(live_server.url + "/campaigns/knitwear/settings/")
     page.wait_for_load_state("networkidle")
     screenshot(page, f"48-desktop-navigation-{language}")
-    rows = page.evaluate(
-        "() => new Set([...document.querySelectorAll('.campaign-nav a')].map(a => Math.round(a.getBoundingClientRect().top))).size"
-    )
+    tops = page.eval_on_selector_all(".campaign-nav a", "links => links.map(a => a.getBoundingClientRect().top)")
+    rows = len({round(top) for top in tops})
     assert rows <= 2, rows
     name = page.locator(".campaign-nav .campaign-name")
     assert name.get_attribute("title") == long_name
