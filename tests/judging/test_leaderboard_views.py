@@ -473,8 +473,10 @@ def test_main_page_query_budget(client, tiny, lead, django_assert_max_num_querie
     assert client.get(url("leaderboard")).status_code == 200
     cache.clear()
     scoring.process_caches_clear()
-    # cold: runs, labels and the shared-cache writes (a few statements per block of 64 queries) included
-    with django_assert_max_num_queries(40):
+    # cold: runs, labels and the shared-cache writes (a few statements per block of 64 queries) included. 40 when
+    # this test runs alone or after the judging tests; 42 after the whole suite before it on both databases (what
+    # the process kept from earlier tests differs; a loop over systems or queries would add dozens)
+    with django_assert_max_num_queries(44):
         page = client.get(url("leaderboard"))
     with django_assert_max_num_queries(14):
         table = client.get(url("leaderboard_table"), HTTP_HX_REQUEST="true")
