@@ -11,3 +11,10 @@ from config.settings import *  # noqa: E402, F403
 
 # Tests create hundreds of users; PBKDF2's deliberate slowness would dominate the suite's run time.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# WhiteNoise looks a static file up when it is asked for, instead of listing STATIC_ROOT whenever a test client
+# builds its middleware (each APIClient does): a test of the other suite running scripts/serve.sh's collectstatic
+# in the same checkout replaced files while one was listed, and the listing raised FileNotFoundError in a request
+# (CI, PostgreSQL suite, tests/security/test_members.py and tests/judging/test_next_concurrency.py). The servers the
+# tests start keep the production settings.
+WHITENOISE_AUTOREFRESH = True
