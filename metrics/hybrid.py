@@ -43,7 +43,7 @@ import numpy.typing as npt
 from metrics._types import FloatArray, IntArray
 from metrics.keys import pair_keys as make_pair_keys  # the name pair_keys is hybrid_order's argument
 from metrics.ranking import PAD, UNJUDGED, _gains, evaluate
-from metrics.selection import Selection, _unjudged, mtc_weights
+from metrics.selection import Selection, _unjudged, adjacent_coefficients, mtc_weights
 
 __all__ = [
     "PRIOR_WEIGHT",
@@ -439,17 +439,8 @@ def hybrid_order(
     var_x = np.maximum(rows @ share**2 - mean_x**2, 0.0)
     w = weights[ent.system, ent.query[ent.pair], ent.rank]
     order = np.lexsort((np.arange(n_s), -score_s))
-    by_system = np.argsort(ent.system, kind="stable")
-    bounds = np.searchsorted(ent.system[by_system], np.arange(n_s + 1))
     score = np.zeros(n_pairs)
-    for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):  # over adjacent systems
-        ea = by_system[bounds[a] : bounds[a + 1]]
-        eb = by_system[bounds[b] : bounds[b + 1]]
-        idx = np.concatenate([ent.pair[ea], ent.pair[eb]])
-        if idx.size == 0:
-            continue
-        touched, inverse = np.unique(idx, return_inverse=True)
-        coef = np.bincount(inverse.reshape(-1), np.concatenate([w[ea], -w[eb]]), minlength=touched.size)
+    for a, b, touched, coef in adjacent_coefficients(ent.system, ent.pair, w, order):
         # the weights move one query's score: the mean over the Q queries moves by 1/Q of it
         sigma = float(np.sqrt(np.sum(coef**2 * var_x[touched]))) / max(n_q, 1)
         if sigma <= 0:

@@ -18,6 +18,7 @@ read a system from: the caller hands out the pairs alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -137,6 +138,26 @@ def mtc_weights(
     return known, weights
 
 
+def adjacent_coefficients(
+    system: IntArray, pair: IntArray, weight: FloatArray, order: IntArray
+) -> Iterator[tuple[int, int, IntArray, FloatArray]]:
+    """For each comparison of systems adjacent in ``order`` (a above b): the pairs either system ranks
+    (``touched``, sorted) and each one's coefficient in a - b (its weight for a minus its weight for b), from the
+    unjudged entries' ``system``, ``pair`` and ``weight``. Comparisons that touch no pair are left out. The one
+    walk over adjacent systems that mtc_order and metrics.hybrid.hybrid_order share."""
+    by_system = np.argsort(system, kind="stable")
+    bounds = np.searchsorted(system[by_system], np.arange(len(order) + 1))
+    for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):
+        ea = by_system[bounds[a] : bounds[a + 1]]
+        eb = by_system[bounds[b] : bounds[b + 1]]
+        idx = np.concatenate([pair[ea], pair[eb]])
+        if idx.size == 0:
+            continue
+        touched, at = np.unique(idx, return_inverse=True)
+        coef = np.bincount(at.reshape(-1), np.concatenate([weight[ea], -weight[eb]]), minlength=touched.size)
+        yield a, b, touched, coef.astype(np.float64, copy=False)
+
+
 def mtc_order(
     labels: npt.ArrayLike,
     qrels: npt.ArrayLike,
@@ -172,18 +193,9 @@ def mtc_order(
     total = known.sum(axis=1)  # (S,)
     order = np.lexsort((np.arange(total.size), -total))
     w = weights[ent.system, ent.query[ent.pair], ent.rank]
-    by_system = np.argsort(ent.system, kind="stable")
-    bounds = np.searchsorted(ent.system[by_system], np.arange(total.size + 1))
     uncertain_score = np.zeros(n_pairs)
     any_score = np.zeros(n_pairs)
-    for a, b in zip(order[:-1].tolist(), order[1:].tolist(), strict=True):  # over adjacent systems
-        ea = by_system[bounds[a] : bounds[a + 1]]
-        eb = by_system[bounds[b] : bounds[b + 1]]
-        idx = np.concatenate([ent.pair[ea], ent.pair[eb]])
-        if idx.size == 0:
-            continue
-        touched, at = np.unique(idx, return_inverse=True)
-        coef = np.bincount(at.reshape(-1), np.concatenate([w[ea], -w[eb]]), minlength=touched.size)
+    for a, b, touched, coef in adjacent_coefficients(ent.system, ent.pair, w, order):
         size = np.abs(coef)
         any_score[touched] += size
         diff = total[a] - total[b]
