@@ -49,6 +49,7 @@ __all__ = [
     "PRIOR_WEIGHT",
     "RANK_BUCKETS",
     "Calibration",
+    "answer_likelihood",
     "calibrate",
     "expected_scores",
     "hybrid_order",
@@ -219,6 +220,39 @@ def pair_distributions(answers: npt.ArrayLike, bucket: npt.ArrayLike, calibratio
     none = total[:, 0] == 0
     dist[none] = calibration.prior
     return dist
+
+
+def answer_likelihood(
+    answers: npt.ArrayLike, bucket: npt.ArrayLike, calibration: Calibration, answered_by_bucket: npt.ArrayLike
+) -> FloatArray:
+    """(P, G) P(the model's answers for a pair | its human grade h), up to a factor per pair: the evidence the
+    model's answers carry, to be weighed against another prior for the pair (its systems and ranks under the
+    relevance model, metrics.relevance_model) instead of the campaign-wide rows of the table.
+
+    The model's confusion P(m | h, b) comes from the calibrated table and how often the model gave each grade in
+    each rank bucket over every pair it answered (``answered_by_bucket`` (B, G) counts): Bayes' rule,
+    P(m | h, b) = P(h | m, b) P(m | b) / sum over m' of the same. Both factors are unbiased when the pairs people
+    judge were chosen by the model's grade and the pair's ranks (the queues do), as the module's table is. A pair's
+    repeated answers give the mixture of their rows, as in :func:`pair_distributions`; a pair never answered has
+    a likelihood of 1 (no evidence).
+    """
+    a = np.asarray(answers, dtype=np.float64)
+    b = np.asarray(bucket, dtype=np.int64).reshape(-1)
+    seen = np.asarray(answered_by_bucket, dtype=np.float64)
+    table = calibration.table
+    n_b, g = table.shape[0], table.shape[-1]
+    if a.ndim != 2 or a.shape != (b.size, g):
+        raise ValueError(f"answers must be ({b.size}, {g}) to match bucket and the calibration, got {a.shape}")
+    if seen.shape != (n_b, g) or (seen < 0).any() or (a < 0).any():
+        raise ValueError(f"answered_by_bucket must be ({n_b}, {g}) counts >= 0 and answers counts >= 0")
+    p_m = (seen + 1.0) / (seen.sum(axis=1, keepdims=True) + g)  # (B, m): P(m | b), Laplace-smoothed
+    joint = table * p_m[:, :, None]  # (B, m, h): P(h | m, b) P(m | b)
+    confusion = joint / np.maximum(joint.sum(axis=1, keepdims=True), 1e-300)  # P(m | h, b)
+    total = a.sum(axis=1, keepdims=True)
+    weights = np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    out: FloatArray = np.einsum("pm,pmh->ph", weights, confusion[b])
+    out[total[:, 0] == 0] = 1.0
+    return out
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -70,6 +70,26 @@ class Answers(NamedTuple):
     query_ids: IntArray  # (Q,) the query id of each query of the pool, in the pool's order
     keys: IntArray  # (A,) sorted pair keys (metrics.keys.pair_keys)
     dist: FloatArray  # (A, G) each pair's distribution over the human grades 0..top
+    #: (A, G) P(the model's answers | human grade h) up to a factor per pair (metrics.hybrid.answer_likelihood),
+    #: or None. Given, a pair's grade is drawn from the relevance model's prior for it in that draw (its systems
+    #: and ranks, its query's factor) times this likelihood, instead of from ``dist``: see :func:`_draw`.
+    likelihood: FloatArray | None = None
+
+
+def answered_relevance(pool: FinalPool, answers: Answers) -> FloatArray:
+    """(P,) the calibrated P(relevant) of each pooled document a model judge answered and no person judged (1 minus
+    its distribution's grade 0), NaN for the others: :func:`label_model`'s ``soft`` labels in hybrid judging.
+
+    People judge the pairs a queue chose (in hybrid mode, those the model is unsure of), so their labels alone
+    misstate the relevance rates of the rest; the model's calibrated answers cover every pair and are unbiased
+    given the model's grade and the pair's best rank (metrics.hybrid), so the rates are learned from both."""
+    soft = np.full(pool.pool_label.shape, np.nan)
+    if answers.keys.size and pool.doc_id.size:
+        wanted = pair_keys(answers.query_ids[pool.doc_query], pool.doc_id)
+        at = np.minimum(np.searchsorted(answers.keys, wanted), answers.keys.size - 1)
+        hit = answers.keys[at] == wanted
+        soft[pool.unjudged_at[hit]] = 1.0 - answers.dist[at[hit], 0]
+    return soft
 
 
 PRIOR_WEIGHT = 10.0  # pseudo-judgments behind each shrunken rate
@@ -92,7 +112,7 @@ def doc_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
     return out
 
 
-def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelModel:
+def label_model(pool: FinalPool, *, top_grade: int, n_systems: int, soft: FloatArray | None = None) -> LabelModel:
     """Fit the relevance rates on every judged pooled document of ``pool`` (the campaign's every query).
 
     P(relevant) (a grade of 1 or more) per system and rank bucket (ranks 1, 2-3, 4-7, ...) of the pool
@@ -102,9 +122,18 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelMode
     judged documents the same way. Each query's factor has a Gamma(kappa, kappa) prior whose strength is
     fitted by moments on the queries' relevant counts against their expected ones (over-dispersion beyond
     Poisson noise), capped at ``KAPPA_MAX``: the judged documents were chosen by the queue, not at random.
+
+    ``soft`` (P,): in hybrid judging, a model judge's calibrated P(relevant) of the pooled documents no person
+    judged (NaN elsewhere; :func:`answered_relevance`): they count in the rates as fractional judgments, and the
+    grade distribution and the queries' factor stay people's.
     """
-    judged = pool.pool_label >= 0
+    human = pool.pool_label >= 0
     rel = (pool.pool_label >= 1).astype(np.float64)
+    judged = human
+    if soft is not None:  # a model judge's calibrated P(relevant) stands in where no person judged
+        known = ~human & np.isfinite(soft)
+        rel = np.where(known, np.nan_to_num(soft), rel)
+        judged = human | known
     entry_judged = judged[pool.entry_doc]
     n_cells = n_systems * N_BUCKETS
     n_cell = np.bincount(pool.entry_cell[entry_judged], minlength=n_cells).astype(np.float64)
@@ -114,7 +143,7 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelMode
     r_b = r_cell.reshape(n_systems, N_BUCKETS).sum(axis=0)
     bucket_rate = (r_b + PRIOR_WEIGHT * overall) / (n_b + PRIOR_WEIGHT)
     cell_rate = (r_cell + PRIOR_WEIGHT * np.tile(bucket_rate, n_systems)) / (n_cell + PRIOR_WEIGHT)
-    grades = np.bincount(pool.pool_label[judged & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
+    grades = np.bincount(pool.pool_label[human & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
     grade_cdf = np.cumsum((grades + 1.0) / (grades.sum() + max(top_grade, 1))) if top_grade >= 1 else np.zeros(0)
     mean_rate = np.clip(_mean_rate(pool, cell_rate), 1e-6, 0.999)
     rb = _rank_bucket(pool.pool_runs - 1)
@@ -251,12 +280,21 @@ def _draw(
         at = np.minimum(np.searchsorted(answers.keys, keys), answers.keys.size - 1)
         hit = answers.keys[at] == keys
         if hit.any():
-            cdf = np.cumsum(answers.dist[at[hit]], axis=1)
-            cdf /= np.where(cdf[:, -1:] > 0, cdf[:, -1:], 1.0)
             u = u_rel[hit]  # (H, m): the same uniforms, now read through the pair's own distribution
+            if answers.likelihood is None:
+                cdf = np.cumsum(answers.dist[at[hit]], axis=1)[:, None, :]  # (H, 1, G)
+            else:
+                # the model's answers as evidence on the relevance model's prior of this draw: P(h) is
+                # (1 - p) for grade 0 and p times the grade's share among relevant ones, p the document's prior
+                # times its query's factor in the draw (so the pairs of a query move together)
+                p = np.clip(prior[docs][hit][:, None] * factor[local_q[hit]], 1e-6, 1.0 - 1e-6)  # (H, m)
+                shares = np.diff(model.grade_cdf, prepend=0.0) / max(float(model.grade_cdf[-1]), 1e-12)
+                before = np.concatenate([(1.0 - p)[..., None], p[..., None] * shares[None, None, :]], axis=2)
+                cdf = np.cumsum(before * answers.likelihood[at[hit]][:, None, :], axis=2)  # (H, m, G)
+            cdf /= np.where(cdf[..., -1:] > 0, cdf[..., -1:], 1.0)
             drawn = np.zeros(u.shape, dtype=np.int8)
-            for edge in range(cdf.shape[1] - 1):  # over grades, a handful
-                drawn += (u >= cdf[:, edge : edge + 1]).astype(np.int8)
+            for edge in range(cdf.shape[2] - 1):  # over grades, a handful
+                drawn += (u >= cdf[..., edge]).astype(np.int8)
             out[hit] = drawn
     return out
 

@@ -28,7 +28,16 @@ from judging.errors import RequestError
 from judging.judge_models import ModelConsistency
 from judging.models import AnnotatorProfile, Campaign, Grade, Judgment, Membership, Pair
 from judging.scoring.cube import RunCube, cursor_rows
-from metrics.hybrid import Calibration, calibrate, expected_scores, pair_distributions, rank_bucket, sample_grades
+from metrics.hybrid import (
+    RANK_BUCKETS,
+    Calibration,
+    answer_likelihood,
+    calibrate,
+    expected_scores,
+    pair_distributions,
+    rank_bucket,
+    sample_grades,
+)
 from metrics.keys import pair_key_query, pair_keys
 from metrics.ranking import UNJUDGED
 
@@ -62,6 +71,9 @@ class HybridFit:
     both: int  # pairs both graded when fitted
     answered: int  # the model's confident judgments when fitted
     seed: int  # a digest of the fit: the draws' seed, and the score table's name
+    #: (A, G) P(the model's answers | human grade) of each pair (metrics.hybrid.answer_likelihood): the verdicts
+    #: weigh it against the relevance model's prior of the pair (its systems and ranks, its query)
+    likelihood: np.ndarray
 
     @property
     def helpful(self) -> bool | None:
@@ -196,9 +208,20 @@ def _fit(campaign: Campaign, cube: RunCube, judge_id: int, top_grade: int, answe
         top_grade=top_grade,
     )
     dist = pair_distributions(hist, bucket, calibration)
+    answered_by_bucket = np.zeros((RANK_BUCKETS, n_grades))
+    np.add.at(answered_by_bucket, bucket, hist / np.maximum(hist.sum(axis=1, keepdims=True), 1.0))
+    likelihood = answer_likelihood(hist, bucket, calibration, answered_by_bucket)
     digest = hashlib.sha256(calibration.counts.tobytes() + keys.tobytes() + hist.tobytes()).digest()
     return HybridFit(
-        judge_id, calibration, keys, dist, labelled, int(labelled.sum()), answered, int.from_bytes(digest[:4], "big")
+        judge_id,
+        calibration,
+        keys,
+        dist,
+        labelled,
+        int(labelled.sum()),
+        answered,
+        int.from_bytes(digest[:4], "big"),
+        likelihood,
     )
 
 

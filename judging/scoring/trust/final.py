@@ -31,8 +31,8 @@ from judging.scoring.trust.store import LOCK, cached, per_query, query_chunks
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
 from metrics.final_order import QueryParts, QueryStack, order_verdicts, query_parts
-from metrics.relevance_model import SAMPLES_MIN, Answers, LabelModel, label_model
-from metrics.verdicts import WHOLE_RUN_BASES, final_pool
+from metrics.relevance_model import SAMPLES_MIN, Answers, LabelModel, answered_relevance, label_model
+from metrics.verdicts import WHOLE_RUN_BASES, FinalPool, final_pool
 
 TOP_K_DEFAULT = 3
 REFIT_SHARE = 0.05  # refit the relevance model when the judged pooled documents grew by this share (or 20)
@@ -78,7 +78,7 @@ def _fit(lb: Leaderboard, judged: int) -> _Fit:
     with _FIT_LOCK:
         pool = final_pool(arrays.labels[..., :pd], arrays.doc_ids[..., :pd], pool_depth=pd)
         grade = top_grade(lb.campaign, arrays.qrels)
-        model = label_model(pool, top_grade=grade, n_systems=arrays.labels.shape[0])
+        model = label_model(pool, top_grade=grade, n_systems=arrays.labels.shape[0], soft=_soft(lb, pool))
         _VERSION[0] += 1
         return _Fit(judged, model, _VERSION[0])
 
@@ -165,7 +165,13 @@ def _answers(lb: Leaderboard, queries: np.ndarray) -> Answers | None:
     if hybrid is None:
         return None
     open_ = ~hybrid.human
-    return Answers(lb.cube.query_ids[queries], hybrid.keys[open_], hybrid.dist[open_])
+    return Answers(lb.cube.query_ids[queries], hybrid.keys[open_], hybrid.dist[open_], hybrid.likelihood[open_])
+
+
+def _soft(lb: Leaderboard, pool: FinalPool) -> np.ndarray | None:
+    """hybrid:NAME: the relevance model's soft labels (metrics.relevance_model.answered_relevance), else None."""
+    answers = _answers(lb, np.arange(lb.cube.query_ids.size))
+    return None if answers is None else answered_relevance(pool, answers)
 
 
 def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
