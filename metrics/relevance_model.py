@@ -162,6 +162,23 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int, soft: FloatA
     return model._replace(kappa=kappa)
 
 
+def pair_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
+    """(U, G) each unjudged pooled document's distribution over the grades 0..top under ``model`` in expectation
+    over its query's factor: P(relevant) = its prior times the factor's posterior mean (kappa + relevant found)
+    / (kappa + relevant expected), split over the relevant grades by ``model.grade_cdf``. What the Monte Carlo
+    draws average to, as one row per document (hybrid judging weighs a model judge's answer against it)."""
+    n_q = pool.distinct.size
+    prior_all = doc_prior(pool, model)
+    got_q, exp_q = _query_evidence(pool, prior_all, n_q)
+    factor = (model.kappa + got_q) / (model.kappa + exp_q)
+    p = np.clip(prior_all[pool.unjudged_at] * factor[pool.doc_query], 1e-6, 1.0 - 1e-6)
+    if model.top_grade < 1:
+        return np.ones((p.size, 1))
+    shares = np.diff(model.grade_cdf, prepend=0.0) / max(float(model.grade_cdf[-1]), 1e-12)
+    out: FloatArray = np.concatenate([(1.0 - p)[:, None], p[:, None] * shares[None, :]], axis=1)
+    return out
+
+
 def _query_evidence(pool: FinalPool, prior: FloatArray, n_q: int) -> tuple[FloatArray, FloatArray]:
     """(Q,) relevant judged pooled documents per query, and how many the model expected of them."""
     judged = pool.pool_label >= 0
