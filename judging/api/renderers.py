@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Iterator
 from operator import itemgetter
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 from django.http import HttpResponse
@@ -124,7 +124,7 @@ def _csv_written(rows: list[tuple], writer, buffer: io.StringIO) -> str:
     return text
 
 
-def judgments_csv(chunks: Iterable[list[tuple]]) -> Iterator[str]:
+def judgments_csv(chunks: Iterable[list[Any]]) -> Iterator[str]:
     """CSV with a header line from chunks of export rows (selectors.judgment_export_chunks with
     ``missing_grade=""``), as csv.writer writes them: empty cells for missing grades, true/false for the
     unsure flag; text that a spreadsheet would run as a formula is neutralized (``csv_cell``). A chunk is
@@ -170,7 +170,7 @@ def _jsonl_chunk(rows: list[tuple]) -> str:
     return "".join(map(line.__mod__, _with_columns(rows, replaced)))
 
 
-def judgments_jsonl(chunks: Iterable[list[tuple]]) -> Iterator[str]:
+def judgments_jsonl(chunks: Iterable[list[Any]]) -> Iterator[str]:
     """JSON Lines from chunks of export rows (selectors.judgment_export_chunks with ``missing_grade="null"``):
     one object per judgment with the same fields and values as the JSON API."""
     for rows in chunks:
@@ -182,7 +182,7 @@ def judgments_jsonl(chunks: Iterable[list[tuple]]) -> Iterator[str]:
 _WHITESPACE = re.compile(r"\s")
 
 
-def qrels_text(chunks: Iterable[list[tuple]]) -> Iterator[str]:
+def qrels_text(chunks: Iterable[list[Any]]) -> Iterator[str]:
     """TREC qrels from chunks of (qid, docid, label) rows (selectors.qrels_chunks), byte for byte as
     formats.format_qrels writes them: one %-format per row when the chunk's identifiers are all writable
     (checked for each column as a whole); otherwise format_qrels itself, which names the bad one."""

@@ -26,7 +26,15 @@ from judging.api.renderers import (
     leaderboard_per_query_csv,
     pieces_response,
 )
-from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
+from judging.api.views.base import (
+    BOM_PARAMETER,
+    ONE_OBJECT,
+    ViewBase,
+    attachment,
+    bom_param,
+    download_name,
+    leaderboard_query,
+)
 from judging.errors import RequestError
 from judging.jobs import significance_get
 from judging.models import Campaign
@@ -47,7 +55,7 @@ from metrics import Measure
 ONE_BOARD: dict[str, Any] = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
 
 
-class LeaderboardActions:
+class LeaderboardActions(ViewBase):
     """CampaignViewSet's leaderboard actions."""
 
     @extend_schema(
