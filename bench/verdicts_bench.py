@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._setup import machine_line  # noqa: E402
-from bench.trust_bench import make_campaign  # noqa: E402
-from metrics.final_order import order_verdicts, query_parts  # noqa: E402
-from metrics.relevance_model import label_model  # noqa: E402
-from metrics.verdicts import _parts, final_pool  # noqa: E402
+from bench._setup import machine_line
+from bench.trust_bench import make_campaign
+from metrics.final_order import order_verdicts, query_parts
+from metrics.relevance_model import label_model
+from metrics.verdicts import _parts, final_pool
 
 TARGET_MS = 50
 

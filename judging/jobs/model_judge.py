@@ -276,7 +276,7 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
             f"the model endpoint failed {GIVE_UP_AFTER} calls in a row and the run stopped "
             f"(last error: {exc.last_error})"
         )
-    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+    except Exception as exc:  # any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
     finally:

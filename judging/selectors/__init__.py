@@ -37,7 +37,7 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_chunks,
     qrels_rows,
 )
-from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401, E402
+from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401
 from judging.selectors.progress import JudgeProgress, judge_progress, percent_complete  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     QUEUE_FIELDS,

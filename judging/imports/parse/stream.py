@@ -477,7 +477,7 @@ class ReadAhead:
                     if not self._put((True, block)):
                         return
                 self._put((True, self._END))
-            except BaseException as exc:  # handed to the caller, who raises it
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
                 self._put((False, exc))
 
     def __enter__(self) -> Iterator[RunBlock]:
