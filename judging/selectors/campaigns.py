@@ -36,12 +36,11 @@ from judging.models import (
     System,
     User,
 )
+from judging.roles import leads_everywhere, membership_role
 
 
 def campaign_list(*, user: User) -> QuerySet[Campaign]:
     """The campaigns a user may open: every one for a superuser, else those they are a member of."""
-    from judging.access import leads_everywhere  # judging.access reads through the selectors
-
     if leads_everywhere(user):
         return Campaign.objects.all()
     if isinstance(user, AnonymousUser):
@@ -345,8 +344,6 @@ def campaign_rows(*, user: User) -> list[dict[str, Any]]:
     """The home page's rows: each campaign the user may open, their role in it and how many pairs they judged."""
     if isinstance(user, AnonymousUser):
         return []
-    from judging.access import membership_role  # judging.access reads through the selectors
-
     roles = membership_roles(user=user)
     mine: dict[int, int] = dict(
         Judgment.objects.filter(annotator=user).values_list("pair__campaign_id").annotate(n=Count("id")).order_by()

@@ -31,6 +31,7 @@ from django.utils.dateparse import parse_datetime
 
 from judging.formats import nfc
 from judging.models import Campaign, Judgment, Membership, Pair, User
+from judging.roles import leads_everywhere
 from judging.selectors.campaigns import membership_roles
 
 if TYPE_CHECKING:
@@ -227,8 +228,6 @@ def _pair_in(pairs: QuerySet[Pair]) -> Q:
 
 def judgments_visible(*, user: User) -> QuerySet[Judgment]:
     """Judgments a user may read: everything in the campaigns they lead, their own in the others."""
-    from judging.access import leads_everywhere  # judging.access reads through the selectors
-
     if not user.is_authenticated:
         return Judgment.objects.none()
     if leads_everywhere(user):
