@@ -24,7 +24,7 @@ from judging.formats import (
 )
 
 if TYPE_CHECKING:
-    from judging.selectors.progress import JudgeProgress
+    from judging.figures import JudgeProgress
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
 # Account is settings.AUTH_USER_MODEL (Django's own, which is what django-stubs types request.user with).

@@ -1,5 +1,6 @@
 """Everything that reads for a page or an export: campaigns, the judging queue, judgments, agreement."""
 
+from judging.figures import JudgeProgress, percent_complete  # noqa: F401
 from judging.selectors.audit import AuditState, audit_draws, audit_queries, audit_state  # noqa: F401
 from judging.selectors.campaigns import (  # noqa: F401
     POOL_SIZE_TTL,
@@ -38,7 +39,7 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_rows,
 )
 from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401, E402
-from judging.selectors.progress import JudgeProgress, judge_progress, percent_complete  # noqa: F401
+from judging.selectors.progress import judge_progress  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     QUEUE_FIELDS,
     NextPair,
