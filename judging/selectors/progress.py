@@ -15,7 +15,7 @@ from judging import runtime
 from judging.compiled import Args, Slots, Values, compiled_select
 from judging.figures import JudgeProgress
 from judging.models import Campaign, Judgment, Pair, User
-from judging.selectors.campaigns import _pooled, pool_size
+from judging.reads import pool_size, pooled
 
 
 def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, done: int) -> JudgeProgress:
@@ -28,7 +28,7 @@ def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, 
 
 def pairs_unlabelled(*, campaign: Campaign) -> int:
     """Pooled pairs of the campaign without a label."""
-    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, label__isnull=True).count()
+    return Pair.objects.filter(pooled(), campaign_id=campaign.id, label__isnull=True).count()
 
 
 def progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
@@ -47,7 +47,7 @@ def progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, A
             of_query.filter(mine).annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
         ),
         "campaign_done": Subquery(
-            Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
+            Pair.objects.filter(pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
             .order_by()
             .values("campaign_id")
             .annotate(n=Count("id"))
@@ -112,7 +112,7 @@ def campaign_done(*, campaign: Campaign) -> int:
 
 
 def _campaign_done_count(campaign: Campaign) -> int:
-    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
+    return Pair.objects.filter(pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from judging import reads
 from judging.models import Campaign, LabelsCounter, Pair, PoolCount, Query
 from judging.scoring import selection
-from judging.selectors import campaigns as campaign_selectors
 from judging.selectors import pool_size
 from judging.services import (
     adjudication_remove,
@@ -100,9 +100,9 @@ def test_the_queue_sees_a_judgment_through_the_counter(pooled, annotator):
 
 @pytest.fixture
 def fresh_pool_size():
-    campaign_selectors._pool_sizes.clear()
-    yield lambda campaign: (campaign_selectors._pool_sizes.clear(), pool_size(campaign=campaign))[1]
-    campaign_selectors._pool_sizes.clear()
+    reads._pool_sizes.clear()
+    yield lambda campaign: (reads._pool_sizes.clear(), pool_size(campaign=campaign))[1]
+    reads._pool_sizes.clear()
 
 
 def test_pool_count_follows_every_pool_change(campaign, annotator, fresh_pool_size):
@@ -129,7 +129,7 @@ def test_a_new_campaign_has_an_empty_pool(db, lead):
 
     campaign = campaign_create(slug="empty", name="empty")
     membership_add(campaign=campaign, user=lead, role="lead")
-    campaign_selectors._pool_sizes.clear()
+    reads._pool_sizes.clear()
     assert pool_size(campaign=campaign) == 0
     assert selection._labels_stamp(campaign) == (0, 0)
 

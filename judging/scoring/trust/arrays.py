@@ -14,12 +14,12 @@ import metrics
 from judging import runtime
 from judging.errors import RequestError
 from judging.models import Campaign
+from judging.reads import grade_top
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.hybrid import hybrid_judge
 from judging.scoring.trust.store import LOCK, recall, remember
-from judging.selectors.campaigns import grade_top
 from metrics import Measure
 
 _KEEP_ARRAYS = 2  # the latest states: a request of an older one holds its own reference
