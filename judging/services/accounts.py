@@ -52,9 +52,9 @@ from django.utils.translation import ngettext
 from rest_framework.authtoken.models import Token
 
 from judging.access import lead_required
+from judging.endpoints import urls_display
 from judging.models import Campaign, Membership
 from judging.services.campaigns import membership_add, no_user, not_a_person
-from judging.services.endpoints import urls_display
 
 logger = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
+from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
 from judging.models import (
@@ -45,7 +46,6 @@ from judging.models import (
     Pair,
 )
 from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.endpoints import urls_display
 from judging.services.judge_templates import ScaleMapping, answer_line, scale_mapping
 from judging.services.judgments import labels_refresh
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
