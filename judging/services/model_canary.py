@@ -22,8 +22,9 @@ from typing import Any
 from django.contrib.auth.models import User as Account
 from django.db import transaction
 
+from judging.judge_models import answer_line
 from judging.models import Campaign, CanaryProbe, JudgeTemplate, Pair
-from judging.services.judge_templates import answer_line, scale_mapping
+from judging.services.judge_templates import scale_mapping
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 from judging.services.model_judge import DOC_CHARS, PairText, _pair_texts, prompt_messages, read_answer
 

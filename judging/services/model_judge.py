@@ -36,6 +36,7 @@ from django.utils import timezone
 from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
+from judging.judge_models import answer_line
 from judging.models import (
     AnnotatorProfile,
     Campaign,
@@ -46,7 +47,7 @@ from judging.models import (
     Pair,
 )
 from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.judge_templates import ScaleMapping, answer_line, scale_mapping
+from judging.services.judge_templates import ScaleMapping, scale_mapping
 from judging.services.judgments import labels_refresh
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
 
