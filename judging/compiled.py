@@ -29,7 +29,7 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   cube depends on), in one statement, at every leaderboard request and queue list;
 - ``services.judgments._judgment_write``'s writes that every judgment makes, with ``compiled_update`` and
   ``compiled_delete``: the pair's label and count, its query's labels version, its campaign's labels counter
-  and its labels log's line (``services.judgments.labels_bump`` of one query), the hold
+  and its labels log's line (``labels.labels_bump`` of one query), the hold
   (``services.judgments.hold_delete``).
   Building each with the ORM cost more CPU than running it (an API judgment: 9.3-9.6 -> 5.0-7.7 ms of the
   app's CPU with the token's read, bench/judge_bench.py), and PostgreSQL planned each anew.

@@ -37,6 +37,7 @@ from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
 from judging.judge_models import answer_line
+from judging.labels import labels_refresh
 from judging.models import (
     AnnotatorProfile,
     Campaign,
@@ -46,10 +47,10 @@ from judging.models import (
     ModelConsistency,
     Pair,
 )
-from judging.services.accounts import account_name_resolve, model_judge_membership
+from judging.services.accounts import model_judge_membership
 from judging.services.judge_templates import ScaleMapping, scale_mapping
-from judging.services.judgments import labels_refresh
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
+from judging.usernames import account_name_resolve
 
 PAIR_MODES = ("unjudged", "all", "sample:N", "none")
 REPEAT_MAX = 20  # times one pair may be asked in a run (--repeat)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from judging import selectors
 from judging.access import campaign_member_pair
 from judging.compiled import Slots, Values, compiled_select, compiled_update
+from judging.labels import _labels_bump_query_of
 from judging.models import Assignment, Campaign, Document, Pair, Query
 from judging.selectors.queue import (
     QUEUE_FIELDS,
@@ -28,7 +29,6 @@ from judging.selectors.queue import (
 )
 from judging.services import judgment_record, membership_add
 from judging.services.judgments import (
-    _labels_bump_query_of,
     _pair_label_of,
     _pair_state,
     _pair_state_of,
@@ -216,6 +216,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "judging/selectors/priority.py",
         "judging/selectors/progress.py",
         "judging/services/judgments.py",
+        "judging/labels.py",
         "judging/access.py",
         "judging/scoring/cache.py",
         "judging/scoring/cube.py",
@@ -229,7 +230,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "services.judgments.hold_delete",
         "selectors.priority.complete_prefix",
         "selectors.priority.own_prefix",
-        "services.judgments.labels_bump",
+        "labels.labels_bump",
         "scoring.cache._labels_state",
         "scoring.cube._systems_key",
         "access.token_owner",

@@ -264,9 +264,9 @@ def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, anno
 def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign, annotator, monkeypatch):
     """More bumps since the kept counters than the log is read for, or log lines pruned past them: every
     query's version is read again, and is right. The log keeps a shard's lines for LABELS_LOG_KEEP bumps."""
+    from judging import labels
     from judging.models import LabelsChange
     from judging.scoring import cache
-    from judging.services import judgments
 
     _many_queries(campaign)
     pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
@@ -281,8 +281,8 @@ def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign,
     assert len(read) == 1  # 3 lines behind: every version read
 
     monkeypatch.undo()
-    monkeypatch.setattr(judgments, "LABELS_LOG_KEEP", 4)
-    monkeypatch.setattr(judgments, "LABELS_LOG_PRUNE", 2)
+    monkeypatch.setattr(labels, "LABELS_LOG_KEEP", 4)
+    monkeypatch.setattr(labels, "LABELS_LOG_PRUNE", 2)
     same_shard = [p for p in pairs if p.query_id % 16 == pairs[0].query_id % 16]
     shard = same_shard[0].query_id % 16
     for i in range(12):  # 12 bumps of one shard: its lines older than the last 4 bumps go
