@@ -21,8 +21,8 @@ from judging import runtime
 from judging.aggregation import aggregate_grades
 from judging.compiled import compiled_sql, int_slot
 from judging.errors import RequestError
-from judging.imports.pgcopy import pg_type
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
+from judging.pgcopy import pg_type
 from judging.scoring import cube_file
 
 logger = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ _COPY_READ = frozenset({"int8", "int4", "int2", "bytea", "text", "bool", "float8
 
 def _copy_types(compiler: Any) -> list[str] | None:
     """The binary COPY type of each column the compiled query selects (its ``select``, filled by ``as_sql``), or
-    None when one has none that reads as the text cursor's (judging.imports.pgcopy.pg_type, _COPY_READ)."""
+    None when one has none that reads as the text cursor's (judging.pgcopy.pg_type, _COPY_READ)."""
     try:
         types = [pg_type(col.output_field.db_type(compiler.connection)) for col, _, _ in compiler.select]
     except (ValueError, AttributeError):
