@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
@@ -33,6 +34,7 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
+import metrics
 from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
@@ -394,10 +396,6 @@ def consistency_write(
     *, judge: Account, template: JudgeTemplate | None, verdicts: Sequence[Verdict], temperature: float
 ) -> None:
     """Store the repeated answers of each verdict that has them (the latest run replaces a pair's row)."""
-    import numpy as np
-
-    import metrics
-
     rows = [v for v in verdicts if v.answers and len(v.answers) >= 2]
     if not rows:
         return
