@@ -134,7 +134,7 @@ def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
         # A judgment's: statements compiled once per process (judging.compiled), as every judgment runs them
         query_id = int(query_ids[0])
         shard = query_id % LABELS_SHARDS
-        compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query_id})
+        compiled_update(("labels_bump_query",), labels_bump_query_of).run({"query_id": query_id})
         values = {"campaign_id": campaign_id, "shard0": shard, "query_id": query_id}
         if connection.vendor == "postgresql":
             # the counter and the log's line in one statement (one round trip less for every judgment)
@@ -179,7 +179,7 @@ def _log_prune(campaign_id: int, versions: dict[int, int]) -> None:
             ).delete()
 
 
-def _labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
+def labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
     return Query.objects.filter(id=Slots()["query_id"]), {"labels_version": F("labels_version") + 1}
 
 

@@ -163,6 +163,13 @@ def registered() -> list[Kept]:
         return sorted(_REGISTRY.values(), key=lambda k: k.name)
 
 
+def kept(name: str) -> Kept:
+    """The registered entry ``name`` (its module imported already): how tests and tools reach a module's container
+    without importing its private name."""
+    with _REGISTRY_LOCK:
+        return _REGISTRY[name]
+
+
 def caches_clear(group: str | None = None) -> None:
     """Clear every registered cache (of ``group`` only, when given), as a freshly started process has none."""
     for entry in registered():

@@ -9,6 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("judging", "metrics")
+# Where no module may import another's private names: the app, the measures, and their tests and benchmarks.
+PRIVATE_CHECKED = (*PACKAGES, "tests", "bench")
 
 # Where an import inside a function is what the framework asks for: module -> functions allowed to.
 FUNCTION_IMPORTS_ALLOWED = {
@@ -16,8 +18,8 @@ FUNCTION_IMPORTS_ALLOWED = {
 }
 
 
-def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
-    for package in PACKAGES:
+def _modules(packages: tuple[str, ...] = PACKAGES) -> Iterator[tuple[str, Path, ast.Module]]:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             if "migrations" in path.parts:
                 continue
@@ -26,8 +28,8 @@ def _modules() -> Iterator[tuple[str, Path, ast.Module]]:
             yield name, path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def _ours(module: str | None) -> bool:
-    return module is not None and module.split(".")[0] in PACKAGES
+def _ours(module: str | None, packages: tuple[str, ...] = PACKAGES) -> bool:
+    return module is not None and module.split(".")[0] in packages
 
 
 def _where(path: Path, node: ast.stmt) -> str:
@@ -65,3 +67,23 @@ def test_modules_import_ours_at_module_level_only():
         if function not in FUNCTION_IMPORTS_ALLOWED.get(name, set())
     ]
     assert not found, "imports inside functions:\n" + "\n".join(found)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own: what another module (a test or bench included) needs
+    is public, in the module that owns it or in a shared one (metrics.ranking's argument checks and intermediates,
+    judging.imports.parse.trec's parsing helpers). A test reaches a module's cache through the registry
+    (``runtime.kept(name).store``)."""
+    found = [
+        f"{_where(path, node)}: from {'.' * node.level}{node.module or ''} import {alias.name}"
+        for _name, path, tree in _modules(PRIVATE_CHECKED)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level > 0 or _ours(node.module, PRIVATE_CHECKED))
+        for alias in node.names
+        if _private(alias.name)
+    ]
+    assert not found, "private names imported from another module:\n" + "\n".join(found)

@@ -293,7 +293,7 @@ def pairs_to_judge(*, campaign: Campaign, judge: Account, mode: str = "unjudged"
     return sorted(random.Random(seed).sample(ids, min(int(n), len(ids))))
 
 
-def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
+def pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
     rows = (
         Pair.objects.filter(id__in=pair_ids)
         .order_by("id")
@@ -551,7 +551,7 @@ def model_judge_run(
             for start in range(0, len(pair_ids), batch):
                 if stop.is_set():
                     break
-                futures = [pool.submit(ask, t) for t in _pair_texts(pair_ids[start : start + batch])]
+                futures = [pool.submit(ask, t) for t in pair_texts(pair_ids[start : start + batch])]
                 if pending:
                     finish(pending)
                 pending = futures

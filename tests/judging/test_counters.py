@@ -229,8 +229,9 @@ def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, anno
     database, and it reads them all only the first time (after that, the labels log's lines since)."""
     import numpy as np
 
-    from judging.scoring.cache import _VERSIONS
+    from judging import runtime
 
+    _VERSIONS = runtime.kept("scoring.labels_versions").store
     _many_queries(campaign)
     other = make_user("other")
     membership_add(campaign=campaign, user=other, role="annotator")
@@ -264,13 +265,13 @@ def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, anno
 def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign, annotator, monkeypatch):
     """More bumps since the kept counters than the log is read for, or log lines pruned past them: every
     query's version is read again, and is right. The log keeps a shard's lines for LABELS_LOG_KEEP bumps."""
-    from judging import labels
+    from judging import labels, runtime
     from judging.models import LabelsChange
     from judging.scoring import cache
 
     _many_queries(campaign)
     pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
-    cache._VERSIONS.clear()
+    runtime.kept("scoring.labels_versions").store.clear()
     assert _versions_read(campaign)[0] == _every_version(campaign)
 
     monkeypatch.setattr(cache, "LOG_READ_MAX", 2)
