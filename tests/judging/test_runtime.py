@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from judging import runtime, scoring
-from judging.api.renderers import TextLRU
+from judging.api.leaderboard_text import TextLRU
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Pair
 from judging.scoring import cube_file, grid_file, leaderboard, series_file
 from judging.scoring.cache import scores_clear
@@ -45,7 +45,7 @@ def _restart():
     cubes_clear()
     scores_clear()
     caches_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     series_file.series_clear()
 
 
