@@ -1,4 +1,6 @@
-"""The audit of a prediction-powered leaderboard as it stands: the queries drawn, which of them are audited."""
+"""The audit of a prediction-powered leaderboard for its pages: the draws and the drawn queries with their labelled
+pairs. Its state (the queries drawn, which of them are audited), which scoring reads too, is
+``judging.reads.audit_state``."""
 
 from __future__ import annotations
 
