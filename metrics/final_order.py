@@ -24,7 +24,7 @@ from scipy.special import ndtr  # the normal CDF (scipy.stats costs half a secon
 
 from metrics._types import FloatArray
 from metrics.relevance_model import Answers, LabelModel, list_signature, sample_scores
-from metrics.verdicts import FinalPool, _parts
+from metrics.verdicts import FinalPool, verdict_parts
 
 __all__ = [
     "CONFIDENCE",
@@ -193,7 +193,7 @@ def query_parts(
     scored as retrieved, the whole run otherwise); two systems with the same list for a query differ by exactly
     0 there, which makes identical systems tied."""
     q = np.asarray(qrels)
-    parts = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
+    parts = verdict_parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
     mean, cov = sample_scores(
         base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples, answers=answers
     )

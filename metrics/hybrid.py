@@ -42,8 +42,8 @@ import numpy.typing as npt
 
 from metrics._types import FloatArray, IntArray
 from metrics.keys import pair_keys as make_pair_keys  # the name pair_keys is hybrid_order's argument
-from metrics.ranking import PAD, UNJUDGED, _gains, evaluate
-from metrics.selection import Selection, _unjudged, adjacent_coefficients, mtc_weights
+from metrics.ranking import PAD, UNJUDGED, evaluate, gain_values
+from metrics.selection import Selection, adjacent_coefficients, mtc_weights, unjudged_entries
 
 __all__ = [
     "PRIOR_WEIGHT",
@@ -459,11 +459,11 @@ def hybrid_order(
     n_g = base.size
     top_grade = n_g - 1
     _, weights = mtc_weights(lab, qrels, measure="nDCG", k=k, top_grade=max(top_grade, 1), gain=gain)
-    ent = _unjudged(lab, ids, None)
+    ent = unjudged_entries(lab, ids, None)
     n_pairs = ent.query.size
     if n_pairs == 0:
         return Selection(ent.query, ent.doc, np.zeros(0))
-    grade_gain = np.asarray(_gains(np.arange(n_g), gain), dtype=np.float64)
+    grade_gain = np.asarray(gain_values(np.arange(n_g), gain), dtype=np.float64)
     share = grade_gain / max(float(grade_gain[-1]), 1e-12)  # x for each grade: its gain as a share of the top's
     wanted = make_pair_keys(qids[ent.query], ent.doc)
     at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))

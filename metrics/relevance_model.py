@@ -24,23 +24,23 @@ from scipy import sparse
 from scipy.special import ndtri
 
 from metrics._types import FloatArray, IntArray
-from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.bounds import grade_counts, idcg_from_counts
 from metrics.keys import pair_keys
 from metrics.ranking import (
     UNJUDGED,
-    _discounts,
-    _gains,
-    _safe_divide,
     average_precision,
     bpref,
     f1,
+    gain_values,
     hit,
     ndcg,
     precision,
+    rank_discounts,
     recall,
     reciprocal_rank,
+    safe_divide,
 )
-from metrics.verdicts import N_BUCKETS, WHOLE_RUN_BASES, FinalPool, _rank_bucket
+from metrics.verdicts import N_BUCKETS, WHOLE_RUN_BASES, FinalPool, rank_bucket
 
 __all__ = ["SAMPLES_MIN", "Answers", "LabelModel", "doc_prior", "label_model", "list_signature", "sample_scores"]
 
@@ -107,7 +107,7 @@ def _mean_rate(pool: FinalPool, cell_rate: FloatArray) -> FloatArray:
 def doc_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
     """(P,) P(relevant) of every pooled document under ``model``, before its query's factor."""
     out: FloatArray = np.clip(
-        _mean_rate(pool, model.cell_rate) * model.runs_factor[_rank_bucket(pool.pool_runs - 1)], 1e-6, 0.999
+        _mean_rate(pool, model.cell_rate) * model.runs_factor[rank_bucket(pool.pool_runs - 1)], 1e-6, 0.999
     )
     return out
 
@@ -146,7 +146,7 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int, soft: FloatA
     grades = np.bincount(pool.pool_label[human & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
     grade_cdf = np.cumsum((grades + 1.0) / (grades.sum() + max(top_grade, 1))) if top_grade >= 1 else np.zeros(0)
     mean_rate = np.clip(_mean_rate(pool, cell_rate), 1e-6, 0.999)
-    rb = _rank_bucket(pool.pool_runs - 1)
+    rb = rank_bucket(pool.pool_runs - 1)
     exp_b = np.bincount(rb[judged], weights=mean_rate[judged], minlength=N_BUCKETS)
     got_b = np.bincount(rb[judged], weights=rel[judged], minlength=N_BUCKETS)
     runs_factor = (got_b + PRIOR_WEIGHT * overall) / (exp_b + PRIOR_WEIGHT * overall)
@@ -347,16 +347,16 @@ def _additive_values(
     row = si * n_qc + qi
     col = idx[si, qi, ri]
     if base == "nDCG":
-        disc = _discounts(depth)
-        judged = ((_gains(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
+        disc = rank_discounts(depth)
+        judged = ((gain_values(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
         weights = _sparse(disc[ri], row, col, (n_s * n_qc, n_u))
-        dcg = judged.reshape(-1, 1) + weights @ _gains(sampled, gain)
+        dcg = judged.reshape(-1, 1) + weights @ gain_values(sampled, gain)
         g = top_grade + 1
-        counts = np.broadcast_to(_grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
+        counts = np.broadcast_to(grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
         cell = (doc_local_q[:, None] * m + np.arange(m)[None, :]) * g + sampled.astype(np.int64)
         counts += np.bincount(cell.reshape(-1), minlength=n_qc * m * g).reshape(n_qc, m, g)
-        idcg = _idcg_from_counts(counts, k, gain)  # (Qc, m)
-        out: FloatArray = _safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
+        idcg = idcg_from_counts(counts, k, gain)  # (Qc, m)
+        out: FloatArray = safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
         return out
     ones = _sparse(np.ones(row.size), row, col, (n_s * n_qc, n_u))
     sampled_rel = (sampled >= threshold).astype(np.float64)
@@ -371,8 +371,8 @@ def _additive_values(
         np.repeat(doc_local_q, m) * m + np.tile(np.arange(m), n_u), weights=sampled_rel.reshape(-1), minlength=n_qc * m
     ).reshape(n_qc, m)
     if base == "R":
-        return _safe_divide(rel, num_rel[None])
-    return _safe_divide(2.0 * rel, np.where(num_rel > 0, k + num_rel, 0)[None])
+        return safe_divide(rel, num_rel[None])
+    return safe_divide(2.0 * rel, np.where(num_rel > 0, k + num_rel, 0)[None])
 
 
 def _ranked_values(
@@ -394,7 +394,7 @@ def _ranked_values(
         weights=sampled_rel.reshape(-1),
         minlength=n_qc * m,
     ).reshape(n_qc, m)
-    return _safe_divide(precision_sum, num_rel[None])
+    return safe_divide(precision_sum, num_rel[None])
 
 
 def sample_scores(

@@ -44,7 +44,7 @@ def leaderboard_data(
     ``attribute`` adds ILD@k and Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
-    ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
+    ``per_query_text`` (judging.api.leaderboard_text.leaderboard_json): called as ``per_query_text(values, qids,
     names, block=..., series=..., campaign_pk=..., versions=...)`` for each system, with ``values()`` its
     (Q_scored, M) per-query values (``values(rows)`` those of the scored queries at positions ``rows``),
     ``block`` naming them (the scores' state and the system), ``series`` the same system's values in every state

@@ -13,10 +13,10 @@ from django.db.models import Count
 from django.utils.translation import gettext, gettext_lazy
 
 import metrics
+from judging.endpoints import urls_display
 from judging.models import AnnotatorProfile, Campaign, JudgeTemplate, Judgment, Membership
 from judging.scoring import Params, leaderboard
 from judging.selectors import judges as judge_reads
-from judging.services.endpoints import urls_display
 
 DISAGREEMENTS = 50  # rows of the "biggest disagreements" table
 TOP = 5  # the top of the ranking whose overlap is shown

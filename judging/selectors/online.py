@@ -33,7 +33,7 @@ def _nan_to_none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]:
+def metric_agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]:
     n = len(x)
     tau = metrics.kendall_tau(x, y) if n >= 2 else float("nan")
     r = metrics.pearson_r(x, y) if n >= 2 else float("nan")
@@ -92,7 +92,7 @@ def offline_vs_online(
         sys_names = [names[s] for s in systems]
         for measure_row, measure in enumerate(measures):
             x = means[measure_row, systems]
-            row = {"measure": measure, "metric": metric, **_agreement(x, y, sys_names)}
+            row = {"measure": measure, "metric": metric, **metric_agreement(x, y, sys_names)}
             rows.append(row)
             points[(measure, metric)] = [
                 {"system": n, "offline": float(a), "online": float(b)} for n, a, b in zip(sys_names, x, y, strict=True)
@@ -127,7 +127,7 @@ def offline_vs_online(
                 systems = sorted(by_query[qi])
                 x = lb.table.scores[measure_row, systems, qi]
                 y = np.array([by_query[qi][s] for s in systems])
-                a = _agreement(x, y, [names[s] for s in systems])
+                a = metric_agreement(x, y, [names[s] for s in systems])
                 details.append({"qid": lb.cube.qids[qi], **a})
                 if a["kendall_tau"] is not None:
                     taus.append(a["kendall_tau"])

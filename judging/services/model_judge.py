@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
@@ -33,8 +34,12 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
+import metrics
+from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
+from judging.judge_models import answer_line
+from judging.labels import labels_refresh
 from judging.models import (
     AnnotatorProfile,
     Campaign,
@@ -44,11 +49,10 @@ from judging.models import (
     ModelConsistency,
     Pair,
 )
-from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.endpoints import urls_display
-from judging.services.judge_templates import ScaleMapping, answer_line, scale_mapping
-from judging.services.judgments import labels_refresh
+from judging.services.accounts import model_judge_membership
+from judging.services.judge_templates import ScaleMapping, scale_mapping
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
+from judging.usernames import account_name_resolve
 
 PAIR_MODES = ("unjudged", "all", "sample:N", "none")
 REPEAT_MAX = 20  # times one pair may be asked in a run (--repeat)
@@ -289,7 +293,7 @@ def pairs_to_judge(*, campaign: Campaign, judge: Account, mode: str = "unjudged"
     return sorted(random.Random(seed).sample(ids, min(int(n), len(ids))))
 
 
-def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
+def pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
     rows = (
         Pair.objects.filter(id__in=pair_ids)
         .order_by("id")
@@ -392,10 +396,6 @@ def consistency_write(
     *, judge: Account, template: JudgeTemplate | None, verdicts: Sequence[Verdict], temperature: float
 ) -> None:
     """Store the repeated answers of each verdict that has them (the latest run replaces a pair's row)."""
-    import numpy as np
-
-    import metrics
-
     rows = [v for v in verdicts if v.answers and len(v.answers) >= 2]
     if not rows:
         return
@@ -551,7 +551,7 @@ def model_judge_run(
             for start in range(0, len(pair_ids), batch):
                 if stop.is_set():
                     break
-                futures = [pool.submit(ask, t) for t in _pair_texts(pair_ids[start : start + batch])]
+                futures = [pool.submit(ask, t) for t in pair_texts(pair_ids[start : start + batch])]
                 if pending:
                     finish(pending)
                 pending = futures

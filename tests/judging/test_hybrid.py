@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from bench import synthetic
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Campaign, Pair
 from judging.scoring import leaderboard_data, process_caches_clear, trust
 from judging.scoring.hybrid import campaign_judge, fits_clear
@@ -115,7 +115,8 @@ def test_hybrid_after_judgments_equals_a_cold_one(make_user):
 
     def texts():
         return [
-            renderers.leaderboard_json(campaign=campaign, **r) or json.dumps(leaderboard_data(campaign=campaign, **r))
+            leaderboard_text.leaderboard_json(campaign=campaign, **r)
+            or json.dumps(leaderboard_data(campaign=campaign, **r))
             for r in requests
         ]
 
@@ -128,7 +129,7 @@ def test_hybrid_after_judgments_equals_a_cold_one(make_user):
     trust.caches_clear()
     process_caches_clear()
     fits_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     from django.core.cache import cache
 
     cache.clear()

@@ -18,14 +18,9 @@ from rest_framework.response import Response
 from judging import params
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
+from judging.api.leaderboard_text import leaderboard_json_pieces, pieces_response
 from judging.api.permissions import CanSeeLeaderboard, access
-from judging.api.renderers import (
-    LeaderboardCSVRenderer,
-    leaderboard_csv,
-    leaderboard_json_pieces,
-    leaderboard_per_query_csv,
-    pieces_response,
-)
+from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_per_query_csv
 from judging.api.views.base import (
     BOM_PARAMETER,
     ONE_OBJECT,

@@ -20,6 +20,7 @@ from judging.imports.errors import FormatError, ImportConflict
 from judging.imports.service.pool import pair_ids, pairs_insert, stubs_create
 from judging.imports.service.summary import ImportSummary, Progress, logged
 from judging.imports.write import fetch, insert_columns, insert_rows, reserve_ids, roomy_cache
+from judging.labels import labels_bump, labels_refresh
 from judging.models import (
     Account,
     AnnotatorProfile,
@@ -33,7 +34,7 @@ from judging.models import (
     Query,
     User,
 )
-from judging.services.judgments import labels_bump, labels_refresh
+from judging.usernames import account_name_resolve
 
 
 def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, filename: str) -> tuple[Account, bool]:
@@ -53,8 +54,6 @@ def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, 
         raise refuse(
             _("%(name)s is not a valid source name: use letters, digits and @ . + - _ only") % {"name": repr(name)}
         ) from None
-    from judging.services.accounts import account_name_resolve  # here: services.accounts imports this package
-
     name, user = account_name_resolve(name, error=refuse)  # ALICE names alice; a look-alike is refused
     if user is None:
         user = Account.objects.create_user(username=name, password=None)  # no usable password
