@@ -68,8 +68,43 @@ def offline_vs_online(
     then r); Judged@k is left out of that choice (it measures the labels, not the systems).
     """
     lb = lb or leaderboard(campaign, params or Params())
-    means = lb.means()  # (M, S)
-    names = lb.cube.system_names
+    overall, per_query = _online_figures(campaign, lb)
+    rows, points = _overall_agreement(lb, overall)
+    best = _best_measures(rows, overall)
+    query_rows = _per_query_agreement(lb, per_query)
+    n_systems = max((r["n_systems"] for r in rows), default=0)
+    return {
+        "campaign": campaign.slug,
+        "k": lb.params.k,
+        "gain": lb.params.gain,
+        "threshold": lb.params.threshold,
+        "labels": lb.params.labels,
+        "measures": lb.measures,
+        "metrics": sorted(overall),
+        "per_query_metrics": sorted(per_query),
+        "agreement": rows,
+        "best": {
+            m: {
+                "measure": r["measure"],
+                "kendall_tau": r["kendall_tau"],
+                "pearson_r": r["pearson_r"],
+                "offline_ties": r["offline_ties"],
+                "online_ties": r["online_ties"],
+                "discordant_pairs": r["discordant_pairs"],
+            }
+            for m, r in best.items()
+        },
+        "per_query": query_rows,
+        "few_systems": 0 < n_systems < FEW_SYSTEMS,
+        "_points": points,  # for the page's scatter plots; dropped from the API
+    }
+
+
+def _online_figures(
+    campaign: Campaign, lb: Leaderboard
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, dict[int, float]]]]:
+    """The campaign's online figures by metric: overall {system position: value}, and per query {query position:
+    {system position: value}} (systems and queries the leaderboard does not have left out)."""
     index = {sid: i for i, sid in enumerate(lb.cube.system_ids.tolist())}
     q_index = {qid: i for i, qid in enumerate(lb.cube.query_ids.tolist())}
     overall: dict[str, dict[int, float]] = defaultdict(dict)
@@ -83,30 +118,47 @@ def offline_vs_online(
             overall[metric][index[system_id]] = value
         elif query_id in q_index:
             per_query[metric][q_index[query_id]][index[system_id]] = value
-    measures = lb.measures
+    return overall, per_query
+
+
+def _overall_agreement(
+    lb: Leaderboard, overall: dict[str, dict[int, float]]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str], list[dict[str, Any]]]]:
+    """Per online metric and offline measure, the agreement across the systems with both, and the points of
+    its scatter plot."""
+    means = lb.means()  # (M, S)
+    names = lb.cube.system_names
     rows = []
     points = {}
     for metric in sorted(overall):
         systems = sorted(overall[metric])
         y = np.array([overall[metric][s] for s in systems])
         sys_names = [names[s] for s in systems]
-        for measure_row, measure in enumerate(measures):
+        for measure_row, measure in enumerate(lb.measures):
             x = means[measure_row, systems]
-            row = {"measure": measure, "metric": metric, **metric_agreement(x, y, sys_names)}
-            rows.append(row)
+            rows.append({"measure": measure, "metric": metric, **metric_agreement(x, y, sys_names)})
             points[(measure, metric)] = [
                 {"system": n, "offline": float(a), "online": float(b)} for n, a, b in zip(sys_names, x, y, strict=True)
             ]
+    return rows, points
+
+
+def _best_measures(rows: list[dict[str, Any]], overall: dict[str, dict[int, float]]) -> dict[str, dict[str, Any]]:
+    """Per online metric, the offline measure that agrees with it most: the highest tau, then fewer pairs left
+    tied (a measure that ties two systems is not shown right about them), then the highest r; Judged@k is left
+    out (it measures the labels, not the systems)."""
     best = {}
     for metric in sorted(overall):
-        # Best: the highest tau, then fewer pairs left tied (a measure that ties two systems is not
-        # shown right about them), then the highest r.
         candidates = [
-            r for r in rows if r["metric"] == metric and not r["measure"].startswith("Judged") and r["n_systems"] >= 2
+            r
+            for r in rows
+            if r["metric"] == metric
+            and not r["measure"].startswith("Judged")
+            and r["n_systems"] >= 2
+            and r["kendall_tau"] is not None
         ]
-        candidates = [r for r in candidates if r["kendall_tau"] is not None]
         if candidates:
-            top = max(
+            best[metric] = max(
                 candidates,
                 key=lambda r: (
                     r["kendall_tau"],
@@ -114,12 +166,18 @@ def offline_vs_online(
                     r["pearson_r"] if r["pearson_r"] is not None else -2,
                 ),
             )
-            best[metric] = top
+    return best
+
+
+def _per_query_agreement(lb: Leaderboard, per_query: dict[str, dict[int, dict[int, float]]]) -> list[dict[str, Any]]:
+    """Per online metric and offline measure, the agreement on each labelled query with two systems or more, and
+    the mean tau and r over those queries."""
+    names = lb.cube.system_names
     labelled = lb.table.labelled
     query_rows = []
     for metric in sorted(per_query):
         by_query = per_query[metric]
-        for measure_row, measure in enumerate(measures):
+        for measure_row, measure in enumerate(lb.measures):
             taus, rs, details = [], [], []
             for qi in sorted(by_query):
                 if not labelled[qi] or len(by_query[qi]) < 2:
@@ -144,32 +202,7 @@ def offline_vs_online(
                         "per_query": details,
                     }
                 )
-    n_systems = max((r["n_systems"] for r in rows), default=0)
-    return {
-        "campaign": campaign.slug,
-        "k": lb.params.k,
-        "gain": lb.params.gain,
-        "threshold": lb.params.threshold,
-        "labels": lb.params.labels,
-        "measures": measures,
-        "metrics": sorted(overall),
-        "per_query_metrics": sorted(per_query),
-        "agreement": rows,
-        "best": {
-            m: {
-                "measure": r["measure"],
-                "kendall_tau": r["kendall_tau"],
-                "pearson_r": r["pearson_r"],
-                "offline_ties": r["offline_ties"],
-                "online_ties": r["online_ties"],
-                "discordant_pairs": r["discordant_pairs"],
-            }
-            for m, r in best.items()
-        },
-        "per_query": query_rows,
-        "few_systems": 0 < n_systems < FEW_SYSTEMS,
-        "_points": points,  # for the page's scatter plots; dropped from the API
-    }
+    return query_rows
 
 
 def best_sentence(result: dict[str, Any]) -> list[str]:
