@@ -39,7 +39,10 @@ def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
     aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
     Call inside the transaction that changed the judgments.
 
-    Plain rows and numpy throughout: a million pairs (a qrels import) take seconds, not minutes."""
+    Plain rows and numpy throughout: a million pairs (a qrels import) take seconds, not minutes.
+
+    One function: the reads and the two writes of one refresh, in the order the callers' locks ask for.
+    """
     ids = np.unique(np.asarray(pair_ids, dtype=np.int64))
     if not ids.size:
         return 0

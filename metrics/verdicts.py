@@ -221,6 +221,11 @@ def verdict_parts(
 def _raw_parts(
     base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int, overlap: bool
 ) -> _Parts:
+    """Each query's bounds of measure ``base`` over the pooled unjudged documents (see :func:`verdict_parts`).
+
+    One function: each measure's bounds are a few lines over the same cut of the pool and the same relevant
+    counts; one function per measure would repeat that setup seven times.
+    """
     can = top_grade >= threshold  # an unjudged document may turn out relevant
     must = threshold <= 0  # ... or must (threshold 0: every judged document is relevant)
     n_unc = pool.distinct.astype(np.float64)

@@ -87,3 +87,24 @@ def test_no_module_imports_another_modules_private_names():
         if _private(alias.name)
     ]
     assert not found, "private names imported from another module:\n" + "\n".join(found)
+
+
+# Issue 43: a production function longer than this (its docstring left out) mixes concerns, unless its docstring
+# says why it is one function, in a paragraph that starts with ONE_FUNCTION.
+LONGEST = 80
+ONE_FUNCTION = "One function:"
+
+
+def test_no_long_function_without_a_reason():
+    long = []
+    for _name, path, tree in _modules(PACKAGES):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            doc = ast.get_docstring(node) or ""
+            first = node.body[0]
+            doc_lines = first.end_lineno - first.lineno + 1 if doc and first.end_lineno is not None else 0
+            length = (node.end_lineno or node.lineno) - node.lineno + 1 - doc_lines
+            if length > LONGEST and ONE_FUNCTION not in doc:
+                long.append(f"{_where(path, node)} {node.name}: {length} lines")
+    assert not long, "functions over 80 lines whose docstring does not say why:\n" + "\n".join(long)

@@ -256,7 +256,11 @@ def progress_chart(
     height: int = 220,
 ) -> SafeString:
     """People's cumulative judgments over time (a step line that rises in the bucket they were made), model
-    judges' answers apart (a dotted step line, when there are any), and the pool's target as a dashed line."""
+    judges' answers apart (a dotted step line, when there are any), and the pool's target as a dashed line.
+
+    One function: one SVG drawn back to front (grid, axes, the two lines, the target, the labels), each part
+    placed by the scales computed at its top.
+    """
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     models = np.asarray(model if model is not None and len(model) else np.zeros(len(times)), dtype=np.float64)

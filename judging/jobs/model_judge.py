@@ -193,7 +193,10 @@ def template_version(pk: int | None) -> int | None:
 
 @runs(Job.Kind.MODEL_JUDGE)
 def model_judge_job_run(job: Job, *, progress=None) -> dict:
-    """Judge the pairs not judged yet by this job, a batch at a time (in the worker)."""
+    """Judge the pairs not judged yet by this job, a batch at a time (in the worker).
+
+    One function: its callbacks share the job's options as each batch commits (the cursor, the failed pairs).
+    """
     opts, remaining, tally = _resume(job)
     beat = Heartbeat(job)
     beat.done = job.total - len(remaining)

@@ -56,6 +56,8 @@ def leaderboard_data(
     ``allow_stale`` (the API, served by long-running processes): on a large campaign, a process that has not built
     the bounds and verdicts of an earlier state answers with the latest ones published, marked with
     ``verdicts_behind``, while it builds this state's in the background (trust.trust_entries).
+
+    One function: the JSON's keys are filled in SPEC §4's order, each from the one leaderboard read at its top.
     """
     params = Params(
         k=k,

@@ -296,7 +296,11 @@ def _judgment_write(
 ) -> JudgmentRecorded:
     """judgment_record's writes, under the pair's lock: the judgment, its revision, the hold, the pair's
     label and count, the query's labels version. The label is computed from the judgments read once under
-    the lock plus the one written here (the same aggregation labels_refresh runs), not read back."""
+    the lock plus the one written here (the same aggregation labels_refresh runs), not read back.
+
+    One function: every write under the pair's lock, in one order (the judgment, its revision, the hold, the
+    label, the version), each using what the one read before it found.
+    """
     rows = pair_state_rows(pair_id=pair.id, annotator_id=annotator.id)
     query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
     by_id = {g.id: g for g in grades}

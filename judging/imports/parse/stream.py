@@ -331,7 +331,11 @@ def stream_run(
     time, read ``piece_bytes`` at a time. Raises FormatError as parse_run does (an error may be found once the
     rankings before it have come out: the caller writes nothing until the end), and NotGrouped when a ranking's
     lines turn out not to be together; ``whole=True`` then reads the file whole (one block). ``piece_bytes``:
-    PIECE_BYTES, read when the reading starts."""
+    PIECE_BYTES, read when the reading starts.
+
+    One function: the reading loop carries the piece, the partial last line and the open ranking from one piece to
+    the next; split, that state would travel through every call of the parser's hottest loop.
+    """
     if piece_bytes is None:
         piece_bytes = PIECE_BYTES
     stream: BinaryIO | None = None

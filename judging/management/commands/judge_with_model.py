@@ -88,6 +88,10 @@ class Command(CampaignCommand):
     def handle(
         self, *args, slug, endpoint, model, name, description, pairs, seed, concurrency, timeout, retries, **opts
     ):
+        """Run (or queue) the model judge on the campaign's pairs and print what it did.
+
+        One function: a command's steps printed in the order they run (checks, the job, its outcome).
+        """
         campaign = self.campaign(slug)
         if concurrency < 1 or retries < 0 or timeout <= 0:
             raise CommandError("--concurrency must be >= 1, --retries >= 0 and --timeout > 0")
