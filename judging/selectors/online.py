@@ -12,6 +12,7 @@ from django.utils.translation import gettext, ngettext
 import metrics
 from judging.models import Campaign, OnlineMetric
 from judging.scoring import Leaderboard, Params, leaderboard
+from metrics.measures import is_judged
 
 # Below this many systems a correlation is anecdote: with 3 systems tau can only be -1, -1/3, 1/3 or 1.
 FEW_SYSTEMS = 5
@@ -101,9 +102,7 @@ def offline_vs_online(
     for metric in sorted(overall):
         # Best: the highest tau, then fewer pairs left tied (a measure that ties two systems is not
         # shown right about them), then the highest r.
-        candidates = [
-            r for r in rows if r["metric"] == metric and not r["measure"].startswith("Judged") and r["n_systems"] >= 2
-        ]
+        candidates = [r for r in rows if r["metric"] == metric and not is_judged(r["measure"]) and r["n_systems"] >= 2]
         candidates = [r for r in candidates if r["kendall_tau"] is not None]
         if candidates:
             top = max(

@@ -15,8 +15,10 @@ from judging.aggregation import Policy
 from judging.models import Campaign
 from judging.scoring import trust
 from metrics import Measure
+from metrics.measures import JUDGED, LEADERBOARD
 
-MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
+# The ranking-measure menu: nDCG first, then the leaderboard's columns (metrics.measures).
+MEASURES = ("nDCG", *(base for base in LEADERBOARD if base != "nDCG"))
 
 
 @dataclass
@@ -55,7 +57,7 @@ class BoardRequest:
     @property
     def judged(self) -> str:
         """The coverage measure shown beside the scores, e.g. "Judged@10"."""
-        return str(Measure("Judged", self.params.k))
+        return str(Measure(JUDGED, self.params.k))
 
     @property
     def changed_params(self) -> dict[str, str]:
