@@ -21,6 +21,7 @@ __all__ = [
     "JUDGED",
     "LEADERBOARD",
     "MEASURES",
+    "MENU",
     "WHOLE_RUN",
     "WHOLE_RUN_ORDER",
     "Measure",
@@ -77,6 +78,8 @@ BPREF = "bpref"
 LEADERBOARD = (*[b for b in BASES if b not in (JUDGED, BPREF)], BPREF, JUDGED)
 #: The measures the final-pool bounds exist for, in the leaderboard's order.
 BOUNDED = tuple(b for b in LEADERBOARD if next(m for m in MEASURES if m.name == b).bounds)
+#: The order the pages' menus offer them in: nDCG (the default) first, then the leaderboard's columns.
+MENU = ("nDCG", *(b for b in LEADERBOARD if b != "nDCG"))
 #: The measures with a cutoff, and those of the whole ranking, each in evaluate's order (Judged left out).
 AT_K = tuple(m.name for m in MEASURES if m.cutoff and m.bounds)
 WHOLE_RUN_ORDER = tuple(m.name for m in MEASURES if not m.cutoff)

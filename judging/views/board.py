@@ -15,10 +15,9 @@ from judging.aggregation import Policy
 from judging.models import Campaign
 from judging.scoring import trust
 from metrics import Measure
-from metrics.measures import JUDGED, LEADERBOARD
+from metrics.measures import JUDGED, MENU
 
-# The ranking-measure menu: nDCG first, then the leaderboard's columns (metrics.measures).
-MEASURES = ("nDCG", *(base for base in LEADERBOARD if base != "nDCG"))
+MEASURES = MENU  # order of the ranking-measure menu (metrics.measures)
 
 
 @dataclass
