@@ -9,9 +9,9 @@ fixed. The bounds and ``settled`` stay the people's (the model's answers settle 
 ``likely`` and the stop signal draw the model-answered pairs from the same distributions (judging.scoring.trust.
 final), so that ``likely`` keeps its promise (tests/metrics/test_hybrid_calibration.py).
 
-The fit is refitted when the pairs both graded grew by REFIT_SHARE (or REFIT_MIN) since it was made, or the model's
-answers changed (a new run): between refits, a judgment rescores its own query only; a refit rescores every query
-(its seed, a digest of the fit, names the score table).
+The fit is refitted when the pairs both graded grew by REFIT_SHARE (or REFIT_MIN, or REFIT_POOL_SHARE of the pairs
+the model answered) since it was made, or the model's answers changed (a new run): between refits, a judgment
+rescores its own query only; a refit rescores every query (its seed, a digest of the fit, names the score table).
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ from metrics.verdicts import final_pool
 
 REFIT_SHARE = 0.05  # refit once the pairs both graded grew by this share ...
 REFIT_MIN = 20  # ... or by this many
+# ... or, on a large pool, by this share of the pairs the model answered: a refit rescores every query, and with
+# 50 annotators on 12,000 answered pairs a refit every 20 judgments kept both workers busy refitting (record + next
+# p95 19 s, bench/load_bench.py); a hundredth of the pool more changes the calibration table little.
+REFIT_POOL_SHARE = 0.01
 DRAW_ENTRIES = 8_000_000  # ranked entries x draws of one scoring at most (chooses the draws per query)
 DRAWS_MIN, DRAWS_MAX = 16, 64
 
@@ -176,8 +180,8 @@ def hybrid_fit(campaign: Campaign, cube: RunCube, name: str, versions: np.ndarra
     (the queries' labels versions): at the versions the fit was last checked at, nothing is read (a poll with no
     new label); RequestError naming ``labels`` for a judge nobody has.
 
-    Between those, the pairs are counted again only once the queries' labels versions moved by REFIT_MIN (or
-    REFIT_SHARE of the pairs both graded) in all since the last count: every judgment moves its query's version by
+    Between those, the pairs are counted again only once the queries' labels versions moved by that step
+    (_refit_step) in all since the last count: every judgment moves its query's version by
     one at least, so the pairs both graded cannot have grown by more (the count read every judgment and answer of
     the model: 6,000 rows a judgment at 3,000 pairs). A change of the model's answers shows at that count too."""
     key = (campaign.pk, name, str(cube.key))
@@ -187,12 +191,12 @@ def hybrid_fit(campaign: Campaign, cube: RunCube, name: str, versions: np.ndarra
         return kept[1]
     if kept is not None and kept[0].shape == versions.shape:
         moved = int(np.maximum(versions - kept[0], 0).sum())
-        if moved < max(REFIT_MIN, REFIT_SHARE * kept[1].both):
+        if moved < _refit_step(kept[1]):
             return kept[1]
     fit = kept[1] if kept is not None else None
     judge_id = fit.judge_id if fit is not None else _judge_id(name)
     answered, both = _counts(campaign, judge_id)
-    if fit is None or fit.answered != answered or abs(both - fit.both) >= max(REFIT_MIN, REFIT_SHARE * fit.both):
+    if fit is None or fit.answered != answered or abs(both - fit.both) >= _refit_step(fit):
         fit = _fit(campaign, cube, judge_id, _top_grade(campaign), answered)
     with _LOCK:
         _FITS.pop(key, None)
@@ -200,6 +204,12 @@ def hybrid_fit(campaign: Campaign, cube: RunCube, name: str, versions: np.ndarra
         while len(_FITS) > _KEEP_FITS:
             _FITS.pop(next(iter(_FITS)))
     return fit
+
+
+def _refit_step(fit: HybridFit) -> float:
+    """How much the pairs both graded grow before ``fit`` is made again: REFIT_MIN, REFIT_SHARE of them, or
+    REFIT_POOL_SHARE of the pairs the model answered, whichever is most."""
+    return max(REFIT_MIN, REFIT_SHARE * fit.both, REFIT_POOL_SHARE * fit.answered)
 
 
 def _fit(campaign: Campaign, cube: RunCube, judge_id: int, top_grade: int, answered: int) -> HybridFit:
