@@ -899,5 +899,5 @@ class QueryAssignment(models.Model):
 
 
 # The model judges' configuration and measurements, in their own module (one concern each).
-from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401
 from judging.engine_models import Engine, EngineSnapshot, EngineSystem  # noqa: E402, F401
+from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401
