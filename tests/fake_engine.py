@@ -59,6 +59,7 @@ class BM25:
             for word, tf in Counter(words).items():
                 self.postings.setdefault(word, []).append((docid, tf))
         self.avgdl = sum(self.length.values()) / max(1, len(docs))
+        self.norm = {d: k1 * (1 - b + b * n / self.avgdl) for d, n in self.length.items()}
 
     def search(self, text: str) -> list[tuple[str, float]]:
         n = len(self.docs)
@@ -68,9 +69,9 @@ class BM25:
             if not posting:
                 continue
             idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            norm, k1 = self.norm, self.k1
             for docid, tf in posting:
-                norm = self.k1 * (1 - self.b + self.b * self.length[docid] / self.avgdl)
-                scores[docid] = scores.get(docid, 0.0) + idf * tf * (self.k1 + 1) / (tf + norm)
+                scores[docid] = scores.get(docid, 0.0) + idf * tf * (k1 + 1) / (tf + norm[docid])
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

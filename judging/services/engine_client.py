@@ -149,7 +149,6 @@ class Sent:
 class Answer:
     hits: list[Hit]
     ms: float
-    sent: Sent
     raw: str = ""  # the start of the answer's text (redacted), for the preview
 
 
@@ -181,6 +180,36 @@ def _pick(item: Any, path: str) -> Any:
     return item
 
 
+Getter = Callable[[Any], Any]
+
+
+def _getter(path: str) -> Getter | None:
+    """``_pick`` for one ``path``, prepared once (a JSONPath compiled; a dotted key split) and used on every hit."""
+    if not path:
+        return None
+    if path.startswith("$"):
+        compiled = jsonpath.compile(path)
+
+        def by_jsonpath(item: Any) -> Any:
+            found = compiled.findall(item)
+            return found[0] if found else None
+
+        return by_jsonpath
+    keys = path.split(".")
+
+    def by_keys(item: Any) -> Any:
+        for key in keys:
+            if not isinstance(item, dict):
+                return None
+            item = item.get(key)
+        return item
+
+    return by_keys
+
+
+_SPACE = re.compile(r"\s")
+
+
 class EngineClient:
     """Asks one engine system's engine, from many threads over one pool of ``Engine.concurrency`` connections.
     ``secret``: the credentials' value (from the environment variable the engine names)."""
@@ -209,6 +238,13 @@ class EngineClient:
             self.method, self.url = "GET", f"{base}/{target}/select"
         else:
             self.method, self.url = system.method, f"{base}/{target}" if target else base
+        self.id_name = system.id_field.strip() or (
+            "_id" if kind in (Engine.Kind.ELASTICSEARCH, Engine.Kind.OPENSEARCH) else "id"
+        )
+        try:
+            self._get = {which: self._field_getter(which) for which in ("id", "title", "text")}
+        except jsonpath.JSONPathError as exc:
+            raise EngineError(_("a field's JSONPath: %(error)s") % {"error": exc}) from None
 
     def close(self) -> None:
         self._http.close()
@@ -306,7 +342,7 @@ class EngineClient:
             ) from None
         hits = self.hits(data)
         raw = self.clean(payload[:4000].decode("utf-8", "replace")) if keep_raw else ""
-        return Answer(hits=hits, ms=ms, sent=self.sent(fields), raw=raw)
+        return Answer(hits=hits, ms=ms, raw=raw)
 
     def _read(self, answer: httpx.Response, deadline: float) -> bytes:
         """The answer's body, read a piece at a time: EngineError past the size cap or the deadline (a server
@@ -357,13 +393,13 @@ class EngineClient:
             raise EngineError(_("the answer has no hit list at %(where)s") % {"where": where})
         out: list[Hit] = []
         seen: dict[str, int] = {}
+        get_id, get_title, get_text = self._get["id"], self._get["title"], self._get["text"]
+        scrub = self._scrub
         for rank, item in enumerate(items[: system.depth], start=1):
-            docid = self._field(item, "id")
+            docid = _text(get_id(item)) if get_id else None
             if docid is None or not docid.strip():
-                raise EngineError(
-                    _("hit %(rank)s has no id (%(field)s)") % {"rank": rank, "field": self._id_field() or "_id"}
-                )
-            if len(docid) > DOCID_MAX_LENGTH or any(c.isspace() for c in docid):
+                raise EngineError(_("hit %(rank)s has no id (%(field)s)") % {"rank": rank, "field": self.id_name})
+            if len(docid) > DOCID_MAX_LENGTH or _SPACE.search(docid):
                 raise EngineError(
                     self.clean(
                         _("hit %(rank)s: the id %(id)s is longer than %(n)s characters or holds white space")
@@ -378,31 +414,22 @@ class EngineClient:
                     )
                 )
             seen[docid] = rank
-            out.append(
-                Hit(
-                    docid=docid,
-                    title=self._scrub((self._field(item, "title") or "")[:FIELD_MAX_CHARS]),
-                    text=self._scrub((self._field(item, "text") or "")[:FIELD_MAX_CHARS]),
-                )
-            )
+            title = (_text(get_title(item)) or "") if get_title else ""
+            text = (_text(get_text(item)) or "") if get_text else ""
+            out.append(Hit(docid=docid, title=scrub(title[:FIELD_MAX_CHARS]), text=scrub(text[:FIELD_MAX_CHARS])))
         return out
 
-    def _id_field(self) -> str:
-        return self.system.id_field.strip()
-
-    def _field(self, item: Any, which: str) -> str | None:
+    def _field_getter(self, which: str) -> Getter | None:
+        """How a hit's id, title or text is read, for this engine's kind and the system's fields."""
         system = self.system
-        kind = self.engine.kind
-        path = {"id": self._id_field(), "title": system.title_field.strip(), "text": system.text_field.strip()}[which]
-        if kind in (Engine.Kind.ELASTICSEARCH, Engine.Kind.OPENSEARCH):
+        path = {"id": system.id_field, "title": system.title_field, "text": system.text_field}[which].strip()
+        if self.engine.kind in (Engine.Kind.ELASTICSEARCH, Engine.Kind.OPENSEARCH):
             if which == "id" and not path:
-                return _text(_pick(item, "_id"))
-            return _text(_pick(item, path if path.startswith("$") else f"_source.{path}")) if path else None
-        if kind == Engine.Kind.SOLR and which == "id":
+                return _getter("_id")
+            return _getter(path if not path or path.startswith("$") else f"_source.{path}")
+        if which == "id":
             path = path or "id"
-        if kind == Engine.Kind.HTTP and which == "id":
-            path = path or "id"
-        return _text(_pick(item, path)) if path else None
+        return _getter(path)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self.secret, REDACTED) if self.secret and len(self.secret) >= 4 else text
@@ -433,9 +460,11 @@ class RateLimit:
 
 @dataclass
 class Fetched:
-    """Every query's hits, or why it failed; the answer times of those answered."""
+    """Every query's docids in the engine's order, or why it failed; each document's title and text once (the
+    first hit that named it), so memory grows with the distinct documents, not with queries x depth."""
 
-    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    hits: dict[str, list[str]] = field(default_factory=dict)
+    documents: dict[str, tuple[str, str]] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
 
@@ -467,7 +496,10 @@ def engine_fetch_queries(
                     fetched.failures.append({"qid": qid, "reason": client.clean(f"{type(exc).__name__}: {exc}")})
             else:
                 with lock:
-                    fetched.hits[qid] = answer.hits
+                    fetched.hits[qid] = [h.docid for h in answer.hits]
+                    for h in answer.hits:
+                        if h.docid not in fetched.documents:
+                            fetched.documents[h.docid] = (h.title, h.text)
                     fetched.ms.append(answer.ms)
             if progress is not None:
                 progress(1)

@@ -149,10 +149,7 @@ def engine_preview(*, system: EngineSystem) -> Preview:
 def _documents_add(*, campaign: Campaign, fetched: Fetched) -> int:
     """The documents of the hits the campaign lacks, with the title and text the engine gave; stubs (made by a
     run or qrels import) get them too. Returns how many were added."""
-    first: dict[str, tuple[str, str]] = {}
-    for hits in fetched.hits.values():
-        for h in hits:
-            first.setdefault(h.docid, (h.title, h.text))
+    first = fetched.documents
     added = 0
     docids = sorted(first)
     for start in range(0, len(docids), DOCUMENT_BATCH):
@@ -177,7 +174,7 @@ def _run_text(fetched: Fetched, tag: str) -> bytes:
     for qid in sorted(fetched.hits):
         hits = fetched.hits[qid]
         n = len(hits)
-        lines.extend(f"{qid} Q0 {h.docid} {rank} {n - rank + 1} {tag}\n" for rank, h in enumerate(hits, start=1))
+        lines.extend(f"{qid} Q0 {d} {rank} {n - rank + 1} {tag}\n" for rank, d in enumerate(hits, start=1))
     return "".join(lines).encode()
 
 
