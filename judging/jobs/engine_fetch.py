@@ -22,7 +22,7 @@ from judging.jobs.runner import (
     sidecar_remove,
 )
 from judging.models import Account, Campaign, Job, User
-from judging.services.engine_client import engine_fetch_queries
+from judging.services.engine_client import EngineError, engine_fetch_queries
 from judging.services.engines import campaign_queries, snapshot_system_name, snapshot_write
 
 logger = logging.getLogger(__name__)
@@ -90,6 +90,8 @@ def engine_fetch_job_run(job: Job, *, progress: Callable[[int], None] | None = N
         return {"status": "superseded"}
     except EngineSystem.DoesNotExist:
         error = "the engine system was deleted"
+    except EngineError as exc:  # the system's own configuration (a field's JSONPath), before any query
+        error = str(exc)
     except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = str(exc) if isinstance(exc, ValueError) else f"internal error: {exc}"

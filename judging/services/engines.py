@@ -10,6 +10,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsonpath
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -67,6 +68,17 @@ def engine_system_save(
         target = target_check(engine.kind, target)
     except ValueError as exc:
         errors["target"] = str(exc)
+    for name_, path in (
+        ("hits_path", hits_path),
+        ("id_field", id_field),
+        ("title_field", title_field),
+        ("text_field", text_field),
+    ):
+        if path.strip().startswith("$"):
+            try:
+                jsonpath.compile(path.strip())
+            except jsonpath.JSONPathError as exc:
+                errors[name_] = _("a field's JSONPath: %(error)s") % {"error": exc}
     if method not in EngineSystem.Method.values:
         errors["method"] = _("GET or POST")
     if not 1 <= depth <= DEPTH_MAX:

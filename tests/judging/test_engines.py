@@ -408,3 +408,12 @@ def test_engine_system_api_refuses_a_bad_template_with_400_naming_line_and_colum
     assert created.status_code == 201 and created.json()["version"] == 1
     payload["engine"] = "nope"
     assert api.post("/api/campaigns/demo/engine-systems/", payload, format="json").status_code == 400
+
+
+def test_engine_system_save_refuses_a_bad_jsonpath(db, engine_server, campaign):
+    engine = _engine(engine_server, "http")
+    with pytest.raises(ValidationError) as caught:
+        engine_system_save(
+            campaign=campaign, user=None, engine=engine, name="api", template='{"q": "{{query}}"}', hits_path="$.[["
+        )
+    assert "JSONPath" in caught.value.message_dict["hits_path"][0]
