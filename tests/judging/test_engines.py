@@ -417,3 +417,16 @@ def test_engine_system_save_refuses_a_bad_jsonpath(db, engine_server, campaign):
             campaign=campaign, user=None, engine=engine, name="api", template='{"q": "{{query}}"}', hits_path="$.[["
         )
     assert "JSONPath" in caught.value.message_dict["hits_path"][0]
+
+
+def test_a_failed_fetch_can_be_retried_and_then_writes_its_snapshot(db, engine_server, shop):
+    from judging.jobs import job_can_retry, job_retry
+
+    run_import(campaign=shop, data=b"q1 Q0 zz 1 1 x\n", filename="x.run", system_name="es@1")
+    job = _fetch(shop, _es_system(shop, engine_server))
+    assert job.status == Job.Status.FAILED and job_can_retry(job)
+    System.objects.filter(name="es@1").delete()
+    job_retry(job=job)
+    job_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == Job.Status.DONE and job.result["run"] == "es@1" and job.result["ok"] == 3
