@@ -92,6 +92,7 @@ urlpatterns = [
     # systems made of live search engines, their snapshots (issue 44)
     path("campaigns/<slug:slug>/engines/", engines.engines, name="engines"),
     path("campaigns/<slug:slug>/engines/new/", engines.engine_system_edit, name="engine_system_new"),
+    path("campaigns/<slug:slug>/engines/try/", engines.engine_try_page, name="engine_try"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/", engines.engine_system_edit, name="engine_system"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/fetch/", engines.engine_fetch, name="engine_fetch"),
     path(

@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 
 from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
 from judging.imports.service import run_import
-from judging.models import Account, Campaign, Document, Query, User
+from judging.models import Account, Campaign, Document, Pair, Query, User
 from judging.services.engine_client import (
     Answer,
     EngineClient,
@@ -228,3 +228,46 @@ def snapshot_write(*, system: EngineSystem, fetched: Fetched, seconds: float) ->
         snapshot.pairs_added,
     )
     return snapshot
+
+
+@dataclass
+class Tried:
+    """One engine system's answer to a query a lead typed: its hits with the campaign's label of each (None:
+    in the pool but unjudged; absent: not in the pool), or why it failed."""
+
+    system: EngineSystem
+    hits: list[tuple[str, str, int | None, bool]] = field(default_factory=list)  # docid, title, label, pooled
+    error: str = ""
+    ms: float | None = None
+
+
+def engine_try(*, campaign: Campaign, text: str, qid: str = "") -> tuple[Query | None, list[Tried]]:
+    """Ask every engine system of the campaign ``text`` (the query ``qid``'s text when ``text`` is empty), as
+    the Try page shows it; the labels are those of the campaign query of that qid, or of that very text."""
+    query = None
+    if qid:
+        query = Query.objects.filter(campaign=campaign, qid=qid).first()
+    if query is None and text:
+        query = Query.objects.filter(campaign=campaign, text=text).order_by("qid").first()
+    if not text and query is not None:
+        text = query.text
+    fields = {"query": text, "qid": query.qid if query else "", "description": query.description if query else ""}
+    out: list[Tried] = []
+    for system in EngineSystem.objects.filter(campaign=campaign, engine__enabled=True).select_related("engine"):
+        tried = Tried(system=system)
+        try:
+            with EngineClient(system) as client:
+                answer = client.search(fields)
+        except (EngineError, TemplateError) as exc:
+            tried.error = str(exc)
+        else:
+            docids = [h.docid for h in answer.hits]
+            labels: dict[str, int | None] = {}
+            if query is not None:
+                labels = dict(
+                    Pair.objects.filter(query=query, document__docid__in=docids).values_list("document__docid", "label")
+                )
+            tried.hits = [(h.docid, h.title, labels.get(h.docid), h.docid in labels) for h in answer.hits]
+            tried.ms = answer.ms
+        out.append(tried)
+    return query, out

@@ -19,9 +19,11 @@ from judging.access import Member, campaign_view
 from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
 from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, engine_fetch_job_start
+from judging.models import Query
+from judging.selectors import grade_list
 from judging.selectors.engines import engine_systems, engines_enabled, snapshot_changes
 from judging.services.engine_client import TEMPLATE_MAX_CHARS, TemplateError, target_check, template_parse
-from judging.services.engines import engine_preview, engine_system_save, snapshot_system_name
+from judging.services.engines import Tried, engine_preview, engine_system_save, engine_try, snapshot_system_name
 
 ES_EXAMPLE = '{\n  "query": {\n    "multi_match": {"query": "{{query}}", "fields": ["title", "text"]}\n  }\n}'
 
@@ -230,5 +232,32 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
             numbers=sorted(n for n in snapshots if n != number),
             new_system=snapshot_system_name(name, new.number),
             old_system=snapshot_system_name(name, old.number) if old else "",
+        ),
+    )
+
+
+@campaign_view(lead=True)
+@require_http_methods(["GET", "HEAD"])
+def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
+    """Type a query (or pick one of the campaign's) and see every engine system's hits beside their labels."""
+    campaign = member.campaign
+    text = request.GET.get("q", "").strip()[:1000]
+    qid = request.GET.get("qid", "").strip()[:200]
+    query: Query | None = None
+    results: list[Tried] = []
+    if text or qid:
+        query, results = engine_try(campaign=campaign, text=text, qid=qid)
+    grades = {g.value: g.name for g in grade_list(campaign=campaign)}
+    return render(
+        request,
+        "judging/engine_try.html",
+        member.context(
+            nav="engines",
+            text=text or (query.text if query else ""),
+            qid=qid,
+            query=query,
+            results=results,
+            grades=grades,
+            queries=campaign.queries.filter(is_stub=False).order_by("qid").values_list("qid", "text")[:500],
         ),
     )

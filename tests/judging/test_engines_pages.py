@@ -117,3 +117,24 @@ def test_the_pages_in_korean(as_lead, engine):
     assert "스냅샷" in listing and "Fetch a snapshot" not in listing
     form = as_lead.get("/campaigns/demo/engines/new/", HTTP_ACCEPT_LANGUAGE="ko").content.decode()
     assert "요청 템플릿" in form
+
+
+def test_try_a_query_shows_each_systems_hits_beside_their_labels(as_lead, engine, server, lead, annotator):
+    from django.test import Client
+
+    from judging.models import Pair
+    from judging.services import judgment_record
+
+    assert as_lead.post("/campaigns/demo/engines/new/", _form(save="1")).status_code == 302
+    _fetch(as_lead)
+    top = BM25(DOCS).search("running shoes")[0][0]
+    pair = Pair.objects.get(query__qid="q1", document__docid=top)
+    judgment_record(pair=pair, annotator=lead, grade=2)
+    page = as_lead.get("/campaigns/demo/engines/try/?qid=q1").content.decode()
+    assert "Labels of the campaign query q1." in page
+    assert "Highly relevant (2)" in page and "unjudged" in page and "not in the pool" in page
+    typed = as_lead.get("/campaigns/demo/engines/try/?q=wireless").content.decode()
+    assert "p04" in typed and "Not a query of the campaign" in typed
+    other = Client()
+    other.force_login(annotator)
+    assert other.get("/campaigns/demo/engines/try/?q=wireless").status_code == 403
