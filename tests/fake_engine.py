@@ -17,8 +17,9 @@ b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)); ties by id):
 
 ``script[query text] = mode`` makes the server misbehave for that query: ``slow`` (answers after 3 s),
 ``500``, ``403``, ``nonjson``, ``huge`` (a body of 50 MB, written until the client hangs up), ``drip``
-(a byte every 0.2 s), ``redirect`` (302 elsewhere), ``echo`` (an error quoting the Authorization header),
-``noid`` (a hit without its id), ``dupid`` (an id twice), ``few`` (one hit), ``close`` (hangs up).
+(a byte of the body every 0.2 s), ``dripheaders`` (of the headers), ``redirect`` (302 elsewhere), ``echo``
+(an error quoting the Authorization header), ``noid`` (a hit without its id), ``dupid`` (an id twice),
+``few`` (one hit), ``close`` (hangs up).
 """
 
 from __future__ import annotations
@@ -213,6 +214,12 @@ class FakeEngine:
             handler.end_headers()
             for _ in range(200):
                 handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.2)
+        elif mode == "dripheaders":  # the status line, then a header a byte at a time
+            handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(200):
+                handler.wfile.write(b"X")
                 handler.wfile.flush()
                 time.sleep(0.2)
         elif mode == "noid":

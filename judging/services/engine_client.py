@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+import httpcore
 import httpx
 import jsonpath
 from django.utils.translation import gettext as _
@@ -37,6 +38,7 @@ from judging.engine_models import Engine, EngineSystem
 from judging.formats import DOCID_MAX_LENGTH
 from judging.json_depth import json_loads
 from judging.services.endpoints import REDACTED, endpoint_display, secrets_redacted
+from judging.services.model_client import ModelCallError, call_deadline, deadline_transport
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 PLACEHOLDERS = ("query", "qid", "description")  # the query's fields a template may name
@@ -223,10 +225,10 @@ class EngineClient:
             headers["Authorization"] = self.secret
         n = self.engine.concurrency
         self._http = httpx.Client(
+            transport=deadline_transport(n),
             headers=headers,
             follow_redirects=False,
             trust_env=False,
-            limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
             timeout=self.engine.timeout,
         )
         base = self.engine.base_url.rstrip("/")
@@ -306,19 +308,24 @@ class EngineClient:
         deadline = started + self.engine.timeout
         headers = {"Content-Type": "application/json"} if body is not None else {}
         try:
-            with self._http.stream(
-                self.method,
-                self.url,
-                params=self._params(params) if params else None,
-                content=body,
-                headers=headers,
-            ) as answer:
+            with (
+                call_deadline(self.engine.timeout),
+                self._http.stream(
+                    self.method,
+                    self.url,
+                    params=self._params(params) if params else None,
+                    content=body,
+                    headers=headers,
+                ) as answer,
+            ):
                 status = answer.status_code
                 payload = self._read(answer, deadline)
                 location = answer.headers.get("Location", "")
-        except httpx.TimeoutException:
+        except (httpx.TimeoutException, httpcore.TimeoutException):
             raise EngineError(_("no whole answer within %(s)s s") % {"s": f"{self.engine.timeout:g}"}) from None
-        except httpx.TransportError as exc:
+        except ModelCallError as exc:  # a link-local address (a cloud's metadata service): never called
+            raise EngineError(self.clean(str(exc))) from None
+        except (httpx.TransportError, httpcore.NetworkError) as exc:
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             raise EngineError(
                 self.clean(_("the engine could not be reached (%(detail)s)") % {"detail": detail})

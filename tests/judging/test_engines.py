@@ -275,6 +275,7 @@ def test_fewer_hits_than_asked_are_stored_as_they_are(db, engine_server, shop):
         ("dupid", "comes twice (hits 1 and 3)"),
         ("slow", "no whole answer within 1 s"),
         ("drip", "no whole answer within 1 s"),
+        ("dripheaders", "no whole answer within 1 s"),
         ("huge", "larger than 1048576 bytes"),
         ("close", "could not be reached"),
     ],
