@@ -431,3 +431,22 @@ def test_a_failed_fetch_can_be_retried_and_then_writes_its_snapshot(db, engine_s
     job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.DONE and job.result["run"] == "es@1" and job.result["ok"] == 3
+
+
+def test_engine_systems_api_lists_each_system_with_its_snapshots(db, engine_server, shop, lead, annotator):
+    engine_server.script["coffee grinder"] = "500"
+    _fetch(shop, _es_system(shop, engine_server))
+    api = APIClient()
+    api.force_authenticate(annotator)
+    assert api.get("/api/campaigns/demo/engine-systems/").status_code == 403
+    api.force_authenticate(lead)
+    (listed,) = api.get("/api/campaigns/demo/engine-systems/").json()
+    assert (listed["name"], listed["engine"], listed["kind"], listed["version"]) == (
+        "es",
+        "elasticsearch",
+        "elasticsearch",
+        1,
+    )
+    (snap,) = listed["snapshots"]
+    assert (snap["number"], snap["run"], snap["queries_ok"], snap["queries_failed"]) == (1, "es@1", 2, 1)
+    assert snap["failures"][0]["qid"] == "q3" and "HTTP 500" in snap["failures"][0]["reason"]

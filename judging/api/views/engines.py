@@ -18,10 +18,11 @@ from rest_framework.response import Response
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT
-from judging.engine_models import DEPTH_MAX, Engine, EngineSystem
+from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
 from judging.jobs import JobLimit, engine_fetch_job_start
+from judging.selectors.engines import engine_systems
 from judging.services.engine_client import TemplateError, template_parse
-from judging.services.engines import engine_system_save
+from judging.services.engines import engine_system_save, snapshot_system_name
 
 
 class EngineSystemSerializer(serializers.Serializer):
@@ -54,6 +55,56 @@ class EngineErrorSerializer(serializers.Serializer):
     column = serializers.IntegerField(allow_null=True)
 
 
+class SnapshotSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    run = serializers.CharField(help_text="The system NAME@N holding the snapshot's run (empty: no query answered).")
+    fetched_at = serializers.DateTimeField()
+    template_version = serializers.IntegerField()
+    queries_ok = serializers.IntegerField()
+    queries_failed = serializers.IntegerField()
+    failures = serializers.ListField(child=serializers.DictField(), help_text='[{"qid", "reason"}]')
+    answer_ms = serializers.FloatField(allow_null=True, help_text="The engine's median answer time.")
+    documents_added = serializers.IntegerField()
+    pairs_added = serializers.IntegerField()
+
+
+class EngineSystemListedSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    engine = serializers.CharField()
+    kind = serializers.CharField()
+    target = serializers.CharField()
+    version = serializers.IntegerField()
+    depth = serializers.IntegerField()
+    snapshots = SnapshotSerializer(many=True)
+
+
+def _listed(system: EngineSystem) -> dict[str, Any]:
+    snapshots: list[EngineSnapshot] = getattr(system, "snapshot_list", [])
+    return {
+        "name": system.name,
+        "engine": system.engine.name,
+        "kind": system.engine.kind,
+        "target": system.target,
+        "version": system.version,
+        "depth": system.depth,
+        "snapshots": [
+            {
+                "number": s.number,
+                "run": snapshot_system_name(system.name, s.number) if s.system_id else "",
+                "fetched_at": s.created_at,
+                "template_version": s.template_version,
+                "queries_ok": s.queries_ok,
+                "queries_failed": s.queries_failed,
+                "failures": s.failures,
+                "answer_ms": s.answer_ms,
+                "documents_added": s.documents_added,
+                "pairs_added": s.pairs_added,
+            }
+            for s in snapshots
+        ],
+    }
+
+
 def _refused(field: str, detail: str, line: int | None = None, column: int | None = None) -> Response:
     body = {"detail": detail, "field": field, "line": line, "column": column}
     return Response(body, status=status.HTTP_400_BAD_REQUEST)
@@ -76,10 +127,18 @@ class EngineActions:
             "template version. A template that is not JSON or lacks {{query}}: 400 naming the line and column."
         ),
     )
-    @action(detail=True, methods=["post"], url_path="engine-systems", **ONE_OBJECT)
+    @extend_schema(
+        methods=["GET"],
+        request=None,
+        responses={200: EngineSystemListedSerializer(many=True)},
+        description="The campaign's systems made of engines, each with its snapshots, newest first (leads only).",
+    )
+    @action(detail=True, methods=["get", "post"], url_path="engine-systems", **ONE_OBJECT)
     def engine_systems(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("make systems of search engines"))
+        if request.method == "GET":
+            return Response([_listed(system) for system in engine_systems(campaign=campaign)])
         body = EngineSystemSerializer(data=request.data)
         if not body.is_valid():
             field, messages = next(iter(body.errors.items()))
