@@ -6,13 +6,18 @@ Registered through judging.models (imported at its end); split out to keep each 
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-ENV_NAME = RegexValidator(r"^[A-Z_][A-Z0-9_]{0,99}$", _("an environment variable's name: A-Z, 0-9 and _"))
+# Credentials come only from variables named for them: an engine naming DATABASE_URL or DJANGO_SECRET_KEY would
+# send that to its address (a staff member given the right to add engines must not reach the server's secrets).
+SECRET_ENV_PATTERN = re.compile(r"^RELJUDGE_ENGINE_[A-Z0-9_]{1,80}$")
+ENV_NAME = RegexValidator(SECRET_ENV_PATTERN, _("an environment variable's name: RELJUDGE_ENGINE_ then A-Z, 0-9 and _"))
 ENGINE_NAME = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", _("letters, digits, '.', '_' and '-'"))
 DEPTH_MAX = 1000  # hits a snapshot keeps per query at most
 
@@ -41,7 +46,10 @@ class Engine(models.Model):
         max_length=100,
         blank=True,
         validators=[ENV_NAME],
-        help_text=_("The NAME of the environment variable whose value is sent as the Authorization header."),
+        help_text=_(
+            "The NAME of the environment variable (RELJUDGE_ENGINE_...) whose value is sent as the Authorization "
+            "header."
+        ),
     )
     timeout = models.FloatField(
         _("timeout (seconds)"), default=10.0, validators=[MinValueValidator(0.1), MaxValueValidator(300)]

@@ -34,7 +34,7 @@ import httpx
 import jsonpath
 from django.utils.translation import gettext as _
 
-from judging.engine_models import Engine, EngineSystem
+from judging.engine_models import SECRET_ENV_PATTERN, Engine, EngineSystem
 from judging.formats import DOCID_MAX_LENGTH
 from judging.json_depth import json_loads
 from judging.services.endpoints import REDACTED, endpoint_display, secrets_redacted
@@ -219,7 +219,9 @@ class EngineClient:
     def __init__(self, system: EngineSystem, *, template: Any | None = None) -> None:
         self.system, self.engine = system, system.engine
         self.template = template_parse(system.template) if template is None else template
-        self.secret = os.environ.get(self.engine.secret_env, "") if self.engine.secret_env else ""
+        env = self.engine.secret_env
+        # Only a variable named for engines (SECRET_ENV_PATTERN), whatever was stored around the admin's checks.
+        self.secret = os.environ.get(env, "") if env and SECRET_ENV_PATTERN.match(env) else ""
         headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
         if self.secret:
             headers["Authorization"] = self.secret

@@ -29,7 +29,7 @@ from judging.services.engines import engine_preview, engine_system_save
 from tests.fake_engine import BM25, INDEX, FakeEngine
 
 SECRET = "s3cr3t-token-0123456789"
-SECRET_ENV = "RELJUDGE_TEST_ENGINE_CREDENTIALS"
+SECRET_ENV = "RELJUDGE_ENGINE_TEST_CREDENTIALS"
 
 DOCS = {
     "p01": {"title": "Red running shoes", "text": "Light red shoes for running on roads."},
@@ -450,3 +450,16 @@ def test_engine_systems_api_lists_each_system_with_its_snapshots(db, engine_serv
     (snap,) = listed["snapshots"]
     assert (snap["number"], snap["run"], snap["queries_ok"], snap["queries_failed"]) == (1, "es@1", 2, 1)
     assert snap["failures"][0]["qid"] == "q3" and "HTTP 500" in snap["failures"][0]["reason"]
+
+
+@pytest.mark.parametrize("name", ["DATABASE_URL", "DJANGO_SECRET_KEY", "RELJUDGE_SECRET_KEY", "RELJUDGE_ENGINE_"])
+def test_an_engine_may_only_name_a_credentials_variable_made_for_engines(db, engine_server, shop, monkeypatch, name):
+    """A staff member allowed to add engines must not make the server send its own secrets to an address."""
+    monkeypatch.setenv(name, SECRET)
+    engine = Engine(name="x", kind="elasticsearch", base_url=engine_server.url, secret_env=name)
+    with pytest.raises(ValidationError):
+        engine.full_clean()
+    engine.save()  # stored around the admin's checks: still never read
+    system = engine_system_save(campaign=shop, user=None, engine=engine, name="x", target=INDEX, template=ES_TEMPLATE)
+    assert _fetch(shop, system).status == Job.Status.DONE
+    assert all("Authorization" not in h for _m, _p, h, _b in engine_server.requests)

@@ -30,10 +30,10 @@ def server():
 
 @pytest.fixture
 def engine(campaign, server, monkeypatch):
-    monkeypatch.setenv("RELJUDGE_TEST_PAGE_ENGINE_KEY", SECRET)
+    monkeypatch.setenv("RELJUDGE_ENGINE_TEST_PAGE", SECRET)
     queries_import(campaign=campaign, data=b"q1\trunning shoes\t\nq2\twireless headphones\t\n", filename="t.tsv")
     return Engine.objects.create(
-        name="shop-es", kind="elasticsearch", base_url=server.url, secret_env="RELJUDGE_TEST_PAGE_ENGINE_KEY"
+        name="shop-es", kind="elasticsearch", base_url=server.url, secret_env="RELJUDGE_ENGINE_TEST_PAGE"
     )
 
 
