@@ -19,7 +19,7 @@ from judging.access import Member, campaign_view
 from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
 from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, engine_fetch_job_start
-from judging.models import Query
+from judging.models import Membership, Query
 from judging.selectors import grade_list
 from judging.selectors.engines import engine_systems, engines_enabled, snapshot_changes
 from judging.services.engine_client import TEMPLATE_MAX_CHARS, TemplateError, target_check, template_parse
@@ -219,6 +219,15 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
     old = snapshots.get(start) if start is not None else None
     k = min(max(int(raw_k), 1), DEPTH_MAX) if raw_k.isdigit() else 10
     changes = snapshot_changes(old=old, new=new, k=k) if old is not None else None
+    # The queries whose new documents wait for a label: the form gives them to an annotator through the
+    # Assignments page's own form (the queue serves an annotator's assigned queries first).
+    to_judge = " ".join(q.qid for q in changes.queries if q.unjudged) if changes else ""
+    annotators = list(
+        campaign.memberships.filter(role=Membership.Role.ANNOTATOR)
+        .exclude(user__annotator_profile__kind="model")
+        .order_by("user__username")
+        .values_list("user__username", flat=True)
+    )
     return render(
         request,
         "judging/engine_changes.html",
@@ -232,6 +241,8 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
             numbers=sorted(n for n in snapshots if n != number),
             new_system=snapshot_system_name(name, new.number),
             old_system=snapshot_system_name(name, old.number) if old else "",
+            to_judge=to_judge,
+            annotators=annotators if to_judge else [],
         ),
     )
 

@@ -7,7 +7,7 @@ import pytest
 
 from judging.engine_models import Engine, EngineSystem
 from judging.jobs import job_run
-from judging.models import Job
+from judging.models import Job, QueryAssignment
 from judging.services import queries_import
 from tests.fake_engine import BM25, INDEX, FakeEngine
 
@@ -107,6 +107,11 @@ def test_save_fetch_twice_and_read_what_changed(as_lead, engine, server):
     changes = as_lead.get("/campaigns/demo/engines/systems/es/snapshots/2/?k=3").content.decode()
     assert "p09" in changes and "unjudged" in changes
     assert "/leaderboard/compare/?a=es%401&amp;b=es%402" in changes
+    # the queries whose new documents wait for a label go to an annotator through the Assignments form
+    assert '<input type="hidden" name="qids" value="q1">' in changes
+    given = as_lead.post("/campaigns/demo/assignments/", {"batch": "qids", "qids": "q1", "annotator": "ann"})
+    assert given.status_code == 302
+    assert list(QueryAssignment.objects.values_list("query__qid", "annotator__username")) == [("q1", "ann")]
     board = as_lead.get("/campaigns/demo/leaderboard/").content.decode()
     assert "es@1" in board and "es@2" in board
 
