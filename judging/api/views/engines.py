@@ -50,9 +50,9 @@ class EngineSystemSavedSerializer(serializers.Serializer):
 
 class EngineErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    field = serializers.CharField()
-    line = serializers.IntegerField(allow_null=True)
-    column = serializers.IntegerField(allow_null=True)
+    field = serializers.CharField(required=False, help_text="The field at fault (absent for a body not parsed).")
+    line = serializers.IntegerField(required=False, allow_null=True, help_text="A template's line at fault.")
+    column = serializers.IntegerField(required=False, allow_null=True, help_text="A template's column at fault.")
 
 
 class SnapshotSerializer(serializers.Serializer):
@@ -116,6 +116,7 @@ class EngineActions:
     get_object: Any  # CampaignViewSet's (GenericAPIView.get_object)
 
     @extend_schema(
+        methods=["POST"],
         request=EngineSystemSerializer,
         responses={
             201: EngineSystemSavedSerializer,
