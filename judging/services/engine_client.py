@@ -209,7 +209,7 @@ def _getter(path: str) -> Getter | None:
     return by_keys
 
 
-_SPACE = re.compile(r"\s")
+_SPACE = re.compile(r"[\s\x00-\x1f\x7f]")  # white space or a control character: never in a docid
 
 
 class EngineClient:
@@ -441,6 +441,9 @@ class EngineClient:
         return _getter(path)
 
     def _scrub(self, text: str) -> str:
+        """A title or text as stored: without the credentials, and without NUL (PostgreSQL's text refuses it)."""
+        if "\x00" in text:
+            text = text.replace("\x00", "\ufffd")
         return text.replace(self.secret, REDACTED) if self.secret and len(self.secret) >= 4 else text
 
     def clean(self, text: str) -> str:

@@ -463,3 +463,18 @@ def test_an_engine_may_only_name_a_credentials_variable_made_for_engines(db, eng
     system = engine_system_save(campaign=shop, user=None, engine=engine, name="x", target=INDEX, template=ES_TEMPLATE)
     assert _fetch(shop, system).status == Job.Status.DONE
     assert all("Authorization" not in h for _m, _p, h, _b in engine_server.requests)
+
+
+def test_a_nul_in_a_title_is_stored_replaced_and_a_control_character_in_an_id_fails_the_query(db, engine_server, shop):
+    engine_server.ranker = BM25(
+        {
+            **DOCS,
+            "p04": {"title": "Wireless\x00headphones", "text": "Noise cancelling wireless headphones."},
+            "p06\x01": {"title": "Coffee grinder", "text": "A coffee grinder."},
+        }
+    )
+    job = _fetch(shop, _es_system(shop, engine_server))
+    assert job.status == Job.Status.DONE, job.error
+    assert Document.objects.get(campaign=shop, docid="p04").title == "Wireless\ufffdheadphones"
+    (failure,) = job.result["failures"]
+    assert failure["qid"] == "q3" and "holds white space" in failure["reason"]
