@@ -478,3 +478,14 @@ def test_a_nul_in_a_title_is_stored_replaced_and_a_control_character_in_an_id_fa
     assert Document.objects.get(campaign=shop, docid="p04").title == "Wireless\ufffdheadphones"
     (failure,) = job.result["failures"]
     assert failure["qid"] == "q3" and "holds white space" in failure["reason"]
+
+
+def test_fetch_api_is_limited_like_every_job_starting_endpoint(db, engine_server, shop, lead, settings):
+    settings.RELJUDGE_JOBS_QUEUED_PER_USER = 1
+    _es_system(shop, engine_server)
+    api = APIClient()
+    api.force_authenticate(lead)
+    assert api.post("/api/campaigns/demo/systems/es/fetch/").status_code == 202
+    refused = api.post("/api/campaigns/demo/systems/es/fetch/")
+    assert refused.status_code == 429 and "RELJUDGE_JOBS_QUEUED_PER_USER" in refused.json()["detail"]
+    assert Job.objects.filter(kind="engine_fetch").count() == 1
