@@ -139,7 +139,7 @@ def test_try_a_query_shows_each_systems_hits_beside_their_labels(as_lead, engine
     assert "Labels of the campaign query q1." in page
     assert "Highly relevant (2)" in page and "unjudged" in page and "not in the pool" in page
     typed = as_lead.get("/campaigns/demo/engines/try/?q=wireless").content.decode()
-    assert "p04" in typed and "Not a query of the campaign" in typed
+    assert "p04" in typed and "Not a query of the campaign" in typed and "not in the pool" not in typed
     other = Client()
     other.force_login(annotator)
     assert other.get("/campaigns/demo/engines/try/?q=wireless").status_code == 403
