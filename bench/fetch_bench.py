@@ -26,7 +26,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._setup import django_ready  # noqa: E402
+from bench._setup import django_ready
 
 
 def vocabulary(n: int = 4000, seed: int = 5) -> tuple[list[str], list[float]]:

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._setup import machine_line  # noqa: E402
+from bench._setup import machine_line
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

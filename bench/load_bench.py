@@ -14,6 +14,12 @@ pairs had no judgment than there are annotators counts as one), then checks that
 annotator's last grade of each pair and the number of revisions, against what the clients sent) and
 prints the most PostgreSQL connections seen (pg_stat_activity, sampled every 50 ms).
 
+Each queue mode of ``--modes`` (default shuffled, mtc, bandit and hybrid, whose campaign gets a model judge that
+answered every pair) runs both phases on campaigns of its own, one after the other, and a last table gives per mode
+and phase the judgments per second, the app's and PostgreSQL's CPU per judgment, the rows read and the transactions
+committed per judgment, record + next's p95 and the annotators sent home early (issue 45), with the machine's
+yardstick line.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/reljudge python bench/load_bench.py
     ... --annotators 50 --api-annotators 10 --seconds 60 --workers 2 --threads 8
 
@@ -68,7 +74,8 @@ def seed(
         for i in range(depth)
     )
     run = "".join(f"q{q} Q0 d{q}-{i} {i + 1} {depth - i} sys\n" for q in range(queries) for i in range(depth))
-    mode = f", queue_mode={queue_mode!r}" if queue_mode else ""
+    # hybrid needs its model judge first: the campaign is created in another mode and switched below
+    mode = f", queue_mode={queue_mode!r}" if queue_mode and queue_mode != "hybrid" else ""
     for name, text in (("topics.tsv", topics), ("docs.jsonl", docs), ("sys.run", run)):
         (folder / f"{slug}-{name}").write_text(text)
     site.python(
@@ -91,6 +98,20 @@ for name in {annotators + ["lead"]!r}:
         # One hash per password is enough for a benchmark: PBKDF2 for 50 users would take a while.
         u = User.objects.create(username=name, password=make_password("pw-" + name))
     membership_add(campaign=c, user=u, role="lead" if name == "lead" else "annotator")
+if {queue_mode!r} == "hybrid":
+    # hybrid judging needs a model judge: one that answered every pair (grades at random; only the cost is measured)
+    from judging.services.model_judge import model_judge_get_or_create
+    from judging.services import qrels_import
+    import random as _random
+    judge = model_judge_get_or_create(name="bot", campaign=c)
+    rng = _random.Random(1)
+    lines = "".join(
+        f"q{{q}} 0 d{{q}}-{{i}} {{rng.choice((0, 0, 1, 2))}}\\n" for q in range({queries}) for i in range({depth})
+    )
+    qrels_import(campaign=c, data=lines.encode(), filename="model.qrels", annotator=judge)
+    from judging.services.campaigns import campaign_settings_update
+    c.refresh_from_db()
+    campaign_settings_update(campaign=c, queue_mode="hybrid")
 print(json.dumps(c.pk))
 """,
         timeout=600,
@@ -286,6 +307,8 @@ class PostgresMeter:
         self.thread: threading.Thread | None = None
         self.tables_before: dict[str, tuple[int, int]] = {}
         self.analyze_ticks = 0  # the CPU of the meter's own ANALYZE runs (autovacuum's work where it is off)
+        self.commits_before = 0
+        self.own_statements = 0  # the meter's own (autocommit) statements, each a transaction: not the app's
 
     def _tables(self, conn) -> dict[str, tuple[int, int]]:
         rows = conn.execute(
@@ -293,7 +316,12 @@ class PostgresMeter:
         ).fetchall()
         return {name: (seq, idx) for name, seq, idx in rows}
 
+    def _commits(self, conn) -> int:
+        row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [self.dbname]).fetchone()
+        return int(row[0]) if row else 0
+
     def _pids(self, conn) -> list[int]:
+        self.own_statements += 1
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [self.dbname]
         ).fetchall()
@@ -322,7 +350,9 @@ class PostgresMeter:
 
         with psycopg.connect(self.url, autocommit=True) as conn:
             self.tables_before = self._tables(conn)
+            self.commits_before = self._commits(conn)
             self._sample(conn, baseline=True)
+            self.own_statements = 0
 
         def run() -> None:
             with psycopg.connect(self.url, autocommit=True) as conn:
@@ -334,14 +364,17 @@ class PostgresMeter:
                     if not autovacuum and time.monotonic() - analyzed > self.ANALYZE_EVERY:
                         before = self._cpu_ticks(own) or 0
                         conn.execute(f"ANALYZE {self.GROWING}")
+                        self.own_statements += 1
                         self.analyze_ticks += (self._cpu_ticks(own) or 0) - before
                         analyzed = time.monotonic()
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
 
-    def stop(self) -> tuple[float, dict[str, tuple[int, int]]]:
-        """CPU seconds, and per table the rows read (sequential, through an index) during the phase."""
+    def stop(self) -> tuple[float, dict[str, tuple[int, int]], int]:
+        """CPU seconds, per table the rows read (sequential, through an index), and the transactions committed on
+        the database (the app's: each autocommit statement of a read is one too; the meter's own are taken out)
+        during the phase."""
         import psycopg
 
         self.stop_event.set()
@@ -351,20 +384,22 @@ class PostgresMeter:
         time.sleep(self.FLUSH_WAIT)
         with psycopg.connect(self.url, autocommit=True) as conn:
             after = self._tables(conn)
+            commits = self._commits(conn) - self.commits_before - self.own_statements
         reads = {}
         for name, (seq, idx) in after.items():
             seq0, idx0 = self.tables_before.get(name, (0, 0))
             if seq - seq0 or idx - idx0:
                 reads[name] = (seq - seq0, idx - idx0)
-        return cpu, reads
+        return cpu, reads, max(commits, 0)
 
 
-def pg_report(cpu: float, reads: dict[str, tuple[int, int]], judgments: int) -> None:
+def pg_report(cpu: float, reads: dict[str, tuple[int, int]], judgments: int, commits: int) -> None:
     n = max(1, judgments)
     total = sum(seq + idx for seq, idx in reads.values())
     print(
         f"  PostgreSQL CPU (this database's backends): {cpu:.1f} s, {1000 * cpu / n:.2f} ms per judgment; "
-        f"rows read {total:,}, {total / n:,.0f} per judgment (pg_stat_user_tables seq_tup_read + idx_tup_fetch)"
+        f"rows read {total:,}, {total / n:,.0f} per judgment (pg_stat_user_tables seq_tup_read + idx_tup_fetch); "
+        f"{commits:,} commits, {commits / n:.1f} per judgment (pg_stat_database xact_commit)"
     )
     top = sorted(reads.items(), key=lambda item: -(item[1][0] + item[1][1]))[:6]
     print(
@@ -430,7 +465,7 @@ def verify(site: Site, slug: str, stats: Stats) -> int:
            WHERE c.slug = %s""",
         (slug,),
     )
-    stored = {(u, p): [g, n] for u, p, g, n in rows}
+    stored = {(u, p): [g, n] for u, p, g, n in rows if u != "bot"}  # not the hybrid campaign's model judge
     lost = sum(1 for k, v in stats.expected.items() if stored.get(k) != v)
     extra = len(stored.keys() - stats.expected.keys())
     print(
@@ -451,9 +486,14 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=60)
     parser.add_argument("--phases", default="ab", help="a (think time), b (none), or ab")
     parser.add_argument(
-        "--queue-mode", default=None, help="the campaigns' queue mode (default: a new campaign's, mtc), e.g. shuffled"
+        "--modes",
+        default="shuffled,mtc,bandit,hybrid",
+        help="the queue modes, one campaign each per phase, run one after the other (default: "
+        "shuffled,mtc,bandit,hybrid; hybrid's campaign gets a model judge that answered every pair)",
     )
+    parser.add_argument("--queue-mode", default=None, help="one queue mode only (the same as --modes MODE)")
     args = parser.parse_args()
+    modes = [args.queue_mode] if args.queue_mode else [m.strip() for m in args.modes.split(",") if m.strip()]
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
         sys.exit("load_bench.py measures the PostgreSQL deployment: set DATABASE_URL=postgres://...")
     print(machine_line(), flush=True)
@@ -464,17 +504,9 @@ def main() -> None:
     api_names, web_names = names[: args.api_annotators], names[args.api_annotators :]
     try:
         t0 = time.monotonic()
-        slugs = {p: f"load-{p}" for p in args.phases}
-        for slug in slugs.values():
-            seed(
-                site,
-                slug=slug,
-                annotators=names,
-                queries=args.queries,
-                depth=args.depth,
-                folder=folder,
-                queue_mode=args.queue_mode,
-            )
+        slugs = {(m, p): f"load-{m}-{p}" for m in modes for p in args.phases}
+        for (m, _p), slug in slugs.items():
+            seed(site, slug=slug, annotators=names, queries=args.queries, depth=args.depth, folder=folder, queue_mode=m)
         if site.vendor == "postgresql":
             # What autovacuum does shortly after imports this size (as judge_bench.py does): without statistics
             # the planner may walk every pair of the campaign for each query when choosing an annotator's next
@@ -484,9 +516,8 @@ def main() -> None:
             with psycopg.connect(site.database_url, autocommit=True) as conn:
                 conn.execute("ANALYZE")
         tokens = site.tokens(names + ["lead"])
-        mode = args.queue_mode or "mtc (a new campaign's)"
         print(
-            f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs, queue mode {mode}, "
+            f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs, queue modes {', '.join(modes)}, "
             f"in {time.monotonic() - t0:.0f} s"
         )
         base = site.gunicorn(
@@ -502,7 +533,8 @@ def main() -> None:
         )
 
         failures = 0
-        for p, slug in slugs.items():
+        summary: list[tuple[str, str, float, float, float, float, float, float, int]] = []
+        for (mode, p), slug in slugs.items():
             # API annotators take the pool from its end, one slice each; web annotators use the queue.
             pair_ids = [
                 r[0]
@@ -525,7 +557,10 @@ def main() -> None:
             label = "(a) think time 0.5-1.5 s" if p == "a" else "(b) no think time"
             # The targets assume the machine is ours: say how busy it was, as judge_bench.py does.
             load = os.getloadavg()[0]
-            print(f"\n{label}, {args.seconds:.0f} s (load average {load:.1f} on {os.cpu_count()} CPUs at start):")
+            print(
+                f"\nqueue mode {mode}, {label}, {args.seconds:.0f} s "
+                f"(load average {load:.1f} on {os.cpu_count()} CPUs at start):"
+            )
             meter = PostgresMeter(site.database_url)
             cpu_before = [0.0]
 
@@ -557,13 +592,13 @@ def main() -> None:
                     )
                 )
             cpu = server_cpu(site) - cpu_before[0]
-            pg_cpu, reads = meter.stop()
+            pg_cpu, reads, commits = meter.stop()
             report(stats, elapsed)
             print(
                 f"  app CPU (gunicorn, every request and the lead's polls, logins excluded): {cpu:.1f} s, "
                 f"{1000 * cpu / max(1, stats.judgments):.2f} ms per judgment"
             )
-            pg_report(pg_cpu, reads, stats.judgments)
+            pg_report(pg_cpu, reads, stats.judgments, commits)
             lost = verify(site, slug, stats)
             print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
             early = [(who, left) for who, left in stats.sent_home if left > len(names)]
@@ -573,6 +608,20 @@ def main() -> None:
                 f"(pairs without a judgment then: {sorted(left for _, left in stats.sent_home)[:10]})"
             )
             errors = sum(stats.errors.values()) + len(early)
+            n = max(1, stats.judgments)
+            summary.append(
+                (
+                    mode,
+                    p,
+                    stats.judgments / elapsed,
+                    1000 * cpu / n,
+                    1000 * pg_cpu / n,
+                    sum(a + b for a, b in reads.values()) / n,
+                    commits / n,
+                    pct(stats.latency["record+next"], 0.95),
+                    len(early),
+                )
+            )
             if p == "a":
                 p95 = pct(stats.latency["record+next"], 0.95)
                 ok = errors == 0 and p95 < 100 and not lost
@@ -582,6 +631,16 @@ def main() -> None:
                 ok = errors == 0 and rate >= 150 and not lost
                 print(f"  target: 0 errors and >= 150 judgments/s -> {'met' if ok else 'MISSED'} ({rate:.1f}/s)")
             failures += not ok
+        print(f"\nper mode ({machine_line()}):")
+        print(
+            f"  {'mode':<9} {'phase':<5} {'judg./s':>8} {'app ms/j':>9} {'PG ms/j':>8} {'rows/j':>8} "
+            f"{'commits/j':>9} {'r+n p95 ms':>10} {'sent home':>9}"
+        )
+        for mode, p, rate, app, pg, rows, commit, p95, home in summary:
+            print(
+                f"  {mode:<9} {p:<5} {rate:>8.1f} {app:>9.2f} {pg:>8.2f} {rows:>8,.0f} {commit:>9.1f} {p95:>10.1f} "
+                f"{home:>9}"
+            )
     finally:
         site.drop()
     sys.exit(1 if failures else 0)

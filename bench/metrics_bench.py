@@ -19,7 +19,7 @@ import pytrec_eval
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import metrics  # noqa: E402
+import metrics
 
 K = 10
 TREC_MEASURES = {f"P_{K}", f"recall_{K}", f"success_{K}", "recip_rank", "map", f"ndcg_cut_{K}"}

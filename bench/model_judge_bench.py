@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._setup import django_ready  # noqa: E402
+from bench._setup import django_ready
 
 ANSWER = json.dumps({"choices": [{"message": {"role": "assistant", "content": '{"grade": 1, "reason": "ok"}'}}]})
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._setup import django_ready  # noqa: E402
+from bench._setup import django_ready
 
 django_ready("ppi_bench")
 

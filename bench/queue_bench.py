@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._setup import django_ready  # noqa: E402
+from bench._setup import django_ready
 
 
 def build(queries: int, systems: int, depth: int, candidates: int, seed: int):

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("RELJUDGE_ALLOW_DEV_SECRET", "1")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

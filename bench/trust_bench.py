@@ -20,7 +20,7 @@ import pytrec_eval
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import metrics  # noqa: E402
+import metrics
 
 TARGET_MS = 300
 

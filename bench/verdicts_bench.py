@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._setup import machine_line  # noqa: E402
-from bench.trust_bench import make_campaign  # noqa: E402
-from metrics.final_order import order_verdicts, query_parts  # noqa: E402
-from metrics.relevance_model import label_model  # noqa: E402
-from metrics.verdicts import _parts, final_pool  # noqa: E402
+from bench._setup import machine_line
+from bench.trust_bench import make_campaign
+from metrics.final_order import order_verdicts, query_parts
+from metrics.relevance_model import label_model
+from metrics.verdicts import final_pool, verdict_parts
 
 TARGET_MS = 50
 
@@ -48,7 +48,7 @@ def fresh(labels, qrels, doc_ids, base, *, k, pool_depth, samples, with_p=True):
     read = depth if base in ("MAP", "MRR", "bpref") else max(k, pool_depth)
     pool = final_pool(labels[..., :read], doc_ids[..., :read], pool_depth=pool_depth)
     if not with_p:
-        parts = _parts(base, pool, qrels, k=k, threshold=1, gain="linear", top_grade=2)
+        parts = verdict_parts(base, pool, qrels, k=k, threshold=1, gain="linear", top_grade=2)
         return parts
     head = final_pool(labels[..., :pool_depth], doc_ids[..., :pool_depth], pool_depth=pool_depth)
     model = label_model(head, top_grade=2, n_systems=n_s)

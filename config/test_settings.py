@@ -7,7 +7,7 @@ os.environ.setdefault("RELJUDGE_TESTING", "1")
 # is slow); tests/security/test_database_busy.py checks the production default.
 os.environ.setdefault("RELJUDGE_SQLITE_BUSY_SECONDS", "20")
 
-from config.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: F403
 
 # Tests create hundreds of users; PBKDF2's deliberate slowness would dominate the suite's run time.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

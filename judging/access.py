@@ -2,7 +2,7 @@
 
 The rules, used alike by the pages, the API's permission classes and the services:
 - superusers are leads of every campaign; everyone else has the role of their membership, or none
-  (``leads_everywhere``, ``role_of``);
+  (``leads_everywhere``, ``role_of``: read in ``judging.roles``, below the selectors);
 - a campaign is invisible to non-members: 404, never 403, so that they cannot tell it exists;
 - an annotator asking for a lead's page gets 403;
 - members see the pooled pairs of their campaigns; leads see every pair of theirs (``may_see_pair``);
@@ -30,6 +30,9 @@ from rest_framework.authtoken.models import Token
 
 from judging.compiled import Slots, compiled_select, model_columns, model_from
 from judging.models import Campaign, Grade, Job, Membership, Pair, User
+from judging.roles import LEAD, role_of
+from judging.roles import leads_everywhere as leads_everywhere
+from judging.roles import membership_role as membership_role
 from judging.selectors import pair_get
 from judging.selectors.campaigns import grades_json, grades_parse
 from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
@@ -37,19 +40,7 @@ from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
 # A Django view: a request (and the URL's arguments) in, a response out.
 View = Callable[..., HttpResponseBase]
 
-LEAD = Membership.Role.LEAD
-ANNOTATOR = Membership.Role.ANNOTATOR
 SESSION_EXPIRED = gettext_lazy("Your session has expired: log in again in another tab.")
-
-
-def leads_everywhere(user: User) -> bool:
-    """Superusers are leads of every campaign, member or not."""
-    return bool(user.is_authenticated and user.is_superuser)
-
-
-def role_of(user: User, membership: str | None) -> str | None:
-    """The user's role in a campaign where their membership (if any) has the role ``membership``."""
-    return LEAD if leads_everywhere(user) else membership
 
 
 def may_see_pair(*, role: str | None, pooled: bool) -> bool:
@@ -60,21 +51,6 @@ def may_see_pair(*, role: str | None, pooled: bool) -> bool:
 def may_see_leaderboard(*, campaign: Campaign, role: str | None) -> bool:
     """Knowing which system is winning biases judgments: annotators see it only when the leads allow."""
     return role == LEAD or (role is not None and campaign.leaderboard_visible_to_annotators)
-
-
-def membership_role(*, campaign: Campaign | int, user: User, roles: Mapping[int, str] | None = None) -> str | None:
-    """'lead', 'annotator' or None (not a member, or not logged in). Superusers are leads everywhere.
-
-    ``roles``: the user's roles by campaign id, already read (``selectors.membership_roles``: the API reads
-    them once per request); without it, one query."""
-    if not user.is_authenticated:
-        return None
-    if leads_everywhere(user):
-        return LEAD
-    campaign_id = campaign if isinstance(campaign, int) else campaign.pk
-    if roles is not None:
-        return roles.get(campaign_id)
-    return Membership.objects.filter(campaign_id=campaign_id, user=user).values_list("role", flat=True).first()
 
 
 def lead_required(*, campaign: Campaign, user: User, what: str) -> None:

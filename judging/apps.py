@@ -9,6 +9,8 @@ class JudgingConfig(AppConfig):
     verbose_name = "Relevance judging"
 
     def ready(self):
+        # Imported here, not at the top: the models (and the modules that use them) load only once Django's app
+        # registry is ready, which is what ready() is for.
         from django.core.signals import request_finished
         from django.db.models.signals import post_delete
 

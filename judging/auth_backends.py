@@ -13,7 +13,7 @@ from axes.helpers import get_client_username
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.db.models import Max, Q, Sum
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -93,6 +93,7 @@ def lockout_response(request, original_response=None, credentials=None):
     seconds = math.ceil(wait.total_seconds())
     minutes = math.ceil(seconds / 60)
     retry_at = timezone.now() + wait
+    response: HttpResponse
     if request.path.startswith(reverse("api:api-root")):
         response = JsonResponse(
             {

@@ -16,7 +16,7 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``selectors.queue._pair_of_priority``: the first open pair of a queue mode's priority list (``compiled_first_of``:
   the candidates checked in the list's order, stopping at the first open one), and the
   chosen one with its query and document (the ORM built ~200 model instances per request there);
-- ``services.judgments._pair_state``: the locked pair's label, policy, adjudication and judgments;
+- ``services.judgments.pair_state_rows``: the locked pair's label, policy, adjudication and judgments;
 - ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;
 - ``selectors.priority.complete_prefix``: how far the head of a priority list is complete, and
   ``selectors.priority.own_prefix``: how far it is closed to one annotator (complete, or judged by them);
@@ -25,11 +25,11 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
 - ``access.token_owner``: the API token and its user, read at every API call (api.authentication);
 - ``scoring.cache._labels_state``: the campaign's labels counters and the labels log's lines since those a
   process kept, in one statement, at every leaderboard request and queue list;
-- ``scoring.cube._systems_key``: the campaign's systems and its queries' largest id and count (what its run
+- ``scoring.cube.systems_key``: the campaign's systems and its queries' largest id and count (what its run
   cube depends on), in one statement, at every leaderboard request and queue list;
 - ``services.judgments._judgment_write``'s writes that every judgment makes, with ``compiled_update`` and
   ``compiled_delete``: the pair's label and count, its query's labels version, its campaign's labels counter
-  and its labels log's line (``services.judgments.labels_bump`` of one query), the hold
+  and its labels log's line (``labels.labels_bump`` of one query), the hold
   (``services.judgments.hold_delete``).
   Building each with the ORM cost more CPU than running it (an API judgment: 9.3-9.6 -> 5.0-7.7 ms of the
   app's CPU with the token's read, bench/judge_bench.py), and PostgreSQL planned each anew.

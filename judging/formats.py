@@ -85,9 +85,11 @@ def _token(value: str, name: str) -> str:
     return value
 
 
-def format_qrels(rows: Iterable[tuple[str, str, int]]) -> Iterator[str]:
+def format_qrels(rows: Iterable[tuple[str, str, int | None]]) -> Iterator[str]:
     """Yield TREC qrels lines ``"qid 0 docid label\\n"`` from ``(qid, docid, label)`` rows, for streaming."""
     for qid, docid, label in rows:
+        if label is None:
+            raise ValueError(f"{qid} {docid}: a pair without a label has no qrels line")
         yield f"{_token(qid, 'qid')} 0 {_token(docid, 'docid')} {operator.index(label)}\n"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -147,7 +147,9 @@ class CampaignSettingsForm(forms.ModelForm):
         hybrid = Campaign.QueueMode.HYBRID
         if self.instance.pk and self.instance.queue_mode != hybrid and not has_model_judge(self.instance):
             field = self.fields["queue_mode"]  # nothing to be hybrid with: not offered
-            field.choices = [c for c in field.choices if c[0] != hybrid]
+            assert isinstance(field, forms.ChoiceField)  # a model field with choices
+            offered = cast("list[tuple[str, str]]", field.choices)
+            field.choices = [c for c in offered if c[0] != hybrid]
 
     def clean_queue_mode(self) -> str:
         return self.cleaned_data.get("queue_mode") or self.instance.queue_mode
@@ -221,7 +223,7 @@ class MembersBulkForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         upload = data.get("file")
         if upload:
             try:
@@ -256,7 +258,7 @@ class MemberChangeForm(forms.Form):
     confirm = forms.BooleanField(required=False)
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("action") == "role" and not data.get("role"):
             self.add_error("role", _("choose a role"))
         return data
@@ -316,7 +318,7 @@ class UploadForm(forms.Form):
         return self.cleaned_data.get("annotator", "").strip()
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("model") and not data.get("annotator"):
             self.add_error("annotator", _("name the model judge whose labels these are"))
         return data

@@ -58,6 +58,15 @@ class JudgeTemplate(models.Model):
         return self.scale_low is not None
 
 
+def answer_line(template: JudgeTemplate | None) -> str:
+    """How the model must answer, added after the template by the code (the parser reads exactly this)."""
+    if template is not None and template.scale_low is not None:
+        what = f"<a number from {template.scale_low} to {template.scale_high}>"
+    else:
+        what = "<one of the grades>"
+    return f'Answer with JSON only: {{"grade": {what}, "reason": "<one short sentence>"}}'
+
+
 class ModelConsistency(models.Model):
     """A pair asked ``repeats`` times in one run (``judge_with_model --repeat N``): the grades (on the
     campaign's scale, None for an answer that could not be read), and how far they agree: ``agreement``

@@ -10,9 +10,14 @@ session costs no query per request; the database is read once per login.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from pathlib import Path
+
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
+from django.urls import reverse
 from django.utils import translation
 
 from judging.selectors.languages import user_language
@@ -64,3 +69,21 @@ class UserLanguageMiddleware:
                 samesite=settings.LANGUAGE_COOKIE_SAMESITE,
             )
         return response
+
+
+@functools.cache
+def catalog_version(language: str) -> str:
+    """A short digest of the compiled script catalogs of ``language`` (every djangojs.mo of LOCALE_PATHS): the
+    same in every server process of one deployment, and a new one whenever a translation changes."""
+    digest = hashlib.sha256(language.encode())
+    for folder in settings.LOCALE_PATHS:
+        compiled = Path(folder) / language / "LC_MESSAGES" / "djangojs.mo"
+        if compiled.exists():
+            digest.update(compiled.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def catalog_url(language: str) -> str:
+    """Where a page in ``language`` loads its scripts' translations: the URL names the language and the
+    catalog's version, so a browser never reuses one language's catalog for another, nor an old one."""
+    return reverse("javascript-catalog", kwargs={"language": language, "version": catalog_version(language)})

@@ -24,7 +24,7 @@ from judging.formats import (
 )
 
 if TYPE_CHECKING:
-    from judging.selectors.progress import JudgeProgress
+    from judging.figures import JudgeProgress
 
 # Whoever a request or a script acts as: services and selectors take the logged-in user or the anonymous one.
 # Account is settings.AUTH_USER_MODEL (Django's own, which is what django-stubs types request.user with).
@@ -873,7 +873,7 @@ class QueryAssignment(models.Model):
 
     The queue serves each annotator their assigned queries first, in every queue mode. While an assignee has
     not judged a pair of their query, the pair keeps a slot of the campaign's redundancy for them: others are
-    served it only from the slots left over (judging.selectors.queue._open_pairs_of). Queries nobody was given
+    served it only from the slots left over (judging.selectors.queue.open_pairs_of). Queries nobody was given
     stay shared.
     """
 

@@ -27,6 +27,7 @@ from judging.aggregation import POLICIES
 from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import TESTS, Params, threshold_check
+from judging.selectors.calibration import label_source_choices
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -243,8 +244,6 @@ PAGE = (*LABELLED, "measure", "segment", "top_k")
 
 def label_sources(campaign: Campaign) -> list[str]:
     """The label sources of this campaign: humans, and model:NAME / hybrid:NAME for each of its model judges."""
-    from judging.selectors.calibration import label_source_choices
-
     return [value for value, _label in label_source_choices(campaign=campaign)]
 
 

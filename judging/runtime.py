@@ -20,7 +20,10 @@ delayed task (the memory trim's): a timer cannot run inline, and it touches no d
 
 from __future__ import annotations
 
+import importlib
 import logging
+import pkgutil
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +31,8 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import connections
+
+import judging
 
 logger = logging.getLogger(__name__)
 
@@ -141,19 +146,12 @@ def hold(name: str, store: S, *, grows_with: str, why: str) -> S:
 
 
 def _caller_module() -> str:
-    import sys
-
     return str(sys._getframe(2).f_globals.get("__name__", "?"))
 
 
 def load_all() -> None:
     """Import every module of the app (not its migrations), so that every cache is registered: what a listing of
     the registry needs in a process that has not served every kind of request yet."""
-    import importlib
-    import pkgutil
-
-    import judging
-
     for info in pkgutil.walk_packages(judging.__path__, "judging."):
         if ".migrations" not in info.name:
             importlib.import_module(info.name)
@@ -163,6 +161,13 @@ def registered() -> list[Kept]:
     """Every registered entry, by name."""
     with _REGISTRY_LOCK:
         return sorted(_REGISTRY.values(), key=lambda k: k.name)
+
+
+def kept(name: str) -> Kept:
+    """The registered entry ``name`` (its module imported already): how tests and tools reach a module's container
+    without importing its private name."""
+    with _REGISTRY_LOCK:
+        return _REGISTRY[name]
 
 
 def caches_clear(group: str | None = None) -> None:

@@ -179,4 +179,4 @@ __all__ = [
     "top_k_overlap",
     "pool_bounds",
 ]
-from metrics.power import MAX_TOPICS, paired_power, paired_variance, topic_set_size  # noqa: E402,F401
+from metrics.power import MAX_TOPICS, paired_power, paired_variance, topic_set_size  # noqa: F401

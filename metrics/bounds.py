@@ -10,23 +10,23 @@ from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.numbers import MEASURE_RANGE, TOLERANCE, ordered_bounds
 from metrics.ranking import (
     UNJUDGED,
-    _bpref_from_counts,
-    _check_gain,
-    _check_k,
-    _check_labels,
-    _check_qrels,
-    _check_threshold,
-    _cumulative_counts,
-    _dcg,
-    _discounts,
-    _from_counts,
-    _gains,
-    _idcg,
-    _int_array,
-    _num_nonrel,
-    _num_rel,
-    _safe_divide,
-    _weighted_sum,
+    bpref_from_counts,
+    check_gain,
+    check_k,
+    check_labels,
+    check_qrels,
+    check_threshold,
+    count_nonrelevant,
+    count_relevant,
+    cumulative_counts,
+    dcg_at_k,
+    from_counts,
+    gain_values,
+    idcg_at_k,
+    int_array,
+    rank_discounts,
+    safe_divide,
+    weighted_sum,
 )
 
 __all__ = [
@@ -55,7 +55,7 @@ def _check_top_grade(top_grade: object, qrels: IntArray) -> int:
     return int(top_grade)
 
 
-def _grade_counts(qrels: IntArray, n_grades: int) -> IntArray:
+def grade_counts(qrels: IntArray, n_grades: int) -> IntArray:
     """(Q, n_grades) number of labels of each grade per query (the UNJUDGED padding left out)."""
     n_queries = qrels.shape[0]
     row, _ = np.nonzero(qrels >= 0)
@@ -64,7 +64,7 @@ def _grade_counts(qrels: IntArray, n_grades: int) -> IntArray:
     return counts.reshape(n_queries, n_grades)
 
 
-def _idcg_from_counts(counts: IntArray, k: int, gain: str) -> FloatArray:
+def idcg_from_counts(counts: IntArray, k: int, gain: str) -> FloatArray:
     """IDCG@k from label histograms (..., G): the ideal ranking is every grade's labels, best grade first.
 
     Grade g fills the ranks from the number of better labels on, so its share of IDCG is gain(g) times
@@ -74,14 +74,14 @@ def _idcg_from_counts(counts: IntArray, k: int, gain: str) -> FloatArray:
     descending = counts[..., ::-1]
     end = np.cumsum(descending, axis=-1)
     start = end - descending
-    cumulative = np.concatenate([[0.0], np.cumsum(_discounts(k))])
+    cumulative = np.concatenate([[0.0], np.cumsum(rank_discounts(k))])
     share = cumulative[np.minimum(end, k)] - cumulative[np.minimum(start, k)]
-    idcg: FloatArray = _weighted_sum(share, _gains(np.arange(counts.shape[-1])[::-1], gain))
+    idcg: FloatArray = weighted_sum(share, gain_values(np.arange(counts.shape[-1])[::-1], gain))
     return idcg
 
 
-def _check_doc_ids(doc_ids: npt.ArrayLike, labels: IntArray) -> IntArray:
-    doc_ids = _int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1)
+def check_doc_ids(doc_ids: npt.ArrayLike, labels: IntArray) -> IntArray:
+    doc_ids = int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1)
     if doc_ids.shape[:2] == labels.shape[:2] and doc_ids.shape[2] == 0:
         doc_ids = np.full(labels.shape, -1, dtype=np.int64)  # labels padded a depth-0 array to one column
     if doc_ids.shape != labels.shape:
@@ -91,7 +91,7 @@ def _check_doc_ids(doc_ids: npt.ArrayLike, labels: IntArray) -> IntArray:
     return doc_ids.astype(np.int64, copy=False)
 
 
-def _group_entries(mask: BoolArray, doc_ids: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, BoolArray]:
+def group_entries(mask: BoolArray, doc_ids: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray, BoolArray]:
     """Group the masked (system, query, rank) entries by (query, document).
 
     Returns per entry, in group order: system, query, rank (0-based) and a flag opening each group.
@@ -129,7 +129,7 @@ def _unjudged_groups(
     depth = labels.shape[2] if cutoff is None else min(cutoff, labels.shape[2])
     mask = labels[..., :depth] == UNJUDGED
     mask &= systems[:, None, None]
-    system, query, rank, doc, opens = _group_entries(mask, doc_ids[..., :depth])
+    system, query, rank, doc, opens = group_entries(mask, doc_ids[..., :depth])
     starts = np.flatnonzero(opens)
     n_words = max((labels.shape[0] + 63) // 64, 1)
     members = np.zeros((starts.size, n_words), dtype=np.uint64)
@@ -145,7 +145,7 @@ def _unjudged_groups(
 
 
 def _check_cutoff(cutoff: object) -> int | None:
-    return None if cutoff is None else _check_k(cutoff)
+    return None if cutoff is None else check_k(cutoff)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -207,48 +207,48 @@ def score_bounds(
     Rankings are scored as retrieved: the bounds are those of the default scoring, not of
     ``judged_only`` (condensed) scoring.
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
-    gain = _check_gain(gain)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    gain = check_gain(gain)
     top_grade = _check_top_grade(top_grade, qrels)
 
-    num_rel, num_nonrel = _num_rel(qrels, threshold), _num_nonrel(qrels, threshold)
+    num_rel, num_nonrel = count_relevant(qrels, threshold), count_nonrelevant(qrels, threshold)
     n_systems, n_queries, depth = labels.shape
     # Three cumulative counts along the ranking serve today's scores and both completions: the
     # completions only move unjudged documents into the relevant or the judged non-relevant ones.
     relevant = labels >= threshold
     unjudged = labels == UNJUDGED
-    c_rel, c_unj, c_non = _cumulative_counts(relevant, unjudged, (labels >= 0) & (labels < threshold))
+    c_rel, c_unj, c_non = cumulative_counts(relevant, unjudged, (labels >= 0) & (labels < threshold))
     at_k = min(k, depth) - 1
     u_all, u_k = c_unj[..., -1].astype(np.int64), c_unj[..., at_k].astype(np.int64)
     top_relevant = top_grade >= threshold
 
-    discounts = _discounts(min(k, depth))
-    top_gain = _gains(np.array(top_grade), gain)
-    dcg = _dcg(labels, k, gain)
-    ndcg = _safe_divide(dcg, _idcg(qrels, k, gain))
-    counts = np.broadcast_to(_grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
+    discounts = rank_discounts(min(k, depth))
+    top_gain = gain_values(np.array(top_grade), gain)
+    dcg = dcg_at_k(labels, k, gain)
+    ndcg = safe_divide(dcg, idcg_at_k(qrels, k, gain))
+    counts = np.broadcast_to(grade_counts(qrels, top_grade + 1), (n_systems, n_queries, top_grade + 1)).copy()
     counts[..., top_grade] += u_k
-    high_dcg = dcg + top_gain * _weighted_sum(unjudged[..., :k], discounts)
-    high_ndcg = _safe_divide(high_dcg, _idcg_from_counts(counts, k, gain))
+    high_dcg = dcg + top_gain * weighted_sum(unjudged[..., :k], discounts)
+    high_ndcg = safe_divide(high_dcg, idcg_from_counts(counts, k, gain))
 
-    today = _from_counts(relevant, c_rel, c_non, num_rel, num_rel, num_nonrel, k, at_k, ndcg)
+    today = from_counts(relevant, c_rel, c_non, num_rel, num_rel, num_nonrel, k, at_k, ndcg)
     if top_relevant:
         high_relevant = relevant | unjudged
-        high = _from_counts(
+        high = from_counts(
             high_relevant, c_rel + c_unj, c_non, num_rel + u_k, num_rel + u_all, num_nonrel, k, at_k, high_ndcg
         )
     else:
         # The top grade is below the threshold: the completion adds judged non-relevant documents.
         high = dict(today)
-        high["bpref"] = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
+        high["bpref"] = bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
         high[f"nDCG@{k}"] = high_ndcg
     low_bpref = today["bpref"]
     if threshold > 0:
         # Judged non-relevant, the unjudged documents join the ones counted above each relevant one.
-        low_bpref = _bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
+        low_bpref = bpref_from_counts(relevant, c_non + c_unj, num_rel, num_nonrel + u_all)
 
     bounds: dict[str, tuple[FloatArray, FloatArray]] = {}
     for name in today:
@@ -375,8 +375,8 @@ def open_pairs(
     -------
     ndarray of int64, shape (S, S), symmetric
     """
-    labels = _check_labels(labels)
-    doc_ids = _check_doc_ids(doc_ids, labels)
+    labels = check_labels(labels)
+    doc_ids = check_doc_ids(doc_ids, labels)
     n_systems = labels.shape[0]
     open_ = _open_comparisons(_check_order(order, n_systems))
     cutoff = _check_cutoff(cutoff)
@@ -421,8 +421,8 @@ def open_pairs_by_query(
     -------
     ndarray of int64, shape (C, Q)
     """
-    labels = _check_labels(labels)
-    doc_ids = _check_doc_ids(doc_ids, labels)
+    labels = check_labels(labels)
+    doc_ids = check_doc_ids(doc_ids, labels)
     n_systems, n_queries = labels.shape[:2]
     comparisons = _check_comparisons(comparisons, n_systems)
     cutoff = _check_cutoff(cutoff)
@@ -466,8 +466,8 @@ def unjudged_pairs(labels: npt.ArrayLike, doc_ids: npt.ArrayLike, *, cutoff: int
     -------
     UnjudgedPairs
     """
-    labels = _check_labels(labels)
-    doc_ids = _check_doc_ids(doc_ids, labels)
+    labels = check_labels(labels)
+    doc_ids = check_doc_ids(doc_ids, labels)
     cutoff = _check_cutoff(cutoff)
     query, doc, _, _, members = _unjudged_groups(labels, doc_ids, cutoff, np.ones(labels.shape[0], dtype=bool))
     return UnjudgedPairs(query, doc, members)
@@ -523,8 +523,8 @@ def pair_priority(
     -------
     PairPriority
     """
-    labels = _check_labels(labels)
-    doc_ids = _check_doc_ids(doc_ids, labels)
+    labels = check_labels(labels)
+    doc_ids = check_doc_ids(doc_ids, labels)
     open_ = _open_comparisons(_check_order(order, labels.shape[0]))
     cutoff = _check_cutoff(cutoff)
     query, doc, best, count, _ = _unjudged_groups(labels, doc_ids, cutoff, _systems_with_open(open_))

@@ -8,15 +8,15 @@ import numpy.typing as npt
 from metrics._types import BoolArray, FloatArray, IntArray, NumberArray
 from metrics.ranking import (
     PAD,
-    _check_gain,
-    _check_k,
-    _check_labels,
-    _check_qrels,
-    _check_threshold,
-    _discounts,
-    _gains,
-    _num_rel,
-    _safe_divide,
+    check_gain,
+    check_k,
+    check_labels,
+    check_qrels,
+    check_threshold,
+    count_relevant,
+    gain_values,
+    rank_discounts,
+    safe_divide,
 )
 
 __all__ = ["CURVE_MEASURES", "curves"]
@@ -73,11 +73,11 @@ def curves(
         Shape (S, K) when ``average``, else (S, Q, K); column k - 1 holds the measure at cutoff k.
         With no queries the means are NaN, as :func:`metrics.mean`'s.
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k_max = _check_k(k_max)
-    threshold = _check_threshold(threshold)
-    gain = _check_gain(gain)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k_max = check_k(k_max)
+    threshold = check_threshold(threshold)
+    gain = check_gain(gain)
     names = tuple(measures)
     unknown = [name for name in names if name not in CURVE_MEASURES]
     if unknown:
@@ -93,11 +93,11 @@ def curves(
     if n_queries == 0:
         shape = (labels.shape[0], k_max) if average else (labels.shape[0], 0, k_max)
         return {name: np.full(shape, np.nan) if average else np.zeros(shape) for name in names}
-    num_rel = _num_rel(qrels, threshold)
-    discounts = _discounts(k_max)
+    num_rel = count_relevant(qrels, threshold)
+    discounts = rank_discounts(k_max)
     best = np.sort(qrels, axis=-1)[:, ::-1][:, :k_max]
     ideal = np.zeros((n_queries, k_max))
-    ideal[:, : best.shape[1]] = _gains(best, gain) * discounts[: best.shape[1]]
+    ideal[:, : best.shape[1]] = gain_values(best, gain) * discounts[: best.shape[1]]
     ideal = np.cumsum(ideal, axis=-1)  # (Q, K) IDCG@k
     if average:
         out = _mean_curves(top >= threshold, top, num_rel, ideal, set(names), gain, discounts)
@@ -111,11 +111,11 @@ def curves(
         )
         num_rel_q = num_rel[:, None]  # (Q, 1) against (S, Q, K)
         out["P"] = rel / ks
-        out["R"] = _safe_divide(rel, num_rel_q)
-        out["F1"] = _safe_divide(2.0 * rel, np.where(num_rel_q > 0, ks + num_rel_q, 0))
+        out["R"] = safe_divide(rel, num_rel_q)
+        out["F1"] = safe_divide(2.0 * rel, np.where(num_rel_q > 0, ks + num_rel_q, 0))
         out["Hit"] = (rel > 0).astype(np.float64)
         if "nDCG" in names:
-            out["nDCG"] = _safe_divide(np.cumsum(_gains(top, gain) * discounts, axis=-1), ideal)
+            out["nDCG"] = safe_divide(np.cumsum(gain_values(top, gain) * discounts, axis=-1), ideal)
     return {name: out[name] for name in names}
 
 
@@ -158,9 +158,9 @@ def _mean_curves(
         found = np.cumsum(sums, axis=-1)  # (S, G, K) relevant in the top k, summed over the group
         values = values[:, 0][:, None]  # (G, 1)
         if "R" in measures:
-            out["R"] = (found * _safe_divide(1.0, values)).sum(axis=1) / n_queries
+            out["R"] = (found * safe_divide(1.0, values)).sum(axis=1) / n_queries
         if "F1" in measures:
-            out["F1"] = _safe_divide(2.0 * found, np.where(values > 0, ks + values, 0)).sum(axis=1) / n_queries
+            out["F1"] = safe_divide(2.0 * found, np.where(values > 0, ks + values, 0)).sum(axis=1) / n_queries
     if "Hit" in measures:
         first = np.where(relevant.any(axis=-1), np.argmax(relevant, axis=-1), k_max)
         rows = np.arange(n_systems)[:, None] * (k_max + 1) + first
@@ -168,6 +168,6 @@ def _mean_curves(
         out["Hit"] = np.cumsum(counts[:, :k_max], axis=-1) / n_queries
     if "nDCG" in measures:
         # Queries with the same qrels grades share the IDCG curve: a few hundred groups at most.
-        curves_, sums = _group_sums(_gains(top, gain) * discounts, ideal)
-        out["nDCG"] = _safe_divide(np.cumsum(sums, axis=-1), curves_).sum(axis=1) / n_queries
+        curves_, sums = _group_sums(gain_values(top, gain) * discounts, ideal)
+        out["nDCG"] = safe_divide(np.cumsum(sums, axis=-1), curves_).sum(axis=1) / n_queries
     return out

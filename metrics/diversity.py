@@ -4,7 +4,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray
-from metrics.ranking import PAD, _check_k, _int_array, _safe_divide
+from metrics.ranking import PAD, check_k, int_array, safe_divide
 
 __all__ = ["NO_VALUE", "coverage", "intra_list_diversity"]
 
@@ -14,7 +14,7 @@ NO_VALUE = -1
 
 def _check_values(values: npt.ArrayLike) -> IntArray:
     # PAD (-2) marks the end of a run, as in the labels array.
-    return _int_array(values, "values (systems, queries, depth)", 3, PAD)
+    return int_array(values, "values (systems, queries, depth)", 3, PAD)
 
 
 def _sorted_top(values: IntArray, k: int) -> tuple[IntArray, BoolArray]:
@@ -54,7 +54,7 @@ def intra_list_diversity(values: npt.ArrayLike, *, k: int) -> FloatArray:
     Ziegler, C.-N. et al. (2005). Improving recommendation lists through topic diversification. WWW.
     """
     values = _check_values(values)
-    k = _check_k(k)
+    k = check_k(k)
     top, first = _sorted_top(values, k)
     known = top >= 0
     n = np.count_nonzero(known, axis=-1)
@@ -63,7 +63,7 @@ def intra_list_diversity(values: npt.ArrayLike, *, k: int) -> FloatArray:
     run_start = np.maximum.accumulate(np.where(first, index, 0), axis=-1)
     same = np.sum(np.where(known, index - run_start, 0), axis=-1)
     pairs = n * (n - 1) // 2
-    return _safe_divide(pairs - same, pairs)
+    return safe_divide(pairs - same, pairs)
 
 
 def coverage(values: npt.ArrayLike, *, k: int) -> npt.NDArray[np.int64]:
@@ -84,7 +84,7 @@ def coverage(values: npt.ArrayLike, *, k: int) -> npt.NDArray[np.int64]:
     ndarray of int64, shape (S, Q)
     """
     values = _check_values(values)
-    k = _check_k(k)
+    k = check_k(k)
     top, first = _sorted_top(values, k)
     distinct: IntArray = np.count_nonzero(first & (top >= 0), axis=-1)
     return distinct.astype(np.int64)

@@ -24,9 +24,17 @@ from scipy.special import ndtr  # the normal CDF (scipy.stats costs half a secon
 
 from metrics._types import FloatArray
 from metrics.relevance_model import Answers, LabelModel, list_signature, sample_scores
-from metrics.verdicts import FinalPool, _parts
+from metrics.verdicts import FinalPool, verdict_parts
 
-__all__ = ["CONFIDENCE", "OrderVerdicts", "QueryParts", "QueryStack", "order_verdicts", "query_parts"]
+__all__ = [
+    "CONFIDENCE",
+    "OrderVerdicts",
+    "QueryParts",
+    "QueryStack",
+    "judgments_to_stop",
+    "order_verdicts",
+    "query_parts",
+]
 
 CONFIDENCE = 0.95  # p_holds from which an order is "likely"
 EPS = 1e-9  # summed differences this close to 0 are 0 (float noise of per-query scores)
@@ -185,7 +193,7 @@ def query_parts(
     scored as retrieved, the whole run otherwise); two systems with the same list for a query differ by exactly
     0 there, which makes identical systems tied."""
     q = np.asarray(qrels)
-    parts = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
+    parts = verdict_parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=model.top_grade)
     mean, cov = sample_scores(
         base, pool, q, model, k=k, threshold=threshold, gain=gain, seeds=seeds, samples=samples, answers=answers
     )
@@ -284,3 +292,75 @@ def order_verdicts(
     p = np.where(settled | tied, 1.0, np.where(high_sum <= EPS, 0.0, p))
     words = np.where(settled, "settled", np.where(tied, "tied", np.where(p >= confidence, "likely", "open")))
     return OrderVerdicts(low_sum, high_sum, p, [str(w) for w in words])
+
+
+def judgments_to_stop(
+    parts: QueryParts,
+    final: npt.ArrayLike,
+    above: npt.ArrayLike,
+    below: npt.ArrayLike,
+    *,
+    certain: npt.ArrayLike,
+    confidence: float = CONFIDENCE,
+) -> float:
+    r"""About how many more pooled pairs people must judge before the stop on the comparisons (above[i],
+    below[i]) is reached: the chances that each flips, :math:`1 - \Phi(\mu_c / \sigma_c)` as in
+    :func:`order_verdicts`, summing to at most ``1 - confidence`` (``certain`` (C,) bool: comparisons settled or
+    tied already, which add nothing).
+
+    Judging a query's pending pairs takes its variance out of every comparison's :math:`\sigma_c^2` (queries are
+    independent under the label model). The queries are taken by how fast they shrink the sum of the flip
+    chances per pair (its derivative in each comparison's variance, :math:`\varphi(z_c)\,\mu_c / 2\sigma_c^3`,
+    times the query's variance in it, over its pending pairs), and the count is where the sum first falls to the
+    budget, part of the last query by linear interpolation: the pairs a queue aimed at these comparisons would
+    serve, with the expected differences as they stand (MTC's view of where judgments go, Carterette, Allan &
+    Sitaraman, SIGIR 2006). 0 when the stop is reached; every pending pair of the final queries when no grading
+    of them can reach it (an expected difference at or below 0).
+    """
+    mask = np.asarray(final, dtype=bool)
+    cols = np.flatnonzero(mask)
+    a = np.asarray(above, dtype=np.int64)
+    b = np.asarray(below, dtype=np.int64)
+    fixed = np.asarray(certain, dtype=bool)
+    budget = 1.0 - confidence
+    pending = parts.pending[cols].astype(np.float64)
+    if a.size == 0 or fixed.all():
+        return 0.0
+    a, b = a[~fixed], b[~fixed]
+    mu = (np.take(parts.mean, a, axis=0) - np.take(parts.mean, b, axis=0))[:, cols].sum(axis=1)
+    c = a.size
+    both = parts.cov.gather(np.concatenate([a, b, a]), np.concatenate([a, b, b]))[cols].astype(np.float64)
+    var_q = np.maximum(both[:, :c] + both[:, c : 2 * c] - 2.0 * both[:, 2 * c :], 0.0)  # (Qf, C)
+    total = var_q.sum(axis=0)
+
+    def chances(variance: np.ndarray) -> np.ndarray:
+        """The sum of the flip chances for each row of variances (R, C)."""
+        sd = np.sqrt(np.maximum(variance, 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(sd > EPS, ndtr(mu / np.where(sd > EPS, sd, 1.0)), np.where(mu > EPS, 1.0, 0.0))
+        out: np.ndarray = (1.0 - p).sum(axis=-1)
+        return out
+
+    now = float(chances(total[None, :])[0])
+    if now <= budget + 1e-12:
+        return 0.0
+    if (mu <= EPS).any():
+        return float(pending.sum())
+    sd = np.sqrt(np.maximum(total, EPS * EPS))
+    z = mu / sd
+    weight = np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi) * mu / (2.0 * sd**3)
+    density = (var_q @ weight) / np.maximum(pending, 1.0)
+    useful = (pending > 0) & (var_q.sum(axis=1) > 0)
+    order = np.flatnonzero(useful)[np.argsort(-density[useful], kind="stable")]
+    if not order.size:
+        return float(pending.sum())
+    left = total[None, :] - np.cumsum(var_q[order], axis=0)  # (R, C) after each query's pairs
+    after = chances(left)
+    reached = np.flatnonzero(after <= budget + 1e-12)
+    if not reached.size:
+        return float(pending[order].sum())
+    j = int(reached[0])
+    counts = np.cumsum(pending[order])
+    before_n, before_chance = (counts[j - 1], after[j - 1]) if j else (0.0, now)
+    share = (before_chance - budget) / max(before_chance - after[j], 1e-300)
+    return float(before_n + np.clip(share, 0.0, 1.0) * pending[order][j])

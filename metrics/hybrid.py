@@ -42,13 +42,14 @@ import numpy.typing as npt
 
 from metrics._types import FloatArray, IntArray
 from metrics.keys import pair_keys as make_pair_keys  # the name pair_keys is hybrid_order's argument
-from metrics.ranking import PAD, UNJUDGED, _gains, evaluate
-from metrics.selection import Selection, _unjudged, adjacent_coefficients, mtc_weights
+from metrics.ranking import PAD, UNJUDGED, evaluate, gain_values
+from metrics.selection import Selection, adjacent_coefficients, mtc_weights, unjudged_entries
 
 __all__ = [
     "PRIOR_WEIGHT",
     "RANK_BUCKETS",
     "Calibration",
+    "answer_likelihood",
     "calibrate",
     "expected_scores",
     "hybrid_order",
@@ -219,6 +220,39 @@ def pair_distributions(answers: npt.ArrayLike, bucket: npt.ArrayLike, calibratio
     none = total[:, 0] == 0
     dist[none] = calibration.prior
     return dist
+
+
+def answer_likelihood(
+    answers: npt.ArrayLike, bucket: npt.ArrayLike, calibration: Calibration, answered_by_bucket: npt.ArrayLike
+) -> FloatArray:
+    """(P, G) P(the model's answers for a pair | its human grade h), up to a factor per pair: the evidence the
+    model's answers carry, to be weighed against another prior for the pair (its systems and ranks under the
+    relevance model, metrics.relevance_model) instead of the campaign-wide rows of the table.
+
+    The model's confusion P(m | h, b) comes from the calibrated table and how often the model gave each grade in
+    each rank bucket over every pair it answered (``answered_by_bucket`` (B, G) counts): Bayes' rule,
+    P(m | h, b) = P(h | m, b) P(m | b) / sum over m' of the same. Both factors are unbiased when the pairs people
+    judge were chosen by the model's grade and the pair's ranks (the queues do), as the module's table is. A pair's
+    repeated answers give the mixture of their rows, as in :func:`pair_distributions`; a pair never answered has
+    a likelihood of 1 (no evidence).
+    """
+    a = np.asarray(answers, dtype=np.float64)
+    b = np.asarray(bucket, dtype=np.int64).reshape(-1)
+    seen = np.asarray(answered_by_bucket, dtype=np.float64)
+    table = calibration.table
+    n_b, g = table.shape[0], table.shape[-1]
+    if a.ndim != 2 or a.shape != (b.size, g):
+        raise ValueError(f"answers must be ({b.size}, {g}) to match bucket and the calibration, got {a.shape}")
+    if seen.shape != (n_b, g) or (seen < 0).any() or (a < 0).any():
+        raise ValueError(f"answered_by_bucket must be ({n_b}, {g}) counts >= 0 and answers counts >= 0")
+    p_m = (seen + 1.0) / (seen.sum(axis=1, keepdims=True) + g)  # (B, m): P(m | b), Laplace-smoothed
+    joint = table * p_m[:, :, None]  # (B, m, h): P(h | m, b) P(m | b)
+    confusion = joint / np.maximum(joint.sum(axis=1, keepdims=True), 1e-300)  # P(m | h, b)
+    total = a.sum(axis=1, keepdims=True)
+    weights = np.divide(a, total, out=np.zeros_like(a), where=total > 0)
+    out: FloatArray = np.einsum("pm,pmh->ph", weights, confusion[b])
+    out[total[:, 0] == 0] = 1.0
+    return out
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -425,11 +459,11 @@ def hybrid_order(
     n_g = base.size
     top_grade = n_g - 1
     _, weights = mtc_weights(lab, qrels, measure="nDCG", k=k, top_grade=max(top_grade, 1), gain=gain)
-    ent = _unjudged(lab, ids, None)
+    ent = unjudged_entries(lab, ids, None)
     n_pairs = ent.query.size
     if n_pairs == 0:
         return Selection(ent.query, ent.doc, np.zeros(0))
-    grade_gain = np.asarray(_gains(np.arange(n_g), gain), dtype=np.float64)
+    grade_gain = np.asarray(gain_values(np.arange(n_g), gain), dtype=np.float64)
     share = grade_gain / max(float(grade_gain[-1]), 1e-12)  # x for each grade: its gain as a share of the top's
     wanted = make_pair_keys(qids[ent.query], ent.doc)
     at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))

@@ -7,18 +7,18 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray
-from metrics.bounds import _check_doc_ids, _grade_counts, _group_entries, _idcg_from_counts
+from metrics.bounds import check_doc_ids, grade_counts, group_entries, idcg_from_counts
 from metrics.ranking import (
     UNJUDGED,
-    _check_gain,
-    _check_k,
-    _check_labels,
-    _check_qrels,
-    _check_threshold,
-    _condense,
-    _int_array,
-    _judged,
-    _measure_set,
+    check_gain,
+    check_k,
+    check_labels,
+    check_qrels,
+    check_threshold,
+    condense_ranks,
+    int_array,
+    judged_share,
+    measure_set,
 )
 
 __all__ = ["PoolBias", "pool_bias", "unique_contributions"]
@@ -54,7 +54,7 @@ def unique_contributions(doc_ids: npt.ArrayLike, pool_depth: int) -> BoolArray:
     ndarray of bool, shape (S, Q, D)
         True at the ranks (all < pool_depth) that hold a pair only that system contributed.
     """
-    doc_ids = _int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1).astype(np.int64, copy=False)
+    doc_ids = int_array(doc_ids, "doc_ids (systems, queries, depth)", 3, -1).astype(np.int64, copy=False)
     return _unique(doc_ids, _check_pool_depth(pool_depth))
 
 
@@ -75,7 +75,7 @@ def _unique_pooled(doc_ids: IntArray, pool_depth: int) -> BoolArray:
     """:func:`unique_contributions` over the pooled ranks only: shape (S, Q, min(pool_depth, D))."""
     depth = min(pool_depth, doc_ids.shape[2])
     pooled = doc_ids[..., :depth]
-    system, query, rank, _, opens = _group_entries(pooled >= 0, pooled)
+    system, query, rank, _, opens = group_entries(pooled >= 0, pooled)
     # An entry alone in its (query, document) group: it opens its group and the next entry opens another.
     alone = opens & np.append(opens[1:], True)
     unique = np.zeros(pooled.shape, dtype=bool)
@@ -127,13 +127,13 @@ def pool_bias(
     SIGIR. Büttcher, S. et al. (2007). Reliable information retrieval evaluation with incomplete and
     biased judgements. SIGIR (leave-one-run-out).
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    doc_ids = _check_doc_ids(doc_ids, labels)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    doc_ids = check_doc_ids(doc_ids, labels)
     pool_depth = _check_pool_depth(pool_depth)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
-    gain = _check_gain(gain)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    gain = check_gain(gain)
 
     # Only the pooled ranks can hold a unique pair: everything below works on that slice of the ranking.
     unique = _unique_pooled(doc_ids, pool_depth)
@@ -144,16 +144,16 @@ def pool_bias(
     s, q, rank = np.nonzero(removed)
     grade = labels[s, q, rank].astype(np.int64)
     lost = np.bincount((s * n_queries + q) * n_grades + grade, minlength=n_systems * n_queries * n_grades)
-    counts = _grade_counts(qrels, n_grades) - lost.reshape(n_systems, n_queries, n_grades)
+    counts = grade_counts(qrels, n_grades) - lost.reshape(n_systems, n_queries, n_grades)
     relevant_grades = np.arange(n_grades) >= threshold
     num_rel = counts[..., relevant_grades].sum(axis=-1)
     num_nonrel = counts[..., ~relevant_grades].sum(axis=-1)
 
     ablated = labels.copy()
     ablated[..., :depth][removed] = UNJUDGED
-    judged_at_k = _judged(ablated, k)
-    scored = _condense(ablated) if judged_only else ablated
-    scores = _measure_set(
+    judged_at_k = judged_share(ablated, k)
+    scored = condense_ranks(ablated) if judged_only else ablated
+    scores = measure_set(
         scored,
         k=k,
         threshold=threshold,
@@ -161,7 +161,7 @@ def pool_bias(
         num_rel_k=num_rel,
         num_rel=num_rel,
         num_nonrel=num_nonrel,
-        idcg=_idcg_from_counts(counts, k, gain),
+        idcg=idcg_from_counts(counts, k, gain),
         dense=True,
     )
     bpref = scores.pop("bpref")

@@ -45,7 +45,7 @@ GAINS = ("linear", "exponential")
 # Argument checking
 
 
-def _int_array(values: npt.ArrayLike, name: str, ndim: int, lowest: int) -> IntArray:
+def int_array(values: npt.ArrayLike, name: str, ndim: int, lowest: int) -> IntArray:
     array: IntArray = np.asarray(values)
     if array.ndim != ndim:
         raise ValueError(f"{name} must be a {ndim}-D array, got shape {array.shape}")
@@ -62,8 +62,8 @@ def _int_array(values: npt.ArrayLike, name: str, ndim: int, lowest: int) -> IntA
     return array
 
 
-def _check_labels(labels: npt.ArrayLike, *, pad_empty: bool = True) -> IntArray:
-    labels = _int_array(labels, "labels (systems, queries, depth)", 3, PAD)
+def check_labels(labels: npt.ArrayLike, *, pad_empty: bool = True) -> IntArray:
+    labels = int_array(labels, "labels (systems, queries, depth)", 3, PAD)
     if pad_empty and labels.shape[-1] == 0:
         # A depth-0 array is a campaign where no run returned anything: one column of padding scores
         # exactly the same and saves every measure a special case.
@@ -71,8 +71,8 @@ def _check_labels(labels: npt.ArrayLike, *, pad_empty: bool = True) -> IntArray:
     return labels
 
 
-def _check_qrels(qrels: npt.ArrayLike, labels: IntArray) -> IntArray:
-    qrels = _int_array(qrels, "qrels (queries, labelled documents)", 2, UNJUDGED)
+def check_qrels(qrels: npt.ArrayLike, labels: IntArray) -> IntArray:
+    qrels = int_array(qrels, "qrels (queries, labelled documents)", 2, UNJUDGED)
     if qrels.shape[0] != labels.shape[1]:
         raise ValueError(
             f"qrels has {qrels.shape[0]} queries but labels has {labels.shape[1]} "
@@ -81,13 +81,13 @@ def _check_qrels(qrels: npt.ArrayLike, labels: IntArray) -> IntArray:
     return qrels
 
 
-def _check_k(k: object) -> int:
+def check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     return int(k)
 
 
-def _check_threshold(threshold: object) -> float:
+def check_threshold(threshold: object) -> float:
     if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not float(threshold) >= 0:
         # Below 0 the UNJUDGED and PAD sentinels would count as relevant.
         raise ValueError(f"threshold must be a number >= 0, got {threshold!r}")
@@ -96,13 +96,13 @@ def _check_threshold(threshold: object) -> float:
     return cast(float, threshold)
 
 
-def _check_gain(gain: str) -> str:
+def check_gain(gain: str) -> str:
     if gain not in GAINS:
         raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
     return gain
 
 
-def _safe_divide(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> FloatArray:
+def safe_divide(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> FloatArray:
     """numerator / denominator, 0 where the denominator is 0 (trec_eval's rule for empty queries)."""
     numerator, denominator = np.broadcast_arrays(
         np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
@@ -115,13 +115,13 @@ def _safe_divide(numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> FloatA
 # Shared intermediates
 
 
-def _num_rel(qrels: IntArray, threshold: float) -> IntArray:
+def count_relevant(qrels: IntArray, threshold: float) -> IntArray:
     """(Q,) number of labelled documents with label >= threshold, retrieved or not."""
     count: IntArray = np.count_nonzero(qrels >= threshold, axis=-1)
     return count
 
 
-def _num_nonrel(qrels: IntArray, threshold: float) -> IntArray:
+def count_nonrelevant(qrels: IntArray, threshold: float) -> IntArray:
     """(Q,) number of judged non-relevant documents: labelled, label < threshold, retrieved or not."""
     count: IntArray = np.count_nonzero((qrels >= 0) & (qrels < threshold), axis=-1)
     return count
@@ -157,7 +157,7 @@ def _ap_from_ranks(shape: tuple[int, ...], rel_ranks: RelevantRanks, num_rel: In
     row, rank0, nth, _, _ = rel_ranks
     # P@i at each relevant rank i, summed per row in rank order (the order trec_eval adds them).
     summed = np.bincount(row, weights=nth / (rank0 + 1.0), minlength=shape[0] * shape[1])
-    return _safe_divide(summed.reshape(shape[:2]), num_rel)
+    return safe_divide(summed.reshape(shape[:2]), num_rel)
 
 
 def _rr_from_ranks(shape: tuple[int, ...], rel_ranks: RelevantRanks) -> FloatArray:
@@ -169,12 +169,12 @@ def _rr_from_ranks(shape: tuple[int, ...], rel_ranks: RelevantRanks) -> FloatArr
 
 
 def _bpref(labels: IntArray, threshold: float, num_rel: IntArray, num_nonrel: IntArray) -> FloatArray:
-    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q). See :func:`_bpref_from_counts`."""
-    (nonrel_above,) = _cumulative_counts((labels >= 0) & (labels < threshold))
-    return _bpref_from_counts(labels >= threshold, nonrel_above, num_rel, num_nonrel)
+    """(S, Q) bpref; num_rel and num_nonrel broadcast against (S, Q). See :func:`bpref_from_counts`."""
+    (nonrel_above,) = cumulative_counts((labels >= 0) & (labels < threshold))
+    return bpref_from_counts(labels >= threshold, nonrel_above, num_rel, num_nonrel)
 
 
-def _cumulative_counts(*masks: BoolArray) -> list[IntArray]:
+def cumulative_counts(*masks: BoolArray) -> list[IntArray]:
     """Running counts of up to four boolean (S, Q, D) masks along the ranking, inclusive, as int16.
 
     numpy's cumulative sum along a short last axis costs about the same for one 16-bit lane as for
@@ -201,7 +201,7 @@ def _cumulative_counts(*masks: BoolArray) -> list[IntArray]:
     return [np.ascontiguousarray(lanes[..., i]).astype(np.int16, copy=False) for i in range(len(masks))]
 
 
-def _from_counts(
+def from_counts(
     relevant: BoolArray,
     c_rel: IntArray,
     c_non: IntArray,
@@ -217,21 +217,21 @@ def _from_counts(
     rel_at_k = c_rel[..., at_k].astype(np.int64)
     products = (c_rel * relevant).astype(np.float64)
     products *= 1.0 / np.arange(1, depth + 1)
-    precision_sum = products.sum(axis=-1)  # not a matmul: see _weighted_sum
+    precision_sum = products.sum(axis=-1)  # not a matmul: see weighted_sum
     first = np.argmax(relevant, axis=-1)
     return {
         f"P@{k}": rel_at_k / k,
-        f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
+        f"R@{k}": safe_divide(rel_at_k, num_rel_k),
         f"F1@{k}": _f1(rel_at_k, k, num_rel_k),
         f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
         "MRR": np.where(c_rel[..., -1] > 0, 1.0 / (first + 1.0), 0.0),
-        "MAP": _safe_divide(precision_sum, num_rel),
+        "MAP": safe_divide(precision_sum, num_rel),
         f"nDCG@{k}": ndcg,
-        "bpref": _bpref_from_counts(relevant, c_non, num_rel, num_nonrel),
+        "bpref": bpref_from_counts(relevant, c_non, num_rel, num_nonrel),
     }
 
 
-def _bpref_from_counts(
+def bpref_from_counts(
     relevant: BoolArray, nonrel_above: IntArray, num_rel: IntArray, num_nonrel: IntArray
 ) -> FloatArray:
     """(S, Q) bpref from the relevant mask and the judged non-relevant count above each rank.
@@ -246,22 +246,22 @@ def _bpref_from_counts(
     capped = np.minimum(nonrel_above, np.minimum(num_rel, depth).astype(nonrel_above.dtype)[..., None])
     wrong = np.sum(capped * relevant, axis=-1, dtype=np.int64)
     # wrong > 0 implies N > 0; the division only guards arrays whose qrels miss labels.
-    kept = np.count_nonzero(relevant, axis=-1) - _safe_divide(wrong, np.minimum(num_nonrel, num_rel))
-    return _safe_divide(kept, num_rel)
+    kept = np.count_nonzero(relevant, axis=-1) - safe_divide(wrong, np.minimum(num_nonrel, num_rel))
+    return safe_divide(kept, num_rel)
 
 
-def _gains(values: IntArray, gain: str) -> FloatArray:
+def gain_values(values: IntArray, gain: str) -> FloatArray:
     positive = np.maximum(values, 0).astype(np.float64)
     if gain == "exponential":
         return np.exp2(positive) - 1.0
     return positive
 
 
-def _discounts(n: int) -> FloatArray:
+def rank_discounts(n: int) -> FloatArray:
     return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
-def _weighted_sum(values: NumberArray, weights: FloatArray) -> FloatArray:
+def weighted_sum(values: NumberArray, weights: FloatArray) -> FloatArray:
     """``values @ weights`` over the last axis, summed in an order that depends on that axis's length only.
 
     BLAS's matrix-vector product sums a row in an order that depends on the rows around it, so a query's
@@ -272,17 +272,17 @@ def _weighted_sum(values: NumberArray, weights: FloatArray) -> FloatArray:
     return total
 
 
-def _dcg(labels: IntArray, k: int, gain: str) -> FloatArray:
+def dcg_at_k(labels: IntArray, k: int, gain: str) -> FloatArray:
     top = labels[..., :k]
-    return _weighted_sum(_gains(top, gain), _discounts(top.shape[-1]))
+    return weighted_sum(gain_values(top, gain), rank_discounts(top.shape[-1]))
 
 
-def _idcg(qrels: IntArray, k: int, gain: str) -> FloatArray:
+def idcg_at_k(qrels: IntArray, k: int, gain: str) -> FloatArray:
     best = np.sort(qrels, axis=-1)[:, ::-1][:, :k]
     if best.shape[-1] < k:
         # always k columns: how many labels pad a qrels row must not change how the row is summed
         best = np.pad(best, ((0, 0), (0, k - best.shape[-1])), constant_values=UNJUDGED)
-    return _weighted_sum(_gains(best, gain), _discounts(k))
+    return weighted_sum(gain_values(best, gain), rank_discounts(k))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -314,9 +314,9 @@ def precision(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatAr
     ----------
     trec_eval 10.0, ``m_P.c``.
     """
-    labels = _check_labels(labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
     return _rel_in_top(labels, k, threshold) / k
 
 
@@ -347,11 +347,11 @@ def recall(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: fl
     ----------
     trec_eval 10.0, ``m_recall.c``.
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
-    return _safe_divide(_rel_in_top(labels, k, threshold), _num_rel(qrels, threshold))
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    return safe_divide(_rel_in_top(labels, k, threshold), count_relevant(qrels, threshold))
 
 
 def f1(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
@@ -381,16 +381,16 @@ def f1(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float 
     ----------
     van Rijsbergen, C. J. (1979). Information Retrieval, ch. 7 (the F measure with beta = 1).
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
-    return _f1(_rel_in_top(labels, k, threshold), k, _num_rel(qrels, threshold))
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    return _f1(_rel_in_top(labels, k, threshold), k, count_relevant(qrels, threshold))
 
 
 def _f1(rel_at_k: IntArray, k: int, num_rel: IntArray) -> FloatArray:
     # With num_rel = 0, R is 0 by convention and so is F1, whatever P is.
-    return _safe_divide(2.0 * rel_at_k, np.where(num_rel > 0, k + num_rel, 0))
+    return safe_divide(2.0 * rel_at_k, np.where(num_rel > 0, k + num_rel, 0))
 
 
 def hit(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
@@ -415,9 +415,9 @@ def hit(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
     ----------
     trec_eval 10.0, ``m_success.c``.
     """
-    labels = _check_labels(labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
     return (_rel_in_top(labels, k, threshold) > 0).astype(np.float64)
 
 
@@ -443,8 +443,8 @@ def reciprocal_rank(labels: npt.ArrayLike, *, threshold: float = 1) -> FloatArra
     ----------
     Voorhees, E. M. (1999). The TREC-8 Question Answering Track Report. trec_eval 10.0, ``m_recip_rank.c``.
     """
-    labels = _check_labels(labels)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    threshold = check_threshold(threshold)
     first = np.argmax(labels >= threshold, axis=-1)
     found = np.take_along_axis(labels, first[..., None], axis=-1)[..., 0] >= threshold
     return np.where(found, 1.0 / (first + 1.0), 0.0)
@@ -476,11 +476,11 @@ def average_precision(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, threshold:
     Buckley, C. & Voorhees, E. M. (2000). Evaluating evaluation measure stability. SIGIR.
     trec_eval 10.0, ``m_map.c``.
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    threshold = check_threshold(threshold)
     ranks = _relevant_ranks(labels, threshold)
-    return _ap_from_ranks(labels.shape, ranks, _num_rel(qrels, threshold))
+    return _ap_from_ranks(labels.shape, ranks, count_relevant(qrels, threshold))
 
 
 def bpref(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, threshold: float = 1) -> FloatArray:
@@ -519,10 +519,10 @@ def bpref(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, threshold: float = 1) 
     Buckley, C. & Voorhees, E. M. (2004). Retrieval evaluation with incomplete information. SIGIR.
     trec_eval 10.0, ``m_bpref.c`` (the min(., R) caps are trec_eval's, not the paper's first form).
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    threshold = _check_threshold(threshold)
-    return _bpref(labels, threshold, _num_rel(qrels, threshold), _num_nonrel(qrels, threshold))
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    threshold = check_threshold(threshold)
+    return _bpref(labels, threshold, count_relevant(qrels, threshold), count_nonrelevant(qrels, threshold))
 
 
 def ndcg(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, gain: str = "linear") -> FloatArray:
@@ -559,11 +559,11 @@ def ndcg(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, gain: str = "li
     Burges, C. et al. (2005). Learning to rank using gradient descent. ICML (exponential gain).
     trec_eval 10.0, ``m_ndcg_cut.c`` (linear gain; give it 2^l - 1 labels for the exponential one).
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    gain = _check_gain(gain)
-    return _safe_divide(_dcg(labels, k, gain), _idcg(qrels, k, gain))
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    gain = check_gain(gain)
+    return safe_divide(dcg_at_k(labels, k, gain), idcg_at_k(qrels, k, gain))
 
 
 def judged(labels: npt.ArrayLike, *, k: int) -> FloatArray:
@@ -589,15 +589,15 @@ def judged(labels: npt.ArrayLike, *, k: int) -> FloatArray:
     ----------
     MacAvaney, S. et al. (2022). Streamlining evaluation with ir-measures. ECIR.
     """
-    labels = _check_labels(labels)
-    k = _check_k(k)
-    return _judged(labels, k)
+    labels = check_labels(labels)
+    k = check_k(k)
+    return judged_share(labels, k)
 
 
-def _judged(labels: IntArray, k: int) -> FloatArray:
+def judged_share(labels: IntArray, k: int) -> FloatArray:
     top = labels[..., :k]
     # Padding only ever follows the run, so non-PAD entries of the top k number min(k, run length).
-    return _safe_divide(np.count_nonzero(top >= 0, axis=-1), np.count_nonzero(top != PAD, axis=-1))
+    return safe_divide(np.count_nonzero(top >= 0, axis=-1), np.count_nonzero(top != PAD, axis=-1))
 
 
 def condense(labels: npt.ArrayLike) -> IntArray:
@@ -619,11 +619,11 @@ def condense(labels: npt.ArrayLike) -> IntArray:
     ----------
     Sakai, T. (2007). Alternatives to bpref. SIGIR ("condensed lists"). trec_eval 10.0, ``-J``.
     """
-    labels = _check_labels(labels, pad_empty=False)
-    return _condense(labels)
+    labels = check_labels(labels, pad_empty=False)
+    return condense_ranks(labels)
 
 
-def _condense(labels: IntArray) -> IntArray:
+def condense_ranks(labels: IntArray) -> IntArray:
     n_rows, depth = labels.shape[0] * labels.shape[1], labels.shape[2]
     if labels.size == 0:
         return labels.copy()
@@ -674,25 +674,25 @@ def evaluate(
     --------
     precision, recall, f1, hit, reciprocal_rank, average_precision, ndcg, judged, bpref
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
-    gain = _check_gain(gain)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
+    gain = check_gain(gain)
 
-    judged_at_k = _judged(labels, k)
+    judged_at_k = judged_share(labels, k)
     if judged_only:
-        labels = _condense(labels)
-    num_rel = _num_rel(qrels, threshold)
-    scores = _measure_set(
+        labels = condense_ranks(labels)
+    num_rel = count_relevant(qrels, threshold)
+    scores = measure_set(
         labels,
         k=k,
         threshold=threshold,
         gain=gain,
         num_rel_k=num_rel,
         num_rel=num_rel,
-        num_nonrel=_num_nonrel(qrels, threshold),
-        idcg=_idcg(qrels, k, gain),
+        num_nonrel=count_nonrelevant(qrels, threshold),
+        idcg=idcg_at_k(qrels, k, gain),
     )
     # Judged@k keeps its place before bpref, which was added later: the order is part of the API.
     bpref_values = scores.pop("bpref")
@@ -701,7 +701,7 @@ def evaluate(
     return scores
 
 
-def _measure_set(
+def measure_set(
     labels: IntArray,
     *,
     k: int,
@@ -716,7 +716,7 @@ def _measure_set(
     """Every measure but Judged@k from checked labels and per-query (or per system and query) totals.
 
     ``dense`` computes every measure from cumulative counts over the whole array instead of walking
-    the relevant entries (:func:`_from_counts`): faster where many entries are relevant, and equal up
+    the relevant entries (:func:`from_counts`): faster where many entries are relevant, and equal up
     to the order of the floating-point additions. evaluate keeps the walk, which adds AP's terms in
     trec_eval's order.
 
@@ -726,21 +726,21 @@ def _measure_set(
     """
     if dense:
         relevant = labels >= threshold
-        c_rel, c_non = _cumulative_counts(relevant, (labels >= 0) & (labels < threshold))
+        c_rel, c_non = cumulative_counts(relevant, (labels >= 0) & (labels < threshold))
         at_k = min(k, labels.shape[-1]) - 1
-        ndcg = _safe_divide(_dcg(labels, k, gain), idcg)
-        return _from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k, at_k, ndcg)
+        ndcg = safe_divide(dcg_at_k(labels, k, gain), idcg)
+        return from_counts(relevant, c_rel, c_non, num_rel_k, num_rel, num_nonrel, k, at_k, ndcg)
     rel_at_k = _rel_in_top(labels, k, threshold)
     ranks = _relevant_ranks(labels, threshold)
     rr, ap = _rr_from_ranks(labels.shape, ranks), _ap_from_ranks(labels.shape, ranks, num_rel)
     return {
         f"P@{k}": rel_at_k / k,
-        f"R@{k}": _safe_divide(rel_at_k, num_rel_k),
+        f"R@{k}": safe_divide(rel_at_k, num_rel_k),
         f"F1@{k}": _f1(rel_at_k, k, num_rel_k),
         f"Hit@{k}": (rel_at_k > 0).astype(np.float64),
         "MRR": rr,
         "MAP": ap,
-        f"nDCG@{k}": _safe_divide(_dcg(labels, k, gain), idcg),
+        f"nDCG@{k}": safe_divide(dcg_at_k(labels, k, gain), idcg),
         "bpref": _bpref(labels, threshold, num_rel, num_nonrel),
     }
 
@@ -806,13 +806,13 @@ def micro_precision(labels: npt.ArrayLike, *, k: int, threshold: float = 1) -> F
     Manning, C. D., Raghavan, P. & Schütze, H. (2008). Introduction to Information Retrieval, §13.6
     (micro- and macro-averaging).
     """
-    labels = _check_labels(labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
     top = labels[..., :k]
     relevant = np.count_nonzero(top >= threshold, axis=(1, 2))
     retrieved = np.count_nonzero(top != PAD, axis=(1, 2))
-    return _safe_divide(relevant, retrieved)
+    return safe_divide(relevant, retrieved)
 
 
 def micro_recall(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, threshold: float = 1) -> FloatArray:
@@ -844,12 +844,12 @@ def micro_recall(labels: npt.ArrayLike, qrels: npt.ArrayLike, *, k: int, thresho
     ----------
     Manning, C. D., Raghavan, P. & Schütze, H. (2008). Introduction to Information Retrieval, §13.6.
     """
-    labels = _check_labels(labels)
-    qrels = _check_qrels(qrels, labels)
-    k = _check_k(k)
-    threshold = _check_threshold(threshold)
+    labels = check_labels(labels)
+    qrels = check_qrels(qrels, labels)
+    k = check_k(k)
+    threshold = check_threshold(threshold)
     relevant = _rel_in_top(labels, k, threshold).sum(axis=1)
-    return _safe_divide(relevant, _num_rel(qrels, threshold).sum())
+    return safe_divide(relevant, count_relevant(qrels, threshold).sum())
 
 
 # --------------------------------------------------------------------------------------------------------

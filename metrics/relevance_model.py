@@ -24,23 +24,23 @@ from scipy import sparse
 from scipy.special import ndtri
 
 from metrics._types import FloatArray, IntArray
-from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.bounds import grade_counts, idcg_from_counts
 from metrics.keys import pair_keys
 from metrics.ranking import (
     UNJUDGED,
-    _discounts,
-    _gains,
-    _safe_divide,
     average_precision,
     bpref,
     f1,
+    gain_values,
     hit,
     ndcg,
     precision,
+    rank_discounts,
     recall,
     reciprocal_rank,
+    safe_divide,
 )
-from metrics.verdicts import N_BUCKETS, WHOLE_RUN_BASES, FinalPool, _rank_bucket
+from metrics.verdicts import N_BUCKETS, WHOLE_RUN_BASES, FinalPool, rank_bucket
 
 __all__ = ["SAMPLES_MIN", "Answers", "LabelModel", "doc_prior", "label_model", "list_signature", "sample_scores"]
 
@@ -70,6 +70,26 @@ class Answers(NamedTuple):
     query_ids: IntArray  # (Q,) the query id of each query of the pool, in the pool's order
     keys: IntArray  # (A,) sorted pair keys (metrics.keys.pair_keys)
     dist: FloatArray  # (A, G) each pair's distribution over the human grades 0..top
+    #: (A, G) P(the model's answers | human grade h) up to a factor per pair (metrics.hybrid.answer_likelihood),
+    #: or None. Given, a pair's grade is drawn from the relevance model's prior for it in that draw (its systems
+    #: and ranks, its query's factor) times this likelihood, instead of from ``dist``: see :func:`_draw`.
+    likelihood: FloatArray | None = None
+
+
+def answered_relevance(pool: FinalPool, answers: Answers) -> FloatArray:
+    """(P,) the calibrated P(relevant) of each pooled document a model judge answered and no person judged (1 minus
+    its distribution's grade 0), NaN for the others: :func:`label_model`'s ``soft`` labels in hybrid judging.
+
+    People judge the pairs a queue chose (in hybrid mode, those the model is unsure of), so their labels alone
+    misstate the relevance rates of the rest; the model's calibrated answers cover every pair and are unbiased
+    given the model's grade and the pair's best rank (metrics.hybrid), so the rates are learned from both."""
+    soft = np.full(pool.pool_label.shape, np.nan)
+    if answers.keys.size and pool.doc_id.size:
+        wanted = pair_keys(answers.query_ids[pool.doc_query], pool.doc_id)
+        at = np.minimum(np.searchsorted(answers.keys, wanted), answers.keys.size - 1)
+        hit = answers.keys[at] == wanted
+        soft[pool.unjudged_at[hit]] = 1.0 - answers.dist[at[hit], 0]
+    return soft
 
 
 PRIOR_WEIGHT = 10.0  # pseudo-judgments behind each shrunken rate
@@ -87,12 +107,12 @@ def _mean_rate(pool: FinalPool, cell_rate: FloatArray) -> FloatArray:
 def doc_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
     """(P,) P(relevant) of every pooled document under ``model``, before its query's factor."""
     out: FloatArray = np.clip(
-        _mean_rate(pool, model.cell_rate) * model.runs_factor[_rank_bucket(pool.pool_runs - 1)], 1e-6, 0.999
+        _mean_rate(pool, model.cell_rate) * model.runs_factor[rank_bucket(pool.pool_runs - 1)], 1e-6, 0.999
     )
     return out
 
 
-def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelModel:
+def label_model(pool: FinalPool, *, top_grade: int, n_systems: int, soft: FloatArray | None = None) -> LabelModel:
     """Fit the relevance rates on every judged pooled document of ``pool`` (the campaign's every query).
 
     P(relevant) (a grade of 1 or more) per system and rank bucket (ranks 1, 2-3, 4-7, ...) of the pool
@@ -102,9 +122,18 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelMode
     judged documents the same way. Each query's factor has a Gamma(kappa, kappa) prior whose strength is
     fitted by moments on the queries' relevant counts against their expected ones (over-dispersion beyond
     Poisson noise), capped at ``KAPPA_MAX``: the judged documents were chosen by the queue, not at random.
+
+    ``soft`` (P,): in hybrid judging, a model judge's calibrated P(relevant) of the pooled documents no person
+    judged (NaN elsewhere; :func:`answered_relevance`): they count in the rates as fractional judgments, and the
+    grade distribution and the queries' factor stay people's.
     """
-    judged = pool.pool_label >= 0
+    human = pool.pool_label >= 0
     rel = (pool.pool_label >= 1).astype(np.float64)
+    judged = human
+    if soft is not None:  # a model judge's calibrated P(relevant) stands in where no person judged
+        known = ~human & np.isfinite(soft)
+        rel = np.where(known, np.nan_to_num(soft), rel)
+        judged = human | known
     entry_judged = judged[pool.entry_doc]
     n_cells = n_systems * N_BUCKETS
     n_cell = np.bincount(pool.entry_cell[entry_judged], minlength=n_cells).astype(np.float64)
@@ -114,10 +143,10 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelMode
     r_b = r_cell.reshape(n_systems, N_BUCKETS).sum(axis=0)
     bucket_rate = (r_b + PRIOR_WEIGHT * overall) / (n_b + PRIOR_WEIGHT)
     cell_rate = (r_cell + PRIOR_WEIGHT * np.tile(bucket_rate, n_systems)) / (n_cell + PRIOR_WEIGHT)
-    grades = np.bincount(pool.pool_label[judged & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
+    grades = np.bincount(pool.pool_label[human & (rel > 0)], minlength=top_grade + 1)[1 : top_grade + 1]
     grade_cdf = np.cumsum((grades + 1.0) / (grades.sum() + max(top_grade, 1))) if top_grade >= 1 else np.zeros(0)
     mean_rate = np.clip(_mean_rate(pool, cell_rate), 1e-6, 0.999)
-    rb = _rank_bucket(pool.pool_runs - 1)
+    rb = rank_bucket(pool.pool_runs - 1)
     exp_b = np.bincount(rb[judged], weights=mean_rate[judged], minlength=N_BUCKETS)
     got_b = np.bincount(rb[judged], weights=rel[judged], minlength=N_BUCKETS)
     runs_factor = (got_b + PRIOR_WEIGHT * overall) / (exp_b + PRIOR_WEIGHT * overall)
@@ -131,6 +160,23 @@ def label_model(pool: FinalPool, *, top_grade: int, n_systems: int) -> LabelMode
         excess = float(np.var(ratio) - np.mean(ratio / exp_q[seen]))
         kappa = float(np.clip(1.0 / max(excess, 0.05), 0.5, KAPPA_MAX))
     return model._replace(kappa=kappa)
+
+
+def pair_prior(pool: FinalPool, model: LabelModel) -> FloatArray:
+    """(U, G) each unjudged pooled document's distribution over the grades 0..top under ``model`` in expectation
+    over its query's factor: P(relevant) = its prior times the factor's posterior mean (kappa + relevant found)
+    / (kappa + relevant expected), split over the relevant grades by ``model.grade_cdf``. What the Monte Carlo
+    draws average to, as one row per document (hybrid judging weighs a model judge's answer against it)."""
+    n_q = pool.distinct.size
+    prior_all = doc_prior(pool, model)
+    got_q, exp_q = _query_evidence(pool, prior_all, n_q)
+    factor = (model.kappa + got_q) / (model.kappa + exp_q)
+    p = np.clip(prior_all[pool.unjudged_at] * factor[pool.doc_query], 1e-6, 1.0 - 1e-6)
+    if model.top_grade < 1:
+        return np.ones((p.size, 1))
+    shares = np.diff(model.grade_cdf, prepend=0.0) / max(float(model.grade_cdf[-1]), 1e-12)
+    out: FloatArray = np.concatenate([(1.0 - p)[:, None], p[:, None] * shares[None, :]], axis=1)
+    return out
 
 
 def _query_evidence(pool: FinalPool, prior: FloatArray, n_q: int) -> tuple[FloatArray, FloatArray]:
@@ -251,12 +297,21 @@ def _draw(
         at = np.minimum(np.searchsorted(answers.keys, keys), answers.keys.size - 1)
         hit = answers.keys[at] == keys
         if hit.any():
-            cdf = np.cumsum(answers.dist[at[hit]], axis=1)
-            cdf /= np.where(cdf[:, -1:] > 0, cdf[:, -1:], 1.0)
             u = u_rel[hit]  # (H, m): the same uniforms, now read through the pair's own distribution
+            if answers.likelihood is None:
+                cdf = np.cumsum(answers.dist[at[hit]], axis=1)[:, None, :]  # (H, 1, G)
+            else:
+                # the model's answers as evidence on the relevance model's prior of this draw: P(h) is
+                # (1 - p) for grade 0 and p times the grade's share among relevant ones, p the document's prior
+                # times its query's factor in the draw (so the pairs of a query move together)
+                p = np.clip(prior[docs][hit][:, None] * factor[local_q[hit]], 1e-6, 1.0 - 1e-6)  # (H, m)
+                shares = np.diff(model.grade_cdf, prepend=0.0) / max(float(model.grade_cdf[-1]), 1e-12)
+                before = np.concatenate([(1.0 - p)[..., None], p[..., None] * shares[None, None, :]], axis=2)
+                cdf = np.cumsum(before * answers.likelihood[at[hit]][:, None, :], axis=2)  # (H, m, G)
+            cdf /= np.where(cdf[..., -1:] > 0, cdf[..., -1:], 1.0)
             drawn = np.zeros(u.shape, dtype=np.int8)
-            for edge in range(cdf.shape[1] - 1):  # over grades, a handful
-                drawn += (u >= cdf[:, edge : edge + 1]).astype(np.int8)
+            for edge in range(cdf.shape[2] - 1):  # over grades, a handful
+                drawn += (u >= cdf[..., edge]).astype(np.int8)
             out[hit] = drawn
     return out
 
@@ -292,16 +347,16 @@ def _additive_values(
     row = si * n_qc + qi
     col = idx[si, qi, ri]
     if base == "nDCG":
-        disc = _discounts(depth)
-        judged = ((_gains(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
+        disc = rank_discounts(depth)
+        judged = ((gain_values(lab, gain) * (lab >= 0)) * disc).sum(axis=-1)
         weights = _sparse(disc[ri], row, col, (n_s * n_qc, n_u))
-        dcg = judged.reshape(-1, 1) + weights @ _gains(sampled, gain)
+        dcg = judged.reshape(-1, 1) + weights @ gain_values(sampled, gain)
         g = top_grade + 1
-        counts = np.broadcast_to(_grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
+        counts = np.broadcast_to(grade_counts(qrels, g)[:, None, :], (n_qc, m, g)).copy()
         cell = (doc_local_q[:, None] * m + np.arange(m)[None, :]) * g + sampled.astype(np.int64)
         counts += np.bincount(cell.reshape(-1), minlength=n_qc * m * g).reshape(n_qc, m, g)
-        idcg = _idcg_from_counts(counts, k, gain)  # (Qc, m)
-        out: FloatArray = _safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
+        idcg = idcg_from_counts(counts, k, gain)  # (Qc, m)
+        out: FloatArray = safe_divide(dcg.reshape(n_s, n_qc, m), idcg[None])
         return out
     ones = _sparse(np.ones(row.size), row, col, (n_s * n_qc, n_u))
     sampled_rel = (sampled >= threshold).astype(np.float64)
@@ -316,8 +371,8 @@ def _additive_values(
         np.repeat(doc_local_q, m) * m + np.tile(np.arange(m), n_u), weights=sampled_rel.reshape(-1), minlength=n_qc * m
     ).reshape(n_qc, m)
     if base == "R":
-        return _safe_divide(rel, num_rel[None])
-    return _safe_divide(2.0 * rel, np.where(num_rel > 0, k + num_rel, 0)[None])
+        return safe_divide(rel, num_rel[None])
+    return safe_divide(2.0 * rel, np.where(num_rel > 0, k + num_rel, 0)[None])
 
 
 def _ranked_values(
@@ -339,7 +394,7 @@ def _ranked_values(
         weights=sampled_rel.reshape(-1),
         minlength=n_qc * m,
     ).reshape(n_qc, m)
-    return _safe_divide(precision_sum, num_rel[None])
+    return safe_divide(precision_sum, num_rel[None])
 
 
 def sample_scores(

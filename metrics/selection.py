@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import FloatArray, IntArray
-from metrics.ranking import PAD, UNJUDGED, _check_gain, _check_k, _check_labels, _discounts, _gains, _idcg
+from metrics.ranking import PAD, UNJUDGED, check_gain, check_k, check_labels, gain_values, idcg_at_k, rank_discounts
 
 MTC_MEASURES = ("nDCG", "P", "MAP")
 
@@ -50,7 +50,7 @@ class _Unjudged(NamedTuple):
     doc: IntArray  # (U,)
 
 
-def _unjudged(labels: IntArray, doc_ids: IntArray, depth: int | None) -> _Unjudged:
+def unjudged_entries(labels: IntArray, doc_ids: IntArray, depth: int | None) -> _Unjudged:
     """The unjudged ranked entries within ``depth`` and the distinct (query, document) pairs they hold."""
     mask = labels == UNJUDGED
     mask &= doc_ids >= 0
@@ -64,10 +64,10 @@ def _unjudged(labels: IntArray, doc_ids: IntArray, depth: int | None) -> _Unjudg
 
 
 def _check_arrays(labels: npt.ArrayLike, doc_ids: npt.ArrayLike) -> tuple[IntArray, IntArray]:
-    checked = _check_labels(labels)
+    checked = check_labels(labels)
     ids = np.asarray(doc_ids)
     if ids.ndim == 3 and ids.shape[-1] == 0 and ids.shape[:-1] == checked.shape[:-1]:
-        ids = np.full(checked.shape, -1, dtype=np.int64)  # no ranks at all: _check_labels padded one column
+        ids = np.full(checked.shape, -1, dtype=np.int64)  # no ranks at all: check_labels padded one column
     if ids.shape != checked.shape:
         raise ValueError(f"doc_ids must have the labels' shape {checked.shape}, not {ids.shape}")
     if not np.issubdtype(ids.dtype, np.integer):
@@ -104,12 +104,12 @@ def mtc_weights(
 
     Returns ``known`` (S, Q) and ``w`` (S, Q, D), 0 at judged and padded entries.
     """
-    lab = _check_labels(labels)
+    lab = check_labels(labels)
     qr = np.asarray(qrels)
     if measure not in MTC_MEASURES:
         raise ValueError(f"measure must be one of {', '.join(MTC_MEASURES)}, not {measure!r}")
-    k = _check_k(k)
-    gain = _check_gain(gain)
+    k = check_k(k)
+    gain = check_gain(gain)
     depth = lab.shape[-1]
     unjudged = lab == UNJUDGED
     weights = np.zeros(lab.shape, dtype=np.float64)
@@ -119,10 +119,10 @@ def mtc_weights(
         weights[..., :k] = np.where(unjudged[..., :k], 1.0 / k, 0.0)
         return known.astype(np.float64), weights
     if measure == "nDCG":
-        top_gain = float(_gains(np.array([top_grade]), gain)[0]) or 1.0
-        norm = np.maximum(_idcg(qr, k, gain), top_gain)  # (Q,)
-        disc = _discounts(min(k, depth))
-        known = (_gains(lab[..., :k], gain) * disc).sum(axis=-1) / norm
+        top_gain = float(gain_values(np.array([top_grade]), gain)[0]) or 1.0
+        norm = np.maximum(idcg_at_k(qr, k, gain), top_gain)  # (Q,)
+        disc = rank_discounts(min(k, depth))
+        known = (gain_values(lab[..., :k], gain) * disc).sum(axis=-1) / norm
         weights[..., :k] = np.where(unjudged[..., :k], top_gain * disc / norm[:, None], 0.0)
         return known, weights
     # MAP
@@ -186,7 +186,7 @@ def mtc_order(
     """
     lab, ids = _check_arrays(labels, doc_ids)
     known, weights = mtc_weights(lab, qrels, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold)
-    ent = _unjudged(lab, ids, None)
+    ent = unjudged_entries(lab, ids, None)
     n_pairs = ent.query.size
     if n_pairs == 0:
         return Selection(ent.query, ent.doc, np.zeros(0))
@@ -225,7 +225,7 @@ def bandit_rates(
     the posterior mean alpha / (alpha + beta) ("maximum mean": no sampling, so the order is reproducible).
     A document judged through another arm counts for every arm that ranks it.
     """
-    lab = _check_labels(labels)
+    lab = check_labels(labels)
     if not 0 < decay <= 1:
         raise ValueError(f"decay must be in (0, 1], not {decay!r}")
     if depth is not None:
@@ -260,7 +260,7 @@ def bandit_order(
     """
     lab, ids = _check_arrays(labels, doc_ids)
     rates = bandit_rates(lab, depth=depth, threshold=threshold, decay=decay)
-    ent = _unjudged(lab, ids, depth)
+    ent = unjudged_entries(lab, ids, depth)
     if ent.query.size == 0:
         return Selection(ent.query, ent.doc, np.zeros(0))
     q = ent.query[ent.pair]

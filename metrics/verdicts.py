@@ -33,15 +33,15 @@ import numpy.typing as npt
 from scipy import sparse
 
 from metrics._types import BoolArray, FloatArray, IntArray
-from metrics.bounds import _grade_counts, _idcg_from_counts
+from metrics.bounds import grade_counts, idcg_from_counts
 from metrics.numbers import MEASURE_RANGE, ordered_bounds
 from metrics.ranking import (
     PAD,
     UNJUDGED,
-    _discounts,
-    _gains,
-    _safe_divide,
     bpref,
+    gain_values,
+    rank_discounts,
+    safe_divide,
 )
 
 __all__ = ["FinalPool", "difference_bounds", "final_pool", "system_bounds"]
@@ -78,7 +78,7 @@ class FinalPool(NamedTuple):
     doc_id: IntArray
 
 
-def _rank_bucket(rank: IntArray) -> IntArray:
+def rank_bucket(rank: IntArray) -> IntArray:
     """0 for rank 1, 1 for ranks 2-3, 2 for 4-7 ...: floor(log2(rank)), rank 1-based given 0-based."""
     bucket: IntArray = np.minimum(np.floor(np.log2(rank + 1.0)).astype(np.int64), N_BUCKETS - 1)
     return bucket
@@ -132,7 +132,7 @@ def final_pool(
         pooled // span,
         pool_label,
         runs.astype(np.int64),
-        s_of * N_BUCKETS + _rank_bucket(r_of),
+        s_of * N_BUCKETS + rank_bucket(r_of),
         owner.astype(np.int64),
         unjudged_at,
         open_keys % span,
@@ -198,7 +198,7 @@ def _cut(pool: FinalPool, depth: int | None) -> tuple[np.ndarray, BoolArray]:
     return lab, unc
 
 
-def _parts(
+def verdict_parts(
     base: str,
     pool: FinalPool,
     qrels: IntArray,
@@ -221,6 +221,11 @@ def _parts(
 def _raw_parts(
     base: str, pool: FinalPool, qrels: IntArray, *, k: int, threshold: int, gain: str, top_grade: int, overlap: bool
 ) -> _Parts:
+    """Each query's bounds of measure ``base`` over the pooled unjudged documents (see :func:`verdict_parts`).
+
+    One function: each measure's bounds are a few lines over the same cut of the pool and the same relevant
+    counts; one function per measure would repeat that setup seven times.
+    """
     can = top_grade >= threshold  # an unjudged document may turn out relevant
     must = threshold <= 0  # ... or must (threshold 0: every judged document is relevant)
     n_unc = pool.distinct.astype(np.float64)
@@ -253,8 +258,8 @@ def _raw_parts(
         scale = 1.0 if base == "R" else 2.0
         # (r0 + x) / (c + R0 + x + y) grows with x (the system's own documents) and falls with y (the others')
         low_r, high_r = num_rel + x_low + y_high, num_rel + x_high + y_low
-        low = np.where(low_r > 0, _safe_divide(scale * (r0 + x_low), c + low_r), 0.0)
-        high = np.where(high_r > 0, _safe_divide(scale * (r0 + x_high), c + high_r), 0.0)
+        low = np.where(low_r > 0, safe_divide(scale * (r0 + x_low), c + low_r), 0.0)
+        high = np.where(high_r > 0, safe_divide(scale * (r0 + x_high), c + high_r), 0.0)
         if base == "F1":
             return _Parts(low, high, None, None, None, None, None)
         return _Parts(low, high, r0 + x_low, r0 + x_high, r_low, np.maximum(r_low, 1.0), r_high, shared)
@@ -283,7 +288,7 @@ def _raw_parts(
         ps_high = precision_sum((lab >= threshold) | (unc & can))
         den_pos = np.maximum(r_low, 1.0)
         return _Parts(
-            _safe_divide(ps_low, r_high[None, :]),
+            safe_divide(ps_low, r_high[None, :]),
             np.minimum(1.0, ps_high / den_pos[None, :]),
             ps_low,
             ps_high,
@@ -293,20 +298,20 @@ def _raw_parts(
         )
     if base == "nDCG":
         lab, unc = _cut(pool, k)
-        disc = _discounts(lab.shape[-1])
-        judged_gain = _gains(lab, gain) * (lab >= 0)
-        top_gain = float(_gains(np.array(top_grade), gain)) if top_grade >= 1 else 0.0
+        disc = rank_discounts(lab.shape[-1])
+        judged_gain = gain_values(lab, gain) * (lab >= 0)
+        top_gain = float(gain_values(np.array(top_grade), gain)) if top_grade >= 1 else 0.0
         dcg_low = (judged_gain * disc).sum(axis=-1)
         dcg_high = dcg_low + top_gain * (unc * disc).sum(axis=-1)
-        counts = _grade_counts(qrels, top_grade + 1)
-        idcg_low = _idcg_from_counts(counts, k, gain)
+        counts = grade_counts(qrels, top_grade + 1)
+        idcg_low = idcg_from_counts(counts, k, gain)
         counts_high = counts.copy()
         if top_grade >= 1:
             counts_high[:, top_grade] += pool.distinct
-        idcg_high = _idcg_from_counts(counts_high, k, gain)
+        idcg_high = idcg_from_counts(counts_high, k, gain)
         den_pos = np.where(idcg_low > 0, idcg_low, 1.0)  # a grade-1 document at rank 1: gain 1, discount 1
         return _Parts(
-            _safe_divide(dcg_low, idcg_high[None, :]),
+            safe_divide(dcg_low, idcg_high[None, :]),
             np.minimum(1.0, dcg_high / den_pos[None, :]),
             dcg_low,
             dcg_high,
@@ -330,7 +335,9 @@ def system_bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """(low, high), (S, Q) each: every system's lowest and highest score per query over every grading of the
     pooled unjudged documents (theirs and the other systems')."""
-    p = _parts(base, pool, np.asarray(qrels), k=k, threshold=threshold, gain=gain, top_grade=top_grade, overlap=False)
+    p = verdict_parts(
+        base, pool, np.asarray(qrels), k=k, threshold=threshold, gain=gain, top_grade=top_grade, overlap=False
+    )
     return p.low, p.high
 
 
@@ -405,7 +412,7 @@ def difference_bounds(
     """
     q = np.asarray(qrels)
     pairs = np.asarray(comparisons, dtype=np.int64).reshape(-1, 2)
-    p = _parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
+    p = verdict_parts(base, pool, q, k=k, threshold=threshold, gain=gain, top_grade=top_grade)
     a, b = pairs[:, 0], pairs[:, 1]
     low = p.low[a] - p.high[b]
     high = p.high[a] - p.low[b]
@@ -416,8 +423,8 @@ def difference_bounds(
         if p.overlap is not None:
             shared = p.overlap[:, a, b].T  # (C, Q)
             n_low, n_high = n_low + shared, n_high - shared
-        j_low = np.where(n_low < 0, _safe_divide(n_low, p.den_pos), _safe_divide(n_low, p.den_high))
-        j_high = np.where(n_high > 0, _safe_divide(n_high, p.den_pos), _safe_divide(n_high, p.den_high))
+        j_low = np.where(n_low < 0, safe_divide(n_low, p.den_pos), safe_divide(n_low, p.den_high))
+        j_high = np.where(n_high > 0, safe_divide(n_high, p.den_pos), safe_divide(n_high, p.den_high))
         zero_possible = p.den_low <= 0
         j_low = np.where(zero_possible, np.minimum(j_low, 0.0), j_low)
         j_high = np.where(zero_possible, np.maximum(j_high, 0.0), j_high)

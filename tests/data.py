@@ -85,7 +85,7 @@ def run_concurrently(target, args_list, *, timeout: float = 180) -> list[Excepti
         try:
             barrier.wait()
             target(*args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every thread's failure is collected and raised after
             traceback.print_exc()  # shown with the failing test: where in its thread it was raised
             errors.append(exc)
         finally:
@@ -201,7 +201,7 @@ def in_browser(check) -> list[str]:
                     outcome["errors"] = errors
                 finally:
                     browser.close()
-        except BaseException as exc:  # handed to the test's thread, which raises it
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread, which raises it
             outcome["exception"] = exc
 
     thread = threading.Thread(target=work)

@@ -67,7 +67,7 @@ class JudgmentCursorPagination(CursorPagination):
         if cursor is None or cursor.position is None:
             return cursor
         field = self.ordering[0].lstrip("-") if isinstance(self.ordering, list | tuple) else self.ordering.lstrip("-")
-        if not self._valid_position(field, cursor.position):
+        if not self._valid_position(field, str(cursor.position)):
             raise ValidationError({self.cursor_query_param: [self.invalid_cursor_message]})
         return cursor
 

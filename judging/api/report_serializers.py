@@ -178,8 +178,8 @@ class StopSerializer(serializers.Serializer):
         "(Bonferroni over the K comparisons' p_holds)."
     )
     judgments_left_estimate = AsciiIntegerField(
-        help_text="About how many more judgments before the lead may stop: 0 once reached; otherwise "
-        "judgments_to_settle (an upper bound: the confidence often comes sooner)."
+        help_text="About how many more judgments before the lead may stop: 0 once reached; otherwise an estimate "
+        "(the pending pairs whose labels take enough uncertainty out of the top K comparisons as they stand)."
     )
     settled = serializers.BooleanField(
         help_text="The order of the top K and their border is settled for certain: every one of those comparisons "

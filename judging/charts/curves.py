@@ -13,7 +13,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from judging.charts.leaderboard import _clip, _svg, nice_ticks
+from judging.charts.leaderboard import chart_svg, nice_ticks
+from judging.charts.svg import clip
 
 #: Distinct series styles (colour classes); more systems reuse them with a dashed stroke.
 CURVE_SERIES = 8
@@ -77,9 +78,9 @@ def curve_chart(
             body.append(
                 f'<g class="{cls}"><line x1="{lx}" x2="{lx + 18}" y1="{ly:.1f}" y2="{ly:.1f}" stroke-width="3"/>'
                 f'<text x="{lx + 24}" y="{ly + 4:.1f}" class="ch-ink">'
-                f"{escape(_clip(names[i], 18))}</text></g>"
+                f"{escape(clip(names[i], 18))}</text></g>"
             )
-    return _svg(
+    return chart_svg(
         width,
         height,
         body,
@@ -108,4 +109,4 @@ def interval_bar(low: float, high: float, value: float, *, top: float = 1.0, wid
         "low": f"{low:.3f}",
         "high": f"{high:.3f}",
     }
-    return _svg(width, 14, body, title=label, label=label)
+    return chart_svg(width, 14, body, title=label, label=label)

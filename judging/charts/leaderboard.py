@@ -27,14 +27,14 @@ from judging.charts.svg import label_width, name_label, svg
 STATUS_CLASS = {"best": "ch-best", "tied": "ch-tied", "worse": "ch-worse", "": "ch-plain"}
 
 
-def _svg(width: float, height: float, body: list[str], *, title: str, label: str) -> SafeString:
+def chart_svg(width: float, height: float, body: list[str], *, title: str, label: str) -> SafeString:
     return svg(width, height, body, title=title, label=label, cls="lb-chart")
 
 
 def message_chart(title: str, message: str, *, width: int = 640) -> SafeString:
     """A chart with nothing to draw yet: its title and one line saying why (and what to do), never a 404."""
     body = [f'<text x="{width / 2}" y="40" text-anchor="middle" class="ch-muted">{escape(message)}</text>']
-    return _svg(width, 70, body, title=title, label=message)
+    return chart_svg(width, 70, body, title=title, label=message)
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -147,7 +147,7 @@ def bar_chart(
         else:
             end = x(m)
         body.append(f'<text x="{end + 5:.1f}" y="{y + 15}">{_fmt(m)}</text></g>')
-    return _svg(
+    return chart_svg(
         width,
         height,
         body,
@@ -186,7 +186,7 @@ def distribution_chart(
             f'<text x="{label_w + plot_w / 2}" y="{top + 20}" text-anchor="middle" class="ch-muted">'
             f"{escape(no_label)}</text>"
         )
-        return _svg(width, height, body, title=_("Per-query distribution"), label=_("No data yet"))
+        return chart_svg(width, height, body, title=_("Per-query distribution"), label=_("No data yet"))
     q = np.percentile(values, [5, 25, 50, 75, 95], axis=1)  # (5, S)
     mean = values.mean(axis=1)
     rng = np.random.default_rng(0)
@@ -233,7 +233,7 @@ def distribution_chart(
             f'<path d="M{mx:.1f} {cy - 4.5}L{mx + 4.5:.1f} {cy}L{mx:.1f} {cy + 4.5}L{mx - 4.5:.1f} {cy}Z" '
             f'class="ch-mean"/></g>'
         )
-    return _svg(
+    return chart_svg(
         width,
         height,
         body,
@@ -256,7 +256,11 @@ def progress_chart(
     height: int = 220,
 ) -> SafeString:
     """People's cumulative judgments over time (a step line that rises in the bucket they were made), model
-    judges' answers apart (a dotted step line, when there are any), and the pool's target as a dashed line."""
+    judges' answers apart (a dotted step line, when there are any), and the pool's target as a dashed line.
+
+    One function: one SVG drawn back to front (grid, axes, the two lines, the target, the labels), each part
+    placed by the scales computed at its top.
+    """
     left, right, top, bottom = 56, 16, 26, 36
     plot_w, plot_h = width - left - right, height - top - bottom
     models = np.asarray(model if model is not None and len(model) else np.zeros(len(times)), dtype=np.float64)
@@ -277,7 +281,7 @@ def progress_chart(
             f'<text x="{left + plot_w / 2}" y="{top + plot_h / 2}" text-anchor="middle" class="ch-muted">'
             f"{escape(no_judgments)}</text>"
         )
-        return _svg(width, height, body, title=_("Judging progress"), label=_("No judgments yet"))
+        return chart_svg(width, height, body, title=_("Judging progress"), label=_("No judgments yet"))
     stamps = np.array([t.timestamp() for t in times], dtype=np.float64)
     counts = np.asarray(cumulative, dtype=np.float64)
     span = {"hour": 3600.0, "day": 86400.0}.get(bucket, 86400.0)
@@ -354,7 +358,7 @@ def progress_chart(
             f'<text x="{x(t1) - 4:.1f}" y="{place(models[-1]):.1f}" text-anchor="end" class="ch-model-text">'
             f"{escape(model_label)}</text>"
         )
-    return _svg(width, height, body, title=_("Judging progress"), label=_("Cumulative judgments over time"))
+    return chart_svg(width, height, body, title=_("Judging progress"), label=_("Cumulative judgments over time"))
 
 
 # --------------------------------------------------------------------------- head-to-head differences
@@ -377,7 +381,7 @@ def difference_chart(
     ) % {"measure": measure, "a": _clip(a, 24), "b": _clip(b, 24), "n": f"{d.size:,}"}
     body = [f'<text x="{left}" y="15" class="ch-muted">{escape(heading)}</text>']
     if d.size == 0:
-        return _svg(width, height, body, title=_("Per-query differences"), label=_("No queries"))
+        return chart_svg(width, height, body, title=_("Per-query differences"), label=_("No queries"))
     if d.size > max_columns:
         d = np.quantile(d[::-1], np.linspace(1, 0, max_columns))
     lim = max(float(np.abs(d).max()), 1e-9)
@@ -411,7 +415,7 @@ def difference_chart(
         f'<text x="{left + 4}" y="{top + plot_h - 4}" class="ch-loss">▼ '
         f"{escape(better % {'system': _clip(b, 30)})}</text>"
     )
-    return _svg(
+    return chart_svg(
         width,
         height,
         body,

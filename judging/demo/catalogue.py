@@ -1592,7 +1592,7 @@ WORDS = Words(
 )
 
 
-class _Clock:
+class Clock:
     """An annotator's working time: judgments one after another, in sessions of 40-90 on past days."""
 
     def __init__(self, rng: random.Random, start: datetime):

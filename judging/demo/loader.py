@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.demo import catalogue, catalogue_ko
-from judging.demo.catalogue import Decision, _Clock, decide
+from judging.demo.catalogue import Clock, Decision, decide
 from judging.demo.online import model_judge, online_csv
 from judging.models import (
     Adjudication,
@@ -69,7 +69,7 @@ class DemoSummary:
     log: list[str] = field(default_factory=list)
 
 
-def _users(*, reset: bool, cat: ModuleType = catalogue) -> tuple[dict, list[str]]:
+def demo_users(*, reset: bool, cat: ModuleType = catalogue) -> tuple[dict, list[str]]:
     User = get_user_model()
     users, created = {}, []
     for username, password in cat.PASSWORDS.items():
@@ -129,9 +129,9 @@ def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: dateti
         plan[first] += by_query[qid][: len(by_query[qid]) // 3]
 
     clocks = {
-        first: _Clock(rng, start.replace(hour=9, minute=12)),
-        second: _Clock(rng, start.replace(hour=10, minute=41)),
-        third: _Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
+        first: Clock(rng, start.replace(hour=9, minute=12)),
+        second: Clock(rng, start.replace(hour=10, minute=41)),
+        third: Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
     }
     events: list[tuple[int, datetime]] = []
     decided: dict[tuple[str, int], Decision] = {}
@@ -272,7 +272,7 @@ def demo_load(*, reset: bool = False, lang: str = "en") -> DemoSummary:
     with transaction.atomic():
         if reset:
             Campaign.objects.filter(slug=cat.SLUG).delete()
-        users, created_users = _users(reset=reset, cat=cat)
+        users, created_users = demo_users(reset=reset, cat=cat)
         campaign = Campaign.objects.filter(slug=cat.SLUG).first()
         if campaign is not None:
             for name in cat.ANNOTATORS:

@@ -139,7 +139,7 @@ class WriteBehind:
                 else:
                     try:
                         future.set_result(func(*args))
-                    except BaseException as error:  # handed to the import's thread, which raises it
+                    except BaseException as error:  # noqa: BLE001 - handed to the import's thread, which raises it
                         future.set_exception(error)
                         with self._lock:
                             self._error = error

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from django.db import connection, models
 
-from judging.imports import pgcopy, write_postgres, write_sqlite
+from judging import pgcopy
+from judging.imports import write_postgres, write_sqlite
 
 Progress = Callable[[int], None] | None
 Model = type[models.Model]

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import connection
 
-from judging.imports import pgcopy
+from judging import pgcopy
 
 COPY_STEP = 50_000  # rows per COPY block (and per progress report)
 # Rows given one by one (documents with their text, judgment revisions) go in blocks of 50: pgcopy builds a block

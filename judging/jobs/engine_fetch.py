@@ -92,7 +92,7 @@ def engine_fetch_job_run(job: Job, *, progress: Callable[[int], None] | None = N
         error = "the engine system was deleted"
     except EngineError as exc:  # the system's own configuration (a field's JSONPath), before any query
         error = str(exc)
-    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+    except Exception as exc:  # any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = str(exc) if isinstance(exc, ValueError) else f"internal error: {exc}"
     finally:

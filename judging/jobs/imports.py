@@ -110,7 +110,7 @@ def import_run(job: Job, *, progress=None) -> dict:
         error = exc.as_dict(via=job.options.get("via", "api"))  # in the words of the page or API that started it
     except ValidationError as exc:
         error = {"detail": "; ".join(exc.messages), "file": job.filename, "line": None, "field": None}
-    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+    except Exception as exc:  # any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = {"detail": f"internal error: {exc}", "file": job.filename, "line": None, "field": None}
     finally:

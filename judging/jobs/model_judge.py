@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -35,7 +36,7 @@ from judging.jobs.runner import (
     runs,
     sidecar_remove,
 )
-from judging.models import Campaign, Job, JudgeTemplate
+from judging.models import Account, Campaign, Job, JudgeTemplate
 from judging.services.judge_templates import judge_template_current
 from judging.services.model_canary import CANARY_MAX, canary_run
 from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV, Endpoint
@@ -192,17 +193,13 @@ def template_version(pk: int | None) -> int | None:
 
 @runs(Job.Kind.MODEL_JUDGE)
 def model_judge_job_run(job: Job, *, progress=None) -> dict:
-    """Judge the pairs not judged yet by this job, a batch at a time (in the worker)."""
-    opts = dict(job.options)
-    ids = unpack(job.upload)
-    # Resume: the pairs not reached yet, and those whose call failed.
-    remaining = sorted(set(opts.get("failed", [])) | set(ids[opts.get("cursor", 0) :]))
-    opts.update(cursor=0, failed=[])
-    tally = dict(opts.get("tally") or {"graded": 0, "unsure": 0, "unchanged": 0})
-    already = job.total - len(remaining)
-    Job.objects.filter(pk=job.pk).update(upload=pack(remaining), options=opts, done=already)
+    """Judge the pairs not judged yet by this job, a batch at a time (in the worker).
+
+    One function: its callbacks share the job's options as each batch commits (the cursor, the failed pairs).
+    """
+    opts, remaining, tally = _resume(job)
     beat = Heartbeat(job)
-    beat.done = already
+    beat.done = job.total - len(remaining)
     started = time.monotonic()
     summary = None
 
@@ -228,19 +225,7 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
     error = None
     canary = None
     try:
-        judge = get_user_model().objects.get(username=opts["judge"])
-        url = opts.get("endpoint") or _ENDPOINT_HERE.get(job.pk)
-        if not (url or os.environ.get(ENDPOINT_ENV, "").strip()):
-            raise ValueError(NO_ENDPOINT_IN_WORKER)
-        target = Endpoint.configured(
-            url=url,
-            model=opts["model"],
-            timeout=opts["timeout"],
-            retries=opts["retries"],
-            temperature=float(opts.get("temperature", 0.0)),
-        )
-        template_id = opts.get("template")
-        template = JudgeTemplate.objects.filter(pk=template_id).first() if template_id else None
+        judge, target, template = _target(job, opts)
         with beat:
             summary = model_judge_run(
                 campaign=job.campaign,
@@ -276,7 +261,7 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
             f"the model endpoint failed {GIVE_UP_AFTER} calls in a row and the run stopped "
             f"(last error: {exc.last_error})"
         )
-    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+    except Exception as exc:  # any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = f"internal error: {exc}" if not isinstance(exc, ValueError) else str(exc)
     finally:
@@ -284,13 +269,12 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         # the address is this run's only: a later job of the same id (another database, tests) must not find it
         _ENDPOINT_HERE.pop(job.pk, None)
     seconds = time.monotonic() - started
-    run_failed = summary.failed if summary else 0
     result = {
         "judge": opts["judge"],
         "model": opts["model"],
         "pairs": job.total,
         **(totals(summary) if summary else opts.get("tally", tally)),
-        "failed": run_failed,
+        "failed": summary.failed if summary else 0,
         "off_scale": summary.off_scale if summary else 0,
         "repeat": int(opts.get("repeat", 1)),
         "template": template_version(opts.get("template")),
@@ -299,6 +283,44 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
     }
     if canary is not None:
         result["canary"] = canary
+    return _job_end(job, opts, remaining, result, error, seconds)
+
+
+def _resume(job: Job) -> tuple[dict[str, Any], list[int], dict[str, int]]:
+    """The job's options, the pairs it has left (those not reached yet, and those whose call failed) and the
+    counts of the runs before; the job's row says so before the run starts."""
+    opts = dict(job.options)
+    ids = unpack(job.upload)
+    remaining = sorted(set(opts.get("failed", [])) | set(ids[opts.get("cursor", 0) :]))
+    opts.update(cursor=0, failed=[])
+    tally = dict(opts.get("tally") or {"graded": 0, "unsure": 0, "unchanged": 0})
+    Job.objects.filter(pk=job.pk).update(upload=pack(remaining), options=opts, done=job.total - len(remaining))
+    return opts, remaining, tally
+
+
+def _target(job: Job, opts: dict[str, Any]) -> tuple[Account, Endpoint, JudgeTemplate | None]:
+    """The model judge's account, its endpoint (the address given with the job, else the worker's environment's:
+    ValueError without either) and its prompt template."""
+    judge = get_user_model().objects.get(username=opts["judge"])
+    url = opts.get("endpoint") or _ENDPOINT_HERE.get(job.pk)
+    if not (url or os.environ.get(ENDPOINT_ENV, "").strip()):
+        raise ValueError(NO_ENDPOINT_IN_WORKER)
+    target = Endpoint.configured(
+        url=url,
+        model=opts["model"],
+        timeout=opts["timeout"],
+        retries=opts["retries"],
+        temperature=float(opts.get("temperature", 0.0)),
+    )
+    template_id = opts.get("template")
+    template = JudgeTemplate.objects.filter(pk=template_id).first() if template_id else None
+    return judge, target, template
+
+
+def _job_end(
+    job: Job, opts: dict[str, Any], remaining: list[int], result: dict[str, Any], error: str | None, seconds: float
+) -> dict[str, Any]:
+    """The job's row at the run's end: failed with what was kept and what Retry judges, or done with its result."""
     if error is not None:
         kept = result["graded"] + result["unsure"] + result["unchanged"]
         left = len(set(opts["failed"]) | set(remaining[opts["cursor"] :]))

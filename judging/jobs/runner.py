@@ -442,7 +442,7 @@ def run_work(job: Job, work: Callable[[Job, Callable[[int], None]], dict], *, at
         return {"status": "superseded"}
     except ValidationError as exc:
         error = "; ".join(exc.messages)
-    except Exception as exc:  # noqa: BLE001 - any failure must end the job as failed, not leave it running
+    except Exception as exc:  # any failure must end the job as failed, not leave it running
         logger.exception("job %s crashed", job.pk)
         error = f"internal error: {exc}"
     finally:

@@ -4,7 +4,7 @@ from django.db import migrations, models
 def descriptions_per_campaign(apps, schema_editor):
     """Each model judge's membership gets the judge's description, with every endpoint URL in it written
     without credentials (a query-string key was stored in it); the global description is cleaned too."""
-    from judging.services.endpoints import urls_display
+    from judging.endpoints import urls_display
 
     AnnotatorProfile = apps.get_model("judging", "AnnotatorProfile")
     Membership = apps.get_model("judging", "Membership")

@@ -44,7 +44,7 @@ def leaderboard_data(
     ``attribute`` adds ILD@k and Coverage@k over that document attribute, ``micro`` the micro-averaged P@k and R@k (see
     judging.scoring.trust). ``segment`` restricts the means to the queries carrying that tag.
 
-    ``per_query_text`` (judging.api.renderers.leaderboard_json): called as ``per_query_text(values, qids,
+    ``per_query_text`` (judging.api.leaderboard_text.leaderboard_json): called as ``per_query_text(values, qids,
     names, block=..., series=..., campaign_pk=..., versions=...)`` for each system, with ``values()`` its
     (Q_scored, M) per-query values (``values(rows)`` those of the scored queries at positions ``rows``),
     ``block`` naming them (the scores' state and the system), ``series`` the same system's values in every state
@@ -56,6 +56,8 @@ def leaderboard_data(
     ``allow_stale`` (the API, served by long-running processes): on a large campaign, a process that has not built
     the bounds and verdicts of an earlier state answers with the latest ones published, marked with
     ``verdicts_behind``, while it builds this state's in the background (trust.trust_entries).
+
+    One function: the JSON's keys are filled in SPEC §4's order, each from the one leaderboard read at its top.
     """
     params = Params(
         k=k,

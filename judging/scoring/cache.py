@@ -395,7 +395,12 @@ def _versions_since(
 
 
 def leaderboard(campaign: Campaign, params: Params | None = None) -> Leaderboard:
-    """Current per-query scores of every system, rescoring only queries whose labels moved."""
+    """Current per-query scores of every system, rescoring only queries whose labels moved.
+
+    One function: the table it publishes is built under one reading of the labels versions (the process's copy,
+    the blocks other processes scored, the queries still stale, the shared cache written later); split, each
+    part would take that reading and the copy-on-write table as arguments.
+    """
     started = time.perf_counter()
     params = (params or Params()).validate()
     cube = run_cube(campaign)

@@ -21,8 +21,8 @@ from judging import runtime
 from judging.aggregation import aggregate_grades
 from judging.compiled import compiled_sql, int_slot
 from judging.errors import RequestError
-from judging.imports.pgcopy import pg_type
 from judging.models import Adjudication, AnnotatorProfile, Campaign, Judgment, Pair, Query, QueryTag, Ranking, System
+from judging.pgcopy import pg_type
 from judging.scoring import cube_file
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def cursor_rows(qs: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
     compiler = qs.query.get_compiler(using=qs.db)
     sql, params = compiler.as_sql()
     db = connections[qs.db]
-    types = _copy_types(compiler) if db.vendor == "postgresql" else None
+    types = copy_types(compiler) if db.vendor == "postgresql" else None
     with db.cursor() as cursor:
         if types is None:
             cursor.execute(sql, params)
@@ -95,9 +95,9 @@ def cursor_rows(qs: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
 _COPY_READ = frozenset({"int8", "int4", "int2", "bytea", "text", "bool", "float8"})
 
 
-def _copy_types(compiler: Any) -> list[str] | None:
+def copy_types(compiler: Any) -> list[str] | None:
     """The binary COPY type of each column the compiled query selects (its ``select``, filled by ``as_sql``), or
-    None when one has none that reads as the text cursor's (judging.imports.pgcopy.pg_type, _COPY_READ)."""
+    None when one has none that reads as the text cursor's (judging.pgcopy.pg_type, _COPY_READ)."""
     try:
         types = [pg_type(col.output_field.db_type(compiler.connection)) for col, _, _ in compiler.select]
     except (ValueError, AttributeError):
@@ -117,7 +117,7 @@ def _logged(cursor: Any, sql: str, params: Any) -> Iterator[None]:
         yield
 
 
-def _systems_key(campaign: Campaign) -> tuple[object, ...]:
+def systems_key(campaign: Campaign) -> tuple[object, ...]:
     """What the campaign's run cube depends on: its systems (by name) and its queries, read at every leaderboard
     request and queue list by one compiled statement (judging.compiled: the two ORM queries it replaces took
     2.7 ms of a leaderboard request at 20 systems x 5,000 queries, most of it building them)."""
@@ -144,14 +144,14 @@ def run_cube(campaign: Campaign) -> RunCube:
     """The campaign's run cube at its current runs state: this process's copy, else the machine's cube file
     mapped read-only (judging.scoring.cube_file), else read from the database (and written to that file, one
     process of the machine at a time)."""
-    key = _systems_key(campaign)
+    key = systems_key(campaign)
     with _LOCK:
         cube = _CUBES.get(key)
     if cube is not None and (cube.guard is None or cube.guard.sound()):
         return cube
     folder = cube_file.cube_dir()
     if folder is None:
-        cube = _cube_read(campaign, key)
+        cube = cube_read(campaign, key)
     else:
         digest = cube_file.state_digest(key)
         found = cube_file.cube_load(folder, campaign.pk, digest)
@@ -160,7 +160,7 @@ def run_cube(campaign: Campaign) -> RunCube:
                 # another worker may have built it while this one waited for the lock
                 found = cube_file.cube_load(folder, campaign.pk, digest)
                 if found is None:
-                    cube = _cube_read(campaign, key)
+                    cube = cube_read(campaign, key)
                     found = cube_file.cube_save(
                         folder,
                         campaign.pk,
@@ -184,7 +184,7 @@ def run_cube(campaign: Campaign) -> RunCube:
     return cube
 
 
-def _cube_read(campaign: Campaign, key: tuple[object, ...]) -> RunCube:
+def cube_read(campaign: Campaign, key: tuple[object, ...]) -> RunCube:
     """The run cube read from the database's rankings."""
     started = time.perf_counter()
     systems = list(System.objects.filter(campaign=campaign).order_by("name").values_list("id", "name"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db.models import Count, Max, Q
@@ -27,10 +27,21 @@ from judging import runtime
 from judging.errors import RequestError
 from judging.judge_models import ModelConsistency
 from judging.models import AnnotatorProfile, Campaign, Grade, Judgment, Membership, Pair
-from judging.scoring.cube import RunCube, cursor_rows
-from metrics.hybrid import Calibration, calibrate, expected_scores, pair_distributions, rank_bucket, sample_grades
+from judging.scoring.cube import RunCube, cursor_rows, label_arrays, labels_for
+from metrics.hybrid import (
+    RANK_BUCKETS,
+    Calibration,
+    answer_likelihood,
+    calibrate,
+    expected_scores,
+    pair_distributions,
+    rank_bucket,
+    sample_grades,
+)
 from metrics.keys import pair_key_query, pair_keys
 from metrics.ranking import UNJUDGED
+from metrics.relevance_model import Answers, answered_relevance, label_model, pair_prior
+from metrics.verdicts import final_pool
 
 REFIT_SHARE = 0.05  # refit once the pairs both graded grew by this share ...
 REFIT_MIN = 20  # ... or by this many
@@ -62,6 +73,9 @@ class HybridFit:
     both: int  # pairs both graded when fitted
     answered: int  # the model's confident judgments when fitted
     seed: int  # a digest of the fit: the draws' seed, and the score table's name
+    #: (A, G) P(the model's answers | human grade) of each pair (metrics.hybrid.answer_likelihood): the verdicts
+    #: weigh it against the relevance model's prior of the pair (its systems and ranks, its query)
+    likelihood: np.ndarray
 
     @property
     def helpful(self) -> bool | None:
@@ -196,10 +210,60 @@ def _fit(campaign: Campaign, cube: RunCube, judge_id: int, top_grade: int, answe
         top_grade=top_grade,
     )
     dist = pair_distributions(hist, bucket, calibration)
-    digest = hashlib.sha256(calibration.counts.tobytes() + keys.tobytes() + hist.tobytes()).digest()
+    answered_by_bucket = np.zeros((RANK_BUCKETS, n_grades))
+    np.add.at(answered_by_bucket, bucket, hist / np.maximum(hist.sum(axis=1, keepdims=True), 1.0))
+    likelihood = answer_likelihood(hist, bucket, calibration, answered_by_bucket)
+    dist = _with_pair_prior(campaign, cube, keys, dist, likelihood, labelled, top_grade)
+    digest = hashlib.sha256(calibration.counts.tobytes() + keys.tobytes() + hist.tobytes() + dist.tobytes()).digest()
     return HybridFit(
-        judge_id, calibration, keys, dist, labelled, int(labelled.sum()), answered, int.from_bytes(digest[:4], "big")
+        judge_id,
+        calibration,
+        keys,
+        dist,
+        labelled,
+        int(labelled.sum()),
+        answered,
+        int.from_bytes(digest[:4], "big"),
+        likelihood,
     )
+
+
+def _with_pair_prior(
+    campaign: Campaign,
+    cube: RunCube,
+    keys: np.ndarray,
+    dist: np.ndarray,
+    likelihood: np.ndarray,
+    labelled: np.ndarray,
+    top_grade: int,
+) -> np.ndarray:
+    """``dist`` with each pooled pair nobody judged read as the relevance model's prior for it (its systems and
+    ranks, its query: metrics.relevance_model.pair_prior, learned from people's labels and the model's calibrated
+    answers) times the likelihood of the model's answers, renormalised: the same reading the verdicts draw from
+    (judging.scoring.trust.final), in expectation over the query's factor. A pair outside the pool keeps its
+    calibrated row. One read of the campaign's labels and the cube's pool-depth head, once per fit."""
+    open_ = ~labelled
+    if not open_.any() or not cube.query_ids.size or not cube.system_ids.size:
+        return dist
+    depth = max(1, min(int(campaign.pool_depth), cube.doc_ids.shape[2]))
+    head = replace(cube, doc_ids=cube.doc_ids[..., :depth], guard=None)
+    labels = labels_for(campaign, cube.query_ids, None, total=int(cube.query_ids.size))
+    grid, _, _, _ = label_arrays(head, np.arange(cube.query_ids.size), labels)
+    pool = final_pool(grid, head.doc_ids, pool_depth=depth)
+    if not pool.doc_id.size:
+        return dist
+    answers = Answers(cube.query_ids, keys[open_], dist[open_], likelihood[open_])
+    model = label_model(
+        pool, top_grade=top_grade, n_systems=len(cube.system_ids), soft=answered_relevance(pool, answers)
+    )
+    wanted = pair_keys(cube.query_ids[pool.doc_query], pool.doc_id)
+    at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    hit = (keys[at] == wanted) & open_[at]
+    post = pair_prior(pool, model)[hit] * likelihood[at[hit]]
+    total = post.sum(axis=1, keepdims=True)
+    out = dist.copy()
+    out[at[hit]] = np.where(total > 0, post / np.where(total > 0, total, 1.0), dist[at[hit]])
+    return out
 
 
 def fits_clear() -> None:

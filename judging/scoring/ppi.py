@@ -3,7 +3,7 @@ the random audit (metrics.ppi; Angelopoulos et al., "Prediction-powered inferenc
 
 Both terms come from score tables the leaderboard already keeps (``cache.leaderboard``): per-query scores under
 ``model:NAME`` and under the humans' labels, each rescored only where labels moved. Only the queries of the
-audit draw that people have labelled completely (judging.selectors.audit) enter the correction: a human label
+audit draw that people have labelled completely (judging.reads.audit_state) enter the correction: a human label
 elsewhere, such as one the "doubtful" queue asked for, never does, or the audit would stop being random.
 """
 
@@ -17,9 +17,9 @@ import numpy as np
 
 from judging.errors import RequestError
 from judging.models import Campaign
+from judging.reads import AuditState, audit_state
 from judging.scoring.cache import Leaderboard, Params, leaderboard
 from judging.scoring.cube import segment_mask
-from judging.selectors.audit import AuditState, audit_state
 from metrics.numbers import MEASURE_RANGE, clip_interval, finite_array, within
 from metrics.ppi import MIN_AUDITED, PPIMean, ppi_mean
 

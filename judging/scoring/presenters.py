@@ -485,7 +485,7 @@ def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int 
     smaller than the ``n_systems`` there are is said to cover them all."""
     k, left = int(stop["top_k"]), int(stop.get("judgments_to_settle", stop["judgments_left_estimate"]))
     settled = bool(stop.get("settled", False))
-    values = {"k": k, "n": n_systems or 0, "confidence": f"{stop['confidence']:.0%}", "left": left}
+    values: dict[str, Any] = {"k": k, "n": n_systems or 0, "confidence": f"{stop['confidence']:.0%}", "left": left}
     if n_systems is not None and k >= n_systems:
         if settled:
             head = gettext(
@@ -531,10 +531,13 @@ def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int 
                 left,
             )
         else:
+            values["to_stop"] = int(stop["judgments_left_estimate"])
             more = ngettext(
-                "About %(left)d more judgment would settle it for certain; %(confidence)s confidence may come sooner.",
-                "About %(left)d more judgments would settle it for certain; %(confidence)s confidence may come sooner.",
-                left,
+                "About %(to_stop)d more judgment should bring %(confidence)s confidence; about %(left)d would settle "
+                "the order as it stands now for certain.",
+                "About %(to_stop)d more judgments should bring %(confidence)s confidence; about %(left)d would settle "
+                "the order as it stands now for certain.",
+                values["to_stop"],
             )
         text += " " + more % values
     if without_labels:

@@ -23,13 +23,13 @@ from django.core.cache import cache
 
 from judging import runtime
 from judging.models import Campaign, Pair
+from judging.reads import pool_size
 from judging.scoring.cache import Leaderboard, labels_counter, leaderboard, shared_write
 from judging.scoring.cube import cursor_rows
 from judging.scoring.hybrid import campaign_judge, hybrid_fit
 from judging.scoring.trust.arrays import campaign_arrays, top_grade
 from judging.scoring.trust.priority import PRIORITY_MAX_AGE, QUEUE_PARAMS
 from judging.scoring.trust.store import LOCK
-from judging.selectors.campaigns import pool_size
 from metrics.hybrid import hybrid_order
 from metrics.keys import pair_keys
 from metrics.selection import Selection, bandit_order, mtc_order

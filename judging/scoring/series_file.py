@@ -1,7 +1,7 @@
 """Each system's per-query JSON rows of a recent labels state: one file per machine and series (RELJUDGE_CUBE_DIR).
 
-The API's leaderboard writes every system's per-query values as JSON text (judging.api.renderers): 100,000 rows of
-nine floats at 20 systems x 5,000 queries, 0.8 s of a restarted worker's first request (float formatting),
+The API's leaderboard writes every system's per-query values as JSON text (judging.api.leaderboard_text): 100,000
+rows of nine floats at 20 systems x 5,000 queries, 0.8 s of a restarted worker's first request (float formatting),
 against a few milliseconds in a worker that keeps the previous state's rows and rewrites only the moved ones. Here
 a worker that wrote a series (one system's rows in one score table) saves them, with their values and queries, at
 most every :data:`SAVE_EVERY` seconds (and only when the file is older than that: one worker of the machine saves
@@ -11,7 +11,7 @@ is removed (a warning in the log); new runs remove the campaign's files (judging
 deleting the campaign.
 
 Layout (judging.scoring.cube_file's header): the values (Q x M float64), where each query's item starts in the
-text (Q + 1 int64, in bytes; judging.api.renderers.object_text) and the per-query object's text (UTF-8).
+text (Q + 1 int64, in bytes; judging.api.leaderboard_text.object_text) and the per-query object's text (UTF-8).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _digest(series: str, names: tuple[str, ...], qids: tuple[str, ...]) -> str:
 def series_load(
     campaign_pk: int, series: str, names: tuple[str, ...], qids: tuple[str, ...]
 ) -> tuple[np.ndarray, bytes, np.ndarray] | None:
-    """The values (Q, M), the per-query object's text and its items' starts (judging.api.renderers.object_text)
+    """The values (Q, M), the per-query object's text and its items' starts (judging.api.leaderboard_text.object_text)
     saved for this series, queries and names, or None."""
     folder = cube_file.cube_dir()
     if folder is None:

@@ -1,8 +1,9 @@
 """Everything that reads for a page or an export: campaigns, the judging queue, judgments, agreement."""
 
-from judging.selectors.audit import AuditState, audit_draws, audit_queries, audit_state  # noqa: F401
+from judging.figures import JudgeProgress, percent_complete  # noqa: F401
+from judging.reads import POOL_SIZE_TTL, AuditState, audit_state, grade_top, pool_size, pool_size_forget  # noqa: F401
+from judging.selectors.audit import audit_draws, audit_queries  # noqa: F401
 from judging.selectors.campaigns import (  # noqa: F401
-    POOL_SIZE_TTL,
     annotators_progress,
     api_token_exists,
     campaign_list,
@@ -11,11 +12,8 @@ from judging.selectors.campaigns import (  # noqa: F401
     campaign_rows,
     campaign_setup,
     grade_list,
-    grade_top,
     membership_get,
     membership_roles,
-    pool_size,
-    pool_size_forget,
     query_list,
     query_tag_exists,
     scale_rows,
@@ -37,8 +35,8 @@ from judging.selectors.judgments import (  # noqa: F401
     qrels_chunks,
     qrels_rows,
 )
-from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401, E402
-from judging.selectors.progress import JudgeProgress, judge_progress, percent_complete  # noqa: F401
+from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401
+from judging.selectors.progress import judge_progress  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
     QUEUE_FIELDS,
     NextPair,

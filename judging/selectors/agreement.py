@@ -86,68 +86,8 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict[s
         result.update(overall=None, pairs=[], queries=[])
         return result
     values = r.values[rated_twice]
-    alpha = krippendorff_alpha(values, cats, level="ordinal")
-    alpha_ci = bootstrap_agreement(
-        _partial(krippendorff_alpha, cats, level="ordinal"), values, n_resamples=n_resamples, seed=0
-    )
-    fleiss = metrics.agreement.fleiss_kappa(values, cats)
-    fleiss_ci = bootstrap_agreement(
-        _partial(metrics.agreement.fleiss_kappa, cats), values, n_resamples=n_resamples, seed=0
-    )
-    result["overall"] = {
-        "alpha": alpha,
-        "alpha_ci": tuple(map(float, alpha_ci)),
-        "fleiss": fleiss,
-        "fleiss_ci": tuple(map(float, fleiss_ci)),
-        "raw": observed_agreement(values),
-        "raw_ci": tuple(map(float, bootstrap_agreement(observed_agreement, values, n_resamples=n_resamples, seed=0))),
-    }
-    by_pair = metrics.agreement.pairwise_agreement(r.values, cats)
-    pairs = []
-    for a, b, n, raw_ab, kappa, qwk in zip(
-        by_pair.rater_a,
-        by_pair.rater_b,
-        by_pair.n_common,
-        by_pair.raw,
-        by_pair.kappa,
-        by_pair.quadratic_kappa,
-        strict=True,
-    ):
-        both = ~np.isnan(r.values[:, a]) & ~np.isnan(r.values[:, b])
-        ab = r.values[both][:, [a, b]]
-        entry = {
-            "a": r.usernames[a],
-            "b": r.usernames[b],
-            "n": int(n),
-            "raw": float(raw_ab),
-            "kappa": float(kappa),
-            "qwk": float(qwk),
-            "kappa_ci": (np.nan, np.nan),
-            "qwk_ci": (np.nan, np.nan),
-            "confusion": confusion_matrix(ab[:, 0], ab[:, 1], cats).tolist() if n else [],
-        }
-        if n >= 2:
-            entry["kappa_ci"] = tuple(
-                map(
-                    float,
-                    bootstrap_agreement(
-                        _partial(metrics.agreement.cohen_kappa, cats), ab, n_resamples=n_resamples, seed=0
-                    ),
-                )
-            )
-            entry["qwk_ci"] = tuple(
-                map(
-                    float,
-                    bootstrap_agreement(
-                        _partial(metrics.agreement.cohen_kappa, cats, weights="quadratic"),
-                        ab,
-                        n_resamples=n_resamples,
-                        seed=0,
-                    ),
-                )
-            )
-        pairs.append(entry)
-    result["pairs"] = pairs
+    result["overall"] = _overall(values, cats, n_resamples)
+    result["pairs"] = _by_pair(r.values, r.usernames, cats, n_resamples)
     q_ids, group = np.unique(r.query_ids[rated_twice], return_inverse=True)
     q_alpha, q_raw, q_n = agreement_by_group(values, group, cats, level="ordinal")
     texts = dict(Query.objects.filter(id__in=q_ids.tolist()).values_list("id", "qid"))
@@ -159,6 +99,70 @@ def campaign_agreement(*, campaign: Campaign, n_resamples: int = 1000) -> dict[s
         key=lambda d: (np.nan_to_num(d["alpha"], nan=2.0), d["qid"]),
     )
     return result
+
+
+def _overall(values: np.ndarray, cats: list[int], n_resamples: int) -> dict[str, Any]:
+    """Krippendorff's ordinal alpha, Fleiss' kappa and the raw agreement over the items rated twice or more, each
+    with its bootstrap interval."""
+    alpha_ci = bootstrap_agreement(
+        _partial(krippendorff_alpha, cats, level="ordinal"), values, n_resamples=n_resamples, seed=0
+    )
+    fleiss_ci = bootstrap_agreement(
+        _partial(metrics.agreement.fleiss_kappa, cats), values, n_resamples=n_resamples, seed=0
+    )
+    raw_ci = bootstrap_agreement(observed_agreement, values, n_resamples=n_resamples, seed=0)
+    return {
+        "alpha": krippendorff_alpha(values, cats, level="ordinal"),
+        "alpha_ci": tuple(map(float, alpha_ci)),
+        "fleiss": metrics.agreement.fleiss_kappa(values, cats),
+        "fleiss_ci": tuple(map(float, fleiss_ci)),
+        "raw": observed_agreement(values),
+        "raw_ci": tuple(map(float, raw_ci)),
+    }
+
+
+def _by_pair(values: np.ndarray, usernames: list[str], cats: list[int], n_resamples: int) -> list[dict[str, Any]]:
+    """Per pair of annotators: the items both rated, raw agreement, Cohen's kappa plain and quadratic-weighted
+    with bootstrap intervals (with 2 items or more), and their confusion matrix."""
+    by_pair = metrics.agreement.pairwise_agreement(values, cats)
+    pairs = []
+    for a, b, n, raw_ab, kappa, qwk in zip(
+        by_pair.rater_a,
+        by_pair.rater_b,
+        by_pair.n_common,
+        by_pair.raw,
+        by_pair.kappa,
+        by_pair.quadratic_kappa,
+        strict=True,
+    ):
+        both = ~np.isnan(values[:, a]) & ~np.isnan(values[:, b])
+        ab = values[both][:, [a, b]]
+        entry = {
+            "a": usernames[a],
+            "b": usernames[b],
+            "n": int(n),
+            "raw": float(raw_ab),
+            "kappa": float(kappa),
+            "qwk": float(qwk),
+            "kappa_ci": (np.nan, np.nan),
+            "qwk_ci": (np.nan, np.nan),
+            "confusion": confusion_matrix(ab[:, 0], ab[:, 1], cats).tolist() if n else [],
+        }
+        if n >= 2:
+            for key, weights in (("kappa_ci", {}), ("qwk_ci", {"weights": "quadratic"})):
+                entry[key] = tuple(
+                    map(
+                        float,
+                        bootstrap_agreement(
+                            _partial(metrics.agreement.cohen_kappa, cats, **weights),
+                            ab,
+                            n_resamples=n_resamples,
+                            seed=0,
+                        ),
+                    )
+                )
+        pairs.append(entry)
+    return pairs
 
 
 def agreement_cached(*, campaign: Campaign, n_resamples: int = AGREEMENT_RESAMPLES) -> dict[str, Any]:

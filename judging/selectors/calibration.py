@@ -13,10 +13,10 @@ from django.db.models import Count
 from django.utils.translation import gettext, gettext_lazy
 
 import metrics
+from judging.endpoints import urls_display
 from judging.models import AnnotatorProfile, Campaign, JudgeTemplate, Judgment, Membership
 from judging.scoring import Params, leaderboard
 from judging.selectors import judges as judge_reads
-from judging.services.endpoints import urls_display
 
 DISAGREEMENTS = 50  # rows of the "biggest disagreements" table
 TOP = 5  # the top of the ranking whose overlap is shown
@@ -117,23 +117,7 @@ def judge_calibration(
     params = params or Params()
     categories = list(campaign.grades.order_by("value").values_list("value", flat=True))
     grade_names = dict(campaign.grades.values_list("value", "name"))
-    rows = list(
-        Judgment.objects.filter(pair__campaign=campaign, annotator_id=profile.user_id)
-        .order_by("pair__query__qid", "pair__document__docid")
-        .values_list(
-            "pair_id", "pair__query__qid", "pair__document__docid", "unsure", "grade__value", "pair__label", "note"
-        )
-    )
-    judged = len(rows)
-    unsure = sum(1 for r in rows if r[3])
-    # Pairs quoted as few-shot examples in the judge's prompt are left out: the model saw their human grade.
-    examples = {
-        int(p)
-        for ps in JudgeTemplate.objects.filter(campaign=campaign, judge_id=profile.user_id).values_list(
-            "example_pairs", flat=True
-        )
-        for p in ps
-    }
+    rows, examples = _judge_rows(campaign, profile)
     both = [r for r in rows if not r[3] and r[5] is not None and r[0] not in examples]
     human = np.array([r[5] for r in both], dtype=np.int64)
     model = np.array([r[4] for r in both], dtype=np.int64)
@@ -149,11 +133,62 @@ def judge_calibration(
         ),
         "categories": categories,
         "grade_names": {str(k): v for k, v in grade_names.items()},
-        "judged": judged,
-        "unsure": unsure,
+        "judged": len(rows),
+        "unsure": sum(1 for r in rows if r[3]),
         "compared": n,
         "examples_left_out": sum(1 for r in rows if not r[3] and r[5] is not None and r[0] in examples),
     }
+    out["agreement"] = _agreement(human, model, categories, n_resamples=n_resamples, seed=seed)
+    # The headline: Cohen's kappa (every different grade a disagreement), as the LLMJudge figures are given.
+    out["verdict"] = out["agreement"]["kappa"]["verdict"]
+    out["confusion"] = (
+        metrics.confusion_matrix(human, model, categories).tolist()
+        if n
+        else [[0] * len(categories) for _ in categories]
+    )
+    diff = model - human
+    out["leniency"] = {
+        "mean_difference": _num(float(diff.mean())) if n else None,
+        "share_over": _num(float(np.mean(diff > 0))) if n else None,
+        "share_under": _num(float(np.mean(diff < 0))) if n else None,
+    }
+    out["per_query"] = _per_query_agreement(both, diff)
+    out["ranking"], out["bias"] = _ranking(campaign, params, profile.user.username)
+    out["self_consistency"] = judge_reads.self_consistency(campaign=campaign, judge=profile.user)
+    out["canary"] = judge_reads.canary(campaign=campaign, judge=profile.user)
+    current = JudgeTemplate.objects.filter(campaign=campaign, judge=profile.user).order_by("-version").first()
+    out["template_version"] = current.version if current else None
+    out["disagreements"] = _disagreements(both, human, model)
+    return out
+
+
+def _judge_rows(campaign: Campaign, profile: AnnotatorProfile) -> tuple[list[tuple[Any, ...]], set[int]]:
+    """The model judge's judgments on the campaign, (pair id, qid, docid, unsure, grade, human label, note) by
+    qid and docid, and the pairs quoted as few-shot examples in its prompts (left out of the comparison: the
+    model saw their human grade)."""
+    rows = list(
+        Judgment.objects.filter(pair__campaign=campaign, annotator_id=profile.user_id)
+        .order_by("pair__query__qid", "pair__document__docid")
+        .values_list(
+            "pair_id", "pair__query__qid", "pair__document__docid", "unsure", "grade__value", "pair__label", "note"
+        )
+    )
+    examples = {
+        int(p)
+        for ps in JudgeTemplate.objects.filter(campaign=campaign, judge_id=profile.user_id).values_list(
+            "example_pairs", flat=True
+        )
+        for p in ps
+    }
+    return rows, examples
+
+
+def _agreement(
+    human: np.ndarray, model: np.ndarray, categories: list[int], *, n_resamples: int, seed: int
+) -> dict[str, Any]:
+    """Cohen's kappa plain and quadratic-weighted with percentile bootstrap intervals over pairs, each with its
+    verdict, and the raw agreement."""
+    n = human.size
     ratings = np.column_stack([human, model]) if n else np.empty((0, 2), np.int64)
     agreement: dict[str, Any] = {}
     for key, weights in (("kappa", None), ("kappa_quadratic", "quadratic")):
@@ -173,25 +208,16 @@ def judge_calibration(
             "verdict": kappa_verdict_json(value, low, high),
         }
     agreement["raw"] = _num(float(np.mean(human == model))) if n else None
-    out["agreement"] = agreement
-    # The headline: Cohen's kappa (every different grade a disagreement), as the LLMJudge figures are given.
-    out["verdict"] = agreement["kappa"]["verdict"]
-    out["confusion"] = (
-        metrics.confusion_matrix(human, model, categories).tolist()
-        if n
-        else [[0] * len(categories) for _ in categories]
-    )
-    diff = model - human
-    out["leniency"] = {
-        "mean_difference": _num(float(diff.mean())) if n else None,
-        "share_over": _num(float(np.mean(diff > 0))) if n else None,
-        "share_under": _num(float(np.mean(diff < 0))) if n else None,
-    }
-    # per query: how many pairs, exact agreement, mean difference (kappa is rarely defined on one query)
+    return agreement
+
+
+def _per_query_agreement(both: list[tuple[Any, ...]], diff: np.ndarray) -> list[dict[str, Any]]:
+    """Per query: how many pairs, exact agreement, mean difference (kappa is rarely defined on one query), the
+    queries of least agreement first."""
     per_query: dict[str, list[int]] = {}
     for (_, qid, *_rest), d in zip(both, diff.tolist(), strict=True):
         per_query.setdefault(qid, []).append(d)
-    out["per_query"] = sorted(
+    return sorted(
         (
             {
                 "qid": qid,
@@ -203,13 +229,13 @@ def judge_calibration(
         ),
         key=lambda r: (r["agreement"], r["qid"]),
     )
-    out["ranking"], out["bias"] = _ranking(campaign, params, profile.user.username)
-    out["self_consistency"] = judge_reads.self_consistency(campaign=campaign, judge=profile.user)
-    out["canary"] = judge_reads.canary(campaign=campaign, judge=profile.user)
-    current = JudgeTemplate.objects.filter(campaign=campaign, judge=profile.user).order_by("-version").first()
-    out["template_version"] = current.version if current else None
-    order = np.lexsort((np.arange(n), -np.abs(diff))) if n else np.empty(0, np.int64)
-    out["disagreements"] = [
+
+
+def _disagreements(both: list[tuple[Any, ...]], human: np.ndarray, model: np.ndarray) -> list[dict[str, Any]]:
+    """The DISAGREEMENTS pairs where the model's grade is furthest from the human label."""
+    diff = model - human
+    order = np.lexsort((np.arange(diff.size), -np.abs(diff))) if diff.size else np.empty(0, np.int64)
+    return [
         {
             "pair": both[i][0],
             "qid": both[i][1],
@@ -222,7 +248,6 @@ def judge_calibration(
         for i in order[:DISAGREEMENTS].tolist()
         if diff[i] != 0
     ]
-    return out
 
 
 def _ranking(campaign: Campaign, params: Params, name: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any, TypedDict
 
 import numpy as np
@@ -19,7 +16,6 @@ from django.db.models.expressions import RawSQL
 from django.utils.translation import pgettext_lazy
 from rest_framework.authtoken.models import Token
 
-from judging import runtime
 from judging.formats import RankedList
 from judging.models import (
     AnnotatorProfile,
@@ -29,19 +25,17 @@ from judging.models import (
     Judgment,
     Membership,
     Pair,
-    PoolCount,
     Query,
     QueryTag,
     Ranking,
     System,
     User,
 )
+from judging.roles import leads_everywhere, membership_role
 
 
 def campaign_list(*, user: User) -> QuerySet[Campaign]:
     """The campaigns a user may open: every one for a superuser, else those they are a member of."""
-    from judging.access import leads_everywhere  # judging.access reads through the selectors
-
     if leads_everywhere(user):
         return Campaign.objects.all()
     if isinstance(user, AnonymousUser):
@@ -132,12 +126,6 @@ def scale_stored(scale: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def grade_top(*, campaign: Campaign) -> int:
-    """The campaign's highest grade value (0 for a campaign without grades). The scale's few grades come with the
-    campaign where it was read with them (the API's campaigns prefetch them): no statement of its own then."""
-    return max((g.value for g in campaign.grades.all()), default=0)
-
-
 def grades_json() -> RawSQL:
     """An annotation of a Campaign queryset: its grades as JSON text (see ``grades_parse``)."""
     return RawSQL(_GRADES_JSON[connection.vendor], (), output_field=TextField())
@@ -194,53 +182,6 @@ def membership_get(*, campaign: Campaign, username: str | None = None, user_id: 
     """One member of the campaign, by username or user id, with the user loaded; None for a non-member."""
     key: dict[str, str | int | None] = {"user__username": username} if username is not None else {"user_id": user_id}
     return campaign.memberships.filter(**key).select_related("user").first()
-
-
-def _pooled() -> Q:
-    # `pooled=True` compiles to a bare `WHERE pooled` that SQLite cannot match against an index column;
-    # `pooled IN (true)` lets both SQLite and PostgreSQL walk pair_queue_idx (campaign, pooled, count).
-    return Q(pooled__in=[True])
-
-
-POOL_SIZE_TTL = 5.0  # seconds
-
-
-# (campaign id, created) -> (expires at, size), per process. The creation time is part of the key so that a
-# campaign id reused after a delete (SQLite reuses ids, tests roll back) never sees another's count.
-_POOL_SIZE_LOCK = threading.Lock()
-_pool_sizes: dict[tuple[int, datetime], tuple[float, int]] = runtime.keep(
-    "campaigns.pool_sizes",
-    {},
-    bound=None,
-    grows_with="campaign",
-    invalidated_by="POOL_SIZE_TTL seconds",
-    lock=_POOL_SIZE_LOCK,
-)
-
-
-def pool_size(*, campaign: Campaign) -> int:
-    """Pooled pairs of the campaign: the campaign's PoolCount row, which the pool's writer keeps in its
-    transaction (imports.service.pool.pool_count_add), so one row read instead of a count of the pool's index
-    (100,000 rows at 100,000 pairs). Asked a few times per judgment, it is kept in this process for
-    POOL_SIZE_TTL seconds (the services that add pairs forget it at once: ``pool_size_forget``)."""
-    key = (campaign.id, campaign.created_at)
-    cached = _pool_sizes.get(key)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    with _POOL_SIZE_LOCK:
-        cached = _pool_sizes.get(key)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        # no row: nothing was ever pooled
-        size = PoolCount.objects.filter(campaign_id=campaign.id).values_list("pairs", flat=True).first() or 0
-        if len(_pool_sizes) > 1000:
-            _pool_sizes.clear()
-        _pool_sizes[key] = (time.monotonic() + POOL_SIZE_TTL, size)
-    return size
-
-
-def pool_size_forget(*, campaign: Campaign) -> None:
-    _pool_sizes.pop((campaign.id, campaign.created_at), None)
 
 
 def campaign_progress(*, campaign: Campaign) -> dict[str, Any]:
@@ -345,8 +286,6 @@ def campaign_rows(*, user: User) -> list[dict[str, Any]]:
     """The home page's rows: each campaign the user may open, their role in it and how many pairs they judged."""
     if isinstance(user, AnonymousUser):
         return []
-    from judging.access import membership_role  # judging.access reads through the selectors
-
     roles = membership_roles(user=user)
     mine: dict[int, int] = dict(
         Judgment.objects.filter(annotator=user).values_list("pair__campaign_id").annotate(n=Count("id")).order_by()

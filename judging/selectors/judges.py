@@ -9,8 +9,8 @@ import numpy as np
 from django.contrib.auth.models import User as Account
 from django.db.models import Count
 
+from judging.judge_models import answer_line
 from judging.models import Campaign, CanaryProbe, JudgeTemplate, ModelConsistency
-from judging.services.judge_templates import answer_line
 
 CANARY_ROWS = 20  # probes listed on the page
 

@@ -31,7 +31,9 @@ from django.utils.dateparse import parse_datetime
 
 from judging.formats import nfc
 from judging.models import Campaign, Judgment, Membership, Pair, User
+from judging.roles import leads_everywhere
 from judging.selectors.campaigns import membership_roles
+from judging.selectors.progress import campaign_done, judge_progress_of, progress_parts
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -137,8 +139,6 @@ def judgment_following_pair(*, campaign: Campaign, annotator: User, judgment: Ju
     annotator's judgment of it (``pair.judgment_of_annotator``, grades loaded), the public id of the pair
     judged after it (``pair.next_in_history``) and the page's progress figures (``pair.progress``).
     Its previous pair in the history is ``judgment``'s."""
-    from judging.selectors.progress import campaign_done, judge_progress_of, progress_parts
-
     if annotator.id is None:  # anonymous: no history
         return None
     mine = Judgment.objects.filter(annotator_id=annotator.id, pair__campaign_id=campaign.id)
@@ -227,8 +227,6 @@ def _pair_in(pairs: QuerySet[Pair]) -> Q:
 
 def judgments_visible(*, user: User) -> QuerySet[Judgment]:
     """Judgments a user may read: everything in the campaigns they lead, their own in the others."""
-    from judging.access import leads_everywhere  # judging.access reads through the selectors
-
     if not user.is_authenticated:
         return Judgment.objects.none()
     if leads_everywhere(user):

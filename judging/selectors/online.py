@@ -33,7 +33,7 @@ def _nan_to_none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
-def _agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]:
+def metric_agreement(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict[str, Any]:
     n = len(x)
     tau = metrics.kendall_tau(x, y) if n >= 2 else float("nan")
     r = metrics.pearson_r(x, y) if n >= 2 else float("nan")
@@ -68,82 +68,10 @@ def offline_vs_online(
     then r); Judged@k is left out of that choice (it measures the labels, not the systems).
     """
     lb = lb or leaderboard(campaign, params or Params())
-    means = lb.means()  # (M, S)
-    names = lb.cube.system_names
-    index = {sid: i for i, sid in enumerate(lb.cube.system_ids.tolist())}
-    q_index = {qid: i for i, qid in enumerate(lb.cube.query_ids.tolist())}
-    overall: dict[str, dict[int, float]] = defaultdict(dict)
-    per_query: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
-    for system_id, metric, value, query_id in OnlineMetric.objects.filter(campaign=campaign).values_list(
-        "system_id", "metric", "value", "query_id"
-    ):
-        if system_id not in index:
-            continue
-        if query_id is None:
-            overall[metric][index[system_id]] = value
-        elif query_id in q_index:
-            per_query[metric][q_index[query_id]][index[system_id]] = value
-    measures = lb.measures
-    rows = []
-    points = {}
-    for metric in sorted(overall):
-        systems = sorted(overall[metric])
-        y = np.array([overall[metric][s] for s in systems])
-        sys_names = [names[s] for s in systems]
-        for measure_row, measure in enumerate(measures):
-            x = means[measure_row, systems]
-            row = {"measure": measure, "metric": metric, **_agreement(x, y, sys_names)}
-            rows.append(row)
-            points[(measure, metric)] = [
-                {"system": n, "offline": float(a), "online": float(b)} for n, a, b in zip(sys_names, x, y, strict=True)
-            ]
-    best = {}
-    for metric in sorted(overall):
-        # Best: the highest tau, then fewer pairs left tied (a measure that ties two systems is not
-        # shown right about them), then the highest r.
-        candidates = [
-            r for r in rows if r["metric"] == metric and not r["measure"].startswith("Judged") and r["n_systems"] >= 2
-        ]
-        candidates = [r for r in candidates if r["kendall_tau"] is not None]
-        if candidates:
-            top = max(
-                candidates,
-                key=lambda r: (
-                    r["kendall_tau"],
-                    -len(r["offline_ties"]),
-                    r["pearson_r"] if r["pearson_r"] is not None else -2,
-                ),
-            )
-            best[metric] = top
-    labelled = lb.table.labelled
-    query_rows = []
-    for metric in sorted(per_query):
-        by_query = per_query[metric]
-        for measure_row, measure in enumerate(measures):
-            taus, rs, details = [], [], []
-            for qi in sorted(by_query):
-                if not labelled[qi] or len(by_query[qi]) < 2:
-                    continue
-                systems = sorted(by_query[qi])
-                x = lb.table.scores[measure_row, systems, qi]
-                y = np.array([by_query[qi][s] for s in systems])
-                a = _agreement(x, y, [names[s] for s in systems])
-                details.append({"qid": lb.cube.qids[qi], **a})
-                if a["kendall_tau"] is not None:
-                    taus.append(a["kendall_tau"])
-                if a["pearson_r"] is not None:
-                    rs.append(a["pearson_r"])
-            if details:
-                query_rows.append(
-                    {
-                        "measure": measure,
-                        "metric": metric,
-                        "queries": len(details),
-                        "mean_kendall_tau": float(np.mean(taus)) if taus else None,
-                        "mean_pearson_r": float(np.mean(rs)) if rs else None,
-                        "per_query": details,
-                    }
-                )
+    overall, per_query = _online_figures(campaign, lb)
+    rows, points = _overall_agreement(lb, overall)
+    best = _best_measures(rows, overall)
+    query_rows = _per_query_agreement(lb, per_query)
     n_systems = max((r["n_systems"] for r in rows), default=0)
     return {
         "campaign": campaign.slug,
@@ -151,7 +79,7 @@ def offline_vs_online(
         "gain": lb.params.gain,
         "threshold": lb.params.threshold,
         "labels": lb.params.labels,
-        "measures": measures,
+        "measures": lb.measures,
         "metrics": sorted(overall),
         "per_query_metrics": sorted(per_query),
         "agreement": rows,
@@ -170,6 +98,111 @@ def offline_vs_online(
         "few_systems": 0 < n_systems < FEW_SYSTEMS,
         "_points": points,  # for the page's scatter plots; dropped from the API
     }
+
+
+def _online_figures(
+    campaign: Campaign, lb: Leaderboard
+) -> tuple[dict[str, dict[int, float]], dict[str, dict[int, dict[int, float]]]]:
+    """The campaign's online figures by metric: overall {system position: value}, and per query {query position:
+    {system position: value}} (systems and queries the leaderboard does not have left out)."""
+    index = {sid: i for i, sid in enumerate(lb.cube.system_ids.tolist())}
+    q_index = {qid: i for i, qid in enumerate(lb.cube.query_ids.tolist())}
+    overall: dict[str, dict[int, float]] = defaultdict(dict)
+    per_query: dict[str, dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for system_id, metric, value, query_id in OnlineMetric.objects.filter(campaign=campaign).values_list(
+        "system_id", "metric", "value", "query_id"
+    ):
+        if system_id not in index:
+            continue
+        if query_id is None:
+            overall[metric][index[system_id]] = value
+        elif query_id in q_index:
+            per_query[metric][q_index[query_id]][index[system_id]] = value
+    return overall, per_query
+
+
+def _overall_agreement(
+    lb: Leaderboard, overall: dict[str, dict[int, float]]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str], list[dict[str, Any]]]]:
+    """Per online metric and offline measure, the agreement across the systems with both, and the points of
+    its scatter plot."""
+    means = lb.means()  # (M, S)
+    names = lb.cube.system_names
+    rows = []
+    points = {}
+    for metric in sorted(overall):
+        systems = sorted(overall[metric])
+        y = np.array([overall[metric][s] for s in systems])
+        sys_names = [names[s] for s in systems]
+        for measure_row, measure in enumerate(lb.measures):
+            x = means[measure_row, systems]
+            rows.append({"measure": measure, "metric": metric, **metric_agreement(x, y, sys_names)})
+            points[(measure, metric)] = [
+                {"system": n, "offline": float(a), "online": float(b)} for n, a, b in zip(sys_names, x, y, strict=True)
+            ]
+    return rows, points
+
+
+def _best_measures(rows: list[dict[str, Any]], overall: dict[str, dict[int, float]]) -> dict[str, dict[str, Any]]:
+    """Per online metric, the offline measure that agrees with it most: the highest tau, then fewer pairs left
+    tied (a measure that ties two systems is not shown right about them), then the highest r; Judged@k is left
+    out (it measures the labels, not the systems)."""
+    best = {}
+    for metric in sorted(overall):
+        candidates = [
+            r
+            for r in rows
+            if r["metric"] == metric
+            and not r["measure"].startswith("Judged")
+            and r["n_systems"] >= 2
+            and r["kendall_tau"] is not None
+        ]
+        if candidates:
+            best[metric] = max(
+                candidates,
+                key=lambda r: (
+                    r["kendall_tau"],
+                    -len(r["offline_ties"]),
+                    r["pearson_r"] if r["pearson_r"] is not None else -2,
+                ),
+            )
+    return best
+
+
+def _per_query_agreement(lb: Leaderboard, per_query: dict[str, dict[int, dict[int, float]]]) -> list[dict[str, Any]]:
+    """Per online metric and offline measure, the agreement on each labelled query with two systems or more, and
+    the mean tau and r over those queries."""
+    names = lb.cube.system_names
+    labelled = lb.table.labelled
+    query_rows = []
+    for metric in sorted(per_query):
+        by_query = per_query[metric]
+        for measure_row, measure in enumerate(lb.measures):
+            taus, rs, details = [], [], []
+            for qi in sorted(by_query):
+                if not labelled[qi] or len(by_query[qi]) < 2:
+                    continue
+                systems = sorted(by_query[qi])
+                x = lb.table.scores[measure_row, systems, qi]
+                y = np.array([by_query[qi][s] for s in systems])
+                a = metric_agreement(x, y, [names[s] for s in systems])
+                details.append({"qid": lb.cube.qids[qi], **a})
+                if a["kendall_tau"] is not None:
+                    taus.append(a["kendall_tau"])
+                if a["pearson_r"] is not None:
+                    rs.append(a["pearson_r"])
+            if details:
+                query_rows.append(
+                    {
+                        "measure": measure,
+                        "metric": metric,
+                        "queries": len(details),
+                        "mean_kendall_tau": float(np.mean(taus)) if taus else None,
+                        "mean_pearson_r": float(np.mean(rs)) if rs else None,
+                        "per_query": details,
+                    }
+                )
+    return query_rows
 
 
 def best_sentence(result: dict[str, Any]) -> list[str]:

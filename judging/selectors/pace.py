@@ -134,52 +134,11 @@ def pace_medians(campaign: Campaign) -> tuple[dict[int, float], float | None]:
 
 def campaign_pace(*, campaign: Campaign) -> Pace:
     """The Progress page's and the API's pace and work left, per member and past judge (see the module)."""
-    redundancy = campaign.redundancy
     now = timezone.now()
-    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    given = Exists(QueryAssignment.objects.filter(query_id=OuterRef("pair__query_id")))
-    # 1. judgments per annotator: all, today, and of shared pairs still needing judgments
-    judged = {
-        r["annotator_id"]: r
-        for r in Judgment.objects.filter(pair__campaign_id=campaign.id)
-        .order_by()
-        .values("annotator_id")
-        .annotate(
-            judged=Count("id"),
-            judged_today=Count("id", filter=Q(created_at__gte=today)),
-            shared_open=Count("id", filter=Q(pair__pooled=True, pair__judgment_count__lt=redundancy) & ~Q(given)),
-        )
-    }
-    # 2. the shared pool still needing judgments
-    shared = (
-        Pair.objects.filter(campaign_id=campaign.id, pooled=True, judgment_count__lt=redundancy)
-        .exclude(Exists(QueryAssignment.objects.filter(query_id=OuterRef("query_id"))))
-        .aggregate(pairs=Count("id"), judgments=Coalesce(Sum("judgment_count"), Value(0)))
-    )
-    shared_pairs = int(shared["pairs"])
-    shared_judgments = redundancy * shared_pairs - int(shared["judgments"])
-    # 3. assigned pairs each assignee has still to judge
-    left_of_query = (
-        Pair.objects.filter(query_id=OuterRef("query_id"), pooled=True, judgment_count__lt=redundancy)
-        .exclude(
-            Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=OuterRef(OuterRef("annotator_id"))))
-        )
-        .order_by()
-        .values("query_id")
-        .annotate(n=Count("id"))
-        .values("n")[:1]
-    )
-    lefts = np.array(
-        QueryAssignment.objects.filter(campaign=campaign)
-        .annotate(left=Coalesce(Subquery(left_of_query, output_field=IntegerField()), Value(0)))
-        .values_list("annotator_id", "left"),
-        dtype=np.int64,
-    ).reshape(-1, 2)
-    who, at = np.unique(lefts[:, 0], return_inverse=True)
-    assigned = dict(zip(who.tolist(), np.bincount(at, weights=lefts[:, 1]).astype(int).tolist(), strict=True))
-    # 4. paces
+    judged = _judged_by_annotator(campaign, now)
+    shared_pairs, shared_judgments = _shared_left(campaign)
+    assigned = _assigned_left(campaign)
     medians, team_median = pace_medians(campaign)
-
     roles = dict(campaign.memberships.values_list("user_id", "role"))
     models = set(AnnotatorProfile.model_user_ids())
     users = get_user_model().objects.filter(id__in=set(judged) | set(roles) | set(assigned)).order_by("username")
@@ -209,17 +168,7 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
             }
         )
     team = [r for r in rows if r["works"]]
-    eta_seconds: float | None = None
-    speeds = np.array([r["median_seconds"] or team_median or np.nan for r in team], dtype=np.float64)
-    if team and np.isfinite(speeds).all() and (speeds > 0).all():
-        own = np.array([r["assigned"] for r in team], dtype=np.float64) * speeds
-        each, end = finish_times(own, speeds, float(shared_judgments))
-        for r, s in zip(team, each.tolist(), strict=True):
-            r["eta_seconds"] = s
-            r["eta"] = now + timedelta(seconds=s)
-        eta_seconds = end
-    elif not shared_judgments and not any(r["assigned"] for r in team):
-        eta_seconds = 0.0
+    eta_seconds = _team_finish(team, team_median, shared_judgments, now)
     return Pace(
         rows=rows,
         team_median_seconds=team_median,
@@ -228,6 +177,77 @@ def campaign_pace(*, campaign: Campaign) -> Pace:
         shared_judgments=shared_judgments,
         assigned_pairs=sum(r["assigned"] for r in team),
     )
+
+
+def _judged_by_annotator(campaign: Campaign, now: datetime) -> dict[int, dict[str, Any]]:
+    """Judgments per annotator: all, today, and of shared pairs still needing judgments."""
+    today = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    given = Exists(QueryAssignment.objects.filter(query_id=OuterRef("pair__query_id")))
+    return {
+        r["annotator_id"]: r
+        for r in Judgment.objects.filter(pair__campaign_id=campaign.id)
+        .order_by()
+        .values("annotator_id")
+        .annotate(
+            judged=Count("id"),
+            judged_today=Count("id", filter=Q(created_at__gte=today)),
+            shared_open=Count(
+                "id", filter=Q(pair__pooled=True, pair__judgment_count__lt=campaign.redundancy) & ~Q(given)
+            ),
+        )
+    }
+
+
+def _shared_left(campaign: Campaign) -> tuple[int, int]:
+    """The shared pool (queries given to nobody) still needing judgments: its pairs, and the judgments they need."""
+    redundancy = campaign.redundancy
+    shared = (
+        Pair.objects.filter(campaign_id=campaign.id, pooled=True, judgment_count__lt=redundancy)
+        .exclude(Exists(QueryAssignment.objects.filter(query_id=OuterRef("query_id"))))
+        .aggregate(pairs=Count("id"), judgments=Coalesce(Sum("judgment_count"), Value(0)))
+    )
+    pairs = int(shared["pairs"])
+    return pairs, redundancy * pairs - int(shared["judgments"])
+
+
+def _assigned_left(campaign: Campaign) -> dict[int, int]:
+    """The assigned pairs each assignee has still to judge."""
+    left_of_query = (
+        Pair.objects.filter(query_id=OuterRef("query_id"), pooled=True, judgment_count__lt=campaign.redundancy)
+        .exclude(
+            Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=OuterRef(OuterRef("annotator_id"))))
+        )
+        .order_by()
+        .values("query_id")
+        .annotate(n=Count("id"))
+        .values("n")[:1]
+    )
+    lefts = np.array(
+        QueryAssignment.objects.filter(campaign=campaign)
+        .annotate(left=Coalesce(Subquery(left_of_query, output_field=IntegerField()), Value(0)))
+        .values_list("annotator_id", "left"),
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    who, at = np.unique(lefts[:, 0], return_inverse=True)
+    return dict(zip(who.tolist(), np.bincount(at, weights=lefts[:, 1]).astype(int).tolist(), strict=True))
+
+
+def _team_finish(
+    team: list[dict[str, Any]], team_median: float | None, shared_judgments: int, now: datetime
+) -> float | None:
+    """When the team is done, in seconds from now (each member's own ``eta`` set on their row): their assigned
+    pairs at their own pace, then the shared pool split as they come free; None without a pace to go by."""
+    speeds = np.array([r["median_seconds"] or team_median or np.nan for r in team], dtype=np.float64)
+    if team and np.isfinite(speeds).all() and (speeds > 0).all():
+        own = np.array([r["assigned"] for r in team], dtype=np.float64) * speeds
+        each, end = finish_times(own, speeds, float(shared_judgments))
+        for r, s in zip(team, each.tolist(), strict=True):
+            r["eta_seconds"] = s
+            r["eta"] = now + timedelta(seconds=s)
+        return end
+    if not shared_judgments and not any(r["assigned"] for r in team):
+        return 0.0
+    return None
 
 
 # The pace figures added to each annotators_progress row, and their values for someone not in the pace.

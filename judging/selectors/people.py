@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q
 
+from judging.figures import percent_complete
 from judging.models import AnnotatorProfile, Campaign, Judgment, LabelSource
-from judging.selectors.progress import pairs_unlabelled, percent_complete
+from judging.selectors.progress import pairs_unlabelled
 
 
 @dataclass(frozen=True)

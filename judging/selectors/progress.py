@@ -3,10 +3,8 @@ pairs, read in the same statement as the next pair (``with_progress``) or on the
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,35 +13,9 @@ from django.db.models.functions import Coalesce
 
 from judging import runtime
 from judging.compiled import Args, Slots, Values, compiled_select
+from judging.figures import JudgeProgress
 from judging.models import Campaign, Judgment, Pair, User
-from judging.selectors.campaigns import _pooled, pool_size
-
-
-def percent_complete(done: int, total: int, *, unlabelled: int = 0, digits: int = 0) -> float:
-    """``done`` of ``total`` pairs in percent, rounded down to ``digits`` decimals, as every "N% complete" shows it.
-
-    100 only when every pair is done and none is ``unlabelled``: an unsure judgment counts toward its pair's
-    judgments but leaves it without a label until a lead reviews it, and a campaign with a pair left (999 of 1,000)
-    is not complete either, however it rounds. An empty pool is not a finished one: 0."""
-    if not total:
-        return 0.0
-    if done >= total and not unlabelled:
-        return 100.0
-    scale = 10.0**digits
-    return min(math.floor(100 * scale * done / total) / scale, 100.0 - 1.0 / scale)
-
-
-@dataclass(frozen=True)
-class JudgeProgress:
-    query_done: int  # pooled pairs of the current query this annotator has judged
-    query_total: int  # pooled pairs of the current query
-    campaign_done: int  # pooled pairs with `redundancy` judgments
-    campaign_total: int  # pooled pairs
-    campaign_unlabelled: int = 0  # pooled pairs without a label, counted only once every pair is done
-
-    @property
-    def campaign_percent(self) -> float:
-        return percent_complete(self.campaign_done, self.campaign_total, unlabelled=self.campaign_unlabelled)
+from judging.reads import pool_size, pooled
 
 
 def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, done: int) -> JudgeProgress:
@@ -56,7 +28,7 @@ def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, 
 
 def pairs_unlabelled(*, campaign: Campaign) -> int:
     """Pooled pairs of the campaign without a label."""
-    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, label__isnull=True).count()
+    return Pair.objects.filter(pooled(), campaign_id=campaign.id, label__isnull=True).count()
 
 
 def progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "query_id") -> dict[str, Any]:
@@ -75,7 +47,7 @@ def progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, A
             of_query.filter(mine).annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()
         ),
         "campaign_done": Subquery(
-            Pair.objects.filter(_pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
+            Pair.objects.filter(pooled(), campaign_id=args["campaign_id"], judgment_count__gte=args["redundancy"])
             .order_by()
             .values("campaign_id")
             .annotate(n=Count("id"))
@@ -140,7 +112,7 @@ def campaign_done(*, campaign: Campaign) -> int:
 
 
 def _campaign_done_count(campaign: Campaign) -> int:
-    return Pair.objects.filter(_pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
+    return Pair.objects.filter(pooled(), campaign_id=campaign.id, judgment_count__gte=campaign.redundancy).count()
 
 
 def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None) -> JudgeProgress:

@@ -96,7 +96,7 @@ def overlap_q(campaign: Campaign) -> Q:
     return Q(overlap_bucket__lt=campaign.overlap_percent)
 
 
-def _with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
+def with_overlap_bucket(qs: QuerySet[Pair]) -> QuerySet[Pair]:
     return qs.alias(overlap_bucket=Mod(F("id") * 7919 + 13, 100))
 
 
@@ -121,7 +121,7 @@ def queue_values(*, campaign: Campaign, annotator_id: int, **more: Any) -> dict[
     }
 
 
-def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = False) -> QuerySet[Pair]:
+def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = False) -> QuerySet[Pair]:
     """Pooled pairs this annotator has not judged and that still need judgments from someone.
 
     A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
@@ -156,7 +156,7 @@ def _open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool =
     needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
     qs = qs.alias(load=F("judgment_count") + _held_by_others(args, one_pair=one_pair) + others)
     if overlap:
-        qs = _with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
+        qs = with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:
         qs = qs.filter(needs_more)
     if exclude:
@@ -212,16 +212,16 @@ def _held_by_others(args: Args, *, one_pair: bool = False) -> Expression:
 
 
 def _open_pairs(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> QuerySet[Pair]:
-    """_open_pairs_of as an ORM query with this call's values."""
+    """open_pairs_of as an ORM query with this call's values."""
     args = Values(QUEUE_FIELDS, **queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude))
-    return _open_pairs_of(args, overlap=bool(campaign.overlap_percent), exclude=bool(exclude))
+    return open_pairs_of(args, overlap=bool(campaign.overlap_percent), exclude=bool(exclude))
 
 
 def open_pair_of(args: Args, *, overlap: bool) -> QuerySet[Pair, Any]:
-    """The id of the pair ``pair_id`` if it may still be handed to the annotator (see _open_pairs_of), built
+    """The id of the pair ``pair_id`` if it may still be handed to the annotator (see open_pairs_of), built
     from named values (queue_values)."""
     # order_by(): Pair's default ordering would join the campaign (three times), query and document to sort one row.
-    open_pairs = _open_pairs_of(args, overlap=overlap, exclude=False, one_pair=True)
+    open_pairs = open_pairs_of(args, overlap=overlap, exclude=False, one_pair=True)
     return open_pairs.filter(id=args["pair_id"]).order_by().values("id")[:1]
 
 
@@ -267,7 +267,7 @@ def pair_next(
     theirs, then their other queries in their own order. Another
     annotator's assigned query keeps a slot of each pair's redundancy for its assignee until they have
     judged it, so with redundancy 1 it stays out of everyone else's queue while its assignee has work
-    there (see _open_pairs_of); unassigned queries stay shared.
+    there (see open_pairs_of); unassigned queries stay shared.
 
     Queue modes with a priority list (``Campaign.queue_mode``, chosen by a lead; judging.selectors.strategies,
     e.g. "pairs that matter most") serve first, across queries, the pairs of their list in its order; the same
@@ -326,10 +326,10 @@ def user_id(user: User) -> int:
 PRIORITY_CANDIDATES = 2000
 
 
-def _priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
+def priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
     """The candidate pair ``candidate`` of a priority list if it is still open to the annotator (see
-    _open_pairs_of): the test _pair_of_priority runs on each candidate in turn."""
-    qs = _open_pairs_of(args, overlap=overlap, exclude=exclude).filter(id=args["candidate"])
+    open_pairs_of): the test _pair_of_priority runs on each candidate in turn."""
+    qs = open_pairs_of(args, overlap=overlap, exclude=exclude).filter(id=args["candidate"])
     # order_by(): Pair's default ordering would join the campaign, query and document for each candidate.
     return qs.order_by().values("id")[:1]
 
@@ -348,7 +348,7 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
     query = compiled_first_of(
         ("priority_open", overlap, skips),
-        lambda: _priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
+        lambda: priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
         candidate="candidate",
     )
     end = min(ids.size, PRIORITY_CANDIDATES)
@@ -428,7 +428,7 @@ def assigned_pair_next(
     )
     query = compiled_select(
         ("assigned_pair_next", *shape.values()),
-        lambda: _pair_next_of(Slots(QUEUE_FIELDS), levels=0, lock=False, shared=False, **shape),
+        lambda: pair_next_of(Slots(QUEUE_FIELDS), levels=0, lock=False, shared=False, **shape),
     )
     row = query.first(values)
     return None if row is None else pair_from_row(row)[0]
@@ -443,7 +443,7 @@ def _has_assigned_queries_of() -> QuerySet[Any, Any]:
     )
 
 
-def _pair_next_of(
+def pair_next_of(
     args: Args,
     *,
     current: bool,
@@ -454,10 +454,10 @@ def _pair_next_of(
     shared: bool = True,
     done: bool = False,
 ) -> QuerySet[Pair, Any]:
-    """_pair_next's query, built from named values (see _open_pairs_of): a row of PAIR_COLUMNS, then with
+    """_pair_next's query, built from named values (see open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total and, with ``done`` (a small pool: see
     ``campaign_done``), campaign_done."""
-    open_pairs = _open_pairs_of(args, overlap=overlap, exclude=exclude)
+    open_pairs = open_pairs_of(args, overlap=overlap, exclude=exclude)
     candidates = _assigned_candidates(args, open_pairs, current=current)
     if current and shared:
         candidates.append(
@@ -483,8 +483,8 @@ def _pair_next_of(
 
 
 def _pair_next_from_slots(shape: dict[str, bool | int]) -> QuerySet[Pair, Any]:
-    """_pair_next_of of one shape, built from placeholders (compiled once per process and shape)."""
-    return _pair_next_of(Slots(QUEUE_FIELDS), **cast(dict[str, Any], shape))
+    """pair_next_of of one shape, built from placeholders (compiled once per process and shape)."""
+    return pair_next_of(Slots(QUEUE_FIELDS), **cast(dict[str, Any], shape))
 
 
 def _pair_next(

@@ -15,6 +15,7 @@ from judging.imports.service import (  # noqa: F401
     query_tags_set,
     run_import,
 )
+from judging.labels import labels_bump, labels_refresh  # noqa: F401
 from judging.services.accounts import (  # noqa: F401
     MemberAdded,
     PersonRow,
@@ -52,8 +53,6 @@ from judging.services.judgments import (  # noqa: F401
     judgment_intent,
     judgment_record,
     judgment_version,
-    labels_bump,
-    labels_refresh,
 )
 from judging.services.online import online_clear, online_import  # noqa: F401
 from judging.services.queue import (  # noqa: F401

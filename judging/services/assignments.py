@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from judging.models import Account, AnnotatorProfile, Campaign, Membership, Query, QueryAssignment, QueryTag
-from judging.services.accounts import account_name_resolve
+from judging.usernames import account_name_resolve
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _names(values: Sequence[str]) -> str:
 
 
 def _account(username: str) -> Account:
-    """The account ``username`` names as logins name it (``ALICE`` is alice; accounts.account_name_resolve), or
+    """The account ``username`` names as logins name it (``ALICE`` is alice; usernames.account_name_resolve), or
     a ValidationError on ``annotator``: no such user, or a name that only looks like one (saying which)."""
     found = None
     if username:

@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from judging.access import lead_required
 from judging.imports.service import pool_build
+from judging.labels import labels_refresh
 from judging.models import (
     DEFAULT_SCALE,
     Account,
@@ -27,7 +28,6 @@ from judging.models import (
     QueryAssignment,
     User,
 )
-from judging.services.judgments import labels_refresh
 
 logger = logging.getLogger(__name__)
 

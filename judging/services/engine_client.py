@@ -34,10 +34,10 @@ import httpx
 import jsonpath
 from django.utils.translation import gettext as _
 
+from judging.endpoints import REDACTED, endpoint_display, secrets_redacted
 from judging.engine_models import SECRET_ENV_PATTERN, Engine, EngineSystem
 from judging.formats import DOCID_MAX_LENGTH
 from judging.json_depth import json_loads
-from judging.services.endpoints import REDACTED, endpoint_display, secrets_redacted
 from judging.services.model_client import ModelCallError, call_deadline, deadline_transport
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

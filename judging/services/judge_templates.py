@@ -5,7 +5,7 @@ The template is the system message, written out in full: the campaign's guidelin
 examples quoted from its own human judgments that carry a note. A lead edits it in the browser or through
 the API; each save is a new version (``JudgeTemplate``) and each model judgment names the version it was
 made with. The line that tells the model how to answer is added by the code (it must match the parser),
-after the template: ``answer_line``.
+after the template: ``judge_models.answer_line``.
 
 A model that answers on another scale (0-3, 0-100) has ``scale_low``..``scale_high`` and ascending
 ``thresholds``, one per campaign grade above the lowest: an answer a maps to the i-th grade when i
@@ -181,15 +181,6 @@ def template_is_automatic(*, campaign: Campaign, template: JudgeTemplate) -> boo
     examples = [e for e in examples_pick(campaign=campaign) if e["pair"] in set(template.example_pairs)]
     built = template_text_build(campaign=campaign, examples=examples, low=template.scale_low, high=template.scale_high)
     return template.text == built.strip() + "\n" or template.text == built
-
-
-def answer_line(template: JudgeTemplate | None) -> str:
-    """How the model must answer, added after the template by the code (the parser reads exactly this)."""
-    if template is not None and template.scale_low is not None:
-        what = f"<a number from {template.scale_low} to {template.scale_high}>"
-    else:
-        what = "<one of the grades>"
-    return f'Answer with JSON only: {{"grade": {what}, "reason": "<one short sentence>"}}'
 
 
 # --------------------------------------------------------------------------- versions

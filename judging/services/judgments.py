@@ -8,17 +8,15 @@ from typing import Any, cast
 import numpy as np
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, transaction
-from django.db.models import Exists, F, Field, OuterRef, QuerySet, Subquery
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
 from judging.access import Member, lead_required, membership_role
 from judging.aggregation import aggregate_grades
-from judging.compiled import Args, Slots, compiled_delete, compiled_select, compiled_sql, compiled_update, int_slot
+from judging.compiled import Args, Slots, compiled_delete, compiled_select, compiled_update
+from judging.labels import labels_bump, labels_refresh
 from judging.models import (
-    LABELS_LOG_KEEP,
-    LABELS_LOG_PRUNE,
-    LABELS_SHARDS,
     Adjudication,
     AnnotatorProfile,
     Assignment,
@@ -26,201 +24,10 @@ from judging.models import (
     Grade,
     Judgment,
     JudgmentRevision,
-    LabelsChange,
-    LabelsCounter,
     Membership,
     Pair,
-    Query,
     User,
 )
-
-# Above this many pairs labels_refresh reads the whole campaign's judgments in one pass instead of
-# chunks of ids (an import of a million labels): one streamed query beats hundreds of IN lists.
-_REFRESH_WHOLE_CAMPAIGN = 20_000
-_IDS_PER_STATEMENT = 10_000  # well under SQLite's limit of bound parameters
-
-
-def labels_refresh(*, campaign: Campaign, pair_ids: Sequence[int]) -> int:
-    """Recompute the stored label and (human) judgment count of these pairs and bump the labels version of their
-    queries. Callers pass only pairs whose judgments changed: any change can move a label under some
-    aggregation policy, so the leaderboard rescores those queries. Returns how many stored labels changed.
-    Call inside the transaction that changed the judgments.
-
-    Plain rows and numpy throughout: a million pairs (a qrels import) take seconds, not minutes."""
-    ids = np.unique(np.asarray(pair_ids, dtype=np.int64))
-    if not ids.size:
-        return 0
-    # Read the policy now, under the callers' pair locks, not from a campaign object loaded earlier:
-    # a lead may just have switched it (campaign_policy_set).
-    policy = Campaign.objects.filter(pk=campaign.pk).values_list("aggregation", flat=True).get()
-    # Model judges' judgments never count toward the human label nor the judgment count (which the queue
-    # reads to decide who still needs to see a pair): the leaderboard asks for model labels explicitly.
-    models_ = AnnotatorProfile.model_user_ids()
-    if ids.size > _REFRESH_WHOLE_CAMPAIGN:
-        scopes = [{"pair__campaign_id": campaign.id}]
-        pair_scopes = [{"campaign_id": campaign.id}]
-    else:
-        chunks = [ids[i : i + _IDS_PER_STATEMENT].tolist() for i in range(0, ids.size, _IDS_PER_STATEMENT)]
-        scopes = [{"pair_id__in": c} for c in chunks]
-        pair_scopes = [{"id__in": c} for c in chunks]
-
-    def rows(qs: QuerySet[Any, Any], *fields: str) -> np.ndarray:
-        out = [r for scope in scopes for r in qs.filter(**scope).order_by().values_list(*fields).iterator(20000)]
-        return np.array(out, dtype=np.int64).reshape(-1, len(fields))
-
-    humans = Judgment.objects.exclude(annotator_id__in=models_) if models_ else Judgment.objects.all()
-    judged = rows(humans, "pair_id")
-    confident = rows(humans.filter(unsure=False), "pair_id", "grade__value")
-    adjudicated = rows(Adjudication.objects.all(), "pair_id", "grade__value")
-    stored = np.array(
-        [
-            r
-            for scope in pair_scopes
-            for r in Pair.objects.filter(**scope)
-            .order_by()
-            .values_list("id", "query_id", "label", "judgment_count", "adjudicated")
-            .iterator(20000)
-        ],
-        dtype=object,
-    ).reshape(-1, 5)
-    stored = stored[np.isin(stored[:, 0].astype(np.int64), ids)]
-    pid = stored[:, 0].astype(np.int64)
-    order = np.argsort(pid)
-    stored, pid = stored[order], pid[order]
-
-    def at(keys: np.ndarray) -> np.ndarray:
-        """Positions of ``keys`` in pid, -1 where absent."""
-        if not pid.size:
-            return np.full(keys.size, -1)
-        pos = np.searchsorted(pid, keys).clip(0, pid.size - 1)
-        return np.where(pid[pos] == keys, pos, -1)
-
-    count = np.zeros(pid.size, dtype=np.int64)
-    if judged.size:
-        where = at(judged[:, 0])
-        np.add.at(count, where[where >= 0], 1)
-    label = np.full(pid.size, -1, dtype=np.int64)  # -1: no label
-    if confident.size:
-        keys, values = aggregate_grades(confident[:, 0], confident[:, 1], policy=policy)
-        where = at(keys)
-        label[where[where >= 0]] = values[where >= 0]
-    is_adjudicated = np.zeros(pid.size, dtype=bool)
-    if adjudicated.size:
-        where = at(adjudicated[:, 0])
-        label[where[where >= 0]] = adjudicated[:, 1][where >= 0]
-        is_adjudicated[where[where >= 0]] = True
-    old_label = np.array([-1 if v is None else v for v in stored[:, 2]], dtype=np.int64)
-    old_count = stored[:, 3].astype(np.int64)
-    old_adjudicated = stored[:, 4].astype(bool)
-    dirty = (old_label != label) | (old_count != count) | (old_adjudicated != is_adjudicated)
-    changed = int((old_label != label).sum())
-    # Few distinct (label, count, adjudicated) values: one UPDATE per value (and per batch of ids) beats
-    # bulk_update's per-row CASE expressions.
-    if dirty.any():
-        values = np.stack([label[dirty], count[dirty], is_adjudicated[dirty].astype(np.int64)], axis=1)
-        groups, inverse = np.unique(values, axis=0, return_inverse=True)
-        dirty_ids = pid[dirty]
-        for g, (lab, cnt, adj) in enumerate(groups.tolist()):
-            members = dirty_ids[inverse.reshape(-1) == g].tolist()
-            for i in range(0, len(members), _IDS_PER_STATEMENT):
-                Pair.objects.filter(id__in=members[i : i + _IDS_PER_STATEMENT]).update(
-                    label=None if lab < 0 else lab, judgment_count=cnt, adjudicated=bool(adj)
-                )
-    labels_bump(campaign_id=campaign.id, query_ids=np.unique(stored[:, 1].astype(np.int64)).tolist())
-    return changed
-
-
-def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
-    """Say that labels of these queries of the campaign may have moved: their labels_version (the leaderboard
-    rescores the queries whose version moved), the campaign's labels counter of each one's shard
-    (LabelsCounter: the queue modes' one-row question "did any label move?") and a line per query in the labels
-    log (LabelsChange: which queries moved since a counter value). The one place all three are written: call it
-    inside the transaction that changed the labels, after its pairs and queries, before its holds (the order
-    every writer locks them in)."""
-    if len(query_ids) == 1:
-        # A judgment's: statements compiled once per process (judging.compiled), as every judgment runs them
-        query_id = int(query_ids[0])
-        shard = query_id % LABELS_SHARDS
-        compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query_id})
-        values = {"campaign_id": campaign_id, "shard0": shard, "query_id": query_id}
-        if connection.vendor == "postgresql":
-            # the counter and the log's line in one statement (one round trip less for every judgment)
-            bumped = compiled_sql(("labels_bump_counter_line",), _counter_bump_line_sql).first(values)
-        else:  # no data-modifying WITH: two
-            bumped = compiled_sql(("labels_bump_counter",), lambda: _counter_bump_sql(1)).first(values)
-            assert bumped is not None
-            compiled_sql(("labels_log_line",), _log_line_sql).run({**values, "version": bumped[1]})
-        assert bumped is not None
-        version = int(bumped[1])
-        _log_prune(campaign_id, {shard: version})
-        return
-    for i in range(0, len(query_ids), _IDS_PER_STATEMENT):
-        chunk = query_ids[i : i + _IDS_PER_STATEMENT]
-        Query.objects.filter(id__in=chunk).update(labels_version=F("labels_version") + 1)
-    shards = sorted({int(q) % LABELS_SHARDS for q in query_ids})
-    if not shards:
-        return
-    sql, _params = _counter_bump_sql(len(shards))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [v for shard in shards for v in (campaign_id, shard)])
-        versions = {int(shard): int(version) for shard, version in cursor.fetchall()}
-    LabelsChange.objects.bulk_create(
-        [
-            LabelsChange(
-                campaign_id=campaign_id, shard=q % LABELS_SHARDS, version=versions[q % LABELS_SHARDS], query_id=q
-            )
-            for q in map(int, query_ids)
-        ],
-        batch_size=_IDS_PER_STATEMENT,
-    )
-    _log_prune(campaign_id, versions)
-
-
-def _log_prune(campaign_id: int, versions: dict[int, int]) -> None:
-    """Drop a shard's labels log lines older than LABELS_LOG_KEEP of its bumps, when its counter (the value just
-    given) reaches a multiple of LABELS_LOG_PRUNE."""
-    for shard, version in versions.items():
-        if version % LABELS_LOG_PRUNE == 0 and version > LABELS_LOG_KEEP:
-            LabelsChange.objects.filter(
-                campaign_id=campaign_id, shard=shard, version__lte=version - LABELS_LOG_KEEP
-            ).delete()
-
-
-def _labels_bump_query_of() -> tuple[QuerySet[Query, Query], dict[str, Any]]:
-    return Query.objects.filter(id=Slots()["query_id"]), {"labels_version": F("labels_version") + 1}
-
-
-def _counter_bump_sql(shards: int) -> tuple[str, tuple[Any, ...]]:
-    """An upsert that adds one to each of ``shards`` counters of a campaign (Django's bulk_create can only
-    overwrite a conflicting row) and returns each one's (shard, version); its parameters (campaign_id, shard)
-    per row, named campaign_id and shard0... The callers give the shards in order, so that two writers of
-    several shards take their rows in the same order."""
-    table = LabelsCounter._meta.db_table
-    rows = ", ".join(["(%s, %s, 1)"] * shards)
-    sql = (
-        f"INSERT INTO {table} (campaign_id, shard, version) VALUES {rows} "
-        f"ON CONFLICT (campaign_id, shard) DO UPDATE SET version = {table}.version + 1 RETURNING shard, version"
-    )
-    return sql, tuple(p for i in range(shards) for p in (int_slot("campaign_id"), int_slot(f"shard{i}")))
-
-
-def _log_line_sql() -> tuple[str, tuple[Any, ...]]:
-    """One line of the labels log (what bulk_create writes for one LabelsChange)."""
-    table = LabelsChange._meta.db_table
-    sql = f"INSERT INTO {table} (campaign_id, shard, version, query_id) VALUES (%s, %s, %s, %s)"
-    return sql, tuple(int_slot(name) for name in ("campaign_id", "shard0", "version", "query_id"))
-
-
-def _counter_bump_line_sql() -> tuple[str, tuple[Any, ...]]:
-    """PostgreSQL: _counter_bump_sql(1) and the log's line of the query (``query_id``) in one statement,
-    returning (shard, version) as it does."""
-    bump, params = _counter_bump_sql(1)
-    table = LabelsChange._meta.db_table
-    sql = (
-        f"WITH bumped AS ({bump}) INSERT INTO {table} (campaign_id, shard, version, query_id) "
-        f"SELECT %s, shard, version, %s FROM bumped RETURNING shard, version"
-    )
-    return sql, (*params, int_slot("campaign_id"), int_slot("query_id"))
 
 
 def pair_lock(*, pair_id: int) -> None:
@@ -438,13 +245,13 @@ _JUDGMENT_COLUMNS = (
 _PAIR_LABEL = ("label", "judgment_count", "adjudicated")
 
 
-def _pair_label_of() -> tuple[QuerySet[Pair, Pair], dict[str, Any]]:
+def pair_label_of() -> tuple[QuerySet[Pair, Pair], dict[str, Any]]:
     slots = Slots({name: cast(Field[Any, Any], Pair._meta.get_field(name)) for name in _PAIR_LABEL})
     values = {name: slots[name] for name in _PAIR_LABEL}
     return Pair.objects.filter(id=slots["pair_id"]), values
 
 
-def _pair_state_of(args: Args) -> QuerySet[Pair, tuple[Any, ...]]:
+def pair_state_of(args: Args) -> QuerySet[Pair, tuple[Any, ...]]:
     """_judgment_write's read of the locked pair, from named values (pair_id, annotator_id): _PAIR_COLUMNS,
     whether the annotator is a model judge, then one row per judgment: _JUDGMENT_COLUMNS and its annotator's
     kind (LEFT JOIN: one row of NULLs when there is none)."""
@@ -467,10 +274,10 @@ def _pair_state_of(args: Args) -> QuerySet[Pair, tuple[Any, ...]]:
     )
 
 
-def _pair_state(*, pair_id: int, annotator_id: int) -> list[list[Any]]:
-    """_pair_state_of's rows. One of the judging page's hottest reads, compiled once per process
+def pair_state_rows(*, pair_id: int, annotator_id: int) -> list[list[Any]]:
+    """pair_state_of's rows. One of the judging page's hottest reads, compiled once per process
     (judging.compiled): the ORM spends ~1.8 ms of CPU building this query, the compiled one ~0.1 ms."""
-    query = compiled_select(("pair_state",), lambda: _pair_state_of(Slots()))
+    query = compiled_select(("pair_state",), lambda: pair_state_of(Slots()))
     return query.rows({"pair_id": pair_id, "annotator_id": annotator_id})
 
 
@@ -489,8 +296,12 @@ def _judgment_write(
 ) -> JudgmentRecorded:
     """judgment_record's writes, under the pair's lock: the judgment, its revision, the hold, the pair's
     label and count, the query's labels version. The label is computed from the judgments read once under
-    the lock plus the one written here (the same aggregation labels_refresh runs), not read back."""
-    rows = _pair_state(pair_id=pair.id, annotator_id=annotator.id)
+    the lock plus the one written here (the same aggregation labels_refresh runs), not read back.
+
+    One function: every write under the pair's lock, in one order (the judgment, its revision, the hold, the
+    label, the version), each using what the one read before it found.
+    """
+    rows = pair_state_rows(pair_id=pair.id, annotator_id=annotator.id)
     query_id, stored_label, stored_count, stored_adjudicated, policy, adjudication, me_model = rows[0][:7]
     by_id = {g.id: g for g in grades}
     judgment: Judgment | None = None
@@ -553,7 +364,7 @@ def _judgment_write(
         label = None
     fresh = (label, len(humans), adjudication is not None)
     if fresh != (stored_label, stored_count, stored_adjudicated):
-        update = compiled_update(("pair_label",), _pair_label_of)
+        update = compiled_update(("pair_label",), pair_label_of)
         update.run({"pair_id": pair.id, "label": fresh[0], "judgment_count": fresh[1], "adjudicated": fresh[2]})
     # Any change can move the label under some other aggregation policy: the leaderboard rescores the query.
     labels_bump(campaign_id=pair.campaign_id, query_ids=[query_id])

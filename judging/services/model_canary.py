@@ -22,10 +22,11 @@ from typing import Any
 from django.contrib.auth.models import User as Account
 from django.db import transaction
 
+from judging.judge_models import answer_line
 from judging.models import Campaign, CanaryProbe, JudgeTemplate, Pair
-from judging.services.judge_templates import answer_line, scale_mapping
+from judging.services.judge_templates import scale_mapping
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
-from judging.services.model_judge import DOC_CHARS, PairText, _pair_texts, prompt_messages, read_answer
+from judging.services.model_judge import DOC_CHARS, PairText, pair_texts, prompt_messages, read_answer
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def canary_run(
     values = [v for v, _, _ in scale]
     mapping = scale_mapping(template, values)
     system = template.text + answer_line(template) if template is not None else None
-    texts = _pair_texts(canary_pairs(campaign=campaign, n=n, seed=seed))
+    texts = pair_texts(canary_pairs(campaign=campaign, n=n, seed=seed))
     own = client is None
     client = client or ChatClient(endpoint, connections=concurrency)
 

@@ -33,8 +33,8 @@ import httpcore
 import httpx
 from django.conf import settings
 
+from judging.endpoints import endpoint_display, secrets_redacted
 from judging.json_depth import json_loads
-from judging.services.endpoints import endpoint_display, secrets_redacted
 
 ENDPOINT_ENV = "RELJUDGE_MODEL_ENDPOINT"
 API_KEY_ENV = "RELJUDGE_MODEL_API_KEY"

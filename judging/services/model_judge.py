@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
@@ -33,8 +33,12 @@ from django.core.validators import RegexValidator
 from django.db import transaction
 from django.utils import timezone
 
+import metrics
+from judging.endpoints import urls_display
 from judging.imports.errors import FormatError
 from judging.json_depth import json_loads
+from judging.judge_models import answer_line
+from judging.labels import labels_refresh
 from judging.models import (
     AnnotatorProfile,
     Campaign,
@@ -44,11 +48,10 @@ from judging.models import (
     ModelConsistency,
     Pair,
 )
-from judging.services.accounts import account_name_resolve, model_judge_membership
-from judging.services.endpoints import urls_display
-from judging.services.judge_templates import ScaleMapping, answer_line, scale_mapping
-from judging.services.judgments import labels_refresh
+from judging.services.accounts import model_judge_membership
+from judging.services.judge_templates import ScaleMapping, scale_mapping
 from judging.services.model_client import ChatClient, Endpoint, ModelCallError
+from judging.usernames import account_name_resolve
 
 PAIR_MODES = ("unjudged", "all", "sample:N", "none")
 REPEAT_MAX = 20  # times one pair may be asked in a run (--repeat)
@@ -289,7 +292,7 @@ def pairs_to_judge(*, campaign: Campaign, judge: Account, mode: str = "unjudged"
     return sorted(random.Random(seed).sample(ids, min(int(n), len(ids))))
 
 
-def _pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
+def pair_texts(pair_ids: Sequence[int]) -> list[PairText]:
     rows = (
         Pair.objects.filter(id__in=pair_ids)
         .order_by("id")
@@ -392,10 +395,6 @@ def consistency_write(
     *, judge: Account, template: JudgeTemplate | None, verdicts: Sequence[Verdict], temperature: float
 ) -> None:
     """Store the repeated answers of each verdict that has them (the latest run replaces a pair's row)."""
-    import numpy as np
-
-    import metrics
-
     rows = [v for v in verdicts if v.answers and len(v.answers) >= 2]
     if not rows:
         return
@@ -464,56 +463,146 @@ def model_judge_run(
         raise ValueError("concurrency must be at least 1")
     if not 1 <= repeat <= REPEAT_MAX:
         raise ValueError(f"repeat must be from 1 to {REPEAT_MAX}")
-    scale = list(campaign.grades.order_by("value").values_list("value", "name", "description"))
-    values = [v for v, _, _ in scale]
-    mapping = scale_mapping(template, values)
-    system = template.text + answer_line(template) if template is not None else None
-    summary = RunSummary(judge=judge.username, pairs=len(pair_ids))
     own_client = client is None
-    client = client or ChatClient(endpoint, connections=concurrency)
+    run = _JudgeRun(
+        campaign=campaign,
+        judge=judge,
+        endpoint=endpoint,
+        client=client or ChatClient(endpoint, connections=concurrency),
+        template=template,
+        repeat=repeat,
+        summary=RunSummary(judge=judge.username, pairs=len(pair_ids)),
+        progress=progress,
+        on_batch=on_batch,
+        on_failure=on_failure,
+        give_up_after=give_up_after,
+    )
     started = time.perf_counter()
-    stop = threading.Event()
-    streak: dict[str, Any] = {"n": 0, "last": ""}
-    streak_lock = threading.Lock()
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
+            # Two batches in flight: the workers call the next batch while this thread stores the last one.
+            pending: list[Future[Verdict | Failure]] = []
+            for start in range(0, len(pair_ids), batch):
+                if run.stop.is_set():
+                    break
+                futures = [pool.submit(run.ask, t) for t in pair_texts(pair_ids[start : start + batch])]
+                if pending:
+                    run.finish(pending)
+                pending = futures
+            if pending:
+                run.finish(pending)
+    finally:
+        if own_client:
+            run.client.close()
+    summary = run.summary
+    summary.seconds = time.perf_counter() - started
+    # the endpoint as pages show it: no user info, query string or key
+    logger.info(
+        "model judge %s on campaign %s via %s (%s): %d pairs, %d graded, %d unsure, %d failed, %d unchanged in %.1f s",
+        summary.judge,
+        campaign.slug,
+        endpoint.display,
+        endpoint.model,
+        summary.pairs,
+        summary.graded,
+        summary.unsure,
+        summary.failed,
+        summary.unchanged,
+        summary.seconds,
+    )
+    if run.stop.is_set():
+        logger.warning(
+            "model judge %s on campaign %s stopped after %d failed calls in a row (last error: %s)",
+            summary.judge,
+            campaign.slug,
+            run.streak,
+            run.last_error,
+        )
+        raise ModelJudgeAborted(summary, run.last_error)
+    return summary
 
-    def ask(pair: PairText) -> Verdict | Failure:
-        if stop.is_set():
+
+class _JudgeRun:
+    """One model_judge_run: asking the endpoint about a pair (on the pool's threads) and storing a batch of
+    outcomes (on the calling thread), with the count of failed calls in a row that makes the run give up."""
+
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        judge: Account,
+        endpoint: Endpoint,
+        client: ChatClient,
+        template: JudgeTemplate | None,
+        repeat: int,
+        summary: RunSummary,
+        progress: Callable[[int], None] | None,
+        on_batch: Callable[[int, list[int], RunSummary], None] | None,
+        on_failure: Callable[[str, str], None] | None,
+        give_up_after: int | None,
+    ) -> None:
+        self.campaign, self.judge, self.endpoint, self.client = campaign, judge, endpoint, client
+        self.template, self.repeat, self.summary = template, repeat, summary
+        self.progress, self.on_batch, self.on_failure, self.give_up_after = (
+            progress,
+            on_batch,
+            on_failure,
+            give_up_after,
+        )
+        self.scale = list(campaign.grades.order_by("value").values_list("value", "name", "description"))
+        self.values = [v for v, _, _ in self.scale]
+        self.mapping = scale_mapping(template, self.values)
+        self.system = template.text + answer_line(template) if template is not None else None
+        self.stop = threading.Event()
+        self.streak = 0  # failed calls in a row
+        self.last_error = ""
+        self.lock = threading.Lock()
+
+    def ask(self, pair: PairText) -> Verdict | Failure:
+        """The pair's verdict from ``repeat`` answers, or why it has none."""
+        if self.stop.is_set():
             return Failure(pair.pair_id, None)  # not sent: the run is giving up
         where = f"qid {pair.qid} docid {pair.docid}"
-        messages = prompt_messages(guidelines=campaign.guidelines, scale=scale, pair=pair, system=system)
+        messages = prompt_messages(guidelines=self.campaign.guidelines, scale=self.scale, pair=pair, system=self.system)
         readings: list[Reading] = []
         try:
-            for _ in range(repeat):
+            for _ in range(self.repeat):
                 try:
-                    answer = client.complete(messages)
+                    answer = self.client.complete(messages)
                 except ModelCallError as exc:
-                    with streak_lock:
-                        streak["n"] += 1
-                        streak["last"] = str(exc)
-                        if give_up_after and streak["n"] >= give_up_after:
-                            stop.set()
-                    if on_failure:
-                        on_failure(where, str(exc))
+                    self._failed_call(str(exc))
+                    if self.on_failure:
+                        self.on_failure(where, str(exc))
                     return Failure(pair.pair_id, f"{where}: {exc}")
-                with streak_lock:
-                    streak["n"] = 0
-                readings.append(read_answer(answer, values, mapping))
+                with self.lock:
+                    self.streak = 0
+                readings.append(read_answer(answer, self.values, self.mapping))
         finally:
-            if progress:
-                progress(1)
+            if self.progress:
+                self.progress(1)
         off = next((r for r in readings if r.off_scale), None)
         if off is not None:
-            if on_failure:
-                on_failure(where, off.note)
+            if self.on_failure:
+                self.on_failure(where, off.note)
             return Failure(pair.pair_id, f"{where}: {off.note}", off_scale=True)
-        if repeat == 1:
+        if self.repeat == 1:
             return Verdict(pair.pair_id, readings[0].grade, readings[0].note)
         grades = [r.grade for r in readings]
         grade = majority_grade(grades)
         note = next(r.note for r in readings if r.grade == grade)
         return Verdict(pair.pair_id, grade, note, answers=grades)
 
-    def finish(futures: list[Future[Verdict | Failure]]) -> None:
+    def _failed_call(self, error: str) -> None:
+        with self.lock:
+            self.streak += 1
+            self.last_error = error
+            if self.give_up_after and self.streak >= self.give_up_after:
+                self.stop.set()
+
+    def finish(self, futures: list[Future[Verdict | Failure]]) -> None:
+        """Store a batch's verdicts in one transaction (with the repeated answers when asked several times) and
+        count its outcomes; ``on_batch`` inside the transaction."""
+        summary = self.summary
         verdicts, failed_ids = [], []
         for future in futures:
             outcome = future.result()
@@ -534,54 +623,15 @@ def model_judge_run(
         with transaction.atomic():
             if verdicts:
                 _, unchanged = model_judgments_write(
-                    campaign=campaign, judge=judge, verdicts=verdicts, template=template
+                    campaign=self.campaign, judge=self.judge, verdicts=verdicts, template=self.template
                 )
                 summary.unchanged += unchanged
-                if repeat > 1:
+                if self.repeat > 1:
                     consistency_write(
-                        judge=judge, template=template, verdicts=verdicts, temperature=endpoint.temperature
+                        judge=self.judge,
+                        template=self.template,
+                        verdicts=verdicts,
+                        temperature=self.endpoint.temperature,
                     )
-            if on_batch:
-                on_batch(len(futures), failed_ids, summary)
-
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="model-judge") as pool:
-            # Two batches in flight: the workers call the next batch while this thread stores the last one.
-            pending: list[Future[Verdict | Failure]] = []
-            for start in range(0, len(pair_ids), batch):
-                if stop.is_set():
-                    break
-                futures = [pool.submit(ask, t) for t in _pair_texts(pair_ids[start : start + batch])]
-                if pending:
-                    finish(pending)
-                pending = futures
-            if pending:
-                finish(pending)
-    finally:
-        if own_client:
-            client.close()
-    summary.seconds = time.perf_counter() - started
-    # the endpoint as pages show it: no user info, query string or key
-    logger.info(
-        "model judge %s on campaign %s via %s (%s): %d pairs, %d graded, %d unsure, %d failed, %d unchanged in %.1f s",
-        summary.judge,
-        campaign.slug,
-        endpoint.display,
-        endpoint.model,
-        summary.pairs,
-        summary.graded,
-        summary.unsure,
-        summary.failed,
-        summary.unchanged,
-        summary.seconds,
-    )
-    if stop.is_set():
-        logger.warning(
-            "model judge %s on campaign %s stopped after %d failed calls in a row (last error: %s)",
-            summary.judge,
-            campaign.slug,
-            streak["n"],
-            streak["last"],
-        )
-        raise ModelJudgeAborted(summary, streak["last"])
-    return summary
+            if self.on_batch:
+                self.on_batch(len(futures), failed_ids, summary)

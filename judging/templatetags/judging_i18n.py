@@ -5,6 +5,7 @@ from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
+from judging.languages import catalog_url
 from judging.selectors.campaigns import grade_text_shown
 
 register = template.Library()
@@ -35,7 +36,5 @@ def duration(start, end) -> str:
 
 @register.simple_tag
 def script_catalog_url() -> str:
-    """The URL of the scripts' translations in the page's language (see views.language.catalog_url)."""
-    from judging.views.language import catalog_url  # a view module: loaded when a page first asks
-
+    """The URL of the scripts' translations in the page's language (see languages.catalog_url)."""
     return catalog_url(translation.get_language() or settings.LANGUAGE_CODE)

@@ -63,7 +63,7 @@ def markdown(value, top=3) -> str:
     (3 unless the template says, e.g. ``|markdown:4`` under an h3)."""
     if not value:
         return ""
-    return mark_safe(_sanitized_html(str(value), int(top)))  # noqa: S308 - nh3 has cleaned it (_sanitized_html)
+    return mark_safe(_sanitized_html(str(value), int(top)))
 
 
 # The same texts come back on every page (a query's description for each of its 50-odd pairs, a campaign's

@@ -33,6 +33,7 @@ from judging.forms import (
 )
 from judging.jobs import JobError, policy_job_start
 from judging.models import Campaign, Membership
+from judging.scoring import trust
 from judging.selectors.pace import campaign_pace
 from judging.services import (
     IMPORTERS,
@@ -51,6 +52,7 @@ from judging.services import (
 from judging.services.accounts import LINK_DAYS, set_password_refusal, set_password_tokens
 from judging.services.model_judge import model_judge_upload_annotator
 from judging.views.job_presenters import policy_job_context
+from judging.views.leaderboard import INLINE_TRUST_CELLS
 
 LEAD = Membership.Role.LEAD
 
@@ -122,9 +124,6 @@ def _stop_text(campaign, labels: str = "humans") -> str:
     """The leaderboard's stop signal in words (default ranking, nDCG@10, top 3, the leaderboard page's first label
     source: hybrid:NAME with a model judge), or "" for a campaign too large to compute it within the page's request
     (its leaderboard says it)."""
-    from judging.scoring import trust
-    from judging.views.leaderboard import INLINE_TRUST_CELLS
-
     lb = scoring.leaderboard(campaign, scoring.Params(labels=labels))
     cells = len(lb.cube.system_ids) * len(lb.cube.query_ids) * lb.cube.doc_ids.shape[2]
     if cells > INLINE_TRUST_CELLS:

@@ -17,11 +17,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from judging.access import Member, campaign_view
 from judging.forms import AsciiIntegerField
+from judging.judge_models import answer_line
 from judging.selectors.calibration import UnknownJudge, model_judge_profile
 from judging.selectors.judges import judge_templates
 from judging.services.judge_templates import (
     TEMPLATE_MAX_CHARS,
-    answer_line,
     judge_template_current,
     judge_template_draft,
     judge_template_save,

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-import hashlib
-from pathlib import Path
-
-from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect
-from django.urls import reverse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_POST
 from django.views.i18n import JavaScriptCatalog, set_language
 
-from judging.languages import remember_in_session
+from judging.languages import catalog_url, catalog_version, remember_in_session
 from judging.services.languages import language_codes, user_language_set
 
 
@@ -39,24 +33,6 @@ def language_set(request: HttpRequest) -> HttpResponseBase:
             user_language_set(user=request.user, language=language)
             remember_in_session(request, language)
     return response
-
-
-@functools.cache
-def catalog_version(language: str) -> str:
-    """A short digest of the compiled script catalogs of ``language`` (every djangojs.mo of LOCALE_PATHS): the
-    same in every server process of one deployment, and a new one whenever a translation changes."""
-    digest = hashlib.sha256(language.encode())
-    for folder in settings.LOCALE_PATHS:
-        compiled = Path(folder) / language / "LC_MESSAGES" / "djangojs.mo"
-        if compiled.exists():
-            digest.update(compiled.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def catalog_url(language: str) -> str:
-    """Where a page in ``language`` loads its scripts' translations: the URL names the language and the
-    catalog's version, so a browser never reuses one language's catalog for another, nor an old one."""
-    return reverse("javascript-catalog", kwargs={"language": language, "version": catalog_version(language)})
 
 
 @require_GET

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from django.urls import reverse
 
 from judging import scoring
-
-if TYPE_CHECKING:
-    from judging.views.leaderboard import BoardRequest
+from judging.views.board import BoardRequest
 
 
 def ppi_context(ctx: BoardRequest) -> dict[str, Any]:

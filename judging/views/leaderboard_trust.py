@@ -42,6 +42,98 @@ def _settled_rows(lb: scoring.Leaderboard, v: trust.Verdicts, b: trust.Bounds, m
     return rows
 
 
+def _verdict_rows(lb: scoring.Leaderboard, v: trust.Verdicts, b: trust.Bounds, measure: str) -> list[dict]:
+    """The ranking with each system's bounds and, on its row, the verdict on its order with the next system."""
+    rows = _settled_rows(lb, v, b, measure)
+    for row, adj in zip(rows, [*v.adjacent, None], strict=True):
+        row["next"] = adj
+        if adj is not None:
+            row["next_percent"] = scoring.holds_percent(adj["p_holds"])
+            row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
+    return rows
+
+
+def _bounds_table(lb: scoring.Leaderboard, b: trust.Bounds, order: list[int]) -> list[dict]:
+    """Every bounded measure's mean and bounds, per system in ranking order."""
+    names, means = lb.cube.system_names, lb.means()
+    return [
+        {
+            "name": names[s],
+            "cells": [
+                (m, float(means[lb.measure_index(m), s]), float(b.mean_low[m][s]), float(b.mean_high[m][s]))
+                for m in b.mean_low
+            ],
+        }
+        for s in order
+    ]
+
+
+def _pool_rows(lb: scoring.Leaderboard, measure: str, order: list[int]) -> list[dict]:
+    """Pool bias per system: the measure with and without the documents only it found, and how many those are."""
+    pb = trust.pool_bias(lb)
+    at = lb.measure_index(measure)
+    return [
+        {
+            "name": lb.cube.system_names[s],
+            "real": float(pb.real[at, s]),
+            "without": float(pb.without[at, s]),
+            "drop": float(pb.drop[at, s]),
+            "unique_top_k": int(pb.unique_in_top_k[s]),
+            "unique_pool": int(pb.unique_in_pool[s]),
+            "unique_per_query": float(pb.unique_in_top_k[s]) / max(pb.n_queries, 1),
+        }
+        for s in order
+    ]
+
+
+def _micro_rows(lb: scoring.Leaderboard, k: int, order: list[int]) -> list[dict]:
+    """P@k and R@k per system, macro (the mean over queries) beside micro (over every ranked document)."""
+    p_at_k, r_at_k = str(Measure("P", k)), str(Measure("R", k))
+    micro, means = trust.micro(lb), lb.means()
+    return [
+        {
+            "name": lb.cube.system_names[s],
+            "macro_p": float(means[lb.measure_index(p_at_k), s]),
+            "micro_p": float(micro[p_at_k][s]),
+            "macro_r": float(means[lb.measure_index(r_at_k), s]),
+            "micro_r": float(micro[r_at_k][s]),
+        }
+        for s in order
+    ]
+
+
+def _diversity_table(request, lb: scoring.Leaderboard, attribute: str, measure: str, order: list[int]) -> dict:
+    """Intra-list diversity and coverage of ``attribute``: the means per system, and a page of the scored queries
+    (in the cube's order) with each system's two values; BadArg for an attribute the documents lack."""
+    try:
+        d = trust.diversity(lb, attribute)
+    except RequestError as exc:
+        raise BadArg(str(exc)) from None
+    ild, cov = d.means()
+    names, means = lb.cube.system_names, lb.means()
+    qids = lb.scored_qids()
+    page = page_of(request, range(len(qids)), board.PAGE_SIZE)
+    shown = np.asarray(page.object_list, dtype=np.intp)
+    rows = np.asarray(order, dtype=np.intp)
+    ild_q = d.ild[np.ix_(rows, shown)].T.tolist()  # (page, S) in ranking order
+    cov_q = d.coverage[np.ix_(rows, shown)].T.tolist()
+    return {
+        "d": d,
+        "ild_name": d.names[0],
+        "cov_name": d.names[1],
+        "rows": [
+            {"name": names[s], "value": float(means[lb.measure_index(measure), s]), "ild": ild[s], "cov": cov[s]}
+            for s in order
+        ],
+        "systems": [names[s] for s in order],
+        "queries": [
+            {"qid": qids[q], "cells": list(zip(i_row, c_row, strict=True))}
+            for q, i_row, c_row in zip(shown.tolist(), ild_q, cov_q, strict=True)
+        ],
+        "page": page,
+    }
+
+
 @leaderboard_page()
 @handles_bad_args
 def leaderboard_trust(request, ctx: BoardRequest):
@@ -55,105 +147,22 @@ def leaderboard_trust(request, ctx: BoardRequest):
         b = trust.bounds(lb)
         bounded = measure in b.mean_low
         v = trust.verdicts(lb, measure) if bounded else None
-        rows = _settled_rows(lb, v, b, measure) if v else []
-        if v:
-            for row, adj in zip(rows, [*v.adjacent, None], strict=True):
-                row["next"] = adj
-                if adj is not None:
-                    row["next_percent"] = scoring.holds_percent(adj["p_holds"])
-                    row["next_where"] = ", ".join(f"{q['qid']} ({q['pairs']})" for q in adj["top_queries"])
         stop = trust.stop_of(lb, v, ctx.top_k) if v and v.adjacent else None
-        bound_names = list(b.mean_low)
         order = trust.ranking_order(lb, measure).tolist()
-        names = lb.cube.system_names
-        means = lb.means()
-        all_bounds = [
-            {
-                "name": names[s],
-                "cells": [
-                    (
-                        m,
-                        float(means[lb.measure_index(m), s]),
-                        float(b.mean_low[m][s]),
-                        float(b.mean_high[m][s]),
-                    )
-                    for m in bound_names
-                ],
-            }
-            for s in order
-        ]
-        pb = trust.pool_bias(lb)
-        pool_rows = [
-            {
-                "name": names[s],
-                "real": float(pb.real[lb.measure_index(measure), s]),
-                "without": float(pb.without[lb.measure_index(measure), s]),
-                "drop": float(pb.drop[lb.measure_index(measure), s]),
-                "unique_top_k": int(pb.unique_in_top_k[s]),
-                "unique_pool": int(pb.unique_in_pool[s]),
-                "unique_per_query": float(pb.unique_in_top_k[s]) / max(pb.n_queries, 1),
-            }
-            for s in order
-        ]
-        p_at_k, r_at_k = str(Measure("P", ctx.params.k)), str(Measure("R", ctx.params.k))
-        micro = trust.micro(lb)
-        micro_rows = [
-            {
-                "name": names[s],
-                "macro_p": float(means[lb.measure_index(p_at_k), s]),
-                "micro_p": float(micro[p_at_k][s]),
-                "macro_r": float(means[lb.measure_index(r_at_k), s]),
-                "micro_r": float(micro[r_at_k][s]),
-            }
-            for s in order
-        ]
-        diversity = None
-        if attribute:
-            try:
-                d = trust.diversity(lb, attribute)
-            except RequestError as exc:
-                raise BadArg(str(exc)) from None
-            ild, cov = d.means()
-            # per query, a page of the scored queries (in the cube's order) with each system's two values
-            qids = lb.scored_qids()
-            page = page_of(request, range(len(qids)), board.PAGE_SIZE)
-            shown = np.asarray(page.object_list, dtype=np.intp)
-            ild_q = d.ild[np.ix_(order, shown)].T.tolist()  # (page, S) in ranking order
-            cov_q = d.coverage[np.ix_(order, shown)].T.tolist()
-            diversity = {
-                "d": d,
-                "ild_name": d.names[0],
-                "cov_name": d.names[1],
-                "rows": [
-                    {
-                        "name": names[s],
-                        "value": float(means[lb.measure_index(measure), s]),
-                        "ild": ild[s],
-                        "cov": cov[s],
-                    }
-                    for s in order
-                ],
-                "systems": [names[s] for s in order],
-                "queries": [
-                    {"qid": qids[q], "cells": list(zip(i_row, c_row, strict=True))}
-                    for q, i_row, c_row in zip(shown.tolist(), ild_q, cov_q, strict=True)
-                ],
-                "page": page,
-            }
         context.update(
             bounded=bounded,
             verdicts=v,
-            settled_rows=rows,
+            settled_rows=_verdict_rows(lb, v, b, measure) if v else [],
             n_open=sum(a["verdict"] in ("likely", "open") for a in v.adjacent) if v else 0,
             n_likely=sum(a["verdict"] == "likely" for a in v.adjacent) if v else 0,
             stop_text=scoring.stop_sentence(stop, v.without_labels, len(v.order)) if v and stop else "",
-            all_bounds=all_bounds,
-            bound_names=bound_names,
-            pool_rows=pool_rows,
+            all_bounds=_bounds_table(lb, b, order),
+            bound_names=list(b.mean_low),
+            pool_rows=_pool_rows(lb, measure, order),
             pool_depth=ctx.campaign.pool_depth,
-            micro_rows=micro_rows,
+            micro_rows=_micro_rows(lb, ctx.params.k, order),
             micro_note=trust.MICRO_NOTE,
-            diversity=diversity,
+            diversity=_diversity_table(request, lb, attribute, measure, order) if attribute else None,
             queue_mode=ctx.campaign.get_queue_mode_display(),
             queue_matter=ctx.campaign.queue_mode != Campaign.QueueMode.SHUFFLED,  # a mode that chases the open orders
         )

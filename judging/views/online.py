@@ -94,7 +94,7 @@ class JudgeRunForm(forms.Form):
     )
 
     def clean(self):
-        data = super().clean()
+        data = super().clean() or {}
         if data.get("pairs") == "sample":
             if not data.get("sample"):
                 self.add_error("sample", _("Give the number of pairs to sample."))

@@ -63,7 +63,7 @@ def violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_no_axe_violations(live_server, new_page, judged, size):  # noqa: F811
+def test_no_axe_violations(live_server, new_page, judged, size):
     page, watch = new_page(**(PHONE if size == "phone" else DESKTOP))
     found = {}
     # The first page a new annotator sees: the one-time link a lead passed on (dora has not used hers).
@@ -84,7 +84,7 @@ def test_no_axe_violations(live_server, new_page, judged, size):  # noqa: F811
 
 
 @pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_guidelines_headings_keep_the_judging_page_in_order(live_server, new_page, judged, size):  # noqa: F811
+def test_guidelines_headings_keep_the_judging_page_in_order(live_server, new_page, judged, size):
     """Guidelines written with "##" sections and "###" grades (as both demos' are) under the judging page's
     h1 (the query) and h2 (the document): axe-core's heading-order finds no skipped level."""
     judged.guidelines = "## What to judge\n\nThe product.\n\n## Grades\n\n### 2 Relevant\n\nAll of it.\n"
@@ -101,7 +101,7 @@ def test_guidelines_headings_keep_the_judging_page_in_order(live_server, new_pag
     assert watch.errors == []
 
 
-def test_keyboard_focus_is_visible(live_server, new_page, judged):  # noqa: F811
+def test_keyboard_focus_is_visible(live_server, new_page, judged):
     page, _ = new_page(**DESKTOP)
     log_in(page, live_server.url, "lena", "lena-pw-secret-1", then="/campaigns/knitwear/")
     for _ in range(3):

@@ -90,7 +90,7 @@ def test_api_follows_accept_language(client, db):
 
 
 def test_script_catalog_is_served_from_this_site_in_the_pages_language(client, db):
-    from judging.views.language import catalog_url
+    from judging.languages import catalog_url
 
     page = client.get(reverse("login"), **KO).content.decode()
     korean_url, english_url = catalog_url("ko"), catalog_url("en")
@@ -109,7 +109,7 @@ def test_script_catalog_is_served_from_this_site_in_the_pages_language(client, d
 
 
 def test_script_catalog_of_another_version_goes_to_the_current_one(client, db):
-    from judging.views.language import catalog_url
+    from judging.languages import catalog_url
 
     old = client.get("/i18n/ko/catalog-000000000000.js")
     assert old.status_code == 302 and old["Location"] == catalog_url("ko")
@@ -118,8 +118,8 @@ def test_script_catalog_of_another_version_goes_to_the_current_one(client, db):
 
 def test_a_korean_account_gets_the_korean_catalog_from_an_english_browser(client, annotator):
     """The page is Korean for a Korean account whatever the browser asks: so is the catalog its page names."""
+    from judging.languages import catalog_url
     from judging.services.languages import user_language_set
-    from judging.views.language import catalog_url
 
     user_language_set(user=annotator, language="ko")
     client.force_login(annotator)

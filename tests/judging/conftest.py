@@ -11,10 +11,10 @@ def _fresh_score_caches():
     """Each test starts with empty in-process score caches and leaderboard texts, like a freshly started
     server process."""
     from judging import scoring
-    from judging.api import renderers
+    from judging.api import leaderboard_text
 
     scoring.process_caches_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     yield
 
 

@@ -162,7 +162,7 @@ def _check_every_operation(target: Target, modes, seconds: float | None = None) 
                 _checker(strategy, examples, target, budget)()
             except Unsatisfiable:
                 assert mode == GenerationMode.NEGATIVE  # an operation with nothing that can be made invalid
-            except Exception as exc:  # collect every operation's failure, then report them all
+            except Exception as exc:  # noqa: BLE001 - every operation's failure is collected, then reported
                 failures.append(f"{operation.label} ({mode.value}): {exc}")
             requests += budget.requests
     return len(operations), requests, failures

@@ -274,7 +274,7 @@ def test_compiled_queue_with_assignments_is_the_orm_query(make_user, shared, cur
     from django.db import transaction
 
     from judging.compiled import Slots, Values, compiled_select
-    from judging.selectors.queue import QUEUE_FIELDS, _pair_next_of, queue_values
+    from judging.selectors.queue import QUEUE_FIELDS, pair_next_of, queue_values
 
     campaign, lead, (a, b, _c) = _campaign(make_user, slug=f"compiled-{shared}-{current}")
     _give(campaign, lead, a, ["4", "2"])
@@ -291,10 +291,10 @@ def test_compiled_queue_with_assignments_is_the_orm_query(make_user, shared, cur
     with transaction.atomic():
         template = compiled_select(
             ("test_assigned", shared, *shape.values()),
-            lambda: _pair_next_of(Slots(QUEUE_FIELDS), shared=shared, **shape),
+            lambda: pair_next_of(Slots(QUEUE_FIELDS), shared=shared, **shape),
         )
         row = template.first(values)
-        orm_row = next(iter(_pair_next_of(Values(QUEUE_FIELDS, **values), shared=shared, **shape)))
+        orm_row = next(iter(pair_next_of(Values(QUEUE_FIELDS, **values), shared=shared, **shape)))
     assert row == list(orm_row)
     qid = Pair.objects.filter(id=row[0]).values_list("query__qid", flat=True).get()
     assert qid in {"2", "4"}  # a's own queries, whether or not she is on query 3

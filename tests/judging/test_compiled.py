@@ -17,22 +17,22 @@ from django.utils import timezone
 from judging import selectors
 from judging.access import campaign_member_pair
 from judging.compiled import Slots, Values, compiled_select, compiled_update
+from judging.labels import labels_bump_query_of
 from judging.models import Assignment, Campaign, Document, Pair, Query
 from judging.selectors.queue import (
     QUEUE_FIELDS,
-    _open_pairs_of,
-    _pair_next_of,
     open_pair_of,
+    open_pairs_of,
     pair_from_row,
+    pair_next_of,
     queue_values,
 )
 from judging.services import judgment_record, membership_add
 from judging.services.judgments import (
-    _labels_bump_query_of,
-    _pair_label_of,
-    _pair_state,
-    _pair_state_of,
     hold_delete,
+    pair_label_of,
+    pair_state_of,
+    pair_state_rows,
 )
 
 
@@ -62,10 +62,10 @@ def test_compiled_pair_next_is_the_orm_query(pooled, annotator, current, skipped
     )
     with transaction.atomic():
         template = compiled_select(
-            ("test_pair_next", *shape.values()), lambda: _pair_next_of(Slots(QUEUE_FIELDS), **shape)
+            ("test_pair_next", *shape.values()), lambda: pair_next_of(Slots(QUEUE_FIELDS), **shape)
         )
         row = template.first(values)
-        orm_row = next(iter(_pair_next_of(Values(QUEUE_FIELDS, **values), **shape)))
+        orm_row = next(iter(pair_next_of(Values(QUEUE_FIELDS, **values), **shape)))
     assert row == list(orm_row)
     pair, _end = pair_from_row(row)
     loaded = Pair.objects.select_related("query", "document").get(id=pair.id)
@@ -126,12 +126,12 @@ def _open_ids(campaign, annotator, *, exclude=(), now=None) -> tuple[set, set]:
     if now is not None:
         values["now"] = now
     ids = Pair.objects.filter(campaign=campaign).values_list("id", flat=True)
-    orm = _open_pairs_of(Values(QUEUE_FIELDS, **values), overlap=False, exclude=bool(exclude))
+    orm = open_pairs_of(Values(QUEUE_FIELDS, **values), overlap=False, exclude=bool(exclude))
     orm = set(orm.filter(campaign=campaign).values_list("id", flat=True))
 
     def build():
         args = Slots(QUEUE_FIELDS)
-        return _open_pairs_of(args, overlap=False, exclude=bool(exclude)).filter(id=args["pair_id"]).values("id")
+        return open_pairs_of(args, overlap=False, exclude=bool(exclude)).filter(id=args["pair_id"]).values("id")
 
     template = compiled_select(("test_open_pair", bool(exclude)), build)
     compiled = {pid for pid in ids if template.first({**values, "pair_id": pid}) is not None}
@@ -155,7 +155,7 @@ def test_compiled_skips_and_holds_match_the_orm(pooled, annotator, make_user):
 
 
 def test_compiled_pair_state_is_the_orm_query(pooled, annotator, make_user):
-    """services.judgments._pair_state: the rows the ORM query answers, converted alike (a datetime, a bool),
+    """services.judgments.pair_state_rows: the rows the ORM query answers, converted alike (a datetime, a bool),
     with a judgment of the annotator's, another's, and none."""
     pair = Pair.objects.filter(campaign=pooled, pooled=True).order_by("id").first()
     other = make_user("other")
@@ -163,8 +163,8 @@ def test_compiled_pair_state_is_the_orm_query(pooled, annotator, make_user):
     for who in ([], [annotator], [annotator, other]):
         for user in who:
             judgment_record(pair=pair, annotator=user, grade=1, note="seen")
-        built = _pair_state(pair_id=pair.id, annotator_id=annotator.id)
-        orm = [list(row) for row in _pair_state_of(Values(pair_id=pair.id, annotator_id=annotator.id))]
+        built = pair_state_rows(pair_id=pair.id, annotator_id=annotator.id)
+        orm = [list(row) for row in pair_state_of(Values(pair_id=pair.id, annotator_id=annotator.id))]
         assert sorted(built, key=str) == sorted(orm, key=str) and len(built) == max(1, len(who))
 
 
@@ -216,6 +216,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "judging/selectors/priority.py",
         "judging/selectors/progress.py",
         "judging/services/judgments.py",
+        "judging/labels.py",
         "judging/access.py",
         "judging/scoring/cache.py",
         "judging/scoring/cube.py",
@@ -225,13 +226,13 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "selectors.queue.pair_is_open",
         "selectors.queue._pair_of_priority",
         "selectors.progress.with_progress",
-        "services.judgments._pair_state",
+        "services.judgments.pair_state_rows",
         "services.judgments.hold_delete",
         "selectors.priority.complete_prefix",
         "selectors.priority.own_prefix",
-        "services.judgments.labels_bump",
+        "labels.labels_bump",
         "scoring.cache._labels_state",
-        "scoring.cube._systems_key",
+        "scoring.cube.systems_key",
         "access.token_owner",
     ):
         assert f"``{user}``" in judging.compiled.__doc__
@@ -251,17 +252,15 @@ def test_compiled_writes_run_the_orms_statements(pooled, annotator):
 
     orm = sql_of(lambda: Pair.objects.filter(id=pair.id).update(label=2, judgment_count=3, adjudicated=True))
     values = {"pair_id": pair.id, "label": 2, "judgment_count": 3, "adjudicated": True}
-    compiled = sql_of(lambda: compiled_update(("pair_label",), _pair_label_of).run(values))
+    compiled = sql_of(lambda: compiled_update(("pair_label",), pair_label_of).run(values))
     assert compiled == orm and orm[1] == 1
     assert Pair.objects.filter(id=pair.id, label=2, judgment_count=3, adjudicated=True).exists()
-    none = sql_of(lambda: compiled_update(("pair_label",), _pair_label_of).run({**values, "pair_id": 2**63}))
+    none = sql_of(lambda: compiled_update(("pair_label",), pair_label_of).run({**values, "pair_id": 2**63}))
     assert none == ([], 0)  # an id no column holds matches nothing, as the ORM's would
 
     version = query.labels_version
     orm = sql_of(lambda: Query.objects.filter(id=query.id).update(labels_version=F("labels_version") + 1))
-    compiled = sql_of(
-        lambda: compiled_update(("labels_bump_query",), _labels_bump_query_of).run({"query_id": query.id})
-    )
+    compiled = sql_of(lambda: compiled_update(("labels_bump_query",), labels_bump_query_of).run({"query_id": query.id}))
     assert compiled == orm and Query.objects.get(id=query.id).labels_version == version + 2
 
     def hold() -> None:
@@ -282,7 +281,7 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
     order, that the ORM finds open: not the annotator's judged one, not one another annotator holds, not a
     skipped one; and none when no candidate is open."""
     from judging.compiled import compiled_first_of
-    from judging.selectors.queue import _priority_open_of
+    from judging.selectors.queue import priority_open_of
 
     pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
     judgment_record(pair=pairs[0], annotator=annotator, grade=1)
@@ -294,7 +293,7 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
     exclude = [pairs[2].id] if skips else []
     compiled = compiled_first_of(
         ("priority_open", False, skips),
-        lambda: _priority_open_of(Slots(QUEUE_FIELDS), overlap=False, exclude=skips),
+        lambda: priority_open_of(Slots(QUEUE_FIELDS), overlap=False, exclude=skips),
         candidate="candidate",
     )
     closed = {pairs[0].id, pairs[1].id, *exclude}
@@ -307,7 +306,7 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
         orm = [
             c
             for c in candidates
-            if _priority_open_of(Values(QUEUE_FIELDS, **values, candidate=c), overlap=False, exclude=skips).exists()
+            if priority_open_of(Values(QUEUE_FIELDS, **values, candidate=c), overlap=False, exclude=skips).exists()
         ]
         assert compiled.first(values) == [orm[0]] and orm[0] == tail[0]
     values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=exclude, candidates=sorted(closed))
@@ -345,12 +344,12 @@ def test_pair_member_answers_as_the_pair_and_the_callers_roles_did(pooled, lead,
 
 
 def test_the_run_cubes_key_is_what_the_orm_reads(world):
-    """scoring.cube._systems_key reads in one statement what the ORM's two queries read: the systems by name
+    """scoring.cube.systems_key reads in one statement what the ORM's two queries read: the systems by name
     (a renamed one, a new one in between), the queries' largest id and count; none of either for a new campaign."""
     from django.db.models import Count, Max
 
     from judging.models import System
-    from judging.scoring.cube import _systems_key
+    from judging.scoring.cube import systems_key
     from judging.services import campaign_create
 
     def orm(campaign):
@@ -363,8 +362,8 @@ def test_the_run_cubes_key_is_what_the_orm_reads(world):
     campaign = world.campaign
     System.objects.filter(campaign=campaign, name="bm25").update(name="zz-bm25")
     System.objects.create(campaign=campaign, name="m-middle", fingerprint="f" * 16)
-    key = _systems_key(campaign)
+    key = systems_key(campaign)
     assert key == orm(campaign)
     assert [name for _, _, name in key[2]] == ["dense", "m-middle", "zz-bm25"] and key[3][1] == 2
     empty = campaign_create(slug="empty", name="Empty")
-    assert _systems_key(empty) == orm(empty) == (empty.pk, empty.created_at.isoformat(), (), (None, 0))
+    assert systems_key(empty) == orm(empty) == (empty.pk, empty.created_at.isoformat(), (), (None, 0))

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from judging import reads
 from judging.models import Campaign, LabelsCounter, Pair, PoolCount, Query
 from judging.scoring import selection
-from judging.selectors import campaigns as campaign_selectors
 from judging.selectors import pool_size
 from judging.services import (
     adjudication_remove,
@@ -100,9 +100,9 @@ def test_the_queue_sees_a_judgment_through_the_counter(pooled, annotator):
 
 @pytest.fixture
 def fresh_pool_size():
-    campaign_selectors._pool_sizes.clear()
-    yield lambda campaign: (campaign_selectors._pool_sizes.clear(), pool_size(campaign=campaign))[1]
-    campaign_selectors._pool_sizes.clear()
+    reads._pool_sizes.clear()
+    yield lambda campaign: (reads._pool_sizes.clear(), pool_size(campaign=campaign))[1]
+    reads._pool_sizes.clear()
 
 
 def test_pool_count_follows_every_pool_change(campaign, annotator, fresh_pool_size):
@@ -129,7 +129,7 @@ def test_a_new_campaign_has_an_empty_pool(db, lead):
 
     campaign = campaign_create(slug="empty", name="empty")
     membership_add(campaign=campaign, user=lead, role="lead")
-    campaign_selectors._pool_sizes.clear()
+    reads._pool_sizes.clear()
     assert pool_size(campaign=campaign) == 0
     assert selection._labels_stamp(campaign) == (0, 0)
 
@@ -229,8 +229,9 @@ def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, anno
     database, and it reads them all only the first time (after that, the labels log's lines since)."""
     import numpy as np
 
-    from judging.scoring.cache import _VERSIONS
+    from judging import runtime
 
+    _VERSIONS = runtime.kept("scoring.labels_versions").store
     _many_queries(campaign)
     other = make_user("other")
     membership_add(campaign=campaign, user=other, role="annotator")
@@ -264,13 +265,13 @@ def test_kept_versions_follow_every_writer_through_the_labels_log(campaign, anno
 def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign, annotator, monkeypatch):
     """More bumps since the kept counters than the log is read for, or log lines pruned past them: every
     query's version is read again, and is right. The log keeps a shard's lines for LABELS_LOG_KEEP bumps."""
+    from judging import labels, runtime
     from judging.models import LabelsChange
     from judging.scoring import cache
-    from judging.services import judgments
 
     _many_queries(campaign)
     pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
-    cache._VERSIONS.clear()
+    runtime.kept("scoring.labels_versions").store.clear()
     assert _versions_read(campaign)[0] == _every_version(campaign)
 
     monkeypatch.setattr(cache, "LOG_READ_MAX", 2)
@@ -281,8 +282,8 @@ def test_a_process_the_log_cannot_bring_up_to_date_reads_every_version(campaign,
     assert len(read) == 1  # 3 lines behind: every version read
 
     monkeypatch.undo()
-    monkeypatch.setattr(judgments, "LABELS_LOG_KEEP", 4)
-    monkeypatch.setattr(judgments, "LABELS_LOG_PRUNE", 2)
+    monkeypatch.setattr(labels, "LABELS_LOG_KEEP", 4)
+    monkeypatch.setattr(labels, "LABELS_LOG_PRUNE", 2)
     same_shard = [p for p in pairs if p.query_id % 16 == pairs[0].query_id % 16]
     shard = same_shard[0].query_id % 16
     for i in range(12):  # 12 bumps of one shard: its lines older than the last 4 bumps go

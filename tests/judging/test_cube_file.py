@@ -17,7 +17,7 @@ import pytest
 from judging.models import Pair
 from judging.scoring import cube_file, leaderboard
 from judging.scoring.cache import scores_clear
-from judging.scoring.cube import _cube_read, _systems_key, cubes_clear, run_cube
+from judging.scoring.cube import cube_read, cubes_clear, run_cube, systems_key
 from judging.services import judgment_record, run_import
 from tests.data import RUN_BM25
 
@@ -41,7 +41,7 @@ def test_the_cube_is_written_once_and_mapped_read_only(pooled, _cube_dir):
     assert len(files) == 1
     assert isinstance(cube.doc_ids, np.memmap) and not cube.doc_ids.flags.writeable
     # the mapped cube is the one the database gives
-    read = _cube_read(pooled, _systems_key(pooled))
+    read = cube_read(pooled, systems_key(pooled))
     np.testing.assert_array_equal(cube.doc_ids, read.doc_ids)
     assert cube.system_names == read.system_names and cube.qids == read.qids
     np.testing.assert_array_equal(cube.query_ids, read.query_ids)
@@ -141,13 +141,13 @@ def test_a_file_of_another_state_is_never_used(pooled, _cube_dir):
     stale = old_path.read_bytes()
     run_import(campaign=pooled, data=RUN_BM25.replace("bm25", "bm25b").encode(), filename="bm25b.run")
     cubes_clear()
-    key = _systems_key(pooled)
+    key = systems_key(pooled)
     digest = cube_file.state_digest(key)
     # the old state's bytes under the new state's name: its header names the other state
     (Path(_cube_dir) / f"cube-{pooled.pk}-{digest}.bin").write_bytes(stale)
     cube = run_cube(pooled)
     assert "bm25b" in cube.system_names
-    np.testing.assert_array_equal(cube.doc_ids, _cube_read(pooled, key).doc_ids)
+    np.testing.assert_array_equal(cube.doc_ids, cube_read(pooled, key).doc_ids)
 
 
 def test_a_full_disk_keeps_the_old_file_in_use(pooled, _cube_dir, monkeypatch, caplog):

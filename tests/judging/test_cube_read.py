@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from judging.models import Document, Pair, Query, Ranking, System
-from judging.scoring.cube import _copy_types, _cube_read, _systems_key, cursor_rows
+from judging.scoring.cube import copy_types, cube_read, cursor_rows, systems_key
 from judging.services import judgment_record, run_import
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +21,7 @@ def test_each_ranking_lands_in_its_cell_and_short_or_missing_ones_are_padded(poo
     # a third system that ranks one document for q1 and nothing for q2; a fourth that ranks q2 only
     run_import(campaign=pooled, data=b"q1 Q0 d4 1 1.0 sparse\n", filename="sparse.run")
     run_import(campaign=pooled, data=b"q2 Q0 d1 1 2.0 q2only\nq2 Q0 d3 2 1.0 q2only\n", filename="q2only.run")
-    cube = _cube_read(pooled, _systems_key(pooled))
+    cube = cube_read(pooled, systems_key(pooled))
     doc = dict(Document.objects.filter(campaign=pooled).values_list("docid", "id"))
     d1, d2, d3, d4 = doc["d1"], doc["d2"], doc["d3"], doc["d4"]
     assert cube.system_names == ["bm25", "dense", "q2only", "sparse"]
@@ -66,18 +66,18 @@ def test_a_column_without_a_binary_copy_type_is_read_as_text(pooled):
     qs = Query.objects.filter(campaign=pooled).order_by("id").values_list("id", "qid")
     compiler = qs.query.get_compiler(using=qs.db)
     compiler.as_sql()
-    assert _copy_types(compiler) == ["int8", "text"]
+    assert copy_types(compiler) == ["int8", "text"]
     uuid_like = Query.objects.filter(campaign=pooled).order_by("id").extra(select={"x": "gen_random_uuid()"})
     compiler = uuid_like.values_list("id", "x").query.get_compiler(using="default")
     compiler.as_sql()
-    assert _copy_types(compiler) is None
+    assert copy_types(compiler) is None
     assert len(cursor_rows(uuid_like.values_list("id", "x"))) == 2
     # timestamps and JSON have binary COPY types, but Django loads their text: read as text, as the ORM gives them
     for model, columns in ((System, ("id", "imported_at")), (Document, ("id", "attributes"))):
         qs = model.objects.filter(campaign=pooled).order_by("id").values_list(*columns)
         compiler = qs.query.get_compiler(using=qs.db)
         compiler.as_sql()
-        assert _copy_types(compiler) is None, columns
+        assert copy_types(compiler) is None, columns
         sql, params = compiler.as_sql()
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

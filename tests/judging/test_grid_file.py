@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from judging import runtime
 from judging.models import Pair
 from judging.scoring import grid_file, leaderboard
 from judging.scoring.cache import scores_clear
@@ -111,9 +112,7 @@ def test_past_the_mark_the_state_is_written_as_the_new_file(pooled, annotator, s
     assert _stamp(path) != stamp  # written anew at this state
     _restart()
     found = campaign_arrays(leaderboard(pooled))
-    from judging.scoring.trust.arrays import _GRIDS
-
-    [grid] = _GRIDS.values()
+    [grid] = runtime.kept("trust.label_files").store.values()
     np.testing.assert_array_equal(grid.file.versions, lb.table.versions)
     assert grid.moved.size == 0  # nothing to put in: the file is this state
     _same(found, _in_memory(pooled, settings))
@@ -139,12 +138,12 @@ print(json.dumps([list(labels.shape), hashlib.sha256(labels.tobytes()).hexdigest
 
 def test_several_processes_map_the_same_labels_file_and_agree(pooled, annotator, _cube_dir):
     from judging.scoring import cube_file
-    from judging.scoring.trust.arrays import _source
+    from judging.scoring.trust.arrays import grid_source
 
     _judge(pooled, annotator, 3)
     lb = leaderboard(pooled)
     arrays = campaign_arrays(lb)
-    cube_digest, digest = _source(lb)
+    cube_digest, digest = grid_source(lb)
     args = [sys.executable, "-c", _CHILD, cube_file.__file__, grid_file.__file__, _cube_dir, str(pooled.pk)]
     children = [
         subprocess.Popen([*args, cube_digest, digest], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -201,9 +200,9 @@ def test_a_full_disk_keeps_the_arrays_in_memory(pooled, annotator, settings, _cu
         lb = leaderboard(pooled)
         arrays = campaign_arrays(lb)
     assert "the disk is full" in caplog.text
-    from judging.scoring.trust.arrays import _source
+    from judging.scoring.trust.arrays import grid_source
 
-    this_state = f"grid-{pooled.pk}-{_source(lb)[0][:16]}-"
+    this_state = f"grid-{pooled.pk}-{grid_source(lb)[0][:16]}-"
     assert not isinstance(arrays.labels, np.memmap)
     assert not [p for p in _files(_cube_dir, pooled) if p.name.startswith(this_state)]
     assert not list(Path(_cube_dir).glob(".grid-*.tmp"))

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from bench import synthetic
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Campaign, Pair
 from judging.scoring import leaderboard_data, process_caches_clear, trust
 from judging.scoring.hybrid import campaign_judge, fits_clear
@@ -115,7 +115,8 @@ def test_hybrid_after_judgments_equals_a_cold_one(make_user):
 
     def texts():
         return [
-            renderers.leaderboard_json(campaign=campaign, **r) or json.dumps(leaderboard_data(campaign=campaign, **r))
+            leaderboard_text.leaderboard_json(campaign=campaign, **r)
+            or json.dumps(leaderboard_data(campaign=campaign, **r))
             for r in requests
         ]
 
@@ -128,7 +129,7 @@ def test_hybrid_after_judgments_equals_a_cold_one(make_user):
     trust.caches_clear()
     process_caches_clear()
     fits_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     from django.core.cache import cache
 
     cache.clear()
@@ -215,3 +216,47 @@ def test_hybrid_verdicts_stay_peoples_in_a_process_that_did_not_score_the_table(
     bounds = {s["name"]: s["bounds"] for s in humans["systems"]}
     assert hybrid["queries"] == humans["queries"]  # every query has a person's label: the bounds are the same
     assert all(s["bounds"] == bounds[s["name"]] for s in hybrid["systems"])
+
+
+def test_the_fit_reads_a_pair_by_its_systems_and_the_models_answer(make_user, monkeypatch):
+    """Each pooled pair nobody judged is read as the relevance model's prior for it (the systems that ranked it and
+    where, its query) times the likelihood of the model's answer: against the true grades of the generated campaigns,
+    that reading predicts better (lower log loss) than the calibrated row of the model's grade alone, the same for
+    every pair of one grade and rank bucket."""
+    from judging.models import Document, Query
+    from judging.scoring import hybrid as hybrid_module
+    from judging.scoring.cube import run_cube
+
+    losses = {"pair": 0.0, "rows": 0.0}
+    n = 0
+    for seed in (4, 5, 6):
+        campaign, coll, _lead, _annotator, _judge = _hybrid_campaign(
+            make_user, seed=seed, slug=f"hyb-read{seed}", share_people=0.3, share_model=1.0
+        )
+        versions = np.array(campaign.queries.order_by("id").values_list("labels_version", flat=True))
+        qid_of = dict(Query.objects.filter(campaign=campaign).values_list("id", "qid"))
+        doc_of = dict(Document.objects.filter(campaign=campaign).values_list("id", "docid"))
+        truth = {
+            (coll.qid(q), coll.docid(q, d)): int(coll.grades[q, d])
+            for q, d in zip(*np.nonzero(coll.pool(10)), strict=True)
+        }
+        fits_clear()
+        fit = hybrid_module.hybrid_fit(campaign, run_cube(campaign), "bot", versions)
+        with monkeypatch.context() as patch:
+            patch.setattr(hybrid_module, "_with_pair_prior", lambda campaign, cube, keys, dist, *rest: dist)
+            fits_clear()
+            rows = hybrid_module.hybrid_fit(campaign, run_cube(campaign), "bot", versions)
+        fits_clear()
+        assert np.array_equal(fit.keys, rows.keys)
+        assert np.isfinite(fit.dist).all() and np.allclose(fit.dist.sum(axis=1), 1.0)
+        for i in np.flatnonzero(~fit.human):
+            key = int(fit.keys[i])
+            grade = truth.get((qid_of[key >> 32], doc_of[key & 0xFFFFFFFF]))
+            if grade is None:
+                continue
+            losses["pair"] -= np.log(max(fit.dist[i, grade], 1e-12))
+            losses["rows"] -= np.log(max(rows.dist[i, grade], 1e-12))
+            n += 1
+    print(n, losses)
+    assert n > 300
+    assert losses["pair"] < 0.9 * losses["rows"], (n, losses)

@@ -285,9 +285,9 @@ def test_tau_b_and_the_words_agree_on_ties(offline, online, offline_ties, online
     unexplained τ below 1."""
     from scipy import stats
 
-    from judging.selectors.online import _agreement
+    from judging.selectors.online import metric_agreement
 
-    got = _agreement(np.array(offline), np.array(online), ["a", "b", "c"])
+    got = metric_agreement(np.array(offline), np.array(online), ["a", "b", "c"])
     assert got["kendall_tau"] == pytest.approx(stats.kendalltau(offline, online, variant="b").statistic)
     assert got["discordant_pairs"] == []
     assert got["offline_ties"] == offline_ties and got["online_ties"] == online_ties

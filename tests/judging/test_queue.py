@@ -7,7 +7,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from judging.models import Assignment, Judgment, Pair
-from judging.selectors.queue import _with_overlap_bucket, overlap_q
+from judging.selectors.queue import overlap_q, with_overlap_bucket
 from judging.services import campaign_create, judgment_record, membership_add, pair_assign, run_import
 from tests.data import run_concurrently
 
@@ -52,7 +52,7 @@ def test_overlap_sample_is_judged_by_everyone(make_user):
 
 def test_overlap_sample_share_follows_the_setting(make_user):
     campaign, _ = _campaign(make_user, overlap=10, queries=25, docs=40)
-    in_sample = _with_overlap_bucket(Pair.objects.filter(campaign=campaign)).filter(overlap_q(campaign)).count()
+    in_sample = with_overlap_bucket(Pair.objects.filter(campaign=campaign)).filter(overlap_q(campaign)).count()
     assert 60 <= in_sample <= 140  # about 10% of 1,000 pairs
 
 

@@ -1,4 +1,4 @@
-"""The leaderboard's JSON text and the bounded text caches behind it (judging.api.renderers)."""
+"""The leaderboard's JSON text and the bounded text caches behind it (judging.api.leaderboard_text)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
 
-from judging.api import renderers
-from judging.api.renderers import TextLRU, leaderboard_json
+from judging.api import leaderboard_text
+from judging.api.leaderboard_text import TextLRU, leaderboard_json
 from judging.models import Pair
 from judging.scoring import cache as cache_module
 from judging.scoring import leaderboard_data
@@ -59,7 +59,7 @@ def test_leaderboard_json_follows_each_new_judgment(world):
     campaign = world.campaign
     first = leaderboard_json(campaign=campaign, k=2)
     assert first == _drf(campaign, k=2)
-    assert len(renderers.BLOCK_TEXTS) == 2  # bm25 and dense
+    assert len(leaderboard_text.BLOCK_TEXTS) == 2  # bm25 and dense
     assert leaderboard_json(campaign=campaign, k=2) == first  # nothing changed: the kept text
     pair = Pair.objects.get(campaign=campaign, query__qid="q1", document__docid="d1")
     for annotator in (world.annotator, world.annotator2):  # q1's d1: relevant, now not relevant
@@ -75,16 +75,16 @@ def test_after_a_judgment_only_the_judged_querys_rows_are_written_again(world, m
     versions, one array shared by the table's systems, not a copy of their values."""
     campaign = world.campaign
     leaderboard_json(campaign=campaign, k=2)
-    kept = list(renderers._SERIES.values())
+    kept = list(leaderboard_text._SERIES.values())
     assert len(kept) == 2 and kept[0][1] is kept[1][1] and kept[0][1].dtype == np.int64
     written: list[int] = []
-    patched = renderers.object_patched
+    patched = leaderboard_text.object_patched
 
     def counting(text, starts, moved, new):
         written.append(moved.size)
         return patched(text, starts, moved, new)
 
-    monkeypatch.setattr(renderers, "object_patched", counting)
+    monkeypatch.setattr(leaderboard_text, "object_patched", counting)
     pair = Pair.objects.get(campaign=campaign, query__qid="q1", document__docid="d1")
     for annotator in (world.annotator, world.annotator2):
         judgment_record(pair=pair, annotator=annotator, grade=0)
@@ -98,9 +98,9 @@ def test_after_a_judgment_only_the_moved_rows_are_read_and_checked(world, monkey
     broken invariant (metrics.numbers.NumberError, a logged 500), never NaN in the JSON."""
     campaign = world.campaign
     leaderboard_json(campaign=campaign, k=2)
-    monkeypatch.setattr(renderers, "series_save_later", lambda *args: None)  # saving reads every row, by itself
+    monkeypatch.setattr(leaderboard_text, "series_save_later", lambda *args: None)  # saving reads every row, by itself
     read: list[list[int] | None] = []
-    text = renderers._PerQueryText._text
+    text = leaderboard_text._PerQueryText._text
 
     def spying(self, values, *args, **kwargs):
         def spy(rows=None):
@@ -109,7 +109,7 @@ def test_after_a_judgment_only_the_moved_rows_are_read_and_checked(world, monkey
 
         return text(self, spy, *args, **kwargs)
 
-    monkeypatch.setattr(renderers._PerQueryText, "_text", spying)
+    monkeypatch.setattr(leaderboard_text._PerQueryText, "_text", spying)
     pair = Pair.objects.get(campaign=campaign, query__qid="q1", document__docid="d1")
     for annotator in (world.annotator, world.annotator2):
         judgment_record(pair=pair, annotator=annotator, grade=0)
@@ -129,25 +129,25 @@ def test_after_a_judgment_only_the_moved_rows_are_read_and_checked(world, monkey
 
 
 def test_leaderboard_texts_stay_within_their_bounds(world, monkeypatch):
-    monkeypatch.setattr(renderers, "BLOCK_TEXTS", TextLRU(max_entries=3, max_bytes=10**6))
-    monkeypatch.setattr(renderers, "ROW_TEXTS", TextLRU(max_entries=5, max_bytes=10**6))
+    monkeypatch.setattr(leaderboard_text, "BLOCK_TEXTS", TextLRU(max_entries=3, max_bytes=10**6))
+    monkeypatch.setattr(leaderboard_text, "ROW_TEXTS", TextLRU(max_entries=5, max_bytes=10**6))
     for k in (1, 2, 3, 4):  # four parameter sets: four blocks of per-query values for each of two systems
         assert leaderboard_json(campaign=world.campaign, k=k) == _drf(world.campaign, k=k)
-    assert len(renderers.BLOCK_TEXTS) == 3 and len(renderers.ROW_TEXTS) == 5
+    assert len(leaderboard_text.BLOCK_TEXTS) == 3 and len(leaderboard_text.ROW_TEXTS) == 5
 
 
 def test_the_kept_rows_of_each_system_stay_within_their_bound(world, monkeypatch):
     """Each system's latest per-query items are kept to patch the next state's text; four parameter sets
     with room for about one leave the most recent only, and the texts are still DRF's."""
-    monkeypatch.setattr(renderers, "_SERIES", type(renderers._SERIES)())
+    monkeypatch.setattr(leaderboard_text, "_SERIES", type(leaderboard_text._SERIES)())
     leaderboard_json(campaign=world.campaign, k=1)
-    one_table = sum(v[-1] for v in renderers._SERIES.values())
-    monkeypatch.setattr(renderers, "_SERIES_BYTES", one_table)
+    one_table = sum(v[-1] for v in leaderboard_text._SERIES.values())
+    monkeypatch.setattr(leaderboard_text, "_SERIES_BYTES", one_table)
     for k in (2, 3, 4):
         assert leaderboard_json(campaign=world.campaign, k=k) == _drf(world.campaign, k=k)
-    kept = list(renderers._SERIES.values())
+    kept = list(leaderboard_text._SERIES.values())
     assert 0 < sum(v[-1] for v in kept) <= one_table
-    assert 1 <= len(renderers._SERIES) <= 2  # k=4's systems, as many as the bound holds
+    assert 1 <= len(leaderboard_text._SERIES) <= 2  # k=4's systems, as many as the bound holds
 
 
 def test_leaderboard_json_writes_any_query_id_as_drf_does(campaign, annotator):
@@ -177,7 +177,7 @@ def test_leaderboard_json_writes_any_query_id_as_drf_does(campaign, annotator):
 def test_an_object_patched_is_the_object_of_the_new_items(items, data):
     """After a judgment each system's per-query object is patched where rows moved (object_patched): the text
     and the items' starts are exactly those of the object written afresh, for any items and moves."""
-    text, starts = renderers.object_text(items)
+    text, starts = leaderboard_text.object_text(items)
     assert text == b"{" + b",".join(items) + b"}"
     assert [text[starts[i] : starts[i + 1] - 1] for i in range(len(items))] == items
     moved = sorted(data.draw(st.sets(st.integers(0, max(len(items) - 1, 0)), max_size=len(items))) if items else [])
@@ -185,8 +185,8 @@ def test_an_object_patched_is_the_object_of_the_new_items(items, data):
     after = list(items)
     for i, item in zip(moved, new, strict=True):
         after[i] = item
-    patched_text, patched_starts = renderers.object_patched(text, starts, np.array(moved, dtype=np.int64), new)
-    fresh_text, fresh_starts = renderers.object_text(after)
+    patched_text, patched_starts = leaderboard_text.object_patched(text, starts, np.array(moved, dtype=np.int64), new)
+    fresh_text, fresh_starts = leaderboard_text.object_text(after)
     assert patched_text == fresh_text
     np.testing.assert_array_equal(patched_starts, fresh_starts)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from judging import runtime, scoring
-from judging.api.renderers import TextLRU
+from judging.api.leaderboard_text import TextLRU
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -192,9 +192,10 @@ def test_process_caches_clear_empties_every_registered_cache_and_keeps_the_rest(
 
 
 def test_a_group_is_cleared_alone():
-    from judging.scoring.cache import _SCORES
-    from judging.scoring.trust.store import _RESULTS, caches_clear
+    from judging.scoring.trust.store import caches_clear
 
+    _SCORES = runtime.kept("scoring.scores").store
+    _RESULTS = runtime.kept("trust.results").store
     _SCORES["runtime-test"] = object()
     _RESULTS[("runtime-test",)] = object()
     caches_clear()  # the trust group: the score tables stay, as before the registry
@@ -264,8 +265,7 @@ def test_the_caches_command_lists_each_cache_with_its_size_and_bound():
 
     from django.core.management import call_command
 
-    from judging.scoring.cache import _SCORES
-
+    _SCORES = runtime.kept("scoring.scores").store
     _SCORES["runtime-test"] = object()
     out = StringIO()
     call_command("caches", stdout=out)

@@ -231,7 +231,7 @@ def test_score_blocks_are_written_once_committed_and_leave_the_connection_durabl
 def test_scores_json_shortcut_falls_back_to_the_json_module_for_a_value_it_cannot_write(odd):
     """The per-query text shortcut writes finite floats only; a NaN, an infinity, a bool or an int in any system's
     values sends the whole document through json.dumps, which writes each as the json module does."""
-    from judging.management.commands.scores import _dumps
+    from judging.management.commands.scores import scores_dumps
 
     data = {
         "campaign": "c",
@@ -240,10 +240,10 @@ def test_scores_json_shortcut_falls_back_to_the_json_module_for_a_value_it_canno
             {"name": "b", "per_query": {"q1": {"P@10": 0.5, "R@10": odd}, "q2": {"P@10": 0.0, "R@10": 0.0}}},
         ],
     }
-    assert _dumps(data) == json.dumps(data, indent=1)
+    assert scores_dumps(data) == json.dumps(data, indent=1)
     fine = json.loads(json.dumps(data).replace("NaN", "0.5").replace("Infinity", "0.5"))
     fine["systems"][1]["per_query"]["q1"]["R@10"] = 0.75
-    assert _dumps(fine) == json.dumps(fine, indent=1)
+    assert scores_dumps(fine) == json.dumps(fine, indent=1)
 
 
 def test_scores_json_carries_per_query_values_on_request_only(make_user):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Pair
 from judging.scoring import leaderboard_data, series_file
 from judging.scoring.cache import scores_clear
@@ -31,7 +31,7 @@ def _restart():
     cubes_clear()
     scores_clear()
     caches_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     series_file.series_clear()
 
 
@@ -66,7 +66,7 @@ def test_a_restarted_worker_starts_from_the_saved_rows(
     def no_formatting(*args, **kwargs):
         raise AssertionError("every row formatted again")
 
-    monkeypatch.setattr(renderers._PerQueryText, "_rows", no_formatting)
+    monkeypatch.setattr(leaderboard_text._PerQueryText, "_rows", no_formatting)
     again = as_lead.get(url).json()
     assert _per_query(again) == _per_query(first) == _expected(pooled)
 
@@ -114,7 +114,7 @@ def test_a_series_of_no_scored_queries_is_saved_and_read_back(saved_at_once):
     of the file once failed to be written, in the saving thread)."""
     import numpy as np
 
-    text, starts = renderers.object_text([])
+    text, starts = leaderboard_text.object_text([])
     assert text == b"{}"
     series_file.series_save_later(9, "table:system", ("P@10",), (), np.zeros((0, 1)), text, starts)
     values, got_text, got_starts = series_file.series_load(9, "table:system", ("P@10",), ())
@@ -128,14 +128,14 @@ def test_a_file_another_worker_saved_lately_is_not_written_again(saved_at_once, 
 
     import numpy as np
 
-    text, starts = renderers.object_text([b'"q1":{"P@10":0.5}'])
+    text, starts = leaderboard_text.object_text([b'"q1":{"P@10":0.5}'])
     series_file.series_save_later(9, "table:lately", ("P@10",), ("q1",), np.full((1, 1), 0.5), text, starts)
     series_file.series_clear()  # another worker: it has saved nothing itself
 
     def unread():
         raise AssertionError("the values were read for nothing")
 
-    newer, newer_starts = renderers.object_text([b'"q1":{"P@10":0.25}'])
+    newer, newer_starts = leaderboard_text.object_text([b'"q1":{"P@10":0.25}'])
     series_file.series_save_later(9, "table:lately", ("P@10",), ("q1",), unread, newer, newer_starts)
     assert series_file.series_load(9, "table:lately", ("P@10",), ("q1",))[1] == text
 

@@ -10,7 +10,7 @@ import pytrec_eval
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Campaign
 from judging.scoring import Params, leaderboard, leaderboard_data, trust
 from judging.services import documents_import, membership_add
@@ -469,7 +469,7 @@ def test_leaderboard_after_judgments_equals_a_cold_one(make_user, monkeypatch):
 
     def texts():
         return [
-            renderers.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
+            leaderboard_text.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
             for r in requests
         ]
 
@@ -525,10 +525,10 @@ def test_parts_built_a_few_queries_at_a_time_are_those_built_at_once(make_user, 
     def cold():
         trust.caches_clear()
         scoring.process_caches_clear()
-        renderers.text_caches_clear()
+        leaderboard_text.text_caches_clear()
         cache.clear()
         texts = [
-            renderers.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
+            leaderboard_text.leaderboard_json(campaign=campaign, **r) or str(leaderboard_data(campaign=campaign, **r))
             for r in requests
         ]
         lb = leaderboard(campaign, Params(k=5))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from judging import runtime
-from judging.api.renderers import text_caches_clear
+from judging.api.leaderboard_text import text_caches_clear
 from judging.models import Pair
 from judging.scoring import leaderboard_data
 from judging.scoring.cache import scores_clear

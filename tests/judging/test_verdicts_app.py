@@ -57,9 +57,12 @@ def test_the_leaderboard_json_carries_verdicts_p_holds_stop_and_the_queries_cove
     head = body["settled"][:2]
     assert body["stop"]["reached"] == (sum(1 - e["p_holds"] for e in head) <= 0.05 + 1e-9)
     assert body["stop"]["settled"] == all(e["verdict"] in ("settled", "tied") for e in head)
-    # what stands between the lead and the stop: nothing once reached
-    left = 0 if body["stop"]["reached"] else body["stop"]["judgments_to_settle"]
-    assert body["stop"]["judgments_left_estimate"] == left
+    # what stands between the lead and the stop: nothing once reached, else the estimate of judgments_to_stop
+    if body["stop"]["reached"]:
+        assert body["stop"]["judgments_left_estimate"] == 0
+    else:
+        pool = Pair.objects.filter(campaign=campaign, pooled=True).count()
+        assert 0 < body["stop"]["judgments_left_estimate"] <= pool
 
 
 # --------------------------------------------------------------------------- the stop signal in words
@@ -86,11 +89,11 @@ def test_stop_sentence_says_settled_only_of_orders_settled_for_certain():
     assert " is settled" not in likely
     certain = stop_sentence(stop_signal(np.array([1.0, 1.0, 0.4]), 2, 0, certain=True), 0, 4)
     assert certain == "You may stop judging for the top 2: their order is settled, no judgment left can change it."
-    open_ = stop_signal(np.array([0.7, 1.0, 0.4]), 1, 12)
-    assert open_["judgments_left_estimate"] == 12 and not open_["reached"]
+    open_ = stop_signal(np.array([0.7, 1.0, 0.4]), 1, 12, to_stop=30)
+    assert open_["judgments_left_estimate"] == 30 and open_["judgments_to_settle"] == 12 and not open_["reached"]
     assert stop_sentence(open_, 0, 4) == (
-        "Keep judging for the top 1 system: its place does not hold with 95% confidence yet. About 12 more judgments "
-        "would settle it for certain; 95% confidence may come sooner."
+        "Keep judging for the top 1 system: its place does not hold with 95% confidence yet. About 30 more judgments "
+        "should bring 95% confidence; about 12 would settle the order as it stands now for certain."
     )
 
 

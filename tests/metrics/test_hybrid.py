@@ -12,6 +12,7 @@ from scipy import stats
 import metrics
 from metrics.hybrid import (
     RANK_BUCKETS,
+    answer_likelihood,
     calibrate,
     expected_scores,
     generic_confusion,
@@ -89,6 +90,32 @@ def test_bad_arguments_are_refused():
         sample_grades(np.ones((1, 3)) / 3, [1], 0)
 
 
+def test_the_answer_likelihood_recovers_the_known_confusion_and_inverts_the_table():
+    """Bayes' rule both ways: the likelihood of a model grade is the simulated confusion P(m | h), and a bucket's
+    human-grade distribution times it, renormalised, is the calibrated row of that model grade again."""
+    rng = np.random.default_rng(8)
+    prior = np.array([0.5, 0.3, 0.2])
+    confusion = np.array([[0.8, 0.15, 0.05], [0.3, 0.5, 0.2], [0.1, 0.3, 0.6]])  # P(model | human)
+    human = rng.choice(3, size=20000, p=prior)
+    model = np.array([rng.choice(3, p=confusion[h]) for h in human])
+    bucket = np.zeros(human.size, dtype=int)
+    cal = calibrate(human, model, bucket, human_all=human, top_grade=2)
+    seen = np.zeros((RANK_BUCKETS, 3))
+    np.add.at(seen, (bucket, model), 1.0)
+    one_hot = np.eye(3)
+    lik = answer_likelihood(one_hot, [0, 0, 0], cal, seen)  # row m: P(m | h) over h
+    np.testing.assert_allclose(lik, confusion.T, atol=0.02)
+    p_h = (cal.table[0] * ((seen[0] + 1) / (seen[0].sum() + 3))[:, None]).sum(axis=0)  # P(h | bucket 0)
+    back = p_h[None, :] * lik
+    np.testing.assert_allclose(back / back.sum(axis=1, keepdims=True), cal.table[0], atol=1e-12)
+    # repeated answers mix their rows; a pair never asked carries no evidence
+    mixed = answer_likelihood(np.array([[0, 3, 1], [0, 0, 0]]), [0, 0], cal, seen)
+    np.testing.assert_allclose(mixed[0], 0.75 * lik[1] + 0.25 * lik[2])
+    np.testing.assert_allclose(mixed[1], 1.0)
+    with pytest.raises(ValueError, match="answered_by_bucket"):
+        answer_likelihood(one_hot, [0, 0, 0], cal, seen[:2])
+
+
 def test_pair_distributions_mix_the_rows_of_repeated_answers():
     cal = calibrate([0, 1, 2, 2], [0, 1, 2, 1], [0, 0, 0, 1], human_all=[0, 1, 2, 2], top_grade=2)
     answers = np.array([[0, 0, 1], [0, 3, 1], [0, 0, 0]])  # one answer 2; answers 1, 1, 1, 2; never asked
@@ -147,3 +174,30 @@ def test_expected_scores_are_the_expectation_over_every_completion(seed):
     for name, value in exact.items():
         np.testing.assert_allclose(means[name], value, atol=0.01, err_msg=name)
         assert every[name].shape == (n_s, 1, 40000)
+
+
+def test_the_relevance_model_learns_its_rates_from_the_model_judges_soft_labels():
+    """answered_relevance puts each answered unjudged pair's calibrated P(relevant) on its pooled document; the
+    relevance model counts them beside people's labels (all NaN is people alone)."""
+    from bench import synthetic
+    from metrics.keys import pair_keys
+    from metrics.relevance_model import Answers, answered_relevance, doc_prior, label_model
+    from metrics.verdicts import final_pool
+
+    coll = synthetic.generate("realistic", systems=6, queries=8, depth=10, seed=2)
+    pooled = coll.pool(5)
+    known = pooled & (np.random.default_rng(2).random(pooled.shape) < 0.3)
+    pool = final_pool(coll.labels(known), coll.ranked, pool_depth=5)
+    q_idx, d_idx = np.nonzero(pooled & ~known)
+    q_idx, d_idx = q_idx[::2], d_idx[::2]  # the model answered half of the unjudged pairs
+    dist = np.tile([0.1, 0.2, 0.3, 0.4], (q_idx.size, 1))  # P(relevant) = 0.9 each
+    soft = answered_relevance(pool, Answers(np.arange(8), pair_keys(q_idx, d_idx), dist))
+    answered = np.isfinite(soft)
+    assert answered.sum() == q_idx.size and (pool.pool_label[answered] == -1).all()
+    np.testing.assert_allclose(soft[answered], 0.9)
+    people = label_model(pool, top_grade=3, n_systems=6)
+    both = label_model(pool, top_grade=3, n_systems=6, soft=soft)
+    alone = label_model(pool, top_grade=3, n_systems=6, soft=np.full(soft.shape, np.nan))
+    np.testing.assert_array_equal(alone.cell_rate, people.cell_rate)
+    assert doc_prior(pool, both).mean() > doc_prior(pool, people).mean() + 0.05
+    np.testing.assert_array_equal(both.grade_cdf, people.grade_cdf)  # grades stay people's

@@ -10,7 +10,7 @@ import pytest
 
 import metrics
 from metrics import PAD, UNJUDGED
-from metrics.ranking import _dcg, _idcg
+from metrics.ranking import dcg_at_k, idcg_at_k
 
 U, P = UNJUDGED, PAD
 
@@ -59,8 +59,8 @@ def test_mean_reciprocal_rank_first_relevant_at_1_3_2():
 
 def test_ndcg_exponential_gain_of_grades_3_0_2_1_3():
     labels, qrels = one([3, 0, 2, 1, 3], [3, 0, 2, 1, 3])
-    assert round(_dcg(labels, 5, "exponential")[0, 0], 3) == 11.639
-    assert round(_idcg(qrels, 5, "exponential")[0], 3) == 13.347
+    assert round(dcg_at_k(labels, 5, "exponential")[0, 0], 3) == 11.639
+    assert round(idcg_at_k(qrels, 5, "exponential")[0], 3) == 13.347
     assert round(metrics.ndcg(labels, qrels, k=5, gain="exponential")[0, 0], 3) == 0.872
 
 
@@ -71,9 +71,9 @@ def test_ndcg_exponential_gain_of_grades_3_0_2_1_3():
 )
 def test_ndcg_linear_gain_exact_partial_irrelevant(ranked, dcg, expected):
     labels, qrels = one(ranked, [2, 0, 1, 0, 2])
-    assert round(_idcg(qrels, 5, "linear")[0], 2) == 3.76
+    assert round(idcg_at_k(qrels, 5, "linear")[0], 2) == 3.76
     # Rounding each term before adding gives 2.13 (0.5 + 0.86 + 0.77); exactly it is 2.135.
-    assert _dcg(labels, 5, "linear")[0, 0] == pytest.approx(dcg, abs=0.006)
+    assert dcg_at_k(labels, 5, "linear")[0, 0] == pytest.approx(dcg, abs=0.006)
     assert round(metrics.ndcg(labels, qrels, k=5)[0, 0], 2) == expected
 
 

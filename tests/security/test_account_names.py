@@ -136,7 +136,7 @@ def test_model_judge_name_follows_the_rule(campaign):
 
 
 def test_resolve_and_skeleton():
-    from judging.services.accounts import account_name_resolve, username_skeleton
+    from judging.usernames import account_name_resolve, username_skeleton
 
     assert username_skeleton("ＬＥＡＤ２") == username_skeleton("lеad2") == "lead2"
     with pytest.raises(ValidationError):
@@ -165,7 +165,7 @@ def test_a_tr39_confusable_of_an_existing_account_is_refused_naming_it(api, make
 
 
 def test_a_confusable_skeleton_is_tr39s():
-    from judging.services.accounts import username_skeletons
+    from judging.usernames import username_skeletons
 
     assert username_skeletons("ɑlice")[0] == username_skeletons("ALICE")[0] == "alice"
     assert "alice" in username_skeletons("aIice") and "alice" in username_skeletons("alİce")

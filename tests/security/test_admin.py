@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
-from judging.demo.loader import _users
+from judging.demo.loader import demo_users
 from judging.models import Adjudication, Judgment, JudgmentRevision, Membership, Pair
 from judging.services import adjudication_set
 
@@ -59,7 +59,7 @@ def test_admin_opens_for_a_superuser(client, root):
 
 
 def test_demo_lead_is_not_staff_and_has_no_global_permissions(db):
-    users, _ = _users(reset=False)
+    users, _ = demo_users(reset=False)
     lead = users["lead"]
     assert not lead.is_staff and not lead.is_superuser
     assert not lead.user_permissions.exists()
@@ -67,12 +67,12 @@ def test_demo_lead_is_not_staff_and_has_no_global_permissions(db):
 
 
 def test_demo_reset_takes_staff_away_from_a_lead_made_by_an_older_demo(db):
-    users, _ = _users(reset=False)
+    users, _ = demo_users(reset=False)
     old = users["lead"]
     old.is_staff = True
     old.save(update_fields=["is_staff"])
     old.user_permissions.set(Permission.objects.filter(content_type__app_label="judging"))
-    users, _ = _users(reset=True)
+    users, _ = demo_users(reset=True)
     lead = users["lead"]
     lead.refresh_from_db()
     assert not lead.is_staff and not lead.user_permissions.exists()

@@ -239,6 +239,6 @@ def test_an_answer_nested_a_million_deep_is_an_unreadable_answer_not_a_crash(poo
     ],
 )
 def test_tokens_are_redacted_and_words_are_not(text, shown):
-    from judging.services.endpoints import secrets_redacted
+    from judging.endpoints import secrets_redacted
 
     assert secrets_redacted(text) == shown

@@ -7,9 +7,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from judging import jobs
+from judging.endpoints import endpoint_display, urls_display
 from judging.models import AnnotatorProfile, Membership
 from judging.services import campaign_create, membership_add, run_import
-from judging.services.endpoints import endpoint_display, urls_display
 from judging.services.model_judge import model_judge_get_or_create
 
 SECRET_URL = "https://bot:hunter2@llm.example.org:8443/v1/chat/completions?api-key=SECRET-KEY-123&x=1"

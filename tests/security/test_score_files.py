@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judging.api import renderers
+from judging.api import leaderboard_text
 from judging.models import Pair
 from judging.scoring import cube_file, grid_file, leaderboard, series_file
 from judging.scoring.cache import scores_clear
-from judging.scoring.cube import _cube_read, _systems_key, cubes_clear, run_cube
+from judging.scoring.cube import cube_read, cubes_clear, run_cube, systems_key
 from judging.scoring.trust import caches_clear
 from judging.scoring.trust.arrays import campaign_arrays
 from judging.services import judgment_record
@@ -45,7 +45,7 @@ def _restart():
     cubes_clear()
     scores_clear()
     caches_clear()
-    renderers.text_caches_clear()
+    leaderboard_text.text_caches_clear()
     series_file.series_clear()
 
 
@@ -83,7 +83,7 @@ def test_a_cube_file_whose_document_ids_were_overwritten_is_rebuilt(pooled, fold
         cube = run_cube(pooled)
     assert "payload checksum differs" in caplog.text and "rebuilding it" in caplog.text
     np.testing.assert_array_equal(cube.doc_ids, good)
-    np.testing.assert_array_equal(cube.doc_ids, _cube_read(pooled, _systems_key(pooled)).doc_ids)
+    np.testing.assert_array_equal(cube.doc_ids, cube_read(pooled, systems_key(pooled)).doc_ids)
 
 
 def test_a_labels_file_with_a_changed_label_is_rebuilt(pooled, annotator, folder, caplog):
@@ -156,7 +156,7 @@ def test_a_symlink_planted_at_the_lock_is_never_followed(pooled, folder, tmp_pat
     assert not list(outside.iterdir())  # nothing created outside the folder
     assert not (folder / f"cube-{pooled.pk}.lock").is_symlink()
     assert "is a symlink, never followed" in caplog.text
-    np.testing.assert_array_equal(cube.doc_ids, _cube_read(pooled, _systems_key(pooled)).doc_ids)
+    np.testing.assert_array_equal(cube.doc_ids, cube_read(pooled, systems_key(pooled)).doc_ids)
 
 
 def test_a_symlink_planted_at_a_data_file_is_never_followed(pooled, folder, tmp_path, caplog):

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from judging.api.permissions import access
 from judging.api.serializers import AsciiIntegerField
-from judging.api.views.base import ONE_OBJECT
+from judging.api.views.base import ONE_OBJECT, ViewBase
 from judging.models import Campaign
 from judging.selectors import audit_draws, audit_queries, audit_state
 from judging.services import audit_draw
@@ -41,7 +41,7 @@ def audit_json(campaign: Campaign) -> dict[str, Any]:
     }
 
 
-class AuditActions:
+class AuditActions(ViewBase):
     """CampaignViewSet's audit actions (leads only)."""
 
     @extend_schema(

@@ -79,6 +79,7 @@ class CampaignViewSet(
         acc = access(self.request)
         if not self.request.user.is_authenticated:  # e.g. while the schema is generated
             return Campaign.objects.none()
+        role: Value | Subquery
         if acc.superuser:
             role = Value(Membership.Role.LEAD, output_field=CharField())
         else:

@@ -18,7 +18,7 @@ from judging import params
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted
 from judging.api.permissions import access
-from judging.api.views.base import ONE_OBJECT, leaderboard_query
+from judging.api.views.base import ONE_OBJECT, ViewBase, leaderboard_query
 from judging.errors import RequestError
 from judging.jobs import JobLimit, model_endpoint_configured, model_judge_job_start
 from judging.scoring import Params
@@ -27,7 +27,7 @@ from judging.selectors.judges import judge_templates, template_json
 from judging.services.judge_templates import judge_template_draft, judge_template_save
 
 
-class ModelJudgeActions:
+class ModelJudgeActions(ViewBase):
     """CampaignViewSet's model-judge actions (leads only)."""
 
     @extend_schema(

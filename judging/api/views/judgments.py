@@ -120,7 +120,7 @@ class JudgmentViewSet(
         # Pages are read as plain rows, the very rows the streamed formats write (the same fields and values
         # as JudgmentSerializer): building six related model instances per judgment cost 10x more.
         rows = self.filter_queryset(self.get_queryset()).values(*(path for _, path in JUDGMENT_EXPORT_COLUMNS))
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(rows) or []
         return self.get_paginated_response(
             [{name: row[path] for name, path in JUDGMENT_EXPORT_COLUMNS} for row in page]
         )

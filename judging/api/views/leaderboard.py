@@ -18,15 +18,18 @@ from rest_framework.response import Response
 from judging import params
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
+from judging.api.leaderboard_text import leaderboard_json_pieces, pieces_response
 from judging.api.permissions import CanSeeLeaderboard, access
-from judging.api.renderers import (
-    LeaderboardCSVRenderer,
-    leaderboard_csv,
-    leaderboard_json_pieces,
-    leaderboard_per_query_csv,
-    pieces_response,
+from judging.api.renderers import LeaderboardCSVRenderer, leaderboard_csv, leaderboard_per_query_csv
+from judging.api.views.base import (
+    BOM_PARAMETER,
+    ONE_OBJECT,
+    ViewBase,
+    attachment,
+    bom_param,
+    download_name,
+    leaderboard_query,
 )
-from judging.api.views.base import BOM_PARAMETER, ONE_OBJECT, attachment, bom_param, download_name, leaderboard_query
 from judging.errors import RequestError
 from judging.jobs import significance_get
 from judging.models import Campaign
@@ -47,7 +50,7 @@ from metrics import Measure
 ONE_BOARD: dict[str, Any] = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
 
 
-class LeaderboardActions:
+class LeaderboardActions(ViewBase):
     """CampaignViewSet's leaderboard actions."""
 
     @extend_schema(

@@ -11,12 +11,12 @@ from rest_framework.response import Response
 
 from judging.api import serializers
 from judging.api.permissions import access
-from judging.api.views.base import ONE_OBJECT, base_url, not_member
+from judging.api.views.base import ONE_OBJECT, ViewBase, base_url, not_member
 from judging.selectors import membership_get
 from judging.services import member_add, membership_remove, set_password_link_issue
 
 
-class MemberActions:
+class MemberActions(ViewBase):
     """CampaignViewSet's member actions (leads only)."""
 
     @extend_schema(

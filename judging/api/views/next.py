@@ -10,7 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from judging.api.views.base import ONE_OBJECT
+from judging.api.views.base import ONE_OBJECT, ViewBase
 from judging.selectors import latest_query_id, pair_next
 from judging.services import pair_assign
 from judging.services.queue import ASSIGNMENT_MINUTES
@@ -43,7 +43,7 @@ class NextPairSerializer(serializers.Serializer):
     was_skipped = serializers.BooleanField()
 
 
-class NextPairActions:
+class NextPairActions(ViewBase):
     """CampaignViewSet's ``next`` action (any member: leads judge too)."""
 
     @extend_schema(

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from judging.access import may_manage_assignments
 from judging.api.pagination import PagePagination
 from judging.api.permissions import access
-from judging.api.views.base import ONE_OBJECT
+from judging.api.views.base import ONE_OBJECT, ViewBase
 from judging.scoring.plan import DEFAULTS, campaign_plan, plan_params
 from judging.selectors.assignments import assignments_list
 from judging.selectors.jobs_list import campaign_jobs, job_row
@@ -106,7 +106,7 @@ def _field_names(exc: DjangoValidationError) -> DjangoValidationError:
     return exc
 
 
-class TeamActions:
+class TeamActions(ViewBase):
     """CampaignViewSet's assignments, jobs and plan actions."""
 
     @extend_schema(
@@ -160,14 +160,12 @@ class TeamActions:
                 raise _field_names(exc) from None
             body = {"annotator": added.annotator, "added": added.added, "already": added.already}
             return Response(body, status=status.HTTP_201_CREATED)
-        form = AssignmentRemoveSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data
-        queries = None
-        if data.get("qids") is not None:
-            queries = queries_of_batch(campaign=campaign, qids=data["qids"])
+        removing = AssignmentRemoveSerializer(data=request.data)
+        removing.is_valid(raise_exception=True)
+        asked = removing.validated_data
+        batch = None if asked.get("qids") is None else queries_of_batch(campaign=campaign, qids=asked["qids"])
         removed = assignments_remove(
-            campaign=campaign, ids=data.get("ids"), annotator=data.get("annotator"), queries=queries
+            campaign=campaign, ids=asked.get("ids"), annotator=asked.get("annotator"), queries=batch
         )
         return Response({"removed": removed})
 
@@ -180,7 +178,7 @@ class TeamActions:
     def jobs(self, request, slug=None):
         campaign = self.get_object()
         access(request).require_lead(campaign, _("see its jobs"))
-        page = self.paginate_queryset(campaign_jobs(campaign=campaign))
+        page = self.paginate_queryset(campaign_jobs(campaign=campaign)) or []
         return self.get_paginated_response(JobRowSerializer([job_row(j) for j in page], many=True).data)
 
     @extend_schema(

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, upload_as_job
 from judging.api.permissions import access
-from judging.api.views.base import ONE_OBJECT
+from judging.api.views.base import ONE_OBJECT, ViewBase
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import job_needed
 from judging.models import User
@@ -35,7 +35,7 @@ UPLOAD_RESPONSES = {
 }
 
 
-class UploadActions:
+class UploadActions(ViewBase):
     """CampaignViewSet's upload actions (leads only)."""
 
     get_object: Any  # CampaignViewSet's (GenericAPIView.get_object)

@@ -72,6 +72,8 @@ def parse_online(data: bytes | BinaryIO, *, filename: str) -> list[OnlineFigure]
     interval, 6 have both; empty ``ci_low``/``ci_high``/``qid`` cells mean "none". Numbers are plain ASCII
     decimals. Which systems and queries exist is the caller's business.
 
+    One function: one pass over the rows, each row's checks in the order its error message names them.
+
     Raises
     ------
     FormatError

@@ -39,14 +39,14 @@ from judging.imports.parse.text import (
     split_lines,
 )
 from judging.imports.parse.trec import (
-    _column_numbers,
-    _first_data_line,
-    _nonfinite_error,
-    _raise_duplicate_docid,
-    _raise_first,
-    _score_key,
-    _tie_breaks,
+    column_numbers,
+    first_data_line,
+    nonfinite_error,
     parse_run,
+    raise_duplicate_docid,
+    raise_first,
+    score_key,
+    tie_breaks,
 )
 
 PIECE_BYTES = 2 * 1024 * 1024  # bytes read at a time (about 60,000 lines of a typical run)
@@ -92,7 +92,7 @@ class RunBlock:
             if not same.any():
                 return
         lines = self.row_lines
-        _raise_duplicate_docid(
+        raise_duplicate_docid(
             [self.qids[g] for g in group.tolist()],
             [d.decode() for d in self.docids],
             [self.tags[g] for g in group.tolist()],
@@ -218,10 +218,10 @@ def _columns_exact(text: str, filename: str) -> tuple[list[str], list[str], list
     if qids:
         check_lengths((("qid", qids), ("docid", docids), ("tag", tags)), line_of, filename)
     loose = not text.isascii() or "_" in text
-    _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename, loose=loose)
-    score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename, loose=loose)
+    _, rank_error = column_numbers("rank", rank_tokens, int, line_of, filename, loose=loose)
+    score_list, score_error = column_numbers("score", score_tokens, float, line_of, filename, loose=loose)
     scores = np.array(score_list, dtype=np.float64)
-    _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
+    raise_first(rank_error, score_error, nonfinite_error(scores, score_tokens, line_of, filename))
     return qids, docids, tags, score_list, nonblank, len(lines)
 
 
@@ -265,9 +265,9 @@ def _parse_piece(raw: bytes, filename: str) -> tuple[RunBlock, list[int]]:
         raise NotGrouped
     stops = np.append(starts[1:], count)
     group = np.repeat(np.arange(len(starts)), stops - starts)
-    sortkey = _score_key(scores)
+    sortkey = score_key(scores)
     order = np.lexsort((sortkey, group))
-    _tie_breaks(order, group, sortkey, cast(Sequence[bytes], docids))  # an S array indexes as bytes do
+    tie_breaks(order, group, sortkey, cast(Sequence[bytes], docids))  # an S array indexes as bytes do
     block = RunBlock(
         tags=[tag for tag, _ in keys],
         qids=[qid for _, qid in keys],
@@ -331,7 +331,11 @@ def stream_run(
     time, read ``piece_bytes`` at a time. Raises FormatError as parse_run does (an error may be found once the
     rankings before it have come out: the caller writes nothing until the end), and NotGrouped when a ranking's
     lines turn out not to be together; ``whole=True`` then reads the file whole (one block). ``piece_bytes``:
-    PIECE_BYTES, read when the reading starts."""
+    PIECE_BYTES, read when the reading starts.
+
+    One function: the reading loop carries the piece, the partial last line and the open ranking from one piece to
+    the next; split, that state would travel through every call of the parser's hottest loop.
+    """
     if piece_bytes is None:
         piece_bytes = PIECE_BYTES
     stream: BinaryIO | None = None
@@ -343,7 +347,7 @@ def stream_run(
             stream.seek(0)
     if not whole:
         head = content[:piece_bytes] if stream is None else stream.read(piece_bytes)
-        first = _first_data_line(head.decode("utf-8", errors="replace"))
+        first = first_data_line(head.decode("utf-8", errors="replace"))
         jsonl = PureWindowsPath(filename).suffix.lower() in JSONL_SUFFIXES
         tsv = first is not None and "\t" in first and len(first.strip().split("\t")) in (3, 4)
         whole = jsonl or tsv or (first is not None and first.lstrip().startswith("{"))
@@ -477,7 +481,7 @@ class ReadAhead:
                     if not self._put((True, block)):
                         return
                 self._put((True, self._END))
-            except BaseException as exc:  # handed to the caller, who raises it
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
                 self._put((False, exc))
 
     def __enter__(self) -> Iterator[RunBlock]:

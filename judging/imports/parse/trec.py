@@ -63,7 +63,7 @@ def _first_failure(values: Sequence[str], convert: Callable[[str], object]) -> i
     raise AssertionError("unreachable: a value failed to convert in bulk but not one by one")
 
 
-def _column_numbers(
+def column_numbers(
     name: str,
     tokens: Sequence[str],
     convert: Callable[[str], object],
@@ -92,7 +92,7 @@ def _column_numbers(
     return [], FormatError(message % {"value": show(tokens[i])}, filename=filename, line=line_of(i), field=name)
 
 
-def _nonfinite_error(
+def nonfinite_error(
     scores: np.ndarray, tokens: Sequence[object], line_of: Callable[[int], int], filename: str
 ) -> FormatError | None:
     bad = np.flatnonzero(~np.isfinite(scores))
@@ -104,13 +104,13 @@ def _nonfinite_error(
     )
 
 
-def _raise_first(*errors: FormatError | None) -> None:
+def raise_first(*errors: FormatError | None) -> None:
     found = [error for error in errors if error is not None]
     if found:
         raise min(found, key=lambda error: error.line or 0)
 
 
-def _score_key(scores: np.ndarray) -> np.ndarray:
+def score_key(scores: np.ndarray) -> np.ndarray:
     """Sort key for score-descending order, compared as trec_eval compares: it keeps scores as C floats
     (float32), so scores equal in float32 tie and fall back to the docid rule."""
     return -np.asarray(scores, dtype=np.float64).astype(np.float32)
@@ -137,7 +137,7 @@ def _rankings(
     keys = qids if single_tag else zip(tags, qids, strict=True)
     group = np.fromiter((codes.setdefault(key, len(codes)) for key in keys), dtype=np.intp, count=n)
     order = np.lexsort((sortkey, group))
-    _tie_breaks(order, group, sortkey, docids)
+    tie_breaks(order, group, sortkey, docids)
 
     ordered_docids = list(map(docids.__getitem__, order.tolist()))
     ordered_scores = scores[order]
@@ -148,13 +148,13 @@ def _rankings(
         tag, qid = (tags[0], key) if single_tag else key
         ranked = ordered_docids[start:stop]
         if len(set(ranked)) != len(ranked):
-            _raise_duplicate_docid(qids, docids, tags, line_of, filename)
+            raise_duplicate_docid(qids, docids, tags, line_of, filename)
         result.setdefault(tag, []).append(RankedList(qid, ranked, ordered_scores[start:stop]))
         start = stop
     return result
 
 
-def _tie_breaks(order: np.ndarray, group: np.ndarray, sortkey: np.ndarray, docids: Sequence[Id]) -> None:
+def tie_breaks(order: np.ndarray, group: np.ndarray, sortkey: np.ndarray, docids: Sequence[Id]) -> None:
     """Put the rows of ``order`` (sorted by group, then sortkey) that tie on both in descending docid order, in
     place: trec_eval's rule for equal scores."""
     sorted_group = group[order]
@@ -169,7 +169,7 @@ def _tie_breaks(order: np.ndarray, group: np.ndarray, sortkey: np.ndarray, docid
             order[start:stop] = sorted(order[start:stop].tolist(), key=docids.__getitem__, reverse=True)
 
 
-def _raise_duplicate_docid(
+def raise_duplicate_docid(
     qids: Sequence[str],
     docids: Sequence[str],
     tags: Sequence[str],
@@ -215,7 +215,7 @@ def _default_tag(filename: str) -> str:
     return "_".join(stem.split())[:SYSTEM_NAME_MAX_LENGTH] or "run"
 
 
-def _first_data_line(text: str) -> str | None:
+def first_data_line(text: str) -> str | None:
     start = 0
     while start < len(text):
         stop = text.find("\n", start)
@@ -262,11 +262,11 @@ def _parse_trec_run(text: str, filename: str) -> dict[str, list[RankedList]]:
     del tokens
     if long_lines:
         check_lengths((("qid", qids), ("docid", docids), ("tag", tags)), line_of, filename)
-    _, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename, loose=loose)
-    score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename, loose=loose)
+    _, rank_error = column_numbers("rank", rank_tokens, int, line_of, filename, loose=loose)
+    score_list, score_error = column_numbers("score", score_tokens, float, line_of, filename, loose=loose)
     scores = np.array(score_list, dtype=np.float64)
-    _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
-    return _rankings(qids, docids, tags, _score_key(scores), scores, line_of, filename)
+    raise_first(rank_error, score_error, nonfinite_error(scores, score_tokens, line_of, filename))
+    return _rankings(qids, docids, tags, score_key(scores), scores, line_of, filename)
 
 
 def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList]]:
@@ -297,14 +297,14 @@ def _parse_tsv_run(lines: list[str], filename: str) -> dict[str, list[RankedList
     if not qids:
         raise empty_file(filename)
     line_of = linenos.__getitem__
-    ranks, rank_error = _column_numbers("rank", rank_tokens, int, line_of, filename)
+    ranks, rank_error = column_numbers("rank", rank_tokens, int, line_of, filename)
     if width == 4:
-        score_list, score_error = _column_numbers("score", score_tokens, float, line_of, filename)
+        score_list, score_error = column_numbers("score", score_tokens, float, line_of, filename)
         scores = np.array(score_list, dtype=np.float64)
-        _raise_first(rank_error, score_error, _nonfinite_error(scores, score_tokens, line_of, filename))
-        sortkey = _score_key(scores)
+        raise_first(rank_error, score_error, nonfinite_error(scores, score_tokens, line_of, filename))
+        sortkey = score_key(scores)
     else:
-        _raise_first(rank_error)
+        raise_first(rank_error)
         sortkey, scores = _by_rank(ranks, filename, line_of)
     tags = [_default_tag(filename)] * len(qids)
     return _rankings(qids, docids, tags, sortkey, scores, line_of, filename)
@@ -372,7 +372,7 @@ def _parse_jsonl_run(lines: list[str], filename: str) -> dict[str, list[RankedLi
     line_of = linenos.__getitem__
     if scored:
         score_array = np.array(scores, dtype=np.float64)
-        return _rankings(qids, docids, tags, _score_key(score_array), score_array, line_of, filename)
+        return _rankings(qids, docids, tags, score_key(score_array), score_array, line_of, filename)
     sortkey, score_array = _by_rank(ranks, filename, line_of)
     return _rankings(qids, docids, tags, sortkey, score_array, line_of, filename)
 
@@ -400,7 +400,7 @@ def parse_run(data: bytes | BinaryIO, *, filename: str) -> dict[str, list[Ranked
         repeated within one query of one tag, bad JSON, missing or ill-typed keys, an empty file.
     """
     text = decode(data, filename)
-    first = _first_data_line(text)
+    first = first_data_line(text)
     if first is None:
         raise empty_file(filename)
     if first.lstrip().startswith("{") or PureWindowsPath(filename).suffix.lower() in JSONL_SUFFIXES:
@@ -457,8 +457,8 @@ def parse_qrels_columns(data: bytes | BinaryIO, *, filename: str) -> tuple[list[
     qids, docids, label_tokens = tokens[0::4], tokens[2::4], tokens[3::4]
     if long_lines:
         check_lengths((("qid", qids), ("docid", docids)), line_of, filename)
-    labels, label_error = _column_numbers("label", label_tokens, int, line_of, filename, loose=loose)
-    _raise_first(label_error)
+    labels, label_error = column_numbers("label", label_tokens, int, line_of, filename, loose=loose)
+    raise_first(label_error)
     pairs = list(zip(qids, docids, strict=True))
     if len(set(pairs)) != len(pairs):
         first: dict[tuple[str, str], int] = {}

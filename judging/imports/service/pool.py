@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from judging.imports.write import Stage, fetch, insert_columns, reserve_ids
 from judging.models import PUBLIC_ID_MAX, PUBLIC_ID_MIN, Campaign, Document, Pair, PoolCount, Query, Ranking
-from judging.selectors.campaigns import pool_size_forget
+from judging.reads import pool_size_forget
 
 
 def existing_ids(model: type[Query] | type[Document], campaign: Campaign, key: str) -> dict[str, int]:

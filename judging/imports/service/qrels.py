@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 from django.contrib.auth import get_user_model
@@ -20,6 +22,7 @@ from judging.imports.errors import FormatError, ImportConflict
 from judging.imports.service.pool import pair_ids, pairs_insert, stubs_create
 from judging.imports.service.summary import ImportSummary, Progress, logged
 from judging.imports.write import fetch, insert_columns, insert_rows, reserve_ids, roomy_cache
+from judging.labels import labels_bump, labels_refresh
 from judging.models import (
     Account,
     AnnotatorProfile,
@@ -33,7 +36,7 @@ from judging.models import (
     Query,
     User,
 )
-from judging.services.judgments import labels_bump, labels_refresh
+from judging.usernames import account_name_resolve
 
 
 def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, filename: str) -> tuple[Account, bool]:
@@ -53,8 +56,6 @@ def _source_account(*, campaign: Campaign, name: str, imported_by: User | None, 
         raise refuse(
             _("%(name)s is not a valid source name: use letters, digits and @ . + - _ only") % {"name": repr(name)}
         ) from None
-    from judging.services.accounts import account_name_resolve  # here: services.accounts imports this package
-
     name, user = account_name_resolve(name, error=refuse)  # ALICE names alice; a look-alike is refused
     if user is None:
         user = Account.objects.create_user(username=name, password=None)  # no usable password
@@ -198,11 +199,79 @@ def _qrels_write(
 
     Nothing is read back that the import wrote: new rows take ids reserved before their insert
     (reserve_ids), so the pairs' and judgments' ids are known as they are written. Pairs and judgments go
-    in in (query, pair) order, so each index grows near its end instead of being written all over.
+    in in (query, pair) order, so each index grows near its end instead of being written all over. Three steps:
+    the lines' pairs (:func:`_qrels_pairs`), the source's judgments the file changes (:func:`_qrels_updates`), the
+    judgments it adds (:func:`_qrels_judgments_add`); then the labels of the pairs that moved are refreshed.
     """
+    query, pair, fresh = _qrels_pairs(campaign=campaign, qids=qids, docids=docids, label=label, source=source)
+    summary.stub_queries, summary.stub_documents = fresh.stub_queries, fresh.stub_documents
+    summary.pairs_added = 0
+    grade_ids = np.array([grades[value].id for value in sorted(grades)], dtype=np.int64)
+    grade = grade_ids[np.searchsorted(np.array(sorted(grades), dtype=np.int64), label)]
+    stamp = timezone.now()
+    write = _QrelsWrite(
+        campaign=campaign,
+        source=source,
+        by=by,
+        name=filename[:255],
+        stamp=stamp,
+        now=connection.ops.adapt_datetimefield_value(stamp),  # as the database stores it, for raw rows
+    )
+    has, revisions, touched = _qrels_updates(write, pair=pair, grade=grade, label=label, summary=summary)
+    new = np.flatnonzero(~has)
+    new = new[np.argsort(pair[new], kind="stable")]
+    _qrels_judgments_add(
+        write, pair=pair, grade=grade, label=label, new=new, fresh=fresh, revisions=revisions, progress=progress
+    )
+    # Pairs created now with their label need no refresh; their queries' labels moved all the same.
+    refresh = new[~fresh.mask[new]] if fresh.direct else new
+    touched = np.concatenate([touched, pair[refresh]])
+    if fresh.direct and fresh.mask.any():
+        labels_bump(campaign_id=campaign.pk, query_ids=np.unique(query[fresh.mask]).tolist())
+    labels_refresh(campaign=campaign, pair_ids=touched.tolist())
+    summary.added = len(new)
+
+
+class _Fresh(NamedTuple):
+    """The pairs a qrels file created: which lines' pairs are new, whether the source's labels are the pairs'
+    own (a person's or a source account's; a model judge's never are), and the stubs created for its ids."""
+
+    mask: np.ndarray
+    direct: bool
+    stub_queries: int
+    stub_documents: int
+
+
+@dataclass(frozen=True)
+class _QrelsWrite:
+    """Who a qrels file's judgments are written as and when."""
+
+    campaign: Campaign
+    source: Account
+    by: int | None
+    name: str  # the file's name, as the revisions record it
+    stamp: datetime.datetime
+    now: Any  # ``stamp`` as the database stores it, for raw rows
+
+    REVISION_COLUMNS = (
+        "judgment",
+        "changed_by",
+        "on_behalf_of",
+        "imported_from",
+        "changed_at",
+        *JudgmentRevision.CHANGE_FIELDS,
+        "seconds_spent",
+    )
+
+
+def _qrels_pairs(
+    *, campaign: Campaign, qids: list[str], docids: list[str], label: np.ndarray, source: Account
+) -> tuple[np.ndarray, np.ndarray, _Fresh]:
+    """Each line's query id and pair id: stubs for the queries and documents the campaign does not have, the
+    existing pairs looked up, the others inserted (qrels-only pairs are kept for scoring but not pooled for
+    judging; their one judgment is the label, stored with them when the source's labels are the pairs' own)."""
     count = len(qids)
     qmap, dmap, new_queries, new_documents = stubs_create(campaign=campaign, qids=qids, docids=docids)
-    summary.stub_queries, summary.stub_documents = len(new_queries), len(new_documents)
     query = np.fromiter(map(qmap.__getitem__, qids), dtype=np.int64, count=count)
     document = np.fromiter(map(dmap.__getitem__, docids), dtype=np.int64, count=count)
     existing = pair_ids(campaign)
@@ -212,8 +281,6 @@ def _qrels_write(
     else:
         pair = np.full(count, -1, dtype=np.int64)
     del existing
-    # qrels-only pairs are kept for scoring but are not pooled for judging. Their one judgment is the label
-    # (a person's, or a source account's; a model judge's never is): stored with them, not refreshed later.
     fresh = pair < 0
     direct = source.pk not in AnnotatorProfile.model_user_ids()
     pair[fresh] = pairs_insert(
@@ -223,24 +290,17 @@ def _qrels_write(
         pooled=False,
         labels=label[fresh] if direct else None,
     )
-    summary.pairs_added = 0
-    grade_ids = np.array([grades[value].id for value in sorted(grades)], dtype=np.int64)
-    grade = grade_ids[np.searchsorted(np.array(sorted(grades), dtype=np.int64), label)]
+    return query, pair, _Fresh(fresh, direct, len(new_queries), len(new_documents))
 
-    stamp = timezone.now()
-    now = connection.ops.adapt_datetimefield_value(stamp)  # as the database stores it, for raw rows
-    name = filename[:255]
-    revision_columns = [
-        "judgment",
-        "changed_by",
-        "on_behalf_of",
-        "imported_from",
-        "changed_at",
-        *JudgmentRevision.CHANGE_FIELDS,
-        "seconds_spent",
-    ]
-    # The source's judgments on pairs that existed before: each is unchanged, the person's own, or updated.
-    mine = Judgment.objects.filter(pair__campaign=campaign, annotator=source)
+
+def _qrels_updates(
+    write: _QrelsWrite, *, pair: np.ndarray, grade: np.ndarray, label: np.ndarray, summary: ImportSummary
+) -> tuple[np.ndarray, Iterable[tuple[Any, ...]], np.ndarray]:
+    """The source's judgments on pairs that existed before: each is unchanged, the person's own (judged in the
+    app: kept), or updated to the file's grade (one UPDATE per grade). Returns which lines had a judgment, the
+    revisions of the updated ones (rows, written later) and their pairs."""
+    count = len(pair)
+    mine = Judgment.objects.filter(pair__campaign=write.campaign, annotator=write.source)
     current = fetch(
         mine.order_by("pair_id").values_list(
             "pair_id", "id", "grade_id", "grade__value", "unsure", "tentative_grade__value", "note"
@@ -249,64 +309,81 @@ def _qrels_write(
     has = np.zeros(count, dtype=bool)
     revisions: Iterable[tuple[Any, ...]] = ()
     touched = np.empty(0, dtype=np.int64)
-    if current:
-        c_pair, c_id, c_grade, c_value, c_unsure, c_tentative, c_note = zip(*current, strict=True)
-        del current
-        pairs_had = np.array(c_pair, dtype=np.int64)
-        at = np.searchsorted(pairs_had, pair).clip(0, len(pairs_had) - 1)
-        has = pairs_had[at] == pair
-        c_grade_ids = np.array([-1 if g is None else g for g in c_grade], dtype=np.int64)
-        unchanged = has & ~np.array(c_unsure, dtype=bool)[at] & (c_grade_ids[at] == grade)
-        rest = has & ~unchanged
-        summary.unchanged = int(unchanged.sum())
-        if rest.any():
-            # A judgment with any revision not made by an import was judged in the app: it is the person's own.
-            # (Judgments imported before revisions recorded imports look like that too, and are left alone.)
-            judged_in_app = np.array(
-                JudgmentRevision.objects.filter(judgment__in=mine, on_behalf_of__isnull=True)
-                .order_by()
-                .values_list("judgment__pair_id", flat=True)
-                .distinct(),
-                dtype=np.int64,
+    if not current:
+        return has, revisions, touched
+    c_pair, c_id, c_grade, c_value, c_unsure, c_tentative, c_note = zip(*current, strict=True)
+    del current
+    pairs_had = np.array(c_pair, dtype=np.int64)
+    at = np.searchsorted(pairs_had, pair).clip(0, len(pairs_had) - 1)
+    has = pairs_had[at] == pair
+    c_grade_ids = np.array([-1 if g is None else g for g in c_grade], dtype=np.int64)
+    unchanged = has & ~np.array(c_unsure, dtype=bool)[at] & (c_grade_ids[at] == grade)
+    rest = has & ~unchanged
+    summary.unchanged = int(unchanged.sum())
+    if not rest.any():
+        return has, revisions, touched
+    # A judgment with any revision not made by an import was judged in the app: it is the person's own.
+    # (Judgments imported before revisions recorded imports look like that too, and are left alone.)
+    judged_in_app = np.array(
+        JudgmentRevision.objects.filter(judgment__in=mine, on_behalf_of__isnull=True)
+        .order_by()
+        .values_list("judgment__pair_id", flat=True)
+        .distinct(),
+        dtype=np.int64,
+    )
+    kept = rest & np.isin(pair, judged_in_app)
+    update = np.flatnonzero(rest & ~kept)
+    summary.kept, summary.updated = int(kept.sum()), len(update)
+    rows = at[update].tolist()
+    judgment_ids = [c_id[r] for r in rows]
+    revisions = zip(
+        judgment_ids,
+        repeat(write.by),
+        repeat(write.source.pk),
+        repeat(write.name),
+        repeat(write.now),
+        [c_value[r] for r in rows],
+        label[update].tolist(),
+        [c_unsure[r] for r in rows],
+        repeat(False),
+        [c_tentative[r] for r in rows],
+        repeat(None),
+        [c_note[r] for r in rows],
+        [c_note[r] for r in rows],
+        repeat(0.0),
+    )
+    touched = pair[update]
+    # updated_at moves with the grade, so ?updated_since= finds the change. One UPDATE per grade.
+    by_grade = np.array(judgment_ids, dtype=np.int64)
+    for grade_id in np.unique(grade[update]).tolist():
+        jids = by_grade[grade[update] == grade_id].tolist()
+        for start in range(0, len(jids), 10_000):
+            Judgment.objects.filter(id__in=jids[start : start + 10_000]).update(
+                grade_id=grade_id, unsure=False, tentative_grade=None, updated_at=write.stamp
             )
-            kept = rest & np.isin(pair, judged_in_app)
-            update = np.flatnonzero(rest & ~kept)
-            summary.kept, summary.updated = int(kept.sum()), len(update)
-            rows = at[update].tolist()
-            judgment_ids = [c_id[r] for r in rows]
-            revisions = zip(
-                judgment_ids,
-                repeat(by),
-                repeat(source.pk),
-                repeat(name),
-                repeat(now),
-                [c_value[r] for r in rows],
-                label[update].tolist(),
-                [c_unsure[r] for r in rows],
-                repeat(False),
-                [c_tentative[r] for r in rows],
-                repeat(None),
-                [c_note[r] for r in rows],
-                [c_note[r] for r in rows],
-                repeat(0.0),
-            )
-            touched = pair[update]
-            # updated_at moves with the grade, so ?updated_since= finds the change. One UPDATE per grade.
-            by_grade = np.array(judgment_ids, dtype=np.int64)
-            for grade_id in np.unique(grade[update]).tolist():
-                jids = by_grade[grade[update] == grade_id].tolist()
-                for start in range(0, len(jids), 10_000):
-                    Judgment.objects.filter(id__in=jids[start : start + 10_000]).update(
-                        grade_id=grade_id, unsure=False, tentative_grade=None, updated_at=stamp
-                    )
+    return has, revisions, touched
 
-    new = np.flatnonzero(~has)
-    new = new[np.argsort(pair[new], kind="stable")]
+
+def _qrels_judgments_add(
+    write: _QrelsWrite,
+    *,
+    pair: np.ndarray,
+    grade: np.ndarray,
+    label: np.ndarray,
+    new: np.ndarray,
+    fresh: _Fresh,
+    revisions: Iterable[tuple[Any, ...]],
+    progress: Progress,
+) -> None:
+    """The source's new judgments (the lines ``new``, in pair order) and every revision: the updated judgments'
+    ``revisions`` and one per new judgment."""
+    source, now = write.source, write.now
+    columns = list(_QrelsWrite.REVISION_COLUMNS)
     judgment_ids = reserve_ids(Judgment, len(new))
     # New pairs have the highest ids, so their judgments come last; on SQLite, where the new pairs' ids are one
     # range and so are the new judgments', SQLite makes those judgments from the pairs and their stored labels.
-    in_range = len(new) - int(fresh[new].sum()) if connection.vendor == "sqlite" and direct else len(new)
-    if in_range < len(new) and not fresh[new[in_range:]].all():
+    in_range = len(new) - int(fresh.mask[new].sum()) if connection.vendor == "sqlite" and fresh.direct else len(new)
+    if in_range < len(new) and not fresh.mask[new[in_range:]].all():
         in_range = len(new)
     insert_columns(
         Judgment,
@@ -338,22 +415,22 @@ def _qrels_write(
             progress(len(new) - in_range)
     if len(new) > 50_000 and connection.vendor == "postgresql":
         write_postgres.analyze(["judging_pair", "judging_judgment", "judging_document", "judging_query"])
-    insert_rows(JudgmentRevision, revision_columns, revisions)
+    insert_rows(JudgmentRevision, columns, revisions)
     if connection.vendor == "sqlite" and judgment_ids:
         # The new judgments' ids are one range (reserve_ids): their revisions are made from them inside SQLite,
         # in one statement. Python rows would cost a statement step each (5 s per million, against 1 s).
         write_sqlite.revisions_of_range(
-            first=judgment_ids[0], last=judgment_ids[-1], by=by, source=source.id, name=name, now=now
+            first=judgment_ids[0], last=judgment_ids[-1], by=write.by, source=source.id, name=write.name, now=now
         )
     else:
         insert_columns(
             JudgmentRevision,
-            revision_columns,
+            columns,
             [
                 judgment_ids,
-                repeat(by),
+                repeat(write.by),
                 repeat(source.pk),
-                repeat(name),
+                repeat(write.name),
                 repeat(now),
                 repeat(None),
                 label[new],
@@ -366,13 +443,6 @@ def _qrels_write(
                 repeat(0.0),
             ],
         )
-    # Pairs created now with their label need no refresh; their queries' labels moved all the same.
-    refresh = new[~fresh[new]] if direct else new
-    touched = np.concatenate([touched, pair[refresh]])
-    if direct and fresh.any():
-        labels_bump(campaign_id=campaign.pk, query_ids=np.unique(query[fresh]).tolist())
-    labels_refresh(campaign=campaign, pair_ids=touched.tolist())
-    summary.added = len(new)
 
 
 def _qrels_line(data: bytes | BinaryIO, qid: str, docid: str) -> int | None:

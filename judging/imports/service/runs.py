@@ -120,123 +120,167 @@ def _run_write(
     replace: bool,
     progress: Progress,
 ) -> ImportSummary:
+    """The writes of run_import, a block of rankings at a time (:class:`_RunBlocks`), then each tag's system made,
+    kept, refused or replaced as the whole file decides (_system_merge)."""
     summary = ImportSummary(kind="rankings", filename=filename)
     # The database's work goes to a thread of its own: the server works on one block while this thread prepares
     # the next (see WRITE_BEHIND).
     writer = WriteBehind(inline=connection.vendor not in WRITE_BEHIND)
-    ids = StubIds(campaign, writer)
-    depth = campaign.pool_depth
-    digests: dict[str, list[tuple[str, bytes]]] = {}
-    entries: dict[str, int] = {}
-    # Systems new to the campaign get their pool pairs a block at a time, while the file is still being read
-    # (the next piece is parsed meanwhile, see ReadAhead): such a run is added whatever the rest of the file
-    # holds, or the transaction fails whole. The pairs of a system that exists wait for the decision (unchanged,
-    # refused or replaced) the whole file makes.
-    new_system: dict[str, bool] = {}
-    started: dict[str, int] = {}  # tag -> its new system's id, made at the tag's first ranking
-    checks = KeyChecks([Document, Query, Pair])
-    step = POOL_STEP
-    staged = 0  # new systems' pool pairs queued since the last pool step
     with (
         Stage("reljudge_run_rankings", _RANKINGS) as rankings,
         Stage("reljudge_run_pool", _POOL) as pool,
         Stage("reljudge_run_pool_block", _POOL) as block_pool,
     ):
+        run = _RunBlocks(campaign, writer, system_name, summary, progress, rankings, pool, block_pool)
         with writer:
             for block in blocks:
-                codes = ids.documents(block.docids)
-                block.duplicates_check(codes)
-                queries = ids.queries(block.qids)
-                ordered = codes[block.order]
-                lengths = np.diff(block.stops, prepend=0)
-                starts = block.stops - lengths
-                doc_bytes = [ordered[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)]
-                score_bytes = [
-                    block.scores[a:b].tobytes() for a, b in zip(starts.tolist(), block.stops.tolist(), strict=True)
-                ]
-                for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
-                    digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
-                    entries[tag] = entries.get(tag, 0) + len(d) // 8
-                    if tag not in new_system:
-                        name = system_name or tag
-                        new_system[tag] = not writer.now(_system_exists, campaign, name)
-                        if new_system[tag]:
-                            started[tag] = writer.now(_system_start, campaign, name)
-                # A new system's rankings go straight into its table; the others' wait in the stage for the
-                # decision the whole file makes.
-                direct = np.fromiter((tag in started for tag in block.tags), dtype=bool, count=len(block))
-                for chosen, table in ((np.flatnonzero(direct), True), (np.flatnonzero(~direct), False)):
-                    if not chosen.size:
-                        continue
-                    whole = len(chosen) == len(block)
-                    tags = [block.tags[i] for i in chosen.tolist()]
-                    owners: list[Any] = [started[t] for t in tags] if table else tags  # system ids, or run tags
-                    columns = [
-                        owners,
-                        queries if whole else queries[chosen],
-                        doc_bytes if whole else [doc_bytes[i] for i in chosen.tolist()],
-                        score_bytes if whole else [score_bytes[i] for i in chosen.tolist()],
-                        lengths if whole else lengths[chosen],
-                    ]
-                    if table:
-                        rows = columns_encode(Ranking, ["system", "query", "doc_ids", "scores", "length"], columns)
-                        writer.later(encoded_insert, rows, size=rows.size)
-                    else:
-                        rows = rankings.encode(columns, len(chosen))
-                        writer.later(rankings.write, rows, size=rows.size)
-                # The pool: each ranking's top ``depth`` documents.
-                position = np.arange(len(ordered)) - np.repeat(starts, lengths)
-                early = np.array([new_system[tag] for tag in block.tags], dtype=bool)
-                for now, stage in ((True, block_pool), (False, pool)):
-                    top = (position < depth) & np.repeat(early == now, lengths)
-                    if not top.any():
-                        continue
-                    rows = stage.encode(
-                        [
-                            np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
-                            np.repeat(queries, lengths)[top],
-                            ordered[top],
-                        ],
-                        int(top.sum()),
-                    )
-                    writer.later(stage.write, rows, size=rows.size)
-                    staged += rows.count if now else 0
-                if staged >= step:
-                    writer.later(_pool_step, campaign, block_pool, checks, summary)
-                    staged, step = 0, int(step * POOL_GROWTH)
-                if progress:
-                    writer.later(progress, block.lines or len(ordered))  # once the block's rows are written
-                del codes, ordered, doc_bytes, score_bytes, rows
-            if staged:
-                writer.later(_pool_step, campaign, block_pool, checks, summary)
+                run.block(block)
+            run.finish()
         # Leaving ``writer`` waited for its work (or raised its error): from here on this thread writes alone.
-        summary.stub_queries, summary.stub_documents = ids.new_queries, ids.new_documents
-        if system_name and len(digests) > 1:
+        summary.stub_queries, summary.stub_documents = run.ids.new_queries, run.ids.new_documents
+        if system_name and len(run.digests) > 1:
             raise FormatError(
                 _(
                     "the file holds %(n)s runs (tags %(tags)s); import them without --system "
                     "to create one system per tag, or split the file"
                 )
-                % {"n": len(digests), "tags": ", ".join(sorted(digests))},
+                % {"n": len(run.digests), "tags": ", ".join(sorted(run.digests))},
                 filename=filename,
                 field="tag",
             )
         rankings.prepare("tag")
         pool.prepare("tag")
-        for tag in sorted(digests):
+        for tag in sorted(run.digests):
             _system_merge(
                 campaign,
                 tag,
                 system_name or tag,
-                digests[tag],
-                entries[tag],
+                run.digests[tag],
+                run.entries[tag],
                 rankings,
-                None if new_system[tag] else pool,
+                None if run.new_system[tag] else pool,
                 replace,
                 summary,
-                started.get(tag),
+                run.started.get(tag),
             )
     return summary
+
+
+class _RunBlocks:
+    """A run file's blocks of rankings on their way to the database, queued on ``writer``'s thread.
+
+    Systems new to the campaign get their rankings straight into their table and their pool pairs a block at a
+    time, while the file is still being read (the next piece is parsed meanwhile, see ReadAhead): such a run is
+    added whatever the rest of the file holds, or the transaction fails whole. The rankings and pairs of a system
+    that exists wait in the stages for the decision (unchanged, refused or replaced) the whole file makes."""
+
+    def __init__(
+        self,
+        campaign: Campaign,
+        writer: WriteBehind,
+        system_name: str | None,
+        summary: ImportSummary,
+        progress: Progress,
+        rankings: Stage,
+        pool: Stage,
+        block_pool: Stage,
+    ) -> None:
+        self.campaign, self.writer, self.system_name = campaign, writer, system_name
+        self.summary, self.progress = summary, progress
+        self.rankings, self.pool, self.block_pool = rankings, pool, block_pool
+        self.ids = StubIds(campaign, writer)
+        self.depth = campaign.pool_depth
+        self.digests: dict[str, list[tuple[str, bytes]]] = {}
+        self.entries: dict[str, int] = {}
+        self.new_system: dict[str, bool] = {}
+        self.started: dict[str, int] = {}  # tag -> its new system's id, made at the tag's first ranking
+        self.checks = KeyChecks([Document, Query, Pair])
+        self.step = POOL_STEP
+        self.staged = 0  # new systems' pool pairs queued since the last pool step
+
+    def block(self, block: RunBlock) -> None:
+        """Queue one block's rankings and pool pairs; merge the new systems' pool pairs every few blocks."""
+        writer = self.writer
+        codes = self.ids.documents(block.docids)
+        block.duplicates_check(codes)
+        queries = self.ids.queries(block.qids)
+        ordered = codes[block.order]
+        lengths = np.diff(block.stops, prepend=0)
+        starts = block.stops - lengths
+        bounds = list(zip(starts.tolist(), block.stops.tolist(), strict=True))
+        doc_bytes = [ordered[a:b].tobytes() for a, b in bounds]
+        score_bytes = [block.scores[a:b].tobytes() for a, b in bounds]
+        self._systems_of(block, doc_bytes, score_bytes)
+        self._rankings_write(block, queries, doc_bytes, score_bytes, lengths)
+        # The pool: each ranking's top ``depth`` documents.
+        position = np.arange(len(ordered)) - np.repeat(starts, lengths)
+        early = np.array([self.new_system[tag] for tag in block.tags], dtype=bool)
+        for now, stage in ((True, self.block_pool), (False, self.pool)):
+            top = (position < self.depth) & np.repeat(early == now, lengths)
+            if not top.any():
+                continue
+            rows = stage.encode(
+                [
+                    np.repeat(np.array(block.tags, dtype=object), lengths)[top].tolist(),
+                    np.repeat(queries, lengths)[top],
+                    ordered[top],
+                ],
+                int(top.sum()),
+            )
+            writer.later(stage.write, rows, size=rows.size)
+            self.staged += rows.count if now else 0
+        if self.staged >= self.step:
+            writer.later(_pool_step, self.campaign, self.block_pool, self.checks, self.summary)
+            self.staged, self.step = 0, int(self.step * POOL_GROWTH)
+        if self.progress:
+            writer.later(self.progress, block.lines or len(ordered))  # once the block's rows are written
+
+    def _systems_of(self, block: RunBlock, doc_bytes: list[bytes], score_bytes: list[bytes]) -> None:
+        """Each ranking's digest and length under its tag; a tag seen first starts its system if it is new."""
+        for tag, qid, d, s in zip(block.tags, block.qids, doc_bytes, score_bytes, strict=True):
+            self.digests.setdefault(tag, []).append((qid, _digest(qid, d, s)))
+            self.entries[tag] = self.entries.get(tag, 0) + len(d) // 8
+            if tag not in self.new_system:
+                name = self.system_name or tag
+                self.new_system[tag] = not self.writer.now(_system_exists, self.campaign, name)
+                if self.new_system[tag]:
+                    self.started[tag] = self.writer.now(_system_start, self.campaign, name)
+
+    def _rankings_write(
+        self,
+        block: RunBlock,
+        queries: np.ndarray,
+        doc_bytes: list[bytes],
+        score_bytes: list[bytes],
+        lengths: np.ndarray,
+    ) -> None:
+        """A new system's rankings go straight into its table; the others' wait in the stage for the decision the
+        whole file makes."""
+        direct = np.fromiter((tag in self.started for tag in block.tags), dtype=bool, count=len(block))
+        for chosen, table in ((np.flatnonzero(direct), True), (np.flatnonzero(~direct), False)):
+            if not chosen.size:
+                continue
+            whole = len(chosen) == len(block)
+            tags = [block.tags[i] for i in chosen.tolist()]
+            owners: list[Any] = [self.started[t] for t in tags] if table else tags  # system ids, or run tags
+            columns = [
+                owners,
+                queries if whole else queries[chosen],
+                doc_bytes if whole else [doc_bytes[i] for i in chosen.tolist()],
+                score_bytes if whole else [score_bytes[i] for i in chosen.tolist()],
+                lengths if whole else lengths[chosen],
+            ]
+            if table:
+                rows = columns_encode(Ranking, ["system", "query", "doc_ids", "scores", "length"], columns)
+                self.writer.later(encoded_insert, rows, size=rows.size)
+            else:
+                staged = self.rankings.encode(columns, len(chosen))
+                self.writer.later(self.rankings.write, staged, size=staged.size)
+
+    def finish(self) -> None:
+        """Merge the new systems' pool pairs staged since the last step."""
+        if self.staged:
+            self.writer.later(_pool_step, self.campaign, self.block_pool, self.checks, self.summary)
 
 
 def _pool_step(campaign: Campaign, stage: Stage, checks: KeyChecks, summary: ImportSummary) -> None:

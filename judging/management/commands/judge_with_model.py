@@ -2,6 +2,7 @@
 
 import os
 import re
+from typing import TextIO, cast
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
@@ -87,6 +88,10 @@ class Command(CampaignCommand):
     def handle(
         self, *args, slug, endpoint, model, name, description, pairs, seed, concurrency, timeout, retries, **opts
     ):
+        """Run (or queue) the model judge on the campaign's pairs and print what it did.
+
+        One function: a command's steps printed in the order they run (checks, the job, its outcome).
+        """
         campaign = self.campaign(slug)
         if concurrency < 1 or retries < 0 or timeout <= 0:
             raise CommandError("--concurrency must be >= 1, --retries >= 0 and --timeout > 0")
@@ -138,7 +143,8 @@ class Command(CampaignCommand):
             return
         # Run now, as every import command does, through the same job the worker would run (its page
         # shows the progress too, and a failed run can be retried there).
-        bar = tqdm(total=job.total, unit="pairs", file=self.stderr._out, disable=job.total < 20)
+        stream = cast(TextIO, self.stderr._out)  # the command's stderr file, which tqdm writes to
+        bar = tqdm(total=job.total, unit="pairs", file=stream, disable=job.total < 20)
         try:
             outcome = job_run(job_id=job.pk, progress=bar.update)
         finally:
@@ -167,7 +173,8 @@ class Command(CampaignCommand):
         for e in r.get("errors", []):
             self.stdout.write(f"  failed: {e}")
         if outcome["status"] == "failed":
-            raise CommandError(f"{job.error['detail']} (job {job.pk}: {page}); is the endpoint answering?")
+            detail = (job.error or {}).get("detail", "the job failed")
+            raise CommandError(f"{detail} (job {job.pk}: {page}); is the endpoint answering?")
         if r.get("failed"):
             self.stdout.write("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
 

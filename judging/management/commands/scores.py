@@ -72,7 +72,7 @@ class Command(CampaignCommand):
         except RequestError as exc:  # a value the caller chose; anything else is ours and keeps its traceback
             raise CommandError(str(exc)) from None
         if json:
-            self.stdout.write(_dumps(data))
+            self.stdout.write(scores_dumps(data))
             return
         if "audit" in data:
             self._ppi(data)
@@ -169,7 +169,7 @@ def _stop_words(stop: dict, without_labels: int, n_systems: int) -> str:
     return f"stop: {head}{rest}{note}"
 
 
-def _dumps(data: dict) -> str:
+def scores_dumps(data: dict) -> str:
     """``json.dumps(data, indent=1)``, byte for byte, with each system's per-query values written by one
     %-format per query: the json module indents in pure Python, 1.5 s for 20 systems x 5,000 queries."""
     systems = data.get("systems") or []

@@ -14,12 +14,12 @@ import metrics
 from judging import runtime
 from judging.errors import RequestError
 from judging.models import Campaign
+from judging.reads import grade_top
 from judging.scoring import cube_file, grid_file
 from judging.scoring.cache import LEADERBOARD_MEASURES, Leaderboard, rescored_label_arrays_take
 from judging.scoring.cube import label_arrays, labels_for
 from judging.scoring.hybrid import hybrid_judge
 from judging.scoring.trust.store import LOCK, recall, remember
-from judging.selectors.campaigns import grade_top
 from metrics import Measure
 
 _KEEP_ARRAYS = 2  # the latest states: a request of an older one holds its own reference
@@ -221,7 +221,7 @@ _REBASING: set[str] = runtime.hold(
 )
 
 
-def _source(lb: Leaderboard) -> tuple[str, str]:
+def grid_source(lb: Leaderboard) -> tuple[str, str]:
     cube_digest = cube_file.state_digest(lb.cube.key)
     source = (lb.params.policy or lb.campaign.aggregation, arrays_source(lb.params.labels))
     return cube_digest, grid_file.source_digest(cube_digest, source)
@@ -242,7 +242,7 @@ def _arrays_from_file(lb: Leaderboard) -> TrustArrays:
     queries moved since), by one process of the machine while the others wait for it."""
     folder = cube_file.cube_dir()
     assert folder is not None
-    cube_digest, digest = _source(lb)
+    cube_digest, digest = grid_source(lb)
     versions = lb.table.versions
 
     def opened() -> _Grid | None:

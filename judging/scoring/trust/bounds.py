@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 import metrics
+import metrics.final_order
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import (
     PATCH_QUERIES,
@@ -359,6 +360,25 @@ def judgments_left(lb: Leaderboard, v: Verdicts, top_k: int) -> int:
     left = pairs_left_by_query(lb, v.cutoff, systems, what="stop-left")
     final = final_verdicts_queries(lb, v.measure)
     return int(left[final].sum()) * int(lb.campaign.redundancy)
+
+
+def judgments_to_stop(lb: Leaderboard, v: Verdicts, top_k: int) -> int:
+    """About how many more judgments until the stop on the top ``top_k`` systems is reached
+    (metrics.final_order.judgments_to_stop on the final parts: the pending pairs, best first for those comparisons,
+    whose labels take enough uncertainty out of them), times the campaign's annotators per pair; 0 once reached."""
+    head = v.adjacent[:top_k]
+    if not head:
+        return 0
+    n = len(head)
+    certain = np.array([entry["verdict"] in ("settled", "tied") for entry in head])
+    estimate = metrics.final_order.judgments_to_stop(
+        final_parts(lb, v.measure),
+        final_verdicts_queries(lb, v.measure),
+        v.order[:n],
+        v.order[1 : n + 1],
+        certain=certain,
+    )
+    return int(np.ceil(estimate)) * int(lb.campaign.redundancy)
 
 
 def final_verdicts_queries(lb: Leaderboard, measure: str) -> np.ndarray:

@@ -31,8 +31,8 @@ from judging.scoring.trust.store import LOCK, cached, per_query, query_chunks
 from metrics import Measure
 from metrics.final_order import CONFIDENCE as CONFIDENCE
 from metrics.final_order import QueryParts, QueryStack, order_verdicts, query_parts
-from metrics.relevance_model import SAMPLES_MIN, Answers, LabelModel, label_model
-from metrics.verdicts import WHOLE_RUN_BASES, final_pool
+from metrics.relevance_model import SAMPLES_MIN, Answers, LabelModel, answered_relevance, label_model
+from metrics.verdicts import WHOLE_RUN_BASES, FinalPool, final_pool
 
 TOP_K_DEFAULT = 3
 REFIT_SHARE = 0.05  # refit the relevance model when the judged pooled documents grew by this share (or 20)
@@ -78,7 +78,7 @@ def _fit(lb: Leaderboard, judged: int) -> _Fit:
     with _FIT_LOCK:
         pool = final_pool(arrays.labels[..., :pd], arrays.doc_ids[..., :pd], pool_depth=pd)
         grade = top_grade(lb.campaign, arrays.qrels)
-        model = label_model(pool, top_grade=grade, n_systems=arrays.labels.shape[0])
+        model = label_model(pool, top_grade=grade, n_systems=arrays.labels.shape[0], soft=_soft(lb, pool))
         _VERSION[0] += 1
         return _Fit(judged, model, _VERSION[0])
 
@@ -165,7 +165,13 @@ def _answers(lb: Leaderboard, queries: np.ndarray) -> Answers | None:
     if hybrid is None:
         return None
     open_ = ~hybrid.human
-    return Answers(lb.cube.query_ids[queries], hybrid.keys[open_], hybrid.dist[open_])
+    return Answers(lb.cube.query_ids[queries], hybrid.keys[open_], hybrid.dist[open_], hybrid.likelihood[open_])
+
+
+def _soft(lb: Leaderboard, pool: FinalPool) -> np.ndarray | None:
+    """hybrid:NAME: the relevance model's soft labels (metrics.relevance_model.answered_relevance), else None."""
+    answers = _answers(lb, np.arange(lb.cube.query_ids.size))
+    return None if answers is None else answered_relevance(pool, answers)
 
 
 def final_parts(lb: Leaderboard, measure: str) -> QueryParts:
@@ -221,15 +227,18 @@ def final_verdicts(lb: Leaderboard, measure: str, above: np.ndarray, below: np.n
     return FinalVerdicts(got.low, got.high, got.p_holds, got.verdict, final, without)
 
 
-def stop_signal(p_holds: np.ndarray, top_k: int, judgments_left: int, *, certain: bool = False) -> dict[str, Any]:
+def stop_signal(
+    p_holds: np.ndarray, top_k: int, judgments_left: int, *, certain: bool = False, to_stop: int | None = None
+) -> dict[str, Any]:
     """{"top_k", "confidence", "reached", "judgments_left_estimate", "settled", "judgments_to_settle"}: whether the
     order of the top ``top_k`` systems, and the border with the next, holds with CONFIDENCE together (Bonferroni: the
     chances that each comparison flips sum to at most 1 - CONFIDENCE; settled and tied comparisons add nothing).
 
-    ``judgments_left`` is about how many judgments would settle those comparisons for certain (``certain``: they
-    are all settled or tied already). ``judgments_left_estimate`` is what stands between the lead and the stop:
-    0 once it is reached, else that count (an upper bound: the confidence often comes sooner);
-    ``judgments_to_settle`` is what more judging buys either way, certainty."""
+    ``judgments_left`` is about how many judgments would settle those comparisons for certain as they stand
+    (``certain``: they are all settled or tied already); ``judgments_to_settle`` says it. ``judgments_left_estimate``
+    is what stands between the lead and the stop: 0 once it is reached, else ``to_stop`` (bounds.judgments_to_stop:
+    the judgments whose labels take enough uncertainty out of the comparisons), or without it the count to
+    settle."""
     head = p_holds[:top_k]
     reached = certain or bool(float(np.sum(1.0 - head)) <= 1.0 - CONFIDENCE + 1e-12)
     to_settle = 0 if certain else int(judgments_left)
@@ -237,7 +246,7 @@ def stop_signal(p_holds: np.ndarray, top_k: int, judgments_left: int, *, certain
         "top_k": int(top_k),
         "confidence": CONFIDENCE,
         "reached": reached,
-        "judgments_left_estimate": 0 if reached else to_settle,
+        "judgments_left_estimate": 0 if reached else (to_settle if to_stop is None else int(to_stop)),
         "settled": bool(certain),
         "judgments_to_settle": to_settle,
     }

@@ -13,10 +13,10 @@ from judging import runtime
 from judging.scoring.cache import Leaderboard, shared_write_later
 from judging.scoring.memory import trim_after_build
 from judging.scoring.trust.arrays import has_arrays, resolve_measure
-from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, verdicts
+from judging.scoring.trust.bounds import Verdicts, bounds, judgments_left, judgments_to_stop, verdicts
 from judging.scoring.trust.curves import MICRO_NOTE, micro
 from judging.scoring.trust.diversity import diversity
-from judging.scoring.trust.final import TOP_K_DEFAULT, stop_signal
+from judging.scoring.trust.final import CONFIDENCE, TOP_K_DEFAULT, stop_signal
 from judging.scoring.trust.store import LOCK, cached, recall_cached
 from metrics.numbers import MEASURE_RANGE, ordered_bounds, within
 
@@ -220,4 +220,6 @@ def stop_of(lb: Leaderboard, v: Verdicts, top_k: int) -> dict[str, Any]:
     """The stop signal of the ranking ``v`` for its top ``top_k`` systems (final.stop_signal)."""
     p = np.array([a["p_holds"] for a in v.adjacent], dtype=np.float64)
     certain = all(a["verdict"] in ("settled", "tied") for a in v.adjacent[:top_k])
-    return stop_signal(p, top_k, judgments_left(lb, v, top_k), certain=certain)
+    reached = certain or float(np.sum(1.0 - p[:top_k])) <= 1.0 - CONFIDENCE + 1e-12
+    to_stop = 0 if reached else judgments_to_stop(lb, v, top_k)
+    return stop_signal(p, top_k, judgments_left(lb, v, top_k), certain=certain, to_stop=to_stop)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from judging.models import Campaign
+from judging.scoring.selection import bandit_pairs
 
 
 def priority(campaign: Campaign, annotator_id: int) -> np.ndarray:
     """The MM-NS order of the campaign's unjudged pooled pairs (the same for every annotator)."""
-    from judging.scoring.selection import bandit_pairs  # scoring imports the selectors: read it when first used
-
     return bandit_pairs(campaign)

@@ -15,6 +15,7 @@ import numpy as np
 
 from judging import runtime
 from judging.models import AnnotatorProfile, Campaign, Judgment, Membership, ModelConsistency, Pair
+from judging.scoring.cube import run_cube
 from metrics.keys import pair_keys
 
 NO_ANSWER = -1  # a grade slot without a readable answer
@@ -142,8 +143,6 @@ def _place(
 def impact(campaign: Campaign, query_ids: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
     """How much each (query, document)'s label weighs on the ranking: the sum over systems of the nDCG
     discount 1/log2(rank + 1) of the ranks at which they return it within IMPACT_DEPTH (0 beyond)."""
-    from judging.scoring.cube import run_cube  # scoring imports the selectors: read it when first used
-
     cube = run_cube(campaign)
     depth = min(IMPACT_DEPTH, cube.doc_ids.shape[2])
     top = cube.doc_ids[:, :, :depth]  # (S, Q, depth)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from judging.models import Campaign
+from judging.scoring.selection import mtc_pairs
 
 
 def priority(campaign: Campaign, annotator_id: int) -> np.ndarray:
     """The MTC order of the campaign's unjudged pooled pairs (the same for every annotator)."""
-    from judging.scoring.selection import mtc_pairs  # scoring imports the selectors: read it when first used
-
     return mtc_pairs(campaign)
