@@ -28,6 +28,7 @@ from judging.errors import RequestError
 from judging.models import Campaign
 from judging.scoring import TESTS, Params, threshold_check
 from judging.selectors.calibration import label_source_choices
+from metrics.measures import JUDGED, MENU
 
 _ASCII_INT = re.compile(r"[+-]?[0-9]+")
 _ASCII_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -188,7 +189,8 @@ PARAMS: dict[str, Param] = {
             "nDCG",
             label=gettext_lazy("Rank by"),
             max_length=40,
-            help_text="The measure the systems are ranked by for `settled` (nDCG, P, R, F1, Hit, MRR, MAP, bpref).",
+            help_text="The measure the systems are ranked by for `settled` "
+            f"({', '.join(base for base in MENU if base != JUDGED)}).",
         ),
         Param(
             "bounds",

@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray, NumberArray
+from metrics.measures import AT_K
 from metrics.ranking import (
     PAD,
     check_gain,
@@ -21,8 +22,8 @@ from metrics.ranking import (
 
 __all__ = ["CURVE_MEASURES", "curves"]
 
-#: Measures :func:`curves` draws, in this order.
-CURVE_MEASURES = ("P", "R", "F1", "Hit", "nDCG")
+#: Measures :func:`curves` draws, in this order: the registry's measures with a cutoff (Judged left out).
+CURVE_MEASURES = AT_K
 
 
 def curves(

@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import check_doc_ids, grade_counts, group_entries, idcg_from_counts
+from metrics.measures import measure_names
 from metrics.ranking import (
     UNJUDGED,
     check_gain,
@@ -164,9 +165,8 @@ def pool_bias(
         idcg=idcg_from_counts(counts, k, gain),
         dense=True,
     )
-    bpref = scores.pop("bpref")
     scores[f"Judged@{k}"] = judged_at_k
-    scores["bpref"] = bpref
+    scores = {name: scores[name] for name in measure_names(k)}  # evaluate's order, the registry's
     return PoolBias(
         scores,
         np.count_nonzero(unique[..., :k], axis=-1),

@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from metrics._types import BoolArray, FloatArray, IdArray, IntArray, NumberArray
+from metrics.measures import measure_names
 
 __all__ = [
     "GAINS",
@@ -694,11 +695,9 @@ def evaluate(
         num_nonrel=count_nonrelevant(qrels, threshold),
         idcg=idcg_at_k(qrels, k, gain),
     )
-    # Judged@k keeps its place before bpref, which was added later: the order is part of the API.
-    bpref_values = scores.pop("bpref")
     scores[f"Judged@{k}"] = judged_at_k
-    scores["bpref"] = bpref_values
-    return scores
+    # The registry's order (Judged@k before bpref, which was added later): the order is part of the API.
+    return {name: scores[name] for name in measure_names(k)}
 
 
 def measure_set(

@@ -34,6 +34,7 @@ from scipy import sparse
 
 from metrics._types import BoolArray, FloatArray, IntArray
 from metrics.bounds import grade_counts, idcg_from_counts
+from metrics.measures import BOUNDED, WHOLE_RUN_ORDER
 from metrics.numbers import MEASURE_RANGE, ordered_bounds
 from metrics.ranking import (
     PAD,
@@ -46,7 +47,7 @@ from metrics.ranking import (
 
 __all__ = ["FinalPool", "difference_bounds", "final_pool", "system_bounds"]
 
-WHOLE_RUN_BASES = ("MRR", "MAP", "bpref")
+WHOLE_RUN_BASES = WHOLE_RUN_ORDER
 
 
 # ------------------------------------------------------------------------------------------ the final pool
@@ -341,7 +342,7 @@ def system_bounds(
     return p.low, p.high
 
 
-BOUNDED_BASES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref")  # every measure of evaluate but Judged
+BOUNDED_BASES = BOUNDED  # every measure of evaluate but Judged, in the leaderboard's order
 
 
 def pool_bounds(

@@ -1,5 +1,5 @@
-"""The demo campaigns: their catalogues (queries, products, runs, annotators' habits; English in catalogue.py,
-Korean in catalogue_ko.py) and the code that loads them."""
+"""The demo campaigns: one generator (generator.py: products, hidden relevance, runs, annotators' habits), a
+vocabulary per language (English in catalogue.py, Korean in catalogue_ko.py) and the code that loads them."""
 
 from judging.demo.catalogue import (  # noqa: F401
     ANNOTATORS,
@@ -32,17 +32,19 @@ from judging.demo.catalogue import (  # noqa: F401
     SUBSTITUTE_UNSURE,
     SYSTEMS,
     UNCLEAR_NOTES,
+    Kind,
+    demo_data,
+)
+from judging.demo.generator import (  # noqa: F401
     Decision,
     DemoData,
-    Feature,
-    Kind,
-    Material,
     Need,
     Product,
     Profile,
     Spec,
+    Trait,
     Verdict,
-    demo_data,
+    Vocabulary,
     relevance,
 )
 from judging.demo.loader import (  # noqa: F401

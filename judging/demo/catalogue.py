@@ -1,17 +1,29 @@
-"""The demo's data: queries, generated products, three systems' runs and how each simulated annotator judges."""
+"""The English demo's vocabulary (``load_demo``): its queries, the words its listings are written from, its three
+rankers and its annotators' habits and notes. judging/demo/generator.py makes the demo from them (products,
+hidden relevance, runs, judgments), as it makes the Korean one from judging/demo/catalogue_ko.py."""
 
 from __future__ import annotations
 
-import json
-import math
 import random
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from functools import cache
-from typing import Any, Protocol
+from typing import Any
+
+from judging.demo.generator import (
+    DemoData,
+    Need,
+    Product,
+    Profile,
+    Spec,
+    Trait,
+    Verdict,
+    Vocabulary,
+    Words,
+    generate,
+    need,
+)
 
 SLUG = "shop"
 
@@ -151,18 +163,6 @@ markup and judge the text.
 
 
 @dataclass(frozen=True)
-class Material:
-    word: str  # as it appears in a title ("" when listings do not name it there)
-    sentences: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Feature:
-    word: str
-    sentences: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Kind:
     """A product type and what its listings can say."""
 
@@ -179,161 +179,161 @@ class Kind:
 
 
 MATERIALS = {
-    "merino": Material(
+    "merino": Trait(
         "Merino Wool",
         (
             "Knitted from fine merino wool that stays warm when damp and resists odour for days.",
             "Made of 100% merino wool, soft enough to wear against the skin.",
         ),
     ),
-    "lambswool": Material(
+    "lambswool": Trait(
         "Lambswool",
         (
             "Made from pure lambswool with a soft, slightly brushed handle.",
             "Spun from British lambswool, warm without being bulky.",
         ),
     ),
-    "cashmere": Material(
+    "cashmere": Trait(
         "Cashmere",
         (
             "Two-ply grade-A cashmere, light and remarkably warm.",
             "Made from pure cashmere that gets softer with every wear.",
         ),
     ),
-    "alpaca": Material(
+    "alpaca": Trait(
         "Alpaca-Blend",
         (
             "An alpaca and wool blend that is lighter than it looks and very warm.",
             "Knitted from a baby alpaca blend with a gentle halo.",
         ),
     ),
-    "cotton": Material(
+    "cotton": Trait(
         "Cotton",
         (
             "Made from midweight cotton that softens with every wash.",
             "Combed cotton with a smooth, breathable finish.",
         ),
     ),
-    "organic-cotton": Material(
+    "organic-cotton": Trait(
         "Organic Cotton",
         (
             "Made from GOTS-certified organic cotton, grown without synthetic pesticides.",
             "Organic cotton jersey, certified from field to finished garment.",
         ),
     ),
-    "linen": Material(
+    "linen": Trait(
         "Linen",
         (
             "Cut from breathable European linen that keeps you cool on hot days.",
             "Washed linen with a relaxed, lived-in texture.",
         ),
     ),
-    "viscose": Material(
+    "viscose": Trait(
         "",
         (
             "Flowing viscose fabric with a soft drape.",
             "Made from a light viscose crepe that does not cling.",
         ),
     ),
-    "acrylic": Material(
+    "acrylic": Trait(
         "",
         (
             "Knitted from a soft acrylic yarn that holds its shape and is easy to wash.",
             "Easy-care acrylic knit, no hand washing needed.",
         ),
     ),
-    "recycled-polyester": Material(
+    "recycled-polyester": Trait(
         "Recycled",
         (
             "The fabric is made from recycled polyester.",
             "Made with recycled polyester from post-consumer bottles.",
         ),
     ),
-    "nylon": Material(
+    "nylon": Trait(
         "",
         (
             "The shell is a lightweight ripstop nylon with a water-repellent finish.",
             "Made from tough, lightweight nylon.",
         ),
     ),
-    "nylon-elastane": Material(
+    "nylon-elastane": Trait(
         "",
         (
             "Four-way stretch nylon–elastane fabric that moves with you and wicks sweat.",
             "Soft, squat-proof stretch fabric (78% nylon, 22% elastane).",
         ),
     ),
-    "leather": Material(
+    "leather": Trait(
         "Leather",
         (
             "Made from full-grain leather that develops a patina with use.",
             "Full-grain leather, oiled for a soft, water-resistant finish.",
         ),
     ),
-    "suede": Material(
+    "suede": Trait(
         "Suede",
         (
             "Soft suede with a water-repellent treatment.",
             "Made from brushed suede that is pre-treated against stains.",
         ),
     ),
-    "synthetic": Material(
+    "synthetic": Trait(
         "",
         (
             "Synthetic uppers keep the weight down and dry quickly.",
             "Made from hard-wearing synthetic materials that dry fast.",
         ),
     ),
-    "mesh": Material(
+    "mesh": Trait(
         "",
         (
             "Engineered mesh uppers keep your feet cool on long runs.",
             "A breathable mesh upper with a protective toe bumper.",
         ),
     ),
-    "down": Material(
+    "down": Trait(
         "Down",
         (
             "Filled with 650-fill-power responsibly sourced down.",
             "Insulated with RDS-certified duck down for a high warmth-to-weight ratio.",
         ),
     ),
-    "synthetic-fill": Material(
+    "synthetic-fill": Trait(
         "Synthetic-Fill",
         (
             "Insulated with synthetic fill that keeps you warm even when it gets wet.",
             "Recycled synthetic insulation, an animal-free alternative to down.",
         ),
     ),
-    "fleece": Material(
+    "fleece": Trait(
         "Fleece",
         (
             "Made from recycled polyester fleece (200 g/m²) that traps warmth without the weight.",
             "A midweight grid fleece that breathes well when you are moving.",
         ),
     ),
-    "softshell": Material(
+    "softshell": Trait(
         "Softshell",
         (
             "Stretchy, wind-resistant softshell fabric with a brushed inner face.",
             "A tough softshell that shrugs off wind and light showers.",
         ),
     ),
-    "denim": Material(
+    "denim": Trait(
         "Denim",
         (
             "Made from rigid 12 oz cotton denim that breaks in beautifully.",
             "Washed cotton denim with a touch of stretch.",
         ),
     ),
-    "canvas": Material(
+    "canvas": Trait(
         "Canvas",
         (
             "Made from heavy waxed cotton canvas.",
             "Tough cotton canvas with a stitched edge.",
         ),
     ),
-    "straw": Material(
+    "straw": Trait(
         "Straw",
         (
             "Woven from natural paper straw, light and breathable.",
@@ -344,54 +344,54 @@ MATERIALS = {
 
 
 FEATURES = {
-    "waterproof": Feature(
+    "waterproof": Trait(
         "Waterproof",
         (
             "A waterproof, breathable membrane keeps water out while letting sweat escape.",
             "Fully waterproof with taped seams.",
         ),
     ),
-    "insulated": Feature(
+    "insulated": Trait(
         "Insulated",
         (
             "Lightweight insulation keeps you warm down to about -10 °C.",
             "Insulated with a thin layer of synthetic wadding for cold days.",
         ),
     ),
-    "fleece-lined": Feature("Fleece-Lined", ("Lined with soft fleece for extra warmth.",)),
-    "packable": Feature(
+    "fleece-lined": Trait("Fleece-Lined", ("Lined with soft fleece for extra warmth.",)),
+    "packable": Trait(
         "Packable",
         (
             "Packs down into its own pocket for easy carrying.",
             "Stuffs into a stuff sack the size of a water bottle.",
         ),
     ),
-    "hooded": Feature(
+    "hooded": Trait(
         "Hooded",
         (
             "An adjustable hood with a stiffened peak keeps rain off your face.",
             "The hood rolls away into the collar when you don't need it.",
         ),
     ),
-    "reflective": Feature("Reflective", ("Reflective details make you visible in low light.",)),
-    "quick-dry": Feature("Quick-Dry", ("Dries quickly after a wash, a swim or a sudden shower.",)),
-    "convertible": Feature("Convertible", ("Zip-off legs turn them into shorts when it warms up.",)),
-    "touchscreen": Feature("Touchscreen", ("Touchscreen-compatible fingertips, so your phone works with them on.",)),
-    "high-support": Feature("High-Support", ("High support with moulded cups and wide straps for running and HIIT.",)),
-    "medium-support": Feature("Medium-Support", ("Medium support for gym sessions and cycling.",)),
-    "low-support": Feature("Light-Support", ("Light support for yoga, pilates and lounging.",)),
-    "wide-brim": Feature("Wide-Brim", ("A wide 9 cm brim shades your face, neck and shoulders.",)),
-    "upf50": Feature("UPF 50+", ("UPF 50+ fabric blocks 98% of UV rays.",)),
-    "summer": Feature("Summer", ("Comfort rated to +10 °C: a light bag for warm nights.",)),
-    "3-season": Feature("3-Season", ("Comfort rated to 0 °C, for spring, summer and autumn trips.",)),
-    "4-season": Feature("4-Season", ("Comfort rated to -12 °C for winter camping and high altitude.",)),
-    "one-person": Feature("1-Person", ("Sleeps one, with a porch big enough for a pack and boots.",)),
-    "two-person": Feature("2-Person", ("Sleeps two, with a door and a porch on each side.",)),
-    "three-person": Feature("3-Person", ("Sleeps three, or two with plenty of room for gear.",)),
-    "20l": Feature("20L", ("20 litres: enough for a day's food, water and a spare layer.",)),
-    "30l": Feature("30L", ("30 litres with a padded hip belt for long day hikes.",)),
-    "45l": Feature("45L", ("45 litres, big enough for a weekend hut-to-hut trip.",)),
-    "rain-cover": Feature("", ("An integrated rain cover tucks into the base.",)),
+    "reflective": Trait("Reflective", ("Reflective details make you visible in low light.",)),
+    "quick-dry": Trait("Quick-Dry", ("Dries quickly after a wash, a swim or a sudden shower.",)),
+    "convertible": Trait("Convertible", ("Zip-off legs turn them into shorts when it warms up.",)),
+    "touchscreen": Trait("Touchscreen", ("Touchscreen-compatible fingertips, so your phone works with them on.",)),
+    "high-support": Trait("High-Support", ("High support with moulded cups and wide straps for running and HIIT.",)),
+    "medium-support": Trait("Medium-Support", ("Medium support for gym sessions and cycling.",)),
+    "low-support": Trait("Light-Support", ("Light support for yoga, pilates and lounging.",)),
+    "wide-brim": Trait("Wide-Brim", ("A wide 9 cm brim shades your face, neck and shoulders.",)),
+    "upf50": Trait("UPF 50+", ("UPF 50+ fabric blocks 98% of UV rays.",)),
+    "summer": Trait("Summer", ("Comfort rated to +10 °C: a light bag for warm nights.",)),
+    "3-season": Trait("3-Season", ("Comfort rated to 0 °C, for spring, summer and autumn trips.",)),
+    "4-season": Trait("4-Season", ("Comfort rated to -12 °C for winter camping and high altitude.",)),
+    "one-person": Trait("1-Person", ("Sleeps one, with a porch big enough for a pack and boots.",)),
+    "two-person": Trait("2-Person", ("Sleeps two, with a door and a porch on each side.",)),
+    "three-person": Trait("3-Person", ("Sleeps three, or two with plenty of room for gear.",)),
+    "20l": Trait("20L", ("20 litres: enough for a day's food, water and a spare layer.",)),
+    "30l": Trait("30L", ("30 litres with a padded hip belt for long day hikes.",)),
+    "45l": Trait("45L", ("45 litres, big enough for a weekend hut-to-hut trip.",)),
+    "rain-cover": Trait("", ("An integrated rain cover tucks into the base.",)),
 }
 
 
@@ -768,30 +768,8 @@ PLURALS = (
 )
 
 
-@dataclass(frozen=True)
-class Need:
-    """A query and, hidden from the annotators, what makes a listing relevant to it."""
-
-    qid: str
-    text: str
-    description: str
-    kinds: frozenset[str]
-    related: frozenset[str] = frozenset()
-    materials: frozenset[str] = frozenset()
-    near_materials: frozenset[str] | None = None  # if set, other materials miss twice (not relevant)
-    audiences: frozenset[str] = frozenset()
-    features: frozenset[str] = frozenset()
-    near_features: frozenset[str] | None = None
-    colours: frozenset[str] = frozenset()
-
-
-def _need(qid: str, text: str, description: str, kinds: str, **constraints: str) -> Need:
-    sets = {key: frozenset(value.split()) for key, value in constraints.items()}
-    return Need(qid, text, description, frozenset(kinds.split()), **sets)
-
-
 QUERIES = (
-    _need(
+    need(
         "q01",
         "wool knit sweater",
         "A knitted pullover sweater (or jumper) made mostly of wool: merino, lambswool, alpaca blends and "
@@ -802,7 +780,7 @@ QUERIES = (
         related="cardigan",
         materials="merino lambswool alpaca cashmere",
     ),
-    _need(
+    need(
         "q02",
         "waterproof hiking boots women",
         "Hiking boots for women that are waterproof (a membrane or a stated waterproof construction); "
@@ -814,7 +792,7 @@ QUERIES = (
         features="waterproof",
         audiences="women unisex",
     ),
-    _need(
+    need(
         "q03",
         "kids rain jacket",
         "A waterproof rain jacket for a child. Highly relevant: kids' rain jackets and rain shells. "
@@ -824,7 +802,7 @@ QUERIES = (
         related="poncho softshell",
         audiences="kids",
     ),
-    _need(
+    need(
         "q04",
         "men's down jacket",
         "A men's (or unisex) insulated jacket filled with down. Highly relevant: men's down jackets and "
@@ -834,7 +812,7 @@ QUERIES = (
         materials="down",
         audiences="men unisex",
     ),
-    _need(
+    need(
         "q05",
         "merino base layer",
         "A thermal base layer (top or leggings) in merino wool, worn next to the skin. Highly relevant: "
@@ -844,14 +822,14 @@ QUERIES = (
         related="t-shirt",
         materials="merino",
     ),
-    _need(
+    need(
         "q06",
         "trail running shoes",
         "Running shoes made for off-road trails (lugged outsole, protective upper). Highly relevant: any "
         "trail running shoe, waterproof or not. Not relevant: hiking boots, socks, road running shoes.",
         "trail-shoes",
     ),
-    _need(
+    need(
         "q07",
         "packable rain jacket",
         "A lightweight rain jacket that packs into its own pocket or a small bag, for travel or as an "
@@ -862,7 +840,7 @@ QUERIES = (
         related="poncho",
         features="packable",
     ),
-    _need(
+    need(
         "q08",
         "insulated winter gloves",
         "Gloves or mittens with insulation for cold weather. Highly relevant: gloves or mittens described "
@@ -871,7 +849,7 @@ QUERIES = (
         "gloves",
         features="insulated",
     ),
-    _need(
+    need(
         "q09",
         "linen summer dress",
         "A dress in linen for warm weather. Highly relevant: linen dresses. Partially relevant: summer "
@@ -879,7 +857,7 @@ QUERIES = (
         "dress",
         materials="linen",
     ),
-    _need(
+    need(
         "q10",
         "organic cotton t-shirt",
         "A T-shirt made of certified organic cotton. Highly relevant: tees that state organic cotton. "
@@ -888,7 +866,7 @@ QUERIES = (
         "t-shirt",
         materials="organic-cotton",
     ),
-    _need(
+    need(
         "q11",
         "kids fleece jacket",
         "A fleece jacket or pullover for a child. Highly relevant: kids' fleece jackets, pullovers and "
@@ -898,7 +876,7 @@ QUERIES = (
         related="softshell",
         audiences="kids",
     ),
-    _need(
+    need(
         "q12",
         "waterproof hiking trousers",
         "Trousers for walking in the rain. Highly relevant: hiking trousers described as waterproof. "
@@ -907,7 +885,7 @@ QUERIES = (
         "hiking-pants",
         features="waterproof",
     ),
-    _need(
+    need(
         "q13",
         "cashmere scarf",
         "A scarf or wrap made of cashmere. Highly relevant: cashmere scarves. Partially relevant: scarves "
@@ -917,7 +895,7 @@ QUERIES = (
         materials="cashmere",
         near_materials="merino lambswool alpaca",
     ),
-    _need(
+    need(
         "q14",
         "merino wool beanie",
         "A beanie or knitted hat in merino wool. Highly relevant: merino beanies. Partially relevant: "
@@ -927,7 +905,7 @@ QUERIES = (
         materials="merino",
         near_materials="lambswool alpaca cashmere",
     ),
-    _need(
+    need(
         "q15",
         "high support sports bra",
         "A sports bra with high support for running and high-impact training. Highly relevant: bras "
@@ -937,7 +915,7 @@ QUERIES = (
         features="high-support",
         near_features="medium-support",
     ),
-    _need(
+    need(
         "q16",
         "black yoga leggings",
         "Black leggings to wear for yoga. Highly relevant: black leggings or tights. Partially relevant: "
@@ -945,7 +923,7 @@ QUERIES = (
         "leggings",
         colours="black",
     ),
-    _need(
+    need(
         "q17",
         "brown leather belt",
         "A leather belt in a brown shade (tan, chestnut, walnut, cognac). Highly relevant: brown leather "
@@ -956,7 +934,7 @@ QUERIES = (
         near_materials="suede",
         colours="brown",
     ),
-    _need(
+    need(
         "q18",
         "3 season sleeping bag",
         "A sleeping bag for spring-to-autumn camping (comfortable around 0 °C). Highly relevant: bags sold "
@@ -966,7 +944,7 @@ QUERIES = (
         features="3-season",
         near_features="4-season",
     ),
-    _need(
+    need(
         "q19",
         "2 person backpacking tent",
         "A lightweight tent for two people to carry on multi-day hikes. Highly relevant: 2-person tents. "
@@ -976,7 +954,7 @@ QUERIES = (
         features="two-person",
         near_features="three-person",
     ),
-    _need(
+    need(
         "q20",
         "30l hiking backpack",
         "A hiking backpack of about 30 litres, enough for a long day hike. Highly relevant: packs of 28–32 "
@@ -985,7 +963,7 @@ QUERIES = (
         "backpack",
         features="30l",
     ),
-    _need(
+    need(
         "q21",
         "kids snow boots",
         "Warm winter boots for a child playing in snow. Highly relevant: kids' snow boots. Partially "
@@ -995,7 +973,7 @@ QUERIES = (
         related="hiking-boots",
         audiences="kids",
     ),
-    _need(
+    need(
         "q22",
         "merino hiking socks",
         "Hiking socks made of merino wool (blends with at least half merino count). Highly relevant: "
@@ -1004,7 +982,7 @@ QUERIES = (
         "socks",
         materials="merino",
     ),
-    _need(
+    need(
         "q23",
         "wide brim sun hat",
         "A hat with a brim wide enough to shade the face and neck. Highly relevant: sun hats described as "
@@ -1013,7 +991,7 @@ QUERIES = (
         "sun-hat",
         features="wide-brim",
     ),
-    _need(
+    need(
         "q24",
         "suede chelsea boots",
         "Chelsea boots (ankle high, elastic side panels) in suede. Highly relevant: suede Chelsea boots. "
@@ -1021,7 +999,7 @@ QUERIES = (
         "chelsea-boots",
         materials="suede",
     ),
-    _need(
+    need(
         "q25",
         "women's softshell jacket",
         "A softshell jacket (stretchy, wind-resistant) cut for women; unisex counts. Highly relevant: "
@@ -1031,7 +1009,7 @@ QUERIES = (
         related="fleece rain-jacket",
         audiences="women unisex",
     ),
-    _need(
+    need(
         "q26",
         "men's swim shorts",
         "Swim shorts or board shorts for men. Highly relevant: men's swim or board shorts. Partially "
@@ -1040,14 +1018,14 @@ QUERIES = (
         "swim-shorts",
         audiences="men unisex",
     ),
-    _need(
+    need(
         "q27",
         "denim jacket",
         "A jacket made of denim, such as a classic trucker jacket, lined or not, for anyone. Highly "
         "relevant: any denim jacket. Not relevant: denim jeans or shirts, other casual jackets.",
         "denim-jacket",
     ),
-    _need(
+    need(
         "q28",
         "rain poncho",
         "A waterproof poncho worn over clothes (and often over a backpack). Highly relevant: rain ponchos. "
@@ -1057,49 +1035,6 @@ QUERIES = (
         related="rain-jacket",
     ),
 )
-
-
-class ProductSheet(Protocol):
-    """What :func:`relevance` reads of a product; the English and the Korean catalogue's products have it."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def audience(self) -> str: ...
-    @property
-    def material(self) -> str: ...
-    @property
-    def features(self) -> frozenset[str]: ...
-    @property
-    def colour_family(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Product:
-    docid: str
-    kind: str
-    audience: str
-    material: str
-    colour: str
-    features: frozenset[str]
-    title: str
-    text: str
-    url: str = ""
-
-    @property
-    def colour_family(self) -> str:
-        return dict(COLOURS)[self.colour]
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A product before it has an id and words."""
-
-    kind: str
-    audience: str
-    material: str
-    colour: str
-    features: frozenset[str]
 
 
 def _spec(
@@ -1243,71 +1178,6 @@ _IMPORTED = (
 )
 
 
-def _products(rng: random.Random) -> list[Product]:
-    specs: list[tuple[Spec, str, str]] = []
-    for need in QUERIES:
-        specs.extend((s, *_words(rng, s)) for s in _variants(rng, need))
-    kinds = sorted(KINDS)
-    while len(specs) < 280:
-        spec = _spec(rng, rng.choice(kinds))
-        specs.append((spec, *_words(rng, spec)))
-    specs.extend(_IMPORTED)
-    # Two listings re-posted by a reseller: same words, another id (and the same score in a lexical ranker).
-    specs.extend(rng.sample(specs[: len(QUERIES) * 8], 2))
-    rng.shuffle(specs)
-    numbers = rng.sample(range(10000, 99999), len(specs))
-    products = []
-    for number, (spec, title, text) in zip(numbers, specs, strict=True):
-        url = f"https://shop.example/p/{number}" if rng.random() < 0.6 else ""
-        products.append(
-            Product(f"p{number}", spec.kind, spec.audience, spec.material, spec.colour, spec.features, title, text, url)
-        )
-    return products
-
-
-@dataclass(frozen=True)
-class Verdict:
-    grade: int
-    misses: tuple[str, ...] = ()
-    unclear: str = ""  # what the listing does not say, when that decides the grade
-    on_topic: bool = False  # the right kind of product or a close substitute
-
-
-def relevance(need: Need, product: ProductSheet) -> Verdict:
-    """The grade a careful annotator with the full product sheet would give (never shown in the app)."""
-    if product.kind in need.kinds:
-        top = 2
-    elif product.kind in need.related:
-        top = 1
-    else:
-        return Verdict(0)
-    misses: list[str] = []
-    unclear = ""
-    if need.audiences and product.audience not in need.audiences:
-        if product.audience == "unspecified":
-            misses.append("audience")
-            unclear = "audience"
-        elif ("kids" in need.audiences) != (product.audience == "kids"):
-            misses += ["audience", "audience"]  # kids' things for an adult query, and the reverse
-        else:
-            misses.append("audience")
-    if need.materials and product.material not in need.materials:
-        near = need.near_materials
-        misses += ["material"] * (1 if near is None or product.material in near else 2)
-    for f in need.features:
-        if f not in product.features:
-            near = need.near_features
-            misses += ["feature"] * (1 if near is None or near & product.features else 2)
-    if need.colours and product.colour_family not in need.colours:
-        misses.append("colour")
-    grade = max(0, top - len(misses))
-    if unclear and grade == max(0, top - len(misses) + 1):
-        unclear = ""  # the grade is the same whoever the listing is for
-    if top == 1:
-        misses.insert(0, "kind")
-    return Verdict(grade, tuple(misses), unclear, on_topic=True)
-
-
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -1320,98 +1190,41 @@ def _tokens(text: str) -> list[str]:
     ]
 
 
-def bm25(docs: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-    """Okapi BM25 of each tokenized document for the query's tokens (both catalogues' lexical systems)."""
-    avg = sum(map(len, docs)) / len(docs)
-    df = Counter(t for d in docs for t in set(d))
-    n = len(docs)
-    scores = []
-    for d in docs:
-        tf = Counter(d)
-        s = 0.0
-        for t in set(query):
-            if tf[t]:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * len(d) / avg))
-        scores.append(s)
-    return scores
-
-
-def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str, str]:
-    """TREC run text of the three systems, each ranking 50-100 products per query.
+def _scores(
+    rng: random.Random,
+    need: Need,
+    products: list[Product],
+    verdicts: list[Verdict],
+    lexical: list[float],
+    popularity: list[float],
+) -> dict[str, list[float]]:
+    """The three systems' scores of every product for a query (the generator ranks the top 50-100).
 
     Their quality differs for real: dense-v2 sees the hidden relevance through some noise (and, like many
     embedding models, cares more about the kind of product than about its audience or material), bm25 sees
     only the words (with a small popularity prior so that it always fills its list), random-baseline nothing.
     """
-    # Popularity follows the listing's words, so a re-posted duplicate ties with its original in bm25.
-    popularity = [round(random.Random(p.title + p.text).random(), 3) for p in products]
-    docs = [_tokens(p.title + " " + p.title + " " + p.text) for p in products]  # the title counts double
-    lines: dict[str, list[str]] = {name: [] for name in SYSTEMS}
-    for need in QUERIES:
-        lexical = bm25(docs, _tokens(need.text))
-        top = max(lexical) or 1.0
-        verdicts = [truth[need.qid, p.docid] for p in products]
-        scored = {
-            "bm25": [round(s + 0.05 * pop, 4) for s, pop in zip(lexical, popularity, strict=True)],
-            "dense-v2": [
-                round(
-                    0.3
-                    + 0.09 * v.grade
-                    + 0.12 * (p.kind in need.kinds)
-                    + 0.05 * (p.kind in need.related)
-                    + 0.1 * s / top
-                    + rng.gauss(0, 0.07),
-                    4,
-                )
-                for p, v, s in zip(products, verdicts, lexical, strict=True)
-            ],
-            "random-baseline": [round(rng.random(), 3) for _ in products],
-        }
-        for name, scores in scored.items():
-            ranked = sorted(zip(scores, (p.docid for p in products), strict=True), key=lambda x: (-x[0], x[1]))
-            lines[name].extend(
-                f"{need.qid} Q0 {docid} {rank} {score} {name}"
-                for rank, (score, docid) in enumerate(ranked[: rng.randint(50, 100)], 1)
+    top = max(lexical) or 1.0
+    return {
+        "bm25": [round(s + 0.05 * pop, 4) for s, pop in zip(lexical, popularity, strict=True)],
+        "dense-v2": [
+            round(
+                0.3
+                + 0.09 * v.grade
+                + 0.12 * (p.kind in need.kinds)
+                + 0.05 * (p.kind in need.related)
+                + 0.1 * s / top
+                + rng.gauss(0, 0.07),
+                4,
             )
-    return {name: "\n".join(rows) + "\n" for name, rows in lines.items()}
-
-
-@dataclass(frozen=True)
-class DemoData:
-    """A catalogue's demo (this one's or catalogue_ko's): its products, hidden relevance and runs, and the
-    files the loader imports. The catalogue says how it tags a query and describes a product."""
-
-    products: tuple  # of the catalogue's Product
-    truth: dict  # (qid, docid) -> Verdict
-    runs: dict  # system name -> TREC run text
-    queries: tuple  # of Need
-    tags: Callable  # Need -> "tier,department"
-    attributes: Callable  # Product -> {"brand", "category", "colour", "audience"}
-
-    def topics_tsv(self) -> bytes:
-        """Topics with a fourth column of tags: the query's traffic tier and its department (query segments)."""
-        return "".join(f"{q.qid}\t{q.text}\t{q.description}\t{self.tags(q)}\n" for q in self.queries).encode()
-
-    def docs_jsonl(self) -> bytes:
-        rows = []
-        for p in self.products:
-            row = {"docid": p.docid, "title": p.title, "text": p.text}
-            if p.url:
-                row["url"] = p.url
-            # facets a shop's catalogue has: the leaderboard measures diversity over them
-            row["attributes"] = self.attributes(p)
-            rows.append(json.dumps(row, ensure_ascii=False) + "\n")
-        return "".join(rows).encode()
+            for p, v, s in zip(products, verdicts, lexical, strict=True)
+        ],
+        "random-baseline": [round(rng.random(), 3) for _ in products],
+    }
 
 
 # Query traffic tiers as a shop's search logs would give them: the first queries are the most searched.
 TIERS = (("head", 9), ("torso", 18), ("tail", len(QUERIES)))
-
-
-def query_tier(qid: str) -> str:
-    n = int(qid.lstrip("q"))
-    return next(tier for tier, last in TIERS if n <= last)
 
 
 def department(need: Need) -> str:
@@ -1425,29 +1238,34 @@ def brand_of(title: str) -> str:
     return max(known, key=len) if known else title.split()[0]
 
 
-@cache
-def demo_data(seed: int = SEED) -> DemoData:
-    """The demo's products, hidden relevance and runs, the same for the same seed."""
-    rng = random.Random(seed)
-    products = _products(rng)
-    truth = {(q.qid, p.docid): relevance(q, p) for q in QUERIES for p in products}
-    return DemoData(tuple(products), truth, _runs(rng, products, truth), tuple(QUERIES), _tags, _attributes)
-
-
-def _tags(need: Need) -> str:
-    return f"{query_tier(need.qid)},{department(need)}"
-
-
 def _attributes(p: Product) -> dict:
     return {"brand": brand_of(p.title), "category": p.kind, "colour": p.colour_family, "audience": p.audience}
 
 
-@dataclass(frozen=True)
-class Profile:
-    slip: float  # chance of an off-by-one grade on an on-topic listing
-    lean: float  # -1 always stricter ... +1 always more lenient when slipping
-    unsure: float  # chance of marking unsure when the listing does not say what decides the grade
-    pace: float  # median seconds per judgment
+VOCABULARY = Vocabulary(
+    queries=QUERIES,
+    kinds=tuple(KINDS),
+    colours=dict(COLOURS),
+    listings=280,
+    numbers=range(10000, 99999),
+    docid="p{number}",
+    url="https://shop.example/p/{number}",
+    imported=_IMPORTED,
+    spec=_spec,
+    variants=_variants,
+    words=_words,
+    tokens=_tokens,
+    scores=_scores,
+    tiers=TIERS,
+    department=department,
+    attributes=_attributes,
+)
+
+
+@cache
+def demo_data(seed: int = SEED) -> DemoData:
+    """The demo's products, hidden relevance and runs, the same for the same seed."""
+    return generate(VOCABULARY, seed)
 
 
 PROFILES = {
@@ -1503,81 +1321,6 @@ def adjudication_note(misses: tuple[str, ...], grade: int) -> str:
     return f"{reason}: {str(SCALE[grade]['name']).lower()}, as the query description says."
 
 
-@dataclass
-class Decision:
-    grade: int | None
-    unsure: bool = False
-    tentative: int | None = None
-    note: str = ""
-    seconds: float = 10.0
-    settled_by: str = ""  # for an unsure decision: the note once the missing evidence is found
-
-
-@dataclass(frozen=True)
-class Words:
-    """What an annotator of a catalogue writes, in its language: the notes of ``decide``."""
-
-    unclear: dict[str, tuple[str, ...]]  # unsure: the listing does not say whose fit it is, by audience
-    imported: tuple[str, ...]  # unsure: an imported listing full of markup
-    substitute: tuple[str, ...]  # unsure: does a substitute count?
-    misses: dict[str, tuple[str, ...]]  # a note on what an on-topic listing lacks, by kind of miss
-    imported_prefix: str  # how an imported listing's text begins
-    resolved: tuple[str, str, str]  # the note when the unclear, imported or substitute case is settled later
-
-
-def decide(
-    rng: random.Random, profile: Profile, need: Need, product: Product, verdict: Verdict, words: Words
-) -> Decision:
-    """One annotator's judgment of a listing whose true grade is ``verdict``, with the habits of ``profile``
-    (unsure where the listing leaves the grade open, slips, leaning) and notes in ``words``' language."""
-    seconds = min(40.0, max(3.0, rng.lognormvariate(math.log(profile.pace), 0.5)))
-    slow = round(rng.uniform(18, 40), 1)  # hesitating takes time
-    if verdict.unclear and rng.random() < profile.unsure:
-        audience = "kids" if "kids" in need.audiences else "women" if "women" in need.audiences else "men"
-        tentative = None if rng.random() < 0.3 else min(2, verdict.grade + rng.randint(0, 1))
-        return Decision(
-            None,
-            True,
-            tentative,
-            rng.choice(words.unclear[audience]),
-            slow,
-            words.resolved[0],
-        )
-    if verdict.on_topic and product.text.startswith(words.imported_prefix) and rng.random() < profile.unsure / 2:
-        return Decision(
-            None,
-            True,
-            verdict.grade,
-            rng.choice(words.imported),
-            slow,
-            words.resolved[1],
-        )
-    if verdict.misses[:1] == ("kind",) and verdict.grade and rng.random() < profile.unsure / 4:
-        tentative = verdict.grade if rng.random() < 0.7 else None
-        return Decision(
-            None,
-            True,
-            tentative,
-            rng.choice(words.substitute),
-            slow,
-            words.resolved[2],
-        )
-    grade = verdict.grade
-    if verdict.on_topic:
-        slip = profile.slip * (1.5 if grade == 1 else 0.7)
-        if rng.random() < slip:
-            up = grade == 0 or (grade < 2 and rng.random() < 0.5 + profile.lean / 2)
-            step = 2 if rng.random() < 0.25 else 1  # now and then a real dispute, two grades apart
-            grade = min(2, grade + step) if up else max(0, grade - step)
-            seconds = min(40.0, seconds * 1.4)
-    elif rng.random() < 0.01:
-        grade = 1  # a slip of the key
-    note = ""
-    if verdict.misses and grade > 0 and rng.random() < 0.15:
-        note = rng.choice(words.misses[verdict.misses[0]])
-    return Decision(grade, note=note, seconds=round(seconds, 1))
-
-
 WORDS = Words(
     unclear=UNCLEAR_NOTES,
     imported=IMPORTED_UNSURE,
@@ -1590,27 +1333,3 @@ WORDS = Words(
         "The description lists this substitute as partially relevant.",
     ),
 )
-
-
-class Clock:
-    """An annotator's working time: judgments one after another, in sessions of 40-90 on past days."""
-
-    def __init__(self, rng: random.Random, start: datetime):
-        self.rng = rng
-        self.now = start
-        self.left = rng.randint(40, 90)
-
-    def next_morning(self) -> None:
-        self.now = (self.now + timedelta(days=1)).replace(hour=8, minute=self.rng.randint(30, 59))
-        self.left = self.rng.randint(40, 90)
-
-    def tick(self, seconds: float) -> datetime:
-        if self.left == 0:
-            self.left = self.rng.randint(40, 90)
-            if self.now.hour >= 15:
-                self.now = (self.now + timedelta(days=1)).replace(hour=9, minute=self.rng.randint(0, 50))
-            else:
-                self.now += timedelta(hours=self.rng.uniform(1, 2.5))
-        self.left -= 1
-        self.now += timedelta(seconds=seconds + self.rng.uniform(2, 12))
-        return self.now

@@ -1,10 +1,11 @@
-"""The Korean demo's data (``load_demo --lang ko``): an online shop's product search, written for the demo.
+"""The Korean demo's vocabulary (``load_demo --lang ko``): an online shop's product search, written for the demo.
 
-The same kind of world as the English demo (judging/demo/catalogue.py), in Korean: queries a Korean shopper types
-("야식 배달", "겨울 패딩", "무선 이어폰 노이즈 캔슬링"), listings generated from brands, categories and attributes
-into sentences that read like a Korean shop's product pages, three rankers of clearly different quality and three
-annotators who judge the way the English demo's do (the rules of relevance are shared: ``relevance``). Nothing here
-is random at import time and nothing calls the network: the same seed gives the same campaign, byte for byte.
+The same kind of world as the English demo (judging/demo/catalogue.py), in Korean, made by the same generator
+(judging/demo/generator.py): queries a Korean shopper types ("야식 배달", "겨울 패딩", "무선 이어폰 노이즈 캔슬링"),
+listings generated from brands, categories and attributes into sentences that read like a Korean shop's product
+pages, three rankers of clearly different quality and three annotators who judge the way the English demo's do
+(the rules of relevance and the annotators' habits are the generator's). The Korean words are data, not gettext:
+the demo's campaign is in Korean whatever language the interface is in.
 """
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from judging.demo.catalogue import DemoData, Need, Profile, Words, bm25, relevance
+from judging.demo.generator import (
+    DemoData,
+    Need,
+    Product,
+    Profile,
+    Spec,
+    Trait,
+    Verdict,
+    Vocabulary,
+    Words,
+    generate,
+    need,
+)
 
 SLUG = "shopping-ko"
 
@@ -159,14 +172,6 @@ GUIDELINES = """\
 - 같은 상품이 다른 번호로 다시 올라온 경우(상품명과 설명이 같음) 같은 등급을 주세요.
 - 한 쌍에 10~20초를 목표로 하고, 30분마다 쉬어 주세요. 피로는 판정자 간 일치도에 그대로 드러납니다.
 """
-
-
-@dataclass(frozen=True)
-class Trait:
-    """A material or a feature: the word a title uses for it ("" when titles leave it out) and what pages say."""
-
-    word: str
-    sentences: tuple[str, ...]
 
 
 MATERIALS = {
@@ -658,13 +663,8 @@ def josa(word: str, with_final: str, without: str) -> str:
     return with_final if _final_consonant(word) else without
 
 
-def _need(qid: str, text: str, description: str, kinds: str, **constraints: str) -> Need:
-    sets = {key: frozenset(value.split()) for key, value in constraints.items()}
-    return Need(qid, text, description, frozenset(kinds.split()), **sets)
-
-
 QUERIES = (
-    _need(
+    need(
         "q01",
         "야식 배달",
         "밤늦게 시켜 먹을 야식을 찾는 검색입니다. 적합: 치킨·피자·족발·떡볶이처럼 바로 먹을 수 있는 야식 메뉴이면서 "
@@ -674,7 +674,7 @@ QUERIES = (
         features="tonight",
         near_features="parcel",
     ),
-    _need(
+    need(
         "q02",
         "겨울 패딩",
         "한겨울에 입을 따뜻한 패딩입니다. 적합: 충전량이 넉넉한 헤비 패딩(길이와 성별은 상관없음). 부분 적합: "
@@ -683,7 +683,7 @@ QUERIES = (
         features="heavy",
         near_features="light",
     ),
-    _need(
+    need(
         "q03",
         "무선 이어폰 노이즈 캔슬링",
         "노이즈 캔슬링이 되는 무선 이어폰입니다. 적합: 액티브 노이즈 캔슬링(ANC)을 지원하는 무선 이어폰. 부분 "
@@ -693,7 +693,7 @@ QUERIES = (
         related="headphones",
         features="anc",
     ),
-    _need(
+    need(
         "q04",
         "여성 롱패딩",
         "여성이 입을 긴 기장의 패딩입니다. 적합: 여성용 또는 남녀공용 롱기장 패딩. 부분 적합: 여성용 숏패딩, "
@@ -702,7 +702,7 @@ QUERIES = (
         audiences="women unisex",
         features="long",
     ),
-    _need(
+    need(
         "q05",
         "캐시미어 니트",
         "캐시미어로 짠 니트나 스웨터입니다. 적합: 캐시미어 니트. 부분 적합: 울 니트, 캐시미어 가디건. "
@@ -712,7 +712,7 @@ QUERIES = (
         materials="cashmere",
         near_materials="wool",
     ),
-    _need(
+    need(
         "q06",
         "남성 울 코트",
         "남성이 입을 울 또는 캐시미어 코트입니다. 적합: 남성용이나 남녀공용 울·캐시미어 코트. 부분 적합: "
@@ -721,7 +721,7 @@ QUERIES = (
         materials="wool cashmere",
         audiences="men unisex",
     ),
-    _need(
+    need(
         "q07",
         "쿠셔닝 좋은 러닝화",
         "쿠셔닝이 좋은 달리기용 신발입니다. 적합: 쿠셔닝을 내세운 러닝화. 부분 적합: 쿠셔닝 언급이 없는 "
@@ -729,7 +729,7 @@ QUERIES = (
         "running-shoes",
         features="cushion",
     ),
-    _need(
+    need(
         "q08",
         "방수 등산화",
         "비 오는 산행에도 발이 젖지 않는 등산화입니다. 적합: 방수 기능이 있는 등산화. 부분 적합: 방수 기능이 "
@@ -737,7 +737,7 @@ QUERIES = (
         "hiking-boots",
         features="waterproof",
     ),
-    _need(
+    need(
         "q09",
         "블루투스 헤드폰",
         "선 없이 블루투스로 연결하는 헤드폰입니다. 적합: 무선(블루투스) 헤드폰. 부분 적합: 무선 이어폰. "
@@ -747,7 +747,7 @@ QUERIES = (
         features="wireless",
         near_features="",
     ),
-    _need(
+    need(
         "q10",
         "가벼운 노트북",
         "들고 다니기 가벼운 노트북입니다. 적합: 1.3kg 이하의 초경량 노트북. 부분 적합: 1.5kg 안팎의 노트북. "
@@ -756,7 +756,7 @@ QUERIES = (
         features="ultralight",
         near_features="midweight",
     ),
-    _need(
+    need(
         "q11",
         "게이밍 노트북",
         "게임을 하기 위한 고사양 노트북입니다. 적합: 외장 그래픽을 갖춘 게이밍 노트북. 부적합: 게이밍 사양이 "
@@ -765,7 +765,7 @@ QUERIES = (
         features="gaming",
         near_features="",
     ),
-    _need(
+    need(
         "q12",
         "보조배터리 20000mAh",
         "용량 20000mAh의 보조배터리입니다. 적합: 20000mAh 보조배터리. 부분 적합: 10000mAh 보조배터리. "
@@ -774,7 +774,7 @@ QUERIES = (
         features="20000mah",
         near_features="10000mah",
     ),
-    _need(
+    need(
         "q13",
         "고속충전 보조배터리",
         "고속충전을 지원하는 보조배터리입니다. 적합: PD 고속충전을 지원하는 보조배터리. 부분 적합: 고속충전 "
@@ -782,7 +782,7 @@ QUERIES = (
         "power-bank",
         features="fast-charge",
     ),
-    _need(
+    need(
         "q14",
         "물걸레 로봇청소기",
         "물걸레 청소까지 하는 로봇청소기입니다. 적합: 물걸레 기능이 있는 로봇청소기. 부분 적합: 흡입만 하는 "
@@ -790,7 +790,7 @@ QUERIES = (
         "robot-vacuum",
         features="mop",
     ),
-    _need(
+    need(
         "q15",
         "에어프라이어 대용량",
         "용량이 큰 에어프라이어입니다. 적합: 10L 이상 대용량 에어프라이어. 부분 적합: 5L 안팎의 에어프라이어. "
@@ -799,7 +799,7 @@ QUERIES = (
         features="large",
         near_features="medium",
     ),
-    _need(
+    need(
         "q16",
         "가열식 가습기",
         "물을 끓이는 가열식 가습기입니다. 적합: 가열식 가습기. 부분 적합: 가열과 초음파를 함께 쓰는 복합식 "
@@ -808,7 +808,7 @@ QUERIES = (
         features="heated",
         near_features="hybrid-humid",
     ),
-    _need(
+    need(
         "q17",
         "무기자차 선크림",
         "무기자차(물리적 자외선 차단제) 선크림입니다. 적합: 무기자차 선크림. 부분 적합: 혼합자차 선크림. "
@@ -817,14 +817,14 @@ QUERIES = (
         features="mineral",
         near_features="hybrid-sun",
     ),
-    _need(
+    need(
         "q18",
         "민감성 피부 클렌징폼",
         "민감한 피부에 쓸 세안제입니다. 적합: 저자극·약산성을 내세운 클렌징폼. 부분 적합: 저자극 언급이 없는 클렌징폼.",
         "cleanser",
         features="sensitive",
     ),
-    _need(
+    need(
         "q19",
         "순살 치킨",
         "뼈 없는 순살 치킨입니다. 적합: 순살 치킨(배송 방식은 상관없음). 부분 적합: 뼈 있는 치킨. "
@@ -833,14 +833,14 @@ QUERIES = (
         features="boneless",
         near_features="bone-in",
     ),
-    _need(
+    need(
         "q20",
         "떡볶이 밀키트",
         "집에서 끓여 먹는 떡볶이 밀키트입니다. 적합: 떡볶이 밀키트(맛과 배송 방식은 상관없음). 부적합: "
         "떡볶이가 아닌 음식.",
         "tteokbokki",
     ),
-    _need(
+    need(
         "q21",
         "냉동 피자",
         "냉동 상태로 받아 집에서 데워 먹는 피자입니다. 적합: 택배로 오는 냉동 피자. 부분 적합: 당일 배달되는 "
@@ -849,7 +849,7 @@ QUERIES = (
         features="parcel",
         near_features="tonight",
     ),
-    _need(
+    need(
         "q22",
         "아기 물티슈",
         "아기에게 쓰는 물티슈입니다. 적합: 아기용이라고 밝힌 물티슈. 부분 적합: 누구를 위한 제품인지 적혀 "
@@ -857,7 +857,7 @@ QUERIES = (
         "wipes",
         audiences="kids",
     ),
-    _need(
+    need(
         "q23",
         "아동 패딩",
         "아이가 입을 패딩입니다. 적합: 아동용 패딩(기장과 두께는 상관없음). 부분 적합: 대상이 적혀 있지 않은 "
@@ -865,7 +865,7 @@ QUERIES = (
         "padding",
         audiences="kids",
     ),
-    _need(
+    need(
         "q24",
         "남성 러닝화",
         "남성이 신을 러닝화입니다. 적합: 남성용이나 남녀공용 러닝화. 부분 적합: 여성용 러닝화, 대상이 적혀 "
@@ -873,7 +873,7 @@ QUERIES = (
         "running-shoes",
         audiences="men unisex",
     ),
-    _need(
+    need(
         "q25",
         "여성 니트 가디건",
         "여성이 입을 니트 가디건입니다. 적합: 여성용 가디건. 부분 적합: 여성용 니트(가디건이 아닌 것), "
@@ -883,34 +883,6 @@ QUERIES = (
         audiences="women unisex",
     ),
 )
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A product before it has an id and words."""
-
-    kind: str
-    audience: str
-    material: str
-    colour: str
-    features: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Product:
-    docid: str
-    kind: str
-    audience: str
-    material: str
-    colour: str
-    features: frozenset[str]
-    title: str
-    text: str
-    url: str = ""
-
-    @property
-    def colour_family(self) -> str:
-        return dict(COLOURS).get(self.colour, "")
 
 
 def _spec(
@@ -1054,28 +1026,6 @@ _IMPORTED = (
 )
 
 
-def _products(rng: random.Random) -> list[Product]:
-    specs: list[tuple[Spec, str, str]] = []
-    for need in QUERIES:
-        specs.extend((s, *_words(rng, s)) for s in _variants(rng, need))
-    kinds = sorted(KINDS)
-    while len(specs) < 250:
-        spec = _spec(rng, rng.choice(kinds))
-        specs.append((spec, *_words(rng, spec)))
-    specs.extend(_IMPORTED)
-    # Two listings re-posted by a reseller: same words, another id (and the same score in a lexical ranker).
-    specs.extend(rng.sample(specs[: len(QUERIES) * 8], 2))
-    rng.shuffle(specs)
-    numbers = rng.sample(range(100000, 999999), len(specs))
-    products = []
-    for number, (spec, title, text) in zip(numbers, specs, strict=True):
-        url = f"https://shop.example/ko/goods/{number}" if rng.random() < 0.6 else ""
-        products.append(
-            Product(f"g{number}", spec.kind, spec.audience, spec.material, spec.colour, spec.features, title, text, url)
-        )
-    return products
-
-
 def bigrams(text: str) -> list[str]:
     """Character bigrams of each word (a word of one character is its own term): Korean search without a
     morphological analyser. "롱패딩을" gives 롱패, 패딩, 딩을, so it matches the query "패딩"."""
@@ -1088,57 +1038,46 @@ def bigrams(text: str) -> list[str]:
     return grams
 
 
-def _runs(rng: random.Random, products: list[Product], truth: dict) -> dict[str, str]:
-    """TREC run text of the three systems, each ranking 50-100 products per query.
+def _scores(
+    rng: random.Random,
+    need: Need,
+    products: list[Product],
+    verdicts: list[Verdict],
+    lexical: list[float],
+    popularity: list[float],
+) -> dict[str, list[float]]:
+    """The three systems' scores of every product for a query (the generator ranks the top 50-100).
 
     hybrid-v3 sees the hidden relevance through some noise plus the bigram score; bm25-bigram sees only the
     words (with a small popularity prior); keyword-match counts the query's words that appear as whole words in
     the title, exactly as typed ("노이즈 캔슬링" misses "노이즈캔슬링", "패딩" misses "롱패딩"), and breaks ties by
     popularity.
     """
-    popularity = [round(random.Random(p.title + p.text).random(), 3) for p in products]
-    docs = [bigrams(p.title + " " + p.title + " " + p.text) for p in products]  # the title counts double
+    top = max(lexical) or 1.0
     titles = [set(unicodedata.normalize("NFC", p.title).split()) for p in products]
-    lines: dict[str, list[str]] = {name: [] for name in SYSTEMS}
-    for need in QUERIES:
-        lexical = bm25(docs, bigrams(need.text))
-        top = max(lexical) or 1.0
-        verdicts = [truth[need.qid, p.docid] for p in products]
-        words = need.text.split()
-        scored = {
-            "hybrid-v3": [
-                round(
-                    0.3
-                    + 0.09 * v.grade
-                    + 0.1 * (p.kind in need.kinds)
-                    + 0.04 * (p.kind in need.related)
-                    + 0.12 * s / top
-                    + rng.gauss(0, 0.07),
-                    4,
-                )
-                for p, v, s in zip(products, verdicts, lexical, strict=True)
-            ],
-            "bm25-bigram": [round(s + 0.05 * pop, 4) for s, pop in zip(lexical, popularity, strict=True)],
-            "keyword-match": [
-                round(sum(w in t for w in words) + 0.9 * pop, 3) for t, pop in zip(titles, popularity, strict=True)
-            ],
-        }
-        for name, scores in scored.items():
-            ranked = sorted(zip(scores, (p.docid for p in products), strict=True), key=lambda x: (-x[0], x[1]))
-            lines[name].extend(
-                f"{need.qid} Q0 {docid} {rank} {score} {name}"
-                for rank, (score, docid) in enumerate(ranked[: rng.randint(50, 100)], 1)
+    words = need.text.split()
+    return {
+        "hybrid-v3": [
+            round(
+                0.3
+                + 0.09 * v.grade
+                + 0.1 * (p.kind in need.kinds)
+                + 0.04 * (p.kind in need.related)
+                + 0.12 * s / top
+                + rng.gauss(0, 0.07),
+                4,
             )
-    return {name: "\n".join(rows) + "\n" for name, rows in lines.items()}
+            for p, v, s in zip(products, verdicts, lexical, strict=True)
+        ],
+        "bm25-bigram": [round(s + 0.05 * pop, 4) for s, pop in zip(lexical, popularity, strict=True)],
+        "keyword-match": [
+            round(sum(w in t for w in words) + 0.9 * pop, 3) for t, pop in zip(titles, popularity, strict=True)
+        ],
+    }
 
 
 # Query traffic tiers as a shop's search logs would give them: the first queries are the most searched.
 TIERS = (("head", 8), ("torso", 16), ("tail", len(QUERIES)))
-
-
-def query_tier(qid: str) -> str:
-    n = int(qid.lstrip("q"))
-    return next(tier for tier, last in TIERS if n <= last)
 
 
 def department(need: Need) -> str:
@@ -1151,23 +1090,35 @@ def brand_of(title: str) -> str:
     return title[1 : title.index("]")] if title.startswith("[") and "]" in title else title.split()[0]
 
 
-@cache
-def demo_data(seed: int = SEED) -> DemoData:
-    """The Korean demo's products, hidden relevance and runs, the same for the same seed."""
-    rng = random.Random(seed)
-    products = _products(rng)
-    truth = {(q.qid, p.docid): relevance(q, p) for q in QUERIES for p in products}
-    return DemoData(tuple(products), truth, _runs(rng, products, truth), tuple(QUERIES), _tags, _attributes)
-
-
-def _tags(need: Need) -> str:
-    """The query's traffic tier and its department (in Korean)."""
-    return f"{query_tier(need.qid)},{department(need)}"
-
-
 def _attributes(p: Product) -> dict:
     # Listings without a colour family (bags, electronics ...) say "none" rather than null.
     return {"brand": brand_of(p.title), "category": p.kind, "colour": p.colour_family or "none", "audience": p.audience}
+
+
+VOCABULARY = Vocabulary(
+    queries=QUERIES,
+    kinds=tuple(KINDS),
+    colours=dict(COLOURS),
+    listings=250,
+    numbers=range(100000, 999999),
+    docid="g{number}",
+    url="https://shop.example/ko/goods/{number}",
+    imported=_IMPORTED,
+    spec=_spec,
+    variants=_variants,
+    words=_words,
+    tokens=bigrams,
+    scores=_scores,
+    tiers=TIERS,
+    department=department,
+    attributes=_attributes,
+)
+
+
+@cache
+def demo_data(seed: int = SEED) -> DemoData:
+    """The Korean demo's products, hidden relevance and runs, the same for the same seed."""
+    return generate(VOCABULARY, seed)
 
 
 PROFILES = {

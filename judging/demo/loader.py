@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from judging.demo import catalogue, catalogue_ko
-from judging.demo.catalogue import Clock, Decision, decide
+from judging.demo.generator import Clock, Decision, decide
 from judging.demo.online import model_judge, online_csv
 from judging.models import (
     Adjudication,
@@ -39,8 +39,9 @@ from judging.services.model_judge import Verdict as ModelVerdict
 from judging.services.model_judge import model_judge_get_or_create, model_judgments_write
 from judging.services.online import online_import
 
-# A catalogue is a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES, SYSTEMS, LEAD, ANNOTATORS,
-# PASSWORDS, ROLES, PROFILES, PLAN, LANGUAGE, demo_data(), WORDS ... (judging/demo/catalogue.py is the reference).
+# A catalogue is a language's vocabulary, a module with the same names: SLUG, NAME, SCALE, GUIDELINES, QUERIES,
+# SYSTEMS, LEAD, ANNOTATORS, PASSWORDS, ROLES, PROFILES, PLAN, LANGUAGE, WORDS, VOCABULARY, demo_data() ...
+# (judging/demo/catalogue.py is the reference); judging/demo/generator.py makes its demo.
 CATALOGUES = {"en": catalogue, "ko": catalogue_ko}
 
 

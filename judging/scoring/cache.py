@@ -37,6 +37,7 @@ from judging.scoring.cube import (
 )
 from judging.scoring.hybrid import draws_for, hybrid_fit, hybrid_judge, hybrid_scores
 from judging.scoring.memory import built_large
+from metrics.measures import LEADERBOARD
 
 # Queries per shared-cache entry: a new label rewrites one block (16 queries x 20 systems x 9 measures is
 # 23 kB), not the whole table. Blocks of 64 took 10-20 ms to write on PostgreSQL's database cache after each
@@ -48,8 +49,8 @@ logger = logging.getLogger(__name__)
 
 CACHE_SECONDS = 7 * 24 * 3600
 
-# The leaderboard's measures in its column order.
-LEADERBOARD_MEASURES = ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref", "Judged")
+# The leaderboard's measures in its column order (the registry's, metrics.measures).
+LEADERBOARD_MEASURES = LEADERBOARD
 
 
 def measure_names(k: int) -> list[str]:

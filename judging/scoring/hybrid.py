@@ -174,12 +174,21 @@ def hybrid_fit(campaign: Campaign, cube: RunCube, name: str, versions: np.ndarra
     """The calibration of model judge ``name`` on ``campaign`` (see the module): the process's fit while the pairs
     both graded grew by less than REFIT_SHARE (or REFIT_MIN) and the model's answers did not change. ``versions``
     (the queries' labels versions): at the versions the fit was last checked at, nothing is read (a poll with no
-    new label); RequestError naming ``labels`` for a judge nobody has."""
+    new label); RequestError naming ``labels`` for a judge nobody has.
+
+    Between those, the pairs are counted again only once the queries' labels versions moved by REFIT_MIN (or
+    REFIT_SHARE of the pairs both graded) in all since the last count: every judgment moves its query's version by
+    one at least, so the pairs both graded cannot have grown by more (the count read every judgment and answer of
+    the model: 6,000 rows a judgment at 3,000 pairs). A change of the model's answers shows at that count too."""
     key = (campaign.pk, name, str(cube.key))
     with _LOCK:
         kept = _FITS.get(key)
     if kept is not None and np.array_equal(kept[0], versions):
         return kept[1]
+    if kept is not None and kept[0].shape == versions.shape:
+        moved = int(np.maximum(versions - kept[0], 0).sum())
+        if moved < max(REFIT_MIN, REFIT_SHARE * kept[1].both):
+            return kept[1]
     fit = kept[1] if kept is not None else None
     judge_id = fit.judge_id if fit is not None else _judge_id(name)
     answered, both = _counts(campaign, judge_id)

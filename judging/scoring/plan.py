@@ -23,11 +23,12 @@ from django.utils.translation import gettext as _
 from judging.models import Campaign, Pair
 from judging.scoring.cache import Params, leaderboard
 from judging.scoring.presenters import system_order
+from metrics import measures
 from metrics.power import paired_power, paired_variance, topic_set_size
 
 # Measures the planner takes: these at a cutoff ("nDCG@10"), and those of the whole run.
-AT_K = ("P", "R", "F1", "Hit", "nDCG")
-WHOLE = ("MRR", "MAP", "bpref")
+AT_K = measures.AT_K
+WHOLE = measures.WHOLE_RUN_ORDER
 # A standard deviation of paired differences below this is float noise of identical per-query scores.
 SPREAD_EPS = 1e-12
 DEFAULTS: dict[str, str] = {"measure": "nDCG@10", "delta": "0.05", "power": "0.8", "alpha": "0.05"}

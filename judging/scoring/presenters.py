@@ -119,8 +119,9 @@ def judging_timeline(campaign: Campaign) -> Timeline:
 
 # --------------------------------------------------------------------------- measure names in words
 
-# What each measure is, for tooltips and menus; the abbreviation itself (P@10, nDCG@10, MRR ...) stays as it
-# is in every language, as trec_eval and the API name it.
+# What each measure of the registry (metrics.measures.MEASURES) is, in words, for tooltips and menus: its label,
+# translated like every page's words; the abbreviation itself (P@10, nDCG@10, MRR ...) stays as it is in every
+# language, as trec_eval and the API name it. tests/judging/test_scoring.py holds one per measure.
 MEASURE_TITLES = {
     "nDCG": gettext_lazy("normalized discounted cumulative gain (nDCG) in the top %(k)s"),
     "P": gettext_lazy("precision: share of the top %(k)s that is relevant"),

@@ -12,6 +12,7 @@ from django.utils.translation import gettext, ngettext
 import metrics
 from judging.models import Campaign, OnlineMetric
 from judging.scoring import Leaderboard, Params, leaderboard
+from metrics.measures import is_judged
 
 # Below this many systems a correlation is anecdote: with 3 systems tau can only be -1, -1/3, 1/3 or 1.
 FEW_SYSTEMS = 5
@@ -153,7 +154,7 @@ def _best_measures(rows: list[dict[str, Any]], overall: dict[str, dict[int, floa
             r
             for r in rows
             if r["metric"] == metric
-            and not r["measure"].startswith("Judged")
+            and not is_judged(r["measure"])
             and r["n_systems"] >= 2
             and r["kendall_tau"] is not None
         ]

@@ -15,8 +15,9 @@ from judging.aggregation import Policy
 from judging.models import Campaign
 from judging.scoring import trust
 from metrics import Measure
+from metrics.measures import JUDGED, MENU
 
-MEASURES = ("nDCG", "P", "R", "F1", "Hit", "MRR", "MAP", "bpref", "Judged")  # order of the ranking-measure menu
+MEASURES = MENU  # order of the ranking-measure menu (metrics.measures)
 
 
 @dataclass
@@ -55,7 +56,7 @@ class BoardRequest:
     @property
     def judged(self) -> str:
         """The coverage measure shown beside the scores, e.g. "Judged@10"."""
-        return str(Measure("Judged", self.params.k))
+        return str(Measure(JUDGED, self.params.k))
 
     @property
     def changed_params(self) -> dict[str, str]:

@@ -30,6 +30,7 @@ from judging.views.board import BoardRequest
 from judging.views.job_presenters import job_context
 from judging.views.leaderboard_ppi import ppi_context
 from metrics import Measure
+from metrics.measures import is_judged
 
 PAGE_SIZE = 200  # queries per page of the heatmap, the head-to-head list and the trust page's diversity table
 PHONE_CHART_WIDTH = 340  # the bar chart drawn for a 390 px screen: about its card's width inside the padding
@@ -357,7 +358,7 @@ def _trust_inline(lb: scoring.Leaderboard) -> bool:
 
 def _table_trust(ctx: BoardRequest, lb: scoring.Leaderboard, rows: list[dict]) -> dict:
     """Each row's bounds on the ranking measure and whether its order with the next row is settled."""
-    if not rows or not lb.n_scored or not _trust_inline(lb) or ctx.measure.startswith("Judged"):
+    if not rows or not lb.n_scored or not _trust_inline(lb) or is_judged(ctx.measure):
         return {"trust_shown": False, "trust_inline": _trust_inline(lb)}
     # the same entries as the JSON's, computed once per labels state by the machine's processes together
     entries = trust.trust_entries(lb, ctx.measure, ctx.top_k)

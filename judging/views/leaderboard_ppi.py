@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from judging import scoring
 from judging.views.board import BoardRequest
+from metrics.measures import is_judged
 
 
 def ppi_context(ctx: BoardRequest) -> dict[str, Any]:
@@ -22,7 +23,7 @@ def ppi_context(ctx: BoardRequest) -> dict[str, Any]:
         if ctx.measure in board.measures
         else board.measures.index(f"nDCG@{ctx.params.k}")
     )
-    others = [i for i, name in enumerate(board.measures) if i != m and not name.startswith("Judged")]
+    others = [i for i, name in enumerate(board.measures) if i != m and not is_judged(name)]
     rows = []
     for rank, s in enumerate(board.order(board.measures[m]).tolist(), start=1):
         rows.append(

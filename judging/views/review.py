@@ -46,6 +46,7 @@ from judging.services import (
 from judging.views.job_presenters import policy_job_context
 from judging.views.paging import page_of
 from metrics import Measure
+from metrics.measures import JUDGED
 
 PAGE_SIZE = 50
 KINDS = {
@@ -344,7 +345,7 @@ def agreement(request, member: Member):
         for q in queries
     ]
 
-    measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != "Judged"]
+    measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != JUDGED]
     measure = request.GET.get("measure") if request.GET.get("measure") in measures else str(STABILITY_MEASURE)
     stability = _stability_rows(campaign, measure)
     return render(

@@ -260,3 +260,26 @@ def test_the_fit_reads_a_pair_by_its_systems_and_the_models_answer(make_user, mo
     print(n, losses)
     assert n > 300
     assert losses["pair"] < 0.9 * losses["rows"], (n, losses)
+
+
+def test_a_judgment_does_not_recount_the_model_judges_answers(make_user, django_assert_num_queries):
+    """After a fit, a few new labels (versions moved by less than REFIT_MIN in all) keep it without a read: the
+    count of the pairs both graded read every judgment and answer of the model at each judgment (6,000 rows a
+    judgment at 3,000 pairs); once the versions moved by REFIT_MIN the pairs are counted and the fit made again."""
+    from judging.scoring import hybrid as hybrid_module
+    from judging.scoring.cube import run_cube
+
+    campaign, _coll, _lead, _annotator, _judge = _hybrid_campaign(make_user, slug="hyb-count", share_people=0.3)
+    versions = np.array(campaign.queries.order_by("id").values_list("labels_version", flat=True))
+    cube = run_cube(campaign)
+    fits_clear()
+    fit = hybrid_module.hybrid_fit(campaign, cube, "bot", versions)
+    moved = versions.copy()
+    for step in range(hybrid_module.REFIT_MIN - 1):
+        moved[step % moved.size] += 1
+        with django_assert_num_queries(0):
+            assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is fit
+    moved[0] += 1
+    with django_assert_num_queries(1):  # REFIT_MIN in all: the pairs are counted (none changed: the same fit)
+        assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is fit
+    fits_clear()

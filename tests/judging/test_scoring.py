@@ -8,11 +8,13 @@ import re
 import numpy as np
 import pytest
 from django.core.management import call_command
+from django.utils import translation
 
 from judging import scoring
 from judging.models import Pair
 from judging.scoring import Params, leaderboard, leaderboard_data
 from judging.services import campaign_create, judgment_record, membership_add, qrels_import, run_import
+from metrics.measures import BASES
 from tests.oracle import oracle, random_campaign
 
 
@@ -264,3 +266,11 @@ def test_scores_json_carries_per_query_values_on_request_only(make_user):
         assert f"runid\tall\t{system['name']}" in lines
         qid, values = next(iter(system["per_query"].items()))
         assert f"nDCG@10\t{qid}\t{values['nDCG@10']:.4f}" in lines
+
+
+def test_measure_titles_label_every_measure_of_the_registry_in_both_languages():
+    assert set(scoring.MEASURE_TITLES) == set(BASES)
+    english = {base: scoring.measure_title(f"{base}@10") for base in BASES}
+    with translation.override("ko"):
+        korean = {base: scoring.measure_title(f"{base}@10") for base in BASES}
+    assert all(english[base] and korean[base] != english[base] for base in BASES)

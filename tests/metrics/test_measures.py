@@ -1,9 +1,13 @@
 """Tests of metrics.measures: measure names written and read back."""
 
+import re
+from pathlib import Path
+
 import pytest
 
 import metrics
-from metrics.measures import BASES, Measure, measure_names
+from metrics import measures
+from metrics.measures import BASES, Measure, is_judged, measure_names
 
 
 @pytest.mark.parametrize(
@@ -55,3 +59,30 @@ def test_measure_names_are_the_keys_of_evaluate_in_order():
     assert list(metrics.evaluate(labels, qrels, k=3)) == measure_names(3)
     assert measure_names(10) == ["P@10", "R@10", "F1@10", "Hit@10", "MRR", "MAP", "nDCG@10", "Judged@10", "bpref"]
     assert len(measure_names(10)) == len(BASES)
+
+
+def test_measures_registry_gives_every_list_of_measures_in_its_order():
+    """The orders other tools rely on (SPEC.md): evaluate's, the leaderboard's columns, the bounds', the planner's."""
+    assert measures.BASES == ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "Judged", "bpref")
+    assert measures.LEADERBOARD == ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref", "Judged")
+    assert measures.BOUNDED == ("P", "R", "F1", "Hit", "MRR", "MAP", "nDCG", "bpref")
+    assert measures.AT_K == ("P", "R", "F1", "Hit", "nDCG")
+    assert measures.WHOLE_RUN_ORDER == ("MRR", "MAP", "bpref")
+    assert {"MRR", "MAP", "bpref"} == measures.WHOLE_RUN
+    assert all((m.low, m.high) == (0.0, 1.0) for m in measures.MEASURES)
+    assert [m.name for m in measures.MEASURES if not m.bounds] == [measures.JUDGED]
+
+
+def test_measures_is_judged_reads_the_base_of_a_name():
+    assert is_judged("Judged@10") and is_judged("Judged")
+    assert not is_judged("nDCG@10") and not is_judged("bpref")
+
+
+def test_measures_docs_name_the_registry_measures_in_its_orders():
+    """docs/scoring.md lists the leaderboard's measures and the planner's in the registry's orders."""
+    text = " ".join((Path(__file__).parents[2] / "docs" / "scoring.md").read_text().split())
+    board = [base if base in measures.WHOLE_RUN else f"{base}@k" for base in measures.LEADERBOARD]
+    sentence = f"The leaderboard recomputes {', '.join(board[:-1])} and {board[-1]} per system"
+    assert sentence in re.sub(r" \([^)]*\)", "", text)
+    planner = ", ".join(f"`{base}@k`" for base in measures.AT_K)
+    assert f"{planner} with k from 1 to 1000, {', '.join(f'`{b}`' for b in measures.WHOLE_RUN_ORDER)};" in text

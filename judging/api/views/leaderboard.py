@@ -45,6 +45,7 @@ from judging.scoring import (
 from judging.selectors import grade_top
 from judging.selectors.online import offline_vs_online, online_figures, per_query_for_page
 from metrics import Measure
+from metrics.measures import JUDGED
 
 # One campaign's leaderboard: leads see it, annotators while the leads show it to them (get_object() checks).
 ONE_BOARD: dict[str, Any] = {**ONE_OBJECT, "permission_classes": [IsAuthenticated, CanSeeLeaderboard]}
@@ -229,7 +230,7 @@ class LeaderboardActions(ViewBase):
         campaign = self.get_object()
         query = leaderboard_query(request, campaign, params.SIGNIFICANCE)
         # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
-        tested = [n for n in measure_names(query.k) if Measure.parse(n).base != "Judged"]
+        tested = [n for n in measure_names(query.k) if Measure.parse(n).base != JUDGED]
         try:
             measure = trust.resolve_measure(query.measure, query.k)
         except RequestError as exc:

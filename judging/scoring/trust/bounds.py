@@ -31,6 +31,7 @@ from judging.scoring.trust.arrays import (
 from judging.scoring.trust.final import final_parts, final_verdicts, universe
 from judging.scoring.trust.store import cached, per_query, query_chunks
 from metrics import Measure
+from metrics.measures import JUDGED
 
 # An open comparison names this many of the queries that hold most of its unjudged pairs.
 TOP_OPEN_QUERIES = 5
@@ -281,7 +282,7 @@ def verdicts(lb: Leaderboard, measure: str) -> Verdicts:
     def compute() -> Verdicts:
         order = ranking_order(lb, measure)
         names = lb.cube.system_names
-        if Measure.parse(measure).base == "Judged" or len(order) < 2:
+        if Measure.parse(measure).base == JUDGED or len(order) < 2:
             return Verdicts(measure, order, [], 0)
         above, below = order[:-1], order[1:]
         fv = final_verdicts(lb, measure, above, below)
