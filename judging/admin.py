@@ -120,3 +120,25 @@ class JudgmentRevisionAdmin(ReadOnlyAdmin):
 class AdjudicationAdmin(ReadOnlyAdmin):
     list_display = ["pair", "grade", "decided_by", "decided_at"]
     raw_id_fields = ["pair"]
+
+
+@admin.register(models.Engine)
+class EngineAdmin(admin.ModelAdmin):
+    """Search engines leads may make systems of. The credentials are never here: only the name of the
+    environment variable that holds them."""
+
+    list_display = ["name", "kind", "base_url", "secret_env", "timeout", "concurrency", "rate_limit", "enabled"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["name", "base_url"]
+
+
+@admin.register(models.EngineSystem)
+class EngineSystemAdmin(ReadOnlyAdmin):
+    list_display = ["name", "campaign", "engine", "version", "depth", "created_at"]
+    list_filter = ["campaign", "engine"]
+
+
+@admin.register(models.EngineSnapshot)
+class EngineSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ["engine_system", "number", "created_at", "queries_ok", "queries_failed", "answer_ms"]
+    list_filter = ["engine_system__campaign"]

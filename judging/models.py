@@ -668,6 +668,7 @@ class Job(models.Model):
         MODEL_JUDGE = "model_judge", _("model judge")
         POLICY = "policy", _("aggregation policy switch")
         SIGNIFICANCE = "significance", _("significance test")
+        ENGINE_FETCH = "engine_fetch", _("engine fetch")
 
     kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices)
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="jobs")
@@ -898,4 +899,5 @@ class QueryAssignment(models.Model):
 
 
 # The model judges' configuration and measurements, in their own module (one concern each).
+from judging.engine_models import Engine, EngineSnapshot, EngineSystem  # noqa: E402, F401
 from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401

@@ -5,6 +5,7 @@ from django.urls import path
 from judging.views import (
     audit,
     campaigns,
+    engines,
     jobs,
     judges,
     judging,
@@ -88,6 +89,17 @@ urlpatterns = [
     path("campaigns/<slug:slug>/judges/<str:name>/calibration/", online.calibration, name="calibration"),
     path("campaigns/<slug:slug>/judges/<str:name>/", judges.judge_detail, name="judge_detail"),
     path("campaigns/<slug:slug>/judges/<str:name>/template/", judges.judge_template, name="judge_template"),
+    # systems made of live search engines, their snapshots (issue 44)
+    path("campaigns/<slug:slug>/engines/", engines.engines, name="engines"),
+    path("campaigns/<slug:slug>/engines/new/", engines.engine_system_edit, name="engine_system_new"),
+    path("campaigns/<slug:slug>/engines/try/", engines.engine_try_page, name="engine_try"),
+    path("campaigns/<slug:slug>/engines/systems/<str:name>/", engines.engine_system_edit, name="engine_system"),
+    path("campaigns/<slug:slug>/engines/systems/<str:name>/fetch/", engines.engine_fetch, name="engine_fetch"),
+    path(
+        "campaigns/<slug:slug>/engines/systems/<str:name>/snapshots/<int:number>/",
+        engines.engine_changes,
+        name="engine_changes",
+    ),
     # a lead's team: assignments, the jobs list, the budget planner
     path("campaigns/<slug:slug>/assignments/", team.assignments, name="assignments"),
     path("campaigns/<slug:slug>/jobs/", team.jobs_list, name="jobs"),

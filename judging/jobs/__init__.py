@@ -9,12 +9,14 @@ refuses new ones past the queued-jobs limits. One module per kind does the work:
 - ``imports``: a large upload, imported in one transaction that marks the job done as it commits;
 - ``model_judge``: a model judge's run, a batch of verdicts committed at a time, on its own task queue;
 - ``policy``: an aggregation policy switch on a large campaign, in one transaction;
-- ``significance``: a slow significance test, its matrix cached under the labels' state it was computed from.
+- ``significance``: a slow significance test, its matrix cached under the labels' state it was computed from;
+- ``engine_fetch``: a live search engine asked every query, its snapshot written in one transaction.
 
 Who may read, retry or cancel a job is ``judging.access.job_access``; how a job is shown is
 ``judging.views.job_presenters``.
 """
 
+from judging.jobs.engine_fetch import engine_fetch_job_start
 from judging.jobs.imports import KINDS, job_needed, job_start, job_start_from_form, job_start_upload
 from judging.jobs.model_judge import GIVE_UP_AFTER, model_endpoint_configured, model_judge_job_start
 from judging.jobs.policy import policy_job_pending, policy_job_start
@@ -36,6 +38,7 @@ from judging.jobs.significance import significance_from_job, significance_get, s
 
 __all__ = [
     "ACTIVE",
+    "engine_fetch_job_start",
     "GIVE_UP_AFTER",
     "KINDS",
     "MODEL_QUEUE",

@@ -408,7 +408,7 @@ def job_can_retry(job: Job) -> bool:
     """Whether the job itself can run again (access.job_access says whether the caller may ask)."""
     if job.status != Job.Status.FAILED:
         return False
-    if job.kind in (Job.Kind.POLICY, Job.Kind.SIGNIFICANCE):
+    if job.kind in (Job.Kind.POLICY, Job.Kind.SIGNIFICANCE, Job.Kind.ENGINE_FETCH):
         return True
     return _upload_kept(job)
 

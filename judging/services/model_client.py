@@ -23,7 +23,8 @@ import ssl
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -195,6 +196,34 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._backend.sleep(seconds)
 
 
+def deadline_transport(connections: int) -> httpx.HTTPTransport:
+    """httpx's transport around a pool of ``connections`` kept alive whose every connect, read and write is cut
+    to the calling thread's deadline (``call_deadline``), with no link-local address (a metadata service) and
+    TCP_NODELAY set. Shared by the model judge's client and the search engines' (services.engine_client)."""
+    transport = httpx.HTTPTransport()
+    transport._pool = httpcore.ConnectionPool(  # httpx's transport around a pool with the deadline backend
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=connections,
+        max_keepalive_connections=connections,
+        network_backend=_DeadlineBackend(),
+        # TCP_NODELAY, as urllib3 sets it: with Nagle's algorithm a request written in two pieces waits
+        # for the peer's delayed ACK, 40 ms a call on Linux.
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+    )
+    return transport
+
+
+@contextmanager
+def call_deadline(seconds: float) -> Iterator[None]:
+    """Within this block, the calling thread's calls through a ``deadline_transport`` end by ``seconds`` from now:
+    connecting, sending and reading the whole answer (a server dripping its answer is cut off)."""
+    _deadline.at = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline.at = None
+
+
 class ChatClient:
     """Calls one endpoint from many threads over one httpx connection pool (``connections`` kept alive).
 
@@ -210,16 +239,7 @@ class ChatClient:
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if endpoint.api_key:
             headers["Authorization"] = f"Bearer {endpoint.api_key}"
-        transport = httpx.HTTPTransport()
-        transport._pool = httpcore.ConnectionPool(  # httpx's transport around a pool with the deadline backend
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=connections,
-            max_keepalive_connections=connections,
-            network_backend=_DeadlineBackend(),
-            # TCP_NODELAY, as urllib3 sets it: with Nagle's algorithm a request written in two pieces waits
-            # for the peer's delayed ACK, 40 ms a call on Linux.
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
-        )
+        transport = deadline_transport(connections)
         self._http = httpx.Client(transport=transport, headers=headers, follow_redirects=False, trust_env=False)
         # The key goes as a Bearer token: user info in the URL is dropped, never sent as Basic credentials.
         parts = urlsplit(endpoint.url)

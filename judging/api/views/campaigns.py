@@ -20,6 +20,7 @@ from judging.api.permissions import CanCreateCampaign, access
 from judging.api.renderers import PlainTextRenderer, qrels_text
 from judging.api.views.audit import AuditActions
 from judging.api.views.base import ONE_OBJECT, SLUG_PATH, ApiMixin, DRFConflict, download_name, streamed
+from judging.api.views.engines import EngineActions
 from judging.api.views.judges import ModelJudgeActions
 from judging.api.views.leaderboard import LeaderboardActions
 from judging.api.views.members import MemberActions
@@ -56,6 +57,7 @@ class CampaignViewSet(
     MemberActions,
     UploadActions,
     ModelJudgeActions,
+    EngineActions,
     AuditActions,
     TeamActions,
     NextPairActions,
