@@ -534,10 +534,10 @@ def stop_sentence(stop: dict[str, Any], without_labels: int = 0, n_systems: int 
         else:
             values["to_stop"] = int(stop["judgments_left_estimate"])
             more = ngettext(
-                "About %(to_stop)d more judgment should bring %(confidence)s confidence; about %(left)d would settle "
-                "the order as it stands now for certain.",
-                "About %(to_stop)d more judgments should bring %(confidence)s confidence; about %(left)d would settle "
-                "the order as it stands now for certain.",
+                "About %(to_stop)d more judgment should bring %(confidence)s confidence, as the order moves with the "
+                "new labels; settling today's order for certain would take about %(left)d.",
+                "About %(to_stop)d more judgments should bring %(confidence)s confidence, as the order moves with the "
+                "new labels; settling today's order for certain would take about %(left)d.",
                 values["to_stop"],
             )
         text += " " + more % values

@@ -93,7 +93,8 @@ def test_stop_sentence_says_settled_only_of_orders_settled_for_certain():
     assert open_["judgments_left_estimate"] == 30 and open_["judgments_to_settle"] == 12 and not open_["reached"]
     assert stop_sentence(open_, 0, 4) == (
         "Keep judging for the top 1 system: its place does not hold with 95% confidence yet. About 30 more judgments "
-        "should bring 95% confidence; about 12 would settle the order as it stands now for certain."
+        "should bring 95% confidence, as the order moves with the new labels; settling today's order for certain would "
+        "take about 12."
     )
 
 
