@@ -114,6 +114,10 @@ def test_save_fetch_twice_and_read_what_changed(as_lead, engine, server):
     assert list(QueryAssignment.objects.values_list("query__qid", "annotator__username")) == [("q1", "ann")]
     board = as_lead.get("/campaigns/demo/leaderboard/").content.decode()
     assert "es@1" in board and "es@2" in board
+    # a third snapshot with the same answers: the page says nothing changed, not an empty table
+    assert _fetch(as_lead).status == "done"
+    same = as_lead.get("/campaigns/demo/engines/systems/es/snapshots/3/?k=3").content.decode()
+    assert "No query's top k changed." in same and "engine-changes" not in same
 
 
 def test_the_pages_in_korean(as_lead, engine):
