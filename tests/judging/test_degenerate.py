@@ -18,6 +18,7 @@ import pytest
 from django.db import models as dj_models
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from judging.engine_models import EngineSystem
 from judging.models import Campaign, Job, Judgment, Pair, Query, System
 from judging.services import (
     campaign_create,
@@ -219,13 +220,16 @@ def _values(c: Campaign, name: str) -> dict[str, object]:
         pk = judgment.pk if judgment else None
     elif name.startswith("api:pair"):
         pk = pair.pk if pair else None
+    # the engine pages name an engine system of the campaign (none in these campaigns), the others a model judge
+    engine = EngineSystem.objects.filter(campaign=c).order_by("id").first()
+    judge = (engine.name if engine else None) if name.startswith("judging:engine") else "bot"
     return {
         "slug": c.slug,
         "pk": pk,
         "public_id": pair.public_id if pair else None,
         "pair_id": pair.pk if pair else None,
         "job_id": job.pk if job else None,
-        "name": "bot",
+        "name": judge,
         "qid": query.qid if query else None,
         "kind": "bars",
         "uidb64": "MQ",
@@ -248,7 +252,7 @@ def _requests(c: Campaign) -> Iterator[tuple[str, str, bool]]:
         for arg in args:
             value = values.get(arg)
             if value is None:
-                value = MISSING if arg in ("pk", "public_id", "pair_id", "job_id") else "nothing"
+                value = MISSING if arg in ("pk", "public_id", "pair_id", "job_id", "number") else "nothing"
                 complete = False
             kwargs[arg] = value
         if args & FREE:
