@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied, SuspiciousOperation
+from django.http import Http404, HttpRequest, HttpResponse
 
 from config.log_redaction import redact
 
@@ -31,9 +32,6 @@ class InternalErrorLog:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
-        from django.core.exceptions import PermissionDenied, SuspiciousOperation
-        from django.http import Http404
-
         if isinstance(exception, Http404 | PermissionDenied | SuspiciousOperation):
             return None  # Django answers these 404, 403 and 400: not internal errors
         match = getattr(request, "resolver_match", None)
