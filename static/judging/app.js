@@ -58,8 +58,11 @@
   });
   document.addEventListener("htmx:sendError", function () { banner(explain(0)); });
   document.addEventListener("htmx:timeout", function () { banner(explain(0)); });
+  // A request the user made clears the banner when it succeeds; a background one (the judging page's hold of
+  // the pair it shows, data-hold) never does: it may finish after a save failed and must not hide that.
   document.addEventListener("htmx:afterRequest", function (evt) {
-    if (evt.detail.successful) banner(null);
+    var elt = evt.detail.elt;
+    if (evt.detail.successful && !(elt && elt.hasAttribute && elt.hasAttribute("data-hold"))) banner(null);
   });
 
   window.RelJudge = { banner: banner };

@@ -255,6 +255,30 @@ def test_failed_save_keeps_the_note_and_says_so(live_server, new_page, screensho
     assert watch.dialogs == []
 
 
+def test_a_background_hold_finishing_late_never_hides_a_failed_save(live_server, new_page, setup):
+    """The page holds the pair it shows by a background request; when that request ends after a save has failed
+    (a slow server, a busy machine), the error about the save stays on screen."""
+    campaign, users = setup
+    page, watch = new_page()
+    holds = []
+    page.route("**/hold/", lambda route: holds.append(route))  # held back until the save has failed
+    log_in(page, live_server.url, "ann", "pw-ann-secret", then=f"/campaigns/{campaign.slug}/judge/")
+    page.wait_for_selector("#judge .workspace[data-pair-id]")
+    page.wait_for_timeout(400)
+    page.route("**/judge/*/", lambda route: route.abort())
+    page.keyboard.press("2")
+    page.wait_for_selector("#net-error:not([hidden])")
+    assert holds, "the page asked to hold its pair"
+    with page.expect_response("**/hold/") as answer:
+        for route in holds:
+            route.continue_()
+    assert answer.value.ok
+    page.wait_for_timeout(400)  # the hold's answer is swapped in
+    assert Judgment.objects.count() == 0
+    assert page.is_visible("#net-error") and "nothing was saved" in page.inner_text("#net-error").lower()
+    assert watch.dialogs == []
+
+
 def test_script_payload_does_not_run(live_server, new_page, screenshot, setup):
     campaign, users = setup
     base = live_server.url
