@@ -346,10 +346,12 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     the judgments the campaign asks for; ``priority.own_prefix``: and pairs they judged), which each process reads
     once per list rather than at every request."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
+    place = priority.spread(campaign.id, annotator_id)
     query = compiled_first_of(
         ("priority_open", overlap, skips),
         lambda: priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
         candidate="candidate",
+        count=priority.SPREAD_WIDTH if place else 1,
     )
     end = min(ids.size, PRIORITY_CANDIDATES)
     start = priority.complete_prefix(ids, campaign=campaign, end=end)
@@ -357,9 +359,10 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
     for at, to in priority.chunks(start, end):
         chunk = ids[at:to]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
-        found = query.first(values)
-        if found is not None:
-            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[0]})
+        found = query.rows(values)
+        if found:
+            # a busy campaign's annotators take different ones of the first open pairs (priority.spread)
+            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[place % len(found)][0]})
             return None if row is None else pair_from_row(row)[0]
     return None
 
