@@ -103,7 +103,7 @@ class _Slot:
 class Param(Expression):
     """A named placeholder: compiles to one parameter, filled in by each call (Compiled.run)."""
 
-    def __init__(self, name: str, output_field: Field[Any, Any]):
+    def __init__(self, name: str, output_field: Field[Any, Any]) -> None:
         super().__init__(output_field=output_field)
         self.name = name
 
@@ -114,7 +114,7 @@ class Param(Expression):
 class Slots:
     """Arguments of a template: every named value is a Param (an integer unless ``fields`` says otherwise)."""
 
-    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None) -> None:
         self.fields = fields or {}
 
     def __getitem__(self, name: str) -> Expression:
@@ -137,7 +137,7 @@ class Slots:
 class Values:
     """Arguments of an ORM query run at once: each named value as itself."""
 
-    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None, **values: Any):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None, **values: Any) -> None:
         self.fields = fields or {}
         self.values = values
 
@@ -247,7 +247,7 @@ PREPARE_THRESHOLD = 5
 class _SqlText:
     """What Django's query log reads of a psycopg cursor after a query (``cursor._query.query``)."""
 
-    def __init__(self, query: bytes):
+    def __init__(self, query: bytes) -> None:
         self.query = query
 
 
