@@ -92,41 +92,34 @@ def test_the_estimate_is_near_the_judgments_the_stop_took(how, within):
     assert np.median(s) < 0.6 and np.mean((s >= 1 / 1.5) & (s <= 1.5)) < 0.2
 
 
-def test_the_estimate_is_0_once_reached_and_every_pending_pair_when_no_grading_reaches_it():
-    coll = synthetic.generate("realistic", systems=N_SYSTEMS, queries=N_QUERIES, depth=DEPTH, seed=3)
-    pooled = coll.pool(POOL_DEPTH)
-    labels, qrels = coll.labels(pooled), coll.qrels(pooled)
-    pool = final_pool(labels, coll.ranked, pool_depth=POOL_DEPTH)
-    parts = query_parts(
+def _parts_knowing(coll, known):
+    """The verdicts' per-query parts of ``coll`` when the labels of ``known`` (a (Q, D) mask of its pairs) are in."""
+    pool = final_pool(coll.labels(known), coll.ranked, pool_depth=POOL_DEPTH)
+    relevance = label_model(pool, top_grade=3, n_systems=N_SYSTEMS)
+    return query_parts(
         "nDCG",
         pool,
-        qrels,
-        label_model(pool, top_grade=3, n_systems=N_SYSTEMS),
+        coll.qrels(known),
+        relevance,
         k=K,
         threshold=1,
         gain="linear",
         seeds=np.arange(N_QUERIES),
         samples=16,
     )
+
+
+def test_the_estimate_is_0_once_reached_and_every_pending_pair_when_no_grading_reaches_it():
+    coll = synthetic.generate("realistic", systems=N_SYSTEMS, queries=N_QUERIES, depth=DEPTH, seed=3)
+    pooled = coll.pool(POOL_DEPTH)
+    parts = _parts_knowing(coll, pooled)
     final = np.ones(N_QUERIES, dtype=bool)
     # every label known: nothing is left before the stop
     assert judgments_to_stop(parts, final, [0, 1], [1, 2], certain=[False, False]) == 0.0
     assert judgments_to_stop(parts, final, [0], [1], certain=[True]) == 0.0
     # half the pool known, and an order no grading is expected to keep (the worse system above)
     half = pooled & (np.random.default_rng(3).random(pooled.shape) < 0.5)
-    labels, qrels = coll.labels(half), coll.qrels(half)
-    pool = final_pool(labels, coll.ranked, pool_depth=POOL_DEPTH)
-    parts = query_parts(
-        "nDCG",
-        pool,
-        qrels,
-        label_model(pool, top_grade=3, n_systems=N_SYSTEMS),
-        k=K,
-        threshold=1,
-        gain="linear",
-        seeds=np.arange(N_QUERIES),
-        samples=16,
-    )
+    parts = _parts_knowing(coll, half)
     means = parts.mean.sum(axis=1)
     best, worst = int(np.argmax(means)), int(np.argmin(means))
     got = judgments_to_stop(parts, final, [worst], [best], certain=[False])
