@@ -41,17 +41,23 @@ logger = logging.getLogger(__name__)
 MTC_MEASURE = "nDCG"
 # MM-NS's fading of older evidence per later judged document of the same arm (metrics.selection.bandit_rates).
 BANDIT_DECAY = 0.9
-# Pools up to this many pairs have their list computed again in the request after each judgment (a millisecond or
-# two); larger ones in a thread, while the previous list serves (see _kept_order). At 20,000 the list of a 12,000-pair
-# pool cost 20-25 ms of every judgment's request in mtc (the load bench's app CPU per judgment: 41.7 ms against
-# shuffled's 17.1), and a hybrid list's refit seconds at times (its p95).
-INLINE_POOL = 2_000
-# On a larger pool the labels' stamp (the campaign's labels counters, a few rows) is read at most this often per
-# process and list, not at every request; the list is then computed again (in a thread) at most
-# as often. The served list trails the labels by up to this much more, which the queue absorbs: the candidates
-# judged meanwhile are passed over, each for one index lookup (selectors.queue._pair_of_priority). Half a second
-# is a dozen judgments of a busy team: a list of thousands of pairs hardly moves in that many.
+# Pools up to this many pairs have their list computed again in the request after each judgment, while the campaign
+# is not busy (see busy); larger ones, and every list of a busy campaign, in a thread while the previous list serves
+# (see _kept_order). Computed in each judgment's request, the list of a 12,000-pair pool cost a busy team 20-25 ms of
+# every judgment (the load bench's app CPU per judgment in mtc: 41.7 ms against shuffled's 17.1), and a hybrid
+# list's refit seconds at times (its p95); a team of a few keeps the exact order, computed after each judgment.
+INLINE_POOL = 20_000
+# In the thread, the labels' stamp (the campaign's labels counters, a few rows) is read at most this often per
+# process and list, not at every request, and the list computed again at most as often, nor more often than
+# keeps its computation under LIST_CPU_SHARE of a core. The served list trails the labels by up to this much more,
+# which the queue absorbs: the candidates judged meanwhile are passed over, each for one index lookup
+# (selectors.queue._pair_of_priority). Half a second is a dozen judgments of a busy team: a list of thousands of
+# pairs hardly moves in that many.
 STAMP_EVERY = 0.5
+LIST_CPU_SHARE = 0.1
+# A campaign is busy in a process when at least BUSY_FROM annotators asked it for a pair within BUSY_WINDOW seconds.
+BUSY_FROM = 8
+BUSY_WINDOW = 10.0
 
 
 @dataclass
@@ -61,6 +67,37 @@ class _Kept:
     seconds: float  # what computing it cost
     pair_ids: np.ndarray
     checked: float = 0.0  # time.monotonic() when the stamp was last read against it (a large pool's)
+
+
+_ASKING_LOCK = threading.Lock()
+_ASKING: dict[int, dict[int, float]] = runtime.keep(
+    "queue.active_annotators",
+    {},
+    bound=None,
+    grows_with="campaign, and annotator asking for a pair within BUSY_WINDOW seconds (older ones are dropped)",
+    invalidated_by="time: an annotator not seen for BUSY_WINDOW seconds is dropped at the campaign's next request",
+    lock=_ASKING_LOCK,
+)
+
+
+def note_asking(campaign_id: int, annotator_id: int) -> bool:
+    """Note that ``annotator_id`` asked the campaign for a pair now; whether the campaign is busy (see busy)."""
+    now = time.monotonic()
+    with _ASKING_LOCK:
+        seen = _ASKING.setdefault(campaign_id, {})
+        seen[annotator_id] = now
+        if len(seen) >= BUSY_FROM:
+            for other in [a for a, at in seen.items() if now - at > BUSY_WINDOW]:
+                del seen[other]
+        return len(seen) >= BUSY_FROM
+
+
+def busy(campaign_id: int) -> bool:
+    """Whether at least BUSY_FROM annotators asked this process for a pair of the campaign within BUSY_WINDOW s."""
+    now = time.monotonic()
+    with _ASKING_LOCK:
+        seen = _ASKING.get(campaign_id, {})
+        return sum(now - at <= BUSY_WINDOW for at in seen.values()) >= BUSY_FROM
 
 
 @dataclass
@@ -194,10 +231,10 @@ def _refresh_later(campaign: Campaign, mode: str, order: Callable[[Leaderboard],
 
 
 def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Selection]) -> np.ndarray:
-    """The mode's list for the campaign's current labels. On a pool of up to INLINE_POOL pairs it is computed
-    again in the request once the labels moved (a few milliseconds); on a larger one the request serves the
-    previous list and a thread computes the new one, so the next pair never waits for it, and whether the labels
-    moved is asked at most every STAMP_EVERY seconds."""
+    """The mode's list for the campaign's current labels. On a pool of up to INLINE_POOL pairs of a campaign that is
+    not busy it is computed again in the request once the labels moved (a few milliseconds); otherwise the request
+    serves the previous list and a thread computes the new one, so the next pair never waits for it, and whether
+    the labels moved is asked at most every STAMP_EVERY seconds (or as rarely as LIST_CPU_SHARE asks)."""
     key = (campaign.pk, mode)
     with LOCK:
         got = _KEPT.get(key)
@@ -209,9 +246,9 @@ def _kept_order(campaign: Campaign, mode: str, order: Callable[[Leaderboard], Se
                 got = _KEPT.get(key)
             if got is None:
                 return _compute(campaign, mode, order).pair_ids
-    large = pool_size(campaign=campaign) > INLINE_POOL
+    large = pool_size(campaign=campaign) > INLINE_POOL or busy(campaign.pk)
     now = time.monotonic()
-    if large and now - max(got.checked, got.computed) < STAMP_EVERY:
+    if large and now - max(got.checked, got.computed) < max(STAMP_EVERY, got.seconds / LIST_CPU_SHARE):
         return got.pair_ids
     stamp = _labels_stamp(campaign)
     got.checked = now

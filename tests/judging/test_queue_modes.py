@@ -106,26 +106,44 @@ def test_modes_with_a_list_respect_holds(make_user):
 
 def test_a_busy_team_takes_different_pairs_of_the_lists_head_and_one_annotator_its_exact_order(make_user):
     """Annotators asking at the same moment all start from the head of the same list and all but one lose the race
-    for its first open pair. Once SPREAD_FROM annotators asked lately, each takes the (id mod SPREAD_WIDTH)-th of
+    for its first open pair. Once BUSY_FROM annotators asked lately, each takes the (id mod SPREAD_WIDTH)-th of
     the first open pairs: asked together (nobody holds anything yet) they are given different pairs, all from the
     head of the list; while a few ask, each gets the list's first open pair, in the mode's exact order."""
-    from judging.scoring.selection import mtc_pairs
+    from judging.scoring.selection import BUSY_FROM, mtc_pairs
     from judging.selectors import priority
 
     run = "".join(f"q{q} Q0 d{q}_{r} {r} {30 - r} {system}\n" for q in range(4) for system in "ab" for r in range(1, 9))
     campaign, first = _campaign(make_user, Campaign.QueueMode.MTC, run, depth=8, slug="spread")
     head = mtc_pairs(campaign)
     assert pair_next(campaign=campaign, annotator=first).pair.id == head[0]
-    team = [make_user(f"spread-{i}") for i in range(priority.SPREAD_FROM + 3)]
+    team = [make_user(f"spread-{i}") for i in range(BUSY_FROM + 3)]
     for person in team:
         membership_add(campaign=campaign, user=person, role="annotator")
     served = [pair_next(campaign=campaign, annotator=person).pair.id for person in team]
     # the first few asked while the campaign was not busy yet: the head, as for one annotator
-    assert served[: priority.SPREAD_FROM - 2] == [head[0]] * (priority.SPREAD_FROM - 2)
+    assert served[: BUSY_FROM - 2] == [head[0]] * (BUSY_FROM - 2)
     again = [pair_next(campaign=campaign, annotator=person).pair.id for person in team]
     expected = [head[person.id % priority.SPREAD_WIDTH] for person in team]
     assert again == expected
     assert len(set(again)) == min(len(team), priority.SPREAD_WIDTH)
+
+
+def test_a_busy_campaigns_list_is_computed_again_behind_the_requests(make_user):
+    """A team of a few gets the mtc list computed again after each judgment, in the request; once the campaign is
+    busy (BUSY_FROM annotators asking), the requests serve the kept list and a thread computes the next one, so a
+    judgment's request never waits for it: the pair just judged is still listed (the queue passes it over)."""
+    from judging.scoring import selection
+
+    campaign, ann = _campaign(make_user, Campaign.QueueMode.MTC, MTC_RUN, slug="mtc-busy")
+    head = selection.mtc_pairs(campaign)
+    _judge(campaign, ann, Pair.objects.get(id=head[0]).document.docid, 0)
+    after = selection.mtc_pairs(campaign)
+    assert head[0] not in after and list(after) == list(head[1:])  # computed again at once
+    for annotator_id in range(1000, 1000 + selection.BUSY_FROM):
+        selection.note_asking(campaign.pk, annotator_id)
+    assert selection.busy(campaign.pk)
+    _judge(campaign, ann, Pair.objects.get(id=after[0]).document.docid, 0)
+    assert list(selection.mtc_pairs(campaign)) == list(after)  # the kept list, within STAMP_EVERY of the last
 
 
 # --------------------------------------------------------------------------- the setting
