@@ -100,6 +100,11 @@ urlpatterns = [
         engines.engine_changes,
         name="engine_changes",
     ),
+    path(
+        "campaigns/<slug:slug>/engines/systems/<str:name>/snapshots/<int:number>/focus/",
+        engines.engine_focus,
+        name="engine_focus",
+    ),
     # a lead's team: assignments, the jobs list, the budget planner
     path("campaigns/<slug:slug>/assignments/", team.assignments, name="assignments"),
     path("campaigns/<slug:slug>/jobs/", team.jobs_list, name="jobs"),

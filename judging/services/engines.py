@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpath
+import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
+from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem, QueueFocus
 from judging.imports.service import run_import
 from judging.models import Account, Campaign, Document, Pair, Query, User
+from judging.selectors.engines import snapshot_new_pairs
 from judging.services.engine_client import (
     Answer,
     EngineClient,
@@ -271,3 +273,43 @@ def engine_try(*, campaign: Campaign, text: str, qid: str = "") -> tuple[Query |
             tried.ms = answer.ms
         out.append(tried)
     return query, out
+
+
+def focus_start(
+    *, campaign: Campaign, snapshot: EngineSnapshot, against: EngineSnapshot | None, k: int, user: User | None
+) -> QueueFocus:
+    """ "Judge what is new first": the judging queue serves, before any other pair, the pooled pairs waiting for a
+    label that ``snapshot`` brought in its top ``k`` (not in the top ``k`` of ``against``, the snapshot before;
+    None: all of its top k), to every annotator in every queue mode, until they are judged. Replaces the
+    campaign's focus if it had one. ``k`` between 1 and DEPTH_MAX."""
+    if not 1 <= k <= DEPTH_MAX:
+        raise ValueError(_("k must be between 1 and %(most)s.") % {"most": DEPTH_MAX})
+    ids = snapshot_new_pairs(old=against, new=snapshot, k=k)
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        previous = locked.queue_focus_id
+        focus = QueueFocus.objects.create(
+            snapshot=snapshot,
+            against=against,
+            k=k,
+            pair_ids=ids.astype(np.int64).tobytes(),
+            pairs=int(ids.size),
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        Campaign.objects.filter(pk=campaign.pk).update(queue_focus=focus)
+        if previous is not None:
+            QueueFocus.objects.filter(pk=previous).delete()
+    campaign.queue_focus = focus
+    return focus
+
+
+def focus_stop(*, campaign: Campaign) -> bool:
+    """Turn the campaign's focus off: the queue goes back to its mode's order. Whether there was one."""
+    with transaction.atomic():
+        previous = Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("queue_focus_id", flat=True)
+        focus_id = previous.first()
+        Campaign.objects.filter(pk=campaign.pk).update(queue_focus=None)
+        if focus_id is not None:
+            QueueFocus.objects.filter(pk=focus_id).delete()
+    campaign.queue_focus = None
+    return focus_id is not None

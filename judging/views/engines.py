@@ -21,9 +21,23 @@ from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, engine_fetch_job_start
 from judging.models import Membership, Query
 from judging.selectors import grade_list
-from judging.selectors.engines import engine_systems, engines_enabled, snapshot_changes
+from judging.selectors.engines import (
+    engine_systems,
+    engines_enabled,
+    focus_status,
+    snapshot_changes,
+    snapshot_new_pairs,
+)
 from judging.services.engine_client import TEMPLATE_MAX_CHARS, TemplateError, target_check, template_parse
-from judging.services.engines import Tried, engine_preview, engine_system_save, engine_try, snapshot_system_name
+from judging.services.engines import (
+    Tried,
+    engine_preview,
+    engine_system_save,
+    engine_try,
+    focus_start,
+    focus_stop,
+    snapshot_system_name,
+)
 
 ES_EXAMPLE = '{\n  "query": {\n    "multi_match": {"query": "{{query}}", "fields": ["title", "text"]}\n  }\n}'
 
@@ -122,6 +136,7 @@ def engines(request: HttpRequest, member: Member) -> HttpResponse:
             nav="engines",
             systems=engine_systems(campaign=campaign),
             configured=engines_enabled().exists(),
+            focus=focus_status(campaign=campaign),
         ),
     )
 
@@ -222,6 +237,8 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
     # The queries whose new documents wait for a label: the form gives them to an annotator through the
     # Assignments page's own form (the queue serves an annotator's assigned queries first).
     to_judge = " ".join(q.qid for q in changes.queries if q.unjudged) if changes else ""
+    new_pairs = int(snapshot_new_pairs(old=old, new=new, k=k).size) if changes else 0
+    focus = focus_status(campaign=campaign)
     annotators = list(
         campaign.memberships.filter(role=Membership.Role.ANNOTATOR)
         .exclude(user__annotator_profile__kind="model")
@@ -243,8 +260,49 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
             old_system=snapshot_system_name(name, old.number) if old else "",
             to_judge=to_judge,
             annotators=annotators if to_judge else [],
+            new_pairs=new_pairs,
+            focus=focus,
+            focus_here=focus is not None
+            and old is not None
+            and focus.focus.snapshot_id == new.pk
+            and focus.focus.against_id == old.pk
+            and focus.focus.k == k,
         ),
     )
+
+
+@campaign_view(lead=True)
+@require_POST
+def engine_focus(request: HttpRequest, member: Member, name: str, number: int) -> HttpResponseBase:
+    """ "Judge what is new first" on (``action=on``: the unjudged pairs snapshot ``number`` brought in its top
+    ``k`` since snapshot ``from``, served before any other pair) or off (``action=off``); back to what changed."""
+    campaign = member.campaign
+    snapshots = {
+        s.number: s for s in EngineSnapshot.objects.filter(engine_system__campaign=campaign, engine_system__name=name)
+    }
+    new = snapshots.get(number)
+    if new is None:
+        raise Http404(_("No such snapshot."))
+    back = redirect("judging:engine_changes", slug=campaign.slug, name=name, number=number)
+    if request.POST.get("action") == "off":
+        if focus_stop(campaign=campaign):
+            messages.success(request, _("Judge what is new first is off: the queue serves pairs in its usual order."))
+        return back
+    raw_from, raw_k = request.POST.get("from", ""), request.POST.get("k", "")
+    old = snapshots.get(int(raw_from)) if raw_from.isascii() and raw_from.isdigit() else None
+    if (raw_from and old is None) or not (raw_k.isascii() and raw_k.isdigit()):
+        messages.error(request, _("Judge what is new first was not turned on: no such snapshot or top k."))
+        return back
+    try:
+        focus = focus_start(campaign=campaign, snapshot=new, against=old, k=int(raw_k), user=request.user)
+    except ValueError as exc:
+        messages.error(request, _("Judge what is new first was not turned on: %(problem)s") % {"problem": exc})
+        return back
+    messages.success(
+        request,
+        _("Judge what is new first is on: %(n)s pairs are served before any other.") % {"n": focus.pairs},
+    )
+    return redirect(f"{back.url}?from={old.number if old else ''}&k={focus.k}")
 
 
 @campaign_view(lead=True)
