@@ -93,6 +93,7 @@ urlpatterns = [
     path("campaigns/<slug:slug>/engines/", engines.engines, name="engines"),
     path("campaigns/<slug:slug>/engines/new/", engines.engine_system_edit, name="engine_system_new"),
     path("campaigns/<slug:slug>/engines/try/", engines.engine_try_page, name="engine_try"),
+    path("campaigns/<slug:slug>/engines/try/judge/", engines.engine_try_judge, name="engine_try_judge"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/", engines.engine_system_edit, name="engine_system"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/fetch/", engines.engine_fetch, name="engine_fetch"),
     path(

@@ -9,7 +9,7 @@ import numpy as np
 from django.db.models import QuerySet
 
 from judging.engine_models import Engine, EngineSnapshot, EngineSystem, QueueFocus
-from judging.models import Campaign, Document, Pair, Query, Ranking
+from judging.models import Campaign, Document, Judgment, Pair, Query, Ranking
 
 
 def engines_enabled() -> QuerySet[Engine]:
@@ -147,3 +147,16 @@ def focus_status(*, campaign: Campaign) -> FocusStatus | None:
     return FocusStatus(
         focus=focus, system=snapshot.engine_system.name, number=snapshot.number, total=focus.pairs, left=left
     )
+
+
+def pair_label_and_grade(*, pair_id: int, annotator_id: int | None) -> tuple[int | None, int | None]:
+    """The pair's label and the grade ``annotator_id`` gave it (None: none, or unsure), as the Try page shows."""
+    label = Pair.objects.filter(pk=pair_id).values_list("label", flat=True).first()
+    mine = (
+        Judgment.objects.filter(pair_id=pair_id, annotator_id=annotator_id)
+        .values_list("grade__value", flat=True)
+        .first()
+        if annotator_id is not None
+        else None
+    )
+    return label, mine

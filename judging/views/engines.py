@@ -5,12 +5,14 @@ between two snapshots."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
@@ -20,17 +22,20 @@ from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSyste
 from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, engine_fetch_job_start
 from judging.models import Membership, Query
-from judging.selectors import grade_list
+from judging.selectors import grade_list, pair_get
 from judging.selectors.engines import (
     engine_systems,
     engines_enabled,
     focus_status,
+    pair_label_and_grade,
     snapshot_changes,
     snapshot_new_pairs,
 )
+from judging.services import JudgmentConflict, judgment_record
 from judging.services.engine_client import TEMPLATE_MAX_CHARS, TemplateError, target_check, template_parse
 from judging.services.engines import (
     Tried,
+    TriedHit,
     engine_preview,
     engine_system_save,
     engine_try,
@@ -315,7 +320,7 @@ def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
     query: Query | None = None
     results: list[Tried] = []
     if text or qid:
-        query, results = engine_try(campaign=campaign, text=text, qid=qid)
+        query, results = engine_try(campaign=campaign, text=text, qid=qid, annotator_id=request.user.pk)
     grades = {g.value: g.name for g in grade_list(campaign=campaign)}
     return render(
         request,
@@ -329,4 +334,64 @@ def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
             grades=grades,
             queries=campaign.queries.filter(is_stub=False).order_by("qid").values_list("qid", "text")[:500],
         ),
+    )
+
+
+@campaign_view(lead=True, grades=True)
+@require_POST
+def engine_try_judge(request: HttpRequest, member: Member) -> HttpResponseBase:
+    """Grade a hit of the Try page: the lead's own judgment of the pooled pair ``pair`` (a public id), recorded
+    by judgment_record as the judging page records one. With htmx: the hit's label cell again, wherever the
+    pair shows (an out-of-band swap of every cell of it), 422 with the reason when nothing was recorded;
+    without: back to the page with a message."""
+    campaign = member.campaign
+    raw = request.POST.get("pair", "")
+    pair = (
+        pair_get(campaign=campaign, public_id=int(raw), pooled_only=False)
+        if raw.isascii() and raw.isdigit() and len(raw) < 19
+        else None
+    )
+    error = ""
+    if pair is None:
+        raise Http404(_("No such pair in this campaign."))
+    pair.campaign = campaign
+    if not pair.pooled:
+        error = _("Not in the pool: only pairs in the pool can be judged; a fetch of a snapshot pools its hits.")
+    else:
+        raw_grade = request.POST.get("grade", "")
+        try:
+            if not (raw_grade.isascii() and raw_grade.lstrip("-").isdigit() and len(raw_grade) < 6):
+                raise ValidationError({"grade": _("Choose a grade of the campaign's scale.")})
+            judgment_record(pair=pair, annotator=request.user, grade=int(raw_grade), member=member)
+        except ValidationError as exc:
+            error = " ".join(message for messages_ in exc.message_dict.values() for message in messages_)
+        except (PermissionDenied, JudgmentConflict) as exc:
+            error = str(exc)
+    if not getattr(request, "htmx", False):  # django_htmx's HtmxDetails: true for an htmx request
+        if error:
+            messages.error(request, _("Nothing recorded: %(problem)s") % {"problem": error})
+        else:
+            messages.success(
+                request,
+                _("Judged %(qid)s / %(docid)s.") % {"qid": pair.query.qid, "docid": pair.document.docid},
+            )
+        back = reverse("judging:engine_try", args=[campaign.slug])
+        return redirect(f"{back}?{urlencode({'q': request.POST.get('q', ''), 'qid': pair.query.qid})}")
+    label, mine = pair_label_and_grade(pair_id=pair.pk, annotator_id=request.user.pk)
+    hit = TriedHit(
+        docid=pair.document.docid, title="", label=label, known=True, pair=pair.public_id if pair.pooled else None
+    )
+    hit.mine = mine
+    return render(
+        request,
+        "judging/_engine_try_cell.html",
+        member.context(
+            hit=hit,
+            query=pair.query,
+            text=request.POST.get("q", "")[:1000],
+            grades={g.value: g.name for g in member.grades or grade_list(campaign=campaign)},
+            error=error,
+            cell=pair.public_id,
+        ),
+        status=422 if error else 200,
     )
