@@ -229,3 +229,10 @@ def test_the_focus_api(db, make_user):
     assert client_for(ann).post(url, {"k": 4}, format="json").status_code == 403
     off = api.delete(url)
     assert off.status_code == 200 and off.json()["on"] is False and _fresh(campaign).queue_focus_id is None
+
+
+def test_a_campaign_with_a_focus_can_be_deleted(db, make_user):
+    campaign, first, second, _annotators = _world(make_user, "shuffled")
+    focus_start(campaign=campaign, snapshot=second, against=first, k=4, user=None)
+    Campaign.objects.filter(pk=campaign.pk).delete()
+    assert not QueueFocus.objects.exists() and not EngineSnapshot.objects.exists()
