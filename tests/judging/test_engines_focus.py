@@ -183,9 +183,12 @@ def test_the_what_changed_page_turns_the_focus_on_and_off(db, make_user, client)
     page = client.get(answer["Location"]).content.decode()
     assert "3 of 3 left" in page and 'name="action" value="off"' in page
     assert "3 of 3 left" in client.get(f"/campaigns/{campaign.slug}/engines/").content.decode()
+    # the campaign's page tells its leads, never its annotators
+    assert "Judge what is new first is on" in client.get(f"/campaigns/{campaign.slug}/").content.decode()
     # annotators are served them, never told where they come from, and may not switch the focus
     client.force_login(ann)
     assert client.post(url + "focus/", {"action": "off"}).status_code == 403
+    assert "new first" not in client.get(f"/campaigns/{campaign.slug}/").content.decode()
     served = client_for(ann).get(f"/api/campaigns/{campaign.slug}/next/").json()
     assert Pair.objects.get(public_id=served["pair"]).id in _new_pairs(campaign)
     assert "es@" not in str(served) and "focus" not in str(served)
@@ -211,6 +214,8 @@ def test_the_focus_page_speaks_korean(db, make_user, client):
     page = client.get(f"/campaigns/{campaign.slug}/engines/", HTTP_ACCEPT_LANGUAGE="ko").content.decode()
     assert "쌍 3개를 다른 어떤 쌍보다 먼저" in page  # the message
     assert "3개 중 3개 남음" in page
+    page = client.get(f"/campaigns/{campaign.slug}/", HTTP_ACCEPT_LANGUAGE="ko").content.decode()
+    assert "검색 엔진 페이지</a>에서" in page
 
 
 def test_the_focus_api(db, make_user):
