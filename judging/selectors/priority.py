@@ -65,6 +65,7 @@ def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int, list_name:
 
     A pair's judgment count never falls while its judgments stay (only a deleted judgment lowers it, and that
     moves the labels, so the modes compute a new list), so what was found complete stays complete for this list:
+    the prefix is kept per process for the list object and the campaign's redundancy, and only the pairs past
     it are read, once, by one compiled statement that stops at the first pair still open to someone. Which pair
     the queue serves does not change: the annotator is given the first open pair of ids[:end] as before.
     ``list_name``: the list's name when it is not the queue mode's (a lead's focus)."""
