@@ -223,7 +223,7 @@ def generate(preset: str, spec: str, seed: int) -> synthetic.Collection:
 class Scorer:
     """The pool's (query, document) keys and every system's ranked keys, scored with metrics.ndcg."""
 
-    def __init__(self, coll: Collection, pool_depth: int, k: int):
+    def __init__(self, coll: Collection, pool_depth: int, k: int) -> None:
         self.k = k
         depth = max(k, pool_depth)
         pool: dict[tuple[str, str], int] = {}

@@ -26,7 +26,16 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.http import StreamingHttpResponse
+    from django.test import Client
+
+    from judging.models import Judgment
+
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,7 +55,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def build(args) -> tuple:
+def build(args: argparse.Namespace) -> tuple:
     """Bulk insert the campaign; returns (campaign, lead, judgments written)."""
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
@@ -93,7 +102,7 @@ def build(args) -> tuple:
     )
     pair_ids = list(Pair.objects.filter(campaign=campaign).order_by("id").values_list("id", flat=True))
 
-    def judgments():
+    def judgments() -> Iterator[Judgment]:
         n = 0
         for a, user in enumerate(annotators):
             for p, pid in enumerate(pair_ids):
@@ -118,7 +127,7 @@ def build(args) -> tuple:
     return campaign, lead, written
 
 
-def consume(response, between=lambda: None) -> tuple[int, int]:
+def consume(response: StreamingHttpResponse, between: Callable[[], None] = lambda: None) -> tuple[int, int]:
     """Read a streamed response the way a client does; returns (bytes, lines)."""
     assert response.status_code == 200, response.status_code
     size = lines = 0
@@ -129,7 +138,7 @@ def consume(response, between=lambda: None) -> tuple[int, int]:
     return size, lines
 
 
-def walk_pages(client, params, between=lambda: None) -> tuple[int, int]:
+def walk_pages(client: Client, params: dict[str, str], between: Callable[[], None] = lambda: None) -> tuple[int, int]:
     """Follow the cursor from the first page to the last; returns (bytes, judgments)."""
     size = rows = 0
     url, query = "/api/judgments/", params
@@ -147,7 +156,7 @@ def walk_pages(client, params, between=lambda: None) -> tuple[int, int]:
 ONLY = ""
 
 
-def measure(label: str, run) -> None:
+def measure(label: str, run: Callable[[Callable[[], None]], tuple[int, int]]) -> None:
     """Time ``run`` (wall clock), then run it again under tracemalloc for the peak of Python allocations.
 
     ``run`` takes a callback it calls between requests. For a walk over many requests the callback
@@ -162,7 +171,7 @@ def measure(label: str, run) -> None:
     seconds = time.perf_counter() - start
     peaks = []
 
-    def between():
+    def between() -> None:
         if peaks or tracemalloc.get_traced_memory()[1]:
             peaks.append(tracemalloc.get_traced_memory()[1])
         gc.collect()
@@ -220,7 +229,7 @@ def main() -> None:
         every = {"campaign": campaign.slug, "unsure": "include"}
         one = {**every, "annotator": "a0"}
 
-        def export(params, fmt):
+        def export(params: dict[str, str], fmt: str) -> Callable[[Callable[[], None]], tuple[int, int]]:
             return lambda between: consume(client.get("/api/judgments/", {**params, "format": fmt}))
 
         print(f"{'export':<44} {'rows':>10} {'size':>12} {'time':>10} {'rate':>12} {'peak mem':>11}")

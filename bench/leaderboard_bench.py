@@ -21,7 +21,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -45,13 +47,18 @@ from django.urls import reverse  # noqa: E402
 from judging import scoring, selectors, services  # noqa: E402
 from judging.models import Campaign, Pair, Query, Ranking  # noqa: E402
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as Account
+
+_T = TypeVar("_T")
+
 SLUG = "lbbench"
 K = 10
 
 
 def generate(
     *, n_systems: int, n_queries: int, depth: int, n_candidates: int, n_docs: int, labels_per_query: int, seed: int
-):
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], tuple[np.ndarray, np.ndarray]]:
     """Synthetic runs and qrels: each query has a candidate set with a hidden relevance; better systems see it
     through less noise. Scores are multiples of 1/256 (exact in float32 too, so ties are the same for
     pytrec_eval), which makes ties and exercises trec_eval's docid tie-break."""
@@ -100,7 +107,12 @@ def qrels_bytes(doc_idx: np.ndarray, grades: np.ndarray) -> bytes:
     ).encode()
 
 
-def build(args, runs, qrels, assessor) -> float:
+def build(
+    args: argparse.Namespace,
+    runs: list[tuple[np.ndarray, np.ndarray]],
+    qrels: tuple[np.ndarray, np.ndarray],
+    assessor: Account,
+) -> float:
     old = Campaign.objects.filter(slug=SLUG).first()
     if old is not None:
         print("deleting the previous bench campaign ...", flush=True)
@@ -120,13 +132,15 @@ def build(args, runs, qrels, assessor) -> float:
     return time.perf_counter() - t0
 
 
-def timed(fn, *a, **kw):
+def timed(fn: Callable[..., _T], *a: object, **kw: Any) -> tuple[_T, float]:
     t = time.perf_counter()
     out = fn(*a, **kw)
     return out, time.perf_counter() - t
 
 
-def pytrec_means(campaign: Campaign, runs, params: scoring.Params) -> tuple[dict[str, np.ndarray], float, float]:
+def pytrec_means(
+    campaign: Campaign, runs: list[tuple[np.ndarray, np.ndarray]], params: scoring.Params
+) -> tuple[dict[str, np.ndarray], float, float]:
     """pytrec_eval's means over the labelled queries (a query a system did not answer scores 0, -c)."""
     import pytrec_eval
 

@@ -40,11 +40,17 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import aiohttp
 import yarl
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -122,7 +128,7 @@ print(json.dumps(c.pk))
 
 
 class Stats:
-    def __init__(self):
+    def __init__(self) -> None:
         self.latency: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, int] = defaultdict(int)
         self.error_samples: list[str] = []
@@ -143,7 +149,12 @@ class Stats:
         self.judgments += 1
 
 
-async def timed(stats: Stats, name: str, call, ok=(200,)):
+async def timed(
+    stats: Stats,
+    name: str,
+    call: Callable[[], AbstractAsyncContextManager[aiohttp.ClientResponse]],
+    ok: tuple[int, ...] = (200,),
+) -> str | None:
     t0 = time.perf_counter()
     try:
         async with call() as r:
@@ -172,7 +183,7 @@ async def web_login(session: aiohttp.ClientSession, base: str, name: str) -> str
     return session.cookie_jar.filter_cookies(yarl.URL(base))["csrftoken"].value
 
 
-def new_session(**kwargs) -> aiohttp.ClientSession:
+def new_session(**kwargs: Any) -> aiohttp.ClientSession:
     # unsafe=True: keep cookies set by an IP-address host (127.0.0.1), as a browser does.
     return aiohttp.ClientSession(
         cookie_jar=aiohttp.CookieJar(unsafe=True), timeout=aiohttp.ClientTimeout(total=60), **kwargs
@@ -180,7 +191,15 @@ def new_session(**kwargs) -> aiohttp.ClientSession:
 
 
 async def web_annotator(
-    base, slug, name, s: aiohttp.ClientSession, csrf: str, stats: Stats, until, think, unjudged=None
+    base: str,
+    slug: str,
+    name: str,
+    s: aiohttp.ClientSession,
+    csrf: str,
+    stats: Stats,
+    until: float,
+    think: Callable[[random.Random], Awaitable[None]],
+    unjudged: Callable[[], int] | None = None,
 ) -> None:
     async with s:
         hx = {"HX-Request": "true", "X-CSRFToken": csrf, "Referer": base + "/"}
@@ -221,7 +240,15 @@ async def web_annotator(
                 history.append(pair)
 
 
-async def api_annotator(base, token, name, pairs: list[int], stats: Stats, until: float, think) -> None:
+async def api_annotator(
+    base: str,
+    token: str,
+    name: str,
+    pairs: list[int],
+    stats: Stats,
+    until: float,
+    think: Callable[[random.Random], Awaitable[None]],
+) -> None:
     headers = {"Authorization": f"Token {token}"}
     rng = random.Random(name)
     until = time.monotonic() + until
@@ -245,7 +272,7 @@ async def api_annotator(base, token, name, pairs: list[int], stats: Stats, until
                     done.append(pair)
 
 
-async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
+async def lead_polling(base: str, token: str, slug: str, stats: Stats, until: float) -> None:
     headers = {"Authorization": f"Token {token}"}
     until = time.monotonic() + until
     async with new_session(headers=headers) as s:
@@ -255,7 +282,16 @@ async def lead_polling(base, token, slug, stats: Stats, until: float) -> None:
 
 
 async def phase(
-    base, slug, web_names, api_names, tokens, api_pairs, seconds, think, started=lambda: None, unjudged=None
+    base: str,
+    slug: str,
+    web_names: list[str],
+    api_names: list[str],
+    tokens: dict[str, str],
+    api_pairs: dict[str, list[int]],
+    seconds: float,
+    think: Callable[[random.Random], Awaitable[None]],
+    started: Callable[[], None] = lambda: None,
+    unjudged: Callable[[], int] | None = None,
 ) -> tuple[Stats, float]:
     stats = Stats()
     # Log in first (PBKDF2 on the server), so the measured minute is judging only: ``started`` is called
@@ -296,7 +332,7 @@ class PostgresMeter:
     ANALYZE_EVERY = 10.0
     GROWING = "judging_judgment, judging_judgmentrevision, judging_pair, judging_assignment, judging_query"
 
-    def __init__(self, database_url: str, interval: float = 0.2):
+    def __init__(self, database_url: str, interval: float = 0.2) -> None:
         self.url = database_url
         self.dbname = urlparse(database_url).path.lstrip("/")
         self.interval = interval
@@ -310,17 +346,17 @@ class PostgresMeter:
         self.commits_before = 0
         self.own_statements = 0  # the meter's own (autocommit) statements, each a transaction: not the app's
 
-    def _tables(self, conn) -> dict[str, tuple[int, int]]:
+    def _tables(self, conn: psycopg.Connection) -> dict[str, tuple[int, int]]:
         rows = conn.execute(
             "SELECT relname, COALESCE(seq_tup_read, 0), COALESCE(idx_tup_fetch, 0) FROM pg_stat_user_tables"
         ).fetchall()
         return {name: (seq, idx) for name, seq, idx in rows}
 
-    def _commits(self, conn) -> int:
+    def _commits(self, conn: psycopg.Connection) -> int:
         row = conn.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [self.dbname]).fetchone()
         return int(row[0]) if row else 0
 
-    def _pids(self, conn) -> list[int]:
+    def _pids(self, conn: psycopg.Connection) -> list[int]:
         self.own_statements += 1
         rows = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [self.dbname]
@@ -336,7 +372,7 @@ class PostgresMeter:
             return None
         return int(fields[11]) + int(fields[12])
 
-    def _sample(self, conn, *, baseline: bool) -> None:
+    def _sample(self, conn: psycopg.Connection, *, baseline: bool) -> None:
         for pid in self._pids(conn):
             ticks = self._cpu_ticks(pid)
             if ticks is None:
@@ -548,10 +584,10 @@ def main() -> None:
             per = len(pair_ids) // (4 * max(1, len(api_names)))
             api_pairs = {n: pair_ids[i * per : (i + 1) * per] for i, n in enumerate(api_names)}
 
-            async def think_a(rng):
+            async def think_a(rng: random.Random) -> None:
                 await asyncio.sleep(rng.uniform(0.5, 1.5))
 
-            async def think_b(rng):
+            async def think_b(rng: random.Random) -> None:
                 await asyncio.sleep(0)
 
             label = "(a) think time 0.5-1.5 s" if p == "a" else "(b) no think time"
@@ -564,11 +600,11 @@ def main() -> None:
             meter = PostgresMeter(site.database_url)
             cpu_before = [0.0]
 
-            def started(meter=meter, cpu_before=cpu_before) -> None:
+            def started(meter: PostgresMeter = meter, cpu_before: list[float] = cpu_before) -> None:
                 cpu_before[0] = server_cpu(site)
                 meter.start()
 
-            def unjudged(slug=slug) -> int:
+            def unjudged(slug: str = slug) -> int:
                 rows = site.sql(
                     "SELECT count(*) FROM judging_pair p JOIN judging_campaign c ON c.id = p.campaign_id "
                     "WHERE c.slug = %s AND p.pooled AND p.judgment_count = 0",

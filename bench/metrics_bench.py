@@ -11,7 +11,9 @@ import importlib.metadata
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytrec_eval
@@ -20,6 +22,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import metrics
+
+_T = TypeVar("_T")
 
 K = 10
 TREC_MEASURES = {f"P_{K}", f"recall_{K}", f"success_{K}", "recip_rank", "map", f"ndcg_cut_{K}"}
@@ -42,7 +46,7 @@ RANX_NAMES = {
 }
 
 
-def best_of(repeat: int, function, *args, **kwargs):
+def best_of(repeat: int, function: Callable[..., _T], *args: object, **kwargs: Any) -> tuple[float, _T | None]:
     """(best wall time in seconds, last result): the minimum is the least disturbed by other processes."""
     best, result = float("inf"), None
     for _ in range(repeat):
@@ -52,7 +56,9 @@ def best_of(repeat: int, function, *args, **kwargs):
     return best, result
 
 
-def make_campaign(n_queries: int, n_runs: int, depth: int, n_judged: int, pool: int, seed: int):
+def make_campaign(
+    n_queries: int, n_runs: int, depth: int, n_judged: int, pool: int, seed: int
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, dict[str, float]]]]:
     """pytrec_eval-style qrels and runs: each query has `pool` candidate documents, `n_judged` of them
     graded 0-2; each run returns `depth` of the candidates with scores on a coarse grid (many ties)."""
     rng = np.random.default_rng(seed)

@@ -19,8 +19,14 @@ import argparse
 import json
 import multiprocessing
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from judging.models import Campaign
+
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -30,7 +36,7 @@ from bench._setup import django_ready
 ANSWER = json.dumps({"choices": [{"message": {"role": "assistant", "content": '{"grade": 1, "reason": "ok"}'}}]})
 
 
-def serve(port: int, latency: float, ready) -> None:
+def serve(port: int, latency: float, ready: threading.Event) -> None:
     """The fake endpoint: every POST is answered after ``latency`` seconds (threads, so 8 wait at once)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -40,10 +46,10 @@ def serve(port: int, latency: float, ready) -> None:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # as real servers do: headers and body go out without waiting
 
-        def log_message(self, *args):
+        def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             time.sleep(latency)
             self.send_response(200)
@@ -58,7 +64,7 @@ def serve(port: int, latency: float, ready) -> None:
     server.serve_forever()
 
 
-def make_campaign(n_pairs: int):
+def make_campaign(n_pairs: int) -> Campaign:
     """A campaign of n_pairs pooled pairs: n_pairs / 100 queries, one run of 100 documents each."""
     from judging.models import Campaign
     from judging.services import campaign_create, documents_import, queries_import, run_import
@@ -128,7 +134,7 @@ def main() -> None:
         scale = [(0, "Not relevant", ""), (1, "Partially", ""), (2, "Highly", "")]
         text = "Merino wool, hand wash. " * 20
 
-        def ask(i: int):
+        def ask(i: int) -> tuple[int | None, str]:
             pair = PairText(i, f"q{i // 100}", "wool sweater", "A warm wool sweater.", f"d{i}", "Sweater", text)
             answer = client.complete(prompt_messages(guidelines="Grade 0, 1 or 2.", scale=scale, pair=pair))
             return parse_answer(answer, (0, 1, 2))

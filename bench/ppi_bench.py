@@ -17,12 +17,16 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._setup import django_ready
+
+_T = TypeVar("_T")
 
 django_ready("ppi_bench")
 
@@ -42,7 +46,7 @@ SLUG = "ppibench"
 CPU: list[float] = []  # process CPU seconds of each timed call (the wall time includes waiting on a loaded machine)
 
 
-def timed(fn, *a, **kw):
+def timed(fn: Callable[..., _T], *a: object, **kw: Any) -> tuple[_T, float]:
     t, c = time.perf_counter(), time.process_time()
     out = fn(*a, **kw)
     CPU.append(time.process_time() - c)

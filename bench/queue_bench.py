@@ -16,14 +16,20 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._setup import django_ready
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as Account
 
-def build(queries: int, systems: int, depth: int, candidates: int, seed: int):
+    from judging.models import Campaign
+
+
+def build(queries: int, systems: int, depth: int, candidates: int, seed: int) -> tuple[Campaign, Account]:
     from django.contrib.auth import get_user_model
 
     from judging.models import Campaign

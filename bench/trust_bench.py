@@ -12,7 +12,9 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytrec_eval
@@ -22,10 +24,12 @@ if __package__ in (None, ""):
 
 import metrics
 
+_T = TypeVar("_T")
+
 TARGET_MS = 300
 
 
-def best_of(repeat: int, function, *args, **kwargs):
+def best_of(repeat: int, function: Callable[..., _T], *args: object, **kwargs: Any) -> tuple[float, float, _T | None]:
     """(best wall time, best CPU time of this process, in seconds; last result).
 
     The minimum is the least disturbed by other processes; the CPU time is what the call costs on an
@@ -42,7 +46,7 @@ def best_of(repeat: int, function, *args, **kwargs):
 
 def make_campaign(
     n_systems: int, n_queries: int, depth: int, candidates: int, pool_depth: int, judged_share: float, seed: int
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """labels (S, Q, D) int8, qrels (Q, M) int8, doc_ids (S, Q, D) int64 of a pooled campaign."""
     rng = np.random.default_rng(seed)
     # A preference shared by all systems plus each system's own noise: runs overlap, but not fully.
@@ -67,7 +71,9 @@ def make_campaign(
     return labels, qrels, doc_ids
 
 
-def as_dicts(labels, qrels, doc_ids):
+def as_dicts(
+    labels: np.ndarray, qrels: np.ndarray, doc_ids: np.ndarray
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, dict[str, float]]]]:
     """pytrec_eval qrels and runs for the same campaign (scores descending along the ranking)."""
     n_systems, n_queries, depth = labels.shape
     qrel_dict: dict[str, dict[str, int]] = {}
@@ -84,7 +90,7 @@ def as_dicts(labels, qrels, doc_ids):
     return qrel_dict, runs
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", type=int, default=20)
     parser.add_argument("--queries", type=int, default=5000)

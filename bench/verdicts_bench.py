@@ -18,21 +18,25 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._setup import machine_line
 from bench.trust_bench import make_campaign
-from metrics.final_order import order_verdicts, query_parts
+from metrics.final_order import OrderVerdicts, order_verdicts, query_parts
 from metrics.relevance_model import label_model
 from metrics.verdicts import final_pool, verdict_parts
+
+_T = TypeVar("_T")
 
 TARGET_MS = 50
 
 
-def best_of(repeat: int, function):
+def best_of(repeat: int, function: Callable[[], _T]) -> tuple[float, float, _T | None]:
     best, best_cpu, result = float("inf"), float("inf"), None
     for _ in range(repeat):
         start, start_cpu = time.perf_counter(), time.process_time()
@@ -42,7 +46,17 @@ def best_of(repeat: int, function):
     return best * 1000, best_cpu * 1000, result
 
 
-def fresh(labels, qrels, doc_ids, base, *, k, pool_depth, samples, with_p=True):
+def fresh(
+    labels: np.ndarray,
+    qrels: np.ndarray,
+    doc_ids: np.ndarray,
+    base: str,
+    *,
+    k: int,
+    pool_depth: int,
+    samples: int,
+    with_p: bool = True,
+) -> object:
     """Everything the leaderboard computes for one measure from nothing (the verdicts of adjacent systems)."""
     n_s, n_q, depth = labels.shape
     read = depth if base in ("MAP", "MRR", "bpref") else max(k, pool_depth)
@@ -60,7 +74,7 @@ def fresh(labels, qrels, doc_ids, base, *, k, pool_depth, samples, with_p=True):
     return parts, model, order, verdicts
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--pool-depth", type=int, default=10)
@@ -96,7 +110,7 @@ def main(argv=None):
     print(f"  cold: final pool, model, bounds, 32 draws, verdicts {wall:8.1f} ms wall {cpu:8.1f} ms CPU")
     one = np.array([1234])
 
-    def judgment():
+    def judgment() -> OrderVerdicts:
         pool = final_pool(labels[:, one, : max(k, pd)], doc_ids[:, one, : max(k, pd)], pool_depth=pd)
         new = query_parts("nDCG", pool, qrels[one], model, k=k, threshold=1, gain="linear", seeds=one, samples=32)
         patched = parts.patched(new, one)

@@ -7,7 +7,7 @@ import time
 
 from django.core.cache import cache
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 @never_cache
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the database and the cache both answer, 503 (naming which failed) when not.
 
     No login and no data in the answer: it says only which dependency is down, so a balancer can take

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import timedelta
+from typing import Any
 
 from gunicorn import glogging  # type: ignore[import-untyped]
 
@@ -25,7 +27,7 @@ def redact(text: str) -> str:
 class GunicornLogger(glogging.Logger):
     """Gunicorn's logger, writing every access-log field (request line, path, referer, headers) redacted."""
 
-    def atoms(self, resp, req, environ, request_time):
+    def atoms(self, resp: object, req: object, environ: dict[str, Any], request_time: timedelta) -> dict[str, Any]:
         atoms = super().atoms(resp, req, environ, request_time)
         return {key: redact(value) if isinstance(value, str) else value for key, value in atoms.items()}
 

@@ -20,6 +20,7 @@ from functools import wraps
 from typing import Any, cast
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as Account
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db.models import CharField, OuterRef, QuerySet, Subquery
@@ -41,6 +42,15 @@ from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
 View = Callable[..., HttpResponseBase]
 
 SESSION_EXPIRED = gettext_lazy("Your session has expired: log in again in another tab.")
+
+
+def signed_in(user: User) -> Account:
+    """The account of a user the login checks let through (login_required, campaign_view, the API's
+    IsAuthenticated), for the services that act on an account: the type checker cannot see those checks. An
+    anonymous user here would be a view that lost its check, a bug to fail on rather than serve."""
+    if isinstance(user, Account):
+        return user
+    raise TypeError("an anonymous user reached a view that requires a login")
 
 
 def may_see_pair(*, role: str | None, pooled: bool) -> bool:

@@ -1,6 +1,8 @@
 """Django admin for every model, read-only for judging data: that changes only through the services."""
 
 from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
 
 from judging import models
 
@@ -11,13 +13,13 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     audit trail and are deleted by nobody. As every object that cascades to these lacks the delete right too,
     the admin also refuses to delete a campaign, query or document that holds judgments."""
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -93,10 +95,10 @@ class RevisionInline(admin.TabularInline):
     can_delete = False
     readonly_fields = [f.name for f in models.JudgmentRevision._meta.fields]
 
-    def has_add_permission(self, request, obj=None):
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

@@ -8,7 +8,7 @@ class JudgingConfig(AppConfig):
     name = "judging"
     verbose_name = "Relevance judging"
 
-    def ready(self):
+    def ready(self) -> None:
         # Imported here, not at the top: the models (and the modules that use them) load only once Django's app
         # registry is ready, which is what ready() is for.
         from django.core.signals import request_finished

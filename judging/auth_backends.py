@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any
 
 from axes.backends import AxesStandaloneBackend
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username
 from axes.models import AccessAttempt
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import User as Account
 from django.db.models import Max, Q, Sum
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +28,7 @@ from judging.services.accounts import api_token_revoke
 # --------------------------------------------------------------------------- client address
 
 
-def client_address(request) -> str | None:
+def client_address(request: HttpRequest) -> str | None:
     """The client's IP address: REMOTE_ADDR, or behind ``TRUSTED_PROXIES`` reverse proxies the address the
     outermost of them saw, counted from the right of X-Forwarded-For (entries further left are whatever the
     client sent). The same rule as DRF's throttles with ``NUM_PROXIES``."""
@@ -45,7 +48,9 @@ class LoginAttemptsBackend(AxesStandaloneBackend):
     ``authenticate()`` without a request (the demo loader, a shell) has no client to count, so it is let
     through to the password backend rather than failing as axes' own backend does."""
 
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(
+        self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
+    ) -> AbstractBaseUser | None:
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
@@ -59,7 +64,7 @@ class LoginAttemptsHandler(AxesDatabaseHandler):
     username limit: ``address * user_limit // address_limit >= user_limit`` exactly when
     ``address >= address_limit``."""
 
-    def get_failures(self, request, credentials=None) -> int:
+    def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
         by_username, by_address = (
             attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0
             for attempts in self.get_user_attempts(request, credentials)
@@ -67,7 +72,7 @@ class LoginAttemptsHandler(AxesDatabaseHandler):
         user_limit, address_limit = settings.AXES_FAILURE_LIMIT, settings.RELJUDGE_ADDRESS_FAILURE_LIMIT
         return max(by_username, by_address * user_limit // address_limit)
 
-    def reset_user_attempts(self, request, credentials=None) -> int:
+    def reset_user_attempts(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
         """A successful login clears the failures against that account only. Axes clears every failure of
         the client address as well, including those against other accounts: anyone with an account of their
         own could then guess 4 passwords of a lead, log in as themselves, and guess on without limit."""
@@ -76,7 +81,7 @@ class LoginAttemptsHandler(AxesDatabaseHandler):
         return deleted
 
 
-def _retry_after(request, credentials) -> timedelta:
+def _retry_after(request: HttpRequest, credentials: dict[str, Any] | None) -> timedelta:
     """How long until the lockout ends: the cool-off counted from the last failure that caused it."""
     username = get_client_username(request, credentials)
     address = getattr(request, "axes_ip_address", None) or client_address(request)
@@ -87,7 +92,9 @@ def _retry_after(request, credentials) -> timedelta:
     return max(end - timezone.now(), timedelta(seconds=1))
 
 
-def lockout_response(request, original_response=None, credentials=None):
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponseBase | None = None, credentials: dict[str, Any] | None = None
+) -> HttpResponse:
     """429 with when to retry: JSON with a Retry-After header for the API, a page for the web login."""
     wait = _retry_after(request, credentials)
     seconds = math.ceil(wait.total_seconds())
@@ -129,12 +136,12 @@ class RevokeTokenOnPasswordChange:
 
     Other browser sessions end by themselves: each carries a hash of the password, which no longer matches."""
 
-    def validate(self, password, user=None):
+    def validate(self, password: str, user: Account | None = None) -> None:
         return None
 
-    def password_changed(self, password, user=None):
+    def password_changed(self, password: str, user: Account | None = None) -> None:
         if user is not None and user.pk is not None:
             api_token_revoke(user=user)
 
-    def get_help_text(self):
+    def get_help_text(self) -> str:
         return _("Changing your password also revokes your API token: scripts need a new one.")

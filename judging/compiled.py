@@ -103,7 +103,7 @@ class _Slot:
 class Param(Expression):
     """A named placeholder: compiles to one parameter, filled in by each call (Compiled.run)."""
 
-    def __init__(self, name: str, output_field: Field[Any, Any]):
+    def __init__(self, name: str, output_field: Field[Any, Any]) -> None:
         super().__init__(output_field=output_field)
         self.name = name
 
@@ -114,7 +114,7 @@ class Param(Expression):
 class Slots:
     """Arguments of a template: every named value is a Param (an integer unless ``fields`` says otherwise)."""
 
-    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None) -> None:
         self.fields = fields or {}
 
     def __getitem__(self, name: str) -> Expression:
@@ -137,7 +137,7 @@ class Slots:
 class Values:
     """Arguments of an ORM query run at once: each named value as itself."""
 
-    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None, **values: Any):
+    def __init__(self, fields: dict[str, Field[Any, Any]] | None = None, **values: Any) -> None:
         self.fields = fields or {}
         self.values = values
 
@@ -247,7 +247,7 @@ PREPARE_THRESHOLD = 5
 class _SqlText:
     """What Django's query log reads of a psycopg cursor after a query (``cursor._query.query``)."""
 
-    def __init__(self, query: bytes):
+    def __init__(self, query: bytes) -> None:
         self.query = query
 
 
@@ -361,10 +361,13 @@ def compiled_delete(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]
     return _once(key, compile_)
 
 
-def compiled_first_of(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]], *, candidate: str) -> Compiled:
+def compiled_first_of(
+    key: tuple[Any, ...], build: Callable[[], QuerySet[Any, Any]], *, candidate: str, count: int = 1
+) -> Compiled:
     """The first id of the list ``candidates`` (a call's value: ids in the caller's order) for which ``build()``
     has a row, where ``build()`` is a query built with Slots that names one candidate with the placeholder
-    ``candidate``; compiled once per process for ``key``, as compiled_select.
+    ``candidate``; compiled once per process for ``key`` and ``count``, as compiled_select. With ``count`` above
+    one, the first ``count`` such ids (``rows``), in the list's order as the database checks it.
 
     One statement, ``SELECT c.id FROM unnest(candidates) c WHERE EXISTS (build() for c.id) LIMIT 1``:
     PostgreSQL (and SQLite, over json_each) checks the candidates one at a time in the list's order and stops at
@@ -395,10 +398,10 @@ def compiled_first_of(key: tuple[Any, ...], build: Callable[[], QuerySet[Any, An
         if len(kept) == len(params):
             raise ValueError(f"the query names no candidate {candidate!r}")
         source = "unnest(%s::bigint[]) AS c(id)" if connection.vendor == "postgresql" else "json_each(%s) AS c"
-        sql = f"SELECT {ref} FROM {source} WHERE EXISTS ({inner}) LIMIT 1"
+        sql = f"SELECT {ref} FROM {source} WHERE EXISTS ({inner}) LIMIT {int(count)}"
         return Compiled(sql, (_Slot("candidates", _ID_LIST), *kept))
 
-    return _once(key, compile_)
+    return _once((*key, count), compile_)
 
 
 def compiled_sql(key: tuple[Any, ...], build: Callable[[], tuple[str, tuple[Any, ...]]]) -> Compiled:

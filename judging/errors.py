@@ -19,7 +19,7 @@ class RequestError(ValueError):
     messages (in the reader's language). A ValueError, so that library callers that catch bad arguments keep
     catching it; the edges catch this class only."""
 
-    def __init__(self, field: str, message: Any):
+    def __init__(self, field: str, message: Any) -> None:
         self.errors: dict[str, list[str]] = {field: [str(message)]}
         self.field = field
         super().__init__(str(message))

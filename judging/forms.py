@@ -23,7 +23,7 @@ from judging.services.campaigns import has_model_judge
 class AsciiIntegerField(forms.IntegerField):
     """A whole number written with the digits 0-9: IntegerField, like int(), also reads "２" and "١٠"."""
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> int | None:
         if isinstance(value, str) and value.strip():
             try:
                 ascii_float(value)  # Django's parsing follows (it takes "2.0" as 2)
@@ -35,7 +35,7 @@ class AsciiIntegerField(forms.IntegerField):
 class AsciiFloatField(forms.FloatField):
     """A number written with ASCII digits: FloatField, like float(), also reads "١"."""
 
-    def to_python(self, value):
+    def to_python(self, value: Any) -> float | None:  # type: ignore[override]  # django-stubs give FloatField IntegerField's int
         if isinstance(value, str) and value.strip():
             try:
                 ascii_float(value)
@@ -56,7 +56,7 @@ class JudgmentForm(forms.Form):
     # overwritten without the annotator seeing it.
     version = forms.CharField(required=False, max_length=64)
 
-    def clean_seconds(self):
+    def clean_seconds(self) -> float:
         return min(self.cleaned_data.get("seconds") or 0.0, 24 * 3600.0)
 
 
@@ -81,7 +81,7 @@ class CampaignCreateForm(forms.ModelForm):
         }
         help_texts = {"slug": gettext_lazy("Short name used in URLs and on the command line, e.g. trec-2024-web.")}
 
-    def clean_grades(self):
+    def clean_grades(self) -> list[int]:
         return sorted({int(v) for v in self.cleaned_data["grades"].split(",")})
 
 
@@ -138,7 +138,7 @@ class CampaignSettingsForm(forms.ModelForm):
             "guidelines": forms.Textarea(attrs={"rows": 10}),
         }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # A form (or script) that predates the judging-queue setting leaves it as it is.
         self.fields["queue_mode"].required = False
@@ -167,7 +167,7 @@ class GradeForm(forms.Form):
 
 
 class BaseGradeFormSet(forms.BaseFormSet):
-    def clean(self):
+    def clean(self) -> None:
         if any(self.errors):
             return
         scale_check(self.scale())  # the service's rules, so that the page says what the API says
@@ -222,7 +222,7 @@ class MembersBulkForm(forms.Form):
         label=gettext_lazy("Role"), choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR
     )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         upload = data.get("file")
         if upload:
@@ -257,7 +257,7 @@ class MemberChangeForm(forms.Form):
     # "remove" without it shows a confirmation step, whose button sends it (no script: the CSP allows none inline)
     confirm = forms.BooleanField(required=False)
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("action") == "role" and not data.get("role"):
             self.add_error("role", _("choose a role"))
@@ -312,12 +312,12 @@ class UploadForm(forms.Form):
         ),
     )
 
-    def clean_annotator(self):
+    def clean_annotator(self) -> str:
         # A name, checked by the import itself: it may name a source account that does not exist yet (or,
         # with ``model``, a model judge the view creates first).
         return self.cleaned_data.get("annotator", "").strip()
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("model") and not data.get("annotator"):
             self.add_error("annotator", _("name the model judge whose labels these are"))

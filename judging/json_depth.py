@@ -30,7 +30,7 @@ _STEP[[ord("]"), ord("}")]] = -1
 class JSONTooDeep(ValueError):
     """A JSON text nested deeper than allowed (a ValueError, as json.loads raises for bad JSON)."""
 
-    def __init__(self, depth: int, limit: int):
+    def __init__(self, depth: int, limit: int) -> None:
         self.depth, self.limit = depth, limit
         super().__init__(f"JSON nested {depth} levels deep; at most {limit} are accepted")
 

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal, cast
 
 from django.conf import settings
+from django.contrib.auth.models import User as Account
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponseBase
 from django.urls import reverse
 from django.utils import translation
 
@@ -24,9 +28,11 @@ from judging.selectors.languages import user_language
 from judging.services.languages import language_codes
 
 SESSION_KEY = "reljudge_language"
+# What set_cookie takes as samesite (django-stubs); settings.LANGUAGE_COOKIE_SAMESITE is typed as any text.
+_SameSite = Literal["Lax", "Strict", "None", False] | None
 
 
-def remember_in_session(request, language: str) -> None:
+def remember_in_session(request: HttpRequest, language: str) -> None:
     if language:
         request.session[SESSION_KEY] = language
     else:
@@ -34,7 +40,7 @@ def remember_in_session(request, language: str) -> None:
 
 
 @receiver(user_logged_in, dispatch_uid="reljudge-language-at-login")
-def _language_at_login(sender, request, user, **kwargs):
+def _language_at_login(sender: object, request: HttpRequest | None, user: Account, **kwargs: Any) -> None:
     # Every way in (the login page, a set-password link, the admin's login) sends this signal.
     if request is not None and hasattr(request, "session"):
         remember_in_session(request, user_language(user=user))
@@ -43,10 +49,10 @@ def _language_at_login(sender, request, user, **kwargs):
 class UserLanguageMiddleware:
     """Activate the signed-in user's saved language for the request (after LocaleMiddleware chose one)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         # Only a session that holds the key has a chooser's language: no query, and no session is loaded for
         # a request without a session cookie.
         session = getattr(request, "session", None)
@@ -66,7 +72,7 @@ class UserLanguageMiddleware:
                 domain=settings.LANGUAGE_COOKIE_DOMAIN,
                 secure=settings.LANGUAGE_COOKIE_SECURE,
                 httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-                samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+                samesite=cast(_SameSite, settings.LANGUAGE_COOKIE_SAMESITE),  # one of those: Django checks it
             )
         return response
 

@@ -25,7 +25,7 @@ QUERY_CHARS = 500  # the query string as logged, at most
 class InternalErrorLog:
     """Logs every exception a view raises and nothing handled (see the module); never changes the answer."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

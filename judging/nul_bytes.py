@@ -43,7 +43,7 @@ class NulBytesMiddleware:
     """After the language and the user are known (its page is translated) and after CsrfViewMiddleware, which
     reads a page's form in its process_view: this reads only what was parsed by then."""
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

@@ -65,7 +65,7 @@ def ascii_float(raw: Any) -> float:
 class ParamErrors(RequestError):
     """Bad parameters: ``errors`` maps each parameter's name to its messages (in the reader's language)."""
 
-    def __init__(self, errors: dict[str, list[str]]):
+    def __init__(self, errors: dict[str, list[str]]) -> None:
         ValueError.__init__(self, "; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items()))
         self.errors = errors
         self.field = next(iter(errors), "non_field_errors")
@@ -316,7 +316,7 @@ class LeaderboardQuery:
         wanted = names or [f.name for f in fields(self)]
         return {name: getattr(self, name) for name in wanted}
 
-    def but(self, **changes) -> LeaderboardQuery:
+    def but(self, **changes: Any) -> LeaderboardQuery:
         return replace(self, **changes)
 
 

@@ -10,9 +10,11 @@ write files to disk (settings.FILE_UPLOAD_HANDLERS), so a large upload never sit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
@@ -57,10 +59,10 @@ class UploadLimitMiddleware:
     Last in MIDDLEWARE: every other middleware has set the language and the user by then, and none of them
     reads the body before the views (CsrfViewMiddleware reads a form in process_view, after this)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         declared = _declared_length(request)
         if declared > settings.RELJUDGE_MAX_UPLOAD_BYTES:
             return too_large_response(request, declared)
@@ -76,7 +78,7 @@ class UploadLimitHandler(FileUploadHandler):
     """Count the bytes of a request's files as they stream in; past the upload limit, stop reading them and
     mark the request for UploadLimitMiddleware. First in FILE_UPLOAD_HANDLERS: it passes every chunk on."""
 
-    def __init__(self, request=None):
+    def __init__(self, request: HttpRequest | None = None) -> None:
         super().__init__(request)
         self.received = 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import django_filters as df
 from django import forms
@@ -11,6 +12,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django_filters.fields import IsoDateTimeField
 from rest_framework import filters
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from judging.api.permissions import access
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH, SYSTEM_NAME_MAX_LENGTH
@@ -32,16 +35,16 @@ class UTCDateTimeField(IsoDateTimeField):
     """An ISO 8601 timestamp that has a UTC time: 0001-01-01T00:00:00+14:00 parses, but the database
     compares in UTC, and the conversion would overflow (a 500) instead of a 400 naming the parameter."""
 
-    def to_python(self, value):
-        value = super().to_python(value)
-        if value is not None and timezone.is_aware(value):
+    def to_python(self, value: str | dt.datetime | dt.date | None) -> dt.datetime | None:
+        parsed = super().to_python(value)
+        if parsed is not None and timezone.is_aware(parsed):
             try:
-                value.astimezone(dt.UTC)
+                parsed.astimezone(dt.UTC)
             except OverflowError:
                 raise forms.ValidationError(
                     _("out of range: the time must lie between years 1 and 9999 in UTC")
                 ) from None
-        return value
+        return parsed
 
 
 class UTCDateTimeFilter(df.IsoDateTimeFilter):
@@ -96,7 +99,9 @@ class PairFilter(df.FilterSet):
         model = Pair
         fields = ["campaign", "qid", "docid", "pooled", "label", "labelled", "adjudicated"]
 
-    def filter_lead_only(self, queryset: QuerySet[Pair], name: str, value) -> QuerySet[Pair]:
+    def filter_lead_only(self, queryset: QuerySet[Pair], name: str, value: object) -> QuerySet[Pair]:
+        # The API's filter backend hands the filter set the view's DRF request.
+        assert isinstance(self.request, Request)
         led = access(self.request).led_ids
         if led is not None:
             queryset = queryset.filter(campaign_id__in=led)
@@ -154,7 +159,7 @@ class JudgmentFilter(df.FilterSet):
 class OrderingFilter(filters.OrderingFilter):
     """DRF's ``?ordering=`` filter, with the values a view allows listed in the schema."""
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         fields = list(getattr(view, "ordering_fields", None) or [])
         for parameter in parameters:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from django.core.files.uploadedfile import UploadedFile
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
 from rest_framework.response import Response
 
+from judging.access import signed_in
 from judging.api.serializers import AsciiFloatField, AsciiIntegerField
 from judging.jobs import JobError, JobLimit, job_get, job_rate, job_retry, job_start_upload
 from judging.jobs.model_judge import SEED_MAX
-from judging.models import Job
+from judging.models import Campaign, Job
 
 
 def job_as_dict(job: Job) -> dict:
@@ -78,7 +81,7 @@ class JobStartedSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Job.Status.choices)
 
 
-def job_accepted(request, job: Job) -> Response:
+def job_accepted(request: Request, job: Job) -> Response:
     """202 with the job's URL in Location and the body: poll it for progress and outcome."""
     url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
     return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
@@ -109,7 +112,7 @@ class JudgeRunSerializer(serializers.Serializer):
     )
 
 
-def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Response:
+def upload_as_job(request: Request, *, campaign: Campaign, kind: str, upload: UploadedFile, fields: dict) -> Response:
     """Queue the upload's import; answer 202 with the job's URL in Location and the body."""
     options: dict = {}
     if kind == "run":
@@ -117,8 +120,10 @@ def upload_as_job(request, *, campaign, kind: str, upload, fields: dict) -> Resp
     elif kind == "qrels":
         # The source is checked by qrels_import itself (a bad one fails the job with the field named).
         options = {"annotator": fields.get("annotator") or request.user.get_username()}
+    filename = upload.name
+    assert filename is not None  # an uploaded file always has a name (the multipart part's filename)
     job = job_start_upload(
-        kind=kind, campaign=campaign, user=request.user, upload=upload, filename=upload.name, options=options
+        kind=kind, campaign=campaign, user=signed_in(request.user), upload=upload, filename=filename, options=options
     )
     url = request.build_absolute_uri(reverse("api:job-detail", args=[job.pk]))
     return Response({"job": url, "status": job.status}, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
@@ -129,14 +134,14 @@ class JobViewSet(viewsets.ViewSet):
 
     lookup_value_regex = r"[0-9]+"
 
-    def _job(self, request, pk, action: str = "read") -> Job:
+    def _job(self, request: Request, pk: str, action: str = "read") -> Job:
         try:
             return job_get(job_id=int(pk), user=request.user, action=action)
         except Job.DoesNotExist:
             raise NotFound(_("No such job.")) from None
 
     @extend_schema(responses=JobSerializer, description="A job's status, progress, and result or error.")
-    def retrieve(self, request, pk=None):
+    def retrieve(self, request: Request, pk: str) -> Response:
         return Response(JobSerializer(job_as_dict(self._job(request, pk))).data)
 
     @extend_schema(
@@ -149,7 +154,7 @@ class JobViewSet(viewsets.ViewSet):
         description="Queue a failed job again whose upload is still kept (its worker died).",
     )
     @action(detail=True, methods=["post"])
-    def retry(self, request, pk=None):
+    def retry(self, request: Request, pk: str) -> Response:
         job = self._job(request, pk, "retry")
         try:
             job = job_retry(job=job)

@@ -11,7 +11,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 from django.http import HttpResponse
@@ -27,6 +27,13 @@ from judging.scoring.series_file import series_load, series_save_later
 _T = TypeVar("_T", str, bytes)
 
 
+class SystemValues(Protocol):
+    """A system's per-query values (Q_scored, M), as leaderboard_data hands them to per_query_text: every scored
+    query's, or those of the scored queries at positions ``rows``."""
+
+    def __call__(self, rows: np.ndarray | None = None) -> np.ndarray: ...
+
+
 class TextLRU(Generic[_T]):
     """Text (or its UTF-8 bytes) kept in this process's memory, least recently used out first, bounded both by
     its number of entries and by the bytes its objects take (sys.getsizeof): whatever the campaigns and
@@ -34,7 +41,7 @@ class TextLRU(Generic[_T]):
     ``_many`` methods take the lock once for a whole batch (the per-query rows of a leaderboard are looked up by
     the thousand)."""
 
-    def __init__(self, *, max_entries: int, max_bytes: int):
+    def __init__(self, *, max_entries: int, max_bytes: int) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise ValueError(f"TextLRU bounds must be positive, not {max_entries} entries and {max_bytes} bytes")
         self.max_entries, self.max_bytes = max_entries, max_bytes
@@ -241,7 +248,7 @@ class _PerQueryText:
     the data for each system's ``per_query`` object (leaderboard_data's ``per_query_text``) and is replaced
     by the object's UTF-8 text afterwards."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.token = secrets.token_hex(8)
         self.parts: dict[str, bytes] = {}
         self.keys: tuple[tuple, list[bytes]] | None = None
@@ -250,7 +257,7 @@ class _PerQueryText:
 
     def __call__(
         self,
-        values,
+        values: SystemValues,
         qids: list[str],
         names: list[str],
         *,
@@ -285,7 +292,7 @@ class _PerQueryText:
 
     def _text(
         self,
-        values,
+        values: SystemValues,
         qids: list[str],
         names: list[str],
         series: str,
@@ -318,7 +325,7 @@ class _PerQueryText:
         self,
         series: str,
         names_key: tuple[str, ...],
-        values,
+        values: SystemValues,
         versions: np.ndarray,
         row_format: bytes,
         campaign_pk: int = 0,
@@ -373,7 +380,7 @@ class _PerQueryText:
         return [self.parts[p] if i % 2 else p.encode() for i, p in enumerate(pieces)]
 
 
-def leaderboard_json_pieces(*, campaign: Campaign, **params) -> list[bytes] | None:
+def leaderboard_json_pieces(*, campaign: Campaign, **params: Any) -> list[bytes] | None:
     """leaderboard_data(..., per_query=True) as the API's JSON text in UTF-8 pieces (compact, what DRF's
     JSONRenderer writes, once joined), or None where only the general path applies (no per-query values, the
     diversity measures, a value that is not finite). Building a dict per query and system and encoding them
@@ -400,7 +407,7 @@ def pieces_response(pieces: list[bytes], *, content_type: str) -> HttpResponse:
     return response
 
 
-def leaderboard_json(*, campaign: Campaign, **params) -> bytes | None:
+def leaderboard_json(*, campaign: Campaign, **params: Any) -> bytes | None:
     """leaderboard_json_pieces joined: the whole JSON text."""
     pieces = leaderboard_json_pieces(campaign=campaign, **params)
     return None if pieces is None else b"".join(pieces)

@@ -4,16 +4,18 @@ import datetime as dt
 import re
 from typing import cast
 
+from django.core.paginator import Paginator as DjangoPaginator
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
+from rest_framework.request import Request
 
 _INTEGER = re.compile(r"-?[0-9]{1,18}")  # ASCII digits that fit a 64-bit id column
 
 
-def _ascii_number_param(request, name: str) -> None:
+def _ascii_number_param(request: Request, name: str) -> None:
     """A 400 naming ``name`` when it is not written in ASCII: DRF reads page numbers and sizes with int(),
     which takes "２" and "١٠" too."""
     raw = request.query_params.get(name)
@@ -27,11 +29,11 @@ class PagePagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
-    def get_page_number(self, request, paginator):
+    def get_page_number(self, request: Request, paginator: DjangoPaginator) -> int | str:
         _ascii_number_param(request, self.page_query_param)
         return super().get_page_number(request, paginator)
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int | None:
         _ascii_number_param(request, self.page_size_query_param)
         return super().get_page_size(request)
 
@@ -45,7 +47,7 @@ class JudgmentCursorPagination(CursorPagination):
     max_page_size = 1000
     ordering = "id"
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int | None:
         _ascii_number_param(request, self.page_size_query_param)
         return super().get_page_size(request)
 
@@ -53,7 +55,7 @@ class JudgmentCursorPagination(CursorPagination):
         str, gettext_lazy("Invalid cursor: pass back the next or previous link of an earlier page unchanged.")
     )
 
-    def decode_cursor(self, request):
+    def decode_cursor(self, request: Request) -> Cursor | None:
         """DRF's decoding, plus a check of the position the cursor carries.
 
         A cursor is only base64 of ``o=&r=&p=``, so a client can send any position; DRF hands it to the

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.utils.translation import gettext as _
 from rest_framework import status
@@ -41,7 +43,9 @@ class BoundedBodyMixin:
     most one byte past the limit, in case the declared length understates it.
     """
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self, stream: IO[Any] | None, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> Any:
         request = (parser_context or {}).get("request")
         meta = getattr(request, "META", {})
         try:
@@ -55,7 +59,7 @@ class BoundedBodyMixin:
             raise _too_large(f"more than {BODY_MAX_BYTES:,}")
         return self._parse_bytes(data, media_type, parser_context)
 
-    def _parse_bytes(self, data: bytes, media_type, parser_context):
+    def _parse_bytes(self, data: bytes, media_type: str | None, parser_context: Mapping[str, Any] | None) -> Any:
         return super().parse(io.BytesIO(data), media_type, parser_context)  # type: ignore[misc]
 
 
@@ -64,7 +68,7 @@ class BoundedJSONParser(BoundedBodyMixin, JSONParser):
     judging.json_depth.JSON_DEPTH_MAX levels is refused with 400 before the recursive parser sees it
     (1,000 levels of ``[`` raised RecursionError: a 500 without login)."""
 
-    def _parse_bytes(self, data: bytes, media_type, parser_context):
+    def _parse_bytes(self, data: bytes, media_type: str | None, parser_context: Mapping[str, Any] | None) -> Any:
         try:
             json_depth_check(data)
         except JSONTooDeep as exc:

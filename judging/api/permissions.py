@@ -7,9 +7,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 from judging.access import can_create_campaigns, leads_everywhere, may_see_leaderboard, may_see_pair, membership_role
-from judging.models import Campaign, Membership, Pair, User
+from judging.models import Campaign, Membership, Pair, System, User
 from judging.selectors import campaign_list, membership_roles
 
 LEAD = Membership.Role.LEAD
@@ -23,7 +25,7 @@ class Access:
     role an action needs get 403. Superusers are leads everywhere.
     """
 
-    def __init__(self, user: User):
+    def __init__(self, user: User) -> None:
         self.user = user
         self.superuser = leads_everywhere(user)
         self.roles = membership_roles(user=user)
@@ -79,27 +81,27 @@ def _is_slug(value: str) -> bool:
     return 0 < len(value) <= 64 and all(c.isascii() and (c.isalnum() or c in "-_") for c in value)
 
 
-def access(request) -> Access:
+def access(request: Request) -> Access:
     """The caller's Access, computed once per request."""
     cached = getattr(request, "_reljudge_access", None)
     if cached is None or cached.user != request.user:
         cached = Access(request.user)
-        request._reljudge_access = cached
+        request._reljudge_access = cached  # type: ignore[attr-defined]  # a per-request cache DRF's Request does not declare
     return cached
 
 
 class CanCreateCampaign(BasePermission):
     message = gettext_lazy("Only campaign leads can create campaigns.")
 
-    def has_permission(self, request, view) -> bool:
-        return view.action != "create" or access(request).can_create_campaigns()
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return getattr(view, "action", None) != "create" or access(request).can_create_campaigns()
 
 
 class CanSeeLeaderboard(BasePermission):
     """Object permission on a campaign for its leaderboard's endpoints: judging.access.may_see_leaderboard
     (leads; annotators only while the leads show it to them)."""
 
-    def has_object_permission(self, request, view, obj: Campaign) -> bool:
+    def has_object_permission(self, request: Request, view: APIView, obj: Campaign) -> bool:
         if may_see_leaderboard(campaign=obj, role=access(request).role(obj.id)):
             return True
         self.message = _LEAD_ONLY % {"campaign": repr(obj.slug), "what": _("see its leaderboard")}
@@ -111,6 +113,6 @@ class IsCampaignLead(BasePermission):
 
     message = gettext_lazy("Only a lead of this campaign can see or change this.")
 
-    def has_object_permission(self, request, view, obj) -> bool:
+    def has_object_permission(self, request: Request, view: APIView, obj: Campaign | System) -> bool:
         campaign_id = obj.id if isinstance(obj, Campaign) else obj.campaign_id
         return access(request).is_lead(campaign_id)

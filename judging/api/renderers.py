@@ -9,9 +9,10 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from _csv import Writer
+from collections.abc import Iterable, Iterator, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -22,6 +23,7 @@ from judging.selectors import JUDGMENT_EXPORT_COLUMNS
 from metrics.numbers import finite_array
 
 ROWS_PER_CHUNK = 1000
+_T = TypeVar("_T")  # a cell of any type, returned as it came unless it is text
 COLUMN_NAMES = [name for name, _ in JUDGMENT_EXPORT_COLUMNS]
 
 
@@ -32,7 +34,7 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def csv_cell(value):
+def csv_cell(value: _T) -> _T | str:
     """One CSV cell, safe to open in a spreadsheet: text that would start a formula gets a leading
     apostrophe (shown as text, the apostrophe hidden); numbers, and text that is a plain number such as
     "-0.5", are left as they are. Every CSV the app writes goes through here."""
@@ -77,7 +79,7 @@ def _csv_quoted(cell: str) -> str:
     return cell
 
 
-def _csv_chunk(rows: list[tuple], writer, buffer: io.StringIO) -> str:
+def _csv_chunk(rows: list[tuple], writer: Writer, buffer: io.StringIO) -> str:
     """A chunk of export rows as CSV lines, byte for byte as csv.writer writes them, with the text cells
     that a spreadsheet would run as a formula neutralized (``csv_cell``). Each check is made on a text
     column as a whole (substring searches in the column joined together) and only a column that needs it
@@ -110,7 +112,7 @@ def _formula_safe(rows: list[tuple]) -> list[tuple]:
     return _with_columns(rows, {i: [csv_cell(v) for v in map(itemgetter(i), rows)] for i in _TEXT})
 
 
-def _csv_written(rows: list[tuple], writer, buffer: io.StringIO) -> str:
+def _csv_written(rows: list[tuple], writer: Writer, buffer: io.StringIO) -> str:
     writer.writerows(rows)
     text = buffer.getvalue()
     buffer.seek(0)
@@ -259,7 +261,9 @@ class _StreamRenderer(BaseRenderer):
 
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None):
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Mapping[str, Any] | None = None
+    ) -> bytes:
         return JSONRenderer().render(data, "application/json", renderer_context)
 
 

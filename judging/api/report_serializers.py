@@ -66,7 +66,9 @@ class ProgressSerializer(serializers.Serializer):
     )
 
 
-def query_serializer(name: str, names: tuple[str, ...], doc: str, **help_texts: str | None):
+def query_serializer(
+    name: str, names: tuple[str, ...], doc: str, **help_texts: str | None
+) -> type[serializers.Serializer]:
     """A serializer that documents query parameters ``names`` in the schema, from their declarations in
     judging.params (LeaderboardQuery.parse reads them); ``help_texts`` replaces a parameter's help text."""
 

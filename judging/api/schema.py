@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from drf_spectacular.openapi import AutoSchema
+from typing import Any
+
+from drf_spectacular.openapi import AutoSchema, Direction
 
 from judging.api.serializers import ErrorSerializer
 
@@ -21,7 +23,7 @@ ERRORS = {
 
 
 class ApiAutoSchema(AutoSchema):
-    def _get_response_bodies(self, direction="response"):
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)
         json = ("application/json",)
         if self.method != "DELETE" and "400" not in responses:

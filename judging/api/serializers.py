@@ -31,7 +31,7 @@ class AsciiIntegerField(serializers.IntegerField):
     """An integer written with the digits 0-9: DRF's IntegerField, like int(), also reads "２" and "١٠" (files
     and forms refuse them). JSON's true and false are not numbers."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: float | int | str) -> int:
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, str):
@@ -46,7 +46,7 @@ class AsciiFloatField(serializers.FloatField):
     """A number written with ASCII digits (FloatField, like float(), also reads "١" and "nan"); JSON's true and
     false are not numbers (float(True) is 1.0: a template's thresholds [true, 67] were taken as [1, 67])."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: float | int | str) -> float:
         if isinstance(data, bool):
             self.fail("invalid")
         if isinstance(data, str):
@@ -92,7 +92,7 @@ class GradeValuesField(serializers.ListField):
 
     child = AsciiIntegerField(**GRADE_RANGE)
 
-    def get_attribute(self, instance):
+    def get_attribute(self, instance: Campaign) -> list[int]:
         return [g.value for g in instance.grades.all()]
 
 
@@ -323,7 +323,7 @@ class MemberSerializer(ModelSerializer):
         model = Membership
         fields = ["username", "role", "added", "password_set"]
 
-    def get_password_set(self, membership) -> bool:
+    def get_password_set(self, membership: Membership) -> bool:
         return membership.user.has_usable_password()
 
 

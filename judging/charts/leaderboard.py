@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -67,7 +67,7 @@ def heat_classes(values: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(v), out, "hna")
 
 
-def _vertical_grid(ticks: list[float], x, top: float, bottom: float) -> list[str]:
+def _vertical_grid(ticks: list[float], x: Callable[[float], float], top: float, bottom: float) -> list[str]:
     """A vertical grid line and a value label under the plot for each tick of a horizontal value axis."""
     out = []
     for t in ticks:

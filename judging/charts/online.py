@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -17,7 +17,7 @@ W, H = 300, 220
 LEFT, RIGHT, TOP, BOTTOM = 58, 14, 14, 38
 
 
-def _scale(values: Sequence[float], low: float, high: float):
+def _scale(values: Sequence[float], low: float, high: float) -> Callable[[float], float]:
     """Map the finite ``values`` onto [low, high], their range padded by 8% on each side.
 
     Worked with the midpoint and half the range, each computed from halves, so that no step overflows

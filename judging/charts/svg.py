@@ -13,6 +13,7 @@ import functools
 import math
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.contrib.staticfiles import finders
@@ -84,7 +85,7 @@ def name_label(name: str, *, x: float, y: float, px: float) -> str:
     return f'<text x="{x:.0f}" y="{y:.0f}" text-anchor="end">{tip}{escape(shown)}</text>'
 
 
-def label_width(names, *, chart_width: float) -> float:
+def label_width(names: Iterable[str], *, chart_width: float) -> float:
     """Room for the names left of a chart's plot: the longest name's width, at most 200 px and at most a
     third of a narrow chart (a phone's), so that the plot keeps its room."""
     cap = min(200.0, chart_width / 3 if chart_width < 600 else 200.0)

@@ -1071,7 +1071,7 @@ def _variants(rng: random.Random, need: Need) -> list[Spec]:
     """Listings written to sit near one query: four that meet it and four that miss one requirement."""
     kinds = sorted(need.kinds)
 
-    def meets(**overrides) -> Spec:
+    def meets(**overrides: Any) -> Spec:
         kind = overrides.pop("kind", rng.choice(kinds))
         k = KINDS[kind]
         audiences = [a for a in k.audiences if not need.audiences or a in need.audiences]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -891,8 +892,8 @@ def _spec(
     *,
     audience: str | None = None,
     material: str | None = None,
-    features=(),
-    avoid_features=(),
+    features: Iterable[str] = (),
+    avoid_features: Iterable[str] = (),
 ) -> Spec:
     k = KINDS[kind]
     if audience is None:
@@ -914,7 +915,7 @@ def _variants(rng: random.Random, need: Need) -> list[Spec]:
     """Listings written to sit near one query: four that meet it and up to four that miss one requirement."""
     kinds = sorted(need.kinds)
 
-    def meets(**overrides) -> Spec:
+    def meets(**overrides: Any) -> Spec:
         kind = overrides.pop("kind", rng.choice(kinds))
         k = KINDS[kind]
         audiences = [a for a in k.audiences if not need.audiences or a in need.audiences]

@@ -345,7 +345,7 @@ def decide(
 class Clock:
     """An annotator's working time: judgments one after another, in sessions of 40-90 on past days."""
 
-    def __init__(self, rng: random.Random, start: datetime):
+    def __init__(self, rng: random.Random, start: datetime) -> None:
         self.rng = rng
         self.now = start
         self.left = rng.randint(40, 90)

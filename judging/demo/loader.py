@@ -10,11 +10,12 @@ from datetime import datetime, timedelta
 from types import ModuleType
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as Account
 from django.db import transaction
 from django.utils import timezone
 
 from judging.demo import catalogue, catalogue_ko
-from judging.demo.generator import Clock, Decision, decide
+from judging.demo.generator import Clock, Decision, DemoData, decide
 from judging.demo.online import model_judge, online_csv
 from judging.models import (
     Adjudication,
@@ -43,6 +44,9 @@ from judging.services.online import online_import
 # SYSTEMS, LEAD, ANNOTATORS, PASSWORDS, ROLES, PROFILES, PLAN, LANGUAGE, WORDS, VOCABULARY, demo_data() ...
 # (judging/demo/catalogue.py is the reference); judging/demo/generator.py makes its demo.
 CATALOGUES = {"en": catalogue, "ko": catalogue_ko}
+
+# (judgment id, when) of every change the demo's annotators make, in order: the judging, then the backdating.
+Events = list[tuple[int, datetime]]
 
 
 def demo_catalogue(lang: str = "en") -> ModuleType:
@@ -97,7 +101,7 @@ def demo_users(*, reset: bool, cat: ModuleType = catalogue) -> tuple[dict, list[
     return users, created
 
 
-def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: datetime) -> list[tuple[int, datetime]]:
+def _judge(cat: ModuleType, campaign: Campaign, users: dict, data: DemoData, start: datetime) -> Events:
     """The three annotators (Alice, Bob and Carol in English) judge part of the pool; return (judgment id, when)
     for every change, in order."""
     rng = random.Random(cat.SEED + 1)
@@ -134,7 +138,7 @@ def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: dateti
         second: Clock(rng, start.replace(hour=10, minute=41)),
         third: Clock(rng, (start + timedelta(days=1)).replace(hour=14, minute=5)),
     }
-    events: list[tuple[int, datetime]] = []
+    events: Events = []
     decided: dict[tuple[str, int], Decision] = {}
     for name in cat.ANNOTATORS:
         for pair in plan[name]:
@@ -181,7 +185,7 @@ def _judge(cat: ModuleType, campaign: Campaign, users: dict, data, start: dateti
     return events
 
 
-def _adjudicate(cat: ModuleType, campaign: Campaign, lead, data) -> list[int]:
+def _adjudicate(cat: ModuleType, campaign: Campaign, lead: Account, data: DemoData) -> list[int]:
     """The lead settles the two most disputed pairs (grades furthest apart), leaving the rest for the queue."""
     grades: dict[int, list[int]] = {}
     names: dict[int, tuple[str, str]] = {}  # ties broken by qid and docid: pair ids are shuffled on purpose
@@ -203,7 +207,9 @@ def _adjudicate(cat: ModuleType, campaign: Campaign, lead, data) -> list[int]:
     return done
 
 
-def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjudicated: list[int], start: datetime):
+def _backdate(
+    campaign: Campaign, users: dict, created: list[str], events: Events, adjudicated: list[int], start: datetime
+) -> None:
     """Spread the timestamps over the past days, as if the campaign had been running for a while."""
     setup = start.replace(hour=8, minute=5)  # the lead set the campaign up before the annotators came in
     Campaign.objects.filter(id=campaign.id).update(created_at=setup)
@@ -229,7 +235,7 @@ def _backdate(campaign: Campaign, users: dict, created: list[str], events, adjud
         Adjudication.objects.filter(pair_id=pair_id).update(decided_at=last + timedelta(minutes=15 + 4 * minutes))
 
 
-def _model_judge_and_online(cat: ModuleType, campaign: Campaign, data) -> list[str]:
+def _model_judge_and_online(cat: ModuleType, campaign: Campaign, data: DemoData) -> list[str]:
     """The demo's automatic judge grades every pooled pair (stored the way judge_with_model stores a model's
     answers), and the systems' online figures are imported like a lead's CSV."""
     name, description, overlap_grade = model_judge("ko" if cat is catalogue_ko else "en")

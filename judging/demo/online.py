@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections.abc import Callable
 
 from judging.imports.parse import parse_run
 
@@ -81,7 +82,7 @@ def overlap_grade_ko(query: str, title: str, text: str) -> tuple[int, str]:
     return 0, reason
 
 
-def model_judge(lang: str):
+def model_judge(lang: str) -> tuple[str, str, Callable[[str, str, str], tuple[int, str]]]:
     """(name, description, grade function) of the demo's automatic judge in that language."""
     if lang == "ko":
         return JUDGE_KO, JUDGE_KO_DESCRIPTION, overlap_grade_ko

@@ -18,7 +18,7 @@ class ImportRefused(ValueError):
 
     status = 400
 
-    def __init__(self, message: str, *, filename: str, line: int | None = None, field: str | None = None):
+    def __init__(self, message: str, *, filename: str, line: int | None = None, field: str | None = None) -> None:
         self.message = message
         self.filename = filename
         self.line = line

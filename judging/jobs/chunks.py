@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import io
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from django.db.models.functions import Length
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 CHUNK_BYTES = JobChunk.MAX_BYTES // 4
 
 
-def chunks_store(job: Job, upload: BinaryIO) -> tuple[int, int]:
+def chunks_store(job: Job, upload: IO[bytes]) -> tuple[int, int]:
     """Write ``upload`` (read from its start) as ``job``'s pieces; ``(bytes, lines)`` of the file, a last line
     without its final newline counted. Call it inside the transaction that creates the job."""
     if upload.seekable():

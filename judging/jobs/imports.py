@@ -14,11 +14,13 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
+from django import forms
 from django.conf import settings
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -50,7 +52,9 @@ def job_needed(*, size: int) -> bool:
     return size > settings.RELJUDGE_JOB_THRESHOLD_BYTES
 
 
-def job_start(*, kind: str, campaign: Campaign, user, data: bytes, filename: str, options: dict | None = None) -> Job:
+def job_start(
+    *, kind: str, campaign: Campaign, user: Account, data: bytes, filename: str, options: dict | None = None
+) -> Job:
     """job_start_upload for a file already in memory."""
     return job_start_upload(
         kind=kind, campaign=campaign, user=user, upload=io.BytesIO(data), filename=filename, options=options
@@ -58,7 +62,7 @@ def job_start(*, kind: str, campaign: Campaign, user, data: bytes, filename: str
 
 
 def job_start_upload(
-    *, kind: str, campaign: Campaign, user, upload: BinaryIO, filename: str, options: dict | None = None
+    *, kind: str, campaign: Campaign, user: Account, upload: IO[bytes], filename: str, options: dict | None = None
 ) -> Job:
     """Store the upload (a binary file object, read a piece at a time: see chunks_store) and queue its import.
     ``options``: ``system_name``/``replace`` for runs, ``annotator`` (the source's name, see qrels_import) for
@@ -74,7 +78,7 @@ def job_start_upload(
     return job
 
 
-def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
+def job_start_from_form(*, kind: str, campaign: Campaign, user: Account, form: forms.Form) -> Job:
     """Start a job from the upload page's validated form (its fields name the import's options)."""
     data = form.cleaned_data
     upload = data["file"]
@@ -89,7 +93,7 @@ def job_start_from_form(*, kind: str, campaign: Campaign, user, form) -> Job:
 
 
 @runs(*KINDS)
-def import_run(job: Job, *, progress=None) -> dict:
+def import_run(job: Job, *, progress: Callable[[int], object] | None = None) -> dict:
     """Import the stored upload (in the worker)."""
     data = _upload_data(job)
     beat = Heartbeat(job)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,6 +44,7 @@ from judging.services.model_client import API_KEY_ENV, ENDPOINT_ENV, Endpoint
 from judging.services.model_judge import (
     REPEAT_MAX,
     ModelJudgeAborted,
+    RunSummary,
     model_judge_get_or_create,
     model_judge_run,
     pairs_to_judge,
@@ -86,19 +88,19 @@ NO_ENDPOINT_IN_WORKER = (
 )
 
 
-def pack(ids) -> bytes:
+def pack(ids: Iterable[int]) -> bytes:
     """Pair ids as the job's ``upload`` keeps them (little-endian int64)."""
     return np.asarray(ids, dtype="<i8").tobytes()
 
 
-def unpack(data) -> list[int]:
+def unpack(data: bytes | memoryview | None) -> list[int]:
     return np.frombuffer(bytes(data or b""), dtype="<i8").tolist()
 
 
 def model_judge_job_start(
     *,
     campaign: Campaign,
-    user,
+    user: Account | None,
     model: str,
     name: str | None = None,
     pairs: str = "unjudged",
@@ -192,7 +194,7 @@ def template_version(pk: int | None) -> int | None:
 
 
 @runs(Job.Kind.MODEL_JUDGE)
-def model_judge_job_run(job: Job, *, progress=None) -> dict:
+def model_judge_job_run(job: Job, *, progress: Callable[[int], object] | None = None) -> dict:
     """Judge the pairs not judged yet by this job, a batch at a time (in the worker).
 
     One function: its callbacks share the job's options as each batch commits (the cursor, the failed pairs).
@@ -208,10 +210,10 @@ def model_judge_job_run(job: Job, *, progress=None) -> dict:
         if progress:
             progress(n)
 
-    def totals(run) -> dict:
+    def totals(run: RunSummary) -> dict:
         return {k: tally[k] + getattr(run, k) for k in ("graded", "unsure", "unchanged")}
 
-    def on_batch(n: int, failed_ids: list[int], run) -> None:
+    def on_batch(n: int, failed_ids: list[int], run: RunSummary) -> None:
         new = {**opts, "cursor": opts["cursor"] + n, "failed": opts["failed"] + failed_ids, "tally": totals(run)}
         mine = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
         if not mine.update(options=new, heartbeat_at=timezone.now()):

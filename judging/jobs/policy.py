@@ -4,7 +4,9 @@ that marks the job done as it commits, so a failure changes no label and not the
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -15,7 +17,7 @@ from judging.services import campaign_judged_pairs, campaign_policy_set
 logger = logging.getLogger(__name__)
 
 
-def policy_job_start(*, campaign: Campaign, user, policy: str) -> Job:
+def policy_job_start(*, campaign: Campaign, user: Account, policy: str) -> Job:
     """Queue the switch of a large campaign's aggregation policy (see policy_switch_needs_job)."""
     if policy not in Campaign.Aggregation.values:
         raise ValidationError({"aggregation": f"unknown aggregation policy {policy!r}"})
@@ -41,12 +43,12 @@ def policy_job_pending(*, campaign: Campaign) -> Job | None:
 
 
 @runs(Job.Kind.POLICY)
-def policy_job_run(job: Job, *, progress=None) -> dict:
+def policy_job_run(job: Job, *, progress: Callable[[int], object] | None = None) -> dict:
     """Switch the policy (in the worker): the switch and its "done" commit together, or neither does."""
     return run_work(job, _policy_switch, atomic=True, progress=progress)
 
 
-def _policy_switch(job: Job, progress) -> dict:
+def _policy_switch(job: Job, progress: Callable[[int], object] | None) -> dict:
     if job.started_by is None:
         raise ValidationError("the lead who started this switch no longer exists")
     before = Campaign.objects.filter(pk=job.campaign_id).values_list("aggregation", flat=True).get()

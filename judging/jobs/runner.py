@@ -18,6 +18,7 @@ from collections.abc import Callable
 from contextlib import nullcontext, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Self
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -154,13 +155,16 @@ def job_retry(*, job: Job) -> Job:
 
 # --------------------------------------------------------------------------- running (in the worker)
 
-_RUNNERS: dict[str, Callable[..., dict]] = {}
+# What the worker does for a job of one kind: ``work(job, *, progress)``, returning the job's result.
+Work = Callable[..., dict]
+
+_RUNNERS: dict[str, Work] = {}
 
 
-def runs(*kinds: str):
+def runs(*kinds: str) -> Callable[[Work], Work]:
     """Register ``work(job, *, progress)`` as what the worker does for jobs of these kinds."""
 
-    def register(work):
+    def register(work: Work) -> Work:
         for kind in kinds:
             _RUNNERS[kind] = work
         return work
@@ -181,7 +185,7 @@ def model_judge_task(job_id: int) -> dict:
     return job_run(job_id=job_id)
 
 
-def job_run(*, job_id: int, progress=None) -> dict:
+def job_run(*, job_id: int, progress: Callable[[int], object] | None = None) -> dict:
     """Claim the job and run it: ``queued -> running`` in one UPDATE (a second worker that got the same task
     finds nothing), then the work of its kind. ``progress(n)`` is also told of the work done (the command
     line's progress bar when it runs a job itself)."""
@@ -204,7 +208,7 @@ def job_run(*, job_id: int, progress=None) -> dict:
     return _RUNNERS[job.kind](job, progress=progress)
 
 
-def mark_done(job: Job, result: dict, **fields) -> None:
+def mark_done(job: Job, result: dict, **fields: Any) -> None:
     """Mark ``job`` done with ``result`` (inside the caller's transaction, so "done" commits with the work),
     unless it is no longer this worker's: marked failed meanwhile, or retried (Superseded rolls back)."""
     locked = Job.objects.select_for_update().get(pk=job.pk)
@@ -222,7 +226,7 @@ def mark_done(job: Job, result: dict, **fields) -> None:
     )
 
 
-def mark_failed(job: Job, error: dict, **fields) -> bool:
+def mark_failed(job: Job, error: dict, **fields: Any) -> bool:
     """Record the failure of this worker's attempt (the row is left alone if it was reaped or retried)."""
     return bool(
         Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts).update(
@@ -234,7 +238,7 @@ def mark_failed(job: Job, error: dict, **fields) -> bool:
     )
 
 
-def clean_json(value):
+def clean_json(value: object) -> object:
     """``value`` without NUL characters in its strings: PostgreSQL's jsonb refuses "\\u0000", and a job whose
     error quotes a file or an answer with one could otherwise never be marked failed."""
     if isinstance(value, str):
@@ -254,7 +258,7 @@ class Heartbeat:
     small file beside the other jobs' (``sidecar``) instead (SQLite serves one machine, so every reader can
     see that file)."""
 
-    def __init__(self, job: Job):
+    def __init__(self, job: Job) -> None:
         self.job_id, self.total = job.pk, job.total
         self.done = 0
         self._add_lock = threading.Lock()
@@ -266,11 +270,11 @@ class Heartbeat:
         with self._add_lock:  # a model judge's calls end on many threads
             self.done += rows
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
 
@@ -383,7 +387,7 @@ def job_refresh(job: Job) -> Job:
     return job
 
 
-def _reap(job: Job, last) -> None:
+def _reap(job: Job, last: datetime | None) -> None:
     waited = int((timezone.now() - last).total_seconds()) if last else None
     outcome = (
         "the pairs judged before it stopped are kept" if job.kind == Job.Kind.MODEL_JUDGE else "nothing was changed"
@@ -418,7 +422,13 @@ def _upload_kept(job: Job) -> bool:
     return Job.objects.filter(pk=job.pk, upload__isnull=False).exists() or chunks_kept(job)
 
 
-def run_work(job: Job, work: Callable[[Job, Callable[[int], None]], dict], *, atomic: bool, progress=None) -> dict:
+def run_work(
+    job: Job,
+    work: Callable[[Job, Callable[[int], None]], dict],
+    *,
+    atomic: bool,
+    progress: Callable[[int], object] | None = None,
+) -> dict:
     """Run ``work(job, add)`` for a policy switch (``atomic``: it and its "done" commit together, or neither
     does) or a significance test (it writes nothing but the shared cache: no transaction around it, since on
     SQLite one would hold the database's write lock for as long as the permutations take)."""

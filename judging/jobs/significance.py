@@ -5,9 +5,11 @@ shown as current."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
+from django.contrib.auth.models import User as Account
 from django.utils import timezone
 
 from judging import scoring
@@ -17,13 +19,15 @@ from judging.models import Job
 logger = logging.getLogger(__name__)
 
 
-def significance_key(lb, measure: str, test: str) -> str:
+def significance_key(lb: scoring.Leaderboard, measure: str, test: str) -> str:
     """What a significance job computes: the parameters' score table, the measure, the test and the labels'
     state (a new judgment changes the state, so a job for the old state is never taken as current)."""
     return f"{lb.key}|{measure}|{test}|{lb.state}"
 
 
-def significance_job(*, lb, measure: str, test: str, user, start: bool = True, page: str = "") -> Job | None:
+def significance_job(
+    *, lb: scoring.Leaderboard, measure: str, test: str, user: Account, start: bool = True, page: str = ""
+) -> Job | None:
     """The latest job computing this test on the current labels; a new one is queued if there is none
     (``start``). A failed one is returned as it is (Retry is on its page), not started again at each visit.
     JobLimit past the queued-jobs limits."""
@@ -55,7 +59,9 @@ def significance_job(*, lb, measure: str, test: str, user, start: bool = True, p
     return job
 
 
-def significance_get(*, lb, measure: str, test: str, user, page: str = "", start: bool = True):
+def significance_get(
+    *, lb: scoring.Leaderboard, measure: str, test: str, user: Account, page: str = "", start: bool = True
+) -> tuple[scoring.PairwiseStats | None, Job | None]:
     """(matrix, job) for a page or the API: the current matrix when it is cached or cheap enough to compute
     in the request; above RELJUDGE_STATS_JOB_CELLS, (None, the job computing it) until that job is done.
     Without ``start`` no job is queued: (None, None) when none was."""
@@ -73,7 +79,7 @@ def significance_get(*, lb, measure: str, test: str, user, page: str = "", start
     return None, job
 
 
-def significance_from_job(job: Job):
+def significance_from_job(job: Job) -> scoring.PairwiseStats:
     """The PairwiseStats a done significance job computed (when the shared cache has lost it)."""
     r = job.result or {}
     return scoring.PairwiseStats(
@@ -89,12 +95,12 @@ def significance_from_job(job: Job):
 
 
 @runs(Job.Kind.SIGNIFICANCE)
-def significance_job_run(job: Job, *, progress=None) -> dict:
+def significance_job_run(job: Job, *, progress: Callable[[int], object] | None = None) -> dict:
     """Compute the test (in the worker); it writes nothing but the shared cache and the job's result."""
     return run_work(job, _significance, atomic=False, progress=progress)
 
 
-def _significance(job: Job, progress) -> dict:
+def _significance(job: Job, progress: Callable[[int], object] | None) -> dict:
     opts = job.options
     lb = scoring.leaderboard(job.campaign, scoring.Params(**opts["params"]))
     stats = scoring.pairwise_stats(lb, opts["measure"], test=opts["test"], progress=progress)

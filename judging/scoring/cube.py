@@ -422,7 +422,7 @@ class _KeyIndex:
 
     _MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key * 2^64 / phi
 
-    def __init__(self, keys: np.ndarray, values: np.ndarray):
+    def __init__(self, keys: np.ndarray, values: np.ndarray) -> None:
         self.bits = max(4, int(np.ceil(np.log2(max(keys.size, 1) * 8))))
         size = 1 << self.bits
         self.keys = np.full(size, -1, dtype=np.int64)

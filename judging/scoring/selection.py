@@ -41,14 +41,17 @@ logger = logging.getLogger(__name__)
 MTC_MEASURE = "nDCG"
 # MM-NS's fading of older evidence per later judged document of the same arm (metrics.selection.bandit_rates).
 BANDIT_DECAY = 0.9
-# Pools up to this many pairs have their list computed again in the request after each judgment; larger ones in
-# a thread, while the previous list serves (see _kept_order).
-INLINE_POOL = 20_000
+# Pools up to this many pairs have their list computed again in the request after each judgment (a millisecond or
+# two); larger ones in a thread, while the previous list serves (see _kept_order). At 20,000 the list of a 12,000-pair
+# pool cost 20-25 ms of every judgment's request in mtc (the load bench's app CPU per judgment: 41.7 ms against
+# shuffled's 17.1), and a hybrid list's refit seconds at times (its p95).
+INLINE_POOL = 2_000
 # On a larger pool the labels' stamp (the campaign's labels counters, a few rows) is read at most this often per
 # process and list, not at every request; the list is then computed again (in a thread) at most
 # as often. The served list trails the labels by up to this much more, which the queue absorbs: the candidates
-# judged meanwhile are passed over, each for one index lookup (selectors.queue._pair_of_priority).
-STAMP_EVERY = 2.0
+# judged meanwhile are passed over, each for one index lookup (selectors.queue._pair_of_priority). Half a second
+# is a dozen judgments of a busy team: a list of thousands of pairs hardly moves in that many.
+STAMP_EVERY = 0.5
 
 
 @dataclass

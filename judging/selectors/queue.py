@@ -416,10 +416,12 @@ def _pair_of_priority(
     once per list rather than at every request. ``list_name`` names a list that is not the queue mode's (the
     prefixes are kept per name); ``candidates``: how many of the list are checked at most."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
+    place = priority.spread(campaign.id, annotator_id)
     query = compiled_first_of(
         ("priority_open", overlap, skips),
         lambda: priority_open_of(Slots(QUEUE_FIELDS), overlap=overlap, exclude=skips),
         candidate="candidate",
+        count=priority.SPREAD_WIDTH if place else 1,
     )
     end = min(ids.size, candidates)
     start = priority.complete_prefix(ids, campaign=campaign, end=end, list_name=list_name)
@@ -429,9 +431,10 @@ def _pair_of_priority(
     for at, to in priority.chunks(start, end):
         chunk = ids[at:to]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)
-        found = query.first(values)
-        if found is not None:
-            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[0]})
+        found = query.rows(values)
+        if found:
+            # a busy campaign's annotators take different ones of the first open pairs (priority.spread)
+            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[place % len(found)][0]})
             return None if row is None else pair_from_row(row)[0]
     return None
 

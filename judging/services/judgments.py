@@ -116,7 +116,7 @@ class JudgmentConflict(Exception):
     """The annotator's judgment changed after the form was drawn (another tab, the API) and the new choice
     differs from it: nothing was saved. ``judgment`` is the judgment as it stands."""
 
-    def __init__(self, judgment: Judgment):
+    def __init__(self, judgment: Judgment) -> None:
         super().__init__("the judgment changed since the form was shown")
         self.judgment = judgment
 

@@ -126,7 +126,7 @@ def _left(timeout: float | None) -> float | None:
 class _DeadlineStream(httpcore.NetworkStream):
     """A connection whose every wait ends by the deadline of the attempt using it."""
 
-    def __init__(self, stream: httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream) -> None:
         self._stream = stream
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
@@ -234,7 +234,7 @@ class ChatClient:
 
     CHUNK = 16 * 1024
 
-    def __init__(self, endpoint: Endpoint, *, connections: int = 8):
+    def __init__(self, endpoint: Endpoint, *, connections: int = 8) -> None:
         self.endpoint = endpoint
         headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
         if endpoint.api_key:

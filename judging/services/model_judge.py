@@ -419,7 +419,7 @@ def consistency_write(
 class ModelJudgeAborted(Exception):
     """The endpoint failed ``give_up_after`` calls in a row: the run stopped. What was stored before stays."""
 
-    def __init__(self, summary: RunSummary, last_error: str):
+    def __init__(self, summary: RunSummary, last_error: str) -> None:
         self.summary, self.last_error = summary, last_error
         super().__init__(
             f"the model endpoint failed {summary.failed} call(s), the last ones in a row, and the run stopped "

@@ -1,25 +1,28 @@
 """Template filters for the interface's own words inside campaign data (the default grade names) and durations."""
 
+from datetime import datetime
+
 from django import template
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
 
 from judging.languages import catalog_url
+from judging.models import Grade
 from judging.selectors.campaigns import grade_text_shown
 
 register = template.Library()
 
 
 @register.filter
-def grade_name(value) -> str:
+def grade_name(value: Grade | str) -> str:
     """A grade's name (a Grade, or its name), the default scale's in the active language."""
-    name = getattr(value, "name", value)
+    name = value.name if isinstance(value, Grade) else value
     return grade_text_shown(name) if isinstance(name, str) else name
 
 
 @register.filter
-def duration(start, end) -> str:
+def duration(start: datetime | None, end: datetime | None) -> str:
     """How long from ``start`` to ``end`` (datetimes), to the second under an hour: "25 s", "4 min 5 s",
     "2 h 3 min". (timesince says "0 minutes" for anything under one.)"""
     if not start or not end:

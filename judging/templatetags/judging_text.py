@@ -9,6 +9,7 @@ from django import template
 from django.utils.html import strip_tags
 from django.utils.safestring import mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 register = template.Library()
 
@@ -16,7 +17,7 @@ _BREAKS = re.compile(r"(?i)<br\s*/?>|</(?:p|div|li|tr|h[1-6])\s*>")
 
 
 @register.filter(is_safe=False)
-def plaintext(value) -> str:
+def plaintext(value: object) -> str:
     """Imported HTML as the plain text a reader would see: tags dropped (line breaks kept), entities
     such as ``&amp;`` decoded. The result is an ordinary string, so the template still escapes it."""
     if value is None:
@@ -44,7 +45,7 @@ _ATTRIBUTES = {
 _SCHEMES = {"http", "https", "mailto"}
 
 
-def _shift_headings(tokens, top: int = 3) -> None:
+def _shift_headings(tokens: list[Token], top: int = 3) -> None:
     # The page has its own h1 and h2: the text's highest heading becomes an h``top`` (a section inside the
     # page's card), the others keep their distance from it, so the outline never skips a level whichever
     # level the lead started from ("## Grades" as well as "# Grades").
@@ -58,7 +59,7 @@ def _shift_headings(tokens, top: int = 3) -> None:
 
 
 @register.filter(is_safe=True)
-def markdown(value, top=3) -> str:
+def markdown(value: object, top: int | str = 3) -> str:
     """Markdown as sanitized HTML (marked safe only after nh3 has cleaned it); its highest heading an h``top``
     (3 unless the template says, e.g. ``|markdown:4`` under an h3)."""
     if not value:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from functools import wraps
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordResetForm
 from django.core.cache import cache
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -17,6 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
+from judging.access import View, signed_in
 from judging.auth_backends import client_address
 from judging.services.accounts import api_token_revoke, api_token_rotate
 
@@ -24,20 +27,20 @@ from judging.services.accounts import api_token_revoke, api_token_rotate
 @never_cache  # the page shows the token itself: no browser or proxy may keep a copy
 @login_required
 @require_http_methods(["GET", "POST"])
-def token_page(request):
+def token_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         action = request.POST.get("action")
         if action == "create":
             # A new key each time: "create" on a page that already shows a token means "rotate it".
-            api_token_rotate(user=request.user)
+            api_token_rotate(user=signed_in(request.user))
             messages.success(request, _("A new API token was created. Scripts using the old one get 401 now."))
         elif action == "revoke":
-            if api_token_revoke(user=request.user):
+            if api_token_revoke(user=signed_in(request.user)):
                 messages.success(request, _("Your API token was revoked. Scripts using it get 401 now."))
         else:
             messages.error(request, _("Unknown action."))
         return redirect("account-token")
-    token = Token.objects.filter(user=request.user).first()
+    token = Token.objects.filter(user=signed_in(request.user)).first()
     return render(
         request,
         "account/token.html",
@@ -54,15 +57,15 @@ def token_page(request):
 class LoginView(auth_views.LoginView):
     """Django's login page, offering the password reset link only where mail can be sent."""
 
-    def get_context_data(self, **kwargs):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return super().get_context_data(**kwargs) | {"password_reset_enabled": settings.PASSWORD_RESET_ENABLED}
 
 
-def needs_mail(view):
+def needs_mail(view: View) -> View:
     """A password reset route that does not exist (404) without an e-mail backend (``EMAIL_HOST``)."""
 
     @wraps(view)
-    def wrapped(request, *args, **kwargs):
+    def wrapped(request: HttpRequest, *args: object, **kwargs: Any) -> HttpResponseBase:
         if not settings.PASSWORD_RESET_ENABLED:
             raise Http404(_("Password reset is not available: this server cannot send e-mail."))
         return view(request, *args, **kwargs)
@@ -76,7 +79,7 @@ class RateLimitedPasswordResetView(auth_views.PasswordResetView):
 
     template_name = "registration/password_reset_form.html"
 
-    def form_valid(self, form):
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
         email = form.cleaned_data["email"].strip().lower()
         keys = [f"reljudge:pwreset:addr:{client_address(self.request)}", f"reljudge:pwreset:email:{email}"]
         for key in keys:

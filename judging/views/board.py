@@ -5,6 +5,7 @@ online and judges pages)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
@@ -87,14 +88,14 @@ class BoardRequest:
     def qs(self) -> str:
         return urlencode(self.changed_params)
 
-    def url(self, name: str, *args, **extra) -> str:
+    def url(self, name: str, *args: object, **extra: Any) -> str:
         query = {**self.changed_params, **{k: v for k, v in extra.items() if v not in (None, "")}}
         if name not in PPI_PAGES and scoring.ppi_judge(query.get("labels")):
             query.pop("labels")  # the prediction-powered estimates are on the leaderboard itself only
         base = reverse(f"judging:{name}", args=[self.campaign.slug, *args])
         return f"{base}?{urlencode(query, doseq=True)}" if query else base
 
-    def base(self, **extra) -> dict:
+    def base(self, **extra: Any) -> dict:
         """Template context every leaderboard page shares (the campaign nav of base.html included)."""
         return self.member.context(
             nav="leaderboard",

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.password_validation import get_default_password_validators, password_validators_help_text_html
 from django.contrib.auth.views import INTERNAL_RESET_SESSION_TOKEN, PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.utils.decorators import method_decorator
@@ -19,7 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.generic import TemplateView
 
 from judging import jobs, scoring, selectors
-from judging.access import Member, campaign_view, can_create_campaigns
+from judging.access import Member, campaign_view, can_create_campaigns, signed_in
 from judging.auth_backends import RevokeTokenOnPasswordChange
 from judging.forms import (
     BaseGradeFormSet,
@@ -35,6 +36,7 @@ from judging.jobs import JobError, policy_job_start
 from judging.models import Campaign, Membership
 from judging.scoring import trust
 from judging.selectors.pace import campaign_pace
+from judging.selectors.people import PeopleProgress
 from judging.services import (
     IMPORTERS,
     ImportRefused,
@@ -61,7 +63,7 @@ LEAD = Membership.Role.LEAD
 
 
 @login_required
-def home(request):
+def home(request: HttpRequest) -> HttpResponse:
     """The campaigns the user belongs to, with their role and how many pairs they judged in each."""
     return render(
         request,
@@ -73,7 +75,9 @@ def home(request):
 # --------------------------------------------------------------------------- campaign pages
 
 
-def _setup_steps(campaign, stats: dict, people, systems: list, documents: int, annotators: int) -> list[dict]:
+def _setup_steps(
+    campaign: Campaign, stats: dict, people: PeopleProgress, systems: list, documents: int, annotators: int
+) -> list[dict]:
     """What a lead still has to do before (and while) the campaign is judged, in order, with where to do it."""
     upload = reverse("judging:campaign_upload", args=[campaign.slug])
     members = reverse("judging:campaign_members", args=[campaign.slug])
@@ -99,7 +103,7 @@ def _setup_steps(campaign, stats: dict, people, systems: list, documents: int, a
 
 
 @campaign_view
-def campaign_detail(request, member: Member):
+def campaign_detail(request: HttpRequest, member: Member) -> HttpResponse:
     campaign = member.campaign
     ctx = member.context(
         nav="overview",
@@ -120,7 +124,7 @@ def campaign_detail(request, member: Member):
     return render(request, "judging/campaign_detail.html", ctx)
 
 
-def _stop_text(campaign, labels: str = "humans") -> str:
+def _stop_text(campaign: Campaign, labels: str = "humans") -> str:
     """The leaderboard's stop signal in words (default ranking, nDCG@10, top 3, the leaderboard page's first label
     source: hybrid:NAME with a model judge), or "" for a campaign too large to compute it within the page's request
     (its leaderboard says it)."""
@@ -135,7 +139,7 @@ def _stop_text(campaign, labels: str = "humans") -> str:
 
 
 @login_required
-def campaign_new(request):
+def campaign_new(request: HttpRequest) -> HttpResponse:
     if not can_create_campaigns(request.user):
         raise PermissionDenied(_("Only campaign leads can create campaigns; ask a lead or an administrator."))
     form = CampaignCreateForm(request.POST or None)
@@ -150,7 +154,7 @@ def campaign_new(request):
                 pool_depth=data["pool_depth"],
                 redundancy=data["redundancy"],
                 scale=scale_from_values(data["grades"]),
-                lead=request.user,
+                lead=signed_in(request.user),
             )
         except ValidationError as exc:
             form.add_error(None, exc)
@@ -164,7 +168,7 @@ def campaign_new(request):
 
 
 @campaign_view(lead=True)
-def campaign_settings(request, member: Member):
+def campaign_settings(request: HttpRequest, member: Member) -> HttpResponse:
     campaign = member.campaign
     grades = selectors.scale_rows(campaign=campaign, shown=True)  # the default scale in the lead's language
     scale_locked = campaign_has_judgments(campaign=campaign)
@@ -183,7 +187,7 @@ def campaign_settings(request, member: Member):
         try:
             # The same service as PATCH /api/campaigns/SLUG/: the same rules for the scale.
             added = campaign_update(campaign=campaign, scale=selectors.scale_stored(formset.scale()), **values)
-            job = policy_job_start(campaign=campaign, user=request.user, policy=switch) if switch else None
+            job = policy_job_start(campaign=campaign, user=signed_in(request.user), policy=switch) if switch else None
         except (ValidationError, JobError) as exc:
             campaign.refresh_from_db()
             form.add_error(None, exc.messages if isinstance(exc, ValidationError) else [str(exc)])
@@ -215,12 +219,12 @@ def campaign_settings(request, member: Member):
     )
 
 
-def _base_url(request) -> str:
+def _base_url(request: HttpRequest) -> str:
     return request.build_absolute_uri("/").rstrip("/")
 
 
 @campaign_view(lead=True)
-def campaign_members(request, member: Member):
+def campaign_members(request: HttpRequest, member: Member) -> HttpResponse:
     """Add people (one, or many from a list or CSV), pass on set-password links, change roles, remove.
 
     New links are rendered in the answer to the POST, not stored for a redirect: a link is a secret that
@@ -235,7 +239,7 @@ def campaign_members(request, member: Member):
                 form = MemberAddForm(request.POST)
                 if form.is_valid():
                     added = member_add(
-                        campaign=campaign, by=request.user, base_url=_base_url(request), **form.cleaned_data
+                        campaign=campaign, by=signed_in(request.user), base_url=_base_url(request), **form.cleaned_data
                     )
                     links = [added]
                     form = MemberAddForm()
@@ -244,7 +248,7 @@ def campaign_members(request, member: Member):
                 if bulk.is_valid():
                     links = members_add(
                         campaign=campaign,
-                        by=request.user,
+                        by=signed_in(request.user),
                         people=bulk.cleaned_data["rows"],
                         role=bulk.cleaned_data["role"],
                         base_url=_base_url(request),
@@ -275,7 +279,10 @@ def campaign_members(request, member: Member):
                 else:
                     links = [
                         set_password_link_issue(
-                            campaign=campaign, by=request.user, user=membership.user, base_url=_base_url(request)
+                            campaign=campaign,
+                            by=signed_in(request.user),
+                            user=membership.user,
+                            base_url=_base_url(request),
                         )
                     ]
             else:
@@ -303,7 +310,16 @@ def _now_role(username: str, role: str, *, here: bool) -> str:
     ) % names
 
 
-def _members_page(request, member: Member, form, bulk, links: list, *, status: int, confirm_remove=None):
+def _members_page(
+    request: HttpRequest,
+    member: Member,
+    form: MemberAddForm,
+    bulk: MembersBulkForm,
+    links: list,
+    *,
+    status: int,
+    confirm_remove: Membership | None = None,
+) -> HttpResponse:
     """The members page; with ``confirm_remove`` (a membership), it first asks whether to remove that member."""
     for added in links:
         added.link = added.url(_base_url(request))
@@ -342,7 +358,7 @@ class SetPasswordView(PasswordResetConfirmView):
     post_reset_login = True
     post_reset_login_backend = "django.contrib.auth.backends.ModelBackend"
 
-    def get_form(self, form_class=None):
+    def get_form(self, form_class: type[SetPasswordForm] | None = None) -> SetPasswordForm:
         form = super().get_form(form_class)
         field = form.fields.get("new_password1")
         if field is not None and not selectors.api_token_exists(user=form.user):
@@ -352,7 +368,7 @@ class SetPasswordView(PasswordResetConfirmView):
         return form
 
     @method_decorator(never_cache)
-    def dispatch(self, request, *args, **kwargs):
+    def dispatch(self, request: HttpRequest, *args: object, **kwargs: Any) -> HttpResponseBase:
         user = self.get_user(kwargs.get("uidb64", ""))
         token = kwargs.get("token")
         if token == self.reset_url_token:
@@ -367,7 +383,7 @@ set_password_done = TemplateView.as_view(template_name="registration/set_passwor
 
 
 @campaign_view(lead=True)
-def campaign_upload(request, member: Member):
+def campaign_upload(request: HttpRequest, member: Member) -> HttpResponse:
     """Upload topics, documents, runs and qrels through the importers the command line uses."""
     campaign = member.campaign
     forms = {kind: UploadForm(initial={"kind": kind}, prefix=kind) for kind in IMPORTERS}
@@ -386,7 +402,9 @@ def campaign_upload(request, member: Member):
                         name=form.cleaned_data["annotator"], campaign=campaign, filename=upload.name
                     )
                 if kind in jobs.KINDS and jobs.job_needed(size=upload.size):  # large files: the task worker
-                    job = jobs.job_start_from_form(kind=kind, campaign=campaign, user=request.user, form=form)
+                    job = jobs.job_start_from_form(
+                        kind=kind, campaign=campaign, user=signed_in(request.user), form=form
+                    )
                     return redirect("judging:job_detail", slug=campaign.slug, job_id=job.pk)
                 kwargs = {"campaign": campaign, "data": upload, "filename": upload.name}  # read as it is parsed
                 if kind == "run":
@@ -418,7 +436,7 @@ def campaign_upload(request, member: Member):
 
 
 @campaign_view(lead=True)
-def campaign_progress(request, member: Member):
+def campaign_progress(request: HttpRequest, member: Member) -> HttpResponse:
     campaign = member.campaign
     return render(
         request,

@@ -43,6 +43,7 @@ from judging.services.engines import (
     focus_stop,
     snapshot_system_name,
 )
+from judging.views.http import HtmxHttpRequest
 
 ES_EXAMPLE = '{\n  "query": {\n    "multi_match": {"query": "{{query}}", "fields": ["title", "text"]}\n  }\n}'
 
@@ -339,7 +340,7 @@ def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
 
 @campaign_view(lead=True, grades=True)
 @require_POST
-def engine_try_judge(request: HttpRequest, member: Member) -> HttpResponseBase:
+def engine_try_judge(request: HtmxHttpRequest, member: Member) -> HttpResponseBase:
     """Grade a hit of the Try page: the lead's own judgment of the pooled pair ``pair`` (a public id), recorded
     by judgment_record as the judging page records one. With htmx: the hit's label cell again, wherever the
     pair shows (an out-of-band swap of every cell of it), 422 with the reason when nothing was recorded;
@@ -367,7 +368,7 @@ def engine_try_judge(request: HttpRequest, member: Member) -> HttpResponseBase:
             error = " ".join(message for messages_ in exc.message_dict.values() for message in messages_)
         except (PermissionDenied, JudgmentConflict) as exc:
             error = str(exc)
-    if not getattr(request, "htmx", False):  # django_htmx's HtmxDetails: true for an htmx request
+    if not request.htmx:
         if error:
             messages.error(request, _("Nothing recorded: %(problem)s") % {"problem": error})
         else:

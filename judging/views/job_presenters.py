@@ -6,7 +6,7 @@ from django.utils.formats import number_format
 
 from judging.access import job_access
 from judging.jobs import job_can_retry, job_rate, job_refresh, policy_job_pending
-from judging.models import Job
+from judging.models import Campaign, Job, User
 from judging.services import ImportSummary
 
 
@@ -24,7 +24,7 @@ def job_rate_shown(job: Job) -> str:
     return "" if rate is None else number_format(round(rate), force_grouping=True)
 
 
-def job_retry_offered(job: Job, user) -> bool:
+def job_retry_offered(job: Job, user: User) -> bool:
     """Whether the page shows Retry: the job can run again and this user may ask for it."""
     return job_can_retry(job) and job_access(job=job, user=user, action="retry")
 
@@ -37,7 +37,7 @@ def import_summary_lines(job: Job) -> list[str]:
     return ImportSummary.from_dict(job.result).lines()
 
 
-def job_context(job: Job, user) -> dict:
+def job_context(job: Job, user: User) -> dict:
     """What the job's status partial (judging/_job_status.html) needs."""
     return {
         "job": job,
@@ -48,7 +48,7 @@ def job_context(job: Job, user) -> dict:
     }
 
 
-def policy_job_context(campaign) -> dict:
+def policy_job_context(campaign: Campaign) -> dict:
     """The policy switch under way, if any, for a page to show (its status partial polls the job)."""
     job = policy_job_pending(campaign=campaign)
     if job is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
@@ -12,6 +12,7 @@ from judging import selectors
 from judging.access import Member, campaign_view
 from judging.jobs import JobError, job_get, job_retry
 from judging.models import Job
+from judging.views.http import HtmxHttpRequest
 from judging.views.job_presenters import job_context
 
 
@@ -25,7 +26,7 @@ def job_nav(job: Job, member: Member) -> str:
 
 @campaign_view
 @require_http_methods(["GET", "POST"])
-def job_detail(request, member: Member, job_id: int):
+def job_detail(request: HtmxHttpRequest, member: Member, job_id: int) -> HttpResponse:
     """Shown to whom access.job_access lets read the job, Retry to whom it lets retry it; 404 for anyone else."""
     action = "retry" if request.method == "POST" else "read"
     try:

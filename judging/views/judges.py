@@ -7,17 +7,19 @@ from datetime import datetime
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import ValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from judging.access import Member, campaign_view
+from judging.access import Member, campaign_view, signed_in
 from judging.forms import AsciiIntegerField
-from judging.judge_models import answer_line
+from judging.judge_models import JudgeTemplate, answer_line
+from judging.models import Campaign
 from judging.selectors.calibration import UnknownJudge, model_judge_profile
 from judging.selectors.judges import judge_templates
 from judging.services.judge_templates import (
@@ -62,21 +64,23 @@ class JudgeTemplateForm(forms.Form):
         ),
     )
 
-    def clean_thresholds(self):
+    def clean_thresholds(self) -> list[float]:
         try:
             return thresholds_parse(self.cleaned_data.get("thresholds") or "")
         except ValidationError as exc:
             raise forms.ValidationError(exc.message_dict["thresholds"]) from None
 
 
-def _judge(member: Member, name: str):
+def _judge(member: Member, name: str) -> Account:
     try:
         return model_judge_profile(name=name, campaign=member.campaign).user
     except UnknownJudge as exc:
         raise Http404(str(exc)) from None
 
 
-def _page(request, ctx: BoardRequest, judge, form, status=200):
+def _page(
+    request: HttpRequest, ctx: BoardRequest, judge: Account, form: JudgeTemplateForm, status: int = 200
+) -> HttpResponse:
     campaign = ctx.campaign
     current = _current_or_draft(campaign, judge)
     context = {
@@ -98,7 +102,7 @@ def _page(request, ctx: BoardRequest, judge, form, status=200):
     return render(request, "judging/judge_detail.html", ctx.base(**context), status=status)
 
 
-def _mapping_rows(current, grades) -> list[tuple]:
+def _mapping_rows(current: JudgeTemplate | None, grades: list[tuple[int, str]]) -> list[tuple]:
     """(from, below, grade, name) per campaign grade under the current mapping; [] without one."""
     if current is None or current.scale_low is None:
         return []
@@ -107,7 +111,7 @@ def _mapping_rows(current, grades) -> list[tuple]:
     return [(f"{e:g}", up, v, n) for e, up, (v, n) in zip(edges, ups, grades, strict=True)]
 
 
-def _initial(current) -> dict:
+def _initial(current: JudgeTemplate | None) -> dict:
     if current is None:
         return {}
     return {
@@ -120,7 +124,7 @@ def _initial(current) -> dict:
 
 @require_http_methods(["GET", "HEAD"])
 @leaderboard_page(drill=True)
-def judge_detail(request, ctx: BoardRequest, name: str):
+def judge_detail(request: HttpRequest, ctx: BoardRequest, name: str) -> HttpResponse:
     """A model judge's prompt template: the current version, the form that saves a new one, and the history
     (leads only)."""
     judge = _judge(ctx.member, name)
@@ -128,7 +132,7 @@ def judge_detail(request, ctx: BoardRequest, name: str):
     return _page(request, ctx, judge, JudgeTemplateForm(initial=_initial(current)))
 
 
-def _current_or_draft(campaign, judge):
+def _current_or_draft(campaign: Campaign, judge: Account) -> JudgeTemplate:
     """The judge's current template version, or (none saved yet) the unsaved draft of its first: a GET writes
     nothing (services.judge_templates.judge_template_draft)."""
     current = judge_template_current(campaign=campaign, judge=judge, create=False)
@@ -137,7 +141,7 @@ def _current_or_draft(campaign, judge):
 
 @campaign_view(lead=True)
 @require_POST
-def judge_template(request, member: Member, name: str):
+def judge_template(request: HttpRequest, member: Member, name: str) -> HttpResponse:
     """Save a new version of the judge's template (leads only); a bad field re-shows the form with 400."""
     judge = _judge(member, name)
     form = JudgeTemplateForm(request.POST)
@@ -152,7 +156,7 @@ def judge_template(request, member: Member, name: str):
                 scale_low=d["scale_low"],
                 scale_high=d["scale_high"],
                 thresholds=d["thresholds"],
-                user=request.user,
+                user=signed_in(request.user),
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():

@@ -29,6 +29,8 @@ from judging.services import (
     pair_assign,
     pair_hold,
 )
+from judging.services.judgments import JudgmentRecorded
+from judging.views.http import HtmxHttpRequest
 from judging.views.paging import page_of
 
 SKIPS_KEY = "reljudge_skips"
@@ -38,11 +40,11 @@ SKIPS_KEPT = 500
 # --------------------------------------------------------------------------- the judging page
 
 
-def _skips(request, campaign: Campaign) -> list[int]:
+def _skips(request: HtmxHttpRequest, campaign: Campaign) -> list[int]:
     return request.session.get(SKIPS_KEY, {}).get(str(campaign.id), [])
 
 
-def _skips_set(request, campaign: Campaign, skips: list[int]) -> None:
+def _skips_set(request: HtmxHttpRequest, campaign: Campaign, skips: list[int]) -> None:
     all_skips = request.session.get(SKIPS_KEY, {})
     all_skips[str(campaign.id)] = skips[-SKIPS_KEPT:]
     request.session[SKIPS_KEY] = all_skips
@@ -84,7 +86,7 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def _posted(request) -> tuple[dict, dict | None, list[str]]:
+def _posted(request: HtmxHttpRequest) -> tuple[dict, dict | None, list[str]]:
     """The posted judgment: what was typed (to show it again), the values to record (or None) and the
     errors that stop it, each naming its field."""
     form = JudgmentForm(request.POST)
@@ -114,12 +116,14 @@ def _posted(request) -> tuple[dict, dict | None, list[str]]:
     return raw, {**wanted, "seconds_spent": data["seconds"], "version": data["version"]}, []
 
 
-def _invalid(request, pair: Pair, raw: dict, errors: list[str]) -> Outcome:
+def _invalid(request: HtmxHttpRequest, pair: Pair, raw: dict, errors: list[str]) -> Outcome:
     current = selectors.judgment_current(pair=pair, annotator=request.user)
     return Outcome("invalid", current, current is not None, values=raw, errors=errors)
 
 
-def _saved(request, campaign: Campaign, pair: Pair, recorded, wanted: dict) -> Outcome:
+def _saved(
+    request: HtmxHttpRequest, campaign: Campaign, pair: Pair, recorded: JudgmentRecorded, wanted: dict
+) -> Outcome:
     """The Outcome of a recorded judgment; the pair is no longer among the annotator's skipped ones."""
     skips = _skips(request, campaign)
     if pair.id in skips:
@@ -128,7 +132,7 @@ def _saved(request, campaign: Campaign, pair: Pair, recorded, wanted: dict) -> O
     return Outcome("saved", recorded.judgment, not recorded.created, recorded.changed, values=values)
 
 
-def _record(request, member: Member, pair: Pair) -> Outcome:
+def _record(request: HtmxHttpRequest, member: Member, pair: Pair) -> Outcome:
     """Validate and record the posted judgment."""
     raw, wanted, errors = _posted(request)
     if wanted is None:
@@ -145,7 +149,7 @@ def _record(request, member: Member, pair: Pair) -> Outcome:
     return _saved(request, member.campaign, pair, recorded, wanted)
 
 
-def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
+def _workspace(request: HtmxHttpRequest, member: Member, pair: Pair | None, **extra: Any) -> dict:
     """Everything the judging panel shows for one pair (or the "all done" state)."""
     campaign = member.campaign
     if "grades" not in extra:
@@ -196,7 +200,9 @@ def _workspace(request, member: Member, pair: Pair | None, **extra) -> dict:
     return ctx
 
 
-def _render_workspace(request, ctx: dict, *, status: int = 200, url: str | None = None):
+def _render_workspace(
+    request: HtmxHttpRequest, ctx: dict, *, status: int = 200, url: str | None = None
+) -> HttpResponse:
     """The whole page, or for htmx just the panel (but the whole page when htmx restores history)."""
     partial = request.htmx and not request.htmx.history_restore_request
     response = render(request, "judging/_judge_workspace.html" if partial else "judging/judge.html", ctx, status=status)
@@ -206,7 +212,9 @@ def _render_workspace(request, ctx: dict, *, status: int = 200, url: str | None 
     return response
 
 
-def _next_pair(request, campaign: Campaign, *, after: Pair | None, hold: bool = True) -> tuple[Pair | None, bool]:
+def _next_pair(
+    request: HtmxHttpRequest, campaign: Campaign, *, after: Pair | None, hold: bool = True
+) -> tuple[Pair | None, bool]:
     """The next pair of the queue: staying on ``after``'s query while it has open pairs. Held for the
     annotator (a POST) or, with ``hold=False``, only looked up (a GET: see ``judge``)."""
     current_query = (
@@ -221,7 +229,9 @@ def _next_pair(request, campaign: Campaign, *, after: Pair | None, hold: bool = 
     return found.pair, found.was_skipped
 
 
-def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -> tuple[Pair | None, dict, bool]:
+def _after(
+    request: HtmxHttpRequest, campaign: Campaign, pair: Pair, judgment: Judgment | None
+) -> tuple[Pair | None, dict, bool]:
     """Where the annotator goes after acting on ``pair``: forward through their history when they were
     revisiting an earlier judgment (like a browser's Forward), else on along the queue.
     Returns (pair, extra context for the panel, whether the pair comes from the history)."""
@@ -235,7 +245,7 @@ def _after(request, campaign: Campaign, pair: Pair, judgment: Judgment | None) -
 
 @campaign_view
 @require_http_methods(["GET", "HEAD"])
-def judge(request, member: Member):
+def judge(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """The judging page: the next pair of the annotator's queue, or ?pair=ID (Back / Forward / Edit).
 
     A GET writes nothing: the next pair is shown at once but not held. The panel then asks to hold it with
@@ -257,7 +267,7 @@ def judge(request, member: Member):
 
 @campaign_view
 @require_POST
-def judge_hold(request, member: Member, public_id: int):
+def judge_hold(request: HtmxHttpRequest, member: Member, public_id: int) -> HttpResponse:
     """Hold the pair a GET of the judging page showed. 204 when held (or already judged by this annotator:
     a grade sent before this request arrived); when someone else took its last slot meanwhile, the panel
     with the next pair of the queue (held), which htmx swaps in."""
@@ -276,7 +286,7 @@ def judge_hold(request, member: Member, public_id: int):
 
 @logged_in
 @require_POST
-def judge_record(request, slug: str, public_id: int):
+def judge_record(request: HtmxHttpRequest, slug: str, public_id: int) -> HttpResponse:
     """Record (or change) the annotator's judgment of one pair, then show the next pair
     (services.judgment_record_next: one transaction; tests/judging/test_views.py holds its SQL count)."""
     member, pair = campaign_member_pair(request, slug, public_id)
@@ -347,7 +357,7 @@ def judge_record(request, slug: str, public_id: int):
 
 @campaign_view
 @require_POST
-def judge_skip(request, member: Member, public_id: int):
+def judge_skip(request: HtmxHttpRequest, member: Member, public_id: int) -> HttpResponse:
     """Put a pair aside for now: it comes back once the rest of the queue is done."""
     campaign = member.campaign
     pair = campaign_pair(campaign, public_id, public=True)
@@ -370,7 +380,7 @@ def judge_skip(request, member: Member, public_id: int):
 
 
 @campaign_view
-def my_judgments(request, member: Member):
+def my_judgments(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """The annotator's own judgments (never anyone else's), filterable, each one editable."""
     campaign = member.campaign
     filters = MyJudgmentsFilter(request.GET or None)
@@ -394,7 +404,7 @@ def my_judgments(request, member: Member):
 
 @campaign_view
 @require_POST
-def my_judgment_save(request, member: Member, public_id: int):
+def my_judgment_save(request: HtmxHttpRequest, member: Member, public_id: int) -> HttpResponse:
     """Edit one row of "my judgments" in place."""
     campaign = member.campaign
     pair = campaign_pair(campaign, public_id, pooled_only=False, public=True)

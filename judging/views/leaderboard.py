@@ -8,18 +8,20 @@ The drill-down (leads only) is in leaderboard_drill, the trust tabs in leaderboa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 import numpy as np
 from csp.decorators import csp_update
 from django.contrib import messages
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from judging import charts, params, scoring
-from judging.access import Member, campaign_view
+from judging.access import Member, View, campaign_view, signed_in
 from judging.errors import RequestError
 from judging.jobs import JobError, significance_get
 from judging.params import LeaderboardQuery, ParamErrors, ascii_int
@@ -27,16 +29,20 @@ from judging.scoring import trust
 from judging.selectors import grade_top, query_tag_exists
 from judging.selectors.calibration import label_source_choices
 from judging.views.board import BoardRequest
+from judging.views.http import HtmxHttpRequest
 from judging.views.job_presenters import job_context
 from judging.views.leaderboard_ppi import ppi_context
 from metrics import Measure
 from metrics.measures import is_judged
 
+# A leaderboard page's view: the request and its BoardRequest (and the URL's arguments) in, a response out.
+BoardView = Callable[..., HttpResponse]
+
 PAGE_SIZE = 200  # queries per page of the heatmap, the head-to-head list and the trust page's diversity table
 PHONE_CHART_WIDTH = 340  # the bar chart drawn for a 390 px screen: about its card's width inside the padding
 
 
-def leaderboard_page(*, drill: bool = False, ppi: bool = False):
+def leaderboard_page(*, drill: bool = False, ppi: bool = False) -> Callable[[BoardView], View]:
     """campaign_view, then the leaderboard's own checks and parameters; the view gets a BoardRequest.
 
     Annotators get 403 on the drill-down, and on the leaderboard itself unless the campaign lets them see
@@ -44,10 +50,10 @@ def leaderboard_page(*, drill: bool = False, ppi: bool = False):
     labels=ppi:NAME on a page other than the leaderboard's (``ppi``).
     """
 
-    def decorate(view):
+    def decorate(view: BoardView) -> View:
         @campaign_view
         @wraps(view)
-        def wrapped(request, member: Member, *args, **kwargs):
+        def wrapped(request: HtmxHttpRequest, member: Member, *args: object, **kwargs: Any) -> HttpResponse:
             if drill and not member.is_lead:
                 return refuse(request, member, 403, _("The per-query drill-down is for the campaign's leads only."))
             if not member.can_see_leaderboard:
@@ -81,7 +87,7 @@ def leaderboard_page(*, drill: bool = False, ppi: bool = False):
     return decorate
 
 
-def board_request(request, member: Member) -> BoardRequest:
+def board_request(request: HttpRequest, member: Member) -> BoardRequest:
     """The page's parameters (judging.params.LeaderboardQuery, as the API reads them) with the page's own limits:
     the threshold up to the scale's top grade, a measure the table has at this k, a segment some query carries.
     ParamErrors names every bad one."""
@@ -112,7 +118,9 @@ def board_request(request, member: Member) -> BoardRequest:
     return BoardRequest(member, query.params(), ranked_by, sources, query.top_k, default)
 
 
-def refuse(request, member: Member, status: int, message: str, errors: dict[str, list[str]] | None = None):
+def refuse(
+    request: HtmxHttpRequest, member: Member, status: int, message: str, errors: dict[str, list[str]] | None = None
+) -> HttpResponse:
     """The leaderboard's error page (or partial, for htmx) with ``status``; ``errors`` by parameter name."""
     labels = {name: p.label or name for name, p in params.PARAMS.items()}
     context = member.context(
@@ -125,11 +133,11 @@ def refuse(request, member: Member, status: int, message: str, errors: dict[str,
     return render(request, template, context, status=status)
 
 
-def _bad_request(request, ctx: BoardRequest, message: str) -> HttpResponse:
+def _bad_request(request: HtmxHttpRequest, ctx: BoardRequest, message: str) -> HttpResponse:
     return refuse(request, ctx.member, 400, message)
 
 
-def int_arg(request, name: str, default: int, low: int, high: int) -> int:
+def int_arg(request: HttpRequest, name: str, default: int, low: int, high: int) -> int:
     raw = request.GET.get(name, "")
     if raw == "":
         return default
@@ -146,9 +154,9 @@ class BadArg(ValueError):
     """A page-specific argument (page, depth, system...) that is not valid: answered with a 400."""
 
 
-def handles_bad_args(view):
+def handles_bad_args(view: BoardView) -> BoardView:
     @wraps(view)
-    def wrapped(request, ctx: BoardRequest, *args, **kwargs):
+    def wrapped(request: HtmxHttpRequest, ctx: BoardRequest, *args: object, **kwargs: Any) -> HttpResponse:
         try:
             return view(request, ctx, *args, **kwargs)
         except BadArg as exc:
@@ -187,7 +195,7 @@ def _table_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
 
 
 @leaderboard_page(ppi=True)
-def leaderboard(request, ctx: BoardRequest):
+def leaderboard(request: HtmxHttpRequest, ctx: BoardRequest) -> HttpResponse:
     """The leaderboard page: controls, the live table with its bar chart, and the pictures."""
     if scoring.ppi_judge(ctx.params.labels):
         return render(request, "judging/leaderboard_ppi.html", ctx.base(**ppi_context(ctx)))
@@ -200,7 +208,7 @@ def leaderboard(request, ctx: BoardRequest):
 
 
 @leaderboard_page(ppi=True)
-def leaderboard_table(request, ctx: BoardRequest):
+def leaderboard_table(request: HtmxHttpRequest, ctx: BoardRequest) -> HttpResponse:
     """The table partial htmx polls every few seconds."""
     if scoring.ppi_judge(ctx.params.labels):
         return render(request, "judging/_leaderboard_ppi_table.html", ctx.base(**ppi_context(ctx)))
@@ -209,7 +217,7 @@ def leaderboard_table(request, ctx: BoardRequest):
 
 
 @leaderboard_page()
-def leaderboard_stats(request, ctx: BoardRequest):
+def leaderboard_stats(request: HtmxHttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Recompute the CIs and tests against the best for the current labels (the table asks for this when
     its statistics are out of date), then tell the table to refresh. One computation at a time per
     parameter set; other requests meanwhile get 204 and the table keeps polling."""
@@ -223,7 +231,7 @@ def leaderboard_stats(request, ctx: BoardRequest):
 
 @leaderboard_page()
 @handles_bad_args
-def leaderboard_significance(request, ctx: BoardRequest):
+def leaderboard_significance(request: HtmxHttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Pairwise significance matrix of the ranking measure, on demand."""
     test = request.GET.get("test") or "randomization"
     if test not in scoring.TESTS:
@@ -236,7 +244,12 @@ def leaderboard_significance(request, ctx: BoardRequest):
     pairwise = job = None
     try:
         pairwise, job = significance_get(
-            lb=lb, measure=ctx.measure, test=test, user=request.user, page=request.get_full_path(), start=start
+            lb=lb,
+            measure=ctx.measure,
+            test=test,
+            user=signed_in(request.user),
+            page=request.get_full_path(),
+            start=start,
         )
     except JobError as exc:  # too many jobs queued
         messages.error(request, str(exc))
@@ -281,13 +294,13 @@ def _pictures_context(ctx: BoardRequest, lb: scoring.Leaderboard) -> dict:
 
 
 @leaderboard_page()
-def leaderboard_pictures(request, ctx: BoardRequest):
+def leaderboard_pictures(request: HtmxHttpRequest, ctx: BoardRequest) -> HttpResponse:
     """The per-query distribution and judging progress charts (polled less often than the table)."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     return render(request, "judging/_leaderboard_pictures.html", ctx.base(**_pictures_context(ctx, lb)))
 
 
-def two_systems(request, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[int, int]:
+def two_systems(request: HttpRequest, lb: scoring.Leaderboard, order: np.ndarray) -> tuple[int, int]:
     index = {n: i for i, n in enumerate(lb.cube.system_names)}
     if len(index) < 2:
         raise BadArg(_("a head-to-head needs at least two systems"))
@@ -313,7 +326,7 @@ NO_RUNS_YET = gettext_lazy("No system has a run in this campaign yet: upload one
 @csp_update({"style-src": ["'unsafe-inline'"]})
 @leaderboard_page()
 @handles_bad_args
-def leaderboard_chart(request, ctx: BoardRequest, kind: str):
+def leaderboard_chart(request: HtmxHttpRequest, ctx: BoardRequest, kind: str) -> HttpResponse:
     """A chart as a standalone SVG file (for reports and slides)."""
     if kind not in CHARTS:
         raise Http404(_("No such chart."))

@@ -7,7 +7,7 @@ from typing import cast
 from urllib.parse import urlencode
 
 import numpy as np
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -31,7 +31,7 @@ from judging.views.paging import page_of
 
 @leaderboard_page(drill=True)
 @handles_bad_args
-def leaderboard_queries(request, ctx: BoardRequest):
+def leaderboard_queries(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Queries x systems heatmap of the ranking measure, a page of PAGE_SIZE queries at a time."""
     sort = request.GET.get("sort") or "qid"
     if sort not in scoring.SORTS:
@@ -65,7 +65,7 @@ def leaderboard_queries(request, ctx: BoardRequest):
 
 @leaderboard_page(drill=True)
 @handles_bad_args
-def leaderboard_query(request, ctx: BoardRequest, qid: str):
+def leaderboard_query(request: HttpRequest, ctx: BoardRequest, qid: str) -> HttpResponse:
     """One query: each system's ranked list with labels, unjudged and unsure documents marked."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     order = scoring.system_order(lb, ctx.measure)
@@ -102,7 +102,7 @@ def leaderboard_query(request, ctx: BoardRequest, qid: str):
 
 @leaderboard_page(drill=True)
 @handles_bad_args
-def leaderboard_compare(request, ctx: BoardRequest):
+def leaderboard_compare(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Head-to-head of two systems: per-query wins, ties and losses, sorted by the difference."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     order = scoring.system_order(lb, ctx.measure)
@@ -133,7 +133,7 @@ def leaderboard_compare(request, ctx: BoardRequest):
 
 @leaderboard_page(drill=True)
 @handles_bad_args
-def leaderboard_tags(request, ctx: BoardRequest):
+def leaderboard_tags(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Leads edit the queries' tags (segments), a page of PAGE_SIZE queries at a time."""
     message = error = ""
     if request.method == "POST":

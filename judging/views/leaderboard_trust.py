@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import numpy as np
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
@@ -102,7 +103,9 @@ def _micro_rows(lb: scoring.Leaderboard, k: int, order: list[int]) -> list[dict]
     ]
 
 
-def _diversity_table(request, lb: scoring.Leaderboard, attribute: str, measure: str, order: list[int]) -> dict:
+def _diversity_table(
+    request: HttpRequest, lb: scoring.Leaderboard, attribute: str, measure: str, order: list[int]
+) -> dict:
     """Intra-list diversity and coverage of ``attribute``: the means per system, and a page of the scored queries
     (in the cube's order) with each system's two values; BadArg for an attribute the documents lack."""
     try:
@@ -136,7 +139,7 @@ def _diversity_table(request, lb: scoring.Leaderboard, attribute: str, measure: 
 
 @leaderboard_page()
 @handles_bad_args
-def leaderboard_trust(request, ctx: BoardRequest):
+def leaderboard_trust(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """How far to trust the ranking: score bounds, settled comparisons, pool bias, macro vs micro, diversity."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     measure = ctx.measure
@@ -181,7 +184,7 @@ def _with_query(url: str, query: dict) -> str:
 
 @leaderboard_page()
 @handles_bad_args
-def leaderboard_curves(request, ctx: BoardRequest):
+def leaderboard_curves(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Each system's measure at every cutoff 1..K as a line chart and a table."""
     lb = scoring.leaderboard(ctx.campaign, ctx.params)
     base = ctx.measure_base if ctx.measure_base in CURVE_BASES else "nDCG"
@@ -218,7 +221,7 @@ def leaderboard_curves(request, ctx: BoardRequest):
 
 @leaderboard_page()
 @handles_bad_args
-def leaderboard_segments(request, ctx: BoardRequest):
+def leaderboard_segments(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """Each system's measure per query segment (tag), with the segment's CIs and tests."""
     # every segment of the whole campaign, whatever segment the other pages are filtered to
     lb = scoring.leaderboard(ctx.campaign, replace(ctx.params, segment=None))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -13,7 +15,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import charts
-from judging.access import Member, campaign_view
+from judging.access import Member, campaign_view, signed_in
 from judging.charts.online import scatter_svg
 from judging.forms import AsciiIntegerField
 from judging.jobs import model_endpoint_configured, model_judge_job_start
@@ -24,7 +26,7 @@ from judging.views.leaderboard import BoardRequest, leaderboard_page
 
 @require_http_methods(["GET", "HEAD"])
 @leaderboard_page()
-def online(request, ctx: BoardRequest):
+def online(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """For each offline measure and online metric: tau, r, n, a scatter, and the pairs of systems ordered
     differently; which measure predicts which metric best; the same per query where figures exist."""
     campaign = ctx.campaign
@@ -93,7 +95,7 @@ class JudgeRunForm(forms.Form):
         help_text=gettext_lazy("non-relevant documents asked again with the query's words inserted"),
     )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("pairs") == "sample":
             if not data.get("sample"):
@@ -107,7 +109,7 @@ class JudgeRunForm(forms.Form):
 
 @require_http_methods(["GET", "HEAD"])
 @leaderboard_page(drill=True)
-def judges(request, ctx: BoardRequest):
+def judges(request: HttpRequest, ctx: BoardRequest) -> HttpResponse:
     """The campaign's model judges, with a link to each one's calibration, and the form that starts a run."""
     return render(
         request,
@@ -123,7 +125,7 @@ def judges(request, ctx: BoardRequest):
 
 @campaign_view(lead=True)
 @require_POST
-def judges_run(request, member: Member):
+def judges_run(request: HttpRequest, member: Member) -> HttpResponse:
     """Queue a model judge's run (leads only); the browser goes to the job's page and watches it."""
     campaign = member.campaign
     form = JudgeRunForm(request.POST)
@@ -137,7 +139,7 @@ def judges_run(request, member: Member):
     try:
         job = model_judge_job_start(
             campaign=campaign,
-            user=request.user,
+            user=signed_in(request.user),
             model=form.cleaned_data["model"],
             pairs=form.cleaned_data["mode"],
             repeat=form.cleaned_data.get("repeat") or 1,
@@ -152,7 +154,7 @@ def judges_run(request, member: Member):
 
 @require_http_methods(["GET", "HEAD"])
 @leaderboard_page(drill=True)
-def calibration(request, ctx: BoardRequest, name: str):
+def calibration(request: HttpRequest, ctx: BoardRequest, name: str) -> HttpResponse:
     """One model judge against the human labels (leads only)."""
     campaign = ctx.campaign
     try:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
@@ -18,7 +20,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging import charts
-from judging.access import Member, campaign_pair, campaign_view
+from judging.access import Member, campaign_pair, campaign_view, signed_in
 from judging.formats import DOCID_MAX_LENGTH, QID_MAX_LENGTH
 from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, policy_job_start
@@ -43,6 +45,7 @@ from judging.services import (
     gold_label_set,
     policy_switch_needs_job,
 )
+from judging.views.http import HtmxHttpRequest
 from judging.views.job_presenters import policy_job_context
 from judging.views.paging import page_of
 from metrics import Measure
@@ -64,7 +67,7 @@ GOLD_SEARCH_LIMIT = 50
 # --------------------------------------------------------------------------- helpers
 
 
-def _back(request, default: str) -> str:
+def _back(request: HtmxHttpRequest, default: str) -> str:
     back = request.POST.get("back", "")
     if back and url_has_allowed_host_and_scheme(
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -73,23 +76,23 @@ def _back(request, default: str) -> str:
     return default
 
 
-def _without_page(request) -> str:
+def _without_page(request: HtmxHttpRequest) -> str:
     """The request's query string without ``page``, for the links of a paginator."""
     query = request.GET.copy()
     query.pop("page", None)
     return query.urlencode()
 
 
-def _fmt(value, digits: int = 3) -> str:
+def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
-def _ci(pair) -> str:
+def _ci(pair: tuple[float, float]) -> str:
     low, high = pair
     return "" if not (math.isfinite(low) and math.isfinite(high)) else f"[{low:.2f}, {high:.2f}]"
 
 
-def _pct(value) -> str:
+def _pct(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.0%}"
 
 
@@ -147,7 +150,7 @@ def _row(pair: Pair) -> ReviewRow:
 
 @campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def review(request, member: Member):
+def review(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """Unsure and disputed pairs with every judgment side by side, and a decision form for each."""
     campaign = member.campaign
     filters = ReviewFilter(request.GET or None)
@@ -174,7 +177,9 @@ def review(request, member: Member):
     )
 
 
-def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **extra):
+def _row_response(
+    request: HtmxHttpRequest, member: Member, pair: Pair, *, status: int = 200, **extra: Any
+) -> HttpResponse:
     campaign = member.campaign
     fresh = review_pair_get(pair_id=pair.id)
     response = render(
@@ -198,7 +203,7 @@ def _row_response(request, member: Member, pair: Pair, *, status: int = 200, **e
 
 @campaign_view(lead=True)
 @require_POST
-def review_decide(request, member: Member, pair_id: int):
+def review_decide(request: HtmxHttpRequest, member: Member, pair_id: int) -> HttpResponse:
     """A lead's decision on one pair: it becomes the pair's label (recorded with who and when)."""
     campaign = member.campaign
     pair = campaign_pair(campaign, pair_id, pooled_only=False)
@@ -235,7 +240,7 @@ def review_decide(request, member: Member, pair_id: int):
 
 @campaign_view(lead=True)
 @require_POST
-def review_withdraw(request, member: Member, pair_id: int):
+def review_withdraw(request: HtmxHttpRequest, member: Member, pair_id: int) -> HttpResponse:
     """Withdraw a decision: the label goes back to the aggregated judgments."""
     campaign = member.campaign
     pair = campaign_pair(campaign, pair_id, pooled_only=False)
@@ -297,7 +302,7 @@ class PolicyForm(forms.Form):
 
 @campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def agreement(request, member: Member):
+def agreement(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """Agreement overall, per annotator pair (with confusion matrices) and per query; aggregation policy."""
     campaign = member.campaign
     data = agreement_cached(campaign=campaign)
@@ -346,7 +351,9 @@ def agreement(request, member: Member):
     ]
 
     measures = [str(Measure(base).at(STABILITY_K)) for base in LEADERBOARD_MEASURES if base != JUDGED]
-    measure = request.GET.get("measure") if request.GET.get("measure") in measures else str(STABILITY_MEASURE)
+    measure = request.GET.get("measure", "")
+    if measure not in measures:
+        measure = str(STABILITY_MEASURE)
     stability = _stability_rows(campaign, measure)
     return render(
         request,
@@ -371,7 +378,7 @@ def agreement(request, member: Member):
 
 @campaign_view(lead=True)
 @require_POST
-def agreement_policy(request, member: Member):
+def agreement_policy(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """Switch the aggregation policy: every label is recomputed and the leaderboard follows."""
     campaign = member.campaign
     form = PolicyForm(request.POST)
@@ -385,7 +392,7 @@ def agreement_policy(request, member: Member):
     policy = form.cleaned_data["policy"]
     if policy != campaign.aggregation and policy_switch_needs_job(campaign=campaign):
         try:
-            job = policy_job_start(campaign=campaign, user=request.user, policy=policy)
+            job = policy_job_start(campaign=campaign, user=signed_in(request.user), policy=policy)
         except JobError as exc:
             messages.error(request, str(exc))
         else:
@@ -398,7 +405,7 @@ def agreement_policy(request, member: Member):
                 % {"policy": policy, "n": job.total},
             )
         return redirect(target)
-    changed = campaign_policy_set(campaign=campaign, lead=request.user, policy=policy)
+    changed = campaign_policy_set(campaign=campaign, lead=signed_in(request.user), policy=policy)
     new = campaign.get_aggregation_display()
     if old == new:
         messages.info(request, _("The policy already was %(policy)s: nothing changed.") % {"policy": new})
@@ -427,7 +434,7 @@ class GoldSearch(forms.Form):
 
 @campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def quality(request, member: Member):
+def quality(request: HtmxHttpRequest, member: Member) -> HttpResponse:
     """Per annotator figures, and the gold pairs a lead labels in advance to measure accuracy."""
     campaign = member.campaign
     rows = [
@@ -470,7 +477,7 @@ def quality(request, member: Member):
 
 @campaign_view(lead=True)
 @require_POST
-def quality_gold(request, member: Member, pair_id: int):
+def quality_gold(request: HtmxHttpRequest, member: Member, pair_id: int) -> HttpResponse:
     """Set, change or (with an empty grade) remove one pair's gold label."""
     campaign = member.campaign
     pair = campaign_pair(campaign, pair_id, pooled_only=False)

@@ -6,12 +6,13 @@ import re
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
-from judging.access import Member, campaign_view, may_manage_assignments
+from judging.access import Member, campaign_view, may_manage_assignments, signed_in
 from judging.models import Membership, QueryTag
 from judging.scoring.plan import DEFAULTS, campaign_plan, plan_params
 from judging.selectors.assignments import assignments_list
@@ -29,7 +30,7 @@ def _errors(exc: ValidationError) -> list[str]:
     return list(exc.messages)
 
 
-def _batch(post) -> dict:
+def _batch(post: QueryDict) -> dict:
     """The batch a posted form names: qids (space or comma separated), a tag, or a range."""
     kind = post.get("batch", "qids")
     if kind == "tag":
@@ -53,7 +54,7 @@ def _ids(values: list[str]) -> list[int]:
 
 @campaign_view
 @require_http_methods(["GET", "POST"])
-def assignments(request, member: Member):
+def assignments(request: HttpRequest, member: Member) -> HttpResponse:
     """Leads give queries (a list, a tag, a range of qids) to annotators and take them back; an annotator
     sees the queries given to them."""
     campaign = member.campaign
@@ -74,7 +75,10 @@ def assignments(request, member: Member):
             else:
                 queries = queries_of_batch(campaign=campaign, **_batch(request.POST))
                 added = assignments_add(
-                    campaign=campaign, by=request.user, annotator=request.POST.get("annotator", ""), queries=queries
+                    campaign=campaign,
+                    by=signed_in(request.user),
+                    annotator=request.POST.get("annotator", ""),
+                    queries=queries,
                 )
                 messages.success(request, added.summary())
             return redirect("judging:assignments", slug=campaign.slug)
@@ -109,7 +113,7 @@ def assignments(request, member: Member):
 
 @campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def jobs_list(request, member: Member):
+def jobs_list(request: HttpRequest, member: Member) -> HttpResponse:
     """The campaign's jobs, newest first: imports, model runs, policy switches, significance tests."""
     page = page_of(request, campaign_jobs(campaign=member.campaign), JOBS_PER_PAGE)
     rows = [job_row(job) for job in page]
@@ -118,7 +122,7 @@ def jobs_list(request, member: Member):
 
 @campaign_view(lead=True)
 @require_http_methods(["GET", "HEAD"])
-def plan(request, member: Member):
+def plan(request: HttpRequest, member: Member) -> HttpResponse:
     """The budget planner (judging.scoring.plan): queries, judgments and hours to tell two systems apart."""
     campaign = member.campaign
     errors: dict[str, list[str]] = {}

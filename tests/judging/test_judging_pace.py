@@ -13,7 +13,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from judging import selectors
-from judging.models import Campaign, Pair
+from judging.models import Campaign, Pair, Query
+from judging.scoring.cache import labels_versions
+from judging.scoring.cube import run_cube
 from judging.selectors import progress
 from judging.services import (
     campaign_create,
@@ -103,6 +105,26 @@ def test_record_and_next_never_walks_the_campaign(postgres, make_user):
     assert per_judgment["judging_pair"] < 400, per_judgment  # a tenth of the pool: a few passes over 50 pairs
     assert per_judgment["judging_assignment"] < 30, per_judgment
     assert Pair.objects.filter(campaign=campaign, judgment_count=1).count() == 2000 + 45
+
+
+def test_a_long_labels_log_is_read_from_the_kept_counters_on(postgres, make_user):
+    """After 400 judgments the campaign's labels log holds 400 lines; a process whose versions are at the
+    counters before the last judgment reads that one line (each shard's range of the log's index), not the log
+    (the shards' ranges written as one OR were read as a filter over the campaign's whole log)."""
+    annotator = make_user("a")
+    campaign = _campaign("log", queries=40, depth=12, annotators=[annotator])
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
+    for pair in pairs[:400]:
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    cube = run_cube(campaign)
+    labels_versions(campaign, cube)  # kept at the counters of now
+    judgment_record(pair=pairs[400], annotator=annotator, grade=2)
+    before = _rows_read()
+    versions = labels_versions(campaign, cube)
+    read = _rows_read().get("judging_labelschange", 0) - before.get("judging_labelschange", 0)
+    assert read <= 2, read
+    moved = int(np.flatnonzero(cube.query_ids == pairs[400].query_id)[0])
+    assert versions[moved] == Query.objects.get(id=pairs[400].query_id).labels_version
 
 
 def test_compiled_statements_are_prepared_and_planned_once(postgres, make_user):

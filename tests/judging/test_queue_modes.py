@@ -104,6 +104,30 @@ def test_modes_with_a_list_respect_holds(make_user):
     assert (first.document.docid, second.document.docid) == ("x", "z")
 
 
+def test_a_busy_team_takes_different_pairs_of_the_lists_head_and_one_annotator_its_exact_order(make_user):
+    """Annotators asking at the same moment all start from the head of the same list and all but one lose the race
+    for its first open pair. Once SPREAD_FROM annotators asked lately, each takes the (id mod SPREAD_WIDTH)-th of
+    the first open pairs: asked together (nobody holds anything yet) they are given different pairs, all from the
+    head of the list; while a few ask, each gets the list's first open pair, in the mode's exact order."""
+    from judging.scoring.selection import mtc_pairs
+    from judging.selectors import priority
+
+    run = "".join(f"q{q} Q0 d{q}_{r} {r} {30 - r} {system}\n" for q in range(4) for system in "ab" for r in range(1, 9))
+    campaign, first = _campaign(make_user, Campaign.QueueMode.MTC, run, depth=8, slug="spread")
+    head = mtc_pairs(campaign)
+    assert pair_next(campaign=campaign, annotator=first).pair.id == head[0]
+    team = [make_user(f"spread-{i}") for i in range(priority.SPREAD_FROM + 3)]
+    for person in team:
+        membership_add(campaign=campaign, user=person, role="annotator")
+    served = [pair_next(campaign=campaign, annotator=person).pair.id for person in team]
+    # the first few asked while the campaign was not busy yet: the head, as for one annotator
+    assert served[: priority.SPREAD_FROM - 2] == [head[0]] * (priority.SPREAD_FROM - 2)
+    again = [pair_next(campaign=campaign, annotator=person).pair.id for person in team]
+    expected = [head[person.id % priority.SPREAD_WIDTH] for person in team]
+    assert again == expected
+    assert len(set(again)) == min(len(team), priority.SPREAD_WIDTH)
+
+
 # --------------------------------------------------------------------------- the setting
 
 

@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging.api.permissions import access
@@ -64,7 +65,7 @@ class AuditActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get", "post"], **ONE_OBJECT)
-    def audit(self, request, slug=None):
+    def audit(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         if request.method == "GET":
             access(request).require_lead(campaign, _("see its audit"))

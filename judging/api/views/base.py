@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from django.apps import apps
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponseBase, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiParameter
@@ -17,6 +17,7 @@ from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle, BaseThrottle
 from rest_framework.views import exception_handler
@@ -62,7 +63,7 @@ def not_found_detail(exc: Http404) -> str | None:
     return _("No such %(thing)s.") % {"thing": model._meta.verbose_name}
 
 
-def api_exception_handler(exc, context):
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, plus the services' Django ValidationError and a request parameter the scoring refused
     (judging.errors.RequestError) as a 400 that names the field, and a job refused for the queued-jobs limits as a
     429; a 404 says what was not found in the caller's language. Anything else a view raises is a 500
@@ -100,7 +101,7 @@ def attachment(filename: str) -> str:
     return cast(str, content_disposition_header(True, filename))  # a str whenever as_attachment is True
 
 
-def base_url(request) -> str:
+def base_url(request: Request) -> str:
     """Scheme and host the caller reached us at: links handed back must work for them."""
     return request.build_absolute_uri("/").rstrip("/")
 
@@ -111,7 +112,7 @@ def base_url(request) -> str:
 _BOM_VALUES = {"1": True, "true": True, "yes": True, "0": False, "false": False, "no": False, "": False}
 
 
-def bom_param(request) -> bool:
+def bom_param(request: Request) -> bool:
     value = request.query_params.get("bom", "").strip().lower()
     if value not in _BOM_VALUES:
         message = _("Expected 1 (add a UTF-8 byte order mark for Excel) or 0, not %(value)s.") % {"value": repr(value)}
@@ -128,20 +129,20 @@ BOM_PARAMETER = OpenApiParameter(
 )
 
 
-def with_bom(chunks, bom: bool):
+def with_bom(chunks: Iterable[str], bom: bool) -> Iterator[str]:
     if bom:
         yield "\ufeff"
     yield from chunks
 
 
-def streamed(chunks, *, content_type: str, filename: str) -> StreamingHttpResponse:
+def streamed(chunks: Iterable[str], *, content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse((c.encode() for c in chunks), content_type=content_type)
     response["Content-Disposition"] = attachment(filename)
     response["Cache-Control"] = "no-store"
     return response
 
 
-def leaderboard_query(request, campaign: Campaign, names: tuple[str, ...], **options) -> LeaderboardQuery:
+def leaderboard_query(request: Request, campaign: Campaign, names: tuple[str, ...], **options: Any) -> LeaderboardQuery:
     """The request's leaderboard parameters ``names`` (LeaderboardQuery.parse), or a 400 naming each bad one."""
     try:
         return LeaderboardQuery.parse(request.query_params, campaign=campaign, names=names, **options)
@@ -169,24 +170,24 @@ class ApiMixin(ViewBase):
     throttle_classes: Sequence[type[BaseThrottle]] = [AnonRateThrottle]
     request: Any  # the DRF Request, set by APIView.dispatch on the view this is mixed into
 
-    def check_permissions(self, request):
+    def check_permissions(self, request: Request) -> None:
         # Throttle first: DRF checks permissions before throttles, so a refused anonymous request
         # (every one, on a protected endpoint) would otherwise never be counted.
         self.check_throttles(request)
         super().check_permissions(request)
 
-    def check_throttles(self, request):
+    def check_throttles(self, request: Request) -> None:
         if getattr(request, "_reljudge_throttle_checked", False):
             return
-        request._reljudge_throttle_checked = True
+        request._reljudge_throttle_checked = True  # type: ignore[attr-defined]  # a per-request mark DRF's Request does not declare
         super().check_throttles(request)
 
-    def get_serializer_context(self):
+    def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
         context["access"] = access(self.request)
         return context
 
-    def dispatch(self, request, *args, **kwargs):
+    def dispatch(self, request: HttpRequest, *args: object, **kwargs: Any) -> HttpResponseBase:
         response = super().dispatch(request, *args, **kwargs)
         # DRF keeps the answer on the view (self.response), and the view and its Request refer to each other (the
         # Request's parser_context names the view): an answer kept there went only with the garbage collector's
@@ -196,14 +197,15 @@ class ApiMixin(ViewBase):
         self.response = None  # type: ignore[assignment]  # DRF's stubs say always a Response; gone once sent
         return response
 
-    def finalize_response(self, request, response, *args, **kwargs):
+    def finalize_response(self, request: Request, response: HttpResponseBase, *args: object, **kwargs: Any) -> Response:
         # A streamed format was negotiated but the view answered with data (an error): send JSON.
         renderer = getattr(request, "accepted_renderer", None)
         if isinstance(response, Response) and isinstance(renderer, (CSVRenderer, JSONLinesRenderer, PlainTextRenderer)):
             request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
-        return super().finalize_response(request, response, *args, **kwargs)
+        # DRF's stubs take only a Response; DRF itself finalizes any HttpResponseBase (the streamed exports).
+        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[arg-type]
 
-    def campaign_param(self, *, lead: bool = False, what: str | None = None):
+    def campaign_param(self, *, lead: bool = False, what: str | None = None) -> Campaign | None:
         """The campaign named by ``?campaign=``, checked: 404 for non-members, 403 if ``lead`` is needed."""
         slug = self.request.query_params.get("campaign")
         if slug is None:

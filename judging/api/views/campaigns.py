@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import CharField, OuterRef, Subquery, Value
+from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
+from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -12,8 +15,10 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 
+from judging.access import signed_in
 from judging.api import report_serializers, serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.permissions import CanCreateCampaign, access
@@ -75,7 +80,7 @@ class CampaignViewSet(
     ordering = ["slug"]
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Campaign]:
         acc = access(self.request)
         if not self.request.user.is_authenticated:  # e.g. while the schema is generated
             return Campaign.objects.none()
@@ -88,11 +93,11 @@ class CampaignViewSet(
             )
         return acc.campaigns().annotate(role=role).prefetch_related("grades")
 
-    def _reloaded(self, campaign):
+    def _reloaded(self, campaign: Campaign) -> Campaign:
         return self.get_queryset().get(pk=campaign.pk)
 
     @staticmethod
-    def _scale(data: dict, campaign=None) -> list[dict] | None:
+    def _scale(data: dict, campaign: Campaign | None = None) -> list[dict] | None:
         """The scale the request asks for, from `scale` (named grades) or `grades` (values)."""
         scale, values = data.pop("grades", None), data.pop("grade_values", None)
         if scale is not None:
@@ -106,17 +111,17 @@ class CampaignViewSet(
         except DjangoValidationError as exc:
             raise DRFValidationError({"grades": exc.messages}) from None
 
-    def create(self, request, *args, **kwargs):
+    def create(self, request: Request, *args: object, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = dict(serializer.validated_data)
         scale = self._scale(data)
-        campaign = campaign_create(lead=request.user, scale=scale, **data)
+        campaign = campaign_create(lead=signed_in(request.user), scale=scale, **data)
         body = self.get_serializer(self._reloaded(campaign)).data
         location = reverse("api:campaign-detail", args=[campaign.slug])
         return Response(body, status=status.HTTP_201_CREATED, headers={"Location": location})
 
-    def update(self, request, *args, **kwargs):
+    def update(self, request: Request, *args: object, **kwargs: Any) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("change its settings"))
         serializer = self.get_serializer(campaign, data=request.data, partial=True)
@@ -135,7 +140,7 @@ class CampaignViewSet(
         campaign_update(campaign=campaign, scale=scale, **data)
         if switch is not None:
             try:
-                job = policy_job_start(campaign=campaign, user=request.user, policy=switch)
+                job = policy_job_start(campaign=campaign, user=signed_in(request.user), policy=switch)
             except JobError as exc:
                 raise DRFConflict(str(exc)) from None
             return job_accepted(request, job)
@@ -151,7 +156,7 @@ class CampaignViewSet(
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
-    def progress(self, request, slug=None):
+    def progress(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         data = dict(campaign_progress(campaign=campaign), campaign=campaign.slug)
         rows = annotators_progress(campaign=campaign)
@@ -172,7 +177,7 @@ class CampaignViewSet(
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
-    def qrels(self, request, slug=None):
+    def qrels(self, request: Request, slug: str | None = None) -> StreamingHttpResponse:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("export its labels"))
         return streamed(

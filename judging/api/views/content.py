@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging import formats
@@ -16,7 +21,7 @@ from judging.api.filters import DocumentFilter, PairFilter, QueryFilter, SystemF
 from judging.api.permissions import IsCampaignLead, access
 from judging.api.renderers import PlainTextRenderer, batched_text
 from judging.api.views.base import ID_PATH, ONE_OBJECT, ApiMixin, download_name, streamed
-from judging.models import Document, Query, System
+from judging.models import Document, Pair, Query, System
 from judging.selectors import system_rankings
 from judging.services import adjudication_set
 
@@ -26,7 +31,7 @@ class CampaignContentViewSet(ApiMixin, viewsets.ReadOnlyModelViewSet):
 
     lookup_value_regex = ID_PATH
 
-    def list(self, request, *args, **kwargs):
+    def list(self, request: Request, *args: object, **kwargs: Any) -> Response:
         self.campaign_param()
         return super().list(request, *args, **kwargs)
 
@@ -41,7 +46,7 @@ class QueryViewSet(CampaignContentViewSet):
     ordering_fields = ["id", "qid"]
     ordering = ["qid", "id"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Query]:
         return Query.objects.filter(campaign__in=access(self.request).campaigns()).select_related("campaign")
 
 
@@ -55,7 +60,7 @@ class DocumentViewSet(CampaignContentViewSet):
     ordering_fields = ["id", "docid"]
     ordering = ["docid", "id"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Document]:
         return Document.objects.filter(campaign__in=access(self.request).campaigns()).select_related("campaign")
 
 
@@ -70,14 +75,14 @@ class SystemViewSet(CampaignContentViewSet):
     ordering_fields = ["id", "name", "imported_at"]
     ordering = ["name", "id"]
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[System]:
         acc = access(self.request)
         systems = System.objects.filter(campaign__in=acc.campaigns()).select_related("campaign")
         if self.action == "list" and acc.led_ids is not None:
             systems = systems.filter(campaign_id__in=acc.led_ids)
         return systems
 
-    def list(self, request, *args, **kwargs):
+    def list(self, request: Request, *args: object, **kwargs: Any) -> Response:
         self.campaign_param(lead=True, what=_("see its systems"))
         return super().list(request, *args, **kwargs)
 
@@ -86,7 +91,7 @@ class SystemViewSet(CampaignContentViewSet):
         description="The system's run as TREC run text (`qid Q0 docid rank score tag`), streamed.",
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT, renderer_classes=[PlainTextRenderer])
-    def run(self, request, pk=None):
+    def run(self, request: Request, pk: str | None = None) -> StreamingHttpResponse:
         system = self.get_object()
         # The tag column names the system as imported ("형태소-bm25" stays itself, so the run reads back
         # byte for byte); only whitespace, which would split the column, becomes "_". The file name is ASCII.
@@ -114,7 +119,7 @@ class PairViewSet(CampaignContentViewSet):
     lookup_field = "public_id"
     lookup_url_kwarg = "pk"
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Pair]:
         return access(self.request).pairs().select_related("campaign", "query", "document")
 
     @extend_schema(
@@ -123,7 +128,7 @@ class PairViewSet(CampaignContentViewSet):
         description="Decide the pair's label as a lead; it wins over the judgments.",
     )
     @action(detail=True, methods=["post"], **ONE_OBJECT)
-    def adjudicate(self, request, pk=None):
+    def adjudicate(self, request: Request, pk: str | None = None) -> Response:
         pair = self.get_object()
         access(request).require_lead(pair.campaign, _("adjudicate its pairs"))
         decision = serializers.AdjudicationSerializer(data=request.data)

@@ -12,9 +12,11 @@ from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging import params
+from judging.access import signed_in
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, JudgeRunSerializer, job_accepted
 from judging.api.permissions import access
@@ -46,7 +48,7 @@ class ModelJudgeActions(ViewBase):
         url_path=r"judges/(?P<name>[\w.@+-]+)/calibration",
         **ONE_OBJECT,
     )
-    def calibration(self, request, slug=None, name=None):
+    def calibration(self, request: Request, slug: str, name: str) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("see its model judges' calibration"))
         query = leaderboard_query(request, campaign, params.SCORING)
@@ -88,7 +90,7 @@ class ModelJudgeActions(ViewBase):
         url_path=r"judges/(?P<name>[\w.@+-]+)/template",
         **ONE_OBJECT,
     )
-    def judge_template(self, request, slug=None, name=None):
+    def judge_template(self, request: Request, slug: str, name: str) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("configure its model judges"))
         try:
@@ -113,7 +115,7 @@ class ModelJudgeActions(ViewBase):
                 scale_low=v.get("scale_low"),
                 scale_high=v.get("scale_high"),
                 thresholds=v.get("thresholds") or [],
-                user=request.user,
+                user=signed_in(request.user),
             )
         except DjangoValidationError as exc:
             raise DRFValidationError(exc.message_dict) from None
@@ -136,7 +138,7 @@ class ModelJudgeActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["post"], url_path="judges/run", **ONE_OBJECT)
-    def judges_run(self, request, slug=None):
+    def judges_run(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("run a model judge on it"))
         body = JudgeRunSerializer(data=request.data)
@@ -150,7 +152,7 @@ class ModelJudgeActions(ViewBase):
         try:
             job = model_judge_job_start(
                 campaign=campaign,
-                user=request.user,
+                user=signed_in(request.user),
                 model=v["model"],
                 name=v.get("name"),
                 pairs=v["pairs"],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
+from django.db.models import QuerySet
+from django.http import StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -11,6 +13,8 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging.access import Member, pair_member
@@ -29,7 +33,7 @@ from judging.api.views.base import (
     streamed,
     with_bom,
 )
-from judging.models import Pair
+from judging.models import Judgment, Pair
 from judging.selectors import (
     JUDGMENT_EXPORT_COLUMNS,
     judgment_export_chunks,
@@ -82,24 +86,27 @@ class JudgmentViewSet(
     ordering = ["id"]
     lookup_value_regex = ID_PATH
 
-    def get_queryset(self):
+    def get_queryset(self) -> QuerySet[Judgment]:
         return judgments_visible(user=self.request.user).select_related(
             "pair__campaign", "pair__query", "pair__document", "annotator", "grade", "tentative_grade"
         )
 
-    def get_renderers(self):
+    def get_renderers(self) -> list[BaseRenderer]:
         renderers = super().get_renderers()
         if self.action == "list":
             renderers += [CSVRenderer(), JSONLinesRenderer()]
         return renderers
 
-    def filter_queryset(self, queryset):
+    def filter_queryset(self, queryset: QuerySet[Any, Any]) -> QuerySet[Any, Any]:
         # Filters and the unsure default are for lists; a judgment fetched by id is found whatever it is.
         if self.action != "list":
             return queryset
         return super().filter_queryset(queryset)
 
-    def list(self, request, *args, **kwargs):
+    # The CSV and JSON Lines exports stream (StreamingHttpResponse); DRF's stubs say a list is always a Response.
+    def list(  # type: ignore[override]
+        self, request: Request, *args: object, **kwargs: Any
+    ) -> Response | StreamingHttpResponse:
         campaign = self.campaign_param()
         renderer = request.accepted_renderer
         if isinstance(renderer, (CSVRenderer, JSONLinesRenderer)):
@@ -125,7 +132,7 @@ class JudgmentViewSet(
             [{name: row[path] for name, path in JUDGMENT_EXPORT_COLUMNS} for row in page]
         )
 
-    def create(self, request, *args, **kwargs):
+    def create(self, request: Request, *args: object, **kwargs: Any) -> Response:
         form = serializers.JudgmentRecordSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         values = dict(form.validated_data)
@@ -178,7 +185,7 @@ class JudgmentViewSet(
         description="Every change to this judgment, oldest first: who, when, old and new values.",
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
-    def history(self, request, pk=None):
+    def history(self, request: Request, pk: str | None = None) -> Response:
         judgment = self.get_object()
         revisions = judgment.revisions.select_related("changed_by", "on_behalf_of").order_by("changed_at", "id")
         return Response(serializers.JudgmentRevisionSerializer(revisions, many=True).data)

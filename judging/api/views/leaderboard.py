@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -13,9 +13,11 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging import params
+from judging.access import signed_in
 from judging.api import report_serializers
 from judging.api.jobs import JobStartedSerializer, job_accepted
 from judging.api.leaderboard_text import leaderboard_json_pieces, pieces_response
@@ -36,6 +38,7 @@ from judging.models import Campaign
 from judging.params import LeaderboardQuery
 from judging.scoring import (
     TESTS,
+    Leaderboard,
     leaderboard,
     leaderboard_data,
     measure_names,
@@ -72,7 +75,7 @@ class LeaderboardActions(ViewBase):
         renderer_classes=[JSONRenderer, BrowsableAPIRenderer, LeaderboardCSVRenderer],
         **ONE_BOARD,
     )
-    def leaderboard(self, request, slug=None):
+    def leaderboard(self, request: Request, slug: str | None = None) -> HttpResponseBase:
         campaign = self.get_object()
         if access(request).is_lead(campaign.id):
             query = leaderboard_query(request, campaign, params.LEADERBOARD)
@@ -125,7 +128,7 @@ class LeaderboardActions(ViewBase):
         return response
 
     @staticmethod
-    def _annotator_query(request, campaign: Campaign) -> LeaderboardQuery:
+    def _annotator_query(request: Request, campaign: Campaign) -> LeaderboardQuery:
         """Hold an annotator to what the leaderboard page shows them: the parameters checked as the page checks
         them, and the means only (the per-query drill-down is the leads': the page answers 403 there)."""
         query = leaderboard_query(request, campaign, params.LEADERBOARD, top_grade=grade_top(campaign=campaign))
@@ -136,7 +139,7 @@ class LeaderboardActions(ViewBase):
             )
         return query.but(per_query=False)
 
-    def _trust_board(self, request):
+    def _trust_board(self, request: Request) -> tuple[Campaign, Leaderboard, LeaderboardQuery]:
         """The campaign's leaderboard under the request's parameters, for the trust endpoints below."""
         campaign = self.get_object()
         query = leaderboard_query(request, campaign, params.TRUST)
@@ -155,7 +158,7 @@ class LeaderboardActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/curves", **ONE_BOARD)
-    def leaderboard_curves(self, request, slug=None):
+    def leaderboard_curves(self, request: Request, slug: str | None = None) -> Response:
         campaign, lb, query = self._trust_board(request)
         measure = query.measure.partition("@")[0]
         k_max = query.k_max or trust.curve_k_default(lb)
@@ -184,7 +187,7 @@ class LeaderboardActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/segments", **ONE_BOARD)
-    def leaderboard_segments(self, request, slug=None):
+    def leaderboard_segments(self, request: Request, slug: str | None = None) -> Response:
         campaign, lb, query = self._trust_board(request)
         try:
             measure = trust.resolve_measure(query.measure, lb.params.k)
@@ -209,7 +212,7 @@ class LeaderboardActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/pool-bias", **ONE_BOARD)
-    def leaderboard_pool_bias(self, request, slug=None):
+    def leaderboard_pool_bias(self, request: Request, slug: str | None = None) -> Response:
         campaign, lb, _query = self._trust_board(request)
         result = trust.pool_bias(lb)
         return Response({"campaign": campaign.slug, **trust.pool_bias_json(result, lb)})
@@ -226,7 +229,7 @@ class LeaderboardActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], url_path="leaderboard/significance", **ONE_BOARD)
-    def leaderboard_significance(self, request, slug=None):
+    def leaderboard_significance(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         query = leaderboard_query(request, campaign, params.SIGNIFICANCE)
         # Any leaderboard measure but the coverage Judged@k, read as the leaderboard page reads it.
@@ -248,8 +251,9 @@ class LeaderboardActions(ViewBase):
             lb = leaderboard(campaign, query.params())
         except RequestError as exc:
             raise DRFValidationError(exc.errors) from None
-        pairwise, job = significance_get(lb=lb, measure=measure, test=query.test, user=request.user)
+        pairwise, job = significance_get(lb=lb, measure=measure, test=query.test, user=signed_in(request.user))
         if pairwise is None:
+            assert job is not None  # significance_get queues a job (start=True) when it has no matrix
             return job_accepted(request, job)
         return Response(
             {
@@ -279,7 +283,7 @@ class LeaderboardActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], **ONE_BOARD)
-    def online(self, request, slug=None):
+    def online(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         query = leaderboard_query(request, campaign, params.LEADERBOARD)
         try:

@@ -7,8 +7,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
 from rest_framework.response import Response
 
+from judging.access import signed_in
 from judging.api import serializers
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, ViewBase, base_url, not_member
@@ -36,13 +38,15 @@ class MemberActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get", "post"], **ONE_OBJECT)
-    def members(self, request, slug=None):
+    def members(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
         if request.method == "POST":
             form = serializers.MemberAddSerializer(data=request.data)
             form.is_valid(raise_exception=True)
-            added = member_add(campaign=campaign, by=request.user, base_url=base_url(request), **form.validated_data)
+            added = member_add(
+                campaign=campaign, by=signed_in(request.user), base_url=base_url(request), **form.validated_data
+            )
             data = dict(
                 serializers.MemberSerializer(added.membership).data,
                 created=added.created,
@@ -66,7 +70,7 @@ class MemberActions(ViewBase):
         url_path=r"members/(?P<username>[^/]+)",
         **ONE_OBJECT,
     )
-    def member_remove(self, request, slug=None, username=None):
+    def member_remove(self, request: Request, slug: str, username: str) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
         membership = membership_get(campaign=campaign, username=username)
@@ -91,14 +95,14 @@ class MemberActions(ViewBase):
         url_path=r"members/(?P<username>[^/]+)/link",
         **ONE_OBJECT,
     )
-    def member_link(self, request, slug=None, username=None):
+    def member_link(self, request: Request, slug: str, username: str) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("manage its members"))
         membership = membership_get(campaign=campaign, username=username)
         if membership is None:
             raise NotFound(not_member(username, campaign))
         added = set_password_link_issue(
-            campaign=campaign, by=request.user, user=membership.user, base_url=base_url(request)
+            campaign=campaign, by=signed_in(request.user), user=membership.user, base_url=base_url(request)
         )
         return Response(
             dict(

@@ -8,6 +8,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from judging.api.views.base import ONE_OBJECT, ViewBase
@@ -63,7 +64,7 @@ class NextPairActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get", "post"], url_path="next", **ONE_OBJECT)
-    def next_pair(self, request, slug=None):
+    def next_pair(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()  # 404 for non-members (access.campaigns)
         # Only a token (request.auth) or a POST, which DRF's session authentication checks for CSRF, holds.
         hold = request.auth is not None or request.method == "POST"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import QueryDict
 from django.utils.translation import gettext as _
@@ -10,9 +12,10 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.exceptions import ValidationError as DRFValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
-from judging.access import may_manage_assignments
+from judging.access import may_manage_assignments, signed_in
 from judging.api.pagination import PagePagination
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, ViewBase
@@ -35,7 +38,7 @@ class AssignmentRequestSerializer(serializers.Serializer):
     qid_from = serializers.CharField(max_length=200, required=False, help_text="A range of qids: the first.")
     qid_to = serializers.CharField(max_length=200, required=False, help_text="A range of qids: the last.")
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
         if isinstance(data, QueryDict):  # a form body: keep its lists (qids) as lists
             data = data.copy()
             for k in ("from", "to"):
@@ -135,7 +138,7 @@ class TeamActions(ViewBase):
         'optional `"qids"`. Answers `{"removed": N}`; the queries go back to the shared queue.',
     )
     @action(detail=True, methods=["get", "post", "delete"], **ONE_OBJECT)
-    def assignments(self, request, slug=None):
+    def assignments(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         role = access(request).role(campaign.id)
         manage = may_manage_assignments(role=role)
@@ -154,7 +157,7 @@ class TeamActions(ViewBase):
             try:
                 queries = queries_of_batch(campaign=campaign, **_batch(data))
                 added = assignments_add(
-                    campaign=campaign, by=request.user, annotator=data["annotator"], queries=queries
+                    campaign=campaign, by=signed_in(request.user), annotator=data["annotator"], queries=queries
                 )
             except DjangoValidationError as exc:
                 raise _field_names(exc) from None
@@ -175,7 +178,7 @@ class TeamActions(ViewBase):
         "tests): status, who started them, when, how long they ran. Leads only; paginated (`page`, `page_size`).",
     )
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=PagePagination)
-    def jobs(self, request, slug=None):
+    def jobs(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("see its jobs"))
         page = self.paginate_queryset(campaign_jobs(campaign=campaign)) or []
@@ -203,7 +206,7 @@ class TeamActions(ViewBase):
         ),
     )
     @action(detail=True, methods=["get"], **ONE_OBJECT)
-    def plan(self, request, slug=None):
+    def plan(self, request: Request, slug: str | None = None) -> Response:
         campaign = self.get_object()
         access(request).require_lead(campaign, _("plan its budget"))
         try:

@@ -11,6 +11,7 @@ from rest_framework import status
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.exceptions import ValidationError as DRFValidationError
 from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
@@ -38,7 +39,7 @@ class AuthTokenView(ApiMixin, APIView):
             "client address: after too many, 429 with `Retry-After` until the lockout ends."
         ),
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         credentials = serializers.TokenRequestSerializer(data=request.data)
         credentials.is_valid(raise_exception=True)
         # The Django request, not DRF's wrapper: django-axes marks a locked-out client on it, and its
@@ -57,7 +58,7 @@ class AuthTokenView(ApiMixin, APIView):
         responses={204: None},
         description="Revoke your API token; scripts using it get 401 from now on.",
     )
-    def delete(self, request):
+    def delete(self, request: Request) -> Response:
         if not request.user.is_authenticated:
             raise NotAuthenticated()
         api_token_revoke(user=request.user)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -9,12 +10,15 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
 from judging.api import serializers
 from judging.api.jobs import JobStartedSerializer, upload_as_job
 from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT, ViewBase
+from judging.imports.service.summary import ImportSummary
 from judging.jobs import KINDS as JOB_KINDS
 from judging.jobs import job_needed
 from judging.models import User
@@ -40,7 +44,15 @@ class UploadActions(ViewBase):
 
     get_object: Any  # CampaignViewSet's (GenericAPIView.get_object)
 
-    def _upload(self, request, serializer_class, importer, *, kind: str, **options):
+    def _upload(
+        self,
+        request: Request,
+        serializer_class: type[Serializer],
+        importer: Callable[..., ImportSummary],
+        *,
+        kind: str,
+        **options: Any,
+    ) -> Response:
         """Run one import on the uploaded file. Every importer is one transaction: on error, nothing of
         the file is written, and the answer names the file, line and field."""
         campaign = self.get_object()
@@ -83,7 +95,7 @@ class UploadActions(ViewBase):
         parser_classes=[MultiPartParser],
         **ONE_OBJECT,
     )
-    def upload_topics(self, request, slug=None):
+    def upload_topics(self, request: Request, slug: str | None = None) -> Response:
         return self._upload(request, serializers.TopicsUploadSerializer, queries_import, kind="topics")
 
     @extend_schema(
@@ -98,7 +110,7 @@ class UploadActions(ViewBase):
         parser_classes=[MultiPartParser],
         **ONE_OBJECT,
     )
-    def upload_documents(self, request, slug=None):
+    def upload_documents(self, request: Request, slug: str | None = None) -> Response:
         return self._upload(request, serializers.DocumentsUploadSerializer, documents_import, kind="docs")
 
     @extend_schema(
@@ -114,11 +126,11 @@ class UploadActions(ViewBase):
         parser_classes=[MultiPartParser],
         **ONE_OBJECT,
     )
-    def upload_run(self, request, slug=None):
+    def upload_run(self, request: Request, slug: str | None = None) -> Response:
         return self._upload(request, serializers.RunUploadSerializer, self._run_import, kind="run")
 
     @staticmethod
-    def _run_import(*, system=None, **kwargs):
+    def _run_import(*, system: str | None = None, **kwargs: Any) -> ImportSummary:
         return run_import(system_name=system or None, **kwargs)
 
     @extend_schema(
@@ -137,7 +149,7 @@ class UploadActions(ViewBase):
         parser_classes=[MultiPartParser],
         **ONE_OBJECT,
     )
-    def upload_qrels(self, request, slug=None):
+    def upload_qrels(self, request: Request, slug: str | None = None) -> Response:
         form = serializers.QrelsUploadSerializer(data=request.data)
         if form.is_valid() and form.validated_data.get("model"):
             # The model judge exists (a member of kind "model") before the import, or its background job, names
@@ -158,7 +170,9 @@ class UploadActions(ViewBase):
         )
 
     @staticmethod
-    def _qrels_import(*, user: User, annotator=None, model=False, description="", **kwargs):
+    def _qrels_import(
+        *, user: User, annotator: str | None = None, model: bool = False, description: str = "", **kwargs: Any
+    ) -> ImportSummary:
         # The import checks the name (a member, a source account, or a new source); see qrels_import. A model
         # judge was made a member by upload_qrels before this runs.
         return qrels_import(annotator=annotator or user.get_username(), imported_by=user, **kwargs)
@@ -176,5 +190,5 @@ class UploadActions(ViewBase):
         parser_classes=[MultiPartParser],
         **ONE_OBJECT,
     )
-    def upload_online(self, request, slug=None):
+    def upload_online(self, request: Request, slug: str | None = None) -> Response:
         return self._upload(request, serializers.OnlineUploadSerializer, online_import, kind="online")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, TextIO, cast
+from typing import Any, BinaryIO, TextIO, cast
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from judging.imports.service.summary import ImportSummary
 from judging.models import Campaign
 from judging.services import ImportRefused
 
@@ -30,7 +32,7 @@ class CampaignCommand(BaseCommand):
 
     progress_unit = "rows"
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="the campaign's slug")
         parser.add_argument("file", help="path of the file to import")
 
@@ -59,7 +61,9 @@ class CampaignCommand(BaseCommand):
         data.seek(0)
         return data, p.name, lines
 
-    def run_import(self, func, *, total: int | None = None, **kwargs):
+    def run_import(
+        self, func: Callable[..., ImportSummary], *, total: int | None = None, **kwargs: Any
+    ) -> ImportSummary:
         # OutputWrapper keeps the stream it wraps in _out (django-stubs types its other attributes as callables).
         stream = cast(TextIO, self.stderr._out)
         bar = tqdm(total=total, unit=self.progress_unit, disable=(total or 0) < 50_000, file=stream)

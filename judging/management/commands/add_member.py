@@ -1,10 +1,12 @@
 """Give a user a role in a campaign, creating the account (with a one-time set-password link) if asked."""
 
 import os
+from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 from judging.management.commands._base import CampaignCommand
 from judging.models import Membership
@@ -19,7 +21,7 @@ class Command(CampaignCommand):
         "campaign or change their role; --create makes a new account and prints its one-time set-password link"
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("username")
         parser.add_argument("--role", required=True, choices=Membership.Role.values)
@@ -32,7 +34,18 @@ class Command(CampaignCommand):
             help=f"where people reach RelJudge, for the link (RELJUDGE_BASE_URL; default {BASE_URL})",
         )
 
-    def handle(self, *args, slug, username, role, create, email, name, base_url, **options):
+    def handle(
+        self,
+        *args: object,
+        slug: str,
+        username: str,
+        role: str,
+        create: bool,
+        email: str,
+        name: str,
+        base_url: str,
+        **options: Any,
+    ) -> None:
         campaign = self.campaign(slug)
         try:
             # The shell is the operator's: the command acts with the powers of a superuser.
@@ -60,6 +73,6 @@ class Command(CampaignCommand):
                 self.stdout.write(f"({added.mail_refused})")
 
 
-def _operator():
+def _operator() -> Account:
     """A stand-in superuser for the lead checks: whoever runs manage.py already controls the database."""
     return get_user_model()(username="manage.py", is_superuser=True)

@@ -1,7 +1,9 @@
 """Draw queries at random for the audit of the prediction-powered leaderboard (labels=ppi:NAME), or show it."""
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 from judging.management.commands._base import CampaignCommand
 from judging.params import ascii_int
@@ -17,12 +19,14 @@ class Command(CampaignCommand):
         "judge's scores with the audited queries."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="the campaign's slug")
         parser.add_argument("--queries", help="how many more queries to draw")
         parser.add_argument("--seed", help="seed of the draw (default: a fresh random one)")
 
-    def handle(self, *args, slug, queries=None, seed=None, **options):
+    def handle(
+        self, *args: object, slug: str, queries: str | None = None, seed: str | None = None, **options: Any
+    ) -> None:
         campaign = self.campaign(slug)
         if queries is not None:
             try:

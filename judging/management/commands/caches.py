@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 
 from judging import runtime
 
@@ -15,10 +17,10 @@ class Command(BaseCommand):
         "table of ARCHITECTURE.md's 'What a worker keeps'."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--markdown", action="store_true", help="print the registry as ARCHITECTURE.md's table")
 
-    def handle(self, *args, markdown: bool = False, **options):
+    def handle(self, *args: object, markdown: bool = False, **options: Any) -> None:
         runtime.load_all()
         if markdown:
             self.stdout.write(runtime.table_markdown())

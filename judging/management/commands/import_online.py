@@ -1,5 +1,7 @@
 """Import online figures (CTR, conversion, ...) of a campaign's systems."""
 
+from typing import Any
+
 from judging.management.commands._base import CampaignCommand
 from judging.services.online import online_import
 
@@ -11,7 +13,7 @@ class Command(CampaignCommand):
     )
     progress_unit = "figures"
 
-    def handle(self, *args, slug, file, **options):
+    def handle(self, *args: object, slug: str, file: str, **options: Any) -> None:
         campaign = self.campaign(slug)
         data, name = self.read(file)
         self.run_import(online_import, campaign=campaign, data=data, filename=name)

@@ -1,7 +1,9 @@
 """Import TREC qrels as the judgments of a named source (a member, or a non-login source account)."""
 
+from typing import Any
+
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 from django.db import transaction
 
 from judging.management.commands._base import CampaignCommand
@@ -18,7 +20,7 @@ class Command(CampaignCommand):
     )
     progress_unit = "labels"
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument(
             "--annotator",
@@ -39,7 +41,17 @@ class Command(CampaignCommand):
         )
         parser.add_argument("--description", default="", help="with --model: which model and prompt made them")
 
-    def handle(self, *args, slug, file, annotator, by=None, model=False, description="", **options):
+    def handle(
+        self,
+        *args: object,
+        slug: str,
+        file: str,
+        annotator: str,
+        by: str | None = None,
+        model: bool = False,
+        description: str = "",
+        **options: Any,
+    ) -> None:
         campaign = self.campaign(slug)
         lead = None
         if by:

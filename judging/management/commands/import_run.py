@@ -1,5 +1,9 @@
 """Import a ranked run and pool its top documents."""
 
+from typing import Any
+
+from django.core.management.base import CommandParser
+
 from judging.management.commands._base import CampaignCommand
 from judging.services import run_import
 
@@ -11,12 +15,12 @@ class Command(CampaignCommand):
     )
     progress_unit = "entries"
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--system", default=None, help="system name (default: the run's tag column)")
         parser.add_argument("--replace", action="store_true", help="overwrite a different run of the same system")
 
-    def handle(self, *args, slug, file, system, replace, **options):
+    def handle(self, *args: object, slug: str, file: str, system: str | None, replace: bool, **options: Any) -> None:
         campaign = self.campaign(slug)
         data, name, lines = self.open(file)  # read a piece at a time: memory stays flat whatever the file's size
         with data:

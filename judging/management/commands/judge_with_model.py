@@ -2,16 +2,16 @@
 
 import os
 import re
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 from django.urls import reverse
 from tqdm import tqdm
 
 from judging.jobs import job_run, model_judge_job_start
 from judging.management.commands._base import CampaignCommand, site_link
-from judging.models import Job
+from judging.models import Campaign, Job
 from judging.services.judge_templates import (
     judge_template_current,
     judge_template_save,
@@ -33,7 +33,7 @@ class Command(CampaignCommand):
         f"{API_KEY_ENV}."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug", help="the campaign's slug")
         parser.add_argument("--endpoint", help=f"base URL or .../chat/completions URL (default: ${ENDPOINT_ENV})")
         parser.add_argument("--model", required=True, help="the model name sent to the endpoint")
@@ -86,8 +86,20 @@ class Command(CampaignCommand):
         )
 
     def handle(
-        self, *args, slug, endpoint, model, name, description, pairs, seed, concurrency, timeout, retries, **opts
-    ):
+        self,
+        *args: object,
+        slug: str,
+        endpoint: str | None,
+        model: str,
+        name: str | None,
+        description: str,
+        pairs: str,
+        seed: int,
+        concurrency: int,
+        timeout: float,
+        retries: int,
+        **opts: Any,
+    ) -> None:
         """Run (or queue) the model judge on the campaign's pairs and print what it did.
 
         One function: a command's steps printed in the order they run (checks, the job, its outcome).
@@ -178,7 +190,9 @@ class Command(CampaignCommand):
         if r.get("failed"):
             self.stdout.write("  failed pairs got no judgment: run again with --pairs unjudged to retry them")
 
-    def _mapping_save(self, campaign, name, description, scale, thresholds):
+    def _mapping_save(
+        self, campaign: Campaign, name: str, description: str, scale: str | None, thresholds: str | None
+    ) -> None:
         """Save the model's scale and thresholds as a new template version (the text rebuilt when it was the
         automatic one, so that it asks for a number on the model's scale)."""
         found = re.fullmatch(r"(-?[0-9]{1,7})-(-?[0-9]{1,7})", (scale or "").strip())

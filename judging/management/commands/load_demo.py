@@ -2,8 +2,9 @@
 some judgments."""
 
 import os
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from judging import demo
 from judging.demo.loader import CATALOGUES, demo_catalogue
@@ -18,7 +19,7 @@ class Command(BaseCommand):
         "passwords."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--reset",
             action="store_true",
@@ -31,7 +32,7 @@ class Command(BaseCommand):
             help="the demo's language: en (product search in English) or ko (Korean product search)",
         )
 
-    def handle(self, *args, reset, lang, **options):
+    def handle(self, *args: object, reset: bool, lang: str, **options: Any) -> None:
         cat = demo_catalogue(lang)
         summary = demo.demo_load(reset=reset, lang=lang)
         for line in summary.log:

@@ -4,8 +4,9 @@ import json as jsonlib
 import math
 import re
 import secrets
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, CommandParser
 
 import metrics
 from judging import params
@@ -25,7 +26,7 @@ class Command(CampaignCommand):
     # a cost of every scores run (a cold `scores --json` at 10M entries should start in under 5 s).
     requires_system_checks: list[str] = []
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         # Values are read by judging.params.LeaderboardQuery, as the page and the API read them.
         parser.add_argument("--k", help="cutoff for the @k measures (default 10)")
@@ -59,7 +60,7 @@ class Command(CampaignCommand):
             "per_query object; as text: a line per system, query and measure)",
         )
 
-    def handle(self, *args, slug, json: bool, per_query: bool, **options):
+    def handle(self, *args: object, slug: str, json: bool, per_query: bool, **options: Any) -> None:
         campaign = self.campaign(slug)
         names = [n for n in params.LEADERBOARD if n not in ("per_query", "bounds")]
         try:

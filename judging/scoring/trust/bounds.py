@@ -41,7 +41,7 @@ class _Scored(Mapping[str, np.ndarray]):
     """measure -> (S, Qs) per-query values over the scored queries, taken out of the campaign's (S, Q)
     arrays when asked for (most callers want one measure, or only the means)."""
 
-    def __init__(self, every: dict[str, np.ndarray], scored: np.ndarray):
+    def __init__(self, every: dict[str, np.ndarray], scored: np.ndarray) -> None:
         self._every, self._scored = every, scored
         self._taken: dict[str, np.ndarray] = {}
 
