@@ -153,3 +153,30 @@ class EngineSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.engine_system.name}@{self.number}"
+
+
+class QueueFocus(models.Model):
+    """A lead's "judge what is new first": the pooled pairs a snapshot brought that wait for a label (in its top
+    k, not in the top k of the snapshot before), which the judging queue serves before any other pair, to every
+    annotator and in every queue mode, until they are judged (selectors.queue.pair_next). The campaign points at
+    its focus (``Campaign.queue_focus``); a row is never changed, a new focus is a new row, so a process may keep
+    its pair list by the row's id."""
+
+    snapshot = models.ForeignKey(EngineSnapshot, on_delete=models.CASCADE, related_name="focuses")
+    against = models.ForeignKey(
+        EngineSnapshot, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )  # the snapshot before (None: every pair of the top k is new)
+    k = models.PositiveIntegerField(_("top k"))
+    pair_ids = models.BinaryField(_("pairs (int64, in serving order)"))
+    pairs = models.PositiveIntegerField(_("pairs"))
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("started"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("judging focus")
+        verbose_name_plural = _("judging focuses")
+
+    def __str__(self) -> str:
+        return f"focus on {self.snapshot}"

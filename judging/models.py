@@ -96,6 +96,16 @@ class Campaign(models.Model):
         default=QueueMode.MTC,
         help_text=_("How the queue picks each annotator's next pair; no mode shows annotators the systems."),
     )
+    # "Judge what is new first" (judging.engine_models.QueueFocus): the queue serves these pairs before any other.
+    queue_focus = models.OneToOneField(
+        "judging.QueueFocus",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="campaign",
+        verbose_name=_("judge first"),
+    )
     leaderboard_visible_to_annotators = models.BooleanField(
         _("annotators may see the leaderboard"),
         default=False,
@@ -899,5 +909,5 @@ class QueryAssignment(models.Model):
 
 
 # The model judges' configuration and measurements, in their own module (one concern each).
-from judging.engine_models import Engine, EngineSnapshot, EngineSystem  # noqa: E402, F401
+from judging.engine_models import Engine, EngineSnapshot, EngineSystem, QueueFocus  # noqa: E402, F401
 from judging.judge_models import CanaryProbe, JudgeTemplate, ModelConsistency  # noqa: E402, F401

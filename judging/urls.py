@@ -93,12 +93,18 @@ urlpatterns = [
     path("campaigns/<slug:slug>/engines/", engines.engines, name="engines"),
     path("campaigns/<slug:slug>/engines/new/", engines.engine_system_edit, name="engine_system_new"),
     path("campaigns/<slug:slug>/engines/try/", engines.engine_try_page, name="engine_try"),
+    path("campaigns/<slug:slug>/engines/try/judge/", engines.engine_try_judge, name="engine_try_judge"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/", engines.engine_system_edit, name="engine_system"),
     path("campaigns/<slug:slug>/engines/systems/<str:name>/fetch/", engines.engine_fetch, name="engine_fetch"),
     path(
         "campaigns/<slug:slug>/engines/systems/<str:name>/snapshots/<int:number>/",
         engines.engine_changes,
         name="engine_changes",
+    ),
+    path(
+        "campaigns/<slug:slug>/engines/systems/<str:name>/snapshots/<int:number>/focus/",
+        engines.engine_focus,
+        name="engine_focus",
     ),
     # a lead's team: assignments, the jobs list, the budget planner
     path("campaigns/<slug:slug>/assignments/", team.assignments, name="assignments"),

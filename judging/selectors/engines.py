@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db.models import QuerySet
 
-from judging.engine_models import Engine, EngineSnapshot, EngineSystem
-from judging.models import Campaign, Document, Pair, Query, Ranking
+from judging.engine_models import Engine, EngineSnapshot, EngineSystem, QueueFocus
+from judging.models import Campaign, Document, Judgment, Pair, Query, Ranking
 
 
 def engines_enabled() -> QuerySet[Engine]:
@@ -91,3 +91,72 @@ def snapshot_changes(*, old: EngineSnapshot, new: EngineSnapshot, k: int) -> Cha
         out.append(row)
     out.sort(key=lambda r: r.qid)
     return Changes(k=k, queries=out, unchanged=len(query_ids) - len(changed), unjudged=total)
+
+
+def snapshot_new_pairs(*, old: EngineSnapshot | None, new: EngineSnapshot, k: int) -> np.ndarray:
+    """The pooled pairs waiting for a label that ``new`` brought in its top ``k``: those of its documents that
+    were not in the top ``k`` of ``old`` (all of them when ``old`` is None), the very pairs the "what changed"
+    page counts as unjudged. Ids (int64) in the order they are served: by qid, then the new rank."""
+    before, after = _tops(old.system_id if old is not None else None, k), _tops(new.system_id, k)
+    empty = np.empty(0, dtype=np.int64)
+    entered: dict[tuple[int, int], int] = {}
+    for q, b in after.items():
+        fresh = b[~np.isin(b, before.get(q, empty))]
+        rank = {int(d): r for r, d in enumerate(b.tolist())}
+        entered.update({(q, int(d)): rank[int(d)] for d in fresh.tolist()})
+    if not entered:
+        return empty
+    qids = dict(Query.objects.filter(pk__in=after.keys()).values_list("id", "qid"))
+    rows = Pair.objects.filter(
+        campaign_id=new.engine_system.campaign_id,
+        pooled=True,
+        label__isnull=True,
+        query_id__in=list(after),
+        document_id__in={d for _q, d in entered},
+    ).values_list("id", "query_id", "document_id")
+    found = [(qids[q], entered[(q, d)], pk) for pk, q, d in rows if (q, d) in entered]
+    found.sort()
+    return np.array([pk for _qid, _rank, pk in found], dtype=np.int64)
+
+
+@dataclass
+class FocusStatus:
+    """The campaign's "judge what is new first", as the engine pages show it."""
+
+    focus: QueueFocus
+    system: str  # the engine system's name
+    number: int  # the snapshot's
+    total: int  # pairs it holds
+    left: int  # of them still needing a judgment
+
+
+def focus_status(*, campaign: Campaign) -> FocusStatus | None:
+    """The campaign's focus with how many of its pairs still need a judgment, or None when there is none."""
+    if campaign.queue_focus_id is None:
+        return None
+    focus = QueueFocus.objects.select_related("snapshot__engine_system").filter(pk=campaign.queue_focus_id).first()
+    if focus is None:
+        return None
+    ids = np.frombuffer(bytes(focus.pair_ids), dtype=np.int64).tolist()
+    left = 0
+    for at in range(0, len(ids), 5000):  # SQLite caps a statement's parameters
+        left += Pair.objects.filter(
+            id__in=ids[at : at + 5000], pooled=True, judgment_count__lt=campaign.redundancy
+        ).count()
+    snapshot = focus.snapshot
+    return FocusStatus(
+        focus=focus, system=snapshot.engine_system.name, number=snapshot.number, total=focus.pairs, left=left
+    )
+
+
+def pair_label_and_grade(*, pair_id: int, annotator_id: int | None) -> tuple[int | None, int | None]:
+    """The pair's label and the grade ``annotator_id`` gave it (None: none, or unsure), as the Try page shows."""
+    label = Pair.objects.filter(pk=pair_id).values_list("label", flat=True).first()
+    mine = (
+        Judgment.objects.filter(pair_id=pair_id, annotator_id=annotator_id)
+        .values_list("grade__value", flat=True)
+        .first()
+        if annotator_id is not None
+        else None
+    )
+    return label, mine

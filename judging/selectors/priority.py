@@ -66,13 +66,13 @@ _PREFIXES: dict[tuple[int, Any, str], _Prefix] = runtime.keep(
     "queue.complete_prefixes",
     {},
     bound=None,
-    grows_with="campaign and queue mode",
+    grows_with="campaign and queue mode or lead's focus",
     invalidated_by="a new list object of the mode (its prefix starts again)",
     lock=_PREFIX_LOCK,
 )
 
 
-def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
+def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int, list_name: str | None = None) -> int:
     """How many pairs at the head of the priority list ``ids`` (up to ``end``) are complete: judged by as many
     annotators as the campaign asks for, so open to nobody (outside an overlap sample, which keeps them open:
     there the answer is 0). A mode's list trails the judgments (judging.scoring.selection computes it again
@@ -83,10 +83,11 @@ def complete_prefix(ids: np.ndarray, *, campaign: Campaign, end: int) -> int:
     moves the labels, so the modes compute a new list), so what was found complete stays complete for this list:
     the prefix is kept per process for the list object and the campaign's redundancy, and only the pairs past
     it are read, once, by one compiled statement that stops at the first pair still open to someone. Which pair
-    the queue serves does not change: the annotator is given the first open pair of ids[:end] as before."""
+    the queue serves does not change: the annotator is given the first open pair of ids[:end] as before.
+    ``list_name``: the list's name when it is not the queue mode's (a lead's focus)."""
     if campaign.overlap_percent or not ids.size:
         return 0
-    key = (campaign.id, campaign.created_at, campaign.queue_mode)
+    key = (campaign.id, campaign.created_at, list_name or campaign.queue_mode)
     return _extended(_PREFIXES, key, ids, campaign=campaign, start=0, end=end, annotator_id=None)
 
 
@@ -95,13 +96,15 @@ _OWN_PREFIXES: dict[tuple[int, Any, str, int], _Prefix] = runtime.keep(
     "queue.own_prefixes",
     {},
     bound=None,
-    grows_with="campaign, queue mode and annotator",
+    grows_with="campaign, queue mode or lead's focus, and annotator",
     invalidated_by="a new list object of the mode (its prefix starts again)",
     lock=_PREFIX_LOCK,
 )
 
 
-def own_prefix(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start: int, end: int) -> int:
+def own_prefix(
+    ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start: int, end: int, list_name: str | None = None
+) -> int:
     """How many pairs at the head of the priority list ``ids`` (up to ``end``; the first ``start`` are known
     complete) are closed to this annotator for as long as the list lasts: complete (outside an overlap sample),
     or judged by them. With a redundancy above one the list's head fills with pairs the annotator has judged and
@@ -110,10 +113,11 @@ def own_prefix(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, start:
     are read, once.
 
     Sound for the same reason as complete_prefix: a judgment stays until it is deleted, which moves the labels,
-    so the modes compute a new list (kept per process for the list object, the annotator and the redundancy)."""
+    so the modes compute a new list (kept per process for the list object, the annotator and the redundancy).
+    ``list_name``: as for complete_prefix."""
     if not ids.size:
         return start
-    key = (campaign.id, campaign.created_at, campaign.queue_mode, annotator_id)
+    key = (campaign.id, campaign.created_at, list_name or campaign.queue_mode, annotator_id)
     return _extended(_OWN_PREFIXES, key, ids, campaign=campaign, start=start, end=end, annotator_id=annotator_id)
 
 

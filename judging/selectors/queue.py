@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -31,6 +32,7 @@ from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce, Mod
 from django.utils import timezone
 
+from judging import runtime
 from judging.compiled import (
     Args,
     Slots,
@@ -50,6 +52,7 @@ from judging.models import (
     Pair,
     Query,
     QueryAssignment,
+    QueueFocus,
     User,
 )
 from judging.selectors import priority
@@ -58,6 +61,8 @@ from judging.selectors.progress import campaign_done, done_counted_exactly, judg
 from judging.selectors.strategies import EXCLUSIVE_MODES, priority_for
 
 _P = 100_003  # prime
+
+FOCUS_KEPT = 256  # lead's focus lists kept per process
 
 
 _ID_MUL = 7_919
@@ -275,10 +280,20 @@ def pair_next(
     falls back to the order above, except in the modes of ``EXCLUSIVE_MODES`` (the audit), which serve their
     list only.
 
+    A lead's focus (``Campaign.queue_focus``: "judge what is new first", the pairs a search engine's snapshot
+    brought) comes before all of this, in every mode: its pairs in their order, filtered by the same open-pair
+    rules, then the mode's order once none is open to the annotator. ``lock`` does not look at it: its caller
+    (services.queue.pair_assign_locked) leaves a campaign with a focus to pair_assign.
+
     ``lost``: pairs this request chose and another annotator took first (services.queue.pair_assign); unlike
     the skips they never come back in this call, so the caller moves on to the next candidate.
     """
     annotator_id = user_id(annotator)
+    if campaign.queue_focus_id is not None and not lock:
+        # A lead's "judge what is new first": its pairs before any other, in every mode.
+        focused = focus_pair_next(campaign=campaign, annotator_id=annotator_id, exclude=[*exclude, *lost])
+        if focused is not None:
+            return NextPair(focused)
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
         # The annotator's own queries first, in every mode (the shuffled order's query does this itself).
@@ -314,6 +329,52 @@ def pair_next(
     return NextPair(found)
 
 
+# QueueFocus id -> its pairs (a row is never changed: a new focus is a new row), per process.
+_FOCUS_LOCK = threading.Lock()
+_FOCUS_IDS: dict[int, np.ndarray] = runtime.keep(
+    "queue.focus_pairs",
+    {},
+    bound=FOCUS_KEPT,
+    invalidated_by="never (a focus row is immutable; a new focus is a new id)",
+    lock=_FOCUS_LOCK,
+)
+
+
+def focus_ids(focus_id: int) -> np.ndarray:
+    """The pair ids of the focus ``focus_id`` in their order (empty when it is gone): read once per process."""
+    with _FOCUS_LOCK:
+        kept = _FOCUS_IDS.get(focus_id)
+    if kept is not None:
+        return kept
+    raw = QueueFocus.objects.filter(pk=focus_id).values_list("pair_ids", flat=True).first()
+    if raw is None:
+        return np.empty(0, dtype=np.int64)
+    ids = np.frombuffer(bytes(raw), dtype=np.int64)
+    with _FOCUS_LOCK:
+        if len(_FOCUS_IDS) >= FOCUS_KEPT:
+            _FOCUS_IDS.clear()
+        return _FOCUS_IDS.setdefault(focus_id, ids)
+
+
+def focus_pair_next(*, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
+    """The first pair of the campaign's focus still open to the annotator (the open-pair rules of the priority
+    lists: redundancy, others' holds, their own judgments, skips), or None: none is, or there is no focus. The
+    whole list is checked, from past the head already closed (kept per process, as for a mode's list)."""
+    if campaign.queue_focus_id is None:
+        return None
+    ids = focus_ids(campaign.queue_focus_id)
+    if not ids.size:
+        return None
+    return _pair_of_priority(
+        ids,
+        campaign=campaign,
+        annotator_id=annotator_id,
+        exclude=exclude,
+        list_name=f"focus:{campaign.queue_focus_id}",
+        candidates=ids.size,
+    )
+
+
 def user_id(user: User) -> int:
     """The id of a logged-in user (the queue is only ever asked for one: the views and the API refuse anonymous
     requests first)."""
@@ -334,7 +395,15 @@ def priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pa
     return qs.order_by().values("id")[:1]
 
 
-def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int, exclude: Sequence[int]) -> Pair | None:
+def _pair_of_priority(
+    ids: np.ndarray,
+    *,
+    campaign: Campaign,
+    annotator_id: int,
+    exclude: Sequence[int],
+    list_name: str | None = None,
+    candidates: int = PRIORITY_CANDIDATES,
+) -> Pair | None:
     """The first pair of a queue mode's priority list still open to this annotator: one compiled statement per
     chunk of candidates that checks them in the list's order and stops at the first open one
     (judging.compiled.compiled_first_of), so it reads the rows of the pairs ahead of it (those others hold, or
@@ -344,7 +413,8 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
 
     The check starts past the list's head closed to the annotator (``priority.complete_prefix``: pairs with all
     the judgments the campaign asks for; ``priority.own_prefix``: and pairs they judged), which each process reads
-    once per list rather than at every request."""
+    once per list rather than at every request. ``list_name`` names a list that is not the queue mode's (the
+    prefixes are kept per name); ``candidates``: how many of the list are checked at most."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
     place = priority.spread(campaign.id, annotator_id)
     query = compiled_first_of(
@@ -353,9 +423,11 @@ def _pair_of_priority(ids: np.ndarray, *, campaign: Campaign, annotator_id: int,
         candidate="candidate",
         count=priority.SPREAD_WIDTH if place else 1,
     )
-    end = min(ids.size, PRIORITY_CANDIDATES)
-    start = priority.complete_prefix(ids, campaign=campaign, end=end)
-    start = priority.own_prefix(ids, campaign=campaign, annotator_id=annotator_id, start=start, end=end)
+    end = min(ids.size, candidates)
+    start = priority.complete_prefix(ids, campaign=campaign, end=end, list_name=list_name)
+    start = priority.own_prefix(
+        ids, campaign=campaign, annotator_id=annotator_id, start=start, end=end, list_name=list_name
+    )
     for at, to in priority.chunks(start, end):
         chunk = ids[at:to]
         values = queue_values(campaign=campaign, annotator_id=annotator_id, exclude=exclude, candidates=chunk)

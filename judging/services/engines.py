@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpath
+import numpy as np
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
+from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem, QueueFocus
 from judging.imports.service import run_import
-from judging.models import Account, Campaign, Document, Pair, Query, User
+from judging.models import Account, Campaign, Document, Judgment, Pair, Query, User
+from judging.selectors.engines import snapshot_new_pairs
 from judging.services.engine_client import (
     Answer,
     EngineClient,
@@ -231,19 +233,34 @@ def snapshot_write(*, system: EngineSystem, fetched: Fetched, seconds: float) ->
 
 
 @dataclass
+class TriedHit:
+    """One hit of a Try: the campaign's label of it and whether the lead may judge it there."""
+
+    docid: str
+    title: str
+    label: int | None  # the pair's label in the campaign (None: unjudged, or no pair)
+    known: bool  # the campaign query has a pair of this document (pooled or labelled by imported qrels)
+    pair: int | None = None  # the public id of its pooled pair: judged on the page (None: not in the pool)
+    mine: int | None = None  # the caller's own grade of it
+
+
+@dataclass
 class Tried:
-    """One engine system's answer to a query a lead typed: its hits with the campaign's label of each (None:
-    in the pool but unjudged; absent: not in the pool), or why it failed."""
+    """One engine system's answer to a query a lead typed: its hits with the campaign's label of each, or why
+    it failed."""
 
     system: EngineSystem
-    hits: list[tuple[str, str, int | None, bool]] = field(default_factory=list)  # docid, title, label, pooled
+    hits: list[TriedHit] = field(default_factory=list)
     error: str = ""
     ms: float | None = None
 
 
-def engine_try(*, campaign: Campaign, text: str, qid: str = "") -> tuple[Query | None, list[Tried]]:
+def engine_try(
+    *, campaign: Campaign, text: str, qid: str = "", annotator_id: int | None = None
+) -> tuple[Query | None, list[Tried]]:
     """Ask every engine system of the campaign ``text`` (the query ``qid``'s text when ``text`` is empty), as
-    the Try page shows it; the labels are those of the campaign query of that qid, or of that very text."""
+    the Try page shows it; the labels are those of the campaign query of that qid, or of that very text, with
+    the grade ``annotator_id`` gave each pooled pair."""
     query = None
     if qid:
         query = Query.objects.filter(campaign=campaign, qid=qid).first()
@@ -261,13 +278,65 @@ def engine_try(*, campaign: Campaign, text: str, qid: str = "") -> tuple[Query |
         except (EngineError, TemplateError) as exc:
             tried.error = str(exc)
         else:
-            docids = [h.docid for h in answer.hits]
-            labels: dict[str, int | None] = {}
+            pairs: dict[str, tuple[int, int | None, bool]] = {}
+            mine: dict[int, int | None] = {}
             if query is not None:
-                labels = dict(
-                    Pair.objects.filter(query=query, document__docid__in=docids).values_list("document__docid", "label")
-                )
-            tried.hits = [(h.docid, h.title, labels.get(h.docid), h.docid in labels) for h in answer.hits]
+                rows = Pair.objects.filter(query=query, document__docid__in=[h.docid for h in answer.hits])
+                pairs = {
+                    d: (p, label, pooled)
+                    for d, p, label, pooled in rows.values_list("document__docid", "public_id", "label", "pooled")
+                }
+                if annotator_id is not None:
+                    judged = Judgment.objects.filter(
+                        annotator_id=annotator_id, pair__public_id__in=[p for p, _l, _o in pairs.values()]
+                    )
+                    mine = dict(judged.values_list("pair__public_id", "grade__value"))
+            for h in answer.hits:
+                public_id, label, pooled = pairs.get(h.docid, (None, None, False))
+                hit = TriedHit(docid=h.docid, title=h.title, label=label, known=h.docid in pairs)
+                if pooled and public_id is not None:
+                    hit.pair, hit.mine = public_id, mine.get(public_id)
+                tried.hits.append(hit)
             tried.ms = answer.ms
         out.append(tried)
     return query, out
+
+
+def focus_start(
+    *, campaign: Campaign, snapshot: EngineSnapshot, against: EngineSnapshot | None, k: int, user: User | None
+) -> QueueFocus:
+    """ "Judge what is new first": the judging queue serves, before any other pair, the pooled pairs waiting for a
+    label that ``snapshot`` brought in its top ``k`` (not in the top ``k`` of ``against``, the snapshot before;
+    None: all of its top k), to every annotator in every queue mode, until they are judged. Replaces the
+    campaign's focus if it had one. ``k`` between 1 and DEPTH_MAX."""
+    if not 1 <= k <= DEPTH_MAX:
+        raise ValueError(_("k must be between 1 and %(most)s.") % {"most": DEPTH_MAX})
+    ids = snapshot_new_pairs(old=against, new=snapshot, k=k)
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        previous = locked.queue_focus_id
+        focus = QueueFocus.objects.create(
+            snapshot=snapshot,
+            against=against,
+            k=k,
+            pair_ids=ids.astype(np.int64).tobytes(),
+            pairs=int(ids.size),
+            created_by=user if user is not None and user.is_authenticated else None,
+        )
+        Campaign.objects.filter(pk=campaign.pk).update(queue_focus=focus)
+        if previous is not None:
+            QueueFocus.objects.filter(pk=previous).delete()
+    campaign.queue_focus = focus
+    return focus
+
+
+def focus_stop(*, campaign: Campaign) -> bool:
+    """Turn the campaign's focus off: the queue goes back to its mode's order. Whether there was one."""
+    with transaction.atomic():
+        previous = Campaign.objects.select_for_update().filter(pk=campaign.pk).values_list("queue_focus_id", flat=True)
+        focus_id = previous.first()
+        Campaign.objects.filter(pk=campaign.pk).update(queue_focus=None)
+        if focus_id is not None:
+            QueueFocus.objects.filter(pk=focus_id).delete()
+    campaign.queue_focus = None
+    return focus_id is not None

@@ -98,9 +98,9 @@ def pair_assign_locked(
     passed over, never waited for, so two such transactions cannot deadlock); a read in a snapshot taken
     after the lock re-checks that the pair is still open to them, and one UPDATE moves their hold to it.
     Returns None when this could not settle it (nothing unlocked is left, the queue mode serves from a
-    priority list, or the pair was taken meanwhile): the hold on ``judged`` is released, and the caller
-    calls pair_assign once its transaction is committed."""
-    if selectors.priority_for(campaign.queue_mode) is None:
+    priority list, a lead's focus is on, or the pair was taken meanwhile): the hold on ``judged`` is released,
+    and the caller calls pair_assign once its transaction is committed."""
+    if selectors.priority_for(campaign.queue_mode) is None and campaign.queue_focus_id is None:
         found = selectors.pair_next(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
         )

@@ -5,12 +5,14 @@ between two snapshots."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
@@ -20,10 +22,28 @@ from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSyste
 from judging.forms import AsciiIntegerField
 from judging.jobs import JobError, engine_fetch_job_start
 from judging.models import Membership, Query
-from judging.selectors import grade_list
-from judging.selectors.engines import engine_systems, engines_enabled, snapshot_changes
+from judging.selectors import grade_list, pair_get
+from judging.selectors.engines import (
+    engine_systems,
+    engines_enabled,
+    focus_status,
+    pair_label_and_grade,
+    snapshot_changes,
+    snapshot_new_pairs,
+)
+from judging.services import JudgmentConflict, judgment_record
 from judging.services.engine_client import TEMPLATE_MAX_CHARS, TemplateError, target_check, template_parse
-from judging.services.engines import Tried, engine_preview, engine_system_save, engine_try, snapshot_system_name
+from judging.services.engines import (
+    Tried,
+    TriedHit,
+    engine_preview,
+    engine_system_save,
+    engine_try,
+    focus_start,
+    focus_stop,
+    snapshot_system_name,
+)
+from judging.views.http import HtmxHttpRequest
 
 ES_EXAMPLE = '{\n  "query": {\n    "multi_match": {"query": "{{query}}", "fields": ["title", "text"]}\n  }\n}'
 
@@ -122,6 +142,7 @@ def engines(request: HttpRequest, member: Member) -> HttpResponse:
             nav="engines",
             systems=engine_systems(campaign=campaign),
             configured=engines_enabled().exists(),
+            focus=focus_status(campaign=campaign),
         ),
     )
 
@@ -222,6 +243,8 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
     # The queries whose new documents wait for a label: the form gives them to an annotator through the
     # Assignments page's own form (the queue serves an annotator's assigned queries first).
     to_judge = " ".join(q.qid for q in changes.queries if q.unjudged) if changes else ""
+    new_pairs = int(snapshot_new_pairs(old=old, new=new, k=k).size) if changes else 0
+    focus = focus_status(campaign=campaign)
     annotators = list(
         campaign.memberships.filter(role=Membership.Role.ANNOTATOR)
         .exclude(user__annotator_profile__kind="model")
@@ -243,8 +266,49 @@ def engine_changes(request: HttpRequest, member: Member, name: str, number: int)
             old_system=snapshot_system_name(name, old.number) if old else "",
             to_judge=to_judge,
             annotators=annotators if to_judge else [],
+            new_pairs=new_pairs,
+            focus=focus,
+            focus_here=focus is not None
+            and old is not None
+            and focus.focus.snapshot_id == new.pk
+            and focus.focus.against_id == old.pk
+            and focus.focus.k == k,
         ),
     )
+
+
+@campaign_view(lead=True)
+@require_POST
+def engine_focus(request: HttpRequest, member: Member, name: str, number: int) -> HttpResponseBase:
+    """ "Judge what is new first" on (``action=on``: the unjudged pairs snapshot ``number`` brought in its top
+    ``k`` since snapshot ``from``, served before any other pair) or off (``action=off``); back to what changed."""
+    campaign = member.campaign
+    snapshots = {
+        s.number: s for s in EngineSnapshot.objects.filter(engine_system__campaign=campaign, engine_system__name=name)
+    }
+    new = snapshots.get(number)
+    if new is None:
+        raise Http404(_("No such snapshot."))
+    back = redirect("judging:engine_changes", slug=campaign.slug, name=name, number=number)
+    if request.POST.get("action") == "off":
+        if focus_stop(campaign=campaign):
+            messages.success(request, _("Judge what is new first is off: the queue serves pairs in its usual order."))
+        return back
+    raw_from, raw_k = request.POST.get("from", ""), request.POST.get("k", "")
+    old = snapshots.get(int(raw_from)) if raw_from.isascii() and raw_from.isdigit() else None
+    if (raw_from and old is None) or not (raw_k.isascii() and raw_k.isdigit()):
+        messages.error(request, _("Judge what is new first was not turned on: no such snapshot or top k."))
+        return back
+    try:
+        focus = focus_start(campaign=campaign, snapshot=new, against=old, k=int(raw_k), user=request.user)
+    except ValueError as exc:
+        messages.error(request, _("Judge what is new first was not turned on: %(problem)s") % {"problem": exc})
+        return back
+    messages.success(
+        request,
+        _("Judge what is new first is on: %(n)s pairs are served before any other.") % {"n": focus.pairs},
+    )
+    return redirect(f"{back.url}?from={old.number if old else ''}&k={focus.k}")
 
 
 @campaign_view(lead=True)
@@ -257,7 +321,7 @@ def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
     query: Query | None = None
     results: list[Tried] = []
     if text or qid:
-        query, results = engine_try(campaign=campaign, text=text, qid=qid)
+        query, results = engine_try(campaign=campaign, text=text, qid=qid, annotator_id=request.user.pk)
     grades = {g.value: g.name for g in grade_list(campaign=campaign)}
     return render(
         request,
@@ -271,4 +335,64 @@ def engine_try_page(request: HttpRequest, member: Member) -> HttpResponse:
             grades=grades,
             queries=campaign.queries.filter(is_stub=False).order_by("qid").values_list("qid", "text")[:500],
         ),
+    )
+
+
+@campaign_view(lead=True, grades=True)
+@require_POST
+def engine_try_judge(request: HtmxHttpRequest, member: Member) -> HttpResponseBase:
+    """Grade a hit of the Try page: the lead's own judgment of the pooled pair ``pair`` (a public id), recorded
+    by judgment_record as the judging page records one. With htmx: the hit's label cell again, wherever the
+    pair shows (an out-of-band swap of every cell of it), 422 with the reason when nothing was recorded;
+    without: back to the page with a message."""
+    campaign = member.campaign
+    raw = request.POST.get("pair", "")
+    pair = (
+        pair_get(campaign=campaign, public_id=int(raw), pooled_only=False)
+        if raw.isascii() and raw.isdigit() and len(raw) < 19
+        else None
+    )
+    error = ""
+    if pair is None:
+        raise Http404(_("No such pair in this campaign."))
+    pair.campaign = campaign
+    if not pair.pooled:
+        error = _("Not in the pool: only pairs in the pool can be judged; a fetch of a snapshot pools its hits.")
+    else:
+        raw_grade = request.POST.get("grade", "")
+        try:
+            if not (raw_grade.isascii() and raw_grade.lstrip("-").isdigit() and len(raw_grade) < 6):
+                raise ValidationError({"grade": _("Choose a grade of the campaign's scale.")})
+            judgment_record(pair=pair, annotator=request.user, grade=int(raw_grade), member=member)
+        except ValidationError as exc:
+            error = " ".join(message for messages_ in exc.message_dict.values() for message in messages_)
+        except (PermissionDenied, JudgmentConflict) as exc:
+            error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, _("Nothing recorded: %(problem)s") % {"problem": error})
+        else:
+            messages.success(
+                request,
+                _("Judged %(qid)s / %(docid)s.") % {"qid": pair.query.qid, "docid": pair.document.docid},
+            )
+        back = reverse("judging:engine_try", args=[campaign.slug])
+        return redirect(f"{back}?{urlencode({'q': request.POST.get('q', ''), 'qid': pair.query.qid})}")
+    label, mine = pair_label_and_grade(pair_id=pair.pk, annotator_id=request.user.pk)
+    hit = TriedHit(
+        docid=pair.document.docid, title="", label=label, known=True, pair=pair.public_id if pair.pooled else None
+    )
+    hit.mine = mine
+    return render(
+        request,
+        "judging/_engine_try_cell.html",
+        member.context(
+            hit=hit,
+            query=pair.query,
+            text=request.POST.get("q", "")[:1000],
+            grades={g.value: g.name for g in member.grades or grade_list(campaign=campaign)},
+            error=error,
+            cell=pair.public_id,
+        ),
+        status=422 if error else 200,
     )

@@ -4,10 +4,11 @@ what changed between two snapshots, for leads only, in English and Korean."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from judging.engine_models import Engine, EngineSystem
 from judging.jobs import job_run
-from judging.models import Job, QueryAssignment
+from judging.models import Document, Job, Judgment, Pair, QueryAssignment
 from judging.services import queries_import
 from tests.fake_engine import BM25, INDEX, FakeEngine
 
@@ -147,3 +148,79 @@ def test_try_a_query_shows_each_systems_hits_beside_their_labels(as_lead, engine
     other = Client()
     other.force_login(annotator)
     assert other.get("/campaigns/demo/engines/try/?q=wireless").status_code == 403
+
+
+def _try_page(client, **headers) -> str:
+    return client.get("/campaigns/demo/engines/try/?qid=q1", **headers).content.decode()
+
+
+def test_try_a_query_lets_the_lead_grade_a_pooled_hit_in_place(as_lead, engine, lead):
+    assert as_lead.post("/campaigns/demo/engines/new/", _form(save="1")).status_code == 302
+    _fetch(as_lead)
+    ranked = [d for d, _s in BM25(DOCS).search("running shoes")[:3]]
+    pooled = Pair.objects.get(query__qid="q1", document__docid=ranked[0])
+    unpooled = Pair.objects.filter(query__qid="q1", document__docid=ranked[2]).first()
+    assert unpooled is None or not unpooled.pooled  # the campaign pools the top 2 of each run
+    page = _try_page(as_lead)
+    assert f'class="try-p{pooled.public_id}"' in page and 'name="grade" value="2"' in page
+    assert "Only pairs in the pool can be judged" in page  # the hit outside the pool says why it has no buttons
+    answer = as_lead.post(
+        "/campaigns/demo/engines/try/judge/",
+        {"pair": pooled.public_id, "grade": "2", "qid": "q1"},
+        HTTP_HX_REQUEST="true",
+    )
+    body = answer.content.decode()
+    assert answer.status_code == 200 and f'hx-swap-oob="innerHTML:.try-p{pooled.public_id}"' in body
+    assert "Highly relevant (2)" in body and 'aria-pressed="true"' in body
+    judgment = Judgment.objects.get(pair=pooled)  # through the one service that records judgments: the lead's own
+    assert judgment.annotator == lead and judgment.grade.value == 2
+    pooled.refresh_from_db()
+    assert pooled.label == 2 and pooled.judgment_count == 1
+    # a second grade changes the lead's judgment (a revision), never a second one
+    as_lead.post("/campaigns/demo/engines/try/judge/", {"pair": pooled.public_id, "grade": "0"}, HTTP_HX_REQUEST="true")
+    assert Judgment.objects.filter(pair=pooled).count() == 1 and Judgment.objects.get(pair=pooled).grade.value == 0
+    # without htmx: back to the page with a message
+    plain = as_lead.post(
+        "/campaigns/demo/engines/try/judge/", {"pair": pooled.public_id, "grade": "1", "q": "", "qid": "q1"}
+    )
+    assert plain.status_code == 302 and plain["Location"] == "/campaigns/demo/engines/try/?q=&qid=q1"
+    assert f"Judged q1 / {ranked[0]}." in as_lead.get(plain["Location"]).content.decode()
+
+
+def test_try_a_query_refuses_a_bad_grade_and_an_unpooled_pair_in_both_languages(as_lead, engine, annotator):
+    assert as_lead.post("/campaigns/demo/engines/new/", _form(save="1")).status_code == 302
+    _fetch(as_lead)
+    pooled = Pair.objects.filter(query__qid="q1", pooled=True).first()
+    for grade, words in (("7", "is not on this campaign"), ("x", "Choose a grade")):
+        answer = as_lead.post(
+            "/campaigns/demo/engines/try/judge/", {"pair": pooled.public_id, "grade": grade}, HTTP_HX_REQUEST="true"
+        )
+        assert answer.status_code == 422 and 'role="alert"' in answer.content.decode()
+        assert words in answer.content.decode()
+    korean = as_lead.post(
+        "/campaigns/demo/engines/try/judge/",
+        {"pair": pooled.public_id, "grade": "x"},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="ko",
+    )
+    assert korean.status_code == 422 and "척도" in korean.content.decode()
+    assert not Judgment.objects.exists()
+    stray = Pair.objects.create(
+        campaign=pooled.campaign, query=pooled.query, document=Document.objects.get(docid="p04"), pooled=False
+    )
+    answer = as_lead.post(
+        "/campaigns/demo/engines/try/judge/", {"pair": stray.public_id, "grade": "1"}, HTTP_HX_REQUEST="true"
+    )
+    assert answer.status_code == 422 and "only pairs in the pool can be judged" in answer.content.decode()
+    answer = as_lead.post(
+        "/campaigns/demo/engines/try/judge/",
+        {"pair": stray.public_id, "grade": "1"},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="ko",
+    )
+    assert "풀에 있는 쌍만" in answer.content.decode()
+    assert as_lead.post("/campaigns/demo/engines/try/judge/", {"pair": "99999999"}).status_code == 404
+    other = Client()
+    other.force_login(annotator)
+    assert other.post("/campaigns/demo/engines/try/judge/", {"pair": pooled.public_id, "grade": "1"}).status_code == 403
+    assert not Judgment.objects.exists()

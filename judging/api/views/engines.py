@@ -3,6 +3,7 @@ snapshot of it (``systems/NAME/fetch/``, 202 + a job). Leads only, as run import
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -20,9 +21,9 @@ from judging.api.permissions import access
 from judging.api.views.base import ONE_OBJECT
 from judging.engine_models import DEPTH_MAX, Engine, EngineSnapshot, EngineSystem
 from judging.jobs import JobLimit, engine_fetch_job_start
-from judging.selectors.engines import engine_systems
+from judging.selectors.engines import FocusStatus, engine_systems, focus_status
 from judging.services.engine_client import TemplateError, template_parse
-from judging.services.engines import engine_system_save, snapshot_system_name
+from judging.services.engines import engine_system_save, focus_start, focus_stop, snapshot_system_name
 
 
 class EngineSystemSerializer(serializers.Serializer):
@@ -103,6 +104,33 @@ def _listed(system: EngineSystem) -> dict[str, Any]:
             for s in snapshots
         ],
     }
+
+
+class FocusRequestSerializer(serializers.Serializer):
+    k = serializers.IntegerField(min_value=1, max_value=DEPTH_MAX, default=10, help_text="The top k compared.")
+    # "from" is a Python keyword: the field is named in the constructor of the class below
+    against = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="The snapshot compared with (default: the one before; null: none, all of the top k is new).",
+    )
+
+
+class FocusSerializer(serializers.Serializer):
+    on = serializers.BooleanField(help_text="Whether the queue serves this snapshot's new pairs first now.")
+    k = serializers.IntegerField(allow_null=True)
+    against = serializers.IntegerField(allow_null=True, help_text="The snapshot compared with.")
+    pairs = serializers.IntegerField(help_text="The new unjudged pooled pairs the focus holds.")
+    left = serializers.IntegerField(help_text="Of them, those still needing a judgment.")
+
+
+def _focus_body(status_now: FocusStatus | None, snapshot: EngineSnapshot) -> dict[str, Any]:
+    if status_now is None or status_now.focus.snapshot_id != snapshot.pk:
+        return {"on": False, "k": None, "against": None, "pairs": 0, "left": 0}
+    focus = status_now.focus
+    against = focus.against.number if focus.against_id is not None and focus.against is not None else None
+    return {"on": True, "k": focus.k, "against": against, "pairs": status_now.total, "left": status_now.left}
 
 
 def _refused(field: str, detail: str, line: int | None = None, column: int | None = None) -> Response:
@@ -188,3 +216,72 @@ class EngineActions:
         except ValueError as exc:
             raise DRFValidationError({"detail": [str(exc)]}) from None
         return job_accepted(request, job)
+
+    @extend_schema(
+        methods=["GET"],
+        request=None,
+        responses={200: FocusSerializer, 404: OpenApiResponse(description="No such snapshot.")},
+        description="Whether the judging queue serves this snapshot's new unjudged pairs first (leads only).",
+    )
+    @extend_schema(
+        methods=["POST"],
+        request=FocusRequestSerializer,
+        responses={
+            200: FocusSerializer,
+            400: OpenApiResponse(description="A bad k or snapshot to compare with."),
+            404: OpenApiResponse(description="No such snapshot."),
+        },
+        description=(
+            "Judge what is new first (leads only): the judging queue serves the pooled pairs waiting for a label "
+            'that this snapshot brought in its top `k` (not in the top `k` of snapshot `"from"`, by default the one '
+            "before) before any other pair, to every annotator in every queue mode, until they are judged; then "
+            "it goes on as before. Replaces the campaign's focus if it had one. Annotators are never told where "
+            "a pair comes from."
+        ),
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        request=None,
+        responses={200: FocusSerializer, 404: OpenApiResponse(description="No such snapshot.")},
+        description="Turn this snapshot's focus off (leads only): the queue serves pairs in its mode's order.",
+    )
+    @action(
+        detail=True,
+        methods=["get", "post", "delete"],
+        url_path=r"systems/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,63})/snapshots/(?P<number>[0-9]{1,9})/focus",
+        **ONE_OBJECT,
+    )
+    def engine_focus(
+        self, request: Request, slug: str | None = None, name: str | None = None, number: str | None = None
+    ) -> Response:
+        campaign = self.get_object()
+        access(request).require_lead(campaign, _("choose what the judging queue serves first"))
+        snapshots = {
+            s.number: s
+            for s in EngineSnapshot.objects.filter(engine_system__campaign=campaign, engine_system__name=name)
+        }
+        snapshot = snapshots.get(int(number or 0))
+        if snapshot is None:
+            raise NotFound(_("No such snapshot."))
+        if request.method == "POST":
+            data: Any = request.data
+            if isinstance(data, Mapping):
+                data = {("against" if key == "from" else key): data[key] for key in data}
+            body = FocusRequestSerializer(data=data)
+            body.is_valid(raise_exception=True)
+            v = body.validated_data
+            before = [n for n in snapshots if n < snapshot.number]
+            if "against" not in v:
+                against = snapshots[max(before)] if before else None
+            elif v["against"] is None:
+                against = None
+            else:
+                against = snapshots.get(v["against"])
+                if against is None or against.pk == snapshot.pk:
+                    raise DRFValidationError({"from": [_("No such snapshot to compare with.")]})
+            focus_start(campaign=campaign, snapshot=snapshot, against=against, k=v["k"], user=request.user)
+        elif request.method == "DELETE":
+            current = focus_status(campaign=campaign)
+            if current is not None and current.focus.snapshot_id == snapshot.pk:
+                focus_stop(campaign=campaign)
+        return Response(_focus_body(focus_status(campaign=campaign), snapshot))
