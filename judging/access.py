@@ -81,6 +81,16 @@ def can_create_campaigns(user: User, *, roles: Mapping[int, str] | None = None) 
     return Membership.objects.filter(user=user, role=LEAD).exists()
 
 
+def can_see_worker(user: User) -> bool:
+    """Staff, superusers and leads of any campaign see what a worker keeps (the worker page): the caches' sizes tell
+    nothing of any campaign's contents, and annotators have no use for them."""
+    if not user.is_authenticated:
+        return False
+    if user.is_staff or leads_everywhere(user):
+        return True
+    return Membership.objects.filter(user=user, role=LEAD).exists()
+
+
 @dataclass(frozen=True)
 class Member:
     """A logged-in user's standing in one campaign, as a campaign page sees it."""

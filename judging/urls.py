@@ -15,6 +15,7 @@ from judging.views import (
     online,
     review,
     team,
+    worker,
 )
 
 app_name = "judging"
@@ -22,6 +23,8 @@ app_name = "judging"
 urlpatterns = [
     path("", campaigns.home, name="home"),
     path("campaigns/new/", campaigns.campaign_new, name="campaign_new"),
+    # what this worker keeps between requests (judging.runtime), for staff and leads
+    path("worker/", worker.worker_page, name="worker"),
     # one-time set-password links that leads hand to new members
     path("accounts/set-password/done/", campaigns.set_password_done, name="set_password_done"),
     path("accounts/set-password/<uidb64>/<token>/", campaigns.SetPasswordView.as_view(), name="set_password"),

@@ -276,3 +276,39 @@ def test_the_caches_command_lists_each_cache_with_its_size_and_bound():
     assert "of 16 entries" in lines["scoring.labels_versions"] and "of 64 MB" in lines["api.series_texts"]
     assert "not a cache" in lines["jobs.model_endpoints"]
     _SCORES.clear()
+
+
+def test_the_worker_page_shows_staff_and_leads_each_cache_with_its_size_and_refuses_annotators(
+    client, campaign, lead, annotator, make_user
+):
+    """The worker page lists every registered cache with its size in the process that answered, to staff and to
+    leads of any campaign, in both languages; an annotator gets 403 and a visitor the login page."""
+    import re
+
+    from django.urls import reverse
+
+    url = reverse("judging:worker")
+    assert client.get(url).status_code == 302  # to the login page
+    scores = runtime.kept("scoring.scores").store
+    scores["worker-page-test"] = object()
+    try:
+        for who in (lead, make_user("staff", is_staff=True)):
+            client.force_login(who)
+            page = client.get(url)
+            assert page.status_code == 200
+            html = page.content.decode()
+            assert set(re.findall(r'<td class="mono">([a-z_]+\.[a-z_]+)', html)) == {
+                k.name for k in runtime.registered()
+            }
+            row = html[html.index("scoring.scores") :]
+            assert re.search(r'<td class="num">1</td>', row[:400]), row[:400]
+            assert page["Cache-Control"].startswith("max-age=0")
+        client.force_login(lead)
+        korean = client.get(url, HTTP_ACCEPT_LANGUAGE="ko")
+        assert "이 워커가 보관하는 것" in korean.content.decode()
+        client.force_login(annotator)
+        refused = client.get(url)
+        assert refused.status_code == 403
+        assert "scoring.scores" not in refused.content.decode()
+    finally:
+        scores.clear()
