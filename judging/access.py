@@ -36,7 +36,7 @@ from judging.roles import leads_everywhere as leads_everywhere
 from judging.roles import membership_role as membership_role
 from judging.selectors import pair_get
 from judging.selectors.campaigns import grades_json, grades_parse
-from judging.selectors.queue import PAIR_COLUMNS, pair_from_row
+from judging.selectors.queue_rules import PAIR_COLUMNS, pair_from_row
 
 # A Django view: a request (and the URL's arguments) in, a response out.
 View = Callable[..., HttpResponseBase]

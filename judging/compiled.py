@@ -9,12 +9,12 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   probes), and with ``lock`` its progress figures;
 - ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement, and
   ``selectors.progress.judge_progress``: the query's figures on their own (a priority queue mode's next pair);
-- ``selectors.queue.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
+- ``selectors.queue_rules.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
 - ``selectors.queue.assigned_pair_next``: the next pair among the queries a lead gave the annotator, asked
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes),
   after one probe of whether they have any;
-- ``selectors.queue._pair_of_priority``: the first open pair of a queue mode's priority list (``compiled_first_of``:
-  the candidates checked in the list's order, stopping at the first open one), and the
+- ``selectors.queue_lists.pair_of_priority``: the first open pair of a queue mode's priority list
+  (``compiled_first_of``: the candidates checked in the list's order, stopping at the first open one), and the
   chosen one with its query and document (the ORM built ~200 model instances per request there);
 - ``services.judgments.pair_state_rows``: the locked pair's label, policy, adjudication and judgments;
 - ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;

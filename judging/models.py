@@ -883,7 +883,7 @@ class QueryAssignment(models.Model):
 
     The queue serves each annotator their assigned queries first, in every queue mode. While an assignee has
     not judged a pair of their query, the pair keeps a slot of the campaign's redundancy for them: others are
-    served it only from the slots left over (judging.selectors.queue.open_pairs_of). Queries nobody was given
+    served it only from the slots left over (judging.selectors.queue_rules.open_pairs_of). Queries nobody was given
     stay shared.
     """
 

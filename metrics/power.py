@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import nctdtr, ndtri, stdtrit
 
 from metrics._types import FloatArray
 from metrics.numbers import PROBABILITY_RANGE, within
@@ -36,21 +37,21 @@ def paired_power(n: int | np.ndarray, delta: float, sd: float | np.ndarray, alph
     """The power of a two-sided paired t-test over ``n`` topics (n >= 2) at level ``alpha`` to detect a mean
     difference ``delta`` when the paired differences have standard deviation ``sd`` (arrays broadcast). A
     zero ``sd`` with a nonzero ``delta`` has power 1; a zero ``delta`` has power ``alpha``."""
-    from scipy import stats  # scipy.stats costs half a second to import: only when a plan is asked for
-
     _check(alpha)
     n_arr = np.asarray(n, dtype=np.float64)
     if np.any(n_arr < 2):
         raise ValueError("a paired t-test needs at least 2 topics")
     sd_arr = np.asarray(sd, dtype=np.float64)
     df = n_arr - 1
-    crit = stats.t.ppf(1 - alpha / 2, df)
+    crit = stdtrit(df, 1 - alpha / 2)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a subnormal sd: an infinite nc, power 1
         nc = abs(delta) * np.sqrt(n_arr) / sd_arr
     finite = np.isfinite(nc)
     safe = np.where(finite, nc, 0.0)
-    upper = stats.nct.sf(crit, df, safe)
-    lower = stats.nct.cdf(-crit, df, safe)
+    # the noncentral t's tails from scipy.special (scipy.stats.nct reads the same functions; scipy.stats costs a
+    # second to import, scipy.special, which the app loads at start, a third)
+    upper = 1.0 - nctdtr(df, safe, crit)
+    lower = nctdtr(df, safe, -crit)
     # Far in the tail, scipy's noncentral t answers NaN instead of a number that underflows (a noncentrality of 30
     # at 27 degrees of freedom: the chance of the wrong tail is below 1e-80). With nc >= 0 the lower tail only
     # shrinks as nc grows, below the central t's alpha / 2, and the upper tail only grows towards 1.
@@ -64,8 +65,6 @@ def topic_set_size(delta: float, sd: float, *, power: float = 0.8, alpha: float 
     """The smallest number of topics n >= 2 for which paired_power(n, delta, sd, alpha) >= ``power``
     (Sakai 2016), or None beyond MAX_TOPICS. Starts from the normal approximation
     n ~ ((z_{1-alpha/2} + z_{power}) sd / delta)^2 and searches the exact power around it."""
-    from scipy import stats
-
     _check(alpha, power)
     if not delta > 0:
         raise ValueError(f"delta must be positive, got {delta!r}")
@@ -73,7 +72,7 @@ def topic_set_size(delta: float, sd: float, *, power: float = 0.8, alpha: float 
         raise ValueError(f"sd must be >= 0, got {sd!r}")
     if sd == 0:
         return 2
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    z = ndtri(1 - alpha / 2) + ndtri(power)
     guess = (z * sd / delta) ** 2
     if guess > MAX_TOPICS:
         return None

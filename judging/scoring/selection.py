@@ -51,7 +51,7 @@ INLINE_POOL = 20_000
 # process and list, not at every request, and the list computed again at most as often, nor more often than
 # keeps its computation under LIST_CPU_SHARE of a core. The served list trails the labels by up to this much more,
 # which the queue absorbs: the candidates judged meanwhile are passed over, each for one index lookup
-# (selectors.queue._pair_of_priority). Half a second is a dozen judgments of a busy team: a list of thousands of
+# (selectors.queue_lists.pair_of_priority). Half a second is a dozen judgments of a busy team: a list of thousands of
 # pairs hardly moves in that many.
 STAMP_EVERY = 0.5
 LIST_CPU_SHARE = 0.1

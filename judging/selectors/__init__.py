@@ -38,15 +38,17 @@ from judging.selectors.judgments import (  # noqa: F401
 from judging.selectors.people import PeopleProgress, label_source_ids, people_progress  # noqa: F401
 from judging.selectors.progress import judge_progress  # noqa: F401
 from judging.selectors.queue import (  # noqa: F401
-    QUEUE_FIELDS,
     NextPair,
     latest_query_id,
-    open_pair_of,
-    overlap_q,
     pair_get,
-    pair_is_open,
     pair_next,
     pair_with_scale,
+)
+from judging.selectors.queue_rules import (  # noqa: F401
+    QUEUE_FIELDS,
+    open_pair_of,
+    overlap_q,
+    pair_is_open,
     queue_values,
 )
 from judging.selectors.strategies import PRIORITY_MODES, priority_for  # noqa: F401

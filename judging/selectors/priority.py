@@ -1,6 +1,6 @@
 """The head of a queue mode's priority list (judging.selectors.strategies): how far it is closed, to everyone
 (complete) or to one annotator (complete, or judged by them), so that the queue's first-open check
-(selectors.queue._pair_of_priority) starts past it; and the chunks its candidates go to the database in.
+(selectors.queue_lists.pair_of_priority) starts past it; and the chunks its candidates go to the database in.
 
 Every annotator is served from the head of the list, which trails the judgments (judging.scoring.selection
 computes it again every few seconds): without these, each request read every pair judged since, again."""

@@ -14,7 +14,7 @@ from django.utils import timezone
 from judging import selectors
 from judging.access import Member
 from judging.models import Assignment, Campaign, Judgment, Pair, User
-from judging.selectors.queue import user_id
+from judging.selectors.queue_rules import user_id
 from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
 
 ASSIGNMENT_MINUTES = 15

@@ -274,7 +274,8 @@ def test_compiled_queue_with_assignments_is_the_orm_query(make_user, shared, cur
     from django.db import transaction
 
     from judging.compiled import Slots, Values, compiled_select
-    from judging.selectors.queue import QUEUE_FIELDS, pair_next_of, queue_values
+    from judging.selectors.queue import pair_next_of
+    from judging.selectors.queue_rules import QUEUE_FIELDS, queue_values
 
     campaign, lead, (a, b, _c) = _campaign(make_user, slug=f"compiled-{shared}-{current}")
     _give(campaign, lead, a, ["4", "2"])

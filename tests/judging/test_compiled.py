@@ -19,12 +19,12 @@ from judging.access import campaign_member_pair
 from judging.compiled import Slots, Values, compiled_select, compiled_update
 from judging.labels import labels_bump_query_of
 from judging.models import Assignment, Campaign, Document, Pair, Query
-from judging.selectors.queue import (
+from judging.selectors.queue import pair_next_of
+from judging.selectors.queue_rules import (
     QUEUE_FIELDS,
     open_pair_of,
     open_pairs_of,
     pair_from_row,
-    pair_next_of,
     queue_values,
 )
 from judging.services import judgment_record, membership_add
@@ -213,6 +213,8 @@ def test_compiled_is_used_only_where_its_docstring_says():
     }
     assert users == {
         "judging/selectors/queue.py",
+        "judging/selectors/queue_rules.py",
+        "judging/selectors/queue_lists.py",
         "judging/selectors/priority.py",
         "judging/selectors/progress.py",
         "judging/services/judgments.py",
@@ -223,8 +225,8 @@ def test_compiled_is_used_only_where_its_docstring_says():
     }
     for user in (
         "selectors.queue._pair_next",
-        "selectors.queue.pair_is_open",
-        "selectors.queue._pair_of_priority",
+        "selectors.queue_rules.pair_is_open",
+        "selectors.queue_lists.pair_of_priority",
         "selectors.progress.with_progress",
         "services.judgments.pair_state_rows",
         "services.judgments.hold_delete",
@@ -281,7 +283,7 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
     order, that the ORM finds open: not the annotator's judged one, not one another annotator holds, not a
     skipped one; and none when no candidate is open."""
     from judging.compiled import compiled_first_of
-    from judging.selectors.queue import priority_open_of
+    from judging.selectors.queue_lists import priority_open_of
 
     pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
     judgment_record(pair=pairs[0], annotator=annotator, grade=1)

@@ -7,7 +7,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from judging.models import Assignment, Judgment, Pair
-from judging.selectors.queue import overlap_q, with_overlap_bucket
+from judging.selectors.queue_rules import overlap_q, with_overlap_bucket
 from judging.services import campaign_create, judgment_record, membership_add, pair_assign, run_import
 from tests.data import run_concurrently
 

@@ -15,7 +15,7 @@ def priority(campaign: Campaign, annotator_id: int) -> np.ndarray:
     this mode (``EXCLUSIVE_MODES``): the audit must stay a random sample."""
     rows = np.array(
         # pairs with all the judgments the campaign asks for are open to nobody: left out, so the list's
-        # open pairs stay within what the queue examines (selectors.queue.PRIORITY_CANDIDATES)
+        # open pairs stay within what the queue examines (selectors.queue_lists.PRIORITY_CANDIDATES)
         Pair.objects.filter(query__audit__draw__campaign=campaign, pooled=True, judgment_count__lt=campaign.redundancy)
         .order_by()
         .values_list("id", "query__audit__position", "label", "public_id"),
