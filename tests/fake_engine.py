@@ -31,9 +31,11 @@ import re
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.local_http import serve
 
 _FIRST = int(os.environ.get("RELJUDGE_FAKE_ENGINE_PORT_FIRST", "8250"))
 PORTS = range(_FIRST, _FIRST + 20)
@@ -114,18 +116,8 @@ class FakeEngine:
                     with fake.lock:
                         fake.active -= 1
 
-        for port in PORTS:
-            try:
-                self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-                break
-            except OSError:
-                continue
-        else:
-            raise RuntimeError(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
-        self.server.daemon_threads = True
+        self.server, self.thread = serve(PORTS, Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
 
     def close(self) -> None:
         self.server.shutdown()

@@ -6,7 +6,9 @@ import os
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_http import serve
 
 # A helper's own range when several run at once (RELJUDGE_FAKE_MODEL_PORT_FIRST), else 8210-8229.
 _FIRST = int(os.environ.get("RELJUDGE_FAKE_MODEL_PORT_FIRST", "8210"))
@@ -62,18 +64,8 @@ class FakeModel:
                 except OSError:
                     pass  # the client timed out and hung up
 
-        for port in PORTS:
-            try:
-                self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-                break
-            except OSError:
-                continue
-        else:
-            raise RuntimeError(f"no free port in {PORTS.start}-{PORTS.stop - 1}")
-        self.server.daemon_threads = True
+        self.server, self.thread = serve(PORTS, Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
 
     def close(self):
         self.server.shutdown()
