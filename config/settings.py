@@ -62,6 +62,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # The judging requests in one transaction on PostgreSQL, from the session's read to its save: one commit a
+    # request (judging.request_transaction). Before the session's layer, so that its save is inside.
+    "judging.request_transaction.RequestTransaction",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language of each request: the language cookie (the header's switcher), else the browser's
     # Accept-Language, else LANGUAGE_CODE. After sessions, before CommonMiddleware (Django's documented place).

@@ -226,8 +226,11 @@ def shared_write(blocks: dict[str, Any]) -> None:
         cache.set_many(blocks, timeout=CACHE_SECONDS)
         return
     alias = router.db_for_write(backend.cache_model_class) or DEFAULT_DB_ALIAS  # where the cache writes
+    # Inside another transaction (a judging request's, judging.request_transaction) the setting would hold for
+    # all of it, a judgment's commit included: there the blocks wait for the disk with the rest.
+    own = not connections[alias].in_atomic_block
     with transaction.atomic(using=alias):
-        if connections[alias].vendor == "postgresql":
+        if own and connections[alias].vendor == "postgresql":
             with connections[alias].cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit = off")
         cache.set_many(blocks, timeout=CACHE_SECONDS)

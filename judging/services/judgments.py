@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
 from django.contrib.auth.models import User as Account
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, OperationalError, transaction
 from django.db.models import Exists, Field, OuterRef, QuerySet, Subquery
 from django.utils.translation import gettext as _
 
@@ -43,6 +44,39 @@ def pair_lock(*, pair_id: int) -> None:
 
 def _pair_lock_of() -> QuerySet[Pair, Any]:
     return Pair.objects.select_for_update().filter(id=Slots()["pair_id"]).order_by().values_list("id")[:1]
+
+
+#: pair_lock_bounded's tries and the pause between them: a pair's lock is held for a judgment's few milliseconds.
+LOCK_TRIES = 5
+LOCK_PAUSE_SECONDS = 0.02
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a NOWAIT lock another transaction holds
+
+
+def pair_lock_bounded(*, pair_id: int) -> bool:
+    """pair_lock for a transaction that may already hold other rows (judging.request_transaction: the pair just
+    judged): the lock is asked for without waiting (NOWAIT), LOCK_TRIES times LOCK_PAUSE_SECONDS apart, so such a
+    transaction never waits in the lock manager for a row while holding another, and two cannot deadlock. True
+    once locked; False when another transaction kept it locked throughout (the caller passes the pair over).
+    Pair.DoesNotExist if there is no such pair."""
+    query = compiled_select(("pair_lock_nowait",), _pair_lock_nowait_of)
+    for attempt in range(LOCK_TRIES):
+        try:
+            with transaction.atomic():  # a refused NOWAIT aborts its statement's savepoint, not the transaction
+                row = query.first({"pair_id": pair_id})
+        except OperationalError as exc:
+            if getattr(exc.__cause__, "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            if attempt + 1 < LOCK_TRIES:
+                time.sleep(LOCK_PAUSE_SECONDS)
+            continue
+        if row is None:
+            raise Pair.DoesNotExist("Pair matching query does not exist.")
+        return True
+    return False
+
+
+def _pair_lock_nowait_of() -> QuerySet[Pair, Any]:
+    return Pair.objects.select_for_update(nowait=True).filter(id=Slots()["pair_id"]).order_by().values_list("id")[:1]
 
 
 def hold_delete(*, annotator_id: int, pair_id: int) -> None:

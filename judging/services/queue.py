@@ -15,7 +15,13 @@ from judging import selectors
 from judging.access import Member
 from judging.models import Assignment, Campaign, Judgment, Pair, User
 from judging.selectors.queue_rules import user_id
-from judging.services.judgments import JudgmentRecorded, hold_delete, judgment_record, pair_lock
+from judging.services.judgments import (
+    JudgmentRecorded,
+    hold_delete,
+    judgment_record,
+    pair_lock,
+    pair_lock_bounded,
+)
 
 ASSIGNMENT_MINUTES = 15
 # Lost races for a pair in one request past which the log says so (it goes on looking).
@@ -25,9 +31,16 @@ logger = logging.getLogger(__name__)
 
 
 def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
-    """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock."""
+    """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock. Inside a
+    transaction that may hold other rows (the request's, judging.request_transaction) the lock is not waited for:
+    a pair another transaction keeps locked is not held here (False), and the caller passes it over."""
+    bounded = transaction.get_connection().in_atomic_block
     with transaction.atomic():
-        pair_lock(pair_id=pair_id)
+        if bounded:
+            if not pair_lock_bounded(pair_id=pair_id):
+                return False
+        else:
+            pair_lock(pair_id=pair_id)
         if not selectors.pair_is_open(campaign=campaign, annotator_id=user_id(annotator), pair_id=pair_id):
             return False
         # One upsert on the one-hold-per-annotator constraint (update_or_create took a locking read, two

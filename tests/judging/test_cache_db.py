@@ -96,3 +96,33 @@ def test_writes_after_the_answer_arrive_once_with_the_newest_value(monkeypatch, 
         time.sleep(0.05)
     assert not scoring_cache._WRITING and backend.get("d") is None
     backend.clear()
+
+
+def test_the_table_is_counted_once_every_few_writes_and_still_kept_in_bound(cache, monkeypatch):
+    """A count reads the whole table (20,000 rows at its bound): it runs at the first write and once every
+    CULL_EVERY writes, not at each one; one key's set is one upsert that Django's get reads; and many small writes
+    still keep the table within its bound, as the estimate passes it before the table does."""
+    from django.db import connection
+
+    from judging import cache_db
+
+    monkeypatch.setattr(cache, "_counted", None, raising=False)
+    cache.set("first", 1, timeout=60)
+    with CaptureQueriesContext(connection) as queries:
+        for i in range(10):
+            cache.set(f"k:{i}", {"i": i}, timeout=60)
+    sql = [q["sql"] for q in queries.captured_queries if "reljudge_cache" in q["sql"]]
+    assert not [s for s in sql if "COUNT(" in s.upper()]
+    assert len(sql) == 10  # one upsert a key
+    assert cache.get_many([f"k:{i}" for i in range(10)]) == {f"k:{i}": {"i": i} for i in range(10)}
+    with CaptureQueriesContext(connection) as queries:
+        for i in range(cache_db.CULL_EVERY + 1):
+            cache.set(f"m:{i}", i, timeout=60)
+    assert sum("COUNT(" in q["sql"].upper() for q in queries.captured_queries) == 1
+    monkeypatch.setattr(cache, "_max_entries", 40)
+    for i in range(200):
+        cache.set(f"n:{i}", i, timeout=60)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM reljudge_cache")
+        assert cursor.fetchone()[0] <= 40 + 1
+    assert cache.get("n:199") == 199
