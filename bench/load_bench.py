@@ -332,6 +332,8 @@ class PostgresMeter:
     # database the tables pass that in the first seconds, but autovacuum looks only once a minute (and a shared
     # test server may have it off): the meter analyzes the app's growing tables this often, and counts that CPU.
     ANALYZE_EVERY = 10.0
+    # A table this small (8 pages) is read whole where an index would read one row: its rows are counted apart.
+    SMALL_BYTES = 65536
     GROWING = "judging_judgment, judging_judgmentrevision, judging_pair, judging_assignment, judging_query"
 
     def __init__(self, database_url: str, interval: float = 0.2) -> None:
@@ -411,8 +413,8 @@ class PostgresMeter:
     def stop(self) -> tuple[float, dict[str, tuple[int, int]], int, set[str]]:
         """CPU seconds, per table the rows read (sequential, through an index), the transactions committed on
         the database (the app's: each autocommit statement of a read is one too; the meter's own are taken out)
-        during the phase, and the tables of one page at its end (PostgreSQL reads such a table whole rather than
-        through an index, every row counted as read: users, tokens, memberships, a campaign's counters)."""
+        during the phase, and the small tables at its end (SMALL_BYTES at most: PostgreSQL reads such a table whole
+        rather than through an index, every row counted as read: users, tokens, memberships, holds)."""
         import psycopg
 
         self.stop_event.set()
@@ -426,7 +428,7 @@ class PostgresMeter:
             small = {
                 name
                 for (name,) in conn.execute(
-                    "SELECT relname FROM pg_stat_user_tables WHERE pg_relation_size(relid) <= 8192"
+                    "SELECT relname FROM pg_stat_user_tables WHERE pg_relation_size(relid) <= %s", [self.SMALL_BYTES]
                 ).fetchall()
             }
         reads = {}
@@ -438,7 +440,7 @@ class PostgresMeter:
 
 
 def small_rows(reads: dict[str, tuple[int, int]], small: set[str]) -> int:
-    """Of the rows read, those of the tables of one page."""
+    """Of the rows read, those of the small tables (PostgresMeter.SMALL_BYTES)."""
     return sum(seq + idx for name, (seq, idx) in reads.items() if name in small)
 
 
@@ -448,7 +450,7 @@ def pg_report(cpu: float, reads: dict[str, tuple[int, int]], judgments: int, com
     print(
         f"  PostgreSQL CPU (this database's backends): {cpu:.1f} s, {1000 * cpu / n:.2f} ms per judgment; "
         f"rows read {total:,}, {total / n:,.0f} per judgment (pg_stat_user_tables seq_tup_read + idx_tup_fetch), "
-        f"{small_rows(reads, small) / n:,.0f} of them from tables of one page; "
+        f"{small_rows(reads, small) / n:,.0f} of them from tables of 64 KiB or less; "
         f"{commits:,} commits, {commits / n:.1f} per judgment (pg_stat_database xact_commit)"
     )
     top = sorted(reads.items(), key=lambda item: -(item[1][0] + item[1][1]))[:6]
@@ -685,14 +687,14 @@ def main() -> None:
         print(f"\nper mode ({machine_line()}):")
         print(
             f"  {'mode':<9} {'phase':<5} {'judg./s':>8} {'app ms/j':>9} {'PG ms/j':>8} {'rows/j':>8} "
-            f"{'1-page':>7} {'commits/j':>9} {'r+n p95 ms':>10} {'sent home':>9}"
+            f"{'small':>7} {'commits/j':>9} {'r+n p95 ms':>10} {'sent home':>9}"
         )
-        for mode, p, rate, app, pg, rows, one_page, commit, p95, home in summary:
+        for mode, p, rate, app, pg, rows, small_j, commit, p95, home in summary:
             print(
-                f"  {mode:<9} {p:<5} {rate:>8.1f} {app:>9.2f} {pg:>8.2f} {rows:>8,.0f} {one_page:>7,.0f} "
+                f"  {mode:<9} {p:<5} {rate:>8.1f} {app:>9.2f} {pg:>8.2f} {rows:>8,.0f} {small_j:>7,.0f} "
                 f"{commit:>9.1f} {p95:>10.1f} {home:>9}"
             )
-        print("  (1-page: of rows/j, those read from tables of one page, which PostgreSQL scans whole)")
+        print("  (small: of rows/j, those read from tables of 64 KiB or less, which PostgreSQL reads whole)")
     finally:
         site.drop()
     sys.exit(1 if failures else 0)

@@ -35,11 +35,11 @@ def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
     transaction that may hold other rows (the request's, judging.request_transaction) the lock is not waited for:
     a pair another transaction keeps locked is not held here (False), and the caller passes it over."""
     bounded = transaction.get_connection().in_atomic_block
-    with transaction.atomic():
-        if bounded:
-            if not pair_lock_bounded(pair_id=pair_id):
-                return False
-        else:
+    if bounded and not pair_lock_bounded(pair_id=pair_id):
+        return False
+    # No savepoint of its own inside the caller's transaction: nothing here is caught and gone on from.
+    with transaction.atomic(savepoint=False):
+        if not bounded:
             pair_lock(pair_id=pair_id)
         if not selectors.pair_is_open(campaign=campaign, annotator_id=user_id(annotator), pair_id=pair_id):
             return False
