@@ -633,7 +633,9 @@ class StopAccuracy:
     earlier checkpoint with an estimate above 0 the ratio is (``first`` - its judgments) / its estimate: 1 is
     exact, above 1 the stop came later than estimated. Checkpoints before the stop whose estimate was 0 or
     missing (no stop object, a failed request) are counted in ``ignored``. ``stays``: the judgment count from
-    which the stop said reached at every later checkpoint (it may say so and take it back)."""
+    which the stop said reached at every later checkpoint (it may say so and take it back). ``everything``: of the
+    ratios, those whose estimate was at least ALL_LEFT of the pool's pairs left (what judgments_to_stop answers
+    when only judging about every pair reaches the stop): right only if the stop waits for the whole pool."""
 
     judged: list[int]
     reached: list[bool | None]
@@ -642,6 +644,7 @@ class StopAccuracy:
     stays: int | None
     ratios: list[float]
     ignored: int
+    everything: int = 0
 
     @property
     def median(self) -> float | None:
@@ -666,11 +669,19 @@ class StopAccuracy:
             "median_ratio": self.median,
             "within_1_5": self.within,
             "ignored": self.ignored,
+            "estimate_all_left": self.everything,
         }
 
 
-def stop_accuracy(judged: list[int], reached: list[bool | None], estimate: list[int | None]) -> StopAccuracy:
-    """StopAccuracy of the checkpoints (judgment counts, in order) and what the stop said at each."""
+# an estimate at least this share of the pairs left is "every pair left" (StopAccuracy.everything)
+ALL_LEFT = 0.9
+
+
+def stop_accuracy(
+    judged: list[int], reached: list[bool | None], estimate: list[int | None], pool: int | None = None
+) -> StopAccuracy:
+    """StopAccuracy of the checkpoints (judgment counts, in order) and what the stop said at each (``pool``: the
+    pooled pairs, for ``everything``)."""
     first = next((n for n, r in zip(judged, reached, strict=True) if r), None)
     stays = None
     for n, r in zip(judged, reached, strict=True):
@@ -679,7 +690,7 @@ def stop_accuracy(judged: list[int], reached: list[bool | None], estimate: list[
         elif not r:
             stays = None
     ratios: list[float] = []
-    ignored = 0
+    ignored = everything = 0
     if first is not None:
         for n, left in zip(judged, estimate, strict=True):
             if n >= first:
@@ -688,7 +699,8 @@ def stop_accuracy(judged: list[int], reached: list[bool | None], estimate: list[
                 ignored += 1
             else:
                 ratios.append((first - n) / left)
-    return StopAccuracy(list(judged), list(reached), list(estimate), first, stays, ratios, ignored)
+                everything += int(pool is not None and left >= ALL_LEFT * (pool - n))
+    return StopAccuracy(list(judged), list(reached), list(estimate), first, stays, ratios, ignored, everything)
 
 
 def _stays(shares: list[float], ok: list[bool]) -> float | None:
@@ -830,11 +842,11 @@ def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
             out.hybrid_tau.append(0.0)
     judged = [cp.judged for cp in run.checkpoints]
     out.stop = stop_accuracy(
-        judged, [cp.stop_reached for cp in run.checkpoints], [cp.stop_left for cp in run.checkpoints]
+        judged, [cp.stop_reached for cp in run.checkpoints], [cp.stop_left for cp in run.checkpoints], run.pool
     )
     if any(cp.hybrid is not None for cp in run.checkpoints):
         out.hybrid_stop_accuracy = stop_accuracy(
-            judged, [cp.hybrid_reached for cp in run.checkpoints], [cp.hybrid_left for cp in run.checkpoints]
+            judged, [cp.hybrid_reached for cp in run.checkpoints], [cp.hybrid_left for cp in run.checkpoints], run.pool
         )
     return out
 
@@ -908,11 +920,12 @@ def stop_table(figs: list[Figures], pool: int) -> str:
     so, and (judgments it actually took) / judgments_left_estimate at the checkpoints before it."""
     head = (
         f"{'mode':<9} {'board':<7} {'stop at':>8} {'stays':>6} {'checkpoints used (ignored)':>27} "
-        f"{'median actual/estimate':>23} {f'within {WITHIN:g}x':>11}"
+        f"{'median actual/estimate':>23} {f'within {WITHIN:g}x':>11} {'estimate ~ all left':>20}"
     )
     lines = [
         "the stop's judgments_left_estimate against the judgments it took (stop at: the first checkpoint whose stop "
-        "said reached):",
+        f"said reached; estimate ~ all left: of the checkpoints used, those estimating {100 * ALL_LEFT:.0f}% or more "
+        "of the pairs left):",
         head,
         "-" * len(head),
     ]
@@ -925,7 +938,10 @@ def stop_table(figs: list[Figures], pool: int) -> str:
             median = "-" if acc.median is None else f"{acc.median:.2f}"
             within = "-" if acc.within is None else f"{100 * acc.within:.0f}%"
             used = f"{len(acc.ratios)} ({acc.ignored})"
-            lines.append(f"{f.mode:<9} {board:<7} {first:>8} {stays:>6} {used:>27} {median:>23} {within:>11}")
+            lines.append(
+                f"{f.mode:<9} {board:<7} {first:>8} {stays:>6} {used:>27} {median:>23} {within:>11} "
+                f"{acc.everything:>20}"
+            )
             if acc.first is None:
                 lines.append(f"{'':<9} {board:<7} the stop never said reached within the pool")
     return "\n".join(lines)

@@ -320,8 +320,10 @@ def test_stop_accuracy_compares_each_estimate_with_the_judgments_the_stop_took()
     assert acc.ratios == [pytest.approx(300 / 150), pytest.approx(200 / 40)]
     assert acc.ignored == 1  # 300's estimate of 0 before the stop
     assert acc.median == pytest.approx(3.5) and acc.within == 0.0
-    exact = eb.stop_accuracy([10, 20, 30], [False, False, True], [20, 12, 0])
+    exact = eb.stop_accuracy([10, 20, 30], [False, False, True], [20, 12, 0], pool=30)
     assert exact.ratios == [1.0, pytest.approx(10 / 12)] and exact.within == 1.0
+    assert exact.everything == 2  # 20 of the 20 pairs left at 10, 12 of the 10 at 20
+    assert eb.stop_accuracy([10, 20, 30], [False, False, True], [20, 12, 0], pool=60).everything == 0
     never = eb.stop_accuracy([10, 20], [False, False], [5, 5])
     assert never.first is None and never.ratios == [] and never.median is None
     figs = eb.Figures("mtc", [], [], [], [], [], set(), set(), 0, 0, 0, stop=never)
