@@ -22,12 +22,23 @@ hybrid leaderboard (``labels=hybrid:sim``: people's labels, elsewhere the model'
 too: the table gains its tau, its wrong ``settled`` and ``likely`` orders, whether its stop came with the wrong
 top k, and the model's own tau (its labels alone).
 
+Two reference orders, not queue modes, are judged offline (no server; ``--only-reference`` or ``--modes none``
+runs them alone, in seconds) at the same checkpoints: ``relevant-first`` (an oracle: the pairs of true grade above
+0 first, higher grades first, ties in a seeded random order) and ``rank-sum`` (by the sum over the systems of
+their rank discount 1/log2(rank + 1) within the pool depth), a pair not judged yet counting as not relevant, as on
+the people-only leaderboard; the table gives them as rows marked ``*`` and the ratio of the best people-only
+mode's share for tau >= 0.9 to relevant-first's. At every checkpoint the leaderboard's ``stop``
+(``reached``, ``judgments_left_estimate``; the hybrid leaderboard's too) is recorded: a second table gives, per
+mode, the checkpoint at which the stop first said reached and, at each checkpoint before it with an estimate,
+(the judgments it actually took) / the estimate: their median and the share within a factor 1.5.
+
 It prints how hard the collection is (bench/synthetic.py ``Stats``: the adjacent nDCG@k gaps of the final
 ranking, the relevant share of the pool, pairs and relevant pairs per query), then a table (per mode: the share
 of the pool from which tau >= 0.9, tau_AP >= 0.9, the top 1 and the top-3 set stay right; wrong verdicts; 5xx
 answers; next-pair latency) and writes an SVG of tau against the share judged, one line per mode.
 
     python bench/effort_bench.py --port 9060                       # the realistic preset, every mode
+    python bench/effort_bench.py --only-reference                  # the reference orders only, in seconds
     python bench/effort_bench.py --preset easy --generate systems=20,queries=50,depth=20
     python bench/effort_bench.py --model-confusion llm-0.4 --modes shuffled,mtc,hybrid --step 2.5
     python bench/effort_bench.py --qrels q.txt --runs runs/ --topics topics.tsv --pool-depth 10 \\
@@ -259,11 +270,18 @@ class Scorer:
 
     def scores(self, labels: dict[tuple[str, str], int]) -> np.ndarray:
         """(S,) mean nDCG@k over the queries with a label (the leaderboard's means), unjudged = not relevant."""
-        vec = np.full(len(self.keys) + 1, metrics.UNJUDGED, dtype=np.int8)
+        vec = np.full(len(self.keys), metrics.UNJUDGED, dtype=np.int8)
         for key, grade in labels.items():
             at = self.pool.get(key)
             if at is not None:
                 vec[at] = grade
+        return self.scores_of(vec)
+
+    def scores_of(self, vec: np.ndarray) -> np.ndarray:
+        """(S,) as ``scores`` from the (P,) labels of the pooled pairs in pool order (``metrics.UNJUDGED``: not
+        judged yet). As the people-only leaderboard (judging.scoring.cache): an unjudged pair counts as not
+        relevant in the DCG and is left out of the ideal DCG; a query without a label is left out of the mean."""
+        vec = np.append(np.asarray(vec, dtype=np.int8), np.int8(metrics.UNJUDGED))
         grid = np.where(self.index >= 0, vec[np.maximum(self.index, 0)], np.where(self.index == -1, -1, -2))
         grid = grid.astype(np.int8)
         qrels = np.full((self.n_q, self.width), metrics.UNJUDGED, dtype=np.int8)
@@ -392,6 +410,12 @@ class Checkpoint:
     hybrid: dict[str, float] | None = None  # the hybrid leaderboard's nDCG@k per system (--model-confusion)
     hybrid_claims: list[tuple[str, str, str, float | None]] = field(default_factory=list)
     hybrid_stop: list[str] | None = None  # its top k (in order) when its stop says the lead may stop
+    # the leaderboard JSON's stop ({"reached", "judgments_left_estimate", ...}): people's, then the hybrid one's;
+    # None where the answer had none
+    stop_reached: bool | None = None
+    stop_left: int | None = None
+    hybrid_reached: bool | None = None
+    hybrid_left: int | None = None
 
 
 @dataclass
@@ -428,6 +452,26 @@ def verdict_claims(board: dict) -> list[tuple[str, str, str, float | None]]:
     return out
 
 
+def stop_fields(board: dict) -> tuple[bool | None, int | None]:
+    """(reached, judgments_left_estimate) of the leaderboard JSON's ``stop`` object; None for what it lacks."""
+    stop = board.get("stop")
+    if not isinstance(stop, dict):
+        return None, None
+    reached = stop.get("reached")
+    left = stop.get("judgments_left_estimate")
+    return (
+        bool(reached) if isinstance(reached, bool) else None,
+        int(left) if isinstance(left, int | float) and not isinstance(left, bool) and math.isfinite(left) else None,
+    )
+
+
+def thresholds(pool: int, step: float) -> list[int]:
+    """The judgment counts at which a mode's figures are recorded: every ``step`` % of the pool, the last at the
+    whole pool."""
+    got = [math.ceil(pool * f / 100) for f in np.arange(step, 100 + step / 2, step)]
+    return sorted({t for t in got if 0 < t <= pool})
+
+
 def run_mode(
     coll: Collection,
     *,
@@ -444,9 +488,7 @@ def run_mode(
 ) -> ModeRun:
     result = ModeRun(mode, pool)
     lock = threading.Lock()
-    thresholds = [math.ceil(pool * f / 100) for f in np.arange(step, 100 + step / 2, step)]
-    thresholds = sorted({t for t in thresholds if 0 < t <= pool})
-    pending = list(thresholds)
+    pending = thresholds(pool, step)
     lead = httpx.Client(base_url=base, headers={"Authorization": f"Token {tokens['lead']}"}, timeout=120)
     grade_index = {g: i for i, g in enumerate(coll.grades)}
 
@@ -456,15 +498,17 @@ def run_mode(
 
     def checkpoint(judged: int, labels: dict[tuple[str, str], int]) -> None:
         claims: list[tuple[str, str, str, float | None]] = []
+        people: tuple[bool | None, int | None] = (None, None)
         try:
             got = lead.get(f"/api/campaigns/{slug}/leaderboard/", params={"k": k})
             count(got.status_code)
             if got.status_code == 200:
                 claims = verdict_claims(got.json())
+                people = stop_fields(got.json())
         except httpx.HTTPError:
             with lock:
                 result.transport_errors += 1
-        point = Checkpoint(judged, judged / pool, labels, claims)
+        point = Checkpoint(judged, judged / pool, labels, claims, stop_reached=people[0], stop_left=people[1])
         if hybrid:
             try:
                 got = lead.get(f"/api/campaigns/{slug}/leaderboard/", params={"k": k, "labels": f"hybrid:{MODEL}"})
@@ -476,6 +520,7 @@ def run_mode(
                     }
                     point.hybrid_claims = verdict_claims(board)
                     stop = board.get("stop") or {}
+                    point.hybrid_reached, point.hybrid_left = stop_fields(board)
                     if stop.get("reached"):
                         ranked = sorted(point.hybrid, key=lambda name: (-round(point.hybrid[name], 12), name))
                         point.hybrid_stop = ranked[: int(stop.get("top_k") or 3)]
@@ -571,6 +616,91 @@ class Figures:
     hybrid_likely_wrong: int = 0
     hybrid_stops: int = 0  # checkpoints whose stop said the lead may stop
     hybrid_wrong_stops: int = 0  # ... with a top k that is not the final one
+    stop: StopAccuracy | None = None  # the people-only leaderboard's stop (None for a reference order)
+    hybrid_stop_accuracy: StopAccuracy | None = None  # the hybrid leaderboard's (--model-confusion)
+
+
+# an estimate within this factor of the judgments it actually took counts as right (issue 40 item 4)
+WITHIN = 1.5
+
+
+@dataclass
+class StopAccuracy:
+    """How well the leaderboard stop's ``judgments_left_estimate`` foretold the stop, over one mode's checkpoints.
+
+    The stop comes at ``first``: the judgment count of the first checkpoint whose stop said ``reached`` (a lead
+    who watches the leaderboard stops there; seen at the checkpoints only, so to within one ``--step``). For each
+    earlier checkpoint with an estimate above 0 the ratio is (``first`` - its judgments) / its estimate: 1 is
+    exact, above 1 the stop came later than estimated. Checkpoints before the stop whose estimate was 0 or
+    missing (no stop object, a failed request) are counted in ``ignored``. ``stays``: the judgment count from
+    which the stop said reached at every later checkpoint (it may say so and take it back). ``everything``: of the
+    ratios, those whose estimate was at least ALL_LEFT of the pool's pairs left (what judgments_to_stop answers
+    when only judging about every pair reaches the stop): right only if the stop waits for the whole pool."""
+
+    judged: list[int]
+    reached: list[bool | None]
+    estimate: list[int | None]
+    first: int | None
+    stays: int | None
+    ratios: list[float]
+    ignored: int
+    everything: int = 0
+
+    @property
+    def median(self) -> float | None:
+        return float(np.median(self.ratios)) if self.ratios else None
+
+    @property
+    def within(self) -> float | None:
+        """The share of the ratios within a factor WITHIN of 1."""
+        if not self.ratios:
+            return None
+        r = np.asarray(self.ratios)
+        return float(np.mean((r >= 1 / WITHIN - 1e-12) & (r <= WITHIN + 1e-12)))
+
+    def as_json(self) -> dict:
+        return {
+            "judged": self.judged,
+            "reached": self.reached,
+            "judgments_left_estimate": self.estimate,
+            "first_reached": self.first,
+            "stays_reached": self.stays,
+            "ratios": self.ratios,
+            "median_ratio": self.median,
+            "within_1_5": self.within,
+            "ignored": self.ignored,
+            "estimate_all_left": self.everything,
+        }
+
+
+# an estimate at least this share of the pairs left is "every pair left" (StopAccuracy.everything)
+ALL_LEFT = 0.9
+
+
+def stop_accuracy(
+    judged: list[int], reached: list[bool | None], estimate: list[int | None], pool: int | None = None
+) -> StopAccuracy:
+    """StopAccuracy of the checkpoints (judgment counts, in order) and what the stop said at each (``pool``: the
+    pooled pairs, for ``everything``)."""
+    first = next((n for n, r in zip(judged, reached, strict=True) if r), None)
+    stays = None
+    for n, r in zip(judged, reached, strict=True):
+        if r and stays is None:
+            stays = n
+        elif not r:
+            stays = None
+    ratios: list[float] = []
+    ignored = everything = 0
+    if first is not None:
+        for n, left in zip(judged, estimate, strict=True):
+            if n >= first:
+                break
+            if left is None or left <= 0:
+                ignored += 1
+            else:
+                ratios.append((first - n) / left)
+                everything += int(pool is not None and left >= ALL_LEFT * (pool - n))
+    return StopAccuracy(list(judged), list(reached), list(estimate), first, stays, ratios, ignored, everything)
 
 
 def _stays(shares: list[float], ok: list[bool]) -> float | None:
@@ -584,6 +714,95 @@ def _stays(shares: list[float], ok: list[bool]) -> float | None:
     return at
 
 
+def _ranking_point(
+    out: Figures, names: list[str], final: np.ndarray, est: np.ndarray, share: float, top1: set[str], top3: set[str]
+) -> None:
+    """Append one checkpoint's tau, tau_AP and whether the top 1 and the top-3 set are right to ``out``."""
+    order = np.lexsort((np.arange(len(names)), -np.round(est, 12)))
+    tau = metrics.kendall_tau(final, est)
+    out.shares.append(share)
+    out.tau.append(0.0 if math.isnan(tau) else tau)
+    out.tau_ap.append(tau_ap(est, final) if np.ptp(est) > 0 else 0.0)
+    out.top1.append({names[order[0]]} == top1)
+    out.top3.append({names[i] for i in order[:3]} == top3)
+
+
+# --------------------------------------------------------------------------- reference orders (no server)
+
+# fixed orders of the whole pool, judged offline with the true labels: what a queue could reach (issue 40 item 4)
+REFERENCES = ("relevant-first", "rank-sum")
+
+
+def relevant_first_order(grade: np.ndarray, seed: int) -> np.ndarray:
+    """An oracle's order of the pool positions: the pairs whose true ``grade`` is above 0 first, higher grades
+    first, ties in a random order fixed by ``seed``."""
+    grade = np.asarray(grade)
+    perm = np.random.default_rng([seed, 40]).permutation(grade.size)
+    order: np.ndarray = perm[np.argsort(-grade[perm], kind="stable")]
+    return order
+
+
+def rank_sum_order(scorer: Scorer, pool_depth: int) -> np.ndarray:
+    """The pool positions by the sum over the systems of their rank discount 1/log2(rank + 1) (rank from 1, within
+    the pool depth) for the pair, largest first; equal sums in the pool's order."""
+    index = scorer.index[:, :, :pool_depth]
+    discount = 1.0 / np.log2(np.arange(index.shape[2]) + 2.0)
+    ranked = index >= 0
+    weight = np.bincount(
+        index[ranked], weights=np.broadcast_to(discount, index.shape)[ranked], minlength=len(scorer.keys)
+    )
+    order: np.ndarray = np.lexsort((np.arange(weight.size), -np.round(weight, 12)))
+    return order
+
+
+def true_grades(coll: Collection, scorer: Scorer) -> np.ndarray:
+    """(P,) the qrels' grade of each pooled pair in pool order (an unjudged document's is 0, as annotators say)."""
+    return np.array([max(coll.qrels.get(key, 0), 0) for key in scorer.keys], dtype=np.int8)
+
+
+def reference_figures(coll: Collection, scorer: Scorer, name: str, order: np.ndarray, step: float) -> Figures:
+    """The figures of judging the pool in ``order`` (pool positions) with the true grades, at the modes'
+    checkpoints (``thresholds``), scored as the people-only leaderboard scores (Scorer.scores_of: a pair not
+    judged yet counts as not relevant, a query without a label is left out)."""
+    names = coll.systems
+    grade = true_grades(coll, scorer)
+    final = scorer.scores_of(grade)
+    truth_order = np.lexsort((np.arange(len(names)), -np.round(final, 12)))
+    top1, top3 = {names[truth_order[0]]}, {names[i] for i in truth_order[:3]}
+    out = Figures(name, [], [], [], [], [], set(), set(), 0, 0, 0)
+    for n in thresholds(grade.size, step):
+        vec = np.full(grade.size, metrics.UNJUDGED, dtype=np.int8)
+        vec[order[:n]] = grade[order[:n]]
+        _ranking_point(out, names, final, scorer.scores_of(vec), n / grade.size, top1, top3)
+    return out
+
+
+def references(coll: Collection, scorer: Scorer, pool_depth: int, step: float, seed: int) -> list[Figures]:
+    """The figures of the REFERENCES orders."""
+    orders = {
+        "relevant-first": relevant_first_order(true_grades(coll, scorer), seed),
+        "rank-sum": rank_sum_order(scorer, pool_depth),
+    }
+    return [reference_figures(coll, scorer, name, orders[name], step) for name in REFERENCES]
+
+
+def tau_share(f: Figures) -> float | None:
+    """The share of the pool from which tau >= 0.9 stays so (None: not even at the end)."""
+    return _stays(f.shares, [t >= 0.9 for t in f.tau])
+
+
+def best_over_oracle(figs: list[Figures], refs: list[Figures]) -> tuple[str, float, float, float] | None:
+    """(best people-only mode, its share for tau >= 0.9, relevant-first's, their ratio), or None without a mode
+    or a share."""
+    people = [(tau_share(f), f.mode) for f in figs if f.mode != "hybrid"]
+    people = [(share, mode) for share, mode in people if share is not None]
+    oracle = next((tau_share(r) for r in refs if r.mode == "relevant-first"), None)
+    if not people or not oracle:
+        return None
+    share, mode = min(people)
+    return mode, share, oracle, share / oracle
+
+
 def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
     names = coll.systems
     final = scorer.scores(run.labels)
@@ -592,14 +811,7 @@ def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
     final_of = dict(zip(names, final.tolist(), strict=True))
     out = Figures(run.mode, [], [], [], [], [], set(), set(), 0, 0, 0)
     for cp in run.checkpoints:
-        est = scorer.scores(cp.labels)
-        order = np.lexsort((np.arange(len(names)), -np.round(est, 12)))
-        tau = metrics.kendall_tau(final, est)
-        out.shares.append(cp.share)
-        out.tau.append(0.0 if math.isnan(tau) else tau)
-        out.tau_ap.append(tau_ap(est, final) if np.ptp(est) > 0 else 0.0)
-        out.top1.append({names[order[0]]} == top1)
-        out.top3.append({names[i] for i in order[:3]} == top3)
+        _ranking_point(out, names, final, scorer.scores(cp.labels), cp.share, top1, top3)
         for a, b, verdict, _p in cp.claims:
             wrong = final_of.get(a, 0.0) < final_of.get(b, 0.0) - 1e-12
             if verdict == "settled":
@@ -628,6 +840,14 @@ def figures(coll: Collection, scorer: Scorer, run: ModeRun) -> Figures:
                 out.hybrid_wrong_stops += int(cp.hybrid_stop != final_top)
         elif run.checkpoints and any(c.hybrid is not None for c in run.checkpoints):
             out.hybrid_tau.append(0.0)
+    judged = [cp.judged for cp in run.checkpoints]
+    out.stop = stop_accuracy(
+        judged, [cp.stop_reached for cp in run.checkpoints], [cp.stop_left for cp in run.checkpoints], run.pool
+    )
+    if any(cp.hybrid is not None for cp in run.checkpoints):
+        out.hybrid_stop_accuracy = stop_accuracy(
+            judged, [cp.hybrid_reached for cp in run.checkpoints], [cp.hybrid_left for cp in run.checkpoints], run.pool
+        )
     return out
 
 
@@ -635,9 +855,11 @@ def _pct(value: float | None) -> str:
     return "never" if value is None else f"{100 * value:.0f}%"
 
 
-def table(runs: list[ModeRun], figs: list[Figures]) -> str:
+def table(runs: list[ModeRun], figs: list[Figures], refs: list[Figures] | None = None, pool: int = 0) -> str:
+    """The people-only table: a row per mode, then a row per reference order (``refs``, marked ``*``: fixed orders
+    judged offline, not queue modes) and the ratio of the best mode's share for tau >= 0.9 to relevant-first's."""
     head = (
-        f"{'mode':<9} {'pool':>6} {'tau>=0.9':>9} {'tauAP>=0.9':>10} {'top1':>6} {'top3':>6} "
+        f"{'mode':<15} {'pool':>6} {'tau>=0.9':>9} {'tauAP>=0.9':>10} {'top1':>6} {'top3':>6} "
         f"{'wrong settled':>13} {'wrong likely':>14} {'5xx':>4} {'next p50/p95 ms':>16} {'time s':>7}"
     )
     lines = [head, "-" * len(head)]
@@ -646,11 +868,33 @@ def table(runs: list[ModeRun], figs: list[Figures]) -> str:
         p50, p95 = np.percentile(run.next_ms, [50, 95]) if run.next_ms else (math.nan, math.nan)
         likely = f"{len(f.wrong_likely)} ({f.likely_wrong_claims}/{f.likely_claims})"
         lines.append(
-            f"{run.mode:<9} {run.pool:>6} {_pct(_stays(f.shares, [t >= 0.9 for t in f.tau])):>9} "
+            f"{run.mode:<15} {run.pool:>6} {_pct(_stays(f.shares, [t >= 0.9 for t in f.tau])):>9} "
             f"{_pct(_stays(f.shares, [t >= 0.9 for t in f.tau_ap])):>10} {_pct(_stays(f.shares, f.top1)):>6} "
             f"{_pct(_stays(f.shares, f.top3)):>6} {len(f.wrong_settled):>13} {likely:>14} {five:>4} "
             f"{p50:>7.0f}/{p95:<8.0f} {run.seconds:>7.0f}"
         )
+    for f in refs or []:
+        lines.append(
+            f"{f.mode + '*':<15} {pool:>6} {_pct(tau_share(f)):>9} "
+            f"{_pct(_stays(f.shares, [t >= 0.9 for t in f.tau_ap])):>10} {_pct(_stays(f.shares, f.top1)):>6} "
+            f"{_pct(_stays(f.shares, f.top3)):>6} {'-':>13} {'-':>14} {'-':>4} {'-':>16} {'-':>7}"
+        )
+    if refs:
+        lines.append(
+            "* a reference order, not a queue mode: the whole pool judged offline in a fixed order with the true "
+            "labels, a pair not judged yet counting as not relevant (as on the people-only leaderboard); "
+            "relevant-first: an oracle (grade > 0 first, higher first, ties at random); rank-sum: by the sum over "
+            "the systems of 1/log2(rank + 1) within the pool depth"
+        )
+        ratio = best_over_oracle(figs, refs)
+        if ratio is not None:
+            mode, share, oracle, value = ratio
+            lines.append(
+                f"tau >= 0.9: the best people-only mode ({mode}) from {_pct(share)} of the pool, relevant-first from "
+                f"{_pct(oracle)}: ratio {value:.2f} (issue 40 asks for at most {WITHIN:g})"
+            )
+        elif figs:
+            lines.append("tau >= 0.9: no ratio to relevant-first (a mode or relevant-first never stays at 0.9)")
     if any(f.hybrid_tau for f in figs):
         head = (
             f"{'mode':<9} {'hybrid tau>=0.9':>15} {'tau@5%':>7} {'tau@10%':>8} {'tau@20%':>8} "
@@ -668,6 +912,38 @@ def table(runs: list[ModeRun], figs: list[Figures]) -> str:
                 + " ".join(f"{v:>{w}}" for v, w in zip(at, (7, 8, 8), strict=True))
                 + f" {len(f.hybrid_wrong_settled):>13} {likely:>13} {f'{f.hybrid_stops} ({f.hybrid_wrong_stops})':>14}"
             )
+    return "\n".join(lines)
+
+
+def stop_table(figs: list[Figures], pool: int) -> str:
+    """The stop's estimate per mode (StopAccuracy): where the stop first said reached and from where it stayed
+    so, and (judgments it actually took) / judgments_left_estimate at the checkpoints before it."""
+    head = (
+        f"{'mode':<9} {'board':<7} {'stop at':>8} {'stays':>6} {'checkpoints used (ignored)':>27} "
+        f"{'median actual/estimate':>23} {f'within {WITHIN:g}x':>11} {'estimate ~ all left':>20}"
+    )
+    lines = [
+        "the stop's judgments_left_estimate against the judgments it took (stop at: the first checkpoint whose stop "
+        f"said reached; estimate ~ all left: of the checkpoints used, those estimating {100 * ALL_LEFT:.0f}% or more "
+        "of the pairs left):",
+        head,
+        "-" * len(head),
+    ]
+    for f in figs:
+        for board, acc in (("people", f.stop), ("hybrid", f.hybrid_stop_accuracy)):
+            if acc is None:
+                continue
+            first = "never" if acc.first is None else f"{100 * acc.first / pool:.0f}%"
+            stays = "never" if acc.stays is None else f"{100 * acc.stays / pool:.0f}%"
+            median = "-" if acc.median is None else f"{acc.median:.2f}"
+            within = "-" if acc.within is None else f"{100 * acc.within:.0f}%"
+            used = f"{len(acc.ratios)} ({acc.ignored})"
+            lines.append(
+                f"{f.mode:<9} {board:<7} {first:>8} {stays:>6} {used:>27} {median:>23} {within:>11} "
+                f"{acc.everything:>20}"
+            )
+            if acc.first is None:
+                lines.append(f"{'':<9} {board:<7} the stop never said reached within the pool")
     return "\n".join(lines)
 
 
@@ -739,7 +1015,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--generate", help="systems=N,queries=N,depth=N[,docs=N,seed=N]: the generated collection's sizes"
     )
-    parser.add_argument("--modes", help=f"default: {','.join(MODES)} (and hybrid with --model-confusion)")
+    parser.add_argument(
+        "--modes", help=f"default: {','.join(MODES)} (and hybrid with --model-confusion); none: --only-reference"
+    )
+    parser.add_argument(
+        "--only-reference",
+        action="store_true",
+        help="only the reference orders (relevant-first, rank-sum), offline, in seconds: no server (or --modes none)",
+    )
     parser.add_argument("--annotators", type=int, default=4)
     parser.add_argument("--pool-depth", type=int, default=10)
     parser.add_argument("--k", type=int, default=10, help="nDCG@k, the leaderboard's ranking (default 10)")
@@ -763,6 +1046,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m.strip() for m in (args.modes or ",".join(MODES)).split(",") if m.strip()]
     if args.model_confusion and args.modes is None:
         modes.append("hybrid")
+    if args.only_reference or modes == ["none"]:
+        modes = []  # the reference orders only: no campaign, no server
     from_files = args.qrels is not None or args.runs is not None
     if from_files and (args.preset is not None or args.generate is not None):
         parser.error("give --qrels and --runs, or a generated collection (--preset, --generate), not both")
@@ -791,8 +1076,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"effort_bench: {exc}", file=sys.stderr)
         return 2
 
-    from django.core.management import call_command
-
     from judging.models import Campaign
 
     unknown = sorted(set(modes) - set(Campaign.QueueMode.values))
@@ -800,7 +1083,6 @@ def main(argv: list[str] | None = None) -> int:
         allowed = ", ".join(Campaign.QueueMode.values)
         print(f"effort_bench: --modes: unknown {', '.join(unknown)}; the modes are {allowed}", file=sys.stderr)
         return 2
-    call_command("migrate", verbosity=0)
     print(machine_line(), flush=True)
     scorer = Scorer(coll, args.pool_depth, args.k)
     source = "files" if generated is None else f"preset {generated.preset}, seed {generated.seed}"
@@ -818,18 +1100,48 @@ def main(argv: list[str] | None = None) -> int:
         )
     stats = scorer.stats(coll.qrels)
     print("\n".join(stats.lines()), flush=True)
+    refs = references(coll, scorer, args.pool_depth, args.step, args.seed)
     model = None
     if model_confusion is not None:
         model = model_labels(coll, scorer.keys, model_confusion, args.seed)
         truth = scorer.scores({key: max(coll.qrels.get(key, 0), 0) for key in scorer.keys})
         alone = metrics.kendall_tau(truth, scorer.scores(model))
-        true_grades = [max(coll.qrels.get(key, 0), 0) for key in scorer.keys]
-        kappa = metrics.cohen_kappa(true_grades, [model[key] for key in scorer.keys], coll.grades, weights="quadratic")
+        true_grades_ = [max(coll.qrels.get(key, 0), 0) for key in scorer.keys]
+        kappa = metrics.cohen_kappa(true_grades_, [model[key] for key in scorer.keys], coll.grades, weights="quadratic")
         print(
             f"model judge ({args.model_confusion}): quadratic-weighted kappa {kappa:.2f} against the true grades; "
             f"its labels alone rank the systems with tau {alone:.3f}",
             flush=True,
         )
+    runs_done, figs = run_modes(coll, scorer, modes, args, model, confusion) if modes else ([], [])
+    print()
+    print(f"collection ({source}):")
+    print("\n".join("  " + line for line in stats.lines()))
+    print(table(runs_done, figs, refs, len(scorer.keys)))
+    if figs:
+        print()
+        print(stop_table(figs, len(scorer.keys)))
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    title = f"{len(coll.systems)} systems x {len(coll.qids)} queries, pool depth {args.pool_depth}, nDCG@{args.k}"
+    (args.out / "effort.svg").write_text(svg(figs + refs, title))
+    (args.out / "effort.json").write_text(json.dumps(effort_json(source, stats, runs_done, figs, refs), indent=1))
+    print(f"SVG: {args.out / 'effort.svg'}; figures: {args.out / 'effort.json'}")
+    return 0
+
+
+def run_modes(
+    coll: Collection,
+    scorer: Scorer,
+    modes: list[str],
+    args: argparse.Namespace,
+    model: dict[tuple[str, str], int] | None,
+    confusion: np.ndarray | None,
+) -> tuple[list[ModeRun], list[Figures]]:
+    """Build each mode's campaign, serve the app and let the annotators judge in each mode in turn."""
+    from django.core.management import call_command
+    from django.db import connections
+
+    call_command("migrate", verbosity=0)
     tokens = {}
     for mode in modes:
         tokens[mode] = build_campaign(
@@ -841,8 +1153,6 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             model=model,
         )
-    from django.db import connections
-
     connections.close_all()
     log = args.out / "serve.log"
     server = serve(args.port, os.environ["DATABASE_URL"], log, args.workers, args.threads)
@@ -869,45 +1179,57 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mode}: {len(run.labels)} judgments in {run.seconds:.0f} s; statuses {run.statuses}", flush=True)
     finally:
         stop(server)
-    print()
-    print(f"collection ({source}):")
-    print("\n".join("  " + line for line in stats.lines()))
-    print(table(runs_done, figs))
-    print(f"load average after: {os.getloadavg()[0]:.1f}")
-    title = f"{len(coll.systems)} systems x {len(coll.qids)} queries, pool depth {args.pool_depth}, nDCG@{args.k}"
-    (args.out / "effort.svg").write_text(svg(figs, title))
-    (args.out / "effort.json").write_text(
-        json.dumps(
+    return runs_done, figs
+
+
+def effort_json(
+    source: str, stats: synthetic.Stats, runs: list[ModeRun], figs: list[Figures], refs: list[Figures]
+) -> dict:
+    """effort.json: the collection's statistics, each mode's figures per checkpoint (and its stop's estimates),
+    the reference orders' and the ratio of the best people-only mode's share for tau >= 0.9 to relevant-first's."""
+    ratio = best_over_oracle(figs, refs)
+    return {
+        "collection": {"source": source, **dataclasses.asdict(stats)},
+        "modes": [
             {
-                "collection": {"source": source, **dataclasses.asdict(stats)},
-                "modes": [
-                    {
-                        "mode": f.mode,
-                        "share": f.shares,
-                        "tau": f.tau,
-                        "tau_ap": f.tau_ap,
-                        "top1": f.top1,
-                        "top3": f.top3,
-                        "wrong_settled": sorted(map(list, f.wrong_settled)),
-                        "wrong_likely": sorted(map(list, f.wrong_likely)),
-                        "likely_claims": f.likely_claims,
-                        "likely_wrong_claims": f.likely_wrong_claims,
-                        "hybrid_tau": f.hybrid_tau,
-                        "hybrid_wrong_settled": sorted(map(list, f.hybrid_wrong_settled)),
-                        "hybrid_likely_claims": f.hybrid_likely,
-                        "hybrid_likely_wrong_claims": f.hybrid_likely_wrong,
-                        "hybrid_stops": f.hybrid_stops,
-                        "hybrid_wrong_stops": f.hybrid_wrong_stops,
-                        "statuses": {str(s): n for s, n in r.statuses.items()},
-                    }
-                    for f, r in zip(figs, runs_done, strict=True)
-                ],
-            },
-            indent=1,
-        )
-    )
-    print(f"SVG: {args.out / 'effort.svg'}; figures: {args.out / 'effort.json'}")
-    return 0
+                "mode": f.mode,
+                "share": f.shares,
+                "tau": f.tau,
+                "tau_ap": f.tau_ap,
+                "top1": f.top1,
+                "top3": f.top3,
+                "wrong_settled": sorted(map(list, f.wrong_settled)),
+                "wrong_likely": sorted(map(list, f.wrong_likely)),
+                "likely_claims": f.likely_claims,
+                "likely_wrong_claims": f.likely_wrong_claims,
+                "hybrid_tau": f.hybrid_tau,
+                "hybrid_wrong_settled": sorted(map(list, f.hybrid_wrong_settled)),
+                "hybrid_likely_claims": f.hybrid_likely,
+                "hybrid_likely_wrong_claims": f.hybrid_likely_wrong,
+                "hybrid_stops": f.hybrid_stops,
+                "hybrid_wrong_stops": f.hybrid_wrong_stops,
+                "statuses": {str(s): n for s, n in r.statuses.items()},
+                "stop": None if f.stop is None else f.stop.as_json(),
+                "hybrid_stop": None if f.hybrid_stop_accuracy is None else f.hybrid_stop_accuracy.as_json(),
+            }
+            for f, r in zip(figs, runs, strict=True)
+        ],
+        "references": [
+            {
+                "order": f.mode,
+                "share": f.shares,
+                "tau": f.tau,
+                "tau_ap": f.tau_ap,
+                "top1": f.top1,
+                "top3": f.top3,
+                "tau_0_9_from": tau_share(f),
+            }
+            for f in refs
+        ],
+        "best_over_relevant_first": None
+        if ratio is None
+        else {"mode": ratio[0], "share": ratio[1], "relevant_first": ratio[2], "ratio": ratio[3]},
+    }
 
 
 if __name__ == "__main__":

@@ -206,3 +206,145 @@ def test_hybrid_without_a_model_judge_is_refused(capsys, tmp_path, monkeypatch):
     assert "hybrid needs a model judge: give --model-confusion" in capsys.readouterr().err
     assert eb.main(["--model-confusion", "nope", *out]) == 2
     assert "neither a preset" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- reference orders (issue 40 item 4)
+
+
+def _tiny(tmp_path, spec: str = "systems=6,queries=5,depth=12", seed: int = 2):
+    coll = eb.read_collection(*eb.generate("realistic", spec, seed).write(tmp_path / "gen"), None)
+    return coll, eb.Scorer(coll, pool_depth=6, k=10)
+
+
+def test_scores_of_a_label_vector_are_the_scores_of_the_same_labels(tmp_path):
+    coll, scorer = _tiny(tmp_path)
+    grade = eb.true_grades(coll, scorer)
+    some = np.arange(grade.size) % 3 == 0
+    vec = np.where(some, grade, -1).astype(np.int8)
+    labels = {key: int(grade[i]) for i, key in enumerate(scorer.keys) if some[i]}
+    assert np.array_equal(scorer.scores_of(vec), scorer.scores(labels))
+    # a query without a label is left out of the mean (the leaderboard's means); one labelled all 0 counts
+    q = int(np.argmax(np.bincount(scorer.key_q, weights=grade > 0)))
+    alone = scorer.scores_of(np.where(scorer.key_q == q, grade, -1).astype(np.int8))
+    zeros = scorer.scores_of(np.where(scorer.key_q == q, grade, 0).astype(np.int8))
+    assert alone.max() > 0 and np.allclose(alone, zeros * scorer.n_q)
+
+
+def test_relevant_first_puts_higher_grades_first_with_seeded_ties():
+    grade = np.array([0, 2, 1, 0, 2, 3, 1, 0], dtype=np.int8)
+    order = eb.relevant_first_order(grade, seed=1)
+    assert sorted(order.tolist()) == list(range(8))
+    assert grade[order].tolist() == [3, 2, 2, 1, 1, 0, 0, 0]
+    assert np.array_equal(order, eb.relevant_first_order(grade, seed=1))
+    many = np.zeros(50, dtype=np.int8)
+    assert not np.array_equal(eb.relevant_first_order(many, seed=1), eb.relevant_first_order(many, seed=2))
+
+
+def test_rank_sum_order_is_the_brute_force_one(tmp_path):
+    coll, scorer = _tiny(tmp_path)
+    weight = {}
+    for tag in coll.systems:
+        for qid, docids in coll.rankings[tag].items():
+            for rank, docid in enumerate(docids[:6], start=1):
+                weight[(qid, docid)] = weight.get((qid, docid), 0.0) + 1.0 / np.log2(rank + 1)
+    at = {key: i for i, key in enumerate(scorer.keys)}
+    want = sorted(scorer.keys, key=lambda key: (-round(weight[key], 12), at[key]))
+    got = [scorer.keys[i] for i in eb.rank_sum_order(scorer, pool_depth=6)]
+    assert got == want
+    assert set(weight) == set(scorer.keys)
+
+
+def test_relevant_first_reaches_the_whole_pools_ranking_no_later_than_shuffled(tmp_path):
+    coll, scorer = _tiny(tmp_path, "systems=8,queries=8,depth=20", seed=3)
+    grade = eb.true_grades(coll, scorer)
+    oracle = eb.reference_figures(coll, scorer, "relevant-first", eb.relevant_first_order(grade, 1), step=5)
+    relevant = np.count_nonzero(grade) / grade.size
+    # once every relevant pair is judged the rest are 0s: they change no ranking
+    exact = eb._stays(oracle.shares, [t == 1.0 for t in oracle.tau])
+    assert exact is not None and exact <= relevant + 0.05 + 1e-9
+    assert oracle.tau[-1] == 1.0 and oracle.top1[-1] and oracle.top3[-1]
+    for seed in range(5):
+        shuffled = np.random.default_rng(seed).permutation(grade.size)
+        random_figs = eb.reference_figures(coll, scorer, "shuffled", shuffled, step=5)
+        assert random_figs.shares == oracle.shares
+        assert exact <= eb._stays(random_figs.shares, [t == 1.0 for t in random_figs.tau])
+
+
+def test_only_reference_runs_offline_and_reports_the_ratio(capsys, tmp_path, monkeypatch):
+    db = tmp_path / "x.sqlite3"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{db}")
+    out = ["--out", str(tmp_path), "--generate", "systems=6,queries=5,depth=12", "--port", "1"]
+    assert eb.main(["--only-reference", *out]) == 0
+    printed = capsys.readouterr().out
+    assert "relevant-first*" in printed and "rank-sum*" in printed and "a reference order, not a queue mode" in printed
+    assert not db.exists()  # no campaign, no server
+    data = __import__("json").loads((tmp_path / "effort.json").read_text())
+    assert data["modes"] == [] and [r["order"] for r in data["references"]] == ["relevant-first", "rank-sum"]
+    assert data["references"][0]["tau"][-1] == 1.0
+    assert eb.main(["--modes", "none", *out]) == 0
+
+
+def test_the_table_gives_the_best_people_only_mode_over_relevant_first():
+    def fig(mode: str, taus: list[float]) -> eb.Figures:
+        n = len(taus)
+        return eb.Figures(
+            mode, [(i + 1) / n for i in range(n)], taus, taus, [True] * n, [True] * n, set(), set(), 0, 0, 0
+        )
+
+    refs = [fig("relevant-first", [0.5, 0.95, 1.0, 1.0]), fig("rank-sum", [0.5, 0.8, 0.95, 1.0])]
+    figs = [fig("shuffled", [0.1, 0.5, 0.8, 1.0]), fig("mtc", [0.2, 0.5, 0.91, 1.0]), fig("hybrid", [1.0] * 4)]
+    assert eb.best_over_oracle(figs, refs) == ("mtc", 0.75, 0.5, 1.5)  # hybrid is no people-only mode
+    runs = [eb.ModeRun(f.mode, pool=4) for f in figs]
+    text = eb.table(runs, figs, refs, pool=4)
+    assert "the best people-only mode (mtc) from 75% of the pool, relevant-first from 50%: ratio 1.50" in text
+    assert eb.best_over_oracle([fig("shuffled", [0.1] * 4)], refs) is None
+
+
+# --------------------------------------------------------------------------- the stop's estimate
+
+
+def test_stop_fields_read_the_leaderboards_stop():
+    assert eb.stop_fields({"stop": {"reached": False, "judgments_left_estimate": 250}}) == (False, 250)
+    assert eb.stop_fields({"stop": {"reached": True, "judgments_left_estimate": 0}}) == (True, 0)
+    assert eb.stop_fields({}) == (None, None)
+    assert eb.stop_fields({"stop": {"reached": "yes", "judgments_left_estimate": None}}) == (None, None)
+
+
+def test_stop_accuracy_compares_each_estimate_with_the_judgments_the_stop_took():
+    judged = [100, 200, 300, 400, 500, 600]
+    reached = [False, None, False, True, False, True]
+    estimate = [150, 40, 0, 0, 10, 0]
+    acc = eb.stop_accuracy(judged, reached, estimate)
+    # the stop first said reached at 400 (then took it back at 500, and said it again at 600)
+    assert (acc.first, acc.stays) == (400, 600)
+    assert acc.ratios == [pytest.approx(300 / 150), pytest.approx(200 / 40)]
+    assert acc.ignored == 1  # 300's estimate of 0 before the stop
+    assert acc.median == pytest.approx(3.5) and acc.within == 0.0
+    exact = eb.stop_accuracy([10, 20, 30], [False, False, True], [20, 12, 0], pool=30)
+    assert exact.ratios == [1.0, pytest.approx(10 / 12)] and exact.within == 1.0
+    assert exact.everything == 2  # 20 of the 20 pairs left at 10, 12 of the 10 at 20
+    assert eb.stop_accuracy([10, 20, 30], [False, False, True], [20, 12, 0], pool=60).everything == 0
+    never = eb.stop_accuracy([10, 20], [False, False], [5, 5])
+    assert never.first is None and never.ratios == [] and never.median is None
+    figs = eb.Figures("mtc", [], [], [], [], [], set(), set(), 0, 0, 0, stop=never)
+    assert "the stop never said reached within the pool" in eb.stop_table([figs], pool=20)
+
+
+def test_figures_carry_each_checkpoints_stop():
+    run = eb.ModeRun("mtc", pool=4)
+    run.labels = {("q", "x"): 1}
+    run.checkpoints = [
+        eb.Checkpoint(1, 0.25, {}, [], stop_reached=False, stop_left=2),
+        eb.Checkpoint(2, 0.5, {}, [], stop_reached=False, stop_left=4),
+        eb.Checkpoint(3, 0.75, {}, [], stop_reached=True, stop_left=0),
+    ]
+
+    class Fixed:
+        def scores(self, labels):
+            return np.array([0.9, 0.1])
+
+    coll = eb.Collection(["a", "b"], ["q"], {}, {}, {}, {}, None, [0, 1])
+    figs = eb.figures(coll, Fixed(), run)
+    assert figs.stop is not None and figs.hybrid_stop_accuracy is None
+    assert figs.stop.first == 3 and figs.stop.ratios == [1.0, 0.25]
+    assert "median actual/estimate" in eb.stop_table([figs], pool=4)
