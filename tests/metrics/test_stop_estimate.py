@@ -4,7 +4,9 @@ near-tied families of systems, skewed queries, grades 0-3): people judge 1% of t
 MTC's order, and at every step before the stop the estimate is compared with the judgments still to come before it.
 
 Issue 40 asks for the estimate within a factor of 1.5 of what the stop took; the count of pairs that would settle
-the top comparisons as they stand (what ``judgments_left_estimate`` was before) was 2-7 times too small.
+the top comparisons as they stand (what ``judgments_left_estimate`` was first) was 2-7 times too small, and the
+count along MTC's view with the expected differences held where they stood (what it was next) was within 1.5 at
+34% of MTC's steps at 48 systems, 62% for the predictive estimate now.
 """
 
 from __future__ import annotations
@@ -22,32 +24,33 @@ N_SYSTEMS, N_QUERIES, DEPTH, POOL_DEPTH, K, TOP_K = 24, 30, 50, 10, 10, 3
 
 
 def _reading(coll, known: np.ndarray, seed: int):
+    n_systems, n_queries = coll.ranked.shape[:2]
     labels, qrels = coll.labels(known), coll.qrels(known)
     pool = final_pool(labels, coll.ranked, pool_depth=POOL_DEPTH)
-    relevance = label_model(pool, top_grade=3, n_systems=N_SYSTEMS)
+    relevance = label_model(pool, top_grade=3, n_systems=n_systems)
     parts = query_parts(
-        "nDCG", pool, qrels, relevance, k=K, threshold=1, gain="linear", seeds=np.arange(N_QUERIES) + seed, samples=64
+        "nDCG", pool, qrels, relevance, k=K, threshold=1, gain="linear", seeds=np.arange(n_queries) + seed, samples=64
     )
     final = (qrels >= 0).any(axis=1) | (pool.distinct > 0)
-    order = np.lexsort((np.arange(N_SYSTEMS), -np.round((parts.mean * final).sum(axis=1), 12)))
+    order = np.lexsort((np.arange(n_systems), -np.round((parts.mean * final).sum(axis=1), 12)))
     got = order_verdicts(parts, final, order[:-1], order[1:])
     certain = np.array([w in ("settled", "tied") for w in got.verdict[:TOP_K]])
     reached = bool(certain.all() or (1.0 - np.asarray(got.p_holds[:TOP_K])).sum() <= 0.05 + 1e-12)
     estimate = judgments_to_stop(parts, final, order[:TOP_K], order[1 : TOP_K + 1], certain=certain)
     # the count to settle as the comparisons stand: the unjudged pairs in the cutoff of their systems
-    systems = np.zeros(N_SYSTEMS, dtype=bool)
+    systems = np.zeros(n_systems, dtype=bool)
     for i in np.flatnonzero(~certain):
         systems[order[i]] = systems[order[i + 1]] = True
     ids, lab = coll.ranked[systems][:, :, :K], labels[systems][:, :, :K]
-    queries = np.broadcast_to(np.arange(N_QUERIES)[None, :, None], ids.shape)
+    queries = np.broadcast_to(np.arange(n_queries)[None, :, None], ids.shape)
     unjudged = (lab == -1) & (ids >= 0)
     to_settle = np.unique(queries[unjudged] * (1 << 32) + ids[unjudged]).size
     return labels, qrels, reached, estimate, to_settle
 
 
-def _ratios(seed: int, how: str) -> tuple[list[float], list[float]]:
+def _ratios(seed: int, how: str, size: tuple[int, int] = (N_SYSTEMS, N_QUERIES)) -> tuple[list[float], list[float]]:
     """estimate / judgments taken, and to_settle / judgments taken, at every step before the stop."""
-    coll = synthetic.generate("realistic", systems=N_SYSTEMS, queries=N_QUERIES, depth=DEPTH, seed=seed)
+    coll = synthetic.generate("realistic", systems=size[0], queries=size[1], depth=DEPTH, seed=seed)
     pooled = coll.pool(POOL_DEPTH)
     step = max(1, int(pooled.sum()) // 100)
     rng = np.random.default_rng(seed)
@@ -75,17 +78,22 @@ def _ratios(seed: int, how: str) -> tuple[list[float], list[float]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how, within", [("random", 0.8), ("mtc", 0.5)])
-def test_the_estimate_is_near_the_judgments_the_stop_took(how, within):
+@pytest.mark.parametrize(
+    "how, size, within",
+    [("random", (N_SYSTEMS, N_QUERIES), 0.9), ("mtc", (N_SYSTEMS, N_QUERIES), 0.6), ("mtc", (48, 50), 0.55)],
+)
+def test_the_estimate_is_near_the_judgments_the_stop_took(how, size, within):
+    """On the random path the stop comes near the end of the pool, on MTC's at 40-100% of it; at 48 systems (the
+    effort bench's size) MTC's path is where the earlier estimates were furthest off (34% within 1.5)."""
     estimate: list[float] = []
     to_settle: list[float] = []
     for seed in range(1, 7):
-        e, s = _ratios(seed, how)
+        e, s = _ratios(seed, how, size)
         estimate += e
         to_settle += s
     e, s = np.array(estimate), np.array(to_settle)
     near = float(np.mean((e >= 1 / 1.5) & (e <= 1.5)))
-    print(how, "steps", e.size, "estimate within 1.5x", round(near, 2), "median", round(float(np.median(e)), 2))
+    print(how, size, "steps", e.size, "estimate within 1.5x", round(near, 2), "median", round(float(np.median(e)), 2))
     assert e.size > 200
     assert 1 / 1.5 <= np.median(e) <= 1.5 and near >= within
     # the check can fail: the count to settle the comparisons as they stand falls far short of it
