@@ -38,6 +38,10 @@ class BatchedDatabaseCache(DatabaseCache):
     _counted: int | None = None  # entries at this backend's last count plus what it wrote since (None: not yet)
     _writes = 0  # writes since that count
 
+    def clear(self) -> None:
+        super().clear()
+        self._counted, self._writes = None, 0  # counted again at the next write
+
     def set(self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None) -> None:
         self.set_many({key: value}, timeout=timeout, version=version)
 
