@@ -65,10 +65,13 @@ LEAD = Membership.Role.LEAD
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     """The campaigns the user belongs to, with their role and how many pairs they judged in each."""
+    rows = selectors.campaign_rows(user=request.user)
+    # the worker page's link, for staff and leads (access.can_see_worker), read off the rows: no query more
+    worker = request.user.is_staff or any(row["role"] == LEAD for row in rows)
     return render(
         request,
         "judging/home.html",
-        {"rows": selectors.campaign_rows(user=request.user), "can_create": can_create_campaigns(request.user)},
+        {"rows": rows, "can_create": can_create_campaigns(request.user), "can_see_worker": worker},
     )
 
 

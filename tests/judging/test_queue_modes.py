@@ -242,12 +242,11 @@ def test_record_and_next_statements_do_not_grow_with_the_pool(make_user, mode):
     """ "Record + next" in a mode with a priority list: the list is computed again from the moved query's labels
     (the leaderboard's incremental rescoring) and served from memory, so the SQL statements per judgment are
     the same for 2 queries as for 30."""
+    from django.core.cache import caches
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     from tests.judging.test_views import HTMX, judge_url, login, record_url, shown_pair
-
-    from django.core.cache import caches
 
     counts = []
     for queries in (2, 30):

@@ -310,5 +310,9 @@ def test_the_worker_page_shows_staff_and_leads_each_cache_with_its_size_and_refu
         refused = client.get(url)
         assert refused.status_code == 403
         assert "scoring.scores" not in refused.content.decode()
+        # the home page links it for leads, not for annotators
+        assert url not in client.get(reverse("judging:home")).content.decode()
+        client.force_login(lead)
+        assert f'href="{url}"' in client.get(reverse("judging:home")).content.decode()
     finally:
         scores.clear()
