@@ -786,6 +786,35 @@ def references(coll: Collection, scorer: Scorer, pool_depth: int, step: float, s
     return [reference_figures(coll, scorer, name, orders[name], step) for name in REFERENCES]
 
 
+BASELINE_SHARES = (0.05, 0.10, 0.15, 0.20, 0.30)
+
+
+def model_baseline(
+    coll: Collection, scorer: Scorer, model: dict[tuple[str, str], int], pool_depth: int
+) -> list[tuple[float, float]]:
+    """Issue 40's baseline with a model judge: people judge the pool in ``rank-sum`` order (true grades) and the
+    model's raw grade stands for every pair they have not judged; (share, tau against the whole pool's ranking) at
+    each of BASELINE_SHARES."""
+    grade = true_grades(coll, scorer)
+    final = scorer.scores_of(grade)
+    order = rank_sum_order(scorer, pool_depth)
+    raw = np.array([model[key] for key in scorer.keys], dtype=np.int8)
+    out = []
+    for share in BASELINE_SHARES:
+        n = int(round(share * grade.size))
+        vec = raw.copy()
+        vec[order[:n]] = grade[order[:n]]
+        tau = metrics.kendall_tau(final, scorer.scores_of(vec))
+        out.append((share, 0.0 if math.isnan(tau) else float(tau)))
+    return out
+
+
+def model_baseline_line(coll: Collection, scorer: Scorer, model: dict[tuple[str, str], int], pool_depth: int) -> str:
+    """model_baseline as one line of the bench's output."""
+    points = ", ".join(f"{share:.0%} {tau:.3f}" for share, tau in model_baseline(coll, scorer, model, pool_depth))
+    return f"the issue's baseline (people in rank-sum order, the model's raw labels elsewhere): tau at {points}"
+
+
 def tau_share(f: Figures) -> float | None:
     """The share of the pool from which tau >= 0.9 stays so (None: not even at the end)."""
     return _stays(f.shares, [t >= 0.9 for t in f.tau])
@@ -1113,6 +1142,7 @@ def main(argv: list[str] | None = None) -> int:
             f"its labels alone rank the systems with tau {alone:.3f}",
             flush=True,
         )
+        print(model_baseline_line(coll, scorer, model, args.pool_depth), flush=True)
     runs_done, figs = run_modes(coll, scorer, modes, args, model, confusion) if modes else ([], [])
     print()
     print(f"collection ({source}):")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import pytrec_eval
 
+import metrics
 from bench import effort_bench as eb
 from bench import synthetic
 
@@ -348,3 +349,25 @@ def test_figures_carry_each_checkpoints_stop():
     assert figs.stop is not None and figs.hybrid_stop_accuracy is None
     assert figs.stop.first == 3 and figs.stop.ratios == [1.0, 0.25]
     assert "median actual/estimate" in eb.stop_table([figs], pool=4)
+
+
+def test_the_issues_model_baseline_takes_people_first_in_rank_sum_order_and_the_model_elsewhere(tmp_path):
+    """Issue 40's baseline with a model judge: a model that answers every true grade ranks the systems exactly at
+    every share; one that calls everything not relevant gives the people-only ranking of the rank-sum order's
+    first pairs (with the model's 0s counted as labels); its line names every share."""
+    coll, scorer = _tiny(tmp_path, "systems=8,queries=8,depth=20", seed=3)
+    grade = eb.true_grades(coll, scorer)
+    perfect = {key: int(g) for key, g in zip(scorer.keys, grade, strict=True)}
+    assert [t for _, t in eb.model_baseline(coll, scorer, perfect, 6)] == [1.0] * len(eb.BASELINE_SHARES)
+    nothing = dict.fromkeys(scorer.keys, 0)
+    got = eb.model_baseline(coll, scorer, nothing, 6)
+    order = eb.rank_sum_order(scorer, 6)
+    final = scorer.scores_of(grade)
+    for share, tau in got:
+        n = int(round(share * grade.size))
+        vec = np.zeros(grade.size, dtype=np.int8)
+        vec[order[:n]] = grade[order[:n]]
+        assert tau == pytest.approx(metrics.kendall_tau(final, scorer.scores_of(vec)))
+    assert got[0][1] < 1.0
+    line = eb.model_baseline_line(coll, scorer, nothing, 6)
+    assert all(f"{share:.0%} " in line for share in eb.BASELINE_SHARES)
