@@ -74,13 +74,25 @@ def test_a_bad_line_late_in_the_file_while_the_writer_is_busy_stops_it_at_once(b
     before = stored(campaign)
     merges: list[float] = []
     merge = runs_module.pool_merge
+    merging = threading.Event()
 
     def slow_merge(**kwargs):
         merges.append(time.monotonic())
+        merging.set()
         time.sleep(0.4)
         return merge(**kwargs)
 
+    parse = stream_module._parse_piece
+
+    def parse_once_the_writer_is_busy(raw, filename):
+        # the parser reaches the bad line only once the writer is in its first merge (a fast machine parsed the
+        # whole file before the writer had started one)
+        if b" high " in raw:
+            assert merging.wait(10)
+        return parse(raw, filename)
+
     monkeypatch.setattr(runs_module, "pool_merge", slow_merge)
+    monkeypatch.setattr(stream_module, "_parse_piece", parse_once_the_writer_is_busy)
     data = (good + "q0 Q0 dz 1 high fresh\n").encode()
     started = time.monotonic()
     with pytest.raises(FormatError) as caught:
