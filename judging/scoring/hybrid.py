@@ -322,9 +322,11 @@ def hybrid_scores(
     found = open_entry & (at < fit.keys.size)
     found[found] = fit.keys[at[found]] == entry[found]
     found[found] = ~fit.human[at[found]]  # a person's label wins
-    # the model-answered pairs of these queries without a human label join each query's qrels in a completion
+    # the model-answered pairs of these queries without a human label join each query's qrels in a completion: a
+    # label given since the fit (its human mask is as old as it) is in ``qrels`` already, and counts once
     pair_query = pair_key_query(fit.keys)
-    members = np.flatnonzero(np.isin(pair_query, query_ids) & ~fit.human)  # sorted by key: grouped by query
+    judged_now = np.unique(entry[(grid >= 0) & (doc_ids >= 0)])
+    members = np.flatnonzero(np.isin(pair_query, query_ids) & ~fit.human & ~np.isin(fit.keys, judged_now))
     used = np.unique(np.concatenate([members, at[found]]))
     rows = np.full(grid.shape, -1, dtype=np.int64)
     rows[found] = np.searchsorted(used, at[found])

@@ -283,3 +283,41 @@ def test_a_judgment_does_not_recount_the_model_judges_answers(make_user, django_
     with django_assert_num_queries(1):  # REFIT_MIN in all: the pairs are counted (none changed: the same fit)
         assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is fit
     fits_clear()
+
+
+def test_a_label_given_since_the_fit_counts_once_in_the_ideal():
+    """Between two fits the fit's mask of human labels is as old as it: a pair people judged since is in the
+    query's human qrels, and the model's completion must not add it again (the ideal DCG would count it twice).
+    Scored with the stale mask, the query is what a fit that knew of the label gives."""
+    from judging.scoring.hybrid import HybridFit, hybrid_scores
+    from metrics.keys import pair_keys
+
+    query_ids = np.array([7])
+    docs = np.array([[[10, 11, 12]]])  # one system's ranking of three pooled documents
+    keys = pair_keys(np.array([7, 7, 7]), np.array([10, 11, 12]))
+    order = np.argsort(keys)
+    dist = np.array([[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1], [0.2, 0.2, 0.3, 0.3]])[order]
+    grid = np.array([[[3, -1, -1]]], dtype=np.int8)  # document 10 judged 3 by a person since the fit
+    qrels = np.array([[3]], dtype=np.int8)
+    counts = np.array([1])
+
+    def scored(human):
+        fit = HybridFit(1, None, keys[order], dist, np.asarray(human)[order], 0, 3, 11, dist)
+        return hybrid_scores(
+            fit,
+            query_ids,
+            docs,
+            grid,
+            qrels,
+            counts,
+            measures=["nDCG@3", "R@3"],
+            k=3,
+            threshold=1,
+            gain="linear",
+            judged_only=False,
+            draws=64,
+        )[0]
+
+    stale, fresh = scored([False, False, False]), scored([True, False, False])
+    np.testing.assert_array_equal(stale, fresh)
+    assert 0 < fresh[0, 0, 0] < 1
