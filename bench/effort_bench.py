@@ -63,8 +63,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import numpy as np
@@ -673,6 +675,8 @@ class StopAccuracy:
         }
 
 
+Share = TypeVar("Share", int, float)  # a checkpoint's share of the pool, or its judgment count
+
 # an estimate at least this share of the pairs left is "every pair left" (StopAccuracy.everything)
 ALL_LEFT = 0.9
 
@@ -683,12 +687,7 @@ def stop_accuracy(
     """StopAccuracy of the checkpoints (judgment counts, in order) and what the stop said at each (``pool``: the
     pooled pairs, for ``everything``)."""
     first = next((n for n, r in zip(judged, reached, strict=True) if r), None)
-    stays = None
-    for n, r in zip(judged, reached, strict=True):
-        if r and stays is None:
-            stays = n
-        elif not r:
-            stays = None
+    stays = _stays(judged, [bool(r) for r in reached])
     ratios: list[float] = []
     ignored = everything = 0
     if first is not None:
@@ -703,9 +702,10 @@ def stop_accuracy(
     return StopAccuracy(list(judged), list(reached), list(estimate), first, stays, ratios, ignored, everything)
 
 
-def _stays(shares: list[float], ok: list[bool]) -> float | None:
-    """The smallest share from which ``ok`` holds at every later checkpoint (None: not even at the end)."""
-    at = None
+def _stays(shares: Sequence[Share], ok: list[bool]) -> Share | None:
+    """The smallest share (or judgment count) from which ``ok`` holds at every later checkpoint (None: not even at
+    the end)."""
+    at: Share | None = None
     for share, good in zip(shares, ok, strict=True):
         if good and at is None:
             at = share
