@@ -6,7 +6,7 @@ MTC's order, and at every step before the stop the estimate is compared with the
 Issue 40 asks for the estimate within a factor of 1.5 of what the stop took; the count of pairs that would settle
 the top comparisons as they stand (what ``judgments_left_estimate`` was first) was 2-7 times too small, and the
 count along MTC's view with the expected differences held where they stood (what it was next) was within 1.5 at
-34% of MTC's steps at 48 systems, 62% for the predictive estimate now.
+49% of MTC's steps at 48 systems, 64% for the predictive estimate now.
 """
 
 from __future__ import annotations
@@ -80,11 +80,13 @@ def _ratios(seed: int, how: str, size: tuple[int, int] = (N_SYSTEMS, N_QUERIES))
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "how, size, within",
-    [("random", (N_SYSTEMS, N_QUERIES), 0.9), ("mtc", (N_SYSTEMS, N_QUERIES), 0.6), ("mtc", (48, 50), 0.55)],
+    [("random", (N_SYSTEMS, N_QUERIES), 0.95), ("mtc", (N_SYSTEMS, N_QUERIES), 0.65), ("mtc", (48, 50), 0.6)],
 )
 def test_the_estimate_is_near_the_judgments_the_stop_took(how, size, within):
-    """On the random path the stop comes near the end of the pool, on MTC's at 40-100% of it; at 48 systems (the
-    effort bench's size) MTC's path is where the earlier estimates were furthest off (34% within 1.5)."""
+    """On the random path the stop comes near the end of the pool, on MTC's at 40-100% of it. Within 1.5x now and
+    with the estimate before (expected differences held, queries aimed at the top comparisons): random 99% / 91% of
+    the steps, MTC 68% / 60% at 24 systems and 64% / 49% at 48 (the effort bench's size): each bar refuses the
+    estimate before."""
     estimate: list[float] = []
     to_settle: list[float] = []
     for seed in range(1, 7):
