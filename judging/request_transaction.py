@@ -9,10 +9,11 @@ one commit each. A request that ends in a 5xx is rolled back whole (a view's exc
 inside the layers below this one, so this layer sees the answer, not the exception); a 4xx keeps what the view
 committed, as before (a refused judgment writes nothing: its own savepoint rolled back).
 
-What it changes for the queue: a request inside this transaction may hold rows (the pair it has just judged) when
-it takes the lock of the pair it goes on to, so that lock is never waited for in the lock manager
-(judging.services.queue: NOWAIT, tried a few times; a pair kept locked throughout is passed over as a lost race)
-and two requests cannot deadlock. SQLite is left as it was: its transactions take the one write lock
+What it changes for the queue: a "record + next" inside this transaction holds the pair it has just judged when it
+takes the lock of the pair it goes on to, so that lock is not waited for in the lock manager (judging.services.queue
+``wait=False``: NOWAIT, tried a few times; a pair kept locked throughout is passed over as a lost race) and two
+requests cannot deadlock; a pair found no longer open lets its lock go with its savepoint, so a request that holds
+no other pair's lock (the page's hold of the pair it shows, the next pair of the API) still waits for one. SQLite is left as it was: its transactions take the one write lock
 (``BEGIN IMMEDIATE``), which a page that only reads must not hold.
 """
 

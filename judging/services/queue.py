@@ -30,18 +30,19 @@ LOST_RACES_LOGGED = 50
 logger = logging.getLogger(__name__)
 
 
-def _hold(*, campaign: Campaign, annotator: User, pair_id: int) -> bool:
-    """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock. Inside a
-    transaction that may hold other rows (the request's, judging.request_transaction) the lock is not waited for:
-    a pair another transaction keeps locked is not held here (False), and the caller passes it over."""
-    bounded = transaction.get_connection().in_atomic_block
-    if bounded and not pair_lock_bounded(pair_id=pair_id):
-        return False
-    # No savepoint of its own inside the caller's transaction: nothing here is caught and gone on from.
-    with transaction.atomic(savepoint=False):
-        if not bounded:
+def _hold(*, campaign: Campaign, annotator: User, pair_id: int, wait: bool = True) -> bool:
+    """Hold ``pair_id`` for ``annotator`` if it is still open to them, under the pair's row lock. ``wait``: False
+    when the caller's transaction holds another pair's lock (a "record + next" in the request's transaction,
+    judging.request_transaction): the lock is then asked for without waiting (pair_lock_bounded), so two such
+    transactions cannot deadlock, and a pair another keeps locked is not held here (False). A pair found no longer
+    open lets its lock go with this block's savepoint: the caller holds no pair it passed over."""
+    with transaction.atomic():
+        if wait:
             pair_lock(pair_id=pair_id)
+        elif not pair_lock_bounded(pair_id=pair_id):
+            return False
         if not selectors.pair_is_open(campaign=campaign, annotator_id=user_id(annotator), pair_id=pair_id):
+            transaction.set_rollback(True)  # the row lock was taken in this block: it goes with it
             return False
         # One upsert on the one-hold-per-annotator constraint (update_or_create took a locking read, two
         # savepoints and an insert: five more statements on every "record + next" of a priority queue mode).
@@ -67,13 +68,19 @@ def pair_hold(*, campaign: Campaign, annotator: User, pair: Pair) -> bool:
 
 
 def pair_assign(
-    *, campaign: Campaign, annotator: User, current_query_id: int | None = None, exclude: Sequence[int] = ()
+    *,
+    campaign: Campaign,
+    annotator: User,
+    current_query_id: int | None = None,
+    exclude: Sequence[int] = (),
+    wait: bool = True,
 ) -> selectors.NextPair:
     """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
 
     The choice (selectors.pair_next) is re-checked under the pair's row lock before the pair is held,
     so two annotators asking at the same moment are never both given the last open slot of a pair
-    (redundancy); the loser of the race gets the next candidate. Returns selectors.NextPair.
+    (redundancy); the loser of the race gets the next candidate. ``wait``: as _hold's (False inside a
+    transaction that holds another pair's lock). Returns selectors.NextPair.
     """
     lost: list[int] = []
     while True:
@@ -85,7 +92,7 @@ def pair_assign(
             return found
         if found.pair.id in lost:  # a broken invariant of pair_next, not the caller's: a 500 and a log line
             raise RuntimeError(f"the queue chose pair {found.pair.id} again after it was lost to another annotator")
-        if _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
+        if _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id, wait=wait):
             return found
         # Another annotator took it between the choice and the hold: on to the next candidate, never to "done".
         # Each lost race passes a pair somebody else now holds or has judged, so the loop ends (the pool is
@@ -120,7 +127,7 @@ def pair_assign_locked(
         if found.pair is not None:
             moved = _hold_move(campaign=campaign, annotator=annotator, pair_id=found.pair.id)
             # No hold to move (the annotator's first pair here, or one released): take one.
-            if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id):
+            if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id, wait=False):
                 return found
     hold_release(annotator=annotator, pair=judged)
     return None
@@ -214,7 +221,14 @@ def judgment_record_next(
             campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, judged=pair
         )
     if found is None:
-        found = pair_assign(campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude)
+        # in the request's transaction (judging.request_transaction) the judged pair's lock is still held: no wait
+        found = pair_assign(
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=pair.query_id,
+            exclude=exclude,
+            wait=not transaction.get_connection().in_atomic_block,
+        )
     if found.pair is not None:
         found.pair.campaign = campaign
     return RecordedNext(recorded, found.pair, was_skipped=found.was_skipped)

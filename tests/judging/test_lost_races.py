@@ -30,11 +30,11 @@ def test_fifteen_lost_races_in_a_row_still_serve_a_pair(db, make_user, monkeypat
     hold = queue_service._hold
     taken: list[int] = []
 
-    def raced(*, campaign, annotator, pair_id):
+    def raced(*, campaign, annotator, pair_id, wait=True):
         if annotator.username == "slow" and len(taken) < len(rivals):
             assert hold(campaign=campaign, annotator=rivals[len(taken)], pair_id=pair_id)  # the rival is first
             taken.append(pair_id)
-        return hold(campaign=campaign, annotator=annotator, pair_id=pair_id)
+        return hold(campaign=campaign, annotator=annotator, pair_id=pair_id, wait=wait)
 
     monkeypatch.setattr(queue_service, "_hold", raced)
     found = pair_assign(campaign=campaign, annotator=annotator)

@@ -154,3 +154,44 @@ def test_only_the_judging_requests_run_in_one_transaction():
     assert not one_transaction("/campaigns/shop/leaderboard/") and not one_transaction("/api/campaigns/shop/")
     assert not one_transaction("/no/such/page/")
     assert len(ONE_TRANSACTION) == 6
+
+
+def test_a_hold_that_comes_while_its_pair_is_being_judged_waits_for_that_judgment(pg_only, make_user):
+    """The page's background hold of the pair it shows can arrive while the annotator's own grade of that pair is
+    being saved (a quick key on a slow line): the hold waits for that save (it holds no other pair's lock) and
+    answers 204, never "someone took this pair" with another pair swapped in."""
+    import time
+
+    from django.urls import reverse
+
+    from judging.services import judgment_record
+    from judging.services.judgments import pair_lock
+
+    campaign, (user, _other) = _campaign(make_user, "shuffled")
+    pair = Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").first()
+    locked, done = threading.Event(), []
+
+    def saving() -> None:
+        try:
+            with transaction.atomic():
+                pair_lock(pair_id=pair.id)
+                judgment_record(pair=pair, annotator=user, grade=2, locked=True)
+                locked.set()
+                time.sleep(0.5)  # the save's transaction still open
+            done.append(time.monotonic())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=saving)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        client = Client()
+        client.force_login(user)
+        url = reverse("judging:judge_hold", args=[campaign.slug, pair.public_id])
+        answer = client.post(url, HTTP_HX_REQUEST="true")
+        answered = time.monotonic()
+    finally:
+        thread.join(30)
+    assert answer.status_code == 204, answer.content[:300]
+    assert done and answered >= done[0]  # it waited for the save
