@@ -13,8 +13,9 @@ What it changes for the queue: a "record + next" inside this transaction holds t
 takes the lock of the pair it goes on to, so that lock is not waited for in the lock manager (judging.services.queue
 ``wait=False``: NOWAIT, tried a few times; a pair kept locked throughout is passed over as a lost race) and two
 requests cannot deadlock; a pair found no longer open lets its lock go with its savepoint, so a request that holds
-no other pair's lock (the page's hold of the pair it shows, the next pair of the API) still waits for one. SQLite is left as it was: its transactions take the one write lock
-(``BEGIN IMMEDIATE``), which a page that only reads must not hold.
+no other pair's lock (the page's hold of the pair it shows, the next pair of the API) still waits for one. SQLite
+is left as it was: its transactions take the one write lock (``BEGIN IMMEDIATE``), which a page that only reads must
+not hold.
 """
 
 from __future__ import annotations
