@@ -1,19 +1,24 @@
 """The judging requests in one transaction on PostgreSQL (judging.request_transaction): one commit a request, a
-5xx writes nothing, and a pair another transaction keeps locked is passed over, never waited for."""
+5xx writes nothing; a pair another transaction keeps locked is passed over by one that holds a pair already, and
+waited for by one that holds none."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.db import connection, connections, transaction
 from django.test import Client
+from django.urls import reverse
 
 from judging.models import Campaign, Judgment, Pair
 from judging.request_transaction import ONE_TRANSACTION, one_transaction
-from judging.services import campaign_create, campaign_settings_update, membership_add, run_import
-from judging.services.judgments import LOCK_TRIES, pair_lock_bounded
+from judging.services import campaign_create, campaign_settings_update, judgment_record, membership_add, run_import
+from judging.services.judgments import LOCK_TRIES, pair_lock, pair_lock_bounded
 from tests.data import client_for
 
 pytestmark = pytest.mark.postgres
@@ -31,6 +36,31 @@ def _campaign(make_user, mode: str) -> tuple[Campaign, list]:
     for user in users:
         membership_add(campaign=campaign, user=user, role="annotator")
     return Campaign.objects.get(pk=campaign.pk), users
+
+
+@contextlib.contextmanager
+def _elsewhere(lock: Callable[[], object], hold: Callable[[], object]) -> Iterator[list[float]]:
+    """Another connection's transaction, in a thread: ``lock()`` takes its rows, then ``hold()`` keeps it open; the
+    block runs once the rows are locked and gets a list that holds the time the transaction ended (once it has)."""
+    locked, ended = threading.Event(), []
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                lock()
+                locked.set()
+                hold()
+            ended.append(time.monotonic())
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        assert locked.wait(10)
+        yield ended
+    finally:
+        thread.join(30)
 
 
 class _Transactions:
@@ -120,28 +150,16 @@ def test_a_pair_kept_locked_is_passed_over_not_waited_for(pg_only, make_user):
     connection keeps it locked the answer is False (after LOCK_TRIES tries), once it lets go True."""
     campaign, _users = _campaign(make_user, "shuffled")
     pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").values_list("id", flat=True))
-    locked, release = threading.Event(), threading.Event()
-
-    def holder() -> None:
+    release = threading.Event()
+    lock = lambda: Pair.objects.select_for_update().filter(id=pairs[0]).get()  # noqa: E731
+    with _elsewhere(lock, lambda: release.wait(30)):
         try:
             with transaction.atomic():
-                Pair.objects.select_for_update().filter(id=pairs[0]).get()
-                locked.set()
-                release.wait(30)
+                assert pair_lock_bounded(pair_id=pairs[0]) is False
+                assert pair_lock_bounded(pair_id=pairs[1]) is True
+            assert LOCK_TRIES >= 2
         finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert locked.wait(10)
-        with transaction.atomic():
-            assert pair_lock_bounded(pair_id=pairs[0]) is False
-            assert pair_lock_bounded(pair_id=pairs[1]) is True
-        assert LOCK_TRIES >= 2
-    finally:
-        release.set()
-        thread.join(30)
+            release.set()
     with transaction.atomic():
         assert pair_lock_bounded(pair_id=pairs[0]) is True
     with pytest.raises(Pair.DoesNotExist), transaction.atomic():
@@ -160,38 +178,18 @@ def test_a_hold_that_comes_while_its_pair_is_being_judged_waits_for_that_judgmen
     """The page's background hold of the pair it shows can arrive while the annotator's own grade of that pair is
     being saved (a quick key on a slow line): the hold waits for that save (it holds no other pair's lock) and
     answers 204, never "someone took this pair" with another pair swapped in."""
-    import time
-
-    from django.urls import reverse
-
-    from judging.services import judgment_record
-    from judging.services.judgments import pair_lock
-
     campaign, (user, _other) = _campaign(make_user, "shuffled")
     pair = Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").first()
-    locked, done = threading.Event(), []
 
-    def saving() -> None:
-        try:
-            with transaction.atomic():
-                pair_lock(pair_id=pair.id)
-                judgment_record(pair=pair, annotator=user, grade=2, locked=True)
-                locked.set()
-                time.sleep(0.5)  # the save's transaction still open
-            done.append(time.monotonic())
-        finally:
-            connections.close_all()
+    def save() -> None:
+        pair_lock(pair_id=pair.id)
+        judgment_record(pair=pair, annotator=user, grade=2, locked=True)
 
-    thread = threading.Thread(target=saving)
-    thread.start()
-    try:
-        assert locked.wait(10)
+    with _elsewhere(save, lambda: time.sleep(0.5)) as ended:  # the save's transaction still open a while
         client = Client()
         client.force_login(user)
         url = reverse("judging:judge_hold", args=[campaign.slug, pair.public_id])
         answer = client.post(url, HTTP_HX_REQUEST="true")
         answered = time.monotonic()
-    finally:
-        thread.join(30)
     assert answer.status_code == 204, answer.content[:300]
-    assert done and answered >= done[0]  # it waited for the save
+    assert ended and answered >= ended[0]  # it waited for the save
