@@ -8,14 +8,14 @@ import time
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from judging import runtime
 from judging.compiled import Args, Slots, Values, compiled_select
 from judging.figures import JudgeProgress
-from judging.models import Campaign, Judgment, Pair, User
-from judging.reads import pool_size, pooled
+from judging.models import Campaign, Pair, User
+from judging.reads import judged_by, pool_size, pooled
 
 
 def judge_progress_of(*, campaign: Campaign, query_done: int, query_total: int, done: int) -> JudgeProgress:
@@ -40,7 +40,7 @@ def progress_parts(campaign: Campaign, annotator_id: int, *, query_ref: str = "q
 
 def progress_parts_of(args: Args, *, query_ref: str = "query_id") -> dict[str, Any]:
     of_query = Pair.objects.filter(query_id=OuterRef(query_ref), pooled=True).order_by().values("query_id")
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
+    mine = judged_by(args["annotator_id"])
     return {
         "query_total": Subquery(of_query.annotate(n=Count("id")).values("n")[:1], output_field=IntegerField()),
         "query_done": Subquery(
@@ -131,7 +131,7 @@ def judge_progress(*, campaign: Campaign, annotator: User, query_id: int | None)
 
 def _query_progress_of(args: Args) -> QuerySet[Pair, Any]:
     """judge_progress's figures of the query ``query_id``: pooled pairs ``annotator_id`` has judged, and all."""
-    mine = Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
+    mine = judged_by(args["annotator_id"])
     return (
         Pair.objects.filter(query_id=args["query_id"], pooled=True)
         .order_by()

@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from judging.compiled import Args, Slots, compiled_select, model_columns, model_from
 from judging.models import Assignment, Campaign, Document, Judgment, Pair, Query, QueryAssignment, User
+from judging.reads import judged_by
 
 _P = 100_003  # prime
 
@@ -112,9 +113,7 @@ def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = 
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
     the (query, document) index, 50 rows, instead of a walk of the campaign's pool index.
     """
-    qs = Pair.objects.filter(pooled=True).exclude(
-        Exists(Judgment.objects.filter(pair_id=OuterRef("pk"), annotator_id=args["annotator_id"]))
-    )
+    qs = Pair.objects.filter(pooled=True).filter(judged_by(args["annotator_id"], judged=False))
     # Others' reservations (see _reserved) count only when the campaign has assignments at all (an
     # uncorrelated EXISTS, evaluated once per statement) and the pair's query is not the caller's own.
     others = Case(

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from bench import synthetic
@@ -265,7 +267,9 @@ def test_the_fit_reads_a_pair_by_its_systems_and_the_models_answer(make_user, mo
 def test_a_judgment_does_not_recount_the_model_judges_answers(make_user, django_assert_num_queries):
     """After a fit, a few new labels (versions moved by less than REFIT_MIN in all) keep it without a read: the
     count of the pairs both graded read every judgment and answer of the model at each judgment (6,000 rows a
-    judgment at 3,000 pairs); once the versions moved by REFIT_MIN the pairs are counted and the fit made again."""
+    judgment at 3,000 pairs); once the versions moved by REFIT_MIN the fit is made again, with no count before it
+    (it read two rows an answer, and where the model answered the pool the pairs both graded had grown by the
+    step): the same answers and labels make the same fit."""
     from judging.scoring import hybrid as hybrid_module
     from judging.scoring.cube import run_cube
 
@@ -280,8 +284,12 @@ def test_a_judgment_does_not_recount_the_model_judges_answers(make_user, django_
         with django_assert_num_queries(0):
             assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is fit
     moved[0] += 1
-    with django_assert_num_queries(1):  # REFIT_MIN in all: the pairs are counted (none changed: the same fit)
-        assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is fit
+    with CaptureQueriesContext(connection) as reads:
+        again = hybrid_module.hybrid_fit(campaign, cube, "bot", moved)
+    assert again is not fit and (again.seed, again.both, again.answered) == (fit.seed, fit.both, fit.answered)
+    assert not any("COUNT(" in q["sql"] for q in reads.captured_queries), reads.captured_queries
+    with django_assert_num_queries(0):
+        assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is again
     fits_clear()
 
 

@@ -107,6 +107,33 @@ def test_record_and_next_never_walks_the_campaign(postgres, make_user):
     assert Pair.objects.filter(campaign=campaign, judgment_count=1).count() == 2000 + 45
 
 
+def test_an_annotators_long_history_is_not_read_at_each_judgment(postgres, make_user):
+    """An annotator who has judged 2,000 pairs before (and a model judge's 2,000 answers beside them) judges on:
+    per judgment PostgreSQL probes the judgments of the pairs it looks at by their key (pair, annotator), never
+    reads the annotator's history or the table. The judging page's progress of its query, written with EXISTS, was
+    planned (a prepared statement's generic plan, once the tables had statistics) as a hashed subplan over the
+    annotator's every judgment: 4,930 judgment rows a judgment on the load bench in hybrid."""
+    person, model = make_user("long"), make_user("model")
+    campaign = _campaign("history", queries=80, depth=50, annotators=[person], redundancy=2)
+    Campaign.objects.filter(pk=campaign.pk).update(queue_mode=Campaign.QueueMode.MTC)
+    membership_add(campaign=campaign, user=model, role="annotator")
+    past = "".join(f"q{q} 0 d{q}-{i} {i % 2}\n" for q in range(40, 80) for i in range(50))
+    qrels_import(campaign=campaign, data=past.encode(), filename="past.qrels", annotator=person)
+    every = "".join(f"q{q} 0 d{q}-{i} {i % 2}\n" for q in range(80) for i in range(50))
+    qrels_import(campaign=campaign, data=every.encode(), filename="model.qrels", annotator=model)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE judging_judgment; ANALYZE judging_pair")
+    [[client, pair_id]] = _judging([person], campaign)
+    for _ in range(8):  # past the prepared statements' first plans, made with their values
+        pair_id = _judge(client, campaign, pair_id)
+    before = _rows_read()
+    for _ in range(20):
+        pair_id = _judge(client, campaign, pair_id)
+    after = _rows_read()
+    per_judgment = (after.get("judging_judgment", 0) - before.get("judging_judgment", 0)) / 20
+    assert per_judgment < 100, per_judgment  # the current query's 50 pairs probed, a few statements
+
+
 def test_a_long_labels_log_is_read_from_the_kept_counters_on(postgres, make_user):
     """After 400 judgments the campaign's labels log holds 400 lines; a process whose versions are at the
     counters before the last judgment reads that one line (each shard's range of the log's index), not the log
