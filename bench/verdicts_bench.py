@@ -7,7 +7,9 @@ Run from anywhere: ``python bench/verdicts_bench.py``. Two campaigns from bench/
   relevance model, bounds, Monte Carlo moments, verdicts), against the bounds alone; the issue holds what
   p_holds adds to under 50 ms.
 * 20 systems x 5,000 queries x 100 ranks (10M ranked entries): the cold computation, then one judgment (one
-  query's parts computed again and patched in) and the verdicts after it.
+  query's parts computed again and patched in) and the verdicts after it; the stop's estimate on the top 3
+  (metrics.final_order.judgments_to_stop) at the even pace and with MTC's schedule, and what that schedule
+  (metrics.selection.mtc_schedule over the pool depth) costs to compute.
 
 Times are the best of several runs, wall and CPU of this process; the CPU time is what a core costs on an
 idle machine (the shared box's wall time is mostly waiting for one). Prints the figures; asserts nothing.
@@ -27,8 +29,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._setup import machine_line
 from bench.trust_bench import make_campaign
-from metrics.final_order import OrderVerdicts, order_verdicts, query_parts
+from metrics.final_order import OrderVerdicts, judgments_to_stop, order_verdicts, query_parts
 from metrics.relevance_model import label_model
+from metrics.selection import mtc_schedule
 from metrics.verdicts import final_pool, verdict_parts
 
 _T = TypeVar("_T")
@@ -121,6 +124,24 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"  after one judgment: one query redrawn and patched, verdicts {wall:6.1f} ms wall {cpu:6.1f} ms CPU  {mark}"
     )
+    every = np.ones(labels.shape[1], bool)
+    above, below, certain = order[:3], order[1:4], np.zeros(3, dtype=bool)
+    wall, cpu, _ = best_of(args.repeat, lambda: judgments_to_stop(parts, every, above, below, certain=certain))
+    print(f"  stop estimate, top 3, even pace: {wall:6.1f} ms wall {cpu:6.1f} ms CPU")
+    head_labels, head_ids = labels[..., :pd], doc_ids[..., :pd]
+    wall, cpu, schedule = best_of(
+        max(1, args.repeat // 2),
+        lambda: mtc_schedule(head_labels, qrels, head_ids, above, below, k=k, top_grade=2),
+    )
+    print(f"  MTC's schedule (mtc_schedule, pool depth {pd}): {wall:6.1f} ms wall {cpu:6.1f} ms CPU")
+    assert schedule is not None
+    wall, cpu, _ = best_of(
+        args.repeat,
+        lambda: judgments_to_stop(
+            parts, every, above, below, certain=certain, queue=schedule.query, queue_weights=schedule.weight
+        ),
+    )
+    print(f"  stop estimate, top 3, MTC's schedule given: {wall:6.1f} ms wall {cpu:6.1f} ms CPU")
     print(machine_line())
 
 

@@ -186,13 +186,21 @@ def mtc_order(
     """
     lab, ids = _check_arrays(labels, doc_ids)
     known, weights = mtc_weights(lab, qrels, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold)
+    ent, _, ranked, score = _mtc_ranked(lab, ids, known, weights)
+    return Selection(ent.query[ranked], ent.doc[ranked], score[ranked])
+
+
+def _mtc_ranked(
+    lab: IntArray, ids: IntArray, known: FloatArray, weights: FloatArray
+) -> tuple[_Unjudged, FloatArray, IntArray, FloatArray]:
+    """mtc_order's work: the unjudged entries, their weights, the distinct pairs' order and their scores."""
     ent = unjudged_entries(lab, ids, None)
     n_pairs = ent.query.size
+    w = weights[ent.system, ent.query[ent.pair], ent.rank]
     if n_pairs == 0:
-        return Selection(ent.query, ent.doc, np.zeros(0))
+        return ent, w, np.zeros(0, dtype=np.int64), np.zeros(0)
     total = known.sum(axis=1)  # (S,)
     order = np.lexsort((np.arange(total.size), -total))
-    w = weights[ent.system, ent.query[ent.pair], ent.rank]
     uncertain_score = np.zeros(n_pairs)
     any_score = np.zeros(n_pairs)
     for a, b, touched, coef in adjacent_coefficients(ent.system, ent.pair, w, order):
@@ -205,7 +213,53 @@ def mtc_order(
     best_rank = np.full(n_pairs, np.iinfo(np.int64).max)
     np.minimum.at(best_rank, ent.pair, ent.rank)
     ranked = np.lexsort((ent.doc, ent.query, best_rank, -np.round(any_score, 12), -np.round(uncertain_score, 12)))
-    return Selection(ent.query[ranked], ent.doc[ranked], uncertain_score[ranked])
+    return ent, w, ranked, uncertain_score
+
+
+class Schedule(NamedTuple):
+    """Unjudged pairs in the order a queue serves them, each with its weight in some comparisons."""
+
+    #: (P,) query index (position on the Q axis).
+    query: IntArray
+    #: (P,) document id.
+    doc: IntArray
+    #: (P,) the sum over the comparisons of the pair's ``|c_d|`` in their differences (MTC's coefficients).
+    weight: FloatArray
+
+
+def mtc_schedule(
+    labels: npt.ArrayLike,
+    qrels: npt.ArrayLike,
+    doc_ids: npt.ArrayLike,
+    above: npt.ArrayLike,
+    below: npt.ArrayLike,
+    *,
+    measure: str = "nDCG",
+    k: int = 10,
+    top_grade: int = 1,
+    gain: str = "linear",
+    threshold: float = 1,
+) -> Schedule:
+    """Every unjudged pair in :func:`mtc_order`'s order (Carterette, Allan & Sitaraman, SIGIR 2006), each with
+    its weight in the comparisons (above[i], below[i]): the sum over them of ``|c_d|``, the document's weight in
+    the upper system's score minus its weight in the lower's (0 for a pair neither system ranks, or both at the
+    same rank). What metrics.final_order.judgments_to_stop reads as the schedule of a queue in MTC's order: which
+    queries' pairs come first, and how much of each query's uncertainty about those comparisons they hold.
+    Arguments as :func:`mtc_order`'s."""
+    lab, ids = _check_arrays(labels, doc_ids)
+    known, weights = mtc_weights(lab, qrels, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold)
+    ent, w, ranked, _ = _mtc_ranked(lab, ids, known, weights)
+    a = np.asarray(above, dtype=np.int64).reshape(-1)
+    b = np.asarray(below, dtype=np.int64).reshape(-1)
+    c, n_pairs = a.size, ent.query.size
+    # each system's sign in each comparison: +1 above, -1 below (S, C)
+    sign = np.zeros((lab.shape[0], c))
+    np.add.at(sign, (a, np.arange(c)), 1.0)
+    np.add.at(sign, (b, np.arange(c)), -1.0)
+    cell = (ent.pair[:, None] * c + np.arange(c)).reshape(-1)
+    coef = np.bincount(cell, (sign[ent.system] * w[:, None]).reshape(-1), minlength=n_pairs * c).reshape(n_pairs, c)
+    weight = np.abs(coef).sum(axis=1)
+    return Schedule(ent.query[ranked], ent.doc[ranked], weight[ranked])
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -277,4 +331,14 @@ def bandit_order(
     return Selection(ent.query[chosen], ent.doc[chosen], rate[ranked][keep])
 
 
-__all__ = ["MTC_MEASURES", "PAD", "Selection", "bandit_order", "bandit_rates", "mtc_order", "mtc_weights"]
+__all__ = [
+    "MTC_MEASURES",
+    "PAD",
+    "Schedule",
+    "Selection",
+    "bandit_order",
+    "bandit_rates",
+    "mtc_order",
+    "mtc_schedule",
+    "mtc_weights",
+]
