@@ -41,7 +41,8 @@ def judged_by(annotator_id: Any, *, judged: bool = True, pair_ref: str = "pk") -
     `hybrid` on the load bench (the model judge's answers are judgments too), and the count grows with the
     annotator's history. A scalar subquery with LIMIT is probed per pair. tests/judging/test_judging_pace.py
     holds the reads of these statements to the pairs they look at."""
-    probe = Subquery(Judgment.objects.filter(pair_id=OuterRef(pair_ref), annotator_id=annotator_id).values("pk")[:1])
+    mine = Judgment.objects.filter(pair_id=OuterRef(pair_ref), annotator_id=annotator_id)
+    probe = Subquery(mine.order_by().values("pk")[:1])  # no ordering: the model's joins the pair and campaign
     return IsNull(probe, not judged)
 
 

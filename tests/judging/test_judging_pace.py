@@ -130,8 +130,10 @@ def test_an_annotators_long_history_is_not_read_at_each_judgment(postgres, make_
     for _ in range(20):
         pair_id = _judge(client, campaign, pair_id)
     after = _rows_read()
-    per_judgment = (after.get("judging_judgment", 0) - before.get("judging_judgment", 0)) / 20
-    assert per_judgment < 100, per_judgment  # the current query's 50 pairs probed, a few statements
+    per_judgment = {t: (after.get(t, 0) - before.get(t, 0)) / 20 for t in ("judging_judgment", "judging_campaign")}
+    assert per_judgment["judging_judgment"] < 100, per_judgment  # the current query's 50 pairs probed
+    # the probe has no ordering: the judgments' default one joined each probed pair's campaign
+    assert per_judgment["judging_campaign"] < 20, per_judgment
 
 
 def test_a_long_labels_log_is_read_from_the_kept_counters_on(postgres, make_user):

@@ -4,6 +4,7 @@ fields the judging-effort simulator reads, and soundness against the pool judged
 from __future__ import annotations
 
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -185,3 +186,48 @@ def test_settled_orders_hold_and_likely_ones_mostly_do_once_the_pool_is_judged(m
         if entry["verdict"] == "tied":
             assert means[a] == pytest.approx(means[b])
     assert all(e["verdict"] in ("settled", "tied") for e in after["settled"])
+
+
+def test_the_stop_estimate_of_an_mtc_campaign_follows_its_queues_order(make_user, monkeypatch):
+    """In queue mode mtc the stop's estimate is given the queue's schedule: the pending pairs' queries in MTC's
+    order (metrics.selection.mtc_schedule), the very pairs the queue serves; in shuffled, and past
+    STOP_SCHEDULE_ENTRIES, none (the even pace)."""
+    import metrics.final_order
+    from judging.models import Campaign
+    from judging.scoring import selection
+    from judging.scoring.cube import run_cube
+
+    bounds = sys.modules["judging.scoring.trust.bounds"]  # the package's name `bounds` is its function
+
+    campaign, _, _ = random_campaign(make_user, seed=21)
+    client = _client(campaign, make_user)
+    given: list[dict] = []
+    real = metrics.final_order.judgments_to_stop
+
+    def spy(*args, **kwargs):
+        given.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(metrics.final_order, "judgments_to_stop", spy)
+
+    def estimate(mode: str, top_k: int = 2) -> int:
+        Campaign.objects.filter(pk=campaign.pk).update(queue_mode=mode)
+        campaign.refresh_from_db()
+        body = client.get(f"/api/campaigns/{campaign.slug}/leaderboard/?per_query=false&top_k={top_k}&labels=humans")
+        assert body.status_code == 200, body.content
+        return int(body.json()["stop"]["judgments_left_estimate"])
+
+    shuffled = estimate("shuffled")
+    assert given and given[-1]["queue"] is None
+    assert estimate("mtc") > 0 and given[-1]["queue"] is not None
+    queue = np.asarray(given[-1]["queue"])
+    served = selection.mtc_pairs(campaign)
+    positions = {int(q): i for i, q in enumerate(run_cube(campaign).query_ids)}
+    of_pair = dict(Pair.objects.filter(id__in=served.tolist()).values_list("id", "query_id"))
+    assert sorted(queue.tolist()) == sorted(positions[of_pair[int(p)]] for p in served)
+    assert np.asarray(given[-1]["queue_weights"]).shape == queue.shape
+    assert shuffled > 0
+    monkeypatch.setattr(bounds, "STOP_SCHEDULE_ENTRIES", 0)  # a campaign past it: the even pace
+    given.clear()
+    estimate("mtc", top_k=3)  # another top_k: computed afresh
+    assert given and given[-1]["queue"] is None

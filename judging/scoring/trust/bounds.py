@@ -18,6 +18,7 @@ import numpy as np
 
 import metrics
 import metrics.final_order
+import metrics.selection
 from judging.scoring.cache import Leaderboard
 from judging.scoring.trust.arrays import (
     PATCH_QUERIES,
@@ -363,33 +364,69 @@ def judgments_left(lb: Leaderboard, v: Verdicts, top_k: int) -> int:
     return int(left[final].sum()) * int(lb.campaign.redundancy)
 
 
+# The stop's estimate of a campaign in queue mode ``mtc`` follows MTC's schedule up to this many ranked entries in the
+# campaign's arrays (systems x queries x depth): MTC's order costs about 0.2 us an entry (180-230 ms at 20 systems x
+# 5,000 queries x depth 10, bench/verdicts_bench.py), computed once per labels state on the leaderboard's request
+# after a judgment. Past it the estimate keeps the even pace.
+STOP_SCHEDULE_ENTRIES = 100_000
+
+
 def judgments_to_stop(lb: Leaderboard, v: Verdicts, top_k: int) -> int:
     """About how many more judgments until the stop on the top ``top_k`` systems is reached
-    (metrics.final_order.judgments_to_stop on the final parts: the median over draws of the judging to come, the
-    pending pairs at one even pace across the queries), times the campaign's annotators per pair; 0 once reached.
+    (metrics.final_order.judgments_to_stop on the final parts: the median over draws of the judging to come),
+    times the campaign's annotators per pair; 0 once reached.
 
-    Every queue mode gets the even pace, ``mtc`` too. MTC's schedule (metrics.selection.mtc_schedule: the queue's
-    order, each pair weighed in the top comparisons) puts the estimate within 1.5 times of what the stop took more
-    often on MTC's path (72% of the steps against 64% at 48 systems, tests/metrics/test_stop_estimate.py), but it
-    is MTC's order computed again for each labels state: 180-230 ms of CPU at 20 systems x 5,000 queries
-    (bench/verdicts_bench.py), where the verdicts after a judgment take 6 ms, on the leaderboard's request after
-    every judgment; the queue's own list of that order is kept in judging.scoring.selection, a layer above this
-    one. The other modes have no schedule in metrics to give: ``shuffled`` and ``audit`` serve query by query,
-    ``bandit`` the systems finding relevant documents, ``matter``, ``doubtful`` and ``hybrid`` the whole ranking or
-    the model's doubts, none the top comparisons first."""
+    The pending pairs are judged at one even pace across the queries, but in queue mode ``mtc`` on a campaign of
+    up to STOP_SCHEDULE_ENTRIES ranked entries, where they come in MTC's order (metrics.selection.mtc_schedule:
+    the queue's order, each pair weighed by its coefficients in the open top comparisons; Carterette, Allan &
+    Sitaraman, SIGIR 2006): on MTC's path that estimate is within 1.5 times of what the stop took at 72% of the
+    steps against 64% at an even pace (48 systems; 60% against 18% where the stop came early,
+    tests/metrics/test_stop_estimate.py). The other modes have no schedule to give: ``shuffled`` and ``audit``
+    serve query by query, ``bandit`` the systems finding relevant documents, ``matter``, ``doubtful`` and
+    ``hybrid`` the whole ranking or the model's doubts, none the top comparisons first."""
     head = v.adjacent[:top_k]
     if not head:
         return 0
     n = len(head)
     certain = np.array([entry["verdict"] in ("settled", "tied") for entry in head])
+    above, below = v.order[:n], v.order[1 : n + 1]
+    schedule = _mtc_schedule(lb, above[~certain], below[~certain])
     estimate = metrics.final_order.judgments_to_stop(
         final_parts(lb, v.measure),
         final_verdicts_queries(lb, v.measure),
-        v.order[:n],
-        v.order[1 : n + 1],
+        above,
+        below,
         certain=certain,
+        queue=None if schedule is None else schedule[0],
+        queue_weights=None if schedule is None else schedule[1],
     )
     return int(np.ceil(estimate)) * int(lb.campaign.redundancy)
+
+
+def _mtc_schedule(lb: Leaderboard, above: np.ndarray, below: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(queries as cube positions, weights) of the pending pairs in the order the ``mtc`` queue serves them
+    (nDCG at the campaign's k, as judging.scoring.selection.mtc_pairs orders them), or None: another queue mode,
+    no open comparison, or a campaign past STOP_SCHEDULE_ENTRIES."""
+    if lb.campaign.queue_mode != "mtc" or not above.size:
+        return None
+    arrays = campaign_arrays(lb)
+    depth = max(1, min(int(lb.campaign.pool_depth), arrays.labels.shape[2]))  # the pooled ranks: what it serves
+    if arrays.labels[..., :depth].size > STOP_SCHEDULE_ENTRIES:
+        return None
+    p = lb.params
+    got = metrics.selection.mtc_schedule(
+        arrays.labels[..., :depth],
+        arrays.qrels,
+        arrays.doc_ids[..., :depth],
+        above,
+        below,
+        measure="nDCG",
+        k=p.k,
+        top_grade=max(top_grade(lb.campaign, arrays.qrels), 1),
+        gain=p.gain,
+        threshold=p.threshold,
+    )
+    return arrays.positions[got.query], got.weight
 
 
 def final_verdicts_queries(lb: Leaderboard, measure: str) -> np.ndarray:

@@ -80,7 +80,8 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: boo
     in the shared cache (stamped with the state, as the score blocks are), and another process asked for the
     same state (a restarted worker, a second app server, the worker a balancer sends the lead's next poll to)
     reads them there instead of building the trust arrays and per-query parts it does not have yet: seconds at
-    10M ranked entries. The pool depth and the redundancy (in judgments_left) are named in the key as well.
+    10M ranked entries. The pool depth, the redundancy (in judgments_left) and the queue mode (the stop's estimate
+    follows mtc's order) are named in the key as well.
 
     ``allow_stale``: when nobody has published this state yet, this process has no arrays of the table to patch
     (it would build every query's parts in the request), the campaign is larger than :data:`STALE_CELLS` and
@@ -88,7 +89,8 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: boo
     returned with ``verdicts_behind`` (how many queries' labels moved since them), and this state's are built in
     a thread and published; the next request gets them."""
     campaign = lb.campaign
-    tail = f"{measure}:{top_k}:{campaign.pool_depth}:{campaign.redundancy}"
+    # the queue mode too: the stop's estimate follows mtc's order (bounds.judgments_to_stop)
+    tail = f"{measure}:{top_k}:{campaign.pool_depth}:{campaign.redundancy}:{campaign.queue_mode}"
     key = f"reljudge:trust:{lb.state}:{tail}"
     latest_key = f"reljudge:trust-latest:{lb.key}:{tail}"
 
@@ -105,7 +107,7 @@ def trust_entries(lb: Leaderboard, measure: str, top_k: int, *, allow_stale: boo
         publish(entries)
         return entries
 
-    what = ("json-trust", measure, top_k)
+    what = ("json-trust", measure, top_k, campaign.queue_mode)
 
     def current() -> dict[str, Any]:
         return cached(lb, what, fetch_or_compute)
@@ -127,7 +129,7 @@ def _may_be_stale(lb: Leaderboard, measure: str, top_k: int) -> bool:
     s, q, d = lb.cube.doc_ids.shape
     if not settings.RELJUDGE_TRUST_WARMUP or int(s) * int(q) * int(d) <= STALE_CELLS:
         return False
-    if recall_cached(lb, ("json-trust", measure, top_k)):
+    if recall_cached(lb, ("json-trust", measure, top_k, lb.campaign.queue_mode)):
         return False
     with LOCK:
         if (lb.key, measure, top_k) in _COMPUTING:
