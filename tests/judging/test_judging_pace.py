@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from judging import selectors
-from judging.models import Campaign, Pair, Query
+from judging.models import Campaign, Judgment, Pair, Query
 from judging.scoring.cache import labels_versions
 from judging.scoring.cube import run_cube
 from judging.selectors import progress
@@ -134,6 +134,36 @@ def test_an_annotators_long_history_is_not_read_at_each_judgment(postgres, make_
     assert per_judgment["judging_judgment"] < 100, per_judgment  # the current query's 50 pairs probed
     # the probe has no ordering: the judgments' default one joined each probed pair's campaign
     assert per_judgment["judging_campaign"] < 20, per_judgment
+
+
+def test_resuming_and_back_walk_the_annotators_history_from_its_end(postgres, make_user):
+    """Where the queue resumes (the query of the annotator's latest judgment in the campaign) and Back from a pair
+    not judged yet (the latest judgment) read a few judgments, whatever the annotator judged before, here or in
+    another campaign: by the annotator's index alone PostgreSQL read every judgment of theirs and sorted them
+    (970 rows a Back on the load bench), or walked the table's ids back past everyone else's."""
+    from judging.selectors.judgments import judgment_neighbours
+    from judging.selectors.queue import latest_query_id
+
+    person, others = make_user("resumer"), [make_user(f"busy{i}") for i in range(25)]
+    before_campaign = _campaign("earlier", queries=40, depth=50, annotators=[person])
+    campaign = _campaign("now", queries=40, depth=50, annotators=[person, *others])
+    past = "".join(f"q{q} 0 d{q}-{i} {i % 2}\n" for q in range(40) for i in range(50))
+    qrels_import(campaign=before_campaign, data=past.encode(), filename="past.qrels", annotator=person)
+    mine = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(3) for i in range(5))
+    qrels_import(campaign=campaign, data=mine.encode(), filename="mine.qrels", annotator=person)
+    for n, someone in enumerate(others):  # after the annotator's: a walk back through the ids meets them first
+        theirs = "".join(f"q{q} 0 d{q}-{i} 0\n" for q in range(40) for i in range(n % 2, 50, 10))
+        qrels_import(campaign=campaign, data=theirs.encode(), filename=f"{n}.qrels", annotator=someone)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE judging_judgment; ANALYZE judging_pair")
+    latest = Judgment.objects.filter(annotator=person, pair__campaign=campaign).order_by("-id").first().pair
+    before = _rows_read()
+    for _ in range(10):
+        assert latest_query_id(campaign=campaign, annotator=person) == latest.query_id
+        assert judgment_neighbours(campaign=campaign, annotator=person, judgment=None)[0] == latest.public_id
+    after = _rows_read()
+    per_call = (after.get("judging_judgment", 0) - before.get("judging_judgment", 0)) / 20
+    assert per_call < 10, per_call
 
 
 def test_a_long_labels_log_is_read_from_the_kept_counters_on(postgres, make_user):
