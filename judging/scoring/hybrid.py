@@ -208,7 +208,12 @@ def _fit(campaign: Campaign, cube: RunCube, judge_id: int, top_grade: int) -> Hy
     bucket = rank_bucket(_best_ranks(cube, keys))
     labelled = human >= 0
     human_all = np.array(
-        [v for (v,) in cursor_rows(Pair.objects.filter(campaign=campaign, label__isnull=False).values_list("label"))],
+        [  # no ordering: the pairs' own joined the campaign, query and document and sorted every label
+            v
+            for (v,) in cursor_rows(
+                Pair.objects.filter(campaign=campaign, label__isnull=False).order_by().values_list("label")
+            )
+        ],
         dtype=np.int64,
     )
     calibration = calibrate(

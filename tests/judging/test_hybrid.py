@@ -288,6 +288,8 @@ def test_a_judgment_does_not_recount_the_model_judges_answers(make_user, django_
         again = hybrid_module.hybrid_fit(campaign, cube, "bot", moved)
     assert again is not fit and (again.seed, again.both, again.answered) == (fit.seed, fit.both, fit.answered)
     assert not any("COUNT(" in q["sql"] for q in reads.captured_queries), reads.captured_queries
+    # nor a join of the documents: the people's labels were read in the pairs' order (campaign, query, document)
+    assert not any("judging_document" in q["sql"] for q in reads.captured_queries), reads.captured_queries
     with django_assert_num_queries(0):
         assert hybrid_module.hybrid_fit(campaign, cube, "bot", moved) is again
     fits_clear()
