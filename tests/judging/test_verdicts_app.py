@@ -231,3 +231,11 @@ def test_the_stop_estimate_of_an_mtc_campaign_follows_its_queues_order(make_user
     given.clear()
     estimate("mtc", top_k=3)  # another top_k: computed afresh
     assert given and given[-1]["queue"] is None
+    # sized from the cube: a large campaign's arrays are not built for it (at 100M entries, 11 s of a cold start)
+    from judging.scoring.cache import Params, leaderboard
+
+    def built(*_args):
+        raise AssertionError("the campaign's arrays built for a schedule past the bound")
+
+    monkeypatch.setattr(bounds, "campaign_arrays", built)
+    assert bounds._mtc_schedule(leaderboard(campaign, Params(k=10)), np.array([0]), np.array([1])) is None

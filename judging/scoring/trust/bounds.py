@@ -409,10 +409,11 @@ def _mtc_schedule(lb: Leaderboard, above: np.ndarray, below: np.ndarray) -> tupl
     no open comparison, or a campaign past STOP_SCHEDULE_ENTRIES."""
     if lb.campaign.queue_mode != "mtc" or not above.size:
         return None
+    n_systems, n_queries, n_ranks = lb.cube.doc_ids.shape
+    depth = max(1, min(int(lb.campaign.pool_depth), int(n_ranks)))  # the pooled ranks: what the queue serves
+    if int(n_systems) * int(n_queries) * depth > STOP_SCHEDULE_ENTRIES:
+        return None  # sized from the cube before any array is read: a large campaign's arrays may not be built yet
     arrays = campaign_arrays(lb)
-    depth = max(1, min(int(lb.campaign.pool_depth), arrays.labels.shape[2]))  # the pooled ranks: what it serves
-    if arrays.labels[..., :depth].size > STOP_SCHEDULE_ENTRIES:
-        return None
     p = lb.params
     got = metrics.selection.mtc_schedule(
         arrays.labels[..., :depth],
