@@ -258,6 +258,9 @@ def test_a_large_pools_list_asks_whether_the_labels_moved_at_most_every_few_seco
     from judging.scoring import selection
 
     monkeypatch.setattr(selection, "INLINE_POOL", 0)
+    # the interval is STAMP_EVERY, or longer for a list that took long to compute (LIST_CPU_SHARE of a core): on a
+    # loaded machine (CI, two test processes) the first list took over 75 ms and the stamp was not read yet
+    monkeypatch.setattr(selection, "LIST_CPU_SHARE", float("inf"))
     clock = [1000.0]
     monkeypatch.setattr(selection.time, "monotonic", lambda: clock[0])
     refreshed = []
