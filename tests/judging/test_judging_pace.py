@@ -141,19 +141,28 @@ def test_resuming_and_back_walk_the_annotators_history_from_its_end(postgres, ma
     not judged yet (the latest judgment) read a few judgments, whatever the annotator judged before, here or in
     another campaign: by the annotator's index alone PostgreSQL read every judgment of theirs and sorted them
     (970 rows a Back on the load bench), or walked the table's ids back past everyone else's."""
+    from django.contrib.auth import get_user_model
+
     from judging.selectors.judgments import judgment_neighbours
     from judging.selectors.queue import latest_query_id
 
-    person, others = make_user("resumer"), [make_user(f"busy{i}") for i in range(25)]
+    person = make_user("resumer")
     before_campaign = _campaign("earlier", queries=40, depth=50, annotators=[person])
-    campaign = _campaign("now", queries=40, depth=50, annotators=[person, *others])
-    past = "".join(f"q{q} 0 d{q}-{i} {i % 2}\n" for q in range(40) for i in range(50))
+    campaign = _campaign("now", queries=40, depth=50, annotators=[person])
+    past = "".join(f"q{q} 0 d{q}-{i} {i % 2}\n" for q in range(40) for i in range(5))
     qrels_import(campaign=before_campaign, data=past.encode(), filename="past.qrels", annotator=person)
     mine = "".join(f"q{q} 0 d{q}-{i} 1\n" for q in range(3) for i in range(5))
     qrels_import(campaign=campaign, data=mine.encode(), filename="mine.qrels", annotator=person)
-    for n, someone in enumerate(others):  # after the annotator's: a walk back through the ids meets them first
-        theirs = "".join(f"q{q} 0 d{q}-{i} 0\n" for q in range(40) for i in range(n % 2, 50, 10))
-        qrels_import(campaign=campaign, data=theirs.encode(), filename=f"{n}.qrels", annotator=someone)
+    # 80 others' 8,000 judgments after the annotator's (a walk back through the ids meets them first): the annotator
+    # is one of many, as on a team's campaign, 215 of the table's 8,215 judgments
+    others = get_user_model().objects.bulk_create([get_user_model()(username=f"busy{i}") for i in range(80)])
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").values_list("id", flat=True))
+    grade = campaign.grades.get(value=0)
+    Judgment.objects.bulk_create(
+        Judgment(pair_id=pairs[(25 * n + i) % len(pairs)], annotator=someone, grade=grade)
+        for n, someone in enumerate(others)
+        for i in range(100)
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE judging_judgment; ANALYZE judging_pair")
     latest = Judgment.objects.filter(annotator=person, pair__campaign=campaign).order_by("-id").first().pair
