@@ -19,7 +19,7 @@ read a system from: the caller hands out the pairs alone.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -184,16 +184,19 @@ def mtc_order(
     ``labels`` (S, Q, D), ``qrels`` (Q, M) padded with UNJUDGED, ``doc_ids`` (S, Q, D): as the metrics
     module's other functions take them; ``top_grade``: the best grade of the scale.
     """
-    lab, ids = _check_arrays(labels, doc_ids)
-    known, weights = mtc_weights(lab, qrels, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold)
-    ent, _, ranked, score = _mtc_ranked(lab, ids, known, weights)
+    ent, _, ranked, score = _mtc_ranked(
+        labels, qrels, doc_ids, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold
+    )
     return Selection(ent.query[ranked], ent.doc[ranked], score[ranked])
 
 
 def _mtc_ranked(
-    lab: IntArray, ids: IntArray, known: FloatArray, weights: FloatArray
+    labels: npt.ArrayLike, qrels: npt.ArrayLike, doc_ids: npt.ArrayLike, **measure: Any
 ) -> tuple[_Unjudged, FloatArray, IntArray, FloatArray]:
-    """mtc_order's work: the unjudged entries, their weights, the distinct pairs' order and their scores."""
+    """mtc_order's work (``measure``: its keyword arguments, as mtc_weights takes them): the unjudged entries,
+    their weights, the distinct pairs' order and their scores."""
+    lab, ids = _check_arrays(labels, doc_ids)
+    known, weights = mtc_weights(lab, qrels, **measure)
     ent = unjudged_entries(lab, ids, None)
     n_pairs = ent.query.size
     w = weights[ent.system, ent.query[ent.pair], ent.rank]
@@ -246,14 +249,14 @@ def mtc_schedule(
     same rank). What metrics.final_order.judgments_to_stop reads as the schedule of a queue in MTC's order: which
     queries' pairs come first, and how much of each query's uncertainty about those comparisons they hold.
     Arguments as :func:`mtc_order`'s."""
-    lab, ids = _check_arrays(labels, doc_ids)
-    known, weights = mtc_weights(lab, qrels, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold)
-    ent, w, ranked, _ = _mtc_ranked(lab, ids, known, weights)
+    ent, w, ranked, _ = _mtc_ranked(
+        labels, qrels, doc_ids, measure=measure, k=k, top_grade=top_grade, gain=gain, threshold=threshold
+    )
     a = np.asarray(above, dtype=np.int64).reshape(-1)
     b = np.asarray(below, dtype=np.int64).reshape(-1)
     c, n_pairs = a.size, ent.query.size
     # each system's sign in each comparison: +1 above, -1 below (S, C)
-    sign = np.zeros((lab.shape[0], c))
+    sign = np.zeros((np.shape(labels)[0], c))
     np.add.at(sign, (a, np.arange(c)), 1.0)
     np.add.at(sign, (b, np.arange(c)), -1.0)
     cell = (ent.pair[:, None] * c + np.arange(c)).reshape(-1)
