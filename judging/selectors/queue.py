@@ -21,9 +21,12 @@ from judging.compiled import (
     Args,
     Slots,
     compiled_select,
+    model_columns,
+    model_from,
 )
 from judging.models import (
     Campaign,
+    Document,
     Grade,
     Judgment,
     Membership,
@@ -207,18 +210,26 @@ def pair_next_of(
     lock: bool,
     shared: bool = True,
     done: bool = False,
+    assigned: bool = True,
+    related: bool = True,
 ) -> QuerySet[Pair, Any]:
     """_pair_next's query, built from named values (see open_pairs_of): a row of PAIR_COLUMNS, then with
     ``lock`` the progress figures query_done, query_total and, with ``done`` (a small pool: see
-    ``campaign_done``), campaign_done."""
+    ``campaign_done``), campaign_done. ``assigned``: the annotator has queries of their own in the campaign
+    (QueryAssignment), whose probes then come first; without them (most annotators) the statement leaves them out.
+    ``related``: the row holds the pair's query and document (PAIR_COLUMNS); else the pair's own columns only."""
     open_pairs = open_pairs_of(args, overlap=overlap, exclude=exclude)
-    candidates = _assigned_candidates(args, open_pairs, current=current)
+    candidates = _assigned_candidates(args, open_pairs, current=current) if assigned else []
     if current and shared:
-        candidates.append(
-            Query.objects.filter(id=args["current_query_id"], campaign_id=args["campaign_id"])
-            .filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))
-            .values("id")[:1]
-        )
+        current_query = Query.objects.filter(id=args["current_query_id"], campaign_id=args["campaign_id"])
+        if candidates or levels:
+            # the current query only if it has an open pair: the later candidates are asked otherwise
+            current_query = current_query.filter(Exists(open_pairs.filter(query_id=OuterRef("pk"))))
+        # (Alone, the current query is the one candidate: the outer scan of its open pairs asks the same question
+        # once. Written twice, the open-pair rule was planned once more in the prepared statement, whose plan made
+        # without values ANDed the whole pool index into it: 2.5 ms of PostgreSQL's CPU a judgment on the load
+        # bench, of 7.2.)
+        candidates.append(current_query.values("id")[:1])
     for level in range(levels):
         candidates.append(
             Query.objects.filter(campaign_id=args["campaign_id"])
@@ -229,7 +240,7 @@ def pair_next_of(
     subqueries = [Subquery(c, output_field=IntegerField()) for c in candidates]
     query_id = Coalesce(*subqueries) if len(subqueries) > 1 else subqueries[0]
     qs = open_pairs.filter(query_id=cast(Any, query_id)).order_by("judgment_count", *doc_order(args["doc_salt"]))
-    columns = list(PAIR_COLUMNS)
+    columns = list(PAIR_COLUMNS) if related else model_columns(Pair)
     if lock:
         qs = with_progress(qs.select_for_update(of=("self",), skip_locked=True), args, done=done)
         columns += ["query_done", "query_total", *(["campaign_done"] if done else [])]
@@ -277,15 +288,24 @@ def _pair_next(
     # The current query alone first: the usual case, a statement PostgreSQL plans once (a prepared statement:
     # judging.compiled). Only when it has no open pair (or none unlocked) the level probes, planned with their
     # values each time: a plan made without them can walk every pair of the campaign at a level.
+    # Most annotators have no query of their own: one probe of their assignments (a prepared statement) leaves the
+    # assigned queries' candidates out of the statements below.
+    mine = compiled_select(("has_assigned_queries",), _has_assigned_queries_of)
+    assigned = mine.first({"campaign_id": campaign.id, "annotator_id": annotator_id}) is not None
     for current_only, probes in ((True, 0), (False, levels)) if current else ((False, levels),):
-        if not current_only and not probes:
+        if not current_only and not probes and not assigned:
             break
         shape = {
+            "assigned": assigned,
             "current": current_only,
             "levels": probes,
             "overlap": bool(campaign.overlap_percent),
             "exclude": bool(exclude),
             "lock": lock,
+            # The query and document are read by key once the pair is chosen (pair_related): joined in this
+            # statement, PostgreSQL's plan made without values read the query's row for every candidate pair, by
+            # a scan of the queries table (40 candidates x 200 queries a judgment on the load bench).
+            "related": False,
             # A small pool's complete pairs are counted in the same query; a large pool's come from campaign_done.
             "done": lock and done_counted_exactly(campaign),
         }
@@ -299,12 +319,31 @@ def _pair_next(
             break
     if row is None:
         return None
-    pair, at = pair_from_row(row)
+    pair, at = pair_related(row)
     if lock:
         query_done, query_total = row[at : at + 2]
         done = row[at + 2] or 0 if shape["done"] else campaign_done(campaign=campaign)
         pair.progress = judge_progress_of(campaign=campaign, query_done=query_done, query_total=query_total, done=done)
     return pair
+
+
+def pair_related(row: Sequence[Any]) -> tuple[Pair, int]:
+    """The Pair of a row of the pair's own columns (model_columns), with its query and document read by key in one
+    prepared statement; and where the pair's columns end."""
+    pair, at = model_from(Pair, row)
+    related = compiled_select(("pair_related",), _pair_related_of).first({"pair_id": pair.pk})
+    if related is None:  # the row was read in this transaction: its query and document exist (foreign keys)
+        raise Pair.DoesNotExist(f"pair {pair.pk} has no query or document")
+    query, end = model_from(Query, related)
+    document, _end = model_from(Document, related, end)
+    pair = cast(Pair, pair)
+    pair.query, pair.document = cast(Query, query), cast(Document, document)
+    return pair, at
+
+
+def _pair_related_of() -> QuerySet[Pair, Any]:
+    columns = (*model_columns(Query, "query__"), *model_columns(Document, "document__"))
+    return Pair.objects.filter(id=Slots()["pair_id"]).order_by().values_list(*columns)[:1]
 
 
 def pair_get(

@@ -127,7 +127,10 @@ def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = 
         default=Value(0),
         output_field=IntegerField(),
     )
-    needs_more = Q(judgment_count__lt=args["redundancy"]) & Q(load__lt=args["redundancy"])
+    # Only the load is compared (load >= judgment_count): with judgment_count's own condition beside it, PostgreSQL's
+    # plan made without values ANDed the pool index (campaign, pooled, judgment_count) into each scan of a query's
+    # pairs, every campaign's entries of it: 24,000 index entries a judgment at two 12,000-pair campaigns.
+    needs_more = Q(load__lt=args["redundancy"])
     qs = qs.alias(load=F("judgment_count") + _held_by_others(args, one_pair=one_pair) + others)
     if overlap:
         qs = with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))

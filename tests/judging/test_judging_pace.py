@@ -136,6 +136,47 @@ def test_an_annotators_long_history_is_not_read_at_each_judgment(postgres, make_
     assert per_judgment["judging_campaign"] < 20, per_judgment
 
 
+def _index_entries_read(index: str) -> int:
+    """Entries of ``index`` this transaction has read so far (bitmap scans' included: PostgreSQL keeps no per-index
+    view of a transaction's statistics, its function does)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_get_xact_tuples_returned(%s::regclass)", [index])
+        return int(cursor.fetchone()[0])
+
+
+def test_the_next_pair_of_a_query_reads_that_query_alone(postgres, make_user):
+    """Twelve annotators judge on, each on a query of their own, beside another campaign of the same size (tables
+    analyzed, the statements past their first plans): the statement that picks the next pair of the current query,
+    planned once without values, reads that query's pairs, never the pool index of every campaign (its
+    ``judgment_count`` condition, ANDed into the scan: 24,000 entries a judgment at two 12,000-pair campaigns) nor
+    the queries table once per candidate pair (the query's row joined to each: 40 x 200 rows a judgment)."""
+    people = [make_user(f"a{i}") for i in range(12)]
+    others = [make_user(f"o{i}") for i in range(4)]
+    before_us = _campaign("before", queries=100, depth=60, annotators=others)
+    for i, other in enumerate(others):
+        qrels = "".join(f"q{q} 0 d{q}-{d} 1\n" for q in range(100) for d in range(60) if (q + d) % 4 != i)
+        qrels_import(campaign=before_us, data=qrels.encode(), filename="o.qrels", annotator=other)
+    campaign = _campaign("ours", queries=100, depth=60, annotators=people)
+    clients = _judging(people, campaign)
+    for _ in range(10):
+        for entry in clients:
+            entry[1] = _judge(entry[0], campaign, entry[1])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    for _ in range(8):  # past the prepared statements' first plans, made with their values
+        for entry in clients:
+            entry[1] = _judge(entry[0], campaign, entry[1])
+    rows, entries = _rows_read(), _index_entries_read("pair_queue_idx")
+    for _ in range(5):
+        for entry in clients:
+            entry[1] = _judge(entry[0], campaign, entry[1])
+    rows_after, entries_after = _rows_read(), _index_entries_read("pair_queue_idx")
+    pool_index = (entries_after - entries) / 60
+    queries = (rows_after.get("judging_query", 0) - rows.get("judging_query", 0)) / 60
+    assert pool_index < 100, pool_index
+    assert queries < 100, queries
+
+
 def test_resuming_and_back_walk_the_annotators_history_from_its_end(postgres, make_user):
     """Where the queue resumes (the query of the annotator's latest judgment in the campaign) and Back from a pair
     not judged yet (the latest judgment) read a few judgments, whatever the annotator judged before, here or in

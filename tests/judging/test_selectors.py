@@ -103,10 +103,12 @@ def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django
     run_import(campaign=c, data=run.encode(), filename="r")
     user = make_user("u")
     membership_add(campaign=c, user=user, role="annotator")
-    with django_assert_max_num_queries(2):  # the next query, then its first open pair
+    # a probe of the annotator's own queries (none: the statements leave them out), the next query, its first open
+    # pair, and that pair's query and document by key
+    with django_assert_max_num_queries(4):
         first = selectors.pair_next(campaign=c, annotator=user)
     judgment_record(pair=first.pair, annotator=user, grade=1)
-    with django_assert_max_num_queries(1):  # staying on the query
+    with django_assert_max_num_queries(3):  # staying on the query: the probe, the pair, its query and document
         selectors.pair_next(campaign=c, annotator=user, current_query_id=first.pair.query_id)
 
 
