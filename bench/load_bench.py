@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench import statement_cpu  # noqa: E402
 from bench._setup import machine_line  # noqa: E402
 from tests.serving.servers import Site  # noqa: E402
 
@@ -544,6 +545,14 @@ def main() -> None:
         "shuffled,mtc,bandit,hybrid; hybrid's campaign gets a model judge that answered every pair)",
     )
     parser.add_argument("--queue-mode", default=None, help="one queue mode only (the same as --modes MODE)")
+    parser.add_argument(
+        "--statements",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print, per mode, the N statements that cost PostgreSQL the most CPU a judgment "
+        "(bench/statement_cpu.py; Linux, PostgreSQL on this machine)",
+    )
     args = parser.parse_args()
     modes = [args.queue_mode] if args.queue_mode else [m.strip() for m in args.modes.split(",") if m.strip()]
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
@@ -572,11 +581,17 @@ def main() -> None:
             f"set-up: {len(slugs)} campaigns of {args.queries * args.depth} pairs, queue modes {', '.join(modes)}, "
             f"in {time.monotonic() - t0:.0f} s"
         )
+        statements_dir = folder / "statements"
+        env = {"DATABASE_POOL_MAX": str(args.threads), "DJANGO_LOG_LEVEL": "WARNING"}
+        if args.statements:
+            statements_dir.mkdir()
+            env[statement_cpu.DIR_ENV] = str(statements_dir)
         base = site.gunicorn(
             log=folder / "gunicorn.log",
             workers=args.workers,
             threads=args.threads,
-            env={"DATABASE_POOL_MAX": str(args.threads), "DJANGO_LOG_LEVEL": "WARNING"},
+            env=env,
+            config="python:bench.statement_cpu" if args.statements else None,
         )
         bound = args.workers * args.threads
         print(
@@ -615,10 +630,18 @@ def main() -> None:
             )
             meter = PostgresMeter(site.database_url)
             cpu_before = [0.0]
+            statements_before: list[dict[str, tuple[int, int]]] = [{}]
 
-            def started(meter: PostgresMeter = meter, cpu_before: list[float] = cpu_before) -> None:
+            def started(
+                meter: PostgresMeter = meter,
+                cpu_before: list[float] = cpu_before,
+                statements_before: list[dict[str, tuple[int, int]]] = statements_before,
+            ) -> None:
                 cpu_before[0] = server_cpu(site)
                 meter.start()
+                if args.statements:
+                    time.sleep(2 * statement_cpu.FLUSH_EVERY)  # the logins' statements written out
+                    statements_before[0] = statement_cpu.totals(statements_dir)
 
             def unjudged(slug: str = slug) -> int:
                 rows = site.sql(
@@ -651,6 +674,9 @@ def main() -> None:
                 f"{1000 * cpu / max(1, stats.judgments):.2f} ms per judgment"
             )
             pg_report(pg_cpu, reads, stats.judgments, commits, small)
+            if args.statements:  # (the meter's stop waited for the backends' statistics: the workers flushed too)
+                after = statement_cpu.totals(statements_dir)
+                statement_cpu.report(statements_before[0], after, stats.judgments, args.statements)
             lost = verify(site, slug, stats)
             print(f"  max PostgreSQL connections seen: {peak[0]} (bound {bound})")
             early = [(who, left) for who, left in stats.sent_home if left > len(names)]

@@ -189,9 +189,17 @@ print(json.dumps({{u.username: Token.objects.get_or_create(user=u)[0].key for u 
         return proc
 
     def gunicorn(
-        self, *, log: Path, workers: int = 2, threads: int = 4, env: dict | None = None, port: int | None = None
+        self,
+        *,
+        log: Path,
+        workers: int = 2,
+        threads: int = 4,
+        env: dict | None = None,
+        port: int | None = None,
+        config: str | None = None,
     ) -> str:
-        """Start gunicorn as scripts/serve.sh does; return its base URL once /healthz answers 200."""
+        """Start gunicorn as scripts/serve.sh does; return its base URL once /healthz answers 200. ``config``: a
+        gunicorn config (``--config``, e.g. the load bench's ``python:bench.statement_cpu``)."""
         port = port or free_port()
         args = [
             sys.executable,
@@ -209,6 +217,7 @@ print(json.dumps({{u.username: Token.objects.get_or_create(user=u)[0].key for u 
             "--no-control-socket",
             "--graceful-timeout",
             "5",
+            *(["--config", config] if config else []),
         ]
         self._start(args, {"GUNICORN_THREADS": str(threads), "MALLOC_ARENA_MAX": "2", **(env or {})}, log)
         url = f"http://127.0.0.1:{port}"
