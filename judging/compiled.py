@@ -6,7 +6,8 @@ COALESCE of subqueries over the open pairs, takes ~20 ms to build and compile, w
 takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing else (a test keeps this list):
 
 - ``selectors.queue._pair_next``: the next pair of the queue (of the current query first, then the level
-  probes), and with ``lock`` its progress figures;
+  probes), and with ``lock`` its progress figures; after a probe of whether the annotator has queries of their own,
+  and followed by the chosen pair's query and document, read by key (``selectors.queue.pair_related``);
 - ``selectors.progress.with_progress``: those progress figures, as parts of ``_pair_next``'s statement, and
   ``selectors.progress.judge_progress``: the query's figures on their own (a priority queue mode's next pair);
 - ``selectors.queue_rules.pair_is_open``: the re-check, under the pair's lock, before a hold is taken or moved;
@@ -27,6 +28,8 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   process kept, in one statement, at every leaderboard request and queue list;
 - ``scoring.cube.systems_key``: the campaign's systems and its queries' largest id and count (what its run
   cube depends on), in one statement, at every leaderboard request and queue list;
+- ``scoring.hybrid.campaign_judge``: the campaign's model judges, at each next pair in queue mode hybrid (planned
+  at each call through the ORM: 0.4-0.7 ms of PostgreSQL's CPU a judgment, ``load_bench.py --statements``);
 - ``services.judgments._judgment_write``'s writes that every judgment makes, with ``compiled_update`` and
   ``compiled_delete``: the pair's label and count, its query's labels version, its campaign's labels counter
   and its labels log's line (``labels.labels_bump`` of one query), the hold

@@ -222,6 +222,7 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "judging/access.py",
         "judging/scoring/cache.py",
         "judging/scoring/cube.py",
+        "judging/scoring/hybrid.py",
     }
     for user in (
         "selectors.queue._pair_next",
@@ -235,6 +236,8 @@ def test_compiled_is_used_only_where_its_docstring_says():
         "labels.labels_bump",
         "scoring.cache._labels_state",
         "scoring.cube.systems_key",
+        "scoring.hybrid.campaign_judge",
+        "selectors.queue.pair_related",
         "access.token_owner",
     ):
         assert f"``{user}``" in judging.compiled.__doc__
