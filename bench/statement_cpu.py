@@ -5,9 +5,10 @@ statement a worker's Django connections run (``connection.execute_wrappers``, ad
 reads the CPU time of the connection's PostgreSQL backend before and after it, from ``/proc/<pid>/schedstat`` (the
 time on a CPU in nanoseconds, of the backend process alone: whatever else the machine runs, a statement is charged
 only what its own backend spent). Linux only, with PostgreSQL on the same machine. Each worker writes its totals,
-per statement with its numbers and values taken out, to ``$RELJUDGE_BENCH_STATEMENTS_DIR/<pid>.json`` about once a
-second; the bench reads them at a phase's start and end (:func:`totals`). COPY is not wrapped by Django, so the
-score reads' copies are not counted here (the meter's total counts them).
+per statement with its numbers and values taken out, to ``$RELJUDGE_BENCH_STATEMENTS_DIR/<pid>.json`` once a
+second (a thread of its own, so the last second of a phase is written too); the bench reads them at a phase's start
+and end (:func:`totals`). COPY is not wrapped by Django, so the score reads' copies are not counted here (the
+meter's total counts them).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ _NUMBER = re.compile(r"\b\d+\b")
 
 _lock = threading.Lock()
 _totals: dict[str, list[int]] = {}  # normalized statement -> [calls, nanoseconds]
-_flushed = [0.0]
 
 
 def _backend_ns(pid: int) -> int:
@@ -46,7 +46,7 @@ def _flush(folder: Path) -> None:
     tmp.replace(folder / f"{os.getpid()}.json")
 
 
-def _wrapper(folder: Path) -> Callable[..., Any]:
+def _wrapper() -> Callable[..., Any]:
     def wrapper(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
         try:
             pid = context["connection"].connection.info.backend_pid
@@ -58,16 +58,10 @@ def _wrapper(folder: Path) -> Callable[..., Any]:
         finally:
             spent = _backend_ns(pid) - before
             key = _NUMBER.sub("N", sql)
-            now = time.monotonic()
             with _lock:
                 entry = _totals.setdefault(key, [0, 0])
                 entry[0] += 1
                 entry[1] += spent
-                due = now - _flushed[0] >= FLUSH_EVERY
-                if due:
-                    _flushed[0] = now
-            if due:
-                _flush(folder)
 
     return wrapper
 
@@ -77,13 +71,20 @@ def post_worker_init(worker: Any) -> None:
     from django.db.backends.signals import connection_created
 
     folder = Path(os.environ[DIR_ENV])
-    wrapper = _wrapper(folder)
+    wrapper = _wrapper()
 
     def created(sender: Any, connection: Any, **kwargs: Any) -> None:
         if wrapper not in connection.execute_wrappers:
             connection.execute_wrappers.append(wrapper)
 
     connection_created.connect(created, weak=False, dispatch_uid="bench_statement_cpu")
+
+    def flush_every() -> None:
+        while True:
+            time.sleep(FLUSH_EVERY)
+            _flush(folder)
+
+    threading.Thread(target=flush_every, name="statement-cpu-flush", daemon=True).start()
 
 
 def totals(folder: Path) -> dict[str, tuple[int, int]]:

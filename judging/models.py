@@ -602,9 +602,8 @@ class LabelsCounter(models.Model):
     Split over shards, so that annotators judging different queries seldom wait for one another's commit on one
     row (each judgment's transaction holds its shard's row from the bump to its commit)."""
 
-    campaign = models.ForeignKey(
-        Campaign, on_delete=models.CASCADE, related_name="+", db_index=False
-    )  # leads the unique
+    # indexed by labelscounter_one_per_shard, which leads with the campaign
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="+", db_index=False)
     shard = models.PositiveSmallIntegerField(_("shard"))
     version = models.PositiveBigIntegerField(_("version"), default=0)
 

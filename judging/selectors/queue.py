@@ -106,11 +106,18 @@ def pair_next(
         focused = focus_pair_next(campaign=campaign, annotator_id=annotator_id, exclude=[*exclude, *lost])
         if focused is not None:
             return NextPair(focused)
+    # Most annotators have no query of their own: one probe of their assignments, asked once for every statement
+    # below (which leave the assigned queries' candidates out without them).
+    assigned = has_assigned_queries(campaign_id=campaign.id, annotator_id=annotator_id)
     strategy = priority_for(campaign.queue_mode)
     if strategy is not None and not lock:
         # The annotator's own queries first, in every mode (the shuffled order's query does this itself).
         mine = assigned_pair_next(
-            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=[*exclude, *lost]
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=current_query_id,
+            exclude=[*exclude, *lost],
+            assigned=assigned,
         )
         exclusive = campaign.queue_mode in EXCLUSIVE_MODES
         listed = strategy(campaign, annotator_id) if mine is None or exclusive else None
@@ -133,6 +140,7 @@ def pair_next(
         "annotator_id": annotator_id,
         "current_query_id": current_query_id,
         "lock": lock,
+        "assigned": assigned,
     }
     found = _pair_next(**args, exclude=[*exclude, *lost])
     if found is None and exclude:
@@ -163,7 +171,12 @@ def _assigned_candidates(args: Args, open_pairs: QuerySet[Pair], *, current: boo
 
 
 def assigned_pair_next(
-    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude: Sequence[int]
+    *,
+    campaign: Campaign,
+    annotator: User,
+    current_query_id: int | None,
+    exclude: Sequence[int],
+    assigned: bool | None = None,
 ) -> Pair | None:
     """The next pair among the annotator's assigned queries only (the first step of a queue mode with a
     priority list, whose list then orders the shared work): one indexed query, compiled once per shape.
@@ -171,9 +184,11 @@ def assigned_pair_next(
     Most annotators have no assigned query: one probe of their assignments (a prepared statement PostgreSQL
     plans once) answers them, where the whole query was planned anew at each call (PostgreSQL found a plan made
     with the call's values cheaper, and its planning cost ~2 ms of the database's CPU: ~20% of it per
-    judgment at 50 annotators, bench/load_bench.py with pg_stat_statements)."""
-    mine = compiled_select(("has_assigned_queries",), _has_assigned_queries_of)
-    if mine.first({"campaign_id": campaign.id, "annotator_id": user_id(annotator)}) is None:
+    judgment at 50 annotators, bench/load_bench.py with pg_stat_statements). ``assigned``: that probe's answer,
+    when the caller has it already."""
+    if assigned is None:
+        assigned = has_assigned_queries(campaign_id=campaign.id, annotator_id=user_id(annotator))
+    if not assigned:
         return None
     shape = {
         "current": current_query_id is not None,
@@ -189,6 +204,13 @@ def assigned_pair_next(
     )
     row = query.first(values)
     return None if row is None else pair_from_row(row)[0]
+
+
+def has_assigned_queries(*, campaign_id: int, annotator_id: int) -> bool:
+    """Whether a lead gave the annotator queries of their own in the campaign (QueryAssignment): one prepared
+    probe of their assignments."""
+    mine = compiled_select(("has_assigned_queries",), _has_assigned_queries_of)
+    return mine.first({"campaign_id": campaign_id, "annotator_id": annotator_id}) is not None
 
 
 def _has_assigned_queries_of() -> QuerySet[Any, Any]:
@@ -253,7 +275,13 @@ def _pair_next_from_slots(shape: dict[str, bool | int]) -> QuerySet[Pair, Any]:
 
 
 def _pair_next(
-    *, campaign: Campaign, annotator_id: int, current_query_id: int | None, exclude: Sequence[int], lock: bool = False
+    *,
+    campaign: Campaign,
+    annotator_id: int,
+    current_query_id: int | None,
+    exclude: Sequence[int],
+    assigned: bool,
+    lock: bool = False,
 ) -> Pair | None:
     """One SQL query: the first open pair, in the annotator's document order, of the query picked by
     COALESCE(the current query if it has an open pair, the first query in the annotator's order with an
@@ -288,10 +316,7 @@ def _pair_next(
     # The current query alone first: the usual case, a statement PostgreSQL plans once (a prepared statement:
     # judging.compiled). Only when it has no open pair (or none unlocked) the level probes, planned with their
     # values each time: a plan made without them can walk every pair of the campaign at a level.
-    # Most annotators have no query of their own: one probe of their assignments (a prepared statement) leaves the
-    # assigned queries' candidates out of the statements below.
-    mine = compiled_select(("has_assigned_queries",), _has_assigned_queries_of)
-    assigned = mine.first({"campaign_id": campaign.id, "annotator_id": annotator_id}) is not None
+    # ``assigned`` (pair_next's probe): without queries of their own, the statements leave those candidates out.
     for current_only, probes in ((True, 0), (False, levels)) if current else ((False, levels),):
         if not current_only and not probes and not assigned:
             break

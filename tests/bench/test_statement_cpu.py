@@ -15,13 +15,13 @@ def test_each_statement_is_charged_its_backends_cpu_and_written_out(db, tmp_path
     if connection.vendor != "postgresql":
         pytest.skip("a PostgreSQL backend's CPU (/proc/PID/schedstat; CI runs the suite there too)")
     monkeypatch.setattr(statement_cpu, "_totals", {})
-    monkeypatch.setattr(statement_cpu, "FLUSH_EVERY", 0.0)
     before = statement_cpu.totals(tmp_path)
-    with connection.execute_wrapper(statement_cpu._wrapper(tmp_path)):
+    with connection.execute_wrapper(statement_cpu._wrapper()):
         for slug in ("a", "b", "c"):
             list(Campaign.objects.filter(slug=slug))
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM generate_series(1, 200000)")
+    statement_cpu._flush(tmp_path)  # what a worker's thread does every FLUSH_EVERY seconds
     after = statement_cpu.totals(tmp_path)
     [(lookup, (calls, ns))] = [(k, v) for k, v in after.items() if "judging_campaign" in k]
     assert calls == 3 and ns >= 0  # one statement, its three values taken out of the key
@@ -40,6 +40,6 @@ def test_a_connection_without_a_backend_pid_is_run_as_it_is(tmp_path, monkeypatc
         connection = None
 
     ran = []
-    wrapper = statement_cpu._wrapper(tmp_path)
+    wrapper = statement_cpu._wrapper()
     assert wrapper(lambda *a: ran.append(a) or "done", "SELECT 1", None, False, {"connection": NoInfo()}) == "done"
     assert ran and statement_cpu._totals == {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from judging import selectors
 from judging.models import Campaign, Pair, Query
@@ -110,6 +112,22 @@ def test_pair_next_query_count_does_not_grow_with_the_pool(db, make_user, django
     judgment_record(pair=first.pair, annotator=user, grade=1)
     with django_assert_max_num_queries(3):  # staying on the query: the probe, the pair, its query and document
         selectors.pair_next(campaign=c, annotator=user, current_query_id=first.pair.query_id)
+
+
+@pytest.mark.parametrize("mode", ["shuffled", "mtc"])
+def test_pair_next_asks_once_whether_the_annotator_has_queries_of_their_own(pooled, annotator, mode):
+    """The probe of the annotator's assignments is asked once a call and its answer given to every statement after
+    it: the skipped pairs' second pass of the query-by-query order, and in a mode with a list its assigned step."""
+    Campaign.objects.filter(pk=pooled.pk).update(queue_mode=mode)
+    pooled.refresh_from_db()
+    every = list(Pair.objects.filter(campaign=pooled, pooled=True).values_list("id", flat=True))
+    with CaptureQueriesContext(connection) as statements:
+        found = selectors.pair_next(campaign=pooled, annotator=annotator, exclude=every)
+    assert found.pair is not None and found.was_skipped  # the skipped pairs come back at the end
+    probes = [
+        q["sql"] for q in statements.captured_queries if q["sql"].startswith('SELECT "judging_queryassignment"."id"')
+    ]
+    assert len(probes) == 1, probes
 
 
 def queue_order(campaign, annotator) -> list[Pair]:
