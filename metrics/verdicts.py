@@ -87,6 +87,33 @@ def rank_bucket(rank: IntArray) -> IntArray:
 
 N_BUCKETS = 12
 
+# Document ids up to which final_pool first tells the ranked entries whose document is pooled unjudged in some
+# query by a table of one byte a document id (16 MB at most), and looks up only those among the pooled keys (one
+# binary search each): at 20 systems x depth 1,000 most ranked entries are documents no run put in the pool, and
+# the search of every entry took 45 ns an entry, 1.0 ms a query (0.23 ms with the table), half of what a judged
+# query's bounds cost after a judgment and 270 of the 390 ms of 200 queries' bounds built at once (87 ms with it).
+TABLE_DOC_IDS = 1 << 24
+
+
+def _open_index(unjudged: BoolArray, docs: IntArray, open_keys: IntArray, span: int) -> IntArray:
+    """(S, Q, D) int64: each unjudged entry's position among ``open_keys`` (query * span + document, sorted), -1
+    elsewhere (judged entries, padding, documents outside the pool)."""
+    doc_index = np.full(unjudged.shape, -1, dtype=np.int64)
+    if not open_keys.size:
+        return doc_index
+    n_q, depth = unjudged.shape[1], unjudged.shape[2]
+    if span < TABLE_DOC_IDS:
+        in_pool = np.zeros(span + 1, dtype=bool)  # shifted by one: padding (-1) reads the False at 0
+        in_pool[open_keys % span + 1] = True
+        look = np.flatnonzero(unjudged.ravel() & in_pool[docs.ravel() + 1])
+    else:
+        look = np.flatnonzero(unjudged.ravel())
+    keys = (look // depth) % n_q * span + docs.ravel()[look]
+    at = np.minimum(np.searchsorted(open_keys, keys), open_keys.size - 1)
+    found = open_keys[at] == keys
+    doc_index.ravel()[look[found]] = at[found]
+    return doc_index
+
 
 def final_pool(
     labels: npt.ArrayLike, doc_ids: npt.ArrayLike, *, pool_depth: int, judged_only: bool = False
@@ -112,13 +139,7 @@ def final_pool(
     unjudged_at = np.flatnonzero(pool_label < 0)
     open_keys = pooled[unjudged_at]
     unjudged = lab == UNJUDGED
-    keys = np.where(unjudged, q_of * span + docs, -1)
-    if open_keys.size:
-        at = np.minimum(np.searchsorted(open_keys, keys), open_keys.size - 1)
-        found = unjudged & (open_keys[at] == keys)
-        doc_index = np.where(found, at, -1).astype(np.int64)
-    else:
-        doc_index = np.full(lab.shape, -1, dtype=np.int64)
+    doc_index = _open_index(unjudged, docs, open_keys, span)
     doc_query = open_keys // span
     distinct = np.bincount(doc_query, minlength=n_q).astype(np.int64)
     if judged_only:

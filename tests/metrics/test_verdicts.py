@@ -231,3 +231,45 @@ def test_patched_parts_give_the_verdicts_of_parts_made_whole(base, monkeypatch):
         np.testing.assert_allclose(got.low, want.low, atol=1e-9)
         assert got.verdict == want.verdict
     assert not np.allclose(np.asarray(old.cov)[dirty], np.asarray(whole.cov)[dirty])  # the judgment moved them
+
+
+@pytest.mark.parametrize("table", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_final_pool_finds_every_entry_of_a_pooled_unjudged_document(seed, table, monkeypatch):
+    """Each ranked entry's place among the pooled unjudged documents, against sets built entry by entry: an entry
+    is one of them exactly when its document is unjudged and some run ranks it within the pool depth for the same
+    query (a document pooled for another query is not), padding never; by the document table (ids below
+    TABLE_DOC_IDS) and by the lookup of every entry alike."""
+    import metrics.verdicts as verdicts
+
+    monkeypatch.setattr(verdicts, "TABLE_DOC_IDS", 1 << 40 if table else 0)
+    rng = np.random.default_rng(seed)
+    n_s, n_q, depth, pool_depth = 4, 6, 30, 5
+    # few documents (shared by queries) in some campaigns, ids spread far apart in others
+    n_docs = (40, 60, 5_000_000)[seed % 3]
+    runs = np.stack([np.stack([rng.choice(n_docs, depth, replace=False) for _ in range(n_q)]) for _ in range(n_s)])
+    runs[rng.random(runs.shape) < 0.1] = -1  # padding
+    labels = np.full(runs.shape, metrics.UNJUDGED, dtype=np.int8)
+    labels[runs < 0] = metrics.PAD
+    truth = {}
+    for q in range(n_q):
+        for d in rng.choice(runs[:, q][runs[:, q] >= 0], 8):
+            truth[(q, int(d))] = int(rng.integers(0, 3))
+            labels[:, q][runs[:, q] == d] = truth[(q, int(d))]
+    pool = final_pool(labels, runs, pool_depth=pool_depth)
+    keys = sorted(
+        {(q, int(d)) for s in range(n_s) for q in range(n_q) for d in runs[s, q, :pool_depth] if d >= 0} - set(truth)
+    )
+    assert pool.doc_query.tolist() == [q for q, _ in keys]
+    at = {key: i for i, key in enumerate(keys)}
+    expected = np.array(
+        [
+            [
+                [at.get((q, int(runs[s, q, r])), -1) if runs[s, q, r] >= 0 else -1 for r in range(depth)]
+                for q in range(n_q)
+            ]
+            for s in range(n_s)
+        ]
+    )
+    np.testing.assert_array_equal(pool.doc_index, expected)
+    assert (pool.doc_index >= 0).any()
