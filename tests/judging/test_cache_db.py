@@ -125,3 +125,35 @@ def test_the_table_is_counted_once_every_few_writes_and_still_kept_in_bound(cach
         cursor.execute("SELECT COUNT(*) FROM reljudge_cache")
         assert cursor.fetchone()[0] <= 40 + 1
     assert cache.get("n:199") == 199
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_exit_flush_waits_for_the_writer_and_gives_up_after_its_time(monkeypatch, settings, caplog):
+    """scoring.cache.shared_writes_flush (run at the process's exit): True once what the writer thread was handed
+    is written; False, with a warning, when the writer is still busy at the end of its time."""
+    import threading
+    import time
+
+    from judging.scoring import cache as scoring_cache
+
+    backend = caches["default"]
+    backend.clear()
+    settings.RELJUDGE_BACKGROUND_INLINE = False
+    release = threading.Event()
+    real = scoring_cache.shared_write
+
+    def held(blocks):
+        release.wait(10)
+        real(blocks)
+
+    monkeypatch.setattr(scoring_cache, "shared_write", held)
+    scoring_cache.shared_write_later({"exit-a": 1})
+    scoring_cache.shared_write_later({"exit-b": 2})
+    started = time.monotonic()
+    assert scoring_cache.shared_writes_flush(timeout=0.2) is False
+    assert 0.2 <= time.monotonic() - started < 2
+    assert "had not finished at exit" in caplog.text
+    release.set()
+    assert scoring_cache.shared_writes_flush(timeout=10) is True
+    assert backend.get_many(["exit-a", "exit-b"]) == {"exit-a": 1, "exit-b": 2}
+    backend.clear()
