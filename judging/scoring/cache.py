@@ -292,9 +292,10 @@ EXIT_FLUSH_SECONDS = 10.0
 def shared_writes_flush(timeout: float = EXIT_FLUSH_SECONDS) -> bool:
     """Wait, at most ``timeout`` seconds, until the writer thread has written every entry it was handed; whether
     it has. Run when the process exits (a gunicorn worker stopped for a restart or a deploy): the writer is a daemon
-    thread, and the entries it still held were lost with it, so the restarted workers computed again the score
-    blocks and verdicts of the state they had just been computed for (at 100M ranked entries their first
-    leaderboard took 13.5-14.9 s instead of 0.2-0.3 s, bench/scale_bench.py)."""
+    thread, and the entries it still held went with it, so that the restarted workers computed again the score
+    blocks and verdicts of the state they had just been computed for (the likely cause of the first leaderboard
+    after a restart taking 13.5-14.9 s at 100M ranked entries in two runs of bench/scale_bench.py, 0.2-0.3 s in
+    the others)."""
     deadline = time.monotonic() + timeout
     while True:
         with _PENDING_LOCK:
