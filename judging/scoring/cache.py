@@ -299,12 +299,11 @@ def shared_writes_flush(timeout: float = EXIT_FLUSH_SECONDS) -> bool:
     deadline = time.monotonic() + timeout
     while True:
         with _PENDING_LOCK:
-            if not _WRITING and not _PENDING:
-                return True
+            writing, waiting = _WRITING, len(_PENDING)
+        if not writing and not waiting:
+            return True
         if time.monotonic() >= deadline:
-            logger.warning(
-                "the shared score cache's writer had not finished at exit (%d entries waiting)", len(_PENDING)
-            )
+            logger.warning("the shared score cache's writer had not finished at exit (%d entries waiting)", waiting)
             return False
         time.sleep(0.02)
 
