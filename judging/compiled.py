@@ -15,8 +15,9 @@ takes ~12 ms with it compiled: bench/judge_bench.py). Its users, and nothing els
   first in a queue mode with a priority list (the same template as ``_pair_next``, without the shared probes),
   after one probe of whether they have any;
 - ``selectors.queue_lists.pair_of_priority``: the first open pair of a queue mode's priority list
-  (``compiled_first_of``: the candidates checked in the list's order, stopping at the first open one), and the
-  chosen one with its query and document (the ORM built ~200 model instances per request there);
+  (``compiled_first_of``: the candidates checked in the list's order, stopping at the first open one; the pairs
+  others hold or that are complete passed over on their own row), and the chosen one with its query and document (the
+  ORM built ~200 model instances per request there);
 - ``services.judgments.pair_state_rows``: the locked pair's label, policy, adjudication and judgments;
 - ``services.judgments.pair_lock``: the pair's row lock, taken first by every writer of its judgments;
 - ``selectors.priority.complete_prefix``: how far the head of a priority list is complete, and

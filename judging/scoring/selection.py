@@ -302,12 +302,15 @@ def hybrid_pairs(campaign: Campaign) -> np.ndarray:
     """Pooled unjudged pair ids in the order hybrid judging serves them to people (metrics.hybrid.hybrid_order):
     the pairs the campaign's model judge did not answer first, then those whose human label would move the
     hybrid ranking (nDCG at the queue's k) most given the model's calibrated reading; empty without a model
-    judge (the queue then serves query by query)."""
-    judge = campaign_judge(campaign)
-    if judge is None:
-        return np.zeros(0, dtype=np.int64)
+    judge (the queue then serves query by query). The model judge is read when the list is computed, not at each
+    next pair (one statement a judgment): a judge that leaves the campaign is seen at the next computation, when the
+    labels move or the list is PRIORITY_MAX_AGE old."""
 
     def order(lb: Leaderboard) -> Selection:
+        judge = campaign_judge(campaign)
+        if judge is None:
+            none = np.zeros(0, dtype=np.int64)
+            return Selection(none, none, np.zeros(0))
         p = lb.params
         hybrid = leaderboard(campaign, replace(p, labels=f"hybrid:{judge}"))
         fit = hybrid_fit(campaign, hybrid.cube, judge, hybrid.table.versions)

@@ -20,10 +20,13 @@ from judging.compiled import compiled_sql, id_list_slot, int_slot
 from judging.models import Campaign, Judgment, Pair
 from judging.scoring.selection import note_asking
 
-# Candidate pairs of a priority list passed to the database per statement: first a few (the first open pair, or
-# the end of a prefix, is nearly always among them: each statement's ids are written out and parsed as one array,
-# ~0.1 ms of the app's CPU and the database's for 500), then PRIORITY_CHUNK at a time.
-PRIORITY_FIRST_CHUNK = 50
+# Candidate pairs of a priority list passed to the database per statement: first PRIORITY_FIRST_CHUNK (the first open
+# pair, or the end of a prefix, is nearly always among them: each statement's ids are written out and parsed as one
+# array, ~0.1 ms of the app's CPU and the database's for 500), then PRIORITY_CHUNK at a time. In a busy campaign the
+# open pairs start past those the other annotators hold, one each (passed over from an array on PostgreSQL:
+# selectors.queue_lists.pair_of_priority): with 50 annotators and a first chunk of 50, a second statement followed
+# at a third of the checks on the load bench.
+PRIORITY_FIRST_CHUNK = 200
 PRIORITY_CHUNK = 500
 
 
@@ -116,6 +119,10 @@ def own_prefix(
     so the modes compute a new list (kept per process for the list object, the annotator and the redundancy).
     ``list_name``: as for complete_prefix."""
     if not ids.size:
+        return start
+    if campaign.redundancy <= 1 and not campaign.overlap_percent:
+        # One judgment a pair: a pair the annotator judged has a judgment (theirs counts, a model judge's does not:
+        # services.judgments) and is complete, so the complete prefix is theirs too; one statement a request less.
         return start
     key = (campaign.id, campaign.created_at, list_name or campaign.queue_mode, annotator_id)
     return _extended(_OWN_PREFIXES, key, ids, campaign=campaign, start=start, end=end, annotator_id=annotator_id)

@@ -71,8 +71,10 @@ PRIORITY_CANDIDATES = 2000
 
 def priority_open_of(args: Args, *, overlap: bool, exclude: bool) -> QuerySet[Pair, Any]:
     """The candidate pair ``candidate`` of a priority list if it is still open to the annotator (see
-    open_pairs_of): the test pair_of_priority runs on each candidate in turn."""
-    qs = open_pairs_of(args, overlap=overlap, exclude=exclude).filter(id=args["candidate"])
+    open_pairs_of): the test pair_of_priority runs on each candidate in turn. In a busy campaign most candidates it
+    passes over are held by others or complete, told by the pair's row alone (open_pairs_of's ``taken_first``), not
+    by a probe of the annotator's judgment too (tests/judging/test_judging_pace.py counts the probes)."""
+    qs = open_pairs_of(args, overlap=overlap, exclude=exclude, taken_first=True).filter(id=args["candidate"])
     # order_by(): Pair's default ordering would join the campaign, query and document for each candidate.
     return qs.order_by().values("id")[:1]
 

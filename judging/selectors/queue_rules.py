@@ -97,7 +97,9 @@ def queue_values(*, campaign: Campaign, annotator_id: int, **more: Any) -> dict[
     }
 
 
-def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = False) -> QuerySet[Pair]:
+def open_pairs_of(
+    args: Args, *, overlap: bool, exclude: bool, one_pair: bool = False, taken_first: bool = False
+) -> QuerySet[Pair]:
     """Pooled pairs this annotator has not judged and that still need judgments from someone.
 
     A pair the annotator has not judged has ``judgment_count`` judgments by others; the pairs other
@@ -107,7 +109,9 @@ def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = 
     holds and such reservations stay under the redundancy; an assignee is never kept out by another
     assignee's reservation. Unsure judgments count: the pair was looked at. Pairs of the overlap sample (``overlap``:
     the campaign has one) stay open for every annotator. ``exclude``: leave out the pairs ``exclude``.
-    ``one_pair``: the caller narrows it to one pair (see _held_by_others).
+    ``one_pair``: the caller narrows it to one pair (see _held_by_others). ``taken_first``: the caller runs it on
+    candidates one by one (a priority list), many of them held or complete: the same rule, stated so that those are
+    told by the pair's own row before the probe of the annotator's judgment.
 
     Callers always narrow this to one query. It deliberately does not filter on the campaign: the
     query implies it, and leaving the campaign out keeps SQLite's planner (which has no statistics) on
@@ -131,7 +135,13 @@ def open_pairs_of(args: Args, *, overlap: bool, exclude: bool, one_pair: bool = 
     # plan made without values ANDed the pool index (campaign, pooled, judgment_count) into each scan of a query's
     # pairs, every campaign's entries of it: 24,000 index entries a judgment at two 12,000-pair campaigns.
     needs_more = Q(load__lt=args["redundancy"])
-    qs = qs.alias(load=F("judgment_count") + _held_by_others(args, one_pair=one_pair) + others)
+    held = _held_by_others(args, one_pair=one_pair)
+    qs = qs.alias(load=F("judgment_count") + held + others)
+    if taken_first and not overlap:
+        # The load without the assignments' reservations, tested first: PostgreSQL orders a row's conditions by their
+        # estimated cost, and the full load's (its subqueries) came after the probe of the annotator's judgment, so
+        # each candidate others hold or judged complete since the list was computed cost that probe too.
+        qs = qs.alias(taken=F("judgment_count") + held).filter(taken__lt=args["redundancy"])
     if overlap:
         qs = with_overlap_bucket(qs).filter(needs_more | Q(overlap_bucket__lt=args["overlap_percent"]))
     else:

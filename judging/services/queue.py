@@ -109,7 +109,13 @@ def pair_assign(
 
 
 def pair_assign_locked(
-    *, campaign: Campaign, annotator: User, current_query_id: int | None, exclude: Sequence[int] = (), judged: Pair
+    *,
+    campaign: Campaign,
+    annotator: User,
+    current_query_id: int | None,
+    exclude: Sequence[int] = (),
+    judged: Pair,
+    release: bool = True,
 ) -> selectors.NextPair | None:
     """pair_assign inside the transaction that has just recorded ``annotator``'s judgment of ``judged``
     (judgment_record(locked=True, keep_hold=True)): three statements in the usual case.
@@ -119,7 +125,9 @@ def pair_assign_locked(
     after the lock re-checks that the pair is still open to them, and one UPDATE moves their hold to it.
     Returns None when this could not settle it (nothing unlocked is left, the queue mode serves from a
     priority list, a lead's focus is on, or the pair was taken meanwhile): the hold on ``judged`` is released,
-    and the caller calls pair_assign once its transaction is committed."""
+    and the caller calls pair_assign once its transaction is committed. ``release=False``: the caller calls
+    pair_assign in the same transaction, which moves that hold to the pair it finds or deletes it (nothing left),
+    so it is left to it (one statement less a judgment); the annotator's own hold never closes a pair to them."""
     if selectors.priority_for(campaign.queue_mode) is None and campaign.queue_focus_id is None:
         found = selectors.pair_next(
             campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lock=True
@@ -129,7 +137,8 @@ def pair_assign_locked(
             # No hold to move (the annotator's first pair here, or one released): take one.
             if moved or _hold(campaign=campaign, annotator=annotator, pair_id=found.pair.id, wait=False):
                 return found
-    hold_release(annotator=annotator, pair=judged)
+    if release:
+        hold_release(annotator=annotator, pair=judged)
     return None
 
 
@@ -185,6 +194,9 @@ def judgment_record_next(
     the transaction, pair_assign does it after the commit. Raises JudgmentConflict, ValidationError and
     PermissionDenied as judgment_record does, having written nothing."""
     campaign = member.campaign
+    # In the request's transaction (judging.request_transaction) pair_assign below runs before anything commits, and
+    # it moves or deletes the annotator's hold itself: the hold on the judged pair need not be deleted first.
+    in_request = transaction.get_connection().in_atomic_block
     with transaction.atomic():
         pair_lock(pair_id=pair.id)
         recorded = judgment_record(
@@ -218,16 +230,17 @@ def judgment_record_next(
                     neighbours=(pair.public_id, cast(Any, following).next_in_history),
                 )
         found = pair_assign_locked(
-            campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, judged=pair
-        )
-    if found is None:
-        # in the request's transaction (judging.request_transaction) the judged pair's lock is still held: no wait
-        found = pair_assign(
             campaign=campaign,
             annotator=annotator,
             current_query_id=pair.query_id,
             exclude=exclude,
-            wait=not transaction.get_connection().in_atomic_block,
+            judged=pair,
+            release=not in_request,
+        )
+    if found is None:
+        # in the request's transaction (judging.request_transaction) the judged pair's lock is still held: no wait
+        found = pair_assign(
+            campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, wait=not in_request
         )
     if found.pair is not None:
         found.pair.campaign = campaign

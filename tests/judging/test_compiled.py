@@ -318,6 +318,51 @@ def test_priority_first_open_is_the_first_open_pair_the_orm_finds(pooled, annota
     assert compiled.first(values) is None
 
 
+@pytest.mark.parametrize("redundancy", [1, 2])
+def test_priority_check_tells_held_and_complete_pairs_first_and_answers_as_the_open_pair_rule(
+    pooled, annotator, make_user, redundancy
+):
+    """The priority check states the open-pair rule so that a pair's own row closes the candidates others hold or
+    judged complete before the probe of the annotator's judgment (open_pairs_of's ``taken_first``): its answers are
+    the rule's, for a pair held once (closed at one judgment a pair, open at two), held twice (closed at both),
+    judged by someone else whose hold expired, judged by the annotator, and held by the annotator."""
+    from judging.compiled import compiled_first_of
+    from judging.selectors.queue_lists import priority_open_of
+
+    pooled.redundancy = redundancy
+    pooled.save(update_fields=["redundancy"])
+    pairs = list(Pair.objects.filter(campaign=pooled, pooled=True).order_by("id"))
+    assert len(pairs) >= 5
+    judgment_record(pair=pairs[0], annotator=annotator, grade=1)
+    people = [make_user(f"holder{i}") for i in range(4)]
+    later = timezone.now() + timedelta(minutes=5)
+    for person in people:
+        membership_add(campaign=pooled, user=person, role="annotator")
+    Assignment.objects.create(campaign=pooled, annotator=people[0], pair=pairs[1], expires_at=later)  # held once
+    for person in people[1:3]:  # held twice
+        Assignment.objects.create(campaign=pooled, annotator=person, pair=pairs[2], expires_at=later)
+    Assignment.objects.create(
+        campaign=pooled, annotator=people[3], pair=pairs[3], expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    Assignment.objects.create(campaign=pooled, annotator=annotator, pair=pairs[4], expires_at=later)
+    judgment_record(pair=pairs[3], annotator=people[3], grade=0)  # judged by someone else (their hold expired)
+    compiled = compiled_first_of(
+        ("test_priority_open",),
+        lambda: priority_open_of(Slots(QUEUE_FIELDS), overlap=False, exclude=False),
+        candidate="candidate",
+        count=len(pairs),
+    )
+    values = queue_values(campaign=pooled, annotator_id=annotator.id, exclude=[], candidates=[p.id for p in pairs])
+    rule = [
+        p.id
+        for p in pairs
+        if open_pairs_of(Values(QUEUE_FIELDS, **values), overlap=False, exclude=False).filter(id=p.id).exists()
+    ]
+    assert [r[0] for r in compiled.rows(values)] == rule
+    expected = {pairs[4].id} | ({pairs[1].id, pairs[3].id} if redundancy == 2 else set())
+    assert set(rule) == expected
+
+
 def test_pair_member_answers_as_the_pair_and_the_callers_roles_did(pooled, lead, annotator, make_user):
     """The API's pair of a judgment (judging.access.pair_member, one compiled query) is the pair, campaign and
     scale the ORM loads, with the caller's role; a pair outside the pool only for a lead, and nothing for an

@@ -331,3 +331,28 @@ def test_a_label_given_since_the_fit_counts_once_in_the_ideal():
     stale, fresh = scored([False, False, False]), scored([True, False, False])
     np.testing.assert_array_equal(stale, fresh)
     assert 0 < fresh[0, 0, 0] < 1
+
+
+def test_the_hybrid_queue_reads_its_model_judge_when_its_list_is_computed(make_user):
+    """Each next pair in queue mode hybrid serves the kept list without reading the campaign's model judges again
+    (one statement a judgment); the list computed after the judge has left the campaign is empty, and the queue
+    serves query by query."""
+    from judging.scoring import selection
+    from judging.services import membership_remove
+
+    campaign, _coll, _lead, annotator, judge = _hybrid_campaign(make_user, slug="hyb-kept", share_model=0.6)
+    campaign.queue_mode = Campaign.QueueMode.HYBRID
+    campaign.save(update_fields=["queue_mode"])
+    selection._KEPT.clear()
+    first = selection.hybrid_pairs(campaign)
+    assert first.size > 0
+    with CaptureQueriesContext(connection) as ctx:
+        for _ in range(3):
+            assert np.array_equal(selection.hybrid_pairs(campaign), first)
+    assert not [q["sql"] for q in ctx.captured_queries if "judging_annotatorprofile" in q["sql"]]
+    membership_remove(campaign=campaign, user=judge)
+    selection._KEPT.clear()
+    assert selection.hybrid_pairs(campaign).size == 0
+    from judging.selectors import pair_next
+
+    assert pair_next(campaign=campaign, annotator=annotator).pair is not None

@@ -457,6 +457,80 @@ def test_the_pairs_an_annotator_judged_at_a_lists_head_are_passed_over_and_read_
     assert served(people[0])[0] == int(ids[1001])
 
 
+def test_at_one_judgment_a_pair_the_own_prefix_is_the_complete_one(db, make_user, monkeypatch):
+    """With one judgment a pair, the pairs an annotator judged are complete: the queue serves the first pair of the
+    list nobody judged (past those the annotator judged at its head and a pair someone else judged) without the
+    statement that reads how far the list is closed to the annotator alone."""
+    from django.test.utils import CaptureQueriesContext
+
+    from judging.selectors import priority, queue
+
+    people = [make_user(f"a{i}") for i in range(2)]
+    campaign = _campaign("one", queries=4, depth=10, annotators=people)
+    ids = np.array(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").values_list("id", flat=True))
+    monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
+    priority._PREFIXES.clear()
+    priority._OWN_PREFIXES.clear()
+    for at, person in ((0, people[0]), (1, people[1]), (2, people[0])):
+        judgment_record(pair=Pair.objects.get(id=int(ids[at])), annotator=person, grade=1)
+    with CaptureQueriesContext(connection) as ctx:
+        found = selectors.pair_next(campaign=campaign, annotator=people[0]).pair
+    assert found is not None and found.id == int(ids[3])
+    own = [q["sql"] for q in ctx.captured_queries if "ORDINALITY" in q["sql"].upper() or "c.key" in q["sql"]]
+    assert len(own) == 1 and "annotator_id" not in own[0], own  # the complete prefix's statement alone
+    assert not priority._OWN_PREFIXES
+
+
+def _scans(table: str) -> int:
+    """Scans of ``table`` in this transaction so far, by index or whole (probes that found nothing count too)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(SUM(idx_scan), 0) + COALESCE(SUM(seq_scan), 0) FROM pg_stat_xact_user_tables"
+            " WHERE relname = %s",
+            [table],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def test_the_pairs_others_hold_or_judged_at_a_lists_head_cost_no_probe_of_judgments(postgres, make_user, monkeypatch):
+    """In a busy campaign the head of a priority list is the pairs the other annotators hold (50 annotators: 50
+    pairs) and those judged complete since the list was computed: the next annotator is served the first pair past
+    them, and PostgreSQL tells those by the pair's own row, without probing the annotator's judgment of each (the
+    old check probed every one: 60 probes here)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from judging.models import Assignment
+    from judging.selectors import priority, queue
+
+    holders = [make_user(f"h{i}") for i in range(40)]
+    person = make_user("next")
+    campaign = _campaign("busy", queries=20, depth=50, annotators=[*holders, person])
+    ids = np.array(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id").values_list("id", flat=True))
+    later = timezone.now() + timedelta(minutes=5)
+    # the list's head: a pair someone judged, then 40 held pairs among 20 more judged ones
+    head = ids[1:61]
+    held, judged = head[::3].tolist() + head[1::3].tolist()[:20], head[2::3].tolist()
+    Assignment.objects.bulk_create(
+        Assignment(campaign=campaign, annotator=h, pair_id=int(i), expires_at=later)
+        for h, i in zip(holders, held, strict=True)
+    )
+    for i in [ids[0], *judged]:
+        judgment_record(pair=Pair.objects.get(id=int(i)), annotator=holders[0], grade=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE judging_pair, judging_assignment, judging_judgment")
+    monkeypatch.setattr(queue, "priority_for", lambda mode: lambda campaign, annotator_id: ids)
+    priority._PREFIXES.clear()
+    priority._OWN_PREFIXES.clear()
+    selectors.pair_next(campaign=campaign, annotator=person)  # the list's complete head read once
+    before = _scans("judging_judgment")
+    found = selectors.pair_next(campaign=campaign, annotator=person).pair
+    probes = _scans("judging_judgment") - before
+    assert found is not None and found.id == int(ids[61])
+    assert probes < 10, probes
+
+
 def test_pair_lock_needs_a_transaction_and_an_existing_pair(transactional_db, pooled):
     from django.db import transaction
 

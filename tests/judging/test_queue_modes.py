@@ -271,3 +271,39 @@ def test_record_and_next_statements_do_not_grow_with_the_pool(make_user, mode):
         counts.append(most)
     # about 40: the record, the next pair (the annotator's assigned queries, then the list), the rescored query
     assert counts[0] == counts[1] <= 45, counts
+
+
+@pytest.mark.parametrize("redundancy", [1, 2])
+def test_record_and_next_moves_the_hold_to_the_next_pair_and_none_is_left_at_the_end(make_user, redundancy):
+    """On the judging page in a mode with a priority list, each "record + next" leaves the annotator one hold, on
+    the pair they are shown (moved in the request's transaction, not deleted and taken again); once the pool is
+    done for them they hold nothing, and at two judgments a pair a second annotator is served every pair."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.judging.test_views import HTMX, judge_url, login, record_url, shown_pair
+
+    campaign, ann = _campaign(make_user, Campaign.QueueMode.MTC, MTC_RUN, slug=f"hold-{redundancy}")
+    campaign.redundancy = redundancy
+    campaign.save(update_fields=["redundancy"])
+    pool = Pair.objects.filter(campaign=campaign, pooled=True).count()
+    other = make_user(f"hold-{redundancy}-other")
+    membership_add(campaign=campaign, user=other, role="annotator")
+    for person in (ann, other) if redundancy == 2 else (ann,):
+        client = login(person)
+        pair_id, served = shown_pair(client.get(judge_url(campaign))), []
+        while pair_id is not None:
+            served.append(pair_id)
+            with CaptureQueriesContext(connection) as ctx:
+                response = client.post(
+                    record_url(campaign, pair_id), {"grade": 1, "seconds": "2", "version": ""}, **HTMX
+                )
+            assert response.status_code == 200
+            pair_id = shown_pair(response) if 'data-pair-id="' in response.content.decode() else None
+            held = list(Assignment.objects.filter(annotator=person).values_list("pair__public_id", flat=True))
+            assert held == ([] if pair_id is None else [pair_id])
+            deletes = [
+                q["sql"] for q in ctx.captured_queries if q["sql"].startswith('DELETE FROM "judging_assignment"')
+            ]
+            assert len(deletes) == (pair_id is None), deletes  # the hold is deleted only when nothing is left
+        assert len(served) == len(set(served)) == pool
