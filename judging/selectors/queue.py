@@ -65,6 +65,7 @@ def pair_next(
     exclude: Sequence[int] = (),
     lock: bool = False,
     lost: Sequence[int] = (),
+    progress: bool = False,
 ) -> NextPair:
     """The pair ``annotator`` should judge next, or NextPair(None) when there is nothing left.
 
@@ -99,6 +100,9 @@ def pair_next(
 
     ``lost``: pairs this request chose and another annotator took first (services.queue.pair_assign); unlike
     the skips they never come back in this call, so the caller moves on to the next candidate.
+
+    ``progress``: a pair served from a queue mode's list comes with the annotator's progress figures
+    (``pair.progress``), read with it (the judging page's "record + next" shows them).
     """
     annotator_id = user_id(annotator)
     if campaign.queue_focus_id is not None and not lock:
@@ -127,12 +131,16 @@ def pair_next(
         if mine is not None and (listed is None or bool(np.isin(mine.id, listed))):
             return NextPair(mine)
         assert listed is not None
-        found = pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=[*exclude, *lost])
+        found = pair_of_priority(
+            listed, campaign=campaign, annotator_id=annotator_id, exclude=[*exclude, *lost], progress=progress
+        )
         if found is not None:
             return NextPair(found)
         if exclusive:
             if exclude:  # the skipped pairs come back at the end, as in the query-by-query order
-                found = pair_of_priority(listed, campaign=campaign, annotator_id=annotator_id, exclude=lost)
+                found = pair_of_priority(
+                    listed, campaign=campaign, annotator_id=annotator_id, exclude=lost, progress=progress
+                )
                 return NextPair(found, was_skipped=found is not None)
             return NextPair(None)
     args: dict[str, Any] = {

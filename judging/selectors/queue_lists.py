@@ -15,6 +15,7 @@ from judging import runtime
 from judging.compiled import Args, Slots, compiled_first_of, compiled_select
 from judging.models import Campaign, Pair, QueueFocus
 from judging.selectors import priority
+from judging.selectors.progress import campaign_done, judge_progress_of, with_progress
 from judging.selectors.queue_rules import PAIR_COLUMNS, QUEUE_FIELDS, open_pairs_of, pair_from_row, queue_values
 
 FOCUS_KEPT = 256  # lead's focus lists kept per process
@@ -87,6 +88,7 @@ def pair_of_priority(
     exclude: Sequence[int],
     list_name: str | None = None,
     candidates: int = PRIORITY_CANDIDATES,
+    progress: bool = False,
 ) -> Pair | None:
     """The first pair of a queue mode's priority list still open to this annotator: one compiled statement per
     chunk of candidates that checks them in the list's order and stops at the first open one
@@ -98,7 +100,9 @@ def pair_of_priority(
     The check starts past the list's head closed to the annotator (``priority.complete_prefix``: pairs with all
     the judgments the campaign asks for; ``priority.own_prefix``: and pairs they judged), which each process reads
     once per list rather than at every request. ``list_name`` names a list that is not the queue mode's (the
-    prefixes are kept per name); ``candidates``: how many of the list are checked at most."""
+    prefixes are kept per name); ``candidates``: how many of the list are checked at most. ``progress``: the pair
+    comes with the annotator's progress figures on its query (``pair.progress``), read in the same statement (the
+    judging page's "record + next": one statement a judgment less)."""
     overlap, skips = bool(campaign.overlap_percent), bool(exclude)
     place = priority.spread(campaign.id, annotator_id)
     query = compiled_first_of(
@@ -118,11 +122,27 @@ def pair_of_priority(
         found = query.rows(values)
         if found:
             # a busy campaign's annotators take different ones of the first open pairs (priority.spread)
-            row = compiled_select(("pooled_pair",), _pooled_pair_of).first({"pair_id": found[place % len(found)][0]})
-            return None if row is None else pair_from_row(row)[0]
+            chosen = {"pair_id": found[place % len(found)][0], "annotator_id": annotator_id}
+            row = compiled_select(("pooled_pair", progress), lambda: _pooled_pair_of(progress=progress)).first(chosen)
+            if row is None:
+                return None
+            pair, at = pair_from_row(row)
+            if progress:
+                pair.progress = judge_progress_of(
+                    campaign=campaign,
+                    query_done=row[at],
+                    query_total=row[at + 1],
+                    done=campaign_done(campaign=campaign),
+                )
+            return pair
     return None
 
 
-def _pooled_pair_of() -> QuerySet[Pair, Any]:
-    """The pooled pair ``pair_id`` as a row of PAIR_COLUMNS (compiled once: the ORM builds it in ~2 ms)."""
-    return Pair.objects.filter(id=Slots()["pair_id"], pooled=True).order_by().values_list(*PAIR_COLUMNS)[:1]
+def _pooled_pair_of(*, progress: bool) -> QuerySet[Pair, Any]:
+    """The pooled pair ``pair_id`` as a row of PAIR_COLUMNS (compiled once: the ORM builds it in ~2 ms), with
+    ``progress`` followed by ``annotator_id``'s figures on its query: query_done, query_total."""
+    slots = Slots()
+    qs = Pair.objects.filter(id=slots["pair_id"], pooled=True).order_by()
+    if progress:
+        return with_progress(qs, slots).values_list(*PAIR_COLUMNS, "query_done", "query_total")[:1]
+    return qs.values_list(*PAIR_COLUMNS)[:1]

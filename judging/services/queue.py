@@ -74,6 +74,7 @@ def pair_assign(
     current_query_id: int | None = None,
     exclude: Sequence[int] = (),
     wait: bool = True,
+    progress: bool = False,
 ) -> selectors.NextPair:
     """Hand ``annotator`` the next pair of their queue and hold it for them (see Assignment).
 
@@ -85,7 +86,12 @@ def pair_assign(
     lost: list[int] = []
     while True:
         found = selectors.pair_next(
-            campaign=campaign, annotator=annotator, current_query_id=current_query_id, exclude=exclude, lost=lost
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=current_query_id,
+            exclude=exclude,
+            lost=lost,
+            progress=progress,
         )
         if found.pair is None:
             Assignment.objects.filter(campaign=campaign, annotator_id=user_id(annotator)).delete()
@@ -240,7 +246,12 @@ def judgment_record_next(
     if found is None:
         # in the request's transaction (judging.request_transaction) the judged pair's lock is still held: no wait
         found = pair_assign(
-            campaign=campaign, annotator=annotator, current_query_id=pair.query_id, exclude=exclude, wait=not in_request
+            campaign=campaign,
+            annotator=annotator,
+            current_query_id=pair.query_id,
+            exclude=exclude,
+            wait=not in_request,
+            progress=True,  # the judging page shows them
         )
     if found.pair is not None:
         found.pair.campaign = campaign

@@ -281,6 +281,7 @@ def test_record_and_next_moves_the_hold_to_the_next_pair_and_none_is_left_at_the
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from judging.selectors import judge_progress
     from tests.judging.test_views import HTMX, judge_url, login, record_url, shown_pair
 
     campaign, ann = _campaign(make_user, Campaign.QueueMode.MTC, MTC_RUN, slug=f"hold-{redundancy}")
@@ -306,4 +307,14 @@ def test_record_and_next_moves_the_hold_to_the_next_pair_and_none_is_left_at_the
                 q["sql"] for q in ctx.captured_queries if q["sql"].startswith('DELETE FROM "judging_assignment"')
             ]
             assert len(deletes) == (pair_id is None), deletes  # the hold is deleted only when nothing is left
+            if pair_id is not None:
+                # the query's figures came with the pair, as a separate read of them gives them
+                shown = Pair.objects.get(public_id=pair_id)
+                fresh = judge_progress(campaign=campaign, annotator=person, query_id=shown.query_id)
+                html = response.content.decode()
+                assert f'<progress max="{fresh.query_total}" value="{fresh.query_done}">' in html
+                alone = [q for q in ctx.captured_queries if q["sql"].startswith('SELECT COUNT("judging_pair"."id")')]
+                # the first person's first next pair comes from the list (the second person's, at two judgments a
+                # pair, from the query-by-query order: the list holds the pairs without a label)
+                assert person is not ann or len(served) > 1 or not alone, alone
         assert len(served) == len(set(served)) == pool
