@@ -395,10 +395,15 @@ def _labels_state_sql() -> tuple[str, tuple[Any, ...]]:
     lines past its shard's mark and no other. The same condition written as one OR of the shards' ranges was
     planned as a scan of the campaign's whole log (up to LABELS_LOG_KEEP lines a shard) with the OR as a filter:
     1,065 rows read per judgment on the load bench, against the one or two lines since (tests/judging/
-    test_judging_pace.py counts them)."""
+    test_judging_pace.py counts them). Each line's query version is a probe by the query's key: written as a join, the
+    plan made without values (a prepared statement) could hash the lines to the queries table read whole, in each
+    shard's branch (16 x every campaign's queries a leaderboard request; seen on the load bench as 900-1,300 query
+    rows a judgment in some runs). A line whose query is gone has version -1, which no cube holds: every version is
+    then read, as when the join left the line out."""
     counter, line, query = (m._meta.db_table for m in (LabelsCounter, LabelsChange, Query))
+    version = f"COALESCE((SELECT q.labels_version FROM {query} q WHERE q.id = l.query_id), -1)"
     since = " UNION ALL ".join(
-        f"SELECT 1, l.shard, l.version, l.query_id, q.labels_version FROM {line} l JOIN {query} q ON q.id = l.query_id "
+        f"SELECT 1, l.shard, l.version, l.query_id, {version} FROM {line} l "
         f"WHERE l.campaign_id = %s AND l.shard = {shard} AND l.version > %s"
         for shard in range(LABELS_SHARDS)
     )

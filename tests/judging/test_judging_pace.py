@@ -267,6 +267,36 @@ def test_a_long_labels_log_is_read_from_the_kept_counters_on(postgres, make_user
     assert versions[moved] == Query.objects.get(id=pairs[400].query_id).labels_version
 
 
+def test_the_labels_state_never_reads_the_queries_table_whole(postgres, make_user):
+    """The labels state (the counters and the log's lines since a process's, each with its query's version) reads
+    each line's query by key whatever plan PostgreSQL keeps for the prepared statement: with the plan made without
+    values forced, a read of 3 lines past the kept counters reads at most those queries' rows, not the queries table
+    in each shard's branch (written as a join, 16 x 900 rows here)."""
+    annotator = make_user("a")
+    campaign = _campaign("state", queries=900, depth=1, annotators=[annotator])
+    pairs = list(Pair.objects.filter(campaign=campaign, pooled=True).order_by("id"))
+    for pair in pairs[:300]:
+        judgment_record(pair=pair, annotator=annotator, grade=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE judging_labelschange, judging_query")
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        cube = run_cube(campaign)
+        labels_versions(campaign, cube)
+        for pair in pairs[300:303]:
+            judgment_record(pair=pair, annotator=annotator, grade=2)
+        before = _rows_read()
+        versions = labels_versions(campaign, cube)
+        read = _rows_read().get("judging_query", 0) - before.get("judging_query", 0)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET plan_cache_mode")
+    assert read <= 3, read
+    for pair in pairs[300:303]:
+        moved = int(np.flatnonzero(cube.query_ids == pair.query_id)[0])
+        assert versions[moved] == Query.objects.get(id=pair.query_id).labels_version
+
+
 def test_compiled_statements_are_prepared_and_planned_once(postgres, make_user):
     """The hottest reads run as prepared statements on PostgreSQL: after a few judgments PostgreSQL runs them
     with a plan it keeps instead of planning each run."""
