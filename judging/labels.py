@@ -139,8 +139,8 @@ def labels_bump(*, campaign_id: int, query_ids: Sequence[int]) -> None:
         shard = query_id % LABELS_SHARDS
         values = {"campaign_id": campaign_id, "shard0": shard, "query_id": query_id}
         if connection.vendor == "postgresql":
-            # the query's version, the counter and the log's line in one statement (two round trips less for every
-            # judgment: ~0.2 ms of PostgreSQL's CPU, bench/load_bench.py --statements)
+            # the query's version, the counter and the log's line in one statement (a round trip less for every
+            # judgment; PostgreSQL's CPU is what the two statements cost, bench/load_bench.py --statements)
             bumped = compiled_sql(("labels_bump_query_counter_line",), _query_counter_bump_line_sql).first(values)
         else:  # no data-modifying WITH: three
             compiled_update(("labels_bump_query",), labels_bump_query_of).run({"query_id": query_id})

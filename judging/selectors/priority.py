@@ -23,8 +23,8 @@ from judging.scoring.selection import note_asking
 # Candidate pairs of a priority list passed to the database per statement: first PRIORITY_FIRST_CHUNK (the first open
 # pair, or the end of a prefix, is nearly always among them: each statement's ids are written out and parsed as one
 # array, ~0.1 ms of the app's CPU and the database's for 500), then PRIORITY_CHUNK at a time. In a busy campaign the
-# open pairs start past those the other annotators hold, one each (passed over from an array on PostgreSQL:
-# selectors.queue_lists.pair_of_priority): with 50 annotators and a first chunk of 50, a second statement followed
+# open pairs start past those the other annotators hold, one each (passed over on their own row:
+# selectors.queue_lists.priority_open_of): with 50 annotators and a first chunk of 50, a second statement followed
 # at a third of the checks on the load bench.
 PRIORITY_FIRST_CHUNK = 200
 PRIORITY_CHUNK = 500
